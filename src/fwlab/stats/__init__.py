@@ -1,0 +1,10 @@
+"""Statistics over repetitions: summaries, intervals, significance against a baseline, quality flags, cost fits.
+
+Owns: pure functions from plain numbers (and plain dicts) to frozen dataclasses with JSON-safe
+`to_dict()`. Never touches: run records on disk, the test bed, traffic tools, plots or the CLI;
+those layers call in here with numbers they have already loaded.
+"""
+
+from fwlab.stats.summary import Summary, percentile_ci, summarize
+
+__all__ = ["Summary", "percentile_ci", "summarize"]
