@@ -5,6 +5,24 @@ Owns: pure functions from plain numbers (and plain dicts) to frozen dataclasses 
 those layers call in here with numbers they have already loaded.
 """
 
+from fwlab.stats.compare import (
+    INSUFFICIENT_DATA,
+    NOT_SIGNIFICANT,
+    SIGNIFICANT,
+    Comparison,
+    FigureNoise,
+    NoiseModel,
+    compare_figure,
+    compare_tables,
+    comparison_rows,
+    comparison_table,
+    render_comparison_table,
+)
 from fwlab.stats.summary import Summary, percentile_ci, summarize
 
-__all__ = ["Summary", "percentile_ci", "summarize"]
+__all__ = [
+    "Summary", "percentile_ci", "summarize",
+    "Comparison", "FigureNoise", "NoiseModel", "compare_figure", "compare_tables",
+    "comparison_rows", "comparison_table", "render_comparison_table",
+    "SIGNIFICANT", "NOT_SIGNIFICANT", "INSUFFICIENT_DATA",
+]
