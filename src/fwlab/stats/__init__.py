@@ -18,6 +18,13 @@ from fwlab.stats.compare import (
     comparison_table,
     render_comparison_table,
 )
+from fwlab.stats.quality import (
+    Flag,
+    flag_cpu_saturated,
+    flag_cv,
+    flag_generator_short,
+    quality_flags,
+)
 from fwlab.stats.summary import Summary, percentile_ci, summarize
 
 __all__ = [
@@ -25,4 +32,5 @@ __all__ = [
     "Comparison", "FigureNoise", "NoiseModel", "compare_figure", "compare_tables",
     "comparison_rows", "comparison_table", "render_comparison_table",
     "SIGNIFICANT", "NOT_SIGNIFICANT", "INSUFFICIENT_DATA",
+    "Flag", "flag_cv", "flag_generator_short", "flag_cpu_saturated", "quality_flags",
 ]
