@@ -18,6 +18,7 @@ from fwlab.stats.compare import (
     comparison_table,
     render_comparison_table,
 )
+from fwlab.stats.fit import CostFit, fit_per_packet_cost, per_packet_cost_ns
 from fwlab.stats.quality import (
     Flag,
     flag_cpu_saturated,
@@ -33,4 +34,5 @@ __all__ = [
     "comparison_rows", "comparison_table", "render_comparison_table",
     "SIGNIFICANT", "NOT_SIGNIFICANT", "INSUFFICIENT_DATA",
     "Flag", "flag_cv", "flag_generator_short", "flag_cpu_saturated", "quality_flags",
+    "CostFit", "fit_per_packet_cost", "per_packet_cost_ns",
 ]
