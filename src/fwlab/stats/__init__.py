@@ -1,4 +1,4 @@
-"""Statistics over repetitions: summaries, intervals, significance against a baseline, quality flags, cost fits.
+"""Statistics over repetitions: summaries, intervals, significance, quality flags, cost fits.
 
 Owns: pure functions from plain numbers (and plain dicts) to frozen dataclasses with JSON-safe
 `to_dict()`. Never touches: run records on disk, the test bed, traffic tools, plots or the CLI;

@@ -19,7 +19,7 @@ import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 from scipy import stats as _sps
@@ -33,7 +33,7 @@ __all__ = [
     "SIGNIFICANT", "NOT_SIGNIFICANT", "INSUFFICIENT_DATA",
 ]
 
-FigureKey = Union[str, tuple[Any, ...]]
+FigureKey = str | tuple[Any, ...]
 """Names one configuration + metric: a string, or a tuple of strings/numbers (nesting allowed)."""
 
 SIGNIFICANT = "significant"
@@ -368,7 +368,7 @@ def render_comparison_table(comparisons: Iterable[Comparison], *, title: str | N
     widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
 
     def line(cells: list[str]) -> str:
-        parts = [cells[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(cells[1:], widths[1:])]
+        parts = [cells[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(cells[1:], widths[1:], strict=True)]
         return "  ".join(parts).rstrip()
 
     out = []
