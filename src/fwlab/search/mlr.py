@@ -1,0 +1,478 @@
+"""MLRsearch (draft-ietf-bmwg-mlrsearch, FD.io CSIT): several goals, short trials, robust bounds.
+
+Owns: `SearchGoal`, the goal presets, load classification, relevant bounds, conditional
+throughput and the load-selection logic. Never touches: traffic (only the measurer does).
+
+Semantics, following the draft (our own code):
+- A trial is *bad* for a goal when its loss ratio exceeds the goal's loss ratio, or its generator
+  was short (such a trial never passes). Trials at least as long as the goal's final trial are
+  *long*, others *short*.
+- Load classification (draft appendix A). Per load the trials' durations are summed into good and
+  bad, long and short. Short good trials may only cancel short bad ones:
+      effective_bad = bad_long + max(0, bad_short - good_short * q / (1 - q))
+      whole = max(duration_sum, good_long + effective_bad);   q = exceed_ratio
+  The load is a *lower bound* when even all missing trials bad would keep the bad part within
+  q * whole (whole - good_long <= q * whole, i.e. good_long >= (1 - q) * duration_sum once the
+  sum is reached), an *upper bound* when even all missing trials good could not (effective_bad >
+  q * whole), and *undecided* otherwise: it gets more trials.
+- Relevant upper bound: the smallest upper bound. Relevant lower bound: the largest lower bound
+  below it. A lower bound above the relevant upper bound (loss inversion) is ignored and flagged.
+- Conditional throughput (draft appendix B): relevant lower bound x (1 - loss ratio of the
+  long trial at the q quantile of the duration-sorted long trials); the reported throughput.
+
+How loads are picked (the search's own strategy, CSIT-like):
+- Each goal is reached through a chain of targets: `preceding_targets` coarse ones, then the goal
+  itself. Going back from the goal, each coarser target has twice the width (in log space: the
+  load ratio squared), and a duration sum shrinking geometrically from `duration_sum_s` down to
+  `initial_trial_duration_s`; its trials last min(final trial duration, its duration sum).
+- The first target starts from the maximum load, then the forwarding rate measured there.
+- Within a target, strategies are tried in order, the first that wants a load gets it:
+  refine the previous target's lower bound while undecided; extend down from the upper bound
+  (external search: steps start at the target width and grow by `expansion_coefficient` per
+  failing step) while there is no lower bound; refine the previous upper bound; extend up likewise
+  while there is no upper bound; bisect (geometric middle) until the width is reached. An
+  undecided load is asked for again and again until it is decided.
+- With several goals, every goal nominates a load; the shortest trial wins (ties: the lower load,
+  then the earlier goal), so coarse phases of all goals run before long final trials, and all
+  goals share every trial.
+- The search is deterministic given the trial results, which is what makes `resume` replay work.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from fwlab.errors import SearchError
+from fwlab.search.measurer import TrialResult
+from fwlab.search.registry import register
+from fwlab.search.result import IRREGULAR_FLAGS, SearchResult, relative_width
+from fwlab.search.trial_log import TrialLog
+
+_SLACK = 1e-9
+LOWER, UPPER, UNDECIDED = "lower", "upper", "undecided"
+
+
+@dataclass(frozen=True)
+class SearchGoal:
+    """One MLRsearch goal (draft "search goal")."""
+
+    final_trial_duration_s: float = 1.0
+    """Duration of the trials that can make a lower bound [s]."""
+    duration_sum_s: float = 21.0
+    """Trial seconds per load needed before a load is decided for sure [s]."""
+    loss_ratio: float = 0.0
+    """A trial with a higher loss ratio is bad [0..1): 0 for NDR, 0.005 for CSIT PDR."""
+    exceed_ratio: float = 0.5
+    """Share of the duration sum that may be bad for a lower bound [0..1): 0 = every trial must
+    pass (RFC 2544), 0.5 = the median trial must pass."""
+    relative_width: float = 0.005
+    """Stop when (upper - lower) / upper is at most this (0..1)."""
+    initial_trial_duration_s: float = 1.0
+    """Trial duration of the first, coarsest target [s]; <= the final trial duration."""
+    preceding_targets: int = 2
+    """Number of coarse targets before the goal itself."""
+    expansion_coefficient: float = 2.0
+    """External search: each further step in the same direction is this many times wider (> 1)."""
+    name: str = ""
+    """Label for phases and reports, e.g. "csit-pdr"; empty means "goal<N>"."""
+
+    def __post_init__(self) -> None:
+        problems = []
+        for key in ("final_trial_duration_s", "duration_sum_s", "initial_trial_duration_s"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                    or not math.isfinite(value) or value <= 0:
+                problems.append(f"{key} must be a number > 0")
+        if not problems:
+            if self.initial_trial_duration_s > self.final_trial_duration_s:
+                problems.append("initial_trial_duration_s must be <= final_trial_duration_s")
+            if self.initial_trial_duration_s > self.duration_sum_s:
+                problems.append("initial_trial_duration_s must be <= duration_sum_s")
+        if not 0 <= self.loss_ratio < 1:
+            problems.append("loss_ratio must be in [0, 1)")
+        if not 0 <= self.exceed_ratio < 1:
+            problems.append("exceed_ratio must be in [0, 1)")
+        if not 0 < self.relative_width < 1:
+            problems.append("relative_width must be in (0, 1)")
+        if isinstance(self.preceding_targets, bool) or not isinstance(self.preceding_targets, int) \
+                or self.preceding_targets < 0:
+            problems.append("preceding_targets must be an int >= 0")
+        if not self.expansion_coefficient > 1:
+            problems.append("expansion_coefficient must be > 1")
+        if problems:
+            raise SearchError(f"invalid search goal ({'; '.join(problems)}): {self!r}",
+                              fix="correct the goal in the suite or start from a preset")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_any(cls, item: Any) -> SearchGoal:
+        """A SearchGoal, a preset name, or a dict of fields (optionally with "preset": name)."""
+        if isinstance(item, cls):
+            return item
+        if isinstance(item, str):
+            return preset(item)
+        if isinstance(item, dict):
+            data = dict(item)
+            base = preset(data.pop("preset")) if "preset" in data else cls()
+            known = {f.name for f in fields(cls)}
+            unknown = set(data) - known
+            if unknown:
+                raise SearchError(f"unknown search goal keys {sorted(unknown)}",
+                                  fix=f"use only preset, {', '.join(sorted(known))}")
+            merged = {**asdict(base), **data}
+            return cls(**merged)
+        raise SearchError(f"not a search goal: {item!r}",
+                          fix="pass a SearchGoal, a preset name or a dict of goal fields")
+
+
+PRESETS: dict[str, SearchGoal] = {
+    "rfc2544": SearchGoal(final_trial_duration_s=60.0, duration_sum_s=60.0, loss_ratio=0.0,
+                          exceed_ratio=0.0, name="rfc2544"),
+    "tst009": SearchGoal(final_trial_duration_s=60.0, duration_sum_s=120.0, loss_ratio=0.0,
+                         exceed_ratio=0.5, name="tst009"),
+    "csit": SearchGoal(final_trial_duration_s=1.0, duration_sum_s=21.0, loss_ratio=0.0,
+                       exceed_ratio=0.5, relative_width=0.005, name="csit"),
+    "csit-pdr": SearchGoal(final_trial_duration_s=1.0, duration_sum_s=21.0, loss_ratio=0.005,
+                           exceed_ratio=0.5, relative_width=0.005, name="csit-pdr"),
+}
+"""Goal presets from the draft and CSIT (all with relative width 0.5 %, initial trials 1 s)."""
+
+
+def preset(name: str) -> SearchGoal:
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise SearchError(f"unknown search goal preset {name!r}",
+                          fix=f"use one of {', '.join(PRESETS)}") from None
+
+
+# Targets ------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Target:
+    """One step on the way to a goal; the last target of a chain is the goal itself."""
+
+    goal_index: int
+    step: int
+    """1-based position in its chain."""
+    steps: int
+    loss_ratio: float
+    exceed_ratio: float
+    width: float
+    """Relative width (upper - lower) / upper to reach [0..1)."""
+    trial_duration_s: float
+    duration_sum_s: float
+    label: str
+
+    @property
+    def final(self) -> bool:
+        return self.step == self.steps
+
+    def is_bad(self, trial: TrialResult) -> bool:
+        return trial.generator_short or trial.loss_ratio > self.loss_ratio
+
+    def is_long(self, trial: TrialResult) -> bool:
+        return trial.duration_s >= self.trial_duration_s * (1 - _SLACK)
+
+    def passes(self, trial: TrialResult) -> bool:
+        return not self.is_bad(trial)
+
+
+def _widen(width: float, factor: float) -> float:
+    """Multiply a relative width in log space: 1 - (1 - w) ** factor."""
+    return 1.0 - (1.0 - width) ** factor
+
+
+def build_targets(goal: SearchGoal, goal_index: int) -> list[Target]:
+    """The goal's chain of targets, coarsest first, the goal itself last."""
+    name = goal.name or f"goal{goal_index}"
+    count = goal.preceding_targets
+    steps = count + 1
+    multiplier = (goal.initial_trial_duration_s / goal.duration_sum_s) ** (1.0 / count) \
+        if count else 1.0
+    chain = []
+    for back in range(count, -1, -1):  # back = how many steps before the goal
+        if back == 0:
+            dur_sum = goal.duration_sum_s
+        elif back == count:
+            dur_sum = goal.initial_trial_duration_s
+        else:
+            dur_sum = goal.duration_sum_s * multiplier ** back
+        step = steps - back
+        chain.append(Target(
+            goal_index=goal_index, step=step, steps=steps,
+            loss_ratio=goal.loss_ratio, exceed_ratio=goal.exceed_ratio,
+            width=_widen(goal.relative_width, 2.0 ** back),
+            trial_duration_s=min(goal.final_trial_duration_s, dur_sum),
+            duration_sum_s=dur_sum,
+            label=f"{name}/{step}of{steps}",
+        ))
+    return chain
+
+
+# Classification -----------------------------------------------------------------------------
+
+def classify(trials: list[TrialResult], target: Target) -> str:
+    """Draft appendix A: LOWER, UPPER or UNDECIDED for the trials of one load."""
+    good_long = bad_long = good_short = bad_short = 0.0
+    for trial in trials:
+        long = target.is_long(trial)
+        if target.is_bad(trial):
+            if long:
+                bad_long += trial.duration_s
+            else:
+                bad_short += trial.duration_s
+        elif long:
+            good_long += trial.duration_s
+        else:
+            good_short += trial.duration_s
+    q = target.exceed_ratio
+    balancing = good_short * q / (1.0 - q)
+    effective_bad = bad_long + max(0.0, bad_short - balancing)
+    whole = max(target.duration_sum_s, good_long + effective_bad)
+    quantile_sum = whole * q
+    optimistic = effective_bad <= quantile_sum * (1 + _SLACK)
+    pessimistic = (whole - good_long) <= quantile_sum * (1 + _SLACK)
+    if optimistic and pessimistic:
+        return LOWER
+    if not optimistic and not pessimistic:
+        return UPPER
+    return UNDECIDED
+
+
+def _search_loss_ratio(trial: TrialResult) -> float:
+    """Loss ratio as the search sees it: a generator-short trial counts as losing everything."""
+    return 1.0 if trial.generator_short else trial.loss_ratio
+
+
+def conditional_throughput(load: float, trials: list[TrialResult], target: Target) -> float:
+    """Draft appendix B: load x (1 - quantile loss ratio of the long trials)."""
+    long_trials = sorted((t for t in trials if target.is_long(t)), key=_search_loss_ratio)
+    good_long = sum(t.duration_s for t in long_trials if not target.is_bad(t))
+    bad_long = sum(t.duration_s for t in long_trials if target.is_bad(t))
+    remaining = max(target.duration_sum_s, good_long + bad_long) * (1.0 - target.exceed_ratio)
+    quantile_loss: float | None = None
+    for trial in long_trials:
+        if quantile_loss is None or remaining > 0.0:
+            quantile_loss = _search_loss_ratio(trial)
+            remaining -= trial.duration_s
+        else:
+            break
+    else:
+        if remaining > 1e-9 or quantile_loss is None:
+            quantile_loss = 1.0
+    return load * (1.0 - quantile_loss)
+
+
+class Database:
+    """All trials of one search, by intended load."""
+
+    def __init__(self) -> None:
+        self.by_load: dict[float, list[TrialResult]] = {}
+
+    def add(self, load: float, trial: TrialResult) -> None:
+        self.by_load.setdefault(load, []).append(trial)
+
+    def classify(self, load: float, target: Target) -> str:
+        return classify(self.by_load.get(load, []), target)
+
+    def classes(self, target: Target) -> dict[float, str]:
+        return {load: classify(trials, target) for load, trials in self.by_load.items()}
+
+    def bounds(self, target: Target) -> tuple[float | None, float | None]:
+        """(relevant lower bound, relevant upper bound) for the target; None where missing."""
+        classes = self.classes(target)
+        uppers = [load for load, cls in classes.items() if cls == UPPER]
+        chi = min(uppers) if uppers else None
+        lowers = [load for load, cls in classes.items()
+                  if cls == LOWER and (chi is None or load < chi)]
+        return (max(lowers) if lowers else None), chi
+
+
+# Selection ----------------------------------------------------------------------------------
+
+class Selector:
+    """Walks one goal through its targets, nominating one load at a time."""
+
+    def __init__(self, goal: SearchGoal, goal_index: int, db: Database,
+                 min_load: float, max_load: float) -> None:
+        self.goal = goal
+        self.targets = build_targets(goal, goal_index)
+        self.index = 0
+        self.db = db
+        self.min_load = min_load
+        self.max_load = max_load
+        self.prev_lo: float | None = None
+        self.prev_hi: float | None = max_load
+        self.ext_width = self.targets[0].width
+        self.pending: tuple[str, float] | None = None
+
+    @property
+    def target(self) -> Target:
+        return self.targets[self.index]
+
+    def _initial_lower(self) -> float | None:
+        """First target only: the forwarding rate seen at the maximum load, if below it."""
+        trials = self.db.by_load.get(self.max_load)
+        if not trials:
+            return None
+        rate = trials[0].forwarded_pps
+        if rate >= self.max_load:
+            return None
+        return max(self.min_load, rate)
+
+    def nominate(self) -> tuple[str, float, float] | None:
+        """(strategy, load, trial duration) the goal wants next, or None when it is reached."""
+        while True:
+            target = self.target
+            clo, chi = self.db.bounds(target)
+            self._settle(target, clo, chi)
+            choice = self._choose(target, clo, chi)
+            if choice is not None:
+                return choice[0], choice[1], target.trial_duration_s
+            if target.final:
+                return None
+            self.prev_lo, self.prev_hi = clo, chi
+            self.index += 1
+            self.ext_width = self.target.width
+            self.pending = None
+
+    def won(self, strategy: str, load: float) -> None:
+        """The nominated load was measured; remember extensions to grow their step."""
+        self.pending = (strategy, load) if strategy.startswith("extend") else None
+
+    def _settle(self, target: Target, clo: float | None, chi: float | None) -> None:
+        if self.pending is None:
+            return
+        strategy, load = self.pending
+        cls = self.db.classify(load, target)
+        if cls == UNDECIDED:
+            return
+        same_side = (strategy == "extend_lo" and cls == UPPER) or \
+                    (strategy == "extend_hi" and cls == LOWER)
+        if same_side:
+            self.ext_width = _widen(self.ext_width, self.goal.expansion_coefficient)
+        else:
+            self.ext_width = target.width
+        self.pending = None
+
+    def _relevant_undecided(self, load: float | None, target: Target,
+                            clo: float | None, chi: float | None) -> bool:
+        return (load is not None
+                and (clo is None or load > clo) and (chi is None or load < chi)
+                and self.db.classify(load, target) == UNDECIDED)
+
+    def _choose(self, target: Target, clo: float | None,
+                chi: float | None) -> tuple[str, float] | None:
+        prev_lo = self._initial_lower() if self.index == 0 else self.prev_lo
+        if self._relevant_undecided(prev_lo, target, clo, chi):
+            return "refine_lo", prev_lo
+        if chi is not None and clo is None:
+            if chi <= self.min_load:
+                return None  # the minimum load failed
+            return "extend_lo", max(self.min_load, chi * (1.0 - self.ext_width))
+        if self._relevant_undecided(self.prev_hi, target, clo, chi):
+            return "refine_hi", self.prev_hi
+        if clo is not None and chi is None:
+            if clo >= self.max_load:
+                return None  # the maximum load passed
+            return "extend_hi", min(self.max_load, clo / (1.0 - self.ext_width))
+        if clo is not None and chi is not None:
+            if (chi - clo) / chi <= target.width * (1 + _SLACK):
+                return None
+            middle = math.sqrt(clo * chi)
+            if not clo < middle < chi:
+                return None
+            # Narrowing from a trusted side (a bound carried over from the previous target, or
+            # the forwarding rate at the maximum load) with the expanding step, while that step
+            # is closer than the middle: results usually lie near the previous bounds.
+            if self.index > 0 and self.prev_hi is not None and chi <= self.prev_hi:
+                load = chi * (1.0 - self.ext_width)
+                if middle < load < chi:
+                    return "extend_lo", load
+            if prev_lo is not None and clo >= prev_lo:
+                load = clo / (1.0 - self.ext_width)
+                if clo < load < middle:
+                    return "extend_hi", load
+            return "bisect", middle
+        # Nothing is classified yet (e.g. the maximum load only has shorter trials).
+        return "refine_hi", self.max_load
+
+
+def _goals(goals: Any) -> list[SearchGoal]:
+    if goals is None:
+        goals = ["csit", "csit-pdr"]
+    if isinstance(goals, (str, dict, SearchGoal)):
+        goals = [goals]
+    parsed = [SearchGoal.from_any(g) for g in goals]
+    if not parsed:
+        raise SearchError("mlr search needs at least one goal", fix="add a goal or a preset")
+    return parsed
+
+
+@register("mlr")
+def mlr_search(log: TrialLog, max_load_pps: float, min_load_pps: float,
+               goals: Any = None) -> list[SearchResult]:
+    """MLRsearch (see the module docstring); one result per goal, in the order given."""
+    parsed = _goals(goals)
+    db = Database()
+    selectors = [Selector(g, i, db, min_load_pps, max_load_pps) for i, g in enumerate(parsed)]
+    while True:
+        nominations = []
+        for position, selector in enumerate(selectors):
+            choice = selector.nominate()
+            if choice is not None:
+                strategy, load, duration = choice
+                nominations.append((duration, load, position, strategy))
+        if not nominations:
+            break
+        duration, load, position, strategy = min(nominations)
+        target = selectors[position].target
+        trial = log.run(duration, load, target.label, target.passes)
+        db.add(load, trial.result)
+        # Every goal that nominated the same trial got what it asked for.
+        for d, other_load, other_position, other_strategy in nominations:
+            if d == duration and other_load == load:
+                selectors[other_position].won(other_strategy, load)
+    return [_goal_result(sel, db, log, max_load_pps) for sel in selectors]
+
+
+def _goal_result(selector: Selector, db: Database, log: TrialLog,
+                 max_load: float) -> SearchResult:
+    target = selector.targets[-1]
+    clo, chi = db.bounds(target)
+    classes = db.classes(target)
+    flags = set()
+    if clo is None:
+        flags.add("min_load_failed")
+    elif clo >= max_load:
+        flags.add("max_load_passed")
+    if any(t.result.generator_short for t in log.trials):
+        flags.add("generator_short_trials")
+    width = relative_width(clo, chi)
+    width_reached = width is not None and width <= target.width * (1 + _SLACK)
+    if width is not None and not width_reached:
+        flags.add("width_not_reached")
+    # Loss inversion: some load above the relevant upper bound is a lower bound.
+    inversion = chi is not None and any(
+        cls == LOWER and load > chi for load, cls in classes.items())
+    throughput = None if clo is None else conditional_throughput(clo, db.by_load[clo], target)
+    trials = tuple(log.trials)
+    return SearchResult(
+        algorithm="mlr",
+        goal=selector.goal.to_dict(),
+        lower_bound_pps=clo,
+        upper_bound_pps=chi,
+        throughput_pps=throughput,
+        trials=trials,
+        trial_count=len(trials),
+        trial_seconds=sum(t.result.duration_s for t in trials),
+        width_reached=width_reached,
+        relative_width=width,
+        irregular=tuple(f for f in IRREGULAR_FLAGS if f in flags),
+        loss_inversion=inversion,
+    )

@@ -1,0 +1,154 @@
+"""What a search hands back: `SearchTrial` (one trial with its phase) and `SearchResult`.
+
+Owns: the result dataclasses and their JSON round trip.
+Never touches: traffic, the measurer, files (the caller's run record stores `to_dict()`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from fwlab.errors import SearchError
+from fwlab.search.measurer import TrialResult
+
+IRREGULAR_FLAGS = (
+    "max_load_passed",
+    "min_load_failed",
+    "generator_short_trials",
+    "width_not_reached",
+)
+"""Flags a `SearchResult` may carry in `irregular`:
+
+- max_load_passed: the maximum load itself passed; the real throughput may be higher.
+- min_load_failed: even the minimum load failed; there is no lower bound.
+- generator_short_trials: some trial's generator sent < 99 % of its intended count; those trials
+  were counted as failures, so the result may describe the generator, not the DUT.
+- width_not_reached: the search stopped before bounds were as close as the goal asked.
+"""
+
+
+@dataclass(frozen=True)
+class SearchTrial:
+    """One trial as the search used it."""
+
+    index: int
+    """Position in the search's trial sequence, from 0."""
+    phase: str
+    """Which part of the search asked for it, e.g. "rep1/step-down" or "csit/2of3"."""
+    result: TrialResult
+    """The measurer's result."""
+    passed: bool
+    """Did it pass the criterion of the phase that asked for it (loss ratio <= goal's loss ratio
+    and generator not short)."""
+    replayed: bool = False
+    """True when it came from a resumed run's record instead of the measurer."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"index": self.index, "phase": self.phase, "passed": self.passed,
+                "replayed": self.replayed, "result": self.result.to_dict()}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SearchTrial:
+        try:
+            return cls(index=int(data["index"]), phase=str(data["phase"]),
+                       passed=bool(data["passed"]), replayed=bool(data.get("replayed", False)),
+                       result=TrialResult.from_dict(data["result"]))
+        except KeyError as exc:
+            raise SearchError(f"SearchTrial record misses {exc}: {data!r}",
+                              fix="check the run record is complete") from None
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """The outcome of one search goal.
+
+    `throughput_pps` is the value to report:
+    - binary: the last passing load (the highest load that passed, final trial at full length),
+      averaged over repetitions when there are several;
+    - mlr: the draft's *conditional throughput*: relevant lower bound x (1 - the loss ratio at
+      the goal's exceed-ratio quantile of its full-length trials). With a 0 % loss goal it equals
+      the relevant lower bound.
+    """
+
+    algorithm: str
+    """Registry name of the search ("binary", "mlr")."""
+    goal: dict[str, Any]
+    """The goal or options this result answers, as a plain dict."""
+    lower_bound_pps: float | None
+    """Highest load that passed (binary) / relevant lower bound (mlr) [packets/s]; None if none."""
+    upper_bound_pps: float | None
+    """Lowest load that failed above the lower bound (binary) / relevant upper bound (mlr)
+    [packets/s]; None when the maximum load passed."""
+    throughput_pps: float | None
+    """The reported value, see the class docstring [packets/s]; None if nothing passed."""
+    trials: tuple[SearchTrial, ...]
+    """Every trial of the search in order (mlr goals share one trial sequence)."""
+    trial_count: int
+    """len(trials)."""
+    trial_seconds: float
+    """Sum of the trials' durations [s] (the traffic time the search cost)."""
+    width_reached: bool
+    """Both bounds exist and (upper - lower) / upper is within the goal's width."""
+    relative_width: float | None
+    """Achieved (upper - lower) / upper [0..1]; None without both bounds."""
+    irregular: tuple[str, ...] = ()
+    """Flags from `IRREGULAR_FLAGS`; empty for a regular result."""
+    loss_inversion: bool = False
+    """A load above the lower bound passed while a lower load failed (reported, tolerated)."""
+    repetitions: tuple[SearchResult, ...] = ()
+    """Binary search run several times: each run's own result (this one holds the averages)."""
+
+    @property
+    def regular(self) -> bool:
+        return not self.irregular
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "algorithm": self.algorithm,
+            "goal": dict(self.goal),
+            "lower_bound_pps": self.lower_bound_pps,
+            "upper_bound_pps": self.upper_bound_pps,
+            "throughput_pps": self.throughput_pps,
+            "trials": [t.to_dict() for t in self.trials],
+            "trial_count": self.trial_count,
+            "trial_seconds": self.trial_seconds,
+            "width_reached": self.width_reached,
+            "relative_width": self.relative_width,
+            "irregular": list(self.irregular),
+            "loss_inversion": self.loss_inversion,
+            "repetitions": [r.to_dict() for r in self.repetitions],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SearchResult:
+        def opt(key: str) -> float | None:
+            value = data.get(key)
+            return None if value is None else float(value)
+
+        try:
+            return cls(
+                algorithm=str(data["algorithm"]),
+                goal=dict(data["goal"]),
+                lower_bound_pps=opt("lower_bound_pps"),
+                upper_bound_pps=opt("upper_bound_pps"),
+                throughput_pps=opt("throughput_pps"),
+                trials=tuple(SearchTrial.from_dict(t) for t in data["trials"]),
+                trial_count=int(data["trial_count"]),
+                trial_seconds=float(data["trial_seconds"]),
+                width_reached=bool(data["width_reached"]),
+                relative_width=opt("relative_width"),
+                irregular=tuple(data.get("irregular", ())),
+                loss_inversion=bool(data.get("loss_inversion", False)),
+                repetitions=tuple(cls.from_dict(r) for r in data.get("repetitions", ())),
+            )
+        except KeyError as exc:
+            raise SearchError(f"SearchResult record misses {exc}",
+                              fix="check the run record is complete") from None
+
+
+def relative_width(lower: float | None, upper: float | None) -> float | None:
+    """(upper - lower) / upper, the width measure of both searches; None without both bounds."""
+    if lower is None or upper is None or upper <= 0:
+        return None
+    return (upper - lower) / upper

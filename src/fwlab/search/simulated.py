@@ -1,0 +1,99 @@
+"""Simulated DUTs: measurers made of arithmetic, for unit tests and search benchmarks.
+
+Owns: a few DUT models behind the `Measurer` protocol (fixed capacity, noisy capacity, random
+loss below capacity, and a generator that cannot send above some load).
+Never touches: traffic, time, files. A trial of any duration returns at once; randomness comes
+from a seeded `random.Random`, so every run is reproducible.
+"""
+
+from __future__ import annotations
+
+import random
+
+from fwlab.search.measurer import TrialResult
+
+
+class SimulatedDut:
+    """Base: a generator (optionally limited) feeding a DUT model; records every call.
+
+    Subclasses implement `capacity(duration_s, offered_pps)` and may override `forward`.
+    """
+
+    def __init__(self, generator_limit_pps: float | None = None) -> None:
+        self.generator_limit_pps = generator_limit_pps
+        """The generator sends at most this [packets/s]; None = it always keeps up."""
+        self.calls: list[tuple[float, float]] = []
+        """(duration_s, load_pps) of every measure() call, in order."""
+
+    @property
+    def trial_seconds(self) -> float:
+        """Sum of the measured durations [s]."""
+        return sum(duration for duration, _ in self.calls)
+
+    @property
+    def loads(self) -> list[float]:
+        return [load for _, load in self.calls]
+
+    def capacity(self, duration_s: float, offered_pps: float) -> float:
+        raise NotImplementedError
+
+    def forward(self, duration_s: float, offered_count: int) -> int:
+        """Packets forwarded of `offered_count`: everything up to this trial's capacity."""
+        capacity = self.capacity(duration_s, offered_count / duration_s)
+        return min(offered_count, round(capacity * duration_s))
+
+    def measure(self, duration_s: float, load_pps: float) -> TrialResult:
+        self.calls.append((duration_s, load_pps))
+        intended = round(load_pps * duration_s)
+        offered = intended
+        if self.generator_limit_pps is not None:
+            offered = min(intended, round(self.generator_limit_pps * duration_s))
+        forwarded = self.forward(duration_s, offered)
+        return TrialResult(duration_s=duration_s, intended_load_pps=load_pps,
+                           intended_count=intended, offered_count=offered,
+                           forwarded_count=forwarded, extra={"simulated": type(self).__name__})
+
+
+class FixedCapacity(SimulatedDut):
+    """Forwards everything up to `capacity_pps`; loss = max(0, load - capacity) / load."""
+
+    def __init__(self, capacity_pps: float, generator_limit_pps: float | None = None) -> None:
+        super().__init__(generator_limit_pps)
+        self.capacity_pps = capacity_pps
+
+    def capacity(self, duration_s: float, offered_pps: float) -> float:
+        return self.capacity_pps
+
+
+class NoisyCapacity(SimulatedDut):
+    """Each trial draws its capacity uniformly from mean x (1 +- spread)."""
+
+    def __init__(self, mean_pps: float, spread: float = 0.05, seed: int = 0,
+                 generator_limit_pps: float | None = None) -> None:
+        super().__init__(generator_limit_pps)
+        self.mean_pps = mean_pps
+        self.spread = spread
+        self.rng = random.Random(seed)
+
+    def capacity(self, duration_s: float, offered_pps: float) -> float:
+        return self.mean_pps * (1.0 + self.rng.uniform(-self.spread, self.spread))
+
+
+class LossInversion(FixedCapacity):
+    """A fixed capacity, but with `probability` a trial below it loses `loss_ratio` anyway.
+
+    So a lower load can fail while a higher one passes: the "loss inversion" of the draft.
+    """
+
+    def __init__(self, capacity_pps: float, probability: float = 0.1, loss_ratio: float = 0.01,
+                 seed: int = 0, generator_limit_pps: float | None = None) -> None:
+        super().__init__(capacity_pps, generator_limit_pps)
+        self.probability = probability
+        self.loss_ratio = loss_ratio
+        self.rng = random.Random(seed)
+
+    def forward(self, duration_s: float, offered_count: int) -> int:
+        forwarded = super().forward(duration_s, offered_count)
+        if self.rng.random() < self.probability:
+            forwarded = min(forwarded, int(offered_count * (1.0 - self.loss_ratio)))
+        return forwarded
