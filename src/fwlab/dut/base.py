@@ -1,0 +1,146 @@
+"""The firewall backend interface and its registry.
+
+Owns: what every backend must do — render a RuleSet to native text, load it atomically inside
+the DUT namespace, read its counters, flush it, name its version — and the registry that
+picks a backend by name. Never touches test traffic or the test bed's links.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+from fwlab.errors import BackendError
+from fwlab.rules.model import RuleSet
+from fwlab.testbed.host import CommandFailed, LocalHost
+
+#: counter classes every backend reports (packets), summed over the rules of that class
+COUNTER_CLASSES = ("deny", "permit", "established", "default_drop", "infra")
+
+
+@dataclass(frozen=True)
+class DutContext:
+    """Where a backend acts: a host, the DUT namespace and the test bed mode."""
+
+    host: LocalHost
+    ns: str
+    mode: str  # routed | bridge
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    """What loading a rule set did."""
+
+    load_s: float  #: wall time of the one atomic load command [s]
+    digest: str  #: sha256 of the canonical listing read back from the kernel (counters stripped)
+    family: str  #: the native family or table type used (e.g. "nft inet", "nft bridge")
+    bridge_nf_call: bool | None  #: br_netfilter setting the rule set needs in bridge mode
+    rendered_lines: int  #: lines of native text loaded
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def rule_class(tag: str) -> str:
+    """Map a rule tag (comment) like 'deny-17' or 'permit-fwd' to its counter class."""
+    head = tag.split("-", 1)[0]
+    return head if head in COUNTER_CLASSES else "default_drop" if head == "default" else "infra"
+
+
+class Backend(ABC):
+    """One firewall. Subclasses are registered with :func:`register`."""
+
+    name: str = ""
+    #: rule layouts this backend can load
+    layouts: tuple[str, ...] = ("linear",)
+    #: the program(s) it needs
+    tools: tuple[str, ...] = ()
+    #: a short description shown by `fwlab list`
+    summary: str = ""
+
+    def unsupported(self, layout: str, mode: str, stateful_shortcut: bool) -> str | None:
+        """Why this combination cannot run, or None when it can."""
+        if layout not in self.layouts:
+            return f"{self.name} has no '{layout}' layout (it has {', '.join(self.layouts)})"
+        return None
+
+    def bridge_nf_call(self, mode: str, rs: RuleSet) -> bool | None:
+        """br_netfilter setting needed in bridge mode (None: routed, not applicable)."""
+        return None if mode != "bridge" else True
+
+    @abstractmethod
+    def render(self, rs: RuleSet, mode: str) -> str:
+        """The rule set in this firewall's native text."""
+
+    @abstractmethod
+    def _apply(self, ctx: DutContext, text: str, rs: RuleSet) -> None:
+        """Load ``text`` atomically (one command)."""
+
+    @abstractmethod
+    def listing(self, ctx: DutContext) -> str:
+        """Canonical listing of what is loaded, without counter values."""
+
+    @abstractmethod
+    def counters(self, ctx: DutContext) -> dict[str, int]:
+        """Packet counters summed per class of :data:`COUNTER_CLASSES`."""
+
+    @abstractmethod
+    def flush(self, ctx: DutContext) -> None:
+        """Remove everything this backend loaded."""
+
+    @abstractmethod
+    def version(self, host: LocalHost) -> str:
+        """Version string of the firewall's user-space tool."""
+
+    def family(self, rs: RuleSet, mode: str) -> str:
+        return self.name
+
+    def load(self, ctx: DutContext, rs: RuleSet) -> LoadResult:
+        why = self.unsupported(rs.layout, ctx.mode, rs.stateful_shortcut)
+        if why:
+            raise BackendError(why, fix="remove this combination from the suite")
+        text = self.render(rs, ctx.mode)
+        bnf = self.bridge_nf_call(ctx.mode, rs)
+        if bnf is not None:
+            v = "1" if bnf else "0"
+            for fam in ("iptables", "ip6tables", "arptables"):
+                ctx.host.run(["sysctl", "-q", "-w", f"net.bridge.bridge-nf-call-{fam}={v}"], ns=ctx.ns)
+        t0 = time.perf_counter()
+        try:
+            self._apply(ctx, text, rs)
+        except CommandFailed as exc:
+            raise BackendError(f"{self.name}: the kernel refused the rule set "
+                               f"({rs.count} rules, {rs.layout}): {exc.message}",
+                               fix="check the rendered rules with 'fwlab rules' and the kernel's "
+                                   "netfilter support") from exc
+        load_s = time.perf_counter() - t0
+        family = self.family(rs, ctx.mode)
+        return LoadResult(load_s=load_s, digest=sha256(f"{family}\n{self.listing(ctx)}"),
+                          family=family, bridge_nf_call=bnf,
+                          rendered_lines=text.count("\n"))
+
+
+_REGISTRY: dict[str, Backend] = {}
+
+
+def register(backend: Backend) -> Backend:
+    if backend.name in _REGISTRY:
+        raise ValueError(f"backend {backend.name} registered twice")
+    _REGISTRY[backend.name] = backend
+    return backend
+
+
+def get_backend(name: str) -> Backend:
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise BackendError(f"unknown backend '{name}'",
+                           fix=f"use one of: {', '.join(sorted(_REGISTRY))}") from None
+
+
+def backend_names() -> list[str]:
+    return sorted(_REGISTRY)

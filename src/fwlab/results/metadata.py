@@ -1,0 +1,104 @@
+"""Host metadata recorded with every run: kernel, CPU, memory, tool versions, fwlab revision.
+
+Owns: reading facts about the machine. Never changes anything.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import subprocess
+from pathlib import Path
+
+import fwlab
+
+
+def _first_line(argv: list[str]) -> str | None:
+    if not shutil.which(argv[0]):
+        return None
+    try:
+        cp = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    text = (cp.stdout or cp.stderr).strip()
+    return text.splitlines()[0] if text else None
+
+
+TOOL_VERSION_CMDS = {
+    "nft": ["nft", "--version"],
+    "iptables-legacy": ["iptables-legacy", "--version"],
+    "iptables-nft": ["iptables-nft", "--version"],
+    "ipset": ["ipset", "version"],
+    "iperf3": ["iperf3", "--version"],
+    "ethtool": ["ethtool", "--version"],
+    "iproute2": ["ip", "-V"],
+    "netperf": ["netperf", "-V"],
+    "trafgen": ["trafgen", "--version"],
+    "fwlab-engine": ["fwlab-engine", "version"],
+}
+
+
+def tool_versions() -> dict[str, str | None]:
+    return {k: _first_line(v) for k, v in TOOL_VERSION_CMDS.items()}
+
+
+def _cpu_model() -> str | None:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
+def _meminfo_kib() -> int | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def _read(path: str) -> str | None:
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return None
+
+
+def git_revision() -> str | None:
+    here = Path(fwlab.__file__).resolve().parent
+    try:
+        cp = subprocess.run(["git", "-C", str(here), "rev-parse", "--short=12", "HEAD"],
+                            capture_output=True, text=True, timeout=5)
+        rev = cp.stdout.strip() if cp.returncode == 0 else None
+        if rev:
+            dirty = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
+                                   capture_output=True, text=True, timeout=5).stdout.strip()
+            return rev + ("-dirty" if dirty else "")
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    return None
+
+
+def host_metadata() -> dict:
+    u = platform.uname()
+    return {
+        "hostname": u.node,
+        "kernel": u.release,
+        "kernel_version": u.version,
+        "machine": u.machine,
+        "cpu_model": _cpu_model(),
+        "cpus": os.cpu_count(),
+        "memory_kib": _meminfo_kib(),
+        "bpf_jit_enable": _read("/proc/sys/net/core/bpf_jit_enable"),
+        "cpufreq_governor": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+        "python": platform.python_version(),
+        "fwlab_version": fwlab.__version__,
+        "fwlab_git_revision": git_revision(),
+        "tools": tool_versions(),
+    }

@@ -1,0 +1,59 @@
+"""Deterministic rule-set generator.
+
+Owns: choosing N distinct deny entries from address space that test traffic never uses.
+IPv4 deny sources come from 198.18.128.0/17 and 198.19.128.0/17 (the benchmarking range, far
+from the test subnets 198.18.1.0/24 and 198.19.1.0/24); IPv6 from 2001:2:0:ff00::/56.
+Never touches the kernel.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import random
+
+from fwlab.errors import SuiteError
+from fwlab.rules.model import LAYOUTS, DenyEntry, RuleSet
+
+DENY_POOL4 = (ipaddress.ip_network("198.18.128.0/17"), ipaddress.ip_network("198.19.128.0/17"))
+DENY_POOL6 = ipaddress.ip_network("2001:2:0:ff00::/56")
+MAX_RULES = 200_000
+
+
+def _sources(n: int, ip_version: int, rng: random.Random) -> list[str]:
+    if ip_version == 4:
+        size = sum(p.num_addresses for p in DENY_POOL4)
+        picks = rng.sample(range(size), n)
+        out = []
+        first = DENY_POOL4[0].num_addresses
+        for k in picks:
+            net = DENY_POOL4[0] if k < first else DENY_POOL4[1]
+            out.append(str(net.network_address + (k if k < first else k - first)))
+        return out
+    seen: set[int] = set()
+    out = []
+    while len(out) < n:
+        k = rng.getrandbits(72)
+        if k in seen or k == 0:
+            continue
+        seen.add(k)
+        out.append(str(DENY_POOL6.network_address + k))
+    return out
+
+
+def generate(count: int, layout: str = "linear", *, ip_version: int = 4,
+             client_net: str = "198.18.1.0/24", server_net: str = "198.19.1.0/24",
+             stateful_shortcut: bool = False, seed: int = 1) -> RuleSet:
+    """Build a rule set of ``count`` deny entries (distinct sources, random ports 1024-65535,
+    tcp or udp), deterministic for a given seed."""
+    if layout not in LAYOUTS:
+        raise SuiteError(f"unknown rule layout '{layout}'", fix=f"use one of {', '.join(LAYOUTS)}")
+    if not 0 <= count <= MAX_RULES:
+        raise SuiteError(f"rule count {count} is out of range", fix=f"use 0..{MAX_RULES}")
+    if ip_version not in (4, 6):
+        raise SuiteError(f"unknown IP version {ip_version}", fix="use 4 or 6")
+    rng = random.Random(f"fwlab-rules-{seed}-{ip_version}")
+    srcs = _sources(count, ip_version, rng)
+    entries = tuple(DenyEntry(src=s, proto=rng.choice(("tcp", "udp")), dport=rng.randint(1024, 65535))
+                    for s in srcs)
+    return RuleSet(ip_version=ip_version, layout=layout, entries=entries, client_net=client_net,
+                   server_net=server_net, stateful_shortcut=stateful_shortcut, seed=seed)

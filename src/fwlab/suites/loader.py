@@ -1,0 +1,68 @@
+"""Loading suites: built-in names or TOML files, validated into :class:`Suite`.
+
+Owns: the registry of built-in suites (the ``builtin/*.toml`` files) and turning validation
+errors into one-line messages. Never runs anything.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from importlib import resources
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from fwlab.errors import SuiteError
+from fwlab.suites.schema import Suite
+
+
+def builtin_dir() -> Path:
+    return Path(str(resources.files("fwlab.suites") / "builtin"))
+
+
+def builtin_names() -> list[str]:
+    return sorted(p.stem for p in builtin_dir().glob("*.toml"))
+
+
+def _one_line(exc: ValidationError) -> str:
+    parts = []
+    for e in exc.errors()[:3]:
+        loc = ".".join(str(x) for x in e["loc"])
+        msg = e["msg"].removeprefix("Value error, ")
+        parts.append(f"{loc}: {msg}" if loc else msg)
+    more = f" (+{exc.error_count() - 3} more)" if exc.error_count() > 3 else ""
+    return "; ".join(parts) + more
+
+
+def parse_suite(data: dict, origin: str) -> Suite:
+    try:
+        return Suite.model_validate(data)
+    except ValidationError as exc:
+        raise SuiteError(f"suite {origin} is invalid: {_one_line(exc)}",
+                         fix="correct the suite file; 'fwlab list' shows the built-ins to copy from") from None
+
+
+def load_suite(name_or_path: str) -> tuple[Suite, str]:
+    """Return (suite, TOML text) for a built-in name or a path to a .toml file."""
+    path = Path(name_or_path)
+    if not (path.suffix == ".toml" or path.exists()):
+        path = builtin_dir() / f"{name_or_path}.toml"
+        if not path.exists():
+            raise SuiteError(f"no built-in suite named '{name_or_path}'",
+                             fix=f"use one of {', '.join(builtin_names())} or a path to a .toml file")
+    elif not path.exists():
+        raise SuiteError(f"suite file {path} does not exist", fix="check the path")
+    text = path.read_text()
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SuiteError(f"suite {path.name} is not valid TOML: {exc}", fix="correct the TOML syntax") from None
+    return parse_suite(data, f"'{path.name}'"), text
+
+
+def describe_builtins() -> list[tuple[str, str]]:
+    out = []
+    for n in builtin_names():
+        suite, _ = load_suite(n)
+        out.append((n, suite.description))
+    return out

@@ -1,0 +1,99 @@
+"""Expanding a suite into the ordered list of trials to run.
+
+Owns: the trial grid, each trial's stable id (``ip4udp-64B-nftables-1000r-linear-sf-routed-r1``,
+read like FD.io CSIT test ids), and the order: per mode and backend one fresh test bed (a fresh
+DUT namespace per firewall family); inside it repetitions are the outer loop, so every rule
+count of one repetition is measured close in time to its 0-rule reference.
+Never touches the kernel.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from fwlab.dut import get_backend
+from fwlab.suites.schema import Suite
+
+
+@dataclass(frozen=True)
+class TrialSpec:
+    """Everything that identifies one trial."""
+
+    suite: str
+    mode: str
+    backend: str
+    layout: str
+    rules: int
+    stateful_shortcut: bool
+    ip_version: int
+    traffic: str
+    tool: str
+    size_bytes: int | None
+    streams: int
+    rate_bps: int | None
+    duration_s: float
+    repetition: int
+
+    @property
+    def trial_id(self) -> str:
+        size = f"{self.size_bytes}B" if self.size_bytes else "dflt"
+        st = f"-{self.streams}s" if self.streams > 1 else ""
+        sc = "-sf" if self.stateful_shortcut else ""
+        return (f"ip{self.ip_version}{self.traffic}-{size}{st}-{self.backend}-{self.rules}r-"
+                f"{self.layout}{sc}-{self.mode}-r{self.repetition}")
+
+    @property
+    def config_key(self) -> tuple:
+        """The firewall configuration: trials with equal keys share one loaded rule set."""
+        return (self.mode, self.backend, self.layout, self.rules, self.stateful_shortcut, self.ip_version)
+
+    @property
+    def bed_key(self) -> tuple:
+        return (self.mode, self.backend)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["trial_id"] = self.trial_id
+        return d
+
+
+@dataclass(frozen=True)
+class Plan:
+    trials: tuple[TrialSpec, ...]
+    skipped: tuple[dict, ...]  #: combinations left out, each with its reason
+
+
+def expand(suite: Suite) -> Plan:
+    trials: list[TrialSpec] = []
+    skipped: list[dict] = []
+    seen_skip: set[tuple] = set()
+    for mode in suite.mode:
+        backends = ["none"] if mode == "direct" else suite.backends
+        for backend_name in backends:
+            be = get_backend(backend_name)
+            configs = []
+            if backend_name == "none":
+                configs = [("none", 0, False)]
+            else:
+                for layout in suite.layouts:
+                    for sc in suite.stateful_shortcut:
+                        why = be.unsupported(layout, mode, sc)
+                        if why:
+                            k = (mode, backend_name, layout, sc)
+                            if k not in seen_skip:
+                                seen_skip.add(k)
+                                skipped.append({"mode": mode, "backend": backend_name, "layout": layout,
+                                                "stateful_shortcut": sc, "reason": why})
+                            continue
+                        configs += [(layout, n, sc) for n in suite.rules]
+            for rep in range(1, suite.repetitions + 1):
+                for ipv in suite.ip_versions:
+                    for layout, n, sc in configs:
+                        for item in suite.traffic:
+                            for size in item.sizes:
+                                trials.append(TrialSpec(
+                                    suite=suite.name, mode=mode, backend=backend_name, layout=layout,
+                                    rules=n, stateful_shortcut=sc, ip_version=ipv, traffic=item.kind,
+                                    tool=item.tool, size_bytes=size, streams=item.streams,
+                                    rate_bps=item.rate_bps, duration_s=suite.duration_s, repetition=rep))
+    return Plan(tuple(trials), tuple(skipped))

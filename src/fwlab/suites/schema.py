@@ -1,0 +1,111 @@
+"""The suite schema: what a TOML suite may say, validated before anything runs.
+
+Owns: the pydantic models of a suite and the checks against the registries (backends,
+runners). Never touches the kernel. A suite is data: it can be hashed, diffed and checked.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from fwlab.rules.model import LAYOUTS
+from fwlab.testbed.topology import MODES
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class OffloadsModel(Strict):
+    """ethtool -K settings for every veth (default off: the firewall sees wire-sized packets)."""
+
+    tso: bool = False
+    gso: bool = False
+    gro: bool = False
+
+
+class PinningModel(Strict):
+    """CPU the client (sender) and server (receiver) tools are pinned to; null = not pinned."""
+
+    client_cpu: int | None = 0
+    server_cpu: int | None = 1
+
+
+class TrafficItem(Strict):
+    """One traffic item; ``sizes`` expands into one trial per size."""
+
+    kind: Literal["tcp", "udp"]
+    tool: str = "iperf3"
+    sizes: list[int | None] = Field(default_factory=lambda: [None],
+                                    description="UDP payload / TCP write size [bytes]; null = tool default")
+    streams: int = Field(1, ge=1, le=1024)
+    rate_bps: int | None = Field(None, ge=1, description="target rate [bit/s]; null = unlimited")
+
+    @field_validator("sizes")
+    @classmethod
+    def _sizes(cls, v: list[int | None]) -> list[int | None]:
+        if not v:
+            raise ValueError("needs at least one size (or null for the tool default)")
+        for s in v:
+            if s is not None and not 16 <= s <= 65507:
+                raise ValueError(f"size {s} B is outside 16..65507")
+        return v
+
+
+class Suite(Strict):
+    """A suite: the grid of test-bed modes, backends, rule sets and traffic to measure."""
+
+    name: str
+    description: str = ""
+    mode: list[Literal["routed", "bridge", "direct"]] = Field(default_factory=lambda: ["routed"])
+    backends: list[str] = Field(default_factory=lambda: ["nftables"])
+    layouts: list[Literal["linear", "set"]] = Field(default_factory=lambda: ["linear"])
+    rules: list[int] = Field(default_factory=lambda: [0])
+    stateful_shortcut: list[bool] = Field(default_factory=lambda: [False])
+    ip_versions: list[Literal[4, 6]] = Field(default_factory=lambda: [4])
+    traffic: list[TrafficItem]
+    duration_s: float = Field(3.0, gt=0, le=3600, description="length of one trial [s]")
+    repetitions: int = Field(3, ge=1, le=100)
+    settle_s: float = Field(0.2, ge=0, le=60, description="pause between trials [s]")
+    seed: int = 1
+    offloads: OffloadsModel = Field(default_factory=OffloadsModel)
+    pinning: PinningModel = Field(default_factory=PinningModel)
+
+    @field_validator("mode", mode="before")
+    @classmethod
+    def _mode(cls, v):
+        return [v] if isinstance(v, str) else v
+
+    @field_validator("rules")
+    @classmethod
+    def _rules(cls, v: list[int]) -> list[int]:
+        if not v:
+            raise ValueError("needs at least one rule count")
+        for n in v:
+            if not 0 <= n <= 200_000:
+                raise ValueError(f"rule count {n} is outside 0..200000")
+        return sorted(set(v))
+
+    @model_validator(mode="after")
+    def _registries(self) -> "Suite":
+        from fwlab.dut import backend_names
+        from fwlab.runners import get_runner, runner_names
+
+        for m in self.mode:
+            assert m in MODES
+        for l in self.layouts:
+            assert l in LAYOUTS
+        known = backend_names()
+        for b in self.backends:
+            if b not in known:
+                raise ValueError(f"unknown backend '{b}' (known: {', '.join(known)})")
+        for t in self.traffic:
+            if t.tool not in runner_names():
+                raise ValueError(f"unknown traffic tool '{t.tool}' (known: {', '.join(runner_names())})")
+            if t.kind not in get_runner(t.tool).traffics:
+                raise ValueError(f"tool '{t.tool}' cannot generate '{t.kind}'")
+        if not self.traffic:
+            raise ValueError("needs at least one [[traffic]] item")
+        return self

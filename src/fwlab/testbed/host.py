@@ -1,0 +1,169 @@
+"""Running commands on a host, optionally inside one of its network namespaces.
+
+Owns: the single interface through which fwlab runs programs (``Host.run`` / ``Host.spawn``),
+and the bookkeeping of the processes it started so that teardown can stop them.
+Never touches: which namespaces exist or what they contain (that is ``testbed.bed``).
+
+A remote host (SSH) will implement the same interface; callers pass a namespace name, never
+build ``ip netns exec`` command lines themselves.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+
+from fwlab.errors import FwlabError, ToolMissing
+
+#: Debian package that provides each external program fwlab calls.
+PACKAGE_OF = {
+    "ip": "iproute2",
+    "nft": "nftables",
+    "iptables-legacy": "iptables",
+    "iptables-legacy-restore": "iptables",
+    "iptables-nft": "iptables",
+    "iptables-nft-restore": "iptables",
+    "ip6tables-legacy-restore": "iptables",
+    "ip6tables-nft-restore": "iptables",
+    "ip6tables-legacy": "iptables",
+    "ip6tables-nft": "iptables",
+    "ipset": "ipset",
+    "iperf3": "iperf3",
+    "ethtool": "ethtool",
+    "netperf": "netperf (Debian non-free; see README)",
+    "trafgen": "netsniff-ng",
+}
+
+
+def require_tool(name: str) -> str:
+    """Return the path of program ``name`` or raise ToolMissing naming the package to install."""
+    path = shutil.which(name) or shutil.which(name, path="/usr/sbin:/sbin:/usr/bin:/bin")
+    if path is None:
+        pkg = PACKAGE_OF.get(name, name)
+        raise ToolMissing(f"required program '{name}' is not installed",
+                          fix=f"apt-get install {pkg.split(' ')[0]} (or run 'make demo', which installs it)")
+    return path
+
+
+class CommandFailed(FwlabError):
+    """A command run by fwlab exited non-zero."""
+
+    def __init__(self, argv: list[str], returncode: int, stdout: str, stderr: str, ns: str | None):
+        where = f" in namespace {ns}" if ns else ""
+        first = (stderr.strip() or stdout.strip()).splitlines()
+        detail = first[0] if first else "no output"
+        super().__init__(f"'{' '.join(argv[:4])}{' ...' if len(argv) > 4 else ''}'{where} failed "
+                         f"(exit {returncode}): {detail}")
+        self.argv = argv
+        self.returncode = returncode
+        self.stdout = stdout
+        self.stderr = stderr
+        self.ns = ns
+
+
+@dataclass
+class Spawned:
+    """A background process started by fwlab inside a namespace."""
+
+    proc: subprocess.Popen
+    ns: str | None
+    argv: list[str]
+
+    def stop(self, sig: int = signal.SIGTERM, wait_s: float = 3.0) -> tuple[str, str]:
+        """Signal the process, wait up to ``wait_s``, kill if still alive; return (stdout, stderr)."""
+        if self.proc.poll() is None:
+            try:
+                self.proc.send_signal(sig)
+            except ProcessLookupError:
+                pass
+        try:
+            out, err = self.proc.communicate(timeout=wait_s)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            out, err = self.proc.communicate()
+        return out or "", err or ""
+
+
+@dataclass
+class LocalHost:
+    """The machine fwlab runs on. Commands run in its namespaces via ``ip netns exec``."""
+
+    name: str = "local"
+    spawned: list[Spawned] = field(default_factory=list)
+
+    def _argv(self, argv: list[str], ns: str | None) -> list[str]:
+        if ns is None:
+            return list(argv)
+        return ["ip", "netns", "exec", ns, *argv]
+
+    def run(self, argv: list[str], ns: str | None = None, *, input: str | None = None,
+            check: bool = True, timeout_s: float | None = 120.0,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+        """Run ``argv`` (in namespace ``ns``) to completion and return its CompletedProcess."""
+        full = self._argv(argv, ns)
+        run_env = None
+        if env:
+            run_env = dict(os.environ)
+            run_env.update(env)
+        try:
+            cp = subprocess.run(full, input=input, capture_output=True, text=True,
+                                timeout=timeout_s, env=run_env)
+        except FileNotFoundError:
+            require_tool(argv[0])
+            raise
+        except subprocess.TimeoutExpired as exc:
+            raise FwlabError(f"'{' '.join(argv[:3])}' did not finish within {timeout_s} s",
+                             fix="check the test bed; the command hung") from exc
+        if check and cp.returncode != 0:
+            raise CommandFailed(argv, cp.returncode, cp.stdout, cp.stderr, ns)
+        return cp
+
+    def spawn(self, argv: list[str], ns: str | None = None) -> Spawned:
+        """Start ``argv`` in the background (in namespace ``ns``); it is stopped at teardown."""
+        full = self._argv(argv, ns)
+        proc = subprocess.Popen(full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True)
+        sp = Spawned(proc, ns, argv)
+        self.spawned.append(sp)
+        return sp
+
+    def forget(self, sp: Spawned) -> None:
+        if sp in self.spawned:
+            self.spawned.remove(sp)
+
+    def stop_all(self) -> None:
+        """Stop every process this host spawned (TERM, then KILL)."""
+        for sp in list(self.spawned):
+            sp.stop(wait_s=2.0)
+        self.spawned.clear()
+
+
+def kill_namespace_pids(host: LocalHost, ns: str, grace_s: float = 1.0) -> int:
+    """Stop every process running inside namespace ``ns``; return how many were signalled.
+
+    ``ip netns del`` does not stop them. PIDs are re-read before KILL so a reused PID is
+    not hit by mistake (only PIDs still listed in the namespace are signalled).
+    """
+    def pids() -> list[int]:
+        cp = host.run(["ip", "netns", "pids", ns], check=False)
+        return [int(p) for p in cp.stdout.split() if p.strip().isdigit()]
+
+    first = pids()
+    for pid in first:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline and pids():
+        time.sleep(0.05)
+    for pid in pids():
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return len(first)

@@ -1,0 +1,151 @@
+"""What a test bed looks like: modes, names, addresses and offload settings (pure data).
+
+Owns: the naming scheme ``fwl-<run id>-<role>``, the address plan (IPv4 198.18.0.0/15, the
+benchmarking range; IPv6 2001:2::/48) and the offload/pinning settings a suite chooses.
+Never touches: the kernel. ``testbed.bed`` turns this description into namespaces.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import asdict, dataclass, field
+
+PREFIX = "fwl-"
+
+#: The test bed modes: routed (DUT forwards between two subnets), bridge (DUT bridges its two
+#: veths, one subnet), direct (client and server joined with no DUT: the baseline).
+MODES = ("routed", "bridge", "direct")
+
+
+def new_run_id() -> str:
+    """A short random id; 6 hex digits keep interface names within Linux's 15 characters."""
+    return secrets.token_hex(3)
+
+
+@dataclass(frozen=True)
+class Offloads:
+    """Offload settings applied to every veth of the bed (ethtool -K).
+
+    Default all off: with TSO/GSO on, TCP crosses the firewall as 64 KB super-packets and the
+    rule set is walked once per 64 KB, hiding its per-packet cost; with GRO on, veth switches to
+    NAPI mode. Off means the firewall sees wire-sized packets, as on a real link.
+    """
+
+    tso: bool = False
+    gso: bool = False
+    gro: bool = False
+
+    def ethtool_args(self) -> list[str]:
+        onoff = lambda b: "on" if b else "off"  # noqa: E731
+        return ["tso", onoff(self.tso), "gso", onoff(self.gso), "gro", onoff(self.gro)]
+
+
+@dataclass(frozen=True)
+class Pinning:
+    """CPUs the traffic tools are pinned to (taskset/-A). None leaves them to the scheduler."""
+
+    client_cpu: int | None = 0
+    server_cpu: int | None = 1
+
+
+@dataclass(frozen=True)
+class AddressPlan:
+    """Addresses of one mode, per IP version. Prefix lengths are in ``*_net`` fields."""
+
+    client4: str
+    server4: str
+    client_net4: str
+    server_net4: str
+    client6: str
+    server6: str
+    client_net6: str
+    server_net6: str
+    dut_client_side4: str | None = None
+    dut_server_side4: str | None = None
+    dut_client_side6: str | None = None
+    dut_server_side6: str | None = None
+
+    def client(self, ip_version: int) -> str:
+        return self.client4 if ip_version == 4 else self.client6
+
+    def server(self, ip_version: int) -> str:
+        return self.server4 if ip_version == 4 else self.server6
+
+    def client_net(self, ip_version: int) -> str:
+        return self.client_net4 if ip_version == 4 else self.client_net6
+
+    def server_net(self, ip_version: int) -> str:
+        return self.server_net4 if ip_version == 4 else self.server_net6
+
+
+ROUTED_PLAN = AddressPlan(
+    client4="198.18.1.1", server4="198.19.1.1",
+    client_net4="198.18.1.0/24", server_net4="198.19.1.0/24",
+    client6="2001:2:0:1::1", server6="2001:2:0:2::1",
+    client_net6="2001:2:0:1::/64", server_net6="2001:2:0:2::/64",
+    dut_client_side4="198.18.1.254", dut_server_side4="198.19.1.254",
+    dut_client_side6="2001:2:0:1::fe", dut_server_side6="2001:2:0:2::fe",
+)
+
+FLAT_PLAN = AddressPlan(
+    client4="198.18.1.1", server4="198.18.1.2",
+    client_net4="198.18.1.0/24", server_net4="198.18.1.0/24",
+    client6="2001:2:0:1::1", server6="2001:2:0:1::2",
+    client_net6="2001:2:0:1::/64", server_net6="2001:2:0:1::/64",
+)
+
+
+@dataclass(frozen=True)
+class Topology:
+    """A full description of one test bed."""
+
+    run_id: str
+    mode: str = "routed"
+    offloads: Offloads = field(default_factory=Offloads)
+    pinning: Pinning = field(default_factory=Pinning)
+    #: br_netfilter: pass bridged IP packets through the ip/ip6 netfilter hooks (bridge mode only).
+    bridge_nf_call: bool = False
+
+    def ns(self, role: str) -> str:
+        return f"{PREFIX}{self.run_id}-{role}"
+
+    def ifname(self, tag: str) -> str:
+        name = f"{PREFIX}{self.run_id}-{tag}"
+        assert len(name) <= 15, name
+        return name
+
+    @property
+    def has_dut(self) -> bool:
+        return self.mode != "direct"
+
+    @property
+    def plan(self) -> AddressPlan:
+        return ROUTED_PLAN if self.mode == "routed" else FLAT_PLAN
+
+    @property
+    def roles(self) -> tuple[str, ...]:
+        return ("client", "dut", "server") if self.has_dut else ("client", "server")
+
+    # interface names
+    @property
+    def client_if(self) -> str:
+        return self.ifname("c0")
+
+    @property
+    def server_if(self) -> str:
+        return self.ifname("s0")
+
+    @property
+    def dut_client_if(self) -> str:
+        return self.ifname("d0")
+
+    @property
+    def dut_server_if(self) -> str:
+        return self.ifname("d1")
+
+    @property
+    def bridge_if(self) -> str:
+        return self.ifname("br")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
