@@ -184,6 +184,8 @@ class Target:
 
 def _widen(width: float, factor: float) -> float:
     """Multiply a relative width in log space: 1 - (1 - w) ** factor."""
+    if factor == 1:
+        return width
     return 1.0 - (1.0 - width) ** factor
 
 

@@ -8,6 +8,7 @@ from a seeded `random.Random`, so every run is reproducible.
 
 from __future__ import annotations
 
+import math
 import random
 
 from fwlab.search.measurer import TrialResult
@@ -37,18 +38,22 @@ class SimulatedDut:
     def capacity(self, duration_s: float, offered_pps: float) -> float:
         raise NotImplementedError
 
-    def forward(self, duration_s: float, offered_count: int) -> int:
-        """Packets forwarded of `offered_count`: everything up to this trial's capacity."""
-        capacity = self.capacity(duration_s, offered_count / duration_s)
-        return min(offered_count, round(capacity * duration_s))
+    def forward(self, duration_s: float, offered_pps: float, offered_count: int) -> int:
+        """Packets forwarded of `offered_count` sent at `offered_pps`: all of them when the rate
+        is within this trial's capacity, else what the capacity lets through in the duration."""
+        capacity = self.capacity(duration_s, offered_pps)
+        if offered_pps <= capacity:
+            return offered_count
+        return min(offered_count, math.floor(capacity * duration_s))
 
     def measure(self, duration_s: float, load_pps: float) -> TrialResult:
         self.calls.append((duration_s, load_pps))
         intended = round(load_pps * duration_s)
-        offered = intended
-        if self.generator_limit_pps is not None:
-            offered = min(intended, round(self.generator_limit_pps * duration_s))
-        forwarded = self.forward(duration_s, offered)
+        rate, offered = load_pps, intended
+        if self.generator_limit_pps is not None and load_pps > self.generator_limit_pps:
+            rate = self.generator_limit_pps
+            offered = round(rate * duration_s)
+        forwarded = self.forward(duration_s, rate, offered)
         return TrialResult(duration_s=duration_s, intended_load_pps=load_pps,
                            intended_count=intended, offered_count=offered,
                            forwarded_count=forwarded, extra={"simulated": type(self).__name__})
@@ -92,8 +97,8 @@ class LossInversion(FixedCapacity):
         self.loss_ratio = loss_ratio
         self.rng = random.Random(seed)
 
-    def forward(self, duration_s: float, offered_count: int) -> int:
-        forwarded = super().forward(duration_s, offered_count)
+    def forward(self, duration_s: float, offered_pps: float, offered_count: int) -> int:
+        forwarded = super().forward(duration_s, offered_pps, offered_count)
         if self.rng.random() < self.probability:
             forwarded = min(forwarded, int(offered_count * (1.0 - self.loss_ratio)))
         return forwarded
