@@ -113,9 +113,9 @@ def test_repetitions_are_averaged_and_kept():
     assert all(475.0 * 0.99 <= v <= 525.0 for v in values)
 
 
-@pytest.mark.parametrize("bad", [dict(trial_duration_s=0), dict(loss_ratio=1.0),
-                                 dict(trial_duration_s=60, final_trial_duration_s=10),
-                                 dict(repetitions=0), dict(step_down_ratio=0)])
+@pytest.mark.parametrize("bad", [{"trial_duration_s": 0}, {"loss_ratio": 1.0},
+                                 {"trial_duration_s": 60, "final_trial_duration_s": 10},
+                                 {"repetitions": 0}, {"step_down_ratio": 0}])
 def test_invalid_goal(bad):
     with pytest.raises(SearchError):
         BinaryGoal(**bad)

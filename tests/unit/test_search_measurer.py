@@ -37,8 +37,8 @@ def test_duplicates_and_nothing_offered():
     assert empty.loss_ratio == 0.0 and empty.generator_short
 
 
-@pytest.mark.parametrize("bad", [dict(duration=0.0), dict(offered=-1), dict(forwarded=1.5),
-                                 dict(load=float("nan"))])
+@pytest.mark.parametrize("bad", [{"duration": 0.0}, {"offered": -1}, {"forwarded": 1.5},
+                                 {"load": float("nan")}])
 def test_invalid_trial_result_prints_whole_object(bad):
     with pytest.raises(SearchError) as info:
         make(**bad)

@@ -3,9 +3,23 @@
 import pytest
 
 from fwlab.errors import SearchError
-from fwlab.search import PRESETS, BinaryGoal, SearchGoal, TrialResult, preset, run_search
-from fwlab.search.mlr import (LOWER, UNDECIDED, UPPER, Database, build_targets, classify,
-                              conditional_throughput)
+from fwlab.search import (
+    PRESETS,
+    BinaryGoal,
+    SearchGoal,
+    TrialResult,
+    preset,
+    run_search,
+)
+from fwlab.search.mlr import (
+    LOWER,
+    UNDECIDED,
+    UPPER,
+    Database,
+    build_targets,
+    classify,
+    conditional_throughput,
+)
 from fwlab.search.simulated import FixedCapacity, LossInversion, NoisyCapacity
 
 MAX, MIN = 1_000_000.0, 10_000.0
@@ -46,10 +60,10 @@ def test_targets_get_coarser_and_shorter_going_back():
     assert 1 - targets[0].width == pytest.approx((1 - 0.005) ** 4)
 
 
-@pytest.mark.parametrize("bad", [dict(exceed_ratio=1.0), dict(relative_width=0),
-                                 dict(initial_trial_duration_s=5, final_trial_duration_s=1),
-                                 dict(duration_sum_s=-1), dict(preceding_targets=-1),
-                                 dict(expansion_coefficient=1)])
+@pytest.mark.parametrize("bad", [{"exceed_ratio": 1.0}, {"relative_width": 0},
+                                 {"initial_trial_duration_s": 5, "final_trial_duration_s": 1},
+                                 {"duration_sum_s": -1}, {"preceding_targets": -1},
+                                 {"expansion_coefficient": 1}])
 def test_invalid_goal(bad):
     with pytest.raises(SearchError) as info:
         SearchGoal(**bad)

@@ -5,7 +5,14 @@ import json
 import pytest
 
 from fwlab.errors import SearchError
-from fwlab.search import ALGORITHMS, BinaryGoal, SearchTrial, TrialResult, register, run_search
+from fwlab.search import (
+    ALGORITHMS,
+    BinaryGoal,
+    SearchTrial,
+    TrialResult,
+    register,
+    run_search,
+)
 from fwlab.search.simulated import FixedCapacity
 
 MAX, MIN = 1_000_000.0, 10_000.0
@@ -100,7 +107,7 @@ def test_resume_after_interruption_gives_the_same_result(name, goals):
     assert [t.index for t in resumed_hook] == list(range(len(recorded), full[0].trial_count))
     assert [t.replayed for t in resumed[0].trials] == \
         [True] * len(recorded) + [False] * len(fresh.calls)
-    for before, after in zip(full, resumed):
+    for before, after in zip(full, resumed, strict=True):
         assert after.throughput_pps == before.throughput_pps
         assert [key(t) for t in after.trials] == [key(t) for t in before.trials]
 

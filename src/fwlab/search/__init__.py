@@ -19,11 +19,11 @@ from fwlab.search.result import IRREGULAR_FLAGS, SearchResult, SearchTrial
 
 __all__ = [
     "ALGORITHMS",
-    "BinaryGoal",
     "GENERATOR_SHORT_RATIO",
     "IRREGULAR_FLAGS",
-    "Measurer",
     "PRESETS",
+    "BinaryGoal",
+    "Measurer",
     "SearchGoal",
     "SearchResult",
     "SearchTrial",

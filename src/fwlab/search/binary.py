@@ -26,7 +26,12 @@ from typing import Any
 from fwlab.errors import SearchError
 from fwlab.search.measurer import TrialResult
 from fwlab.search.registry import register
-from fwlab.search.result import IRREGULAR_FLAGS, SearchResult, SearchTrial, relative_width
+from fwlab.search.result import (
+    IRREGULAR_FLAGS,
+    SearchResult,
+    SearchTrial,
+    relative_width,
+)
 from fwlab.search.trial_log import TrialLog
 
 _SLACK = 1e-9
@@ -176,8 +181,13 @@ def _result(goal: BinaryGoal, lo: float | None, hi: float | None, max_load: floa
     width_reached = lo is not None and hi is not None and goal.width_ok(lo, hi)
     if lo is not None and hi is not None and not width_reached:
         flags.add("width_not_reached")
-    passed = [t.result.intended_load_pps for t in trials if t.passed]
-    failed = [t.result.intended_load_pps for t in trials if not t.passed]
+    # Loss inversion: among trials of one duration, a higher load passed where a lower failed.
+    inversion = False
+    for duration in {t.result.duration_s for t in trials}:
+        same = [t for t in trials if t.result.duration_s == duration]
+        passed = [t.result.intended_load_pps for t in same if t.passed]
+        failed = [t.result.intended_load_pps for t in same if not t.passed]
+        inversion = inversion or bool(passed and failed and max(passed) > min(failed))
     return SearchResult(
         algorithm="binary",
         goal=goal.to_dict(),
@@ -190,7 +200,7 @@ def _result(goal: BinaryGoal, lo: float | None, hi: float | None, max_load: floa
         width_reached=width_reached,
         relative_width=width,
         irregular=tuple(f for f in IRREGULAR_FLAGS if f in flags),
-        loss_inversion=bool(passed and failed and max(passed) > min(failed)),
+        loss_inversion=inversion,
     )
 
 

@@ -53,7 +53,7 @@ class TrialResult:
         if problems:
             raise SearchError(
                 f"invalid TrialResult ({'; '.join(problems)}): {self!r}",
-                fix="make the measurer return whole non-negative packet counts and a positive duration",
+                fix="make the measurer return whole packet counts >= 0 and a duration > 0",
             )
 
     # Derived quantities -------------------------------------------------------------------

@@ -30,8 +30,10 @@ How loads are picked (the search's own strategy, CSIT-like):
   refine the previous target's lower bound while undecided; extend down from the upper bound
   (external search: steps start at the target width and grow by `expansion_coefficient` per
   failing step) while there is no lower bound; refine the previous upper bound; extend up likewise
-  while there is no upper bound; bisect (geometric middle) until the width is reached. An
-  undecided load is asked for again and again until it is decided.
+  while there is no upper bound; then narrow the interval until the width is reached: step in
+  from a trusted bound (carried from the previous target, or the forwarding rate at the maximum
+  load) with the same expanding steps while that lands closer to it than the middle, else bisect
+  at the geometric middle. An undecided load is asked for again until it is decided.
 - With several goals, every goal nominates a load; the shortest trial wins (ties: the lower load,
   then the earlier goal), so coarse phases of all goals run before long final trials, and all
   goals share every trial.

@@ -67,7 +67,8 @@ def run_search(
         raise SearchError(f"unknown search algorithm {name!r}",
                           fix=f"use one of {', '.join(sorted(ALGORITHMS))}") from None
     for label, value in (("max_load_pps", max_load_pps), ("min_load_pps", min_load_pps)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                or not math.isfinite(value):
             raise SearchError(f"{label} must be a finite number, got {value!r}",
                               fix=f"set {label} in packets per second")
     if not 0 < min_load_pps < max_load_pps:

@@ -6,7 +6,7 @@ Never touches: traffic, the measurer, files (the caller's run record stores `to_
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from fwlab.errors import SearchError

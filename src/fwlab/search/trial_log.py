@@ -29,7 +29,7 @@ def _as_trial_result(item: Any) -> TrialResult:
     if isinstance(item, SearchTrial):
         return item.result
     if isinstance(item, dict):
-        return TrialResult.from_dict(item["result"] if "result" in item else item)
+        return TrialResult.from_dict(item.get("result", item))
     raise SearchError(f"cannot resume from {item!r}",
                       fix="pass TrialResult, SearchTrial or their to_dict() output")
 
@@ -107,5 +107,5 @@ class TrialLog:
                 and math.isclose(result.intended_load_pps, load_pps, rel_tol=1e-6)):
             raise SearchError(
                 f"measurer was asked for {duration_s} s at {load_pps} pps but reported {result!r}",
-                fix="record the intended duration and load in the TrialResult, not the achieved ones",
+                fix="record the intended duration and load in TrialResult, not the achieved ones",
             )
