@@ -1,0 +1,43 @@
+//! fwlab-engine entry point: parse the command line, run, map errors to one
+//! stderr line and exit status 2. See README.md for the CLI and JSON schema.
+
+mod backend;
+mod checksum;
+mod cli;
+mod frame;
+mod header;
+mod pcap;
+mod profile;
+mod rate;
+mod recv;
+mod result;
+mod send;
+mod stats;
+mod sys;
+
+#[cfg(test)]
+mod tests;
+
+use clap::Parser;
+
+fn main() {
+    let parsed = match cli::Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand) {
+                let _ = e.print();
+                std::process::exit(if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand { 2 } else { 0 });
+            }
+            let text = e.to_string();
+            let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("bad command line");
+            let line = line.trim_start_matches("error: ");
+            eprintln!("fwlab-engine: error: {line} (see --help)");
+            std::process::exit(2);
+        }
+    };
+    if let Err(e) = cli::run(parsed) {
+        eprintln!("fwlab-engine: error: {e}");
+        std::process::exit(2);
+    }
+}
