@@ -133,6 +133,9 @@ def test_relevant_lower_bound_lies_below_the_smallest_upper_bound():
     db.add(120.0, trial(60, 0.0, 120.0))  # ... while a higher load passes: loss inversion
     db.add(130.0, trial(60, 0.01, 130.0))
     assert db.bounds(target) == (100.0, 110.0)
+    assert db.loss_inversion(target)
+    db.add(120.0, trial(60, 0.01, 120.0))  # 120 now has a bad trial too: no lower bound above
+    assert not db.loss_inversion(target)
 
 
 # Searches on simulated DUTs -----------------------------------------------------------------

@@ -296,6 +296,12 @@ class Database:
                   if cls == LOWER and (chi is None or load < chi)]
         return (max(lowers) if lowers else None), chi
 
+    def loss_inversion(self, target: Target) -> bool:
+        """True when some lower bound lies above the relevant upper bound (it is ignored)."""
+        _, chi = self.bounds(target)
+        return chi is not None and any(
+            cls == LOWER and load > chi for load, cls in self.classes(target).items())
+
 
 # Selection ----------------------------------------------------------------------------------
 
@@ -449,7 +455,6 @@ def _goal_result(selector: Selector, db: Database, log: TrialLog,
                  max_load: float) -> SearchResult:
     target = selector.targets[-1]
     clo, chi = db.bounds(target)
-    classes = db.classes(target)
     flags = set()
     if clo is None:
         flags.add("min_load_failed")
@@ -461,9 +466,6 @@ def _goal_result(selector: Selector, db: Database, log: TrialLog,
     width_reached = width is not None and width <= target.width * (1 + _SLACK)
     if width is not None and not width_reached:
         flags.add("width_not_reached")
-    # Loss inversion: some load above the relevant upper bound is a lower bound.
-    inversion = chi is not None and any(
-        cls == LOWER and load > chi for load, cls in classes.items())
     throughput = None if clo is None else conditional_throughput(clo, db.by_load[clo], target)
     trials = tuple(log.trials)
     return SearchResult(
@@ -478,5 +480,5 @@ def _goal_result(selector: Selector, db: Database, log: TrialLog,
         width_reached=width_reached,
         relative_width=width,
         irregular=tuple(f for f in IRREGULAR_FLAGS if f in flags),
-        loss_inversion=inversion,
+        loss_inversion=db.loss_inversion(target),
     )
