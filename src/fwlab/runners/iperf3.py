@@ -103,6 +103,32 @@ def parse_json(text: str, traffic: str) -> Measurement:
     return Measurement(metrics=metrics, series=series, raw={"iperf3_client_json": doc})
 
 
+def apply_link_counts(m: Measurement, traffic: str, server_if_rx: int) -> None:
+    """Set ``rx_pps`` from the server interface's receive counter: the packets that crossed the
+    DUT, whatever the receiving process managed to read. For UDP, iperf3's own count is kept as
+    ``app_rx_pps``; when the socket read clearly fewer than the link delivered, the trial is
+    flagged: the receiver, not the firewall, lost those packets. Counted over the whole client
+    run (connect to close, a few control packets included)."""
+    m.metrics["server_if_rx_packets"] = server_if_rx
+    dur = m.metrics.get("duration_s")
+    if not dur:
+        return
+    if traffic == "udp":
+        m.metrics["app_rx_pps"] = m.metrics.get("rx_pps")
+        m.metrics["rx_pps"] = server_if_rx / dur
+        app = m.metrics.get("rx_packets") or 0
+        tx = m.metrics.get("tx_packets") or 0
+        if tx:
+            m.metrics["loss_ratio"] = max(0.0, (tx - server_if_rx) / tx)
+            m.metrics["app_loss_ratio"] = max(0.0, (tx - app) / tx)
+        if server_if_rx and app < 0.97 * server_if_rx:
+            m.flags.append({"code": "receiver-bound", "severity": "warning",
+                            "message": f"the iperf3 server read {100 * app / server_if_rx:.0f} % of the "
+                                       f"packets its link received: receiver loss, not DUT loss"})
+    else:
+        m.metrics["rx_pps"] = server_if_rx / dur
+
+
 class Iperf3(Runner):
     name = "iperf3"
     traffics = ("tcp", "udp")
@@ -165,11 +191,7 @@ class Iperf3(Runner):
         except RunnerError:
             self.stop(bed)  # a failed test can wedge the server: start a fresh one next time
             raise
-        rx = after["rx_packets"] - before["rx_packets"]
-        m.metrics["server_if_rx_packets"] = rx
-        if spec.traffic == "tcp" and m.metrics.get("duration_s"):
-            # Counted over the whole client run (connect to close): a slight underestimate of pps.
-            m.metrics["rx_pps"] = rx / m.metrics["duration_s"]
+        apply_link_counts(m, spec.traffic, after["rx_packets"] - before["rx_packets"])
         m.raw["argv"] = args
         return m
 

@@ -1,0 +1,65 @@
+# fwlab: the two commands a new user runs (as root, on Debian 12):
+#   make demo   installs what is missing, builds, runs the 'quick' suite, prints the report path
+#   make test   installs what is missing, builds, runs every test
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+# Debian packages fwlab drives (program -> package): ip, ss -> iproute2; ping -> iputils-ping;
+# nft -> nftables; iptables-* -> iptables; ipset; iperf3; ethtool; trafgen -> netsniff-ng;
+# clang/llvm/libbpf-dev compile XDP programs; taskset -> util-linux.
+APT_PKGS := iproute2 iputils-ping nftables iptables ipset iperf3 ethtool procps netsniff-ng \
+            util-linux clang llvm libbpf-dev python3-venv
+ENGINE_BIN := engine/target/release/fwlab-engine
+
+.PHONY: demo test deps system-deps venv engine unit netns clean-results netperf help
+
+help:
+	@echo "make demo   - install what is missing, build, run the quick suite, print the report path"
+	@echo "make test   - install what is missing, build, run every test (unit + root netns + cargo)"
+	@echo "make netperf - optional: enable Debian non-free and install netperf (changes apt sources)"
+
+demo: deps
+	$(BIN)/fwlab run quick
+
+test: deps
+	@if [ -f engine/Cargo.toml ]; then cd engine && cargo test --release --quiet; fi
+	$(BIN)/python -m pytest tests -q -rs
+
+unit: venv
+	$(BIN)/python -m pytest tests/unit -q
+
+netns: deps
+	$(BIN)/python -m pytest tests/netns -q -rs
+
+deps: system-deps venv engine
+
+system-deps:
+	@missing=""; for p in $(APT_PKGS); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" != 0 ]; then echo "missing Debian packages:$$missing (run as root, or: sudo apt-get install$$missing)"; exit 2; fi; \
+	  echo "installing:$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
+venv: $(BIN)/fwlab
+
+$(BIN)/fwlab: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+	@touch $@
+
+engine:
+	@if [ -f engine/Cargo.toml ]; then \
+	  command -v cargo >/dev/null || { echo "cargo is missing: install Rust (rustup) to build fwlab-engine"; exit 2; }; \
+	  cd engine && cargo build --release --quiet; \
+	fi
+
+# Optional, explicit: netperf is only in Debian's non-free component. This changes apt sources.
+netperf:
+	bash tools/enable-non-free.sh
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq netperf
+
+clean-results:
+	rm -rf results

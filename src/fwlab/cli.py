@@ -1,0 +1,179 @@
+"""The fwlab command line: parse, load, call the library, print. Nothing else lives here."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+from pathlib import Path
+
+import fwlab
+from fwlab.errors import FwlabError
+
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+def _sigterm_as_interrupt(signum, frame):  # noqa: ARG001
+    raise KeyboardInterrupt
+
+
+def cmd_run(args) -> int:
+    from fwlab.orchestrate import resume_run, start_run
+    from fwlab.report import print_summary, write_report
+    from fwlab.suites import load_suite
+
+    if args.resume:
+        rec = resume_run(Path(args.resume), quiet=args.quiet)
+    else:
+        if not args.suite:
+            raise FwlabError("no suite given", fix="fwlab run SUITE (see 'fwlab list'), or --resume DIR")
+        suite, text = load_suite(args.suite)
+        if args.repetitions or args.duration:
+            data = suite.model_dump()
+            if args.repetitions:
+                data["repetitions"] = args.repetitions
+            if args.duration:
+                data["duration_s"] = args.duration
+            from fwlab.suites import parse_suite
+            suite = parse_suite(data, f"'{args.suite}' with command-line overrides")
+        rec = start_run(suite, text, Path(args.out), quiet=args.quiet)
+    report = write_report(rec.path)
+    print_summary(rec.path, sys.stdout)
+    print(f"report: {report}")
+    return 0
+
+
+def cmd_report(args) -> int:
+    from fwlab.report import print_summary, write_report
+
+    path = write_report(Path(args.run_dir))
+    if not args.quiet:
+        print_summary(Path(args.run_dir), sys.stdout)
+    print(f"report: {path}")
+    return 0
+
+
+def cmd_list(args) -> int:
+    from fwlab.dut import backend_names, get_backend
+    from fwlab.runners import get_runner, runner_names
+    from fwlab.suites import describe_builtins
+
+    print("suites:")
+    for name, desc in describe_builtins():
+        print(f"  {name:<16} {desc}")
+    print("backends:")
+    for name in backend_names():
+        print(f"  {name:<16} {get_backend(name).summary}")
+    print("traffic tools:")
+    for name in runner_names():
+        r = get_runner(name)
+        why = r.unavailable()
+        print(f"  {name:<16} {r.summary}" + (f"  [unavailable: {why}]" if why else ""))
+    return 0
+
+
+def cmd_rules(args) -> int:
+    from fwlab.dut import get_backend
+    from fwlab.rules import generate
+    from fwlab.testbed.topology import FLAT_PLAN, ROUTED_PLAN
+
+    plan = ROUTED_PLAN if args.mode == "routed" else FLAT_PLAN
+    v = args.ip_version
+    rs = generate(args.count, args.layout, ip_version=v, client_net=plan.client_net(v),
+                  server_net=plan.server_net(v), stateful_shortcut=args.stateful_shortcut, seed=args.seed)
+    be = get_backend(args.backend)
+    why = be.unsupported(args.layout, args.mode, args.stateful_shortcut)
+    if why:
+        raise FwlabError(why, fix="choose another --layout or --backend")
+    sys.stdout.write(be.render(rs, args.mode))
+    return 0
+
+
+def cmd_clean(args) -> int:
+    from fwlab.testbed import clean_leftovers, require_root
+
+    require_root()
+    removed = clean_leftovers()
+    for ns in removed:
+        print(f"removed namespace {ns}")
+    print(f"{len(removed)} leftover namespace(s) removed")
+    return 0
+
+
+def cmd_version(args) -> int:
+    from fwlab.results.metadata import git_revision, tool_versions
+
+    info = {"fwlab": fwlab.__version__, "git_revision": git_revision(), "tools": tool_versions()}
+    print(json.dumps(info, indent=2))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="fwlab",
+        description="Firewall performance lab: builds a namespace test bed, loads generated rule "
+                    "sets into a firewall, drives real traffic through it and reports.",
+        epilog="Needs root for 'run' and 'clean'. Example: fwlab run quick")
+    p.add_argument("--version", action="version", version=f"fwlab {fwlab.__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    r = sub.add_parser("run", help="run a suite and write a record and report",
+                       description="Run a suite (a built-in name or a .toml file). Each trial is "
+                                   "written to results/<suite>-<UTC time>/trials.jsonl as it ends.")
+    r.add_argument("suite", nargs="?", help="built-in suite name (see 'fwlab list') or path to a .toml file")
+    r.add_argument("--resume", metavar="DIR", help="finish an interrupted run without repeating finished trials")
+    r.add_argument("--out", default="results", help="directory for run records (default: ./results)")
+    r.add_argument("--repetitions", type=int, help="override the suite's repetitions")
+    r.add_argument("--duration", type=float, metavar="S", help="override the suite's trial duration [s]")
+    r.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    r.set_defaults(func=cmd_run)
+
+    rp = sub.add_parser("report", help="(re)build report.html and summary.csv from a run record")
+    rp.add_argument("run_dir")
+    rp.add_argument("-q", "--quiet", action="store_true", help="do not print the summary table")
+    rp.set_defaults(func=cmd_report)
+
+    ls = sub.add_parser("list", help="list built-in suites, firewall backends and traffic tools")
+    ls.set_defaults(func=cmd_list)
+
+    ru = sub.add_parser("rules", help="print a generated rule set in a backend's native syntax")
+    ru.add_argument("--backend", default="nftables")
+    ru.add_argument("--count", type=int, default=10)
+    ru.add_argument("--layout", default="linear", choices=["linear", "set"])
+    ru.add_argument("--mode", default="routed", choices=["routed", "bridge"])
+    ru.add_argument("--ip-version", type=int, default=4, choices=[4, 6])
+    ru.add_argument("--stateful-shortcut", action="store_true")
+    ru.add_argument("--seed", type=int, default=1)
+    ru.set_defaults(func=cmd_rules)
+
+    c = sub.add_parser("clean", help="remove fwl-* namespaces left by crashed runs")
+    c.set_defaults(func=cmd_clean)
+
+    v = sub.add_parser("version", help="print fwlab's and the tools' versions as JSON")
+    v.set_defaults(func=cmd_version)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return EXIT_USAGE
+    signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        print("fwlab: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except FwlabError as exc:
+        from fwlab.orchestrate import Interrupted
+
+        print(f"fwlab: error: {exc.one_line()}", file=sys.stderr)
+        return EXIT_INTERRUPTED if isinstance(exc, Interrupted) else EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,259 @@
+"""Running a suite: plan -> test beds -> rule sets -> traffic -> record, one trial at a time.
+
+Owns: the order of work, the life cycle of each test bed (one fresh bed, hence one fresh DUT
+namespace, per mode and firewall backend), loading each rule set once for all trials that share
+it, writing each trial the moment it ends, resuming, and progress output.
+Never parses tool output (runners do), renders rules (backends do) or computes statistics.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from itertools import groupby
+from pathlib import Path
+from typing import Callable, TextIO
+
+from fwlab.dut import DutContext, get_backend
+from fwlab.errors import FwlabError, RecordError, RunnerError
+from fwlab.results import RunRecord, host_metadata, trial_record, utc_now
+from fwlab.rules import generate
+from fwlab.runners import TrafficSpec, get_runner
+from fwlab.stats.quality import flag_cpu_saturated
+from fwlab.suites import Suite, TrialSpec, expand, parse_suite
+from fwlab.testbed import Offloads, Pinning, Testbed, Topology, new_run_id, require_root, require_tool
+
+
+class Interrupted(FwlabError):
+    """The run was stopped by SIGINT or SIGTERM; finished trials are on disk."""
+
+
+# -- progress ------------------------------------------------------------------------------------
+@dataclass
+class Progress:
+    """Trial k of n with the time left, on one line (a TTY) or one line per trial (a log)."""
+
+    total: int
+    already: int = 0
+    stream: TextIO = field(default_factory=lambda: sys.stderr)
+    quiet: bool = False
+    started: float = field(default_factory=time.monotonic)
+    done_here: int = 0
+
+    def _eta(self) -> str:
+        if not self.done_here:
+            return "?"
+        per = (time.monotonic() - self.started) / self.done_here
+        left = per * (self.total - self.already - self.done_here)
+        m, s = divmod(int(left), 60)
+        return f"{m}m{s:02d}s"
+
+    def trial_done(self, spec: TrialSpec, text: str) -> None:
+        self.done_here += 1
+        if self.quiet:
+            return
+        k = self.already + self.done_here
+        width = 24
+        fill = int(width * k / max(1, self.total))
+        bar = "#" * fill + "." * (width - fill)
+        line = f"[{bar}] {k}/{self.total} left {self._eta()}  {spec.trial_id}: {text}"
+        if self.stream.isatty():
+            self.stream.write("\r\x1b[2K" + line[:160])
+            if k == self.total:
+                self.stream.write("\n")
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+    def note(self, text: str) -> None:
+        if not self.quiet:
+            if self.stream.isatty():
+                self.stream.write("\r\x1b[2K")
+            self.stream.write(text + "\n")
+            self.stream.flush()
+
+
+def _fmt_result(m: dict | None, error: str | None) -> str:
+    if error:
+        return f"ERROR {error[:60]}"
+    pps = m.get("rx_pps")
+    bps = m.get("throughput_bps") or 0
+    s = f"{bps / 1e9:.2f} Gbit/s"
+    if pps:
+        s += f", {pps / 1e3:.1f} kpps"
+    if m.get("loss_ratio"):
+        s += f", loss {100 * m['loss_ratio']:.2f} %"
+    return s
+
+
+# -- preflight -----------------------------------------------------------------------------------
+def preflight(suite: Suite) -> None:
+    """Fail before anything is built: not root, a missing program, an unavailable runner."""
+    require_root()
+    for prog in ("ip", "ethtool", "ping", "ss", "sysctl"):
+        require_tool(prog)
+    for b in suite.backends:
+        for prog in get_backend(b).tools:
+            require_tool(prog)
+    for item in suite.traffic:
+        why = get_runner(item.tool).unavailable()
+        if why:
+            raise RunnerError(f"traffic tool '{item.tool}' is unavailable: {why}",
+                              fix="install it (see README) or remove it from the suite")
+
+
+# -- the run -------------------------------------------------------------------------------------
+@dataclass
+class Executor:
+    suite: Suite
+    record: RunRecord
+    progress: Progress
+    on_trial: Callable[[dict], None] | None = None
+
+    def run(self, trials: list[TrialSpec], done: set[str]) -> None:
+        for bed_key, group in groupby(trials, key=lambda t: t.bed_key):
+            todo = [t for t in group if t.trial_id not in done]
+            if todo:
+                self._run_bed(bed_key, todo)
+
+    def _topology(self, mode: str) -> Topology:
+        s = self.suite
+        return Topology(run_id=new_run_id(), mode=mode,
+                        offloads=Offloads(**s.offloads.model_dump()),
+                        pinning=Pinning(**s.pinning.model_dump()))
+
+    def _run_bed(self, bed_key: tuple, trials: list[TrialSpec]) -> None:
+        mode, backend_name = bed_key
+        backend = get_backend(backend_name)
+        bed = Testbed(self._topology(mode))
+        runners = {get_runner(t.tool) for t in trials}
+        with bed:
+            desc = bed.describe()
+            desc["backend"] = backend_name
+            desc["backend_version"] = backend.version(bed.host)
+            self.record.run.setdefault("beds", []).append(desc)
+            self.record.save_run()
+            self.progress.note(f"test bed {bed.topo.run_id}: {mode}, backend {backend_name} "
+                               f"(built in {bed.build_s:.2f} s)")
+            conditions_base = {
+                "offloads": desc["offloads"],
+                "pinning": bed.topo.to_dict()["pinning"],
+                "testbed_run_id": bed.topo.run_id,
+                "backend_version": desc["backend_version"],
+            }
+            ctx = DutContext(bed.host, bed.ns("dut"), mode) if bed.topo.has_dut else None
+            loaded_key = None
+            load_info: dict = {}
+            try:
+                for spec in trials:
+                    if spec.config_key != loaded_key:
+                        load_info = self._load(bed, ctx, backend, spec)
+                        loaded_key = spec.config_key
+                    self._trial(bed, ctx, backend, spec, load_info, conditions_base)
+            finally:
+                for r in runners:
+                    r.stop(bed)
+                if ctx is not None:
+                    try:
+                        backend.flush(ctx)
+                    except FwlabError:
+                        pass
+
+    def _load(self, bed: Testbed, ctx: DutContext | None, backend, spec: TrialSpec) -> dict:
+        if ctx is None:
+            return {"digest": None, "family": None, "load_s": None, "bridge_nf_call": None}
+        plan = bed.topo.plan
+        rs = generate(spec.rules, spec.layout if spec.layout in ("linear", "set") else "linear",
+                      ip_version=spec.ip_version, client_net=plan.client_net(spec.ip_version),
+                      server_net=plan.server_net(spec.ip_version),
+                      stateful_shortcut=spec.stateful_shortcut, seed=self.suite.seed)
+        backend.flush(ctx)
+        res = backend.load(ctx, rs)
+        time.sleep(self.suite.settle_s)
+        return {"digest": res.digest, "family": res.family, "load_s": res.load_s,
+                "bridge_nf_call": res.bridge_nf_call, "rendered_lines": res.rendered_lines}
+
+    def _links(self, bed: Testbed) -> dict:
+        return {f"{role}:{dev}": bed.link_counters(role, dev) for role, dev in bed.interfaces()}
+
+    def _trial(self, bed: Testbed, ctx, backend, spec: TrialSpec, load_info: dict, cond: dict) -> None:
+        runner = get_runner(spec.tool)
+        tspec = TrafficSpec(traffic=spec.traffic, tool=spec.tool, size_bytes=spec.size_bytes,
+                            streams=spec.streams, rate_bps=spec.rate_bps, ip_version=spec.ip_version,
+                            duration_s=spec.duration_s)
+        started = utc_now()
+        cb = backend.counters(ctx) if ctx else None
+        lb = self._links(bed)
+        metrics, series, raw, flags, error = None, [], {}, [], None
+        try:
+            m = runner.measure(bed, tspec)
+            metrics, series, raw, flags = m.metrics, m.series, m.raw, list(m.flags)
+        except RunnerError as exc:
+            error = exc.one_line()
+        la = self._links(bed)
+        ca = backend.counters(ctx) if ctx else None
+        if metrics:
+            for f in flag_cpu_saturated(metrics.get("cpu_sender_pct") or 0, who="sender CPU"):
+                d = f.to_dict()
+                d["message"] += (" — on veth the DUT's forwarding runs in the sender's softirq, "
+                                 "so this rate is the generator and the firewall path together")
+                flags.append(d)
+        rec = trial_record(
+            spec.to_dict(), metrics=metrics, series=series, started_utc=started, ruleset=load_info,
+            dut_counters_before=cb, dut_counters_after=ca, links_before=lb, links_after=la,
+            conditions={**cond, "bridge_nf_call": load_info.get("bridge_nf_call"),
+                        "tool_version": runner.version()},
+            raw=raw, flags=flags, error=error,
+            extra={"rendered_lines": load_info.get("rendered_lines")})
+        self.record.append_trial(rec)
+        if self.on_trial:
+            self.on_trial(rec)
+        self.progress.trial_done(spec, _fmt_result(metrics, error))
+        time.sleep(self.suite.settle_s)
+
+
+def start_run(suite: Suite, suite_text: str, out_root: Path, *, quiet: bool = False) -> RunRecord:
+    plan = expand(suite)
+    preflight(suite)
+    rec = RunRecord.create(out_root, suite.name, {
+        "suite": {"name": suite.name, "toml": suite_text, "parsed": suite.model_dump()},
+        "plan": {"trials": len(plan.trials), "skipped": list(plan.skipped)},
+        "host": host_metadata(),
+    })
+    _execute(suite, plan, rec, quiet)
+    return rec
+
+
+def resume_run(path: Path, *, quiet: bool = False) -> RunRecord:
+    rec = RunRecord.open(path)
+    suite = parse_suite(rec.run["suite"]["parsed"], f"from {path}")
+    plan = expand(suite)
+    preflight(suite)
+    rec.repair_torn_tail()
+    rec.run.setdefault("resumed_utc", []).append(utc_now())
+    rec.run["status"] = "running"
+    rec.save_run()
+    _execute(suite, plan, rec, quiet)
+    return rec
+
+
+def _execute(suite: Suite, plan, rec: RunRecord, quiet: bool) -> None:
+    done = rec.finished_ids()
+    known = {t.trial_id for t in plan.trials}
+    if done - known:
+        raise RecordError(f"{rec.path} holds trials this suite does not plan", fix="resume with the fwlab that wrote it")
+    progress = Progress(total=len(plan.trials), already=len(done & known), quiet=quiet)
+    if progress.already:
+        progress.note(f"resuming: {progress.already} of {progress.total} trials already done")
+    ex = Executor(suite, rec, progress)
+    try:
+        ex.run(list(plan.trials), done)
+    except KeyboardInterrupt:
+        rec.set_status("interrupted")
+        raise Interrupted(f"run interrupted; {len(rec.finished_ids())} finished trials kept in {rec.path}",
+                          fix=f"fwlab run --resume {rec.path}") from None
+    except BaseException:
+        rec.set_status("failed")
+        raise
+    rec.set_status("complete")

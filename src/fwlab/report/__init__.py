@@ -1,0 +1,42 @@
+"""Reports from a stored run record: summary figures (``summary``), SVG plots (``plots``) and
+the HTML page (``html``). Reads the record only, never a live run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TextIO
+
+from fwlab.results.record import REPORT_FILE, SUMMARY_FILE, RunRecord
+
+
+def write_report(run_dir: Path) -> Path:
+    from fwlab.report import html
+    from fwlab.report.summary import curves, summary_csv
+
+    rec = RunRecord.open(run_dir)
+    trials = rec.trials()
+    cs = curves(trials)
+    (rec.path / SUMMARY_FILE).write_text(summary_csv(cs))
+    out = rec.path / REPORT_FILE
+    out.write_text(html.render(rec.run, trials, cs, SUMMARY_FILE))
+    return out
+
+
+def print_summary(run_dir: Path, stream: TextIO) -> None:
+    """A short terminal table: per curve, the primary figure per rule count and % of 0 rules."""
+    from fwlab.report.summary import curves, primary_metric
+
+    rec = RunRecord.open(run_dir)
+    cs = curves(rec.trials())
+    for c in cs:
+        m = primary_metric(c)
+        unit, scale = ("kpps", 1e-3) if m == "rx_pps" else ("Gbit/s", 1e-9)
+        cells = []
+        for n, p in c.points.items():
+            v = p.median(m)
+            if v is None:
+                cells.append(f"{n}r: missing")
+                continue
+            pct = c.pct_of_zero(m, n)
+            cells.append(f"{n}r {v * scale:.1f}" + (f" ({pct:.0f}%)" if pct is not None and n else ""))
+        stream.write(f"{c.traffic_label:<28} {c.label:<28} [{unit}] " + "  ".join(cells) + "\n")

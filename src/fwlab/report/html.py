@@ -1,0 +1,190 @@
+"""The self-contained report page (report.html): plots inline as SVG, tables, conditions.
+
+Owns: page layout and wording. Built from the stored record alone (run.json + trials.jsonl),
+so any old run can be re-reported.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+
+from fwlab.report import plots
+from fwlab.report.summary import Curve, load_times, per_rule_costs, primary_metric
+
+CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1200px;margin:1.5em auto;padding:0 1em;color:#222}
+h1{font-size:1.5em}h2{font-size:1.2em;border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:1.6em}
+table{border-collapse:collapse;margin:.6em 0;font-size:.88em}td,th{border:1px solid #ccc;padding:.25em .5em;text-align:right}
+th{background:#f3f3f3}td.l,th.l{text-align:left}.warn{color:#a15c00}.err{color:#b00}.muted{color:#666}
+.plot svg{max-width:100%;height:auto}code{background:#f5f5f5;padding:0 .2em}details{margin:.5em 0}
+"""
+
+
+def esc(x) -> str:
+    return html.escape(str(x))
+
+
+def _fmt(v, digits=1):
+    if v is None:
+        return "–"
+    return f"{v:.{digits}f}"
+
+
+def _table(headers: list[str], rows: list[list], left: int = 1) -> str:
+    out = ["<table><tr>"]
+    out += [f"<th class='l'>{esc(h)}</th>" if i < left else f"<th>{esc(h)}</th>" for i, h in enumerate(headers)]
+    out.append("</tr>")
+    for r in rows:
+        out.append("<tr>" + "".join(f"<td class='l'>{c}</td>" if i < left else f"<td>{c}</td>"
+                                    for i, c in enumerate(r)) + "</tr>")
+    out.append("</table>")
+    return "".join(out)
+
+
+def _pct_table(group: list[Curve]) -> str:
+    """Seed 001 Table 1 shape: rate as % of the same curve's 0-rule rate, per rule count."""
+    ns = sorted({n for c in group for n in c.points})
+    rows = []
+    for c in group:
+        if c.k["backend"] == "none":
+            continue
+        m = primary_metric(c)
+        cells = [esc(c.label)]
+        for n in ns:
+            p = c.points.get(n)
+            if p is None:
+                cells.append("")
+                continue
+            if p.errors and not p.values.get(m):
+                cells.append(f"<span class='err' title='{esc(p.errors[0])}'>missing</span>")
+                continue
+            pct = c.pct_of_zero(m, n)
+            cells.append(_fmt(pct, 1))
+        rows.append(cells)
+    if not rows:
+        return ""
+    metric = primary_metric(group[0])
+    what = "packet rate" if metric == "rx_pps" else "throughput"
+    return (f"<p class='muted'>{what} as % of the same configuration's 0-rule {what} (median of "
+            f"repetitions)</p>" + _table(["configuration"] + [f"{n} rules" for n in ns], rows))
+
+
+def _abs_table(group: list[Curve]) -> str:
+    ns = sorted({n for c in group for n in c.points})
+    rows = []
+    for c in group:
+        cells = [esc(c.label)]
+        for n in ns:
+            p = c.points.get(n)
+            if p is None:
+                cells.append("")
+                continue
+            bps, pps = p.median("throughput_bps"), p.median("rx_pps")
+            if bps is None:
+                cells.append(f"<span class='err'>missing</span>")
+                continue
+            txt = f"{bps / 1e9:.2f} Gb/s"
+            if pps:
+                txt += f"<br>{pps / 1e3:.1f} kpps"
+            flags = sorted(set(p.flags))
+            if flags:
+                txt += f"<br><span class='warn' title='{esc(', '.join(flags))}'>⚑</span>"
+            cells.append(txt)
+        rows.append(cells)
+    return _table(["configuration"] + [f"{n} rules" for n in ns], rows)
+
+
+def render(run: dict, trials: list[dict], cs: list[Curve], summary_csv_name: str) -> str:
+    suite = run.get("suite", {}).get("parsed", {})
+    host = run.get("host", {})
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>fwlab report: {esc(suite.get('name'))}</title>"
+             f"<style>{CSS}</style></head><body>"]
+    parts.append(f"<h1>fwlab report — suite <code>{esc(suite.get('name'))}</code></h1>")
+    parts.append(f"<p>{esc(suite.get('description', ''))}</p>")
+    n_ok = sum(1 for t in trials if not t.get("error"))
+    n_err = sum(1 for t in trials if t.get("error"))
+    status = run.get("status")
+    parts.append(_table(["", ""], [
+        ["status", esc(status) + (" — <span class='warn'>incomplete: resume with <code>fwlab run --resume DIR</code></span>"
+                                   if status != "complete" else "")],
+        ["trials", f"{n_ok} measured, {n_err} failed, {run.get('plan', {}).get('trials', '?')} planned"],
+        ["started / ended (UTC)", f"{esc(run.get('started_utc'))} / {esc(run.get('ended_utc'))}"],
+        ["host", esc(f"{host.get('cpu_model')} — {host.get('cpus')} CPUs, "
+                     f"{(host.get('memory_kib') or 0) // 1048576} GiB, kernel {host.get('kernel')}")],
+        ["fwlab", esc(f"{host.get('fwlab_version')} ({host.get('fwlab_git_revision')})")],
+        ["trial", esc(f"{suite.get('duration_s')} s x {suite.get('repetitions')} repetitions; offloads "
+                      f"{suite.get('offloads')}; pinning {suite.get('pinning')}")],
+        ["machine-readable", f"<code>trials.jsonl</code>, <code>run.json</code>, <code>{esc(summary_csv_name)}</code>"],
+    ], left=2))
+
+    groups: dict[str, list[Curve]] = {}
+    for c in cs:
+        groups.setdefault(c.traffic_label, []).append(c)
+    for tl, group in groups.items():
+        parts.append(f"<h2>{esc(tl)}</h2>")
+        metric = primary_metric(group[0])
+        parts.append("<div class='plot'>" + plots.rate_vs_rules(group, metric, f"{tl}: "
+                     f"{'packet rate' if metric == 'rx_pps' else 'throughput'} vs rule count") + "</div>")
+        if metric == "rx_pps":
+            parts.append("<div class='plot'>" + plots.rate_vs_rules(group, "throughput_bps", f"{tl}: throughput vs rule count") + "</div>")
+        parts.append(_pct_table(group))
+        parts.append("<details><summary>absolute medians per rule count</summary>" + _abs_table(group) + "</details>")
+
+    costs = per_rule_costs(cs)
+    parts.append("<h2>Per-rule cost of linear rule sets</h2>")
+    if costs:
+        parts.append("<p class='muted'>Least-squares fit of 1/rate = a + b·N over all repetitions "
+                     "(rate = received packets/s). b is the cost of one non-matching rule per packet; "
+                     "a the cost of the path with no rules.</p>")
+        parts.append(_table(["configuration", "traffic", "b [ns/rule/packet]", "a [ns/packet]", "r²", "points"],
+                            [[esc(r["curve"]), esc(r["traffic"]), _fmt(r["per_rule_ns"], 2), _fmt(r["base_ns"], 0),
+                              _fmt(r["r_squared"], 3), r["points"]] for r in costs], left=2))
+    else:
+        parts.append("<p class='muted'>No linear layout with two or more rule counts and a packet rate.</p>")
+
+    lt = load_times(cs)
+    parts.append("<h2>Rule-set load time</h2>")
+    if lt:
+        svg = plots.load_time_plot(lt)
+        if svg:
+            parts.append("<div class='plot'>" + svg + "</div>")
+        parts.append(_table(["backend", "layout", "established first", "rules", "load time [ms]", "loads"],
+                            [[esc(r["backend"]), esc(r["layout"]), "yes" if r["stateful_shortcut"] else "no",
+                              r["rules"], _fmt(r["load_s_median"] * 1e3, 1), r["loads"]] for r in lt], left=3))
+
+    # quality and conditions
+    flagged = [t for t in trials if t.get("flags")]
+    parts.append("<h2>Quality flags and missing figures</h2>")
+    codes: dict[str, tuple[int, str]] = {}
+    for t in flagged:
+        for f in t["flags"]:
+            n, msg = codes.get(f.get("code"), (0, f.get("message", "")))
+            codes[f.get("code")] = (n + 1, msg)
+    if codes:
+        parts.append(_table(["flag", "trials", "example"], [[esc(k), v[0], esc(v[1])] for k, v in codes.items()], left=1))
+    else:
+        parts.append("<p>No trial was flagged.</p>")
+    errs = [t for t in trials if t.get("error")]
+    if errs:
+        parts.append(_table(["trial", "why the figure is missing"], [[esc(t["trial_id"]), esc(t["error"])] for t in errs], left=2))
+    skipped = run.get("plan", {}).get("skipped") or []
+    if skipped:
+        parts.append("<p>Combinations the suite names but a backend cannot run:</p>")
+        parts.append(_table(["mode", "backend", "layout", "established first", "reason"],
+                            [[esc(s["mode"]), esc(s["backend"]), esc(s["layout"]), "yes" if s["stateful_shortcut"] else "no",
+                              esc(s["reason"])] for s in skipped], left=5))
+    parts.append("<h2>Conditions</h2>")
+    parts.append("<p class='muted'>On veth, a namespace has no CPU of its own: the DUT's forwarding "
+                 "runs in the sender's softirq. Rates here are the generator and the firewall path together; "
+                 "compare configurations against the same run's 0-rule reference (the % tables).</p>")
+    for bed in run.get("beds", []):
+        topo = bed.get("topology", {})
+        parts.append(f"<details><summary>test bed {esc(topo.get('run_id'))}: {esc(topo.get('mode'))}, "
+                     f"backend {esc(bed.get('backend'))} ({esc(bed.get('backend_version'))})</summary>"
+                     f"<pre>{esc(json.dumps({k: bed[k] for k in ('offloads', 'sysctls', 'topology') if k in bed}, indent=1))}</pre></details>")
+    parts.append("<details><summary>tool versions</summary><pre>" + esc(json.dumps(host.get("tools", {}), indent=1)) + "</pre></details>")
+    parts.append("<details><summary>suite as given</summary><pre>" + esc(run.get("suite", {}).get("toml", "")) + "</pre></details>")
+    parts.append("</body></html>")
+    return "\n".join(parts)

@@ -1,0 +1,83 @@
+"""Plots as inline SVG text (matplotlib, Agg backend), from report.summary curves only.
+
+Owns: how figures look. Never reads the live run or the record directly.
+"""
+
+from __future__ import annotations
+
+import io
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from fwlab.report.summary import Curve  # noqa: E402
+
+UNITS = {"throughput_bps": ("Throughput [Gbit/s]", 1e-9), "rx_pps": ("Received packet rate [kpps]", 1e-3),
+         "loss_ratio": ("Loss [%]", 100.0)}
+
+
+def _svg(fig) -> str:
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight")
+    plt.close(fig)
+    text = buf.getvalue()
+    return text[text.find("<svg"):]
+
+
+def rate_vs_rules(cs: list[Curve], metric: str, title: str) -> str:
+    """One line per backend/layout, median over repetitions, min-max bars; symlog x (0 shown)."""
+    label, scale = UNITS[metric]
+    fig, ax = plt.subplots(figsize=(8.0, 4.4), dpi=100)
+    max_n = 1
+    for c in cs:
+        ns, med, lo, hi = [], [], [], []
+        for n, p in c.points.items():
+            m = p.median(metric)
+            if m is None:
+                continue
+            mn, mx = p.spread(metric)
+            ns.append(n)
+            med.append(m * scale)
+            lo.append((m - mn) * scale)
+            hi.append((mx - m) * scale)
+            max_n = max(max_n, n)
+        if not ns:
+            continue
+        if c.k["backend"] == "none" and len(ns) == 1:
+            ax.axhline(med[0], color="grey", linestyle=":", label=c.label)
+            continue
+        ax.errorbar(ns, med, yerr=[lo, hi], marker="o", markersize=4, capsize=3, label=c.label)
+    ax.set_xscale("symlog", linthresh=1)
+    ax.set_xlim(-0.1, max_n * 1.3)
+    ax.set_xlabel("Rules before the matching rule (0 shown at the left; log scale above 1)")
+    ax.set_ylabel(label)
+    ax.set_ylim(bottom=0)
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8, loc="best")
+    return _svg(fig)
+
+
+def load_time_plot(rows: list[dict]) -> str | None:
+    series: dict[str, list[tuple[int, float]]] = {}
+    for r in rows:
+        if r["rules"] <= 0:
+            continue
+        name = f"{r['backend']} {r['layout']}" + (" +established" if r["stateful_shortcut"] else "")
+        series.setdefault(name, []).append((r["rules"], r["load_s_median"]))
+    if not series:
+        return None
+    fig, ax = plt.subplots(figsize=(8.0, 4.0), dpi=100)
+    for name, pts in sorted(series.items()):
+        pts.sort()
+        ax.plot([p[0] for p in pts], [p[1] * 1e3 for p in pts], marker="o", markersize=4, label=name)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("Rules in the rule set")
+    ax.set_ylabel("Load time, one atomic command [ms]")
+    ax.set_title("Rule-set load time")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    return _svg(fig)

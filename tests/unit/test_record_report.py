@@ -1,0 +1,58 @@
+import json
+import shutil
+
+import pytest
+
+from conftest import GOLDEN
+from fwlab.errors import RecordError
+from fwlab.report import write_report
+from fwlab.report.summary import curves, per_rule_costs, summary_rows
+from fwlab.results import RunRecord, trial_record
+
+
+def test_append_read_and_torn_tail(tmp_path):
+    rec = RunRecord.create(tmp_path, "s", {"suite": {}})
+    for i in range(3):
+        rec.append_trial(trial_record({"trial_id": f"t{i}"}, metrics={"x": i}, started_utc="now"))
+    rec.append_trial(trial_record({"trial_id": "t1"}, metrics=None, started_utc="now", error="boom"))
+    with open(rec.path / "trials.jsonl", "a") as fh:
+        fh.write('{"trial_id": "t9", "kind"')  # killed mid-write
+    again = RunRecord.open(rec.path)
+    ids = [t["trial_id"] for t in again.trials()]
+    assert ids == ["t0", "t2", "t1"]  # last line per id wins
+    assert again.finished_ids() == {"t0", "t2"}  # the failed trial runs again on resume
+    again.repair_torn_tail()
+    assert (rec.path / "trials.jsonl").read_text().endswith("\n")
+    assert len(again.trials()) == 3
+
+
+def test_open_rejects_unknown_versions(tmp_path):
+    with pytest.raises(RecordError):
+        RunRecord.open(tmp_path)
+    (tmp_path / "run.json").write_text(json.dumps({"record_version": 999}))
+    with pytest.raises(RecordError, match="version 999"):
+        RunRecord.open(tmp_path)
+
+
+def test_report_from_recorded_run(tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(GOLDEN / "run-tiny", run)
+    out = write_report(run)
+    page = out.read_text()
+    assert page.count("<svg") >= 3
+    assert "nftables linear" in page and "Per-rule cost" in page and "Rule-set load time" in page
+    csv = (run / "summary.csv").read_text().splitlines()
+    assert csv[0].startswith("mode,backend,layout")
+    assert len(csv) == 1 + 8  # 4 curves x 2 rule counts
+
+
+def test_summary_ratios_come_from_the_same_curve():
+    rec = RunRecord.open(GOLDEN / "run-tiny")
+    cs = curves(rec.trials())
+    lin = [c for c in cs if c.k["layout"] == "linear" and c.k["traffic"] == "udp"][0]
+    p0, p1 = lin.points[0].median("rx_pps"), lin.points[1000].median("rx_pps")
+    assert lin.pct_of_zero("rx_pps", 1000) == pytest.approx(100 * p1 / p0)
+    rows = summary_rows(cs)
+    assert all("rx_pps_median" in r for r in rows)
+    costs = per_rule_costs(cs)
+    assert costs and all(r["per_rule_ns"] > 0 for r in costs)
