@@ -30,7 +30,14 @@ fn main() {
                 std::process::exit(if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand { 2 } else { 0 });
             }
             let text = e.to_string();
-            let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("bad command line");
+            // clap's message spans lines (e.g. the missing flags); keep it on one line.
+            let line: Vec<&str> = text
+                .lines()
+                .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.starts_with("tip:"))
+                .collect();
+            let line = line.join(" ");
             let line = line.trim_start_matches("error: ");
             eprintln!("fwlab-engine: error: {line} (see --help)");
             std::process::exit(2);
