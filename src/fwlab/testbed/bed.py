@@ -79,6 +79,7 @@ def clean_leftovers(host: LocalHost | None = None, run_id: str | None = None) ->
 
 @dataclass
 class Testbed:
+    __test__ = False  # not a pytest class
     """A built test bed. Use as a context manager: teardown runs on every exit path."""
 
     topo: Topology
