@@ -142,7 +142,7 @@ pub struct SendArgs {
     #[arg(long)]
     pub iface: Option<String>,
     /// Packets per send call
-    #[arg(long, default_value_t = 64)]
+    #[arg(long, default_value_t = 256)]
     pub batch: usize,
     /// Packet backend: go through the qdisc layer instead of bypassing it
     #[arg(long)]

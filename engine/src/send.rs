@@ -240,7 +240,14 @@ fn thread_main(
             break;
         }
     }
-    let end_ns = rate::mono_ns();
+    // A paced run that sent everything ends at its scheduled window end
+    // (count / rate), so bursts or an early last packet do not inflate the rate.
+    let mut end_ns = rate::mono_ns();
+    if let (Rate::Pps(p), Some(tot)) = (cfg.rate.split(n), my_total) {
+        if sent == tot {
+            end_ns = end_ns.max(t0 + (tot as f64 * 1e9 / p) as u64);
+        }
+    }
     let el = (end_ns - t0).max(1) as f64 / 1e9;
     Some(ThreadOut {
         report: ThreadReport {

@@ -5,9 +5,9 @@
 //!
 //! Each ring slot is filled with the template once; per packet only the
 //! addresses, ports, seq/timestamp and the two checksums are rewritten. A
-//! batch is handed over with one blocking `send()`, which returns after the
-//! kernel has transmitted and released every slot, so the ring acts as a
-//! reusable batch buffer. By default the qdisc layer is bypassed
+//! batch is handed over with one non-blocking `send()`; slots the kernel took
+//! are reused once it marks them available again (on veth that happens before
+//! `send()` returns), slots it did not take are withdrawn and refilled. By default the qdisc layer is bypassed
 //! (PACKET_QDISC_BYPASS), like trafgen.
 
 use super::{TxBackend, TxContext};
@@ -178,7 +178,7 @@ impl TxBackend for PacketTx {
         for k in 0..n {
             let i = (self.cursor + k) % frames;
             if self.ring.status(i).load(Ordering::Acquire) != TP_STATUS_AVAILABLE {
-                break; // still owned by the kernel (should not happen with blocking sends)
+                break; // still in flight (owned by the kernel)
             }
             let seq = seq0 + k as u64;
             let f = self.flows.flow(TxContext::flow_index(seq, self.thread, self.threads));
@@ -195,7 +195,8 @@ impl TxBackend for PacketTx {
             return Ok(0);
         }
         // SAFETY: send with no buffer transmits the ring's SEND_REQUEST slots.
-        let r = unsafe { libc::send(self.fd.0, std::ptr::null(), 0, 0) };
+        // Non-blocking: slots still in flight (SENDING) are skipped when refilling.
+        let r = unsafe { libc::send(self.fd.0, std::ptr::null(), 0, libc::MSG_DONTWAIT) };
         let err = if r < 0 { Some(sys::last_err()) } else { None };
         // The kernel consumed (and moved its head past) the prefix of slots no
         // longer marked SEND_REQUEST; withdraw the rest so they are refilled.
