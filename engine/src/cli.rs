@@ -348,3 +348,46 @@ fn cmd_dry_run(a: DryRunArgs) -> Result<(), String> {
     }));
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn send_needs_duration_or_count_not_both() {
+        let ok = Cli::try_parse_from(["fwlab-engine", "send", "--dst", "198.18.1.2", "--rate-pps", "1k", "--count", "5"]);
+        assert!(ok.is_ok());
+        let none = Cli::try_parse_from(["fwlab-engine", "send", "--dst", "198.18.1.2", "--rate-pps", "1k"]);
+        assert!(none.is_err());
+        let both = Cli::try_parse_from([
+            "fwlab-engine", "send", "--dst", "198.18.1.2", "--rate-pps", "1k", "--count", "5", "--duration-s", "1",
+        ]);
+        assert!(both.is_err());
+    }
+
+    #[test]
+    fn dry_run_writes_readable_pcap() {
+        let path = std::env::temp_dir().join(format!("fwlab-engine-test-{}.pcap", std::process::id()));
+        let cli = Cli::try_parse_from([
+            "fwlab-engine", "dry-run", "--count", "5", "--pcap", path.to_str().unwrap(), "--dst", "198.18.1.2",
+            "--frame-size", "128", "--stream-id", "3",
+        ])
+        .unwrap();
+        run(cli).unwrap();
+        let (_, recs) = crate::pcap::read_all(std::fs::File::open(&path).unwrap()).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(recs.len(), 5);
+        for (i, r) in recs.iter().enumerate() {
+            assert_eq!(r.data.len(), 124);
+            let p = crate::frame::parse_eth(&r.data).unwrap();
+            let h = crate::header::decode(p.payload).unwrap();
+            assert_eq!((h.stream, h.seq), (3, i as u64));
+        }
+    }
+}

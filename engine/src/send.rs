@@ -180,7 +180,7 @@ fn thread_main(
     let backend = match (cfg.backend.open)(&cx) {
         Ok(b) => Some(b),
         Err(e) => {
-            open_errors.lock().unwrap().push(format!("{} backend: {e}", cfg.backend.name));
+            open_errors.lock().unwrap().push(e);
             None
         }
     };
