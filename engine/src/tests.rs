@@ -110,3 +110,31 @@ fn pcap_tcp_syn_flood() {
         }
     }
 }
+
+/// Per-packet user-space cost of building a frame (run with
+/// `cargo test --release -- --ignored --nocapture build_cost`).
+#[test]
+#[ignore]
+fn build_cost() {
+    for (name, src, sp) in [("constant", "198.18.0.1", "10000"), ("rfc4814 random", "198.19.0.0/16", "rfc4814-src")] {
+        let spec = ProfileSpec {
+            dst: Some("198.18.1.2".into()),
+            src: Some(src.into()),
+            src_port: Some(sp.into()),
+            flow_mode: Some("random".into()),
+            ..Default::default()
+        };
+        let p = spec.resolve().unwrap();
+        let fs = FrameSpec::new(p.ipv6, p.proto, p.frame_size).unwrap();
+        let t = Template::new(fs, [2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2], 1);
+        let g = FlowGen::new(&p);
+        let mut buf = t.bytes.clone();
+        let n = 20_000_000u64;
+        let t0 = std::time::Instant::now();
+        for seq in 0..n {
+            t.write(&mut buf, &g.flow(seq), seq, seq);
+            std::hint::black_box(&mut buf);
+        }
+        println!("{name}: {:.1} ns/packet", t0.elapsed().as_nanos() as f64 / n as f64);
+    }
+}
