@@ -1,7 +1,5 @@
-import os
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "src"))
-GOLDEN = ROOT / "tests" / "golden"
+# Tests import the package from the checkout (also when run outside the virtualenv).
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))

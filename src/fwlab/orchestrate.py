@@ -77,11 +77,14 @@ class Progress:
 def _fmt_result(m: dict | None, error: str | None) -> str:
     if error:
         return f"ERROR {error[:60]}"
-    pps = m.get("rx_pps")
-    bps = m.get("throughput_bps") or 0
-    s = f"{bps / 1e9:.2f} Gbit/s"
-    if pps:
-        s += f", {pps / 1e3:.1f} kpps"
+    parts = []
+    if m.get("throughput_bps") is not None:
+        parts.append(f"{m['throughput_bps'] / 1e9:.2f} Gbit/s")
+    if m.get("rx_pps"):
+        parts.append(f"{m['rx_pps'] / 1e3:.1f} kpps")
+    if m.get("transactions_per_s") is not None:
+        parts.append(f"{m['transactions_per_s']:.0f} transactions/s")
+    s = ", ".join(parts) or "no figure"
     if m.get("loss_ratio"):
         s += f", loss {100 * m['loss_ratio']:.2f} %"
     return s

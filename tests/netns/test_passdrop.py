@@ -3,7 +3,7 @@ deny entry — in routed and bridge mode, over IPv4 and IPv6, on the real kernel
 
 import pytest
 
-from conftest import tcp_probe, udp_probe
+from probes import tcp_probe, udp_probe
 from fwlab.dut import DutContext, get_backend
 from fwlab.rules import generate
 from fwlab.testbed import Testbed, Topology, new_run_id

@@ -1,6 +1,6 @@
 import pytest
 
-from conftest import GOLDEN
+from goldens import GOLDEN
 from fwlab.errors import RunnerError
 from fwlab.runners import TrafficSpec
 from fwlab.runners.base import Measurement

@@ -3,7 +3,7 @@ import shutil
 
 import pytest
 
-from conftest import GOLDEN
+from goldens import GOLDEN
 from fwlab.errors import RecordError
 from fwlab.report import write_report
 from fwlab.report.summary import curves, per_rule_costs, summary_rows

@@ -24,13 +24,13 @@ def write_report(run_dir: Path) -> Path:
 
 def print_summary(run_dir: Path, stream: TextIO) -> None:
     """A short terminal table: per curve, the primary figure per rule count and % of 0 rules."""
-    from fwlab.report.summary import curves, primary_metric
+    from fwlab.report.summary import METRIC_INFO, curves, primary_metric
 
     rec = RunRecord.open(run_dir)
     cs = curves(rec.trials())
     for c in cs:
         m = primary_metric(c)
-        unit, scale = ("kpps", 1e-3) if m == "rx_pps" else ("Gbit/s", 1e-9)
+        _, unit, scale = METRIC_INFO[m]
         cells = []
         for n, p in c.points.items():
             v = p.median(m)

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from fwlab.report import plots
-from fwlab.report.summary import Curve, load_times, per_rule_costs, primary_metric
+from fwlab.report.summary import METRIC_INFO, Curve, load_times, per_rule_costs, primary_metric
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1200px;margin:1.5em auto;padding:0 1em;color:#222}
@@ -66,7 +66,7 @@ def _pct_table(group: list[Curve]) -> str:
     if not rows:
         return ""
     metric = primary_metric(group[0])
-    what = "packet rate" if metric == "rx_pps" else "throughput"
+    what = METRIC_INFO[metric][0]
     return (f"<p class='muted'>{what} as % of the same configuration's 0-rule {what} (median of "
             f"repetitions)</p>" + _table(["configuration"] + [f"{n} rules" for n in ns], rows))
 
@@ -81,13 +81,13 @@ def _abs_table(group: list[Curve]) -> str:
             if p is None:
                 cells.append("")
                 continue
-            bps, pps = p.median("throughput_bps"), p.median("rx_pps")
-            if bps is None:
-                cells.append(f"<span class='err'>missing</span>")
+            shown = [f"{v * METRIC_INFO[m][2]:.2f} {METRIC_INFO[m][1]}"
+                     for m in ("throughput_bps", "rx_pps", "transactions_per_s")
+                     if (v := p.median(m)) is not None]
+            if not shown:
+                cells.append("<span class='err'>missing</span>")
                 continue
-            txt = f"{bps / 1e9:.2f} Gb/s"
-            if pps:
-                txt += f"<br>{pps / 1e3:.1f} kpps"
+            txt = "<br>".join(shown)
             flags = sorted(set(p.flags))
             if flags:
                 txt += f"<br><span class='warn' title='{esc(', '.join(flags))}'>⚑</span>"
@@ -126,7 +126,7 @@ def render(run: dict, trials: list[dict], cs: list[Curve], summary_csv_name: str
         parts.append(f"<h2>{esc(tl)}</h2>")
         metric = primary_metric(group[0])
         parts.append("<div class='plot'>" + plots.rate_vs_rules(group, metric, f"{tl}: "
-                     f"{'packet rate' if metric == 'rx_pps' else 'throughput'} vs rule count") + "</div>")
+                     f"{METRIC_INFO[metric][0]} vs rule count") + "</div>")
         if metric == "rx_pps":
             parts.append("<div class='plot'>" + plots.rate_vs_rules(group, "throughput_bps", f"{tl}: throughput vs rule count") + "</div>")
         parts.append(_pct_table(group))

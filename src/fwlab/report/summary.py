@@ -16,7 +16,10 @@ from fwlab.stats.quality import flag_cv
 
 #: fields that identify a curve (everything but the rule count and the repetition)
 CURVE_FIELDS = ("mode", "backend", "layout", "stateful_shortcut", "ip_version", "traffic", "size_bytes", "streams")
-METRICS = ("throughput_bps", "rx_pps", "loss_ratio")
+METRICS = ("throughput_bps", "rx_pps", "loss_ratio", "transactions_per_s")
+#: metric -> (what it is, display unit, scale from the stored unit to the display unit)
+METRIC_INFO = {"throughput_bps": ("throughput", "Gbit/s", 1e-9), "rx_pps": ("packet rate", "kpps", 1e-3),
+               "transactions_per_s": ("transaction rate", "1/s", 1.0), "loss_ratio": ("loss", "%", 100.0)}
 
 
 @dataclass
@@ -100,8 +103,9 @@ def curves(trials: list[dict]) -> list[Curve]:
 
 
 def primary_metric(curve: Curve) -> str:
-    """Packet rate for UDP (iperf3 counts packets), throughput for TCP."""
-    return "rx_pps" if curve.k["traffic"] == "udp" else "throughput_bps"
+    """Packet rate for UDP, throughput for TCP streams, transactions/s for request-response."""
+    return {"udp": "rx_pps", "tcp_rr": "transactions_per_s", "tcp_crr": "transactions_per_s"}.get(
+        curve.k["traffic"], "throughput_bps")
 
 
 def per_rule_costs(cs: list[Curve]) -> list[dict]:

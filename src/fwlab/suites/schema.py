@@ -36,7 +36,7 @@ class PinningModel(Strict):
 class TrafficItem(Strict):
     """One traffic item; ``sizes`` expands into one trial per size."""
 
-    kind: Literal["tcp", "udp"]
+    kind: Literal["tcp", "udp", "tcp_rr", "tcp_crr"]
     tool: str = "iperf3"
     sizes: list[int | None] = Field(default_factory=lambda: [None],
                                     description="UDP payload / TCP write size [bytes]; null = tool default")
