@@ -31,6 +31,7 @@ def rate_vs_rules(cs: list[Curve], metric: str, title: str) -> str:
     label, scale = UNITS[metric]
     fig, ax = plt.subplots(figsize=(8.0, 4.4), dpi=100)
     max_n = 1
+    all_ns: set[int] = set()
     for c in cs:
         ns, med, lo, hi = [], [], [], []
         for n, p in c.points.items():
@@ -43,6 +44,7 @@ def rate_vs_rules(cs: list[Curve], metric: str, title: str) -> str:
             lo.append((m - mn) * scale)
             hi.append((mx - m) * scale)
             max_n = max(max_n, n)
+            all_ns.add(n)
         if not ns:
             continue
         if c.k["backend"] == "none" and len(ns) == 1:
@@ -51,6 +53,10 @@ def rate_vs_rules(cs: list[Curve], metric: str, title: str) -> str:
         ax.errorbar(ns, med, yerr=[lo, hi], marker="o", markersize=4, capsize=3, label=c.label)
     ax.set_xscale("symlog", linthresh=1)
     ax.set_xlim(-0.1, max_n * 1.3)
+    ticks = sorted(all_ns)
+    ax.set_xticks(ticks)
+    ax.set_xticklabels([str(n) for n in ticks], rotation=45 if len(ticks) > 6 else 0, fontsize=8)
+    ax.minorticks_off()
     ax.set_xlabel("Rules before the matching rule (0 shown at the left; log scale above 1)")
     ax.set_ylabel(label)
     ax.set_ylim(bottom=0)
