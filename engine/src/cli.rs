@@ -124,7 +124,12 @@ pub struct SendArgs {
     #[arg(long, value_name = "PPS|max")]
     pub rate_pps: String,
     /// Send for this long [s]
-    #[arg(long, value_name = "S", conflicts_with = "count", required_unless_present = "count")]
+    #[arg(
+        long,
+        value_name = "S",
+        conflicts_with = "count",
+        required_unless_present = "count"
+    )]
     pub duration_s: Option<f64>,
     /// Send exactly this many packets
     #[arg(long, value_name = "N")]
@@ -240,10 +245,10 @@ fn cmd_send(a: SendArgs) -> Result<(), String> {
     let profile = a.profile.spec()?.resolve()?;
     let backend = backend::lookup(&a.backend)?;
     let rate = Rate::parse(&a.rate_pps)?;
-    if let Some(d) = a.duration_s {
-        if !(d > 0.0 && d.is_finite()) {
-            return Err("--duration-s must be > 0".into());
-        }
+    if let Some(d) = a.duration_s
+        && !(d > 0.0 && d.is_finite())
+    {
+        return Err("--duration-s must be > 0".into());
     }
     if a.count == Some(0) {
         return Err("--count must be > 0".into());
@@ -259,7 +264,12 @@ fn cmd_send(a: SendArgs) -> Result<(), String> {
     let cfg = SendConfig {
         profile,
         backend,
-        opts: BackendOpts { batch: a.batch, iface: a.iface, qdisc_bypass: !a.qdisc, sndbuf: a.sndbuf },
+        opts: BackendOpts {
+            batch: a.batch,
+            iface: a.iface,
+            qdisc_bypass: !a.qdisc,
+            sndbuf: a.sndbuf,
+        },
         rate,
         duration_s: a.duration_s,
         count: a.count,
@@ -275,14 +285,29 @@ fn cmd_send(a: SendArgs) -> Result<(), String> {
 fn cmd_recv(a: RecvArgs) -> Result<(), String> {
     let path = match a.backend.as_str() {
         "udp" => RxPath::Udp {
-            bind: a.bind.parse().map_err(|_| format!("bad --bind address '{}'", a.bind))?,
+            bind: a
+                .bind
+                .parse()
+                .map_err(|_| format!("bad --bind address '{}'", a.bind))?,
             port: a.port.unwrap_or(5555),
         },
-        "packet" => RxPath::Packet { iface: a.iface.clone().ok_or("recv --backend packet needs --iface")?, port: a.port },
-        other => return Err(format!("unknown receive backend '{other}' (available: udp, packet)")),
+        "packet" => RxPath::Packet {
+            iface: a
+                .iface
+                .clone()
+                .ok_or("recv --backend packet needs --iface")?,
+            port: a.port,
+        },
+        other => {
+            return Err(format!(
+                "unknown receive backend '{other}' (available: udp, packet)"
+            ));
+        }
     };
     if a.duration_s.is_none() && a.idle_timeout_s.is_none() {
-        eprintln!("fwlab-engine: note: no --duration-s or --idle-timeout-s; stop with SIGINT/SIGTERM");
+        eprintln!(
+            "fwlab-engine: note: no --duration-s or --idle-timeout-s; stop with SIGINT/SIGTERM"
+        );
     }
     let kernel_ts = match a.rx_timestamp.as_str() {
         "kernel" => true,
@@ -326,16 +351,24 @@ fn cmd_dry_run(a: DryRunArgs) -> Result<(), String> {
         _ => 1e6,
     };
     let fs = FrameSpec::new(p.ipv6, p.proto, p.frame_size)?;
-    let tmpl = Template::new(fs, p.src_mac.unwrap_or(DRY_SRC_MAC), p.dst_mac.unwrap_or(DRY_DST_MAC), p.stream_id);
+    let tmpl = Template::new(
+        fs,
+        p.src_mac.unwrap_or(DRY_SRC_MAC),
+        p.dst_mac.unwrap_or(DRY_DST_MAC),
+        p.stream_id,
+    );
     let flows = FlowGen::new(&p);
-    let file = std::fs::File::create(&a.pcap).map_err(|e| format!("cannot create {}: {e}", a.pcap))?;
-    let mut w = PcapWriter::new(std::io::BufWriter::new(file)).map_err(|e| format!("write {}: {e}", a.pcap))?;
+    let file =
+        std::fs::File::create(&a.pcap).map_err(|e| format!("cannot create {}: {e}", a.pcap))?;
+    let mut w = PcapWriter::new(std::io::BufWriter::new(file))
+        .map_err(|e| format!("write {}: {e}", a.pcap))?;
     let t0 = rate::real_ns();
     let mut buf = tmpl.bytes.clone();
     for seq in 0..a.count {
         let ts = t0 + (seq as f64 * 1e9 / rate) as u64;
         tmpl.write(&mut buf, &flows.flow(seq), seq, ts);
-        w.write(ts, &buf).map_err(|e| format!("write {}: {e}", a.pcap))?;
+        w.write(ts, &buf)
+            .map_err(|e| format!("write {}: {e}", a.pcap))?;
     }
     w.finish().map_err(|e| format!("write {}: {e}", a.pcap))?;
     result::print(&serde_json::json!({
@@ -361,22 +394,58 @@ mod tests {
 
     #[test]
     fn send_needs_duration_or_count_not_both() {
-        let ok = Cli::try_parse_from(["fwlab-engine", "send", "--dst", "198.18.1.2", "--rate-pps", "1k", "--count", "5"]);
+        let ok = Cli::try_parse_from([
+            "fwlab-engine",
+            "send",
+            "--dst",
+            "198.18.1.2",
+            "--rate-pps",
+            "1k",
+            "--count",
+            "5",
+        ]);
         assert!(ok.is_ok());
-        let none = Cli::try_parse_from(["fwlab-engine", "send", "--dst", "198.18.1.2", "--rate-pps", "1k"]);
+        let none = Cli::try_parse_from([
+            "fwlab-engine",
+            "send",
+            "--dst",
+            "198.18.1.2",
+            "--rate-pps",
+            "1k",
+        ]);
         assert!(none.is_err());
         let both = Cli::try_parse_from([
-            "fwlab-engine", "send", "--dst", "198.18.1.2", "--rate-pps", "1k", "--count", "5", "--duration-s", "1",
+            "fwlab-engine",
+            "send",
+            "--dst",
+            "198.18.1.2",
+            "--rate-pps",
+            "1k",
+            "--count",
+            "5",
+            "--duration-s",
+            "1",
         ]);
         assert!(both.is_err());
     }
 
     #[test]
     fn dry_run_writes_readable_pcap() {
-        let path = std::env::temp_dir().join(format!("fwlab-engine-test-{}.pcap", std::process::id()));
+        let path =
+            std::env::temp_dir().join(format!("fwlab-engine-test-{}.pcap", std::process::id()));
         let cli = Cli::try_parse_from([
-            "fwlab-engine", "dry-run", "--count", "5", "--pcap", path.to_str().unwrap(), "--dst", "198.18.1.2",
-            "--frame-size", "128", "--stream-id", "3",
+            "fwlab-engine",
+            "dry-run",
+            "--count",
+            "5",
+            "--pcap",
+            path.to_str().unwrap(),
+            "--dst",
+            "198.18.1.2",
+            "--frame-size",
+            "128",
+            "--stream-id",
+            "3",
         ])
         .unwrap();
         run(cli).unwrap();

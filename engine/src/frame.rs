@@ -30,7 +30,11 @@ pub struct FrameSpec {
 
 impl FrameSpec {
     pub fn new(ipv6: bool, proto: Proto, frame_size: usize) -> Result<FrameSpec, String> {
-        let s = FrameSpec { ipv6, proto, frame_size };
+        let s = FrameSpec {
+            ipv6,
+            proto,
+            frame_size,
+        };
         let min = s.min_frame();
         if frame_size < min || frame_size > MAX_FRAME {
             return Err(format!(
@@ -90,7 +94,11 @@ impl FrameSpec {
     }
     /// Offset and length of the source+destination address block.
     fn addr_span(&self) -> (usize, usize) {
-        if self.ipv6 { (ETH_HLEN + 8, 32) } else { (ETH_HLEN + 12, 8) }
+        if self.ipv6 {
+            (ETH_HLEN + 8, 32)
+        } else {
+            (ETH_HLEN + 12, 8)
+        }
     }
 }
 
@@ -153,10 +161,21 @@ impl Template {
             }
         }
         // Sums over the constant words (variable fields are zero right now).
-        let ip_base = if spec.ipv6 { 0 } else { sum16(0, &b[l3..l3 + 20]) };
+        let ip_base = if spec.ipv6 {
+            0
+        } else {
+            sum16(0, &b[l3..l3 + 20])
+        };
         let pseudo = ipproto as u64 + l4_len as u64;
         let l4_base = sum16(pseudo, &b[l4..l4 + l4_len]);
-        Template { spec, layout, bytes: b, ip_base, l4_base, seq_span }
+        Template {
+            spec,
+            layout,
+            bytes: b,
+            ip_base,
+            l4_base,
+            seq_span,
+        }
     }
 
     /// Fill a buffer that already holds `self.bytes` with one packet's
@@ -307,19 +326,38 @@ mod tests {
                 dport: 5555,
             }
         } else {
-            Flow { src: 0xC613_0001, dst: 0xC612_0102, sport: 65535, dport: 1 }
+            Flow {
+                src: 0xC613_0001,
+                dst: 0xC612_0102,
+                sport: 65535,
+                dport: 1,
+            }
         }
     }
 
     #[test]
     fn sizes_follow_rfc2544() {
         let s = FrameSpec::new(false, Proto::Udp, 64).unwrap();
-        assert_eq!((s.wire_len(), s.payload_len(), s.layout()), (60, 18, Some(Layout::Compact)));
+        assert_eq!(
+            (s.wire_len(), s.payload_len(), s.layout()),
+            (60, 18, Some(Layout::Compact))
+        );
         let s6 = FrameSpec::new(true, Proto::Udp, 78).unwrap();
-        assert_eq!((s6.wire_len(), s6.payload_len(), s6.layout()), (74, 12, Some(Layout::Compact)));
+        assert_eq!(
+            (s6.wire_len(), s6.payload_len(), s6.layout()),
+            (74, 12, Some(Layout::Compact))
+        );
         let big = FrameSpec::new(false, Proto::Udp, 1518).unwrap();
-        assert_eq!((big.payload_len(), big.layout()), (1472, Some(Layout::Full)));
-        assert_eq!(FrameSpec::new(false, Proto::Udp, 9000).unwrap().payload_len(), 9000 - 46);
+        assert_eq!(
+            (big.payload_len(), big.layout()),
+            (1472, Some(Layout::Full))
+        );
+        assert_eq!(
+            FrameSpec::new(false, Proto::Udp, 9000)
+                .unwrap()
+                .payload_len(),
+            9000 - 46
+        );
         assert!(FrameSpec::new(true, Proto::Udp, 77).is_err());
         assert!(FrameSpec::new(false, Proto::Udp, 63).is_err());
         assert!(FrameSpec::new(true, Proto::TcpSyn, 78).is_ok());
@@ -330,7 +368,9 @@ mod tests {
         for &v6 in &[false, true] {
             for &proto in &[Proto::Udp, Proto::TcpSyn] {
                 for &size in &[64usize, 78, 79, 128, 1518, 9000] {
-                    let Ok(spec) = FrameSpec::new(v6, proto, size) else { continue };
+                    let Ok(spec) = FrameSpec::new(v6, proto, size) else {
+                        continue;
+                    };
                     let t = Template::new(spec, SMAC, DMAC, 9);
                     let mut buf = t.bytes.clone();
                     for seq in [0u64, 1, 0xffff_ffff, 0x1_0000_0000, u64::MAX] {
@@ -339,8 +379,14 @@ mod tests {
                         t.write(&mut buf, &f, seq, seq.wrapping_mul(7919));
                         assert_eq!(buf.len(), size - 4);
                         let p = parse_eth(&buf).unwrap();
-                        assert_eq!((p.src, p.dst, p.sport, p.dport), (f.src, f.dst, f.sport, f.dport));
-                        assert!(l4_checksum_ok(&p), "v6={v6} {proto:?} size={size} seq={seq}");
+                        assert_eq!(
+                            (p.src, p.dst, p.sport, p.dport),
+                            (f.src, f.dst, f.sport, f.dport)
+                        );
+                        assert!(
+                            l4_checksum_ok(&p),
+                            "v6={v6} {proto:?} size={size} seq={seq}"
+                        );
                         if !v6 {
                             assert_eq!(fold(sum16(0, &buf[14..34])), 0xffff);
                         }
@@ -352,7 +398,10 @@ mod tests {
                             }
                             Proto::TcpSyn => {
                                 assert_eq!(p.l4[13], 0x02);
-                                assert_eq!(u32::from_be_bytes(p.l4[4..8].try_into().unwrap()), seq as u32);
+                                assert_eq!(
+                                    u32::from_be_bytes(p.l4[4..8].try_into().unwrap()),
+                                    seq as u32
+                                );
                             }
                         }
                     }

@@ -153,7 +153,10 @@ mod tests {
         encode(&mut b, Layout::Full, 7, 0x0102_0304_0506_0708, 99);
         assert_eq!(&b[0..4], b"FWLE");
         let h = decode(&b).unwrap();
-        assert_eq!((h.stream, h.seq, h.tx_ns, h.compact), (7, 0x0102_0304_0506_0708, 99, false));
+        assert_eq!(
+            (h.stream, h.seq, h.tx_ns, h.compact),
+            (7, 0x0102_0304_0506_0708, 99, false)
+        );
         patch(&mut b, Layout::Full, 5, 6);
         let h = decode(&b).unwrap();
         assert_eq!((h.seq, h.tx_ns), (5, 6));

@@ -72,7 +72,11 @@ pub fn read_all<R: Read>(mut r: R) -> Result<(u32, Vec<Record>), String> {
     };
     let u32at = |o: usize| {
         let b: [u8; 4] = buf[o..o + 4].try_into().unwrap();
-        if le { u32::from_le_bytes(b) } else { u32::from_be_bytes(b) }
+        if le {
+            u32::from_le_bytes(b)
+        } else {
+            u32::from_be_bytes(b)
+        }
     };
     let linktype = u32at(20);
     let mut recs = Vec::new();
@@ -86,7 +90,10 @@ pub fn read_all<R: Read>(mut r: R) -> Result<(u32, Vec<Record>), String> {
             return Err("truncated pcap record".into());
         }
         let ts_ns = sec * 1_000_000_000 + if ns { frac } else { frac * 1000 };
-        recs.push(Record { ts_ns, data: buf[o..o + incl].to_vec() });
+        recs.push(Record {
+            ts_ns,
+            data: buf[o..o + incl].to_vec(),
+        });
         o += incl;
     }
     Ok((linktype, recs))

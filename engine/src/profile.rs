@@ -45,7 +45,9 @@ impl FlowMode {
         match s {
             "inc" | "increment" | "incrementing" => Ok(FlowMode::Increment),
             "random" | "rand" | "pseudo-random" => Ok(FlowMode::Random),
-            _ => Err(format!("unknown flow mode '{s}' (expected increment or random)")),
+            _ => Err(format!(
+                "unknown flow mode '{s}' (expected increment or random)"
+            )),
         }
     }
 }
@@ -59,7 +61,9 @@ pub struct AddrRange {
 }
 
 fn parse_ip(s: &str) -> Result<IpAddr, String> {
-    s.trim().parse::<IpAddr>().map_err(|_| format!("bad IP address '{s}'"))
+    s.trim()
+        .parse::<IpAddr>()
+        .map_err(|_| format!("bad IP address '{s}'"))
 }
 
 fn ip_to_u128(ip: IpAddr) -> (bool, u128) {
@@ -89,12 +93,18 @@ impl AddrRange {
             if hi < lo {
                 return Err(format!("address range '{s}' is reversed"));
             }
-            return Ok(AddrRange { v6: v6a, base: lo, count: too_big(hi - lo + 1)? });
+            return Ok(AddrRange {
+                v6: v6a,
+                base: lo,
+                count: too_big(hi - lo + 1)?,
+            });
         }
         if let Some((a, p)) = s.split_once('/') {
             let (v6, addr) = ip_to_u128(parse_ip(a)?);
             let bits = if v6 { 128 } else { 32 };
-            let plen: u32 = p.parse().map_err(|_| format!("bad prefix length in '{s}'"))?;
+            let plen: u32 = p
+                .parse()
+                .map_err(|_| format!("bad prefix length in '{s}'"))?;
             if plen > bits {
                 return Err(format!("bad prefix length in '{s}'"));
             }
@@ -104,10 +114,18 @@ impl AddrRange {
             }
             let size = 1u128 << host_bits;
             let base = addr & !(size - 1);
-            return Ok(AddrRange { v6, base, count: too_big(size)? });
+            return Ok(AddrRange {
+                v6,
+                base,
+                count: too_big(size)?,
+            });
         }
         let (v6, a) = ip_to_u128(parse_ip(s)?);
-        Ok(AddrRange { v6, base: a, count: 1 })
+        Ok(AddrRange {
+            v6,
+            base: a,
+            count: 1,
+        })
     }
 
     pub fn first_ip(&self) -> IpAddr {
@@ -144,11 +162,20 @@ impl PortRange {
     pub fn parse(s: &str) -> Result<PortRange, String> {
         let s = s.trim();
         match s {
-            "rfc4814-src" => return Ok(PortRange { lo: 1024, hi: 65535 }),
+            "rfc4814-src" => {
+                return Ok(PortRange {
+                    lo: 1024,
+                    hi: 65535,
+                });
+            }
             "rfc4814-dst" => return Ok(PortRange { lo: 1, hi: 49151 }),
             _ => {}
         }
-        let p = |x: &str| x.trim().parse::<u16>().map_err(|_| format!("bad port '{x}' in '{s}'"));
+        let p = |x: &str| {
+            x.trim()
+                .parse::<u16>()
+                .map_err(|_| format!("bad port '{x}' in '{s}'"))
+        };
         let (lo, hi) = match s.split_once('-') {
             Some((a, b)) => (p(a)?, p(b)?),
             None => (p(s)?, p(s)?),
@@ -162,7 +189,11 @@ impl PortRange {
         (self.hi - self.lo) as u64 + 1
     }
     pub fn describe(&self) -> String {
-        if self.lo == self.hi { self.lo.to_string() } else { format!("{}-{}", self.lo, self.hi) }
+        if self.lo == self.hi {
+            self.lo.to_string()
+        } else {
+            format!("{}-{}", self.lo, self.hi)
+        }
     }
 }
 
@@ -179,7 +210,10 @@ pub fn parse_mac(s: &str) -> Result<[u8; 6], String> {
 }
 
 pub fn mac_string(m: &[u8; 6]) -> String {
-    m.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
+    m.iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
 }
 
 /// Profile as written by a user (JSON file or CLI flags); every field optional.
@@ -202,7 +236,8 @@ pub struct ProfileSpec {
 
 impl ProfileSpec {
     pub fn load(path: &str) -> Result<ProfileSpec, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read profile {path}: {e}"))?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read profile {path}: {e}"))?;
         serde_json::from_str(&text).map_err(|e| format!("bad profile {path}: {e}"))
     }
 
@@ -229,10 +264,10 @@ impl ProfileSpec {
             Some(s) => Some(AddrRange::parse(s)?),
             None => None,
         };
-        if let Some(s) = &src {
-            if s.v6 != dst.v6 {
-                return Err("--src and --dst are of different address families".into());
-            }
+        if let Some(s) = &src
+            && s.v6 != dst.v6
+        {
+            return Err("--src and --dst are of different address families".into());
         }
         let ipv6 = dst.v6;
         let proto = Proto::parse(self.proto.as_deref().unwrap_or("udp"))?;
@@ -314,8 +349,19 @@ pub struct FlowGen {
 
 impl FlowGen {
     pub fn new(p: &Profile) -> FlowGen {
-        let src = p.src.unwrap_or(AddrRange { v6: p.ipv6, base: 0, count: 1 });
-        FlowGen { mode: p.flow_mode, seed: splitmix64(p.seed), src, dst: p.dst, sp: p.src_port, dp: p.dst_port }
+        let src = p.src.unwrap_or(AddrRange {
+            v6: p.ipv6,
+            base: 0,
+            count: 1,
+        });
+        FlowGen {
+            mode: p.flow_mode,
+            seed: splitmix64(p.seed),
+            src,
+            dst: p.dst,
+            sp: p.src_port,
+            dp: p.dst_port,
+        }
     }
 
     #[inline(always)]
@@ -325,7 +371,10 @@ impl FlowGen {
         }
         match self.mode {
             FlowMode::Increment => i % n,
-            FlowMode::Random => bounded(splitmix64(self.seed ^ i.wrapping_mul(0xD6E8_FEB8_6659_FD93) ^ field), n),
+            FlowMode::Random => bounded(
+                splitmix64(self.seed ^ i.wrapping_mul(0xD6E8_FEB8_6659_FD93) ^ field),
+                n,
+            ),
         }
     }
 
@@ -345,7 +394,10 @@ mod tests {
     use super::*;
 
     fn spec(dst: &str) -> ProfileSpec {
-        ProfileSpec { dst: Some(dst.into()), ..Default::default() }
+        ProfileSpec {
+            dst: Some(dst.into()),
+            ..Default::default()
+        }
     }
 
     #[test]
@@ -354,7 +406,10 @@ mod tests {
         assert_eq!(r.count, 65535);
         assert_eq!(r.describe(), "198.19.0.1-198.19.255.255");
         let p = AddrRange::parse("198.19.1.7/24").unwrap();
-        assert_eq!((p.count, p.first_ip().to_string()), (256, "198.19.1.0".to_string()));
+        assert_eq!(
+            (p.count, p.first_ip().to_string()),
+            (256, "198.19.1.0".to_string())
+        );
         let v6 = AddrRange::parse("2001:2::10-2001:2::1f").unwrap();
         assert!(v6.v6);
         assert_eq!(v6.count, 16);
@@ -362,9 +417,15 @@ mod tests {
         assert!(AddrRange::parse("198.18.0.9-198.18.0.1").is_err());
         assert!(AddrRange::parse("2001:2::/64").is_err());
         assert_eq!(PortRange::parse("rfc4814-src").unwrap().count(), 64512);
-        assert_eq!(PortRange::parse("rfc4814-dst").unwrap(), PortRange { lo: 1, hi: 49151 });
+        assert_eq!(
+            PortRange::parse("rfc4814-dst").unwrap(),
+            PortRange { lo: 1, hi: 49151 }
+        );
         assert!(PortRange::parse("10-5").is_err());
-        assert_eq!(parse_mac("02:00:00:aa:bb:0c").unwrap(), [2, 0, 0, 0xaa, 0xbb, 0x0c]);
+        assert_eq!(
+            parse_mac("02:00:00:aa:bb:0c").unwrap(),
+            [2, 0, 0, 0xaa, 0xbb, 0x0c]
+        );
     }
 
     #[test]
@@ -383,9 +444,14 @@ mod tests {
 
     #[test]
     fn file_spec_and_override() {
-        let file: ProfileSpec =
-            serde_json::from_str(r#"{"dst":"198.18.1.2","frame_size":128,"src_port":"rfc4814-src"}"#).unwrap();
-        let cli = ProfileSpec { frame_size: Some(256), ..Default::default() };
+        let file: ProfileSpec = serde_json::from_str(
+            r#"{"dst":"198.18.1.2","frame_size":128,"src_port":"rfc4814-src"}"#,
+        )
+        .unwrap();
+        let cli = ProfileSpec {
+            frame_size: Some(256),
+            ..Default::default()
+        };
         let p = cli.over(file).resolve().unwrap();
         assert_eq!(p.frame_size, 256);
         assert_eq!(p.src_port.count(), 64512);
@@ -425,6 +491,9 @@ mod tests {
         assert!(seen.len() > 5000, "ports poorly spread: {}", seen.len());
         s.seed = Some(2);
         let g3 = FlowGen::new(&s.resolve().unwrap());
-        assert_ne!((0..8).map(|i| g.flow(i)).collect::<Vec<_>>(), (0..8).map(|i| g3.flow(i)).collect::<Vec<_>>());
+        assert_ne!(
+            (0..8).map(|i| g.flow(i)).collect::<Vec<_>>(),
+            (0..8).map(|i| g3.flow(i)).collect::<Vec<_>>()
+        );
     }
 }

@@ -25,7 +25,9 @@ impl Rate {
             Some((i, 'm')) | Some((i, 'M')) => (&s[..i], 1e6),
             _ => (s, 1.0),
         };
-        let v: f64 = num.parse().map_err(|_| format!("bad rate '{s}' (pps number, 100k, 1.5M or max)"))?;
+        let v: f64 = num
+            .parse()
+            .map_err(|_| format!("bad rate '{s}' (pps number, 100k, 1.5M or max)"))?;
         let v = v * mult;
         if !(v.is_finite() && v >= 1.0) {
             return Err(format!("rate '{s}' must be at least 1 pps"));
@@ -51,7 +53,10 @@ impl Rate {
 
 #[inline(always)]
 fn now(clock: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: valid pointer to a timespec; these clocks always exist on Linux.
     unsafe { libc::clock_gettime(clock, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
@@ -85,9 +90,19 @@ pub fn wait_until(t: u64) {
         }
         if t - n > SPIN_NS + 20_000 {
             let wake = t - SPIN_NS;
-            let ts = libc::timespec { tv_sec: (wake / 1_000_000_000) as _, tv_nsec: (wake % 1_000_000_000) as _ };
+            let ts = libc::timespec {
+                tv_sec: (wake / 1_000_000_000) as _,
+                tv_nsec: (wake % 1_000_000_000) as _,
+            };
             // SAFETY: valid timespec; EINTR simply loops.
-            unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) };
+            unsafe {
+                libc::clock_nanosleep(
+                    libc::CLOCK_MONOTONIC,
+                    libc::TIMER_ABSTIME,
+                    &ts,
+                    std::ptr::null_mut(),
+                )
+            };
         } else {
             std::hint::spin_loop();
         }
@@ -113,7 +128,13 @@ impl Pacer {
             Rate::Max => 0.0,
             Rate::Pps(p) => burst as f64 * 1e9 / p,
         };
-        Pacer { t0, rate, burst, total, burst_period }
+        Pacer {
+            t0,
+            rate,
+            burst,
+            total,
+            burst_period,
+        }
     }
 
     /// Packets the schedule allows to have left by time `now` (cumulative).

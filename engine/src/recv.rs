@@ -70,7 +70,8 @@ fn open_socket(cfg: &RecvConfig) -> Result<(Fd, i32), String> {
     let one: i32 = 1;
     match &cfg.path {
         RxPath::Udp { bind, port } => {
-            let fd = sys::socket(sys::family(bind), libc::SOCK_DGRAM, 0).map_err(|e| format!("socket: {e}"))?;
+            let fd = sys::socket(sys::family(bind), libc::SOCK_DGRAM, 0)
+                .map_err(|e| format!("socket: {e}"))?;
             let _ = sys::setsockopt(&fd, libc::SOL_SOCKET, libc::SO_REUSEADDR, &one);
             if cfg.threads > 1 {
                 sys::setsockopt(&fd, libc::SOL_SOCKET, libc::SO_REUSEPORT, &one)
@@ -103,14 +104,19 @@ fn open_socket(cfg: &RecvConfig) -> Result<(Fd, i32), String> {
             sll.sll_ifindex = ifindex;
             // SAFETY: valid sockaddr_ll.
             let r = unsafe {
-                libc::bind(fd.0, &sll as *const _ as *const libc::sockaddr, std::mem::size_of::<libc::sockaddr_ll>() as u32)
+                libc::bind(
+                    fd.0,
+                    &sll as *const _ as *const libc::sockaddr,
+                    std::mem::size_of::<libc::sockaddr_ll>() as u32,
+                )
             };
             if r < 0 {
                 return Err(format!("bind to {iface}: {}", sys::last_err()));
             }
             if cfg.threads > 1 {
                 let id = (std::process::id() & 0xffff) as i32 | (PACKET_FANOUT_HASH << 16);
-                sys::setsockopt(&fd, libc::SOL_PACKET, PACKET_FANOUT, &id).map_err(|e| format!("PACKET_FANOUT: {e}"))?;
+                sys::setsockopt(&fd, libc::SOL_PACKET, PACKET_FANOUT, &id)
+                    .map_err(|e| format!("PACKET_FANOUT: {e}"))?;
             }
             Ok((fd, rb))
         }
@@ -140,14 +146,20 @@ impl Rx {
         for k in 0..batch {
             // SAFETY: offset inside bufs.
             let base = unsafe { rx.bufs.as_mut_ptr().add(k * BUF_BYTES) };
-            rx.iovs.push(libc::iovec { iov_base: base as *mut libc::c_void, iov_len: BUF_BYTES });
+            rx.iovs.push(libc::iovec {
+                iov_base: base as *mut libc::c_void,
+                iov_len: BUF_BYTES,
+            });
         }
         for k in 0..batch {
             // SAFETY: zeroed msghdr is valid; the pointers target heap blocks that never move.
             let mut h: libc::msghdr = unsafe { std::mem::zeroed() };
             h.msg_iov = &mut rx.iovs[k];
             h.msg_iovlen = 1;
-            rx.msgs.push(libc::mmsghdr { msg_hdr: h, msg_len: 0 });
+            rx.msgs.push(libc::mmsghdr {
+                msg_hdr: h,
+                msg_len: 0,
+            });
         }
         rx
     }
@@ -212,16 +224,28 @@ fn thread_main(cfg: &RecvConfig, rx: &mut Rx, shared: &Shared) -> RecvStats {
         }
         // SAFETY: msgs describe live buffers; timeout via SO_RCVTIMEO.
         let r = unsafe {
-            libc::recvmmsg(rx.fd.0, rx.msgs.as_mut_ptr(), rx.batch as u32, libc::MSG_WAITFORONE, std::ptr::null_mut())
+            libc::recvmmsg(
+                rx.fd.0,
+                rx.msgs.as_mut_ptr(),
+                rx.batch as u32,
+                libc::MSG_WAITFORONE,
+                std::ptr::null_mut(),
+            )
         };
         if r <= 0 {
             continue; // timeout or EINTR: re-check the stop conditions
         }
         let user_ns = rate::real_ns();
-        shared.last_rx_mono.store(rate::mono_ns(), Ordering::Relaxed);
+        shared
+            .last_rx_mono
+            .store(rate::mono_ns(), Ordering::Relaxed);
         for k in 0..r as usize {
             let len = rx.msgs[k].msg_len as usize;
-            let rx_ns = if cfg.kernel_ts { rx.control(k).unwrap_or(user_ns) } else { user_ns };
+            let rx_ns = if cfg.kernel_ts {
+                rx.control(k).unwrap_or(user_ns)
+            } else {
+                user_ns
+            };
             let data = &rx.bufs[k * BUF_BYTES..k * BUF_BYTES + len.min(BUF_BYTES)];
             if rx.packet {
                 if rx.names[k].sll_pkttype == PACKET_OUTGOING {
@@ -243,7 +267,15 @@ fn thread_main(cfg: &RecvConfig, rx: &mut Rx, shared: &Shared) -> RecvStats {
         let mut st = [0u32; 2];
         let mut l = 8u32;
         // SAFETY: st is 8 writable bytes.
-        unsafe { libc::getsockopt(rx.fd.0, libc::SOL_PACKET, PACKET_STATISTICS, st.as_mut_ptr() as *mut libc::c_void, &mut l) };
+        unsafe {
+            libc::getsockopt(
+                rx.fd.0,
+                libc::SOL_PACKET,
+                PACKET_STATISTICS,
+                st.as_mut_ptr() as *mut libc::c_void,
+                &mut l,
+            )
+        };
         rx.drops = st[1] as u64;
     }
     stats
@@ -251,10 +283,11 @@ fn thread_main(cfg: &RecvConfig, rx: &mut Rx, shared: &Shared) -> RecvStats {
 
 pub fn run(cfg: RecvConfig) -> Result<RecvResult, String> {
     let n = cfg.threads.max(1);
-    if let Some(c) = &cfg.cpus {
-        if c.len() != 1 && c.len() != n {
-            return Err(format!("--cpu lists {} CPUs for {n} threads", c.len()));
-        }
+    if let Some(c) = &cfg.cpus
+        && c.len() != 1
+        && c.len() != n
+    {
+        return Err(format!("--cpu lists {} CPUs for {n} threads", c.len()));
     }
     sys::install_stop_handler();
     // Bind every socket before READY so no early packet is refused.
@@ -263,11 +296,18 @@ pub fn run(cfg: RecvConfig) -> Result<RecvResult, String> {
     for _ in 0..n {
         let (fd, rb) = open_socket(&cfg)?;
         rcvbuf = rb;
-        let tv = libc::timeval { tv_sec: 0, tv_usec: 50_000 };
-        sys::setsockopt(&fd, libc::SOL_SOCKET, libc::SO_RCVTIMEO, &tv).map_err(|e| format!("SO_RCVTIMEO: {e}"))?;
+        let tv = libc::timeval {
+            tv_sec: 0,
+            tv_usec: 50_000,
+        };
+        sys::setsockopt(&fd, libc::SOL_SOCKET, libc::SO_RCVTIMEO, &tv)
+            .map_err(|e| format!("SO_RCVTIMEO: {e}"))?;
         rxs.push(Rx::new(fd, &cfg));
     }
-    let shared = Arc::new(Shared { stop: AtomicBool::new(false), last_rx_mono: AtomicU64::new(0) });
+    let shared = Arc::new(Shared {
+        stop: AtomicBool::new(false),
+        last_rx_mono: AtomicU64::new(0),
+    });
     let cfg = Arc::new(cfg);
     let barrier = Arc::new(Barrier::new(n + 1));
     let mut handles = Vec::new();
@@ -311,11 +351,12 @@ pub fn run(cfg: RecvConfig) -> Result<RecvResult, String> {
             break;
         }
         let last = shared.last_rx_mono.load(Ordering::Relaxed);
-        if let Some(idle) = idle_ns {
-            if last != 0 && now.saturating_sub(last) >= idle {
-                stop_reason = "idle";
-                break;
-            }
+        if let Some(idle) = idle_ns
+            && last != 0
+            && now.saturating_sub(last) >= idle
+        {
+            stop_reason = "idle";
+            break;
         }
     }
     shared.stop.store(true, Ordering::SeqCst);
@@ -359,8 +400,16 @@ pub fn run(cfg: RecvConfig) -> Result<RecvResult, String> {
             Some(h) => Latency::from_hist(h, lat_sum),
             None => Latency::from_hist(&hdrhistogram::Histogram::new(3).unwrap(), 0),
         },
-        jitter_ns: if received > 0 { jw / received as f64 } else { 0.0 },
-        rx_pps: if span > 0.0 { unique as f64 / span } else { 0.0 },
+        jitter_ns: if received > 0 {
+            jw / received as f64
+        } else {
+            0.0
+        },
+        rx_pps: if span > 0.0 {
+            unique as f64 / span
+        } else {
+            0.0
+        },
     };
     let (bind, port, iface) = match &cfg.path {
         RxPath::Udp { bind, port } => (Some(bind.to_string()), Some(*port), None),
@@ -370,12 +419,19 @@ pub fn run(cfg: RecvConfig) -> Result<RecvResult, String> {
         schema_version: result::SCHEMA_VERSION,
         kind: "recv",
         engine_version: result::ENGINE_VERSION,
-        backend: if matches!(cfg.path, RxPath::Udp { .. }) { "udp" } else { "packet" },
+        backend: if matches!(cfg.path, RxPath::Udp { .. }) {
+            "udp"
+        } else {
+            "packet"
+        },
         bind,
         port,
         iface,
         threads: n,
-        cpu_pinning: cfg.cpus.as_ref().map(|c| (0..n).map(|t| c[t % c.len()]).collect()),
+        cpu_pinning: cfg
+            .cpus
+            .as_ref()
+            .map(|c| (0..n).map(|t| c[t % c.len()]).collect()),
         rx_timestamp: if cfg.kernel_ts { "kernel" } else { "user" },
         clock: "CLOCK_REALTIME",
         elapsed_s,

@@ -17,7 +17,10 @@ pub struct Clocks {
     pub pacing: &'static str,
 }
 
-pub const CLOCKS: Clocks = Clocks { header_timestamp: "CLOCK_REALTIME", pacing: "CLOCK_MONOTONIC" };
+pub const CLOCKS: Clocks = Clocks {
+    header_timestamp: "CLOCK_REALTIME",
+    pacing: "CLOCK_MONOTONIC",
+};
 
 #[derive(Debug, Serialize)]
 pub struct ProfileReport {

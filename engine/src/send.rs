@@ -54,10 +54,14 @@ impl SendConfig {
 
 pub fn run(cfg: SendConfig) -> Result<SendResult, String> {
     let n = cfg.threads.max(1);
-    if let Some(c) = &cfg.cpus {
-        if c.len() != 1 && c.len() != n {
-            return Err(format!("--cpu lists {} CPUs for {n} threads (give one or one per thread)", c.len()));
-        }
+    if let Some(c) = &cfg.cpus
+        && c.len() != 1
+        && c.len() != n
+    {
+        return Err(format!(
+            "--cpu lists {} CPUs for {n} threads (give one or one per thread)",
+            c.len()
+        ));
     }
     let intended = cfg.intended_count();
     let cfg = Arc::new(cfg);
@@ -84,7 +88,10 @@ pub fn run(cfg: SendConfig) -> Result<SendResult, String> {
         start.store(t0, Ordering::SeqCst);
     }
     barrier.wait();
-    let outs: Vec<Option<ThreadOut>> = handles.into_iter().map(|h| h.join().expect("sender thread panicked")).collect();
+    let outs: Vec<Option<ThreadOut>> = handles
+        .into_iter()
+        .map(|h| h.join().expect("sender thread panicked"))
+        .collect();
     if let Some(e) = errs.first() {
         return Err(e.clone());
     }
@@ -130,7 +137,10 @@ pub fn run(cfg: SendConfig) -> Result<SendResult, String> {
         first_error,
         interrupted: sys::stopped(),
         threads: outs.into_iter().map(|o| o.report).collect(),
-        cpu_pinning: cfg.cpus.as_ref().map(|c| (0..n).map(|t| c[t % c.len()]).collect()),
+        cpu_pinning: cfg
+            .cpus
+            .as_ref()
+            .map(|c| (0..n).map(|t| c[t % c.len()]).collect()),
         started_unix_ns,
         clocks: result::CLOCKS,
     })
@@ -171,12 +181,21 @@ fn thread_main(
     if let Some(c) = cpu {
         match sys::pin_to_cpu(c) {
             Ok(()) => pinned = true,
-            Err(e) => open_errors.lock().unwrap().push(format!("pin thread {t} to CPU {c}: {e}")),
+            Err(e) => open_errors
+                .lock()
+                .unwrap()
+                .push(format!("pin thread {t} to CPU {c}: {e}")),
         }
     }
     rate::tight_timer_slack();
     let stream = cfg.profile.stream_id.wrapping_add(t as u16);
-    let cx = TxContext { profile: &cfg.profile, opts: &cfg.opts, stream, thread: t, threads: n };
+    let cx = TxContext {
+        profile: &cfg.profile,
+        opts: &cfg.opts,
+        stream,
+        thread: t,
+        threads: n,
+    };
     let backend = match (cfg.backend.open)(&cx) {
         Ok(b) => Some(b),
         Err(e) => {
@@ -198,7 +217,10 @@ fn thread_main(
     // within 1 % of the duration (its achieved rate then still shows the lag);
     // `max` stops exactly at the duration.
     let grace = if cfg.rate == Rate::Max { 1.0 } else { 1.01 };
-    let deadline = cfg.duration_s.map(|d| t0 + (d * grace * 1e9) as u64).unwrap_or(u64::MAX);
+    let deadline = cfg
+        .duration_s
+        .map(|d| t0 + (d * grace * 1e9) as u64)
+        .unwrap_or(u64::MAX);
     let pacer = Pacer::new(t0, cfg.rate.split(n), cfg.burst, total);
     let batch = be.max_batch() as u64;
     let mut sent = 0u64;
@@ -247,10 +269,10 @@ fn thread_main(
     // A paced run that sent everything ends at its scheduled window end
     // (count / rate), so bursts or an early last packet do not inflate the rate.
     let mut end_ns = rate::mono_ns();
-    if let (Rate::Pps(p), Some(tot)) = (cfg.rate.split(n), my_total) {
-        if sent == tot {
-            end_ns = end_ns.max(t0 + (tot as f64 * 1e9 / p) as u64);
-        }
+    if let (Rate::Pps(p), Some(tot)) = (cfg.rate.split(n), my_total)
+        && sent == tot
+    {
+        end_ns = end_ns.max(t0 + (tot as f64 * 1e9 / p) as u64);
     }
     let el = (end_ns - t0).max(1) as f64 / 1e9;
     Some(ThreadOut {

@@ -84,7 +84,11 @@ impl StreamStats {
     /// negative); `compact` means seq is only the low 32 bits.
     #[inline]
     pub fn record(&mut self, seq_in: u64, compact: bool, latency_ns: Option<u64>, rx_ns: u64) {
-        let seq = if compact { self.extend_seq(seq_in) } else { seq_in };
+        let seq = if compact {
+            self.extend_seq(seq_in)
+        } else {
+            seq_in
+        };
         self.received += 1;
         if !self.started {
             self.started = true;
@@ -174,7 +178,11 @@ impl StreamStats {
         }
         let w_self = self.received as f64;
         let w_o = o.received as f64;
-        self.jitter = if w_self + w_o > 0.0 { (self.jitter * w_self + o.jitter * w_o) / (w_self + w_o) } else { 0.0 };
+        self.jitter = if w_self + w_o > 0.0 {
+            (self.jitter * w_self + o.jitter * w_o) / (w_self + w_o)
+        } else {
+            0.0
+        };
         self.received += o.received;
         self.duplicated += o.duplicated;
         self.reordered += o.reordered;
@@ -234,7 +242,16 @@ impl Latency {
     pub fn from_hist(h: &Histogram<u64>, sum: u128) -> Latency {
         let n = h.len();
         if n == 0 {
-            return Latency { samples: 0, min: 0, mean: 0.0, max: 0, p50: 0, p90: 0, p99: 0, p999: 0 };
+            return Latency {
+                samples: 0,
+                min: 0,
+                mean: 0.0,
+                max: 0,
+                p50: 0,
+                p90: 0,
+                p99: 0,
+                p999: 0,
+            };
         }
         Latency {
             samples: n,
@@ -282,7 +299,10 @@ impl Default for RecvStats {
 
 impl RecvStats {
     pub fn new() -> RecvStats {
-        RecvStats { streams: (0..=u16::MAX as usize).map(|_| None).collect(), foreign: 0 }
+        RecvStats {
+            streams: (0..=u16::MAX as usize).map(|_| None).collect(),
+            foreign: 0,
+        }
     }
 
     #[inline(always)]
@@ -317,7 +337,10 @@ mod tests {
     #[test]
     fn in_order_no_loss() {
         let s = feed(&(0..1000).collect::<Vec<_>>());
-        assert_eq!((s.received, s.lost(), s.reordered, s.duplicated), (1000, 0, 0, 0));
+        assert_eq!(
+            (s.received, s.lost(), s.reordered, s.duplicated),
+            (1000, 0, 0, 0)
+        );
         assert_eq!((s.first_seq, s.max_seq), (0, 999));
     }
 
@@ -353,7 +376,10 @@ mod tests {
         let s = feed(&seqs);
         assert_eq!(s.duplicated, 0);
         assert_eq!(s.reordered, 0);
-        assert_eq!(s.lost(), (0..5 * WINDOW).filter(|x| x % 7 == 3).count() as u64 - 0);
+        assert_eq!(
+            s.lost(),
+            ((0..5 * WINDOW).filter(|x| x % 7 == 3).count() as u64)
+        );
     }
 
     #[test]

@@ -28,7 +28,13 @@ pub fn socket(domain: i32, ty: i32, proto: i32) -> io::Result<Fd> {
 pub fn setsockopt<T>(fd: &Fd, level: i32, name: i32, val: &T) -> io::Result<()> {
     // SAFETY: val points to a live T of the given size.
     let r = unsafe {
-        libc::setsockopt(fd.0, level, name, val as *const T as *const libc::c_void, std::mem::size_of::<T>() as u32)
+        libc::setsockopt(
+            fd.0,
+            level,
+            name,
+            val as *const T as *const libc::c_void,
+            std::mem::size_of::<T>() as u32,
+        )
     };
     if r < 0 { Err(last_err()) } else { Ok(()) }
 }
@@ -37,7 +43,15 @@ pub fn getsockopt_int(fd: &Fd, level: i32, name: i32) -> io::Result<i32> {
     let mut v: i32 = 0;
     let mut l = std::mem::size_of::<i32>() as u32;
     // SAFETY: v and l are valid for writing.
-    let r = unsafe { libc::getsockopt(fd.0, level, name, &mut v as *mut i32 as *mut libc::c_void, &mut l) };
+    let r = unsafe {
+        libc::getsockopt(
+            fd.0,
+            level,
+            name,
+            &mut v as *mut i32 as *mut libc::c_void,
+            &mut l,
+        )
+    };
     if r < 0 { Err(last_err()) } else { Ok(v) }
 }
 
@@ -64,7 +78,9 @@ pub fn sockaddr(a: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
             let sin = libc::sockaddr_in {
                 sin_family: libc::AF_INET as u16,
                 sin_port: v4.port().to_be(),
-                sin_addr: libc::in_addr { s_addr: u32::from(*v4.ip()).to_be() },
+                sin_addr: libc::in_addr {
+                    s_addr: u32::from(*v4.ip()).to_be(),
+                },
                 sin_zero: [0; 8],
             };
             // SAFETY: sockaddr_storage is larger than sockaddr_in and suitably aligned.
@@ -76,7 +92,9 @@ pub fn sockaddr(a: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
                 sin6_family: libc::AF_INET6 as u16,
                 sin6_port: v6.port().to_be(),
                 sin6_flowinfo: 0,
-                sin6_addr: libc::in6_addr { s6_addr: v6.ip().octets() },
+                sin6_addr: libc::in6_addr {
+                    s6_addr: v6.ip().octets(),
+                },
                 sin6_scope_id: v6.scope_id(),
             };
             // SAFETY: as above.
@@ -102,7 +120,11 @@ pub fn connect(fd: &Fd, a: &SocketAddr) -> io::Result<()> {
 }
 
 pub fn family(ip: &IpAddr) -> i32 {
-    if ip.is_ipv6() { libc::AF_INET6 } else { libc::AF_INET }
+    if ip.is_ipv6() {
+        libc::AF_INET6
+    } else {
+        libc::AF_INET
+    }
 }
 
 /// Pin the calling thread to one CPU.
@@ -111,7 +133,10 @@ pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         if cpu >= libc::CPU_SETSIZE as usize {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "cpu number too large"));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "cpu number too large",
+            ));
         }
         libc::CPU_SET(cpu, &mut set);
         if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) < 0 {
@@ -128,10 +153,15 @@ pub fn current_cpu() -> i32 {
 }
 
 pub fn ifindex(name: &str) -> io::Result<i32> {
-    let c = std::ffi::CString::new(name).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "bad name"))?;
+    let c = std::ffi::CString::new(name)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "bad name"))?;
     // SAFETY: valid C string.
     let i = unsafe { libc::if_nametoindex(c.as_ptr()) };
-    if i == 0 { Err(last_err()) } else { Ok(i as i32) }
+    if i == 0 {
+        Err(last_err())
+    } else {
+        Ok(i as i32)
+    }
 }
 
 /// Hardware address of an interface (SIOCGIFHWADDR).
@@ -142,7 +172,10 @@ pub fn if_mac(name: &str) -> io::Result<[u8; 6]> {
         let mut req: libc::ifreq = std::mem::zeroed();
         let nb = name.as_bytes();
         if nb.len() >= req.ifr_name.len() {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "interface name too long"));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "interface name too long",
+            ));
         }
         for (i, b) in nb.iter().enumerate() {
             req.ifr_name[i] = *b as libc::c_char;
@@ -152,8 +185,8 @@ pub fn if_mac(name: &str) -> io::Result<[u8; 6]> {
         }
         let sa = req.ifr_ifru.ifru_hwaddr;
         let mut m = [0u8; 6];
-        for i in 0..6 {
-            m[i] = sa.sa_data[i] as u8;
+        for (dst, src) in m.iter_mut().zip(sa.sa_data.iter()) {
+            *dst = *src as u8;
         }
         Ok(m)
     }
@@ -199,7 +232,11 @@ pub fn stopped() -> bool {
 pub fn parse_cpus(s: &str) -> Result<Vec<usize>, String> {
     let mut v = Vec::new();
     for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let n = |x: &str| x.trim().parse::<usize>().map_err(|_| format!("bad CPU list '{s}'"));
+        let n = |x: &str| {
+            x.trim()
+                .parse::<usize>()
+                .map_err(|_| format!("bad CPU list '{s}'"))
+        };
         match part.split_once('-') {
             Some((a, b)) => {
                 let (a, b) = (n(a)?, n(b)?);

@@ -47,7 +47,10 @@ fn pcap_udp_ipv4_all_rfc2544_sizes() {
             assert!(ipv4_header_ok(&r.data), "IPv4 header checksum, size {size}");
             let p = frame::parse_eth(&r.data).unwrap();
             assert_eq!(p.proto, 17);
-            assert!(frame::l4_checksum_ok(&p), "UDP checksum, size {size} pkt {i}");
+            assert!(
+                frame::l4_checksum_ok(&p),
+                "UDP checksum, size {size} pkt {i}"
+            );
             assert!(p.sport >= 1024 && (1..=49151).contains(&p.dport));
             assert!((0xC613_0001..=0xC613_FFFF).contains(&(p.src as u32)));
             assert_eq!(p.dst as u32, 0xC612_0102);
@@ -69,7 +72,10 @@ fn pcap_udp_ipv6_min_frame() {
     let recs = dry_run(spec, 300);
     for (i, r) in recs.iter().enumerate() {
         assert_eq!(r.data.len(), 74);
-        assert_eq!(u16::from_be_bytes([r.data[12], r.data[13]]), frame::ETH_P_IPV6);
+        assert_eq!(
+            u16::from_be_bytes([r.data[12], r.data[13]]),
+            frame::ETH_P_IPV6
+        );
         let p = frame::parse_eth(&r.data).unwrap();
         assert!(p.ipv6);
         assert!(frame::l4_checksum_ok(&p));
@@ -85,7 +91,14 @@ fn pcap_tcp_syn_flood() {
     for dst in ["198.18.1.2", "2001:2:0:1::2"] {
         let spec = ProfileSpec {
             dst: Some(dst.into()),
-            src: Some(if dst.contains(':') { "2001:2::/112" } else { "198.19.0.0/16" }.into()),
+            src: Some(
+                if dst.contains(':') {
+                    "2001:2::/112"
+                } else {
+                    "198.19.0.0/16"
+                }
+                .into(),
+            ),
             src_port: Some("rfc4814-src".into()),
             dst_port: Some("80".into()),
             proto: Some("tcp-syn".into()),
@@ -116,7 +129,10 @@ fn pcap_tcp_syn_flood() {
 #[test]
 #[ignore]
 fn build_cost() {
-    for (name, src, sp) in [("constant", "198.18.0.1", "10000"), ("rfc4814 random", "198.19.0.0/16", "rfc4814-src")] {
+    for (name, src, sp) in [
+        ("constant", "198.18.0.1", "10000"),
+        ("rfc4814 random", "198.19.0.0/16", "rfc4814-src"),
+    ] {
         let spec = ProfileSpec {
             dst: Some("198.18.1.2".into()),
             src: Some(src.into()),
@@ -135,6 +151,9 @@ fn build_cost() {
             t.write(&mut buf, &g.flow(seq), seq, seq);
             std::hint::black_box(&mut buf);
         }
-        println!("{name}: {:.1} ns/packet", t0.elapsed().as_nanos() as f64 / n as f64);
+        println!(
+            "{name}: {:.1} ns/packet",
+            t0.elapsed().as_nanos() as f64 / n as f64
+        );
     }
 }

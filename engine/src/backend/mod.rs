@@ -98,7 +98,9 @@ mod tests {
 
     #[test]
     fn threads_interleave_flows() {
-        let idx: Vec<u64> = (0..3).flat_map(|s| (0..2).map(move |t| TxContext::flow_index(s, t, 2))).collect();
+        let idx: Vec<u64> = (0..3)
+            .flat_map(|s| (0..2).map(move |t| TxContext::flow_index(s, t, 2)))
+            .collect();
         assert_eq!(idx, vec![0, 1, 2, 3, 4, 5]);
     }
 }

@@ -85,8 +85,14 @@ pub struct PacketTx {
 
 pub fn open(cx: &TxContext) -> Result<Box<dyn TxBackend>, String> {
     let p = cx.profile;
-    let iface = cx.opts.iface.clone().ok_or("packet backend needs --iface")?;
-    let dst_mac = p.dst_mac.ok_or("packet backend needs --dst-mac (MAC of the next hop)")?;
+    let iface = cx
+        .opts
+        .iface
+        .clone()
+        .ok_or("packet backend needs --iface")?;
+    let dst_mac = p
+        .dst_mac
+        .ok_or("packet backend needs --dst-mac (MAC of the next hop)")?;
     if p.src.is_none() {
         return Err("packet backend needs --src (source address or range)".into());
     }
@@ -100,10 +106,13 @@ pub fn open(cx: &TxContext) -> Result<Box<dyn TxBackend>, String> {
     let wire_len = spec.wire_len();
 
     // Protocol 0: this socket transmits only and receives nothing.
-    let fd = sys::socket(libc::AF_PACKET, libc::SOCK_RAW, 0).map_err(|e| format!("AF_PACKET socket: {e} (needs root)"))?;
-    sys::setsockopt(&fd, libc::SOL_PACKET, PACKET_VERSION, &TPACKET_V2).map_err(|e| format!("PACKET_VERSION: {e}"))?;
+    let fd = sys::socket(libc::AF_PACKET, libc::SOCK_RAW, 0)
+        .map_err(|e| format!("AF_PACKET socket: {e} (needs root)"))?;
+    sys::setsockopt(&fd, libc::SOL_PACKET, PACKET_VERSION, &TPACKET_V2)
+        .map_err(|e| format!("PACKET_VERSION: {e}"))?;
     let one: i32 = 1;
-    sys::setsockopt(&fd, libc::SOL_PACKET, PACKET_LOSS, &one).map_err(|e| format!("PACKET_LOSS: {e}"))?;
+    sys::setsockopt(&fd, libc::SOL_PACKET, PACKET_LOSS, &one)
+        .map_err(|e| format!("PACKET_LOSS: {e}"))?;
     let qdisc_bypass = cx.opts.qdisc_bypass
         && sys::setsockopt(&fd, libc::SOL_PACKET, PACKET_QDISC_BYPASS, &one).is_ok();
 
@@ -119,16 +128,31 @@ pub fn open(cx: &TxContext) -> Result<Box<dyn TxBackend>, String> {
         frame_size: frame_size as u32,
         frame_nr: frames as u32,
     };
-    sys::setsockopt(&fd, libc::SOL_PACKET, PACKET_TX_RING, &req).map_err(|e| format!("PACKET_TX_RING: {e}"))?;
+    sys::setsockopt(&fd, libc::SOL_PACKET, PACKET_TX_RING, &req)
+        .map_err(|e| format!("PACKET_TX_RING: {e}"))?;
     let len = block_size * block_nr;
     // SAFETY: mapping the ring the kernel just allocated for this socket.
     let base = unsafe {
-        libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd.0, 0)
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            fd.0,
+            0,
+        )
     };
     if base == libc::MAP_FAILED {
         return Err(format!("mmap TX ring: {}", sys::last_err()));
     }
-    let ring = Ring { base: base as *mut u8, len, frame_size, frames_per_block, block_size, frames };
+    let ring = Ring {
+        base: base as *mut u8,
+        len,
+        frame_size,
+        frames_per_block,
+        block_size,
+        frames,
+    };
 
     // SAFETY: zeroed sockaddr_ll is valid; fields set below.
     let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
@@ -137,7 +161,11 @@ pub fn open(cx: &TxContext) -> Result<Box<dyn TxBackend>, String> {
     sll.sll_ifindex = ifindex;
     // SAFETY: sll is a valid sockaddr_ll.
     let r = unsafe {
-        libc::bind(fd.0, &sll as *const _ as *const libc::sockaddr, std::mem::size_of::<libc::sockaddr_ll>() as u32)
+        libc::bind(
+            fd.0,
+            &sll as *const _ as *const libc::sockaddr,
+            std::mem::size_of::<libc::sockaddr_ll>() as u32,
+        )
     };
     if r < 0 {
         return Err(format!("bind to {iface}: {}", sys::last_err()));
@@ -181,11 +209,17 @@ impl TxBackend for PacketTx {
                 break; // still in flight (owned by the kernel)
             }
             let seq = seq0 + k as u64;
-            let f = self.flows.flow(TxContext::flow_index(seq, self.thread, self.threads));
+            let f = self
+                .flows
+                .flow(TxContext::flow_index(seq, self.thread, self.threads));
             // SAFETY: slot data area of wire_len bytes inside the mapping; we own the slot.
-            let buf = unsafe { std::slice::from_raw_parts_mut(self.ring.slot(i).add(DATA_OFF), self.wire_len) };
+            let buf = unsafe {
+                std::slice::from_raw_parts_mut(self.ring.slot(i).add(DATA_OFF), self.wire_len)
+            };
             self.tmpl.write(buf, &f, seq, tx_ns);
-            self.ring.status(i).store(TP_STATUS_SEND_REQUEST, Ordering::Release);
+            self.ring
+                .status(i)
+                .store(TP_STATUS_SEND_REQUEST, Ordering::Release);
             filled += 1;
         }
         if filled == 0 {
@@ -201,11 +235,19 @@ impl TxBackend for PacketTx {
         // The kernel consumed (and moved its head past) the prefix of slots no
         // longer marked SEND_REQUEST; withdraw the rest so they are refilled.
         let mut done = 0;
-        while done < filled && self.ring.status((self.cursor + done) % frames).load(Ordering::Acquire) != TP_STATUS_SEND_REQUEST {
+        while done < filled
+            && self
+                .ring
+                .status((self.cursor + done) % frames)
+                .load(Ordering::Acquire)
+                != TP_STATUS_SEND_REQUEST
+        {
             done += 1;
         }
         for k in done..filled {
-            self.ring.status((self.cursor + k) % frames).store(TP_STATUS_AVAILABLE, Ordering::Release);
+            self.ring
+                .status((self.cursor + k) % frames)
+                .store(TP_STATUS_AVAILABLE, Ordering::Release);
         }
         self.cursor = (self.cursor + done) % frames;
         match err {

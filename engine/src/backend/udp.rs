@@ -43,10 +43,10 @@ pub fn open(cx: &TxContext) -> Result<Box<dyn TxBackend>, String> {
     if p.proto != crate::profile::Proto::Udp {
         return Err("udp backend sends only --proto udp (use --backend packet for tcp-syn)".into());
     }
-    if let Some(src) = &p.src {
-        if src.count > 1 {
-            return Err("udp backend cannot vary source addresses; use --backend packet".into());
-        }
+    if let Some(src) = &p.src
+        && src.count > 1
+    {
+        return Err("udp backend cannot vary source addresses; use --backend packet".into());
     }
     if p.src_port.count() > MAX_SOCKETS {
         return Err(format!(
@@ -68,7 +68,8 @@ pub fn open(cx: &TxContext) -> Result<Box<dyn TxBackend>, String> {
     let mut socks = Vec::new();
     let mut sndbuf = 0;
     for port in p.src_port.lo..=p.src_port.hi {
-        let fd = sys::socket(sys::family(&src_ip), libc::SOCK_DGRAM, 0).map_err(|e| format!("socket: {e}"))?;
+        let fd = sys::socket(sys::family(&src_ip), libc::SOCK_DGRAM, 0)
+            .map_err(|e| format!("socket: {e}"))?;
         sndbuf = sys::set_buf(&fd, false, cx.opts.sndbuf);
         if cx.threads > 1 {
             // Several sender threads may share source ports.
@@ -109,7 +110,10 @@ pub fn open(cx: &TxContext) -> Result<Box<dyn TxBackend>, String> {
             }
             h.msg_iov = &mut iovs[k];
             h.msg_iovlen = 1;
-            libc::mmsghdr { msg_hdr: h, msg_len: 0 }
+            libc::mmsghdr {
+                msg_hdr: h,
+                msg_len: 0,
+            }
         })
         .collect();
     Ok(Box::new(UdpTx {
@@ -154,21 +158,41 @@ impl UdpTx {
 impl TxBackend for UdpTx {
     fn send(&mut self, seq0: u64, n: usize, tx_ns: u64) -> io::Result<usize> {
         let n = n.min(self.batch);
-        let first = self.flows.flow(TxContext::flow_index(seq0, self.thread, self.threads));
-        let sock = if self.socks.len() == 1 { 0 } else { (first.sport - self.sport_lo) as usize };
+        let first = self
+            .flows
+            .flow(TxContext::flow_index(seq0, self.thread, self.threads));
+        let sock = if self.socks.len() == 1 {
+            0
+        } else {
+            (first.sport - self.sport_lo) as usize
+        };
         for k in 0..n {
             let seq = seq0 + k as u64;
             if !self.connected {
-                let f = if k == 0 { first } else { self.flows.flow(TxContext::flow_index(seq, self.thread, self.threads)) };
+                let f = if k == 0 {
+                    first
+                } else {
+                    self.flows
+                        .flow(TxContext::flow_index(seq, self.thread, self.threads))
+                };
                 self.set_dst(k, f.dst, f.dport);
             }
             // SAFETY: k < batch, so the slice lies inside the bufs allocation.
-            let b = unsafe { std::slice::from_raw_parts_mut(self.bufs_ptr.add(k * self.payload_len), self.payload_len) };
+            let b = unsafe {
+                std::slice::from_raw_parts_mut(
+                    self.bufs_ptr.add(k * self.payload_len),
+                    self.payload_len,
+                )
+            };
             header::patch(b, self.layout, seq, tx_ns);
         }
         // SAFETY: msgs[..n] are fully initialised and point to live buffers.
         let r = unsafe { libc::sendmmsg(self.socks[sock].0, self.msgs.as_mut_ptr(), n as u32, 0) };
-        if r < 0 { Err(sys::last_err()) } else { Ok(r as usize) }
+        if r < 0 {
+            Err(sys::last_err())
+        } else {
+            Ok(r as usize)
+        }
     }
 
     fn max_batch(&self) -> usize {
