@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import json
+import statistics
 from pathlib import Path
 
 from fwlab.report import plots
@@ -96,6 +97,36 @@ def _abs_table(group: list[Curve]) -> str:
     return _table(["configuration"] + [f"{n} rules" for n in ns], rows)
 
 
+LATENCY_COLS = (("min", "min"), ("p50", "p50"), ("p90", "p90"), ("p99", "p99"), ("p999", "p99.9"), ("max", "max"))
+
+
+def _latency_table(trials: list[dict]) -> str:
+    """Latency percentiles of trials that measured them (fwlab-engine): per configuration and
+    rule count, the median over repetitions of each percentile [µs]."""
+    acc: dict[tuple, list[dict]] = {}
+    for t in trials:
+        lat = (t.get("metrics") or {}).get("latency_ns")
+        if t.get("error") or not isinstance(lat, dict):
+            continue
+        key = (t.get("mode"), t.get("backend"), t.get("layout"), bool(t.get("stateful_shortcut")),
+               t.get("ip_version"), t.get("traffic"), t.get("size_bytes"), t.get("rules"))
+        acc.setdefault(key, []).append(lat)
+    if not acc:
+        return ""
+    rows = []
+    for (mode, be, lay, sc, ipv, tr, size, n), lats in sorted(acc.items(), key=lambda kv: tuple(str(x) for x in kv[0][:-1]) + (kv[0][-1],)):
+        conf = "none (no firewall)" if be == "none" else f"{be} {lay}" + (" +established" if sc else "")
+        cells = [esc(conf), esc(f"IPv{ipv} {str(tr).upper()} {size or ''} B ({mode})"), n, len(lats)]
+        for k, _ in LATENCY_COLS:
+            vals = [v[k] for v in lats if v.get(k) is not None]
+            cells.append(_fmt(statistics.median(vals) / 1e3 if vals else None, 1))
+        rows.append(cells)
+    return ("<h2>Latency</h2><p class='muted'>One-way latency of every received test packet "
+            "(fwlab-engine: send time in the packet, kernel receive time; HDR histogram), median over "
+            "repetitions of each percentile, in µs. At the maximum rate this is mostly queueing.</p>"
+            + _table(["configuration", "traffic", "rules", "trials"] + [f"{h} [µs]" for _, h in LATENCY_COLS], rows, left=2))
+
+
 def render(run: dict, trials: list[dict], cs: list[Curve], summary_csv_name: str) -> str:
     suite = run.get("suite", {}).get("parsed", {})
     host = run.get("host", {})
@@ -132,6 +163,7 @@ def render(run: dict, trials: list[dict], cs: list[Curve], summary_csv_name: str
         parts.append(_pct_table(group))
         parts.append("<details><summary>absolute medians per rule count</summary>" + _abs_table(group) + "</details>")
 
+    parts.append(_latency_table(trials))
     costs = per_rule_costs(cs)
     parts.append("<h2>Per-rule cost of linear rule sets</h2>")
     if costs:

@@ -36,12 +36,43 @@ class PinningModel(Strict):
 class TrafficItem(Strict):
     """One traffic item; ``sizes`` expands into one trial per size."""
 
-    kind: Literal["tcp", "udp", "tcp_rr", "tcp_crr"]
+    kind: Literal["tcp", "udp", "tcp_rr", "tcp_crr", "engine"]
     tool: str = "iperf3"
     sizes: list[int | None] = Field(default_factory=lambda: [None],
-                                    description="UDP payload / TCP write size [bytes]; null = tool default")
+                                    description="UDP payload / TCP write size [bytes]; for kind engine the "
+                                                "Ethernet frame size incl. FCS [bytes]; null = tool default")
     streams: int = Field(1, ge=1, le=1024)
     rate_bps: int | None = Field(None, ge=1, description="target rate [bit/s]; null = unlimited")
+    rate_pps: float | Literal["max"] | None = Field(
+        None, description="kind engine: intended rate [frames/s]; null or \"max\" = the generator's maximum. "
+                          "Stored as rate_bps = rate_pps x frame size x 8 (one size only)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _engine_rate(cls, data):
+        if isinstance(data, dict) and data.get("kind") == "engine" and "tool" not in data:
+            data = {**data, "tool": "engine"}
+        if not isinstance(data, dict) or data.get("rate_pps") in (None, "max"):
+            return data
+        if data.get("kind") != "engine":
+            raise ValueError("rate_pps is for kind = \"engine\" (use rate_bps)")
+        sizes = data.get("sizes") or []
+        if len(sizes) != 1 or sizes[0] is None:
+            raise ValueError("a numeric rate_pps needs exactly one frame size in sizes")
+        bps = round(float(data["rate_pps"]) * 8 * int(sizes[0]))
+        if data.get("rate_bps") not in (None, bps):
+            raise ValueError(f"rate_bps {data['rate_bps']} contradicts rate_pps {data['rate_pps']}")
+        return {**data, "rate_bps": bps}
+
+    @model_validator(mode="after")
+    def _engine_sizes(self) -> "TrafficItem":
+        if self.kind == "engine":
+            for s in self.sizes:
+                if s is not None and not 64 <= s <= 9018:
+                    raise ValueError(f"engine frame size {s} B is outside 64..9018")
+        elif self.rate_pps is not None:
+            raise ValueError("rate_pps is for kind = \"engine\" (use rate_bps)")
+        return self
 
     @field_validator("sizes")
     @classmethod
@@ -106,6 +137,8 @@ class Suite(Strict):
                 raise ValueError(f"unknown traffic tool '{t.tool}' (known: {', '.join(runner_names())})")
             if t.kind not in get_runner(t.tool).traffics:
                 raise ValueError(f"tool '{t.tool}' cannot generate '{t.kind}'")
+            if t.kind == "engine" and 6 in self.ip_versions and any(s is not None and s < 78 for s in t.sizes):
+                raise ValueError("IPv6 engine frames are at least 78 B (RFC 5180): raise sizes or drop IPv6")
         if not self.traffic:
             raise ValueError("needs at least one [[traffic]] item")
         return self

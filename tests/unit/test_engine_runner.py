@@ -1,0 +1,224 @@
+"""The engine runner without root: command lines, JSON parsing against outputs recorded from the
+real fwlab-engine (tests/golden/engine_*.json), the suite item and the measurer's result."""
+
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from goldens import GOLDEN
+from fwlab.errors import RunnerError
+from fwlab.runners import get_runner
+from fwlab.runners import engine as eng
+from fwlab.runners.base import TrafficSpec
+from fwlab.suites import parse_suite
+from fwlab.testbed.topology import Pinning, Topology
+
+
+def golden(kind: str, tag: str) -> dict:
+    return json.loads((GOLDEN / f"engine_{kind}_{tag}.json").read_text())
+
+
+def test_recv_args():
+    t = eng.EngineTrial(duration_s=3, rate_pps=1000, recv_cpus=(1,))
+    args = eng.build_recv_args("/x/fwlab-engine", t, ready_file="/tmp/r")
+    assert args[:2] == ["/x/fwlab-engine", "recv"]
+    assert args[args.index("--bind") + 1] == "0.0.0.0"
+    assert args[args.index("--port") + 1] == str(eng.ENGINE_PORT)
+    assert args[args.index("--idle-timeout-s") + 1] == "0.5"
+    assert float(args[args.index("--duration-s") + 1]) > 3 + eng.IDLE_TIMEOUT_S  # a backstop only
+    assert args[args.index("--ready-file") + 1] == "/tmp/r"
+    assert args[args.index("--cpu") + 1] == "1"
+    v6 = eng.build_recv_args("e", eng.EngineTrial(duration_s=1, ip_version=6, frame_size=78), ready_file="r")
+    assert v6[v6.index("--bind") + 1] == "::" and "--cpu" not in v6
+
+
+def test_send_args_udp_paced_and_max():
+    t = eng.EngineTrial(duration_s=2.5, rate_pps=150000, send_cpus=(0,))
+    args = eng.build_send_args("e", t, dst="198.19.1.1")
+    assert args[:2] == ["e", "send"]
+    assert args[args.index("--backend") + 1] == "udp"
+    assert args[args.index("--rate-pps") + 1] == "150000"
+    assert args[args.index("--duration-s") + 1] == "2.5"
+    assert args[args.index("--frame-size") + 1] == "64"
+    assert args[args.index("--dst") + 1] == "198.19.1.1"
+    assert args[args.index("--cpu") + 1] == "0"
+    assert "--threads" not in args and "--iface" not in args
+    m = eng.build_send_args("e", eng.EngineTrial(duration_s=1, threads=2, send_cpus=(0, 1)), dst="d")
+    assert m[m.index("--rate-pps") + 1] == "max"
+    assert m[m.index("--threads") + 1] == "2" and m[m.index("--cpu") + 1] == "0,1"
+
+
+def test_send_args_packet_needs_mac_iface_src():
+    t = eng.EngineTrial(duration_s=1, backend="packet")
+    with pytest.raises(RunnerError):
+        eng.build_send_args("e", t, dst="198.19.1.1")
+    args = eng.build_send_args("e", t, dst="198.19.1.1", src="198.18.1.1", iface="c0",
+                               dst_mac="02:00:00:00:00:02")
+    assert args[args.index("--iface") + 1] == "c0"
+    assert args[args.index("--dst-mac") + 1] == "02:00:00:00:00:02"
+    assert args[args.index("--src") + 1] == "198.18.1.1"
+    with pytest.raises(RunnerError):
+        eng.build_send_args("e", eng.EngineTrial(duration_s=1, backend="afxdp"), dst="d")
+
+
+def test_parse_rejects_wrong_documents():
+    with pytest.raises(RunnerError):
+        eng.parse_result("not json", "send")
+    with pytest.raises(RunnerError):
+        eng.parse_result(json.dumps(golden("recv", "v4_udp_50000")), "send")
+    doc = golden("send", "v4_udp_50000")
+    doc["schema_version"] = 2
+    with pytest.raises(RunnerError):
+        eng.parse_result(json.dumps(doc), "send")
+
+
+def test_metrics_paced_golden():
+    send = eng.parse_result((GOLDEN / "engine_send_v4_udp_50000.json").read_text(), "send")
+    recv = eng.parse_result((GOLDEN / "engine_recv_v4_udp_50000.json").read_text(), "recv")
+    m = eng.metrics_from(send, recv, 64, intended_count=50000)
+    mt = m.metrics
+    assert mt["intended_count"] == 50000
+    assert mt["offered_count"] == send["offered_count"] == 50000
+    assert mt["forwarded_count"] == recv["total"]["unique"]
+    assert mt["loss_ratio"] == (mt["offered_count"] - mt["forwarded_count"]) / mt["offered_count"]
+    assert mt["tx_pps"] == send["achieved_pps"]
+    assert mt["rx_pps"] == pytest.approx(mt["forwarded_count"] / send["elapsed_s"])
+    assert mt["throughput_bps"] == pytest.approx(mt["rx_pps"] * 64 * 8)
+    assert set(mt["latency_ns"]) == {"min", "mean", "p50", "p90", "p99", "p999", "max"}
+    assert mt["latency_ns"]["p50"] == recv["total"]["latency_ns"]["p50"]
+    assert mt["latency_ns"]["min"] <= mt["latency_ns"]["p50"] <= mt["latency_ns"]["p99"] <= mt["latency_ns"]["max"]
+    assert mt["jitter_ns"] == recv["total"]["jitter_ns"]
+    assert mt["reordered"] == recv["total"]["reordered"] and mt["duplicated"] == recv["total"]["duplicated"]
+    assert mt["generator_short"] is False and not m.flags
+    assert mt["pinning"]["send"] == [0] and mt["pinning"]["recv"] == [1]
+    assert m.raw["engine_send_json"] is send and m.raw["engine_recv_json"] is recv
+
+
+@pytest.mark.parametrize("tag", ["v4_udp_max", "v4_packet_max", "v6_udp_20000"])
+def test_metrics_other_goldens(tag):
+    send, recv = golden("send", tag), golden("recv", tag)
+    m = eng.metrics_from(send, recv, send["profile"]["frame_size"])
+    assert m.metrics["offered_count"] == send["offered_count"]
+    assert m.metrics["forwarded_count"] == recv["total"]["unique"]
+    if send["rate_max"]:
+        assert m.metrics["intended_count"] is None
+    assert m.metrics["backend"] == send["backend"]
+
+
+def test_generator_short_and_receiver_flags():
+    send, recv = golden("send", "v4_udp_50000"), golden("recv", "v4_udp_50000")
+    send = {**send, "generator_short": True, "offered_count": 40000, "achieved_pps": 40000.0}
+    recv = {**recv, "socket_drops": 7, "total": {**recv["total"], "unique": 39000}}
+    m = eng.metrics_from(send, recv, 64)
+    codes = {f["code"] for f in m.flags}
+    assert {"generator-short", "receiver-bound"} <= codes
+    assert m.metrics["generator_short"] is True
+    assert m.metrics["lost"] == 1000 and m.metrics["loss_ratio"] == pytest.approx(1000 / 40000)
+
+
+def test_find_engine_env(tmp_path, monkeypatch):
+    exe = tmp_path / "fwlab-engine"
+    exe.write_text("#!/bin/sh\n")
+    exe.chmod(0o755)
+    monkeypatch.setenv(eng.ENV_VAR, str(exe))
+    assert eng.find_engine() == str(exe)
+    monkeypatch.setenv(eng.ENV_VAR, str(tmp_path / "missing"))
+    assert eng.find_engine() is None
+    assert "FWLAB_ENGINE" in get_runner("engine").unavailable()
+
+
+def test_missing_binary_explains_make(monkeypatch):
+    monkeypatch.delenv(eng.ENV_VAR, raising=False)
+    monkeypatch.setattr(eng, "REPO_BINARY", eng.Path("/nonexistent/fwlab-engine"))
+    monkeypatch.setenv("PATH", "/nonexistent")
+    why = get_runner("engine").unavailable()
+    assert why and "make" in why
+
+
+def _bed(client_cpu=0, server_cpu=1):
+    return SimpleNamespace(topo=Topology(run_id="abc123", pinning=Pinning(client_cpu, server_cpu)))
+
+
+def test_trial_from_spec_frames_and_rate():
+    bed = _bed()
+    t = eng.trial_from_spec(bed, TrafficSpec(traffic="engine", tool="engine", size_bytes=128,
+                                             rate_bps=128 * 8 * 10000, duration_s=2))
+    assert t.frame_size == 128 and t.rate_pps == pytest.approx(10000)
+    assert t.send_cpus == (0,) and t.recv_cpus == (1,)
+    t = eng.trial_from_spec(bed, TrafficSpec(traffic="engine", tool="engine", ip_version=6, streams=2))
+    assert t.frame_size == 78 and t.rate_pps is None and t.threads == 2 and len(t.send_cpus) == 2
+    t = eng.trial_from_spec(_bed(None, None), TrafficSpec(traffic="engine", tool="engine"))
+    assert t.send_cpus is None and t.recv_cpus is None
+
+
+def _suite(**traffic):
+    return {"name": "t", "backends": ["nftables"], "traffic": [{"kind": "engine", **traffic}]}
+
+
+def test_suite_engine_item():
+    s = parse_suite(_suite(sizes=[64], rate_pps="max"), "test")
+    assert s.traffic[0].tool == "engine" and s.traffic[0].rate_bps is None
+    s = parse_suite(_suite(sizes=[64], rate_pps=100000), "test")
+    assert s.traffic[0].rate_bps == 64 * 8 * 100000
+    # a dumped suite parses again (resume)
+    assert parse_suite(s.model_dump(), "again") == s
+    for bad in (_suite(sizes=[64, 128], rate_pps=1000), _suite(sizes=[63]), _suite(sizes=[9019])):
+        with pytest.raises(Exception):
+            parse_suite(bad, "test")
+    with pytest.raises(Exception):
+        parse_suite({**_suite(sizes=[64]), "ip_versions": [6]}, "test")
+    with pytest.raises(Exception):
+        parse_suite({"name": "t", "traffic": [{"kind": "udp", "rate_pps": 5}]}, "test")
+
+
+def test_builtin_rule_scaling_engine():
+    from fwlab.suites import expand, load_suite
+
+    s, _ = load_suite("rule-scaling-engine")
+    plan = expand(s)
+    assert {t.tool for t in plan.trials} == {"engine"}
+    assert {t.size_bytes for t in plan.trials} == {64}
+    assert {t.backend for t in plan.trials} == {"nftables", "iptables-legacy"}
+    assert min(t.rules for t in plan.trials) == 0 and max(t.rules for t in plan.trials) == 10000
+
+
+def test_measurer_zero_load_needs_no_traffic():
+    m = eng.EngineMeasurer(bed=_bed())
+    r = m.measure(1.0, 0.0)
+    assert r.intended_count == r.offered_count == r.forwarded_count == 0
+
+
+def test_measurer_builds_trial_result(monkeypatch):
+    send, recv = golden("send", "v4_udp_50000"), golden("recv", "v4_udp_50000")
+    seen = {}
+
+    def fake_run(bed, t, intended):
+        seen["t"], seen["intended"] = t, intended
+        return eng.metrics_from(send, recv, t.frame_size, intended)
+
+    monkeypatch.setattr(eng, "run_trial", fake_run)
+    r = eng.EngineMeasurer(bed=_bed()).measure(1.0, 50000)
+    assert seen["t"].rate_pps == 50000 and seen["intended"] == 50000 and seen["t"].send_cpus == (0,)
+    assert r.intended_count == 50000 and r.offered_count == send["offered_count"]
+    assert r.forwarded_count == recv["total"]["unique"]
+    assert r.latency["p99_ns"] == recv["total"]["latency_ns"]["p99"]
+    assert r.extra["tool"] == "fwlab-engine"
+
+
+def test_report_latency_table():
+    from fwlab.report.html import _latency_table
+
+    recv = golden("recv", "v4_udp_50000")
+    send = golden("send", "v4_udp_50000")
+    lat = eng.metrics_from(send, recv, 64).metrics["latency_ns"]
+    base = dict(mode="routed", backend="nftables", layout="linear", stateful_shortcut=False, ip_version=4,
+                traffic="engine", size_bytes=64)
+    trials = [{**base, "rules": 0, "metrics": {"latency_ns": lat}},
+              {**base, "rules": 0, "metrics": {"latency_ns": lat}},
+              {**base, "rules": 100, "metrics": None, "error": "x"},
+              {**base, "traffic": "udp", "rules": 0, "metrics": {"rx_pps": 1.0}}]
+    html = _latency_table(trials)
+    assert "p99.9 [µs]" in html and f"{lat['p99'] / 1e3:.1f}" in html
+    assert html.count("<tr>") == 2  # header + one configuration
+    assert _latency_table(trials[2:]) == ""
