@@ -1,0 +1,107 @@
+"""fwlab-engine on a real test bed (root; skipped when the binary is not built): no loss and the
+intended rate on the empty bed, loss counted exactly against a DUT drop counter, and latency
+percentiles in the record of a run through the orchestrator."""
+
+import json
+import math
+
+import pytest
+
+from fwlab.runners import engine as eng
+from fwlab.testbed import Testbed, Topology, new_run_id
+
+if eng.find_engine() is None:
+    pytest.skip("fwlab-engine is not built (make engine)", allow_module_level=True)
+
+RATE = 50_000  # modest: far below what the empty bed forwards [packets/s]
+
+
+def trial(bed, **kw) -> eng.EngineTrial:
+    send, recv = eng.default_cpus(bed, kw.get("threads", 1))
+    return eng.EngineTrial(send_cpus=send, recv_cpus=recv, **kw)
+
+
+@pytest.mark.parametrize("ipv,frame", [(4, 64), (6, 78)])
+def test_no_loss_at_intended_rate(ipv, frame):
+    with Testbed(Topology(run_id=new_run_id(), mode="routed")) as bed:
+        t = trial(bed, duration_s=2, rate_pps=RATE, frame_size=frame, ip_version=ipv)
+        m = eng.run_trial(bed, t, RATE * 2).metrics
+    assert m["intended_count"] == m["offered_count"] == RATE * 2
+    assert m["forwarded_count"] == m["offered_count"] and m["lost"] == 0
+    assert m["reordered"] == 0 and m["duplicated"] == 0
+    assert not m["generator_short"]
+    assert abs(m["tx_pps"] - RATE) <= 0.01 * RATE
+    assert abs(m["rx_pps"] - RATE) <= 0.01 * RATE
+    assert m["latency_ns"]["min"] > 0 and m["latency_ns"]["p50"] <= m["latency_ns"]["max"]
+    assert m["pinning"]["send_observed"] == [0]
+
+
+def test_packet_backend_reaches_server():
+    with Testbed(Topology(run_id=new_run_id(), mode="routed")) as bed:
+        m = eng.run_trial(bed, trial(bed, duration_s=1, rate_pps=20_000, backend="packet"), 20_000).metrics
+    assert m["offered_count"] == 20_000 and m["forwarded_count"] == 20_000
+
+
+NUMGEN = """
+table inet fwltest {
+  chain forward {
+    type filter hook forward priority 0; policy accept;
+    udp dport %d numgen inc mod 10 0 counter drop
+  }
+}
+"""
+
+
+def test_loss_equals_dut_drop_counter():
+    """A DUT rule drops every 10th test packet; the engine's loss equals its counter exactly."""
+    with Testbed(Topology(run_id=new_run_id(), mode="routed")) as bed:
+        bed.host.run(["nft", "-f", "-"], ns=bed.ns("dut"), input=NUMGEN % eng.ENGINE_PORT)
+        m = eng.run_trial(bed, trial(bed, duration_s=1, rate_pps=RATE), RATE).metrics
+        listing = json.loads(bed.sh("dut", "nft", "-j", "list", "table", "inet", "fwltest").stdout)
+    counters = [e["counter"] for item in listing["nftables"] if "rule" in item
+                for e in item["rule"]["expr"] if "counter" in e]
+    dropped = counters[0]["packets"]
+    assert m["offered_count"] == RATE
+    assert dropped == math.ceil(m["offered_count"] / 10)  # numgen inc starts at 0
+    assert m["lost"] == dropped
+    assert m["forwarded_count"] == m["offered_count"] - dropped
+    assert m["loss_ratio"] == pytest.approx(dropped / m["offered_count"])
+
+
+SUITE = """
+name = "engine-tiny"
+mode = "routed"
+backends = ["nftables"]
+layouts = ["linear"]
+rules = [0, 100]
+duration_s = 1
+repetitions = 1
+settle_s = 0
+[[traffic]]
+kind = "engine"
+sizes = [64]
+rate_pps = 20000
+"""
+
+
+def test_orchestrated_trial_records_latency(tmp_path):
+    from fwlab.orchestrate import start_run
+    from fwlab.report import write_report
+    from fwlab.suites import load_suite
+
+    path = tmp_path / "engine-tiny.toml"
+    path.write_text(SUITE)
+    suite, text = load_suite(str(path))
+    rec = start_run(suite, text, tmp_path / "results", quiet=True)
+    trials = rec.trials()
+    assert len(trials) == 2 and all(not t.get("error") for t in trials)
+    for t in trials:
+        m = t["metrics"]
+        assert t["tool"] == "engine" and t["size_bytes"] == 64
+        assert m["offered_count"] == 20_000 and m["forwarded_count"] == 20_000
+        assert set(m["latency_ns"]) >= {"min", "p50", "p90", "p99", "p999", "max"}
+        assert t["raw"]["engine_send_json"]["kind"] == "send"
+        assert t["conditions"]["tool_version"].startswith("fwlab-engine")
+        assert t["dut_counters_delta"]["permit"] >= 20_000  # it crossed the DUT's permit rule
+    html = write_report(rec.path).read_text()
+    assert "<h2>Latency</h2>" in html and "p99.9" in html
