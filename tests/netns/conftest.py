@@ -1,9 +1,11 @@
 """Root-only fixtures: real namespaces, real firewalls. Everything skips cleanly without root."""
 
 import os
+
 import pytest
 
-from fwlab.testbed import list_fwl_namespaces, LocalHost
+from fwlab.testbed import LocalHost, list_fwl_namespaces
+from fwlab.testbed.bed import LIVE_NAMESPACES
 
 if os.geteuid() != 0:
     pytest.skip("tests/netns need root (network namespaces, nftables)", allow_module_level=True)
@@ -11,9 +13,9 @@ if os.geteuid() != 0:
 
 @pytest.fixture(autouse=True)
 def no_leftovers():
-    """Every netns test must leave no fwl- namespace of its own behind."""
-    before = set(list_fwl_namespaces(LocalHost()))
+    """Every namespace a test's test beds created must be gone when the test ends (other runs on
+    the same machine may have their own fwl- namespaces; those are not this test's business)."""
     yield
-    after = set(list_fwl_namespaces(LocalHost()))
-    new = {n for n in after - before if not n.startswith("fwl-engdev-")}
-    assert not new, f"test left namespaces behind: {sorted(new)}"
+    still = sorted(ns for ns in LIVE_NAMESPACES if ns in set(list_fwl_namespaces(LocalHost())))
+    LIVE_NAMESPACES.clear()
+    assert not still, f"test left namespaces behind: {still}"

@@ -49,7 +49,6 @@ def test_interrupt_then_resume(tmp_path, sig):
     suite = tmp_path / "lifecycle.toml"
     suite.write_text(SUITE)
     out = tmp_path / "results"
-    ours_before = set(list_fwl_namespaces(LocalHost()))
     p = fwlab("run", str(suite), "--out", str(out))
     deadline = time.monotonic() + 60
     run_dir = None
@@ -65,9 +64,10 @@ def test_interrupt_then_resume(tmp_path, sig):
     _, err = p.communicate(timeout=30)
     assert p.returncode == 130, err
     assert "fwlab run --resume" in err
-    leftover = set(list_fwl_namespaces(LocalHost())) - ours_before
-    assert not {n for n in leftover if not n.startswith("fwl-engdev-")}, leftover
     run = json.loads((run_dir / "run.json").read_text())
+    ours = {ns for bed in run.get("beds", []) for ns in bed["namespaces"].values()}
+    assert ours, "the run recorded its test bed"
+    assert not ours & set(list_fwl_namespaces(LocalHost())), "namespaces of the interrupted run remain"
     assert run["status"] == "interrupted"
     kept = {t["trial_id"] for t in lines(run_dir)}
     assert 2 <= len(kept) < 6

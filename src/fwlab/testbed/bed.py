@@ -44,6 +44,10 @@ RECORDED_FEATURES = (
 )
 
 
+#: every namespace this process created and has not deleted yet (tests check it is empty)
+LIVE_NAMESPACES: set[str] = set()
+
+
 def require_root() -> None:
     if os.geteuid() != 0:
         raise NotRoot("building the test bed needs root (network namespaces, nftables)",
@@ -63,6 +67,7 @@ def delete_namespace(host: LocalHost, ns: str) -> None:
     """Stop the processes inside ``ns``, then delete it. Never raises for a missing namespace."""
     kill_namespace_pids(host, ns)
     host.run(["ip", "netns", "del", ns], check=False)
+    LIVE_NAMESPACES.discard(ns)
 
 
 def clean_leftovers(host: LocalHost | None = None, run_id: str | None = None) -> list[str]:
@@ -151,6 +156,7 @@ class Testbed:
         plan = t.plan
         for role in t.roles:
             self.host.run(["ip", "netns", "add", self.ns(role)])
+            LIVE_NAMESPACES.add(self.ns(role))
             self.sh(role, "ip", "link", "set", "lo", "up")
             # Reverse-path filtering would drop spoofed test sources; the bed has no other links.
             self._sysctl(role, "net.ipv4.conf.all.rp_filter", 0)
