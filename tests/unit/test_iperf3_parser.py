@@ -37,6 +37,8 @@ def test_link_counts_separate_receiver_loss_from_dut_loss():
     apply_link_counts(m, "udp", server_if_rx=339310)  # the link got everything, the socket lost 1570
     assert m.metrics["loss_ratio"] == 0.0
     assert m.metrics["app_loss_ratio"] == pytest.approx(1570 / 339310)
+    assert m.metrics["throughput_bps"] == pytest.approx(m.metrics["offered_bps"])
+    assert m.metrics["app_throughput_bps"] < m.metrics["throughput_bps"]
     assert not m.flags  # 99.5 % read: within tolerance
     m2 = parse_json(golden("udp64"), "udp")
     apply_link_counts(m2, "udp", server_if_rx=339310 + 100000)

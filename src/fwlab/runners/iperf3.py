@@ -104,8 +104,9 @@ def parse_json(text: str, traffic: str) -> Measurement:
 
 
 def apply_link_counts(m: Measurement, traffic: str, server_if_rx: int) -> None:
-    """Set ``rx_pps`` from the server interface's receive counter: the packets that crossed the
-    DUT, whatever the receiving process managed to read. For UDP, iperf3's own count is kept as
+    """Set ``rx_pps`` (and for UDP ``throughput_bps``, in UDP payload bits) from the server
+    interface's receive counter: the packets that crossed the DUT, whatever the receiving
+    process managed to read. For UDP, iperf3's own count is kept as
     ``app_rx_pps``; when the socket read clearly fewer than the link delivered, the trial is
     flagged: the receiver, not the firewall, lost those packets. Counted over the whole client
     run (connect to close, a few control packets included)."""
@@ -119,6 +120,9 @@ def apply_link_counts(m: Measurement, traffic: str, server_if_rx: int) -> None:
         app = m.metrics.get("rx_packets") or 0
         tx = m.metrics.get("tx_packets") or 0
         if tx:
+            delivered = min(1.0, server_if_rx / tx)
+            m.metrics["app_throughput_bps"] = m.metrics.get("throughput_bps")
+            m.metrics["throughput_bps"] = (m.metrics.get("offered_bps") or 0.0) * delivered
             m.metrics["loss_ratio"] = max(0.0, (tx - server_if_rx) / tx)
             m.metrics["app_loss_ratio"] = max(0.0, (tx - app) / tx)
         if server_if_rx and app < 0.97 * server_if_rx:

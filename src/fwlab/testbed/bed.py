@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import time
 from dataclasses import dataclass, field
 
@@ -118,11 +119,19 @@ class Testbed:
         self.build_s = time.monotonic() - t0
 
     def teardown(self) -> None:
-        """Stop processes, delete every namespace of this run. Safe to call more than once."""
-        self.host.stop_all()
-        for role in self.topo.roles:
-            delete_namespace(self.host, self.topo.ns(role))
-        self.built = False
+        """Stop processes, delete every namespace of this run. Safe to call more than once.
+
+        SIGINT and SIGTERM are held back while it runs, so a second Ctrl-C cannot leave half a
+        test bed behind; they are delivered as soon as it is done."""
+        held = {signal.SIGINT, signal.SIGTERM}
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+        try:
+            self.host.stop_all()
+            for role in self.topo.roles:
+                delete_namespace(self.host, self.topo.ns(role))
+            self.built = False
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
     # -- helpers ----------------------------------------------------------------------------
     def ns(self, role: str) -> str:
