@@ -110,6 +110,57 @@ def cmd_version(args) -> int:
     return 0
 
 
+def cmd_baseline(args) -> int:
+    from fwlab.analysis.baseline import baseline_from_runs, measure_baseline
+
+    if args.from_runs:
+        if args.suite:
+            raise FwlabError("give a SUITE to measure or --from-runs, not both",
+                             fix="fwlab baseline SUITE --runs N, or fwlab baseline --from-runs DIR DIR ...")
+        base = baseline_from_runs(args.from_runs)
+        out = Path(args.out) if args.out else Path(args.from_runs[0]).parent
+    else:
+        if not args.suite:
+            raise FwlabError("no suite given", fix="fwlab baseline SUITE --runs N, or --from-runs DIR DIR ...")
+        base = measure_baseline(args.suite, args.runs, Path(args.out or "results"), quiet=args.quiet)
+        out = Path(args.out or "results")
+    path = base.write(out)
+    pooled = base.noise.pooled_threshold_pct()
+    print(f"{len(base.noise)} figures from {len(base.runs)} runs of '{base.suite}'"
+          + (f"; mean 2-sigma threshold {pooled:.2f} %" if pooled is not None else "")
+          + (f"; {len(base.left_out)} figures in fewer than 2 runs left out" if base.left_out else ""))
+    print(f"baseline: {path}")
+    return 0
+
+
+def cmd_compare(args) -> int:
+    from fwlab.analysis.baseline import load_noise
+    from fwlab.analysis.compare import compare_runs
+
+    noise = load_noise(args.noise) if args.noise else None
+    metric = args.metric if args.metric and len(args.metric) > 1 else (args.metric or ["primary"])[0]
+    result = compare_runs(args.run_a, args.run_b, noise=noise, metric=metric, ignore=args.ignore or ())
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2))
+    else:
+        sys.stdout.write(result.table())
+        print(result.summary_line())
+    return 0
+
+
+def cmd_export(args) -> int:
+    from fwlab.analysis.export import export_run
+
+    text, paths = export_run(Path(args.run_dir), args.format, args.out)
+    if text is not None:
+        sys.stdout.write(text)
+    elif args.format == "flent":
+        print(f"{len(paths)} flent files in {paths[0].parent}")
+    else:
+        print(f"{args.format}: {paths[0]}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="fwlab",
@@ -153,6 +204,45 @@ def build_parser() -> argparse.ArgumentParser:
 
     v = sub.add_parser("version", help="print fwlab's and the tools' versions as JSON")
     v.set_defaults(func=cmd_version)
+
+    b = sub.add_parser("baseline", help="measure each figure's run-to-run spread (noise model)",
+                       description="Run a suite N times (root, real traffic) or read existing runs "
+                                   "(--from-runs) and store the spread of each figure's per-run "
+                                   "median as baseline-<suite>-<UTC>.json, for 'fwlab compare --noise'.")
+    b.add_argument("suite", nargs="?", help="built-in suite name or path to a .toml file")
+    b.add_argument("--runs", type=int, default=10, help="number of runs to measure (default 10, as seed 002)")
+    b.add_argument("--from-runs", nargs="+", metavar="DIR", help="build from these run directories, measure nothing")
+    b.add_argument("--out", help="directory for the runs and the baseline file (default ./results; "
+                                 "with --from-runs the first run's parent)")
+    b.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    b.set_defaults(func=cmd_baseline)
+
+    cp = sub.add_parser("compare", help="compare two runs figure by figure (%% change, significance)",
+                        description="Per figure in both runs: % change of B against A, significant "
+                                    "when it exceeds 2 standard deviations of the baseline spread "
+                                    "(the --noise model, else run A's repetitions), and a Welch "
+                                    "t-test p-value when both runs have >= 2 repetitions.")
+    cp.add_argument("run_a", help="run A, the baseline (a run directory)")
+    cp.add_argument("run_b", help="run B, the changed run")
+    cp.add_argument("--noise", metavar="FILE", help="baseline file written by 'fwlab baseline'")
+    cp.add_argument("--metric", action="append", metavar="NAME",
+                    help="metric to compare: throughput_bps, rx_pps, loss_ratio, transactions_per_s, "
+                         "or 'all' (default: each curve's primary metric); may be repeated")
+    cp.add_argument("--ignore", action="append", metavar="FIELD",
+                    help="leave a field out of the figure names, e.g. 'layout' to compare a linear "
+                         "run with a set run; may be repeated")
+    cp.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    cp.set_defaults(func=cmd_compare)
+
+    ex = sub.add_parser("export", help="export a run as CSV, JSON or flent data files",
+                        description="csv: one row per trial (identity, metrics.*, flags, error); "
+                                    "json: the record as one document; flent: one .flent.gz per "
+                                    "stream trial with its per-interval series.")
+    ex.add_argument("run_dir")
+    ex.add_argument("--format", required=True, choices=["csv", "json", "flent"])
+    ex.add_argument("--out", metavar="PATH", help="csv/json: file (default stdout); "
+                                                  "flent: directory (default RUN/flent)")
+    ex.set_defaults(func=cmd_export)
     return p
 
 
@@ -162,6 +252,9 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return EXIT_USAGE
+    # Install both handlers explicitly: a job started in the background by a non-interactive
+    # shell inherits SIGINT as ignored, and Python would then never raise KeyboardInterrupt.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     try:
         return args.func(args)

@@ -1,0 +1,9 @@
+"""Analysis of stored run records: figures, noise baselines, run-to-run comparison, exports.
+
+Owns: turning one or more run records into named figures (`figures`), the noise model of
+repeated baseline runs (`baseline`), the comparison of two runs (`compare`) and the export of a
+record to CSV, JSON and flent's `.flent.gz` format (`export`). Reads records only through
+`fwlab.results.record`; the statistics themselves live in `fwlab.stats`. Never touches the test
+bed, firewalls or traffic, except that `baseline.measure_baseline` asks the orchestrator to run a
+suite.
+"""

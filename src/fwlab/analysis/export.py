@@ -1,0 +1,271 @@
+"""Exports of a run record: CSV of all trials, the record as one JSON document, flent files.
+
+Owns: flattening trials into CSV rows (identity fields, ``metrics.*`` columns, flag codes, error;
+never the raw tool output), the ``{run, trials}`` JSON document, and writing each stream trial's
+per-interval series as a flent data file (``.flent.gz``: gzipped JSON, file format version 3),
+plus `read_flent`, a small reader that checks a file the way flent's loader does. Reads records
+only through `RunRecord`. Never touches: statistics, plots, the test bed or traffic.
+
+flent's format (tohojo/flent, flent/resultset.py): a JSON object with ``version`` (int),
+``metadata`` (``NAME`` required; ``TIME`` and ``T0`` as UTC ``%Y-%m-%dT%H:%M:%S.%fZ``;
+``TOTAL_LENGTH``, ``STEP_SIZE``, ``TITLE``, ``DATA_FILENAME`` ...), ``x_values`` (shared x axis,
+seconds since T0), ``results`` (series name -> y values, one per x value, null where missing) and
+``raw_values`` (series name -> list of ``{"t": epoch seconds, "val": value}``). We write file
+format version 3 (flent 1.x reads it as is; flent 2.x, whose version is 4, upgrades it on load,
+a no-op for our series). flent picks its plot definitions by the test ``NAME``, so a TCP trial is
+written as flent's single-stream test ``tcp_1up_noping`` (series ``TCP upload``, Mbits/s) and a
+UDP trial as ``udp_flood`` (series ``UDP upload``, Mbits/s): ``flent -i FILE -p totals`` plots
+them. The other series (``tx packet rate``, ``TCP retransmits``) and fwlab's identity fields
+(``TEST_PARAMETERS``) ride along.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import re
+from calendar import timegm
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import fwlab
+from fwlab.errors import FwlabError
+from fwlab.results.record import RunRecord
+
+__all__ = ["FORMATS", "trials_csv", "record_json", "flent_documents", "write_flent", "read_flent",
+           "FlentData", "FLENT_FILEFORMAT_VERSION", "FLENT_SUFFIX", "FLENT_TESTS", "export_run"]
+
+FORMATS = ("csv", "json", "flent")
+
+#: identity and per-trial scalar fields, in CSV column order (docs/record-format.md)
+IDENTITY_FIELDS = ("kind", "trial_id", "suite", "mode", "backend", "layout", "rules", "stateful_shortcut",
+                   "ip_version", "traffic", "tool", "size_bytes", "streams", "rate_bps", "duration_s",
+                   "repetition", "started_utc", "ended_utc", "ruleset_digest", "ruleset_family", "rule_load_s")
+
+FLENT_FILEFORMAT_VERSION = 3
+"""The version we write; `read_flent` also reads 4 (flent 2.x), which has the same layout."""
+FLENT_READS = (3, 4)
+FLENT_SUFFIX = ".flent.gz"
+#: traffic -> (flent test NAME whose plot definitions fit, name of the throughput series)
+FLENT_TESTS = {"tcp": ("tcp_1up_noping", "TCP upload"), "udp": ("udp_flood", "UDP upload")}
+_FLENT_TIME = "%Y-%m-%dT%H:%M:%S.%fZ"
+_FLENT_TIME_KEYS = ("TIME", "BATCH_TIME", "T0")
+
+#: record series field -> (flent series name, scale from the stored unit, unit)
+_SERIES = {"throughput_bps": (None, 1e-6, "Mbits/s"),  # name: FLENT_TESTS
+           "tx_pps": ("tx packet rate", 1.0, "packets/s"),
+           "retransmits": ("TCP retransmits", 1.0, "count")}
+
+
+# --- CSV -------------------------------------------------------------------------------------------
+
+def _cell(v: Any) -> Any:
+    if isinstance(v, (dict, list)):
+        return json.dumps(v, separators=(",", ":"))
+    return v
+
+
+def trials_csv(trials: list[dict]) -> str:
+    """One row per trial: identity fields, ``metrics.<name>`` columns, ``flags`` (codes joined by
+    ';') and ``error``. Metric columns are the union over all trials, sorted; missing cells are empty."""
+    metric_names = sorted({m for t in trials for m in (t.get("metrics") or {})})
+    cols = list(IDENTITY_FIELDS) + [f"metrics.{m}" for m in metric_names] + ["flags", "error"]
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=cols, lineterminator="\n")
+    w.writeheader()
+    for t in trials:
+        row = {f: _cell(t.get(f)) for f in IDENTITY_FIELDS}
+        metrics = t.get("metrics") or {}
+        row.update({f"metrics.{m}": _cell(metrics.get(m)) for m in metric_names})
+        row["flags"] = ";".join(f.get("code", "?") if isinstance(f, dict) else str(f) for f in t.get("flags") or [])
+        row["error"] = t.get("error")
+        w.writerow(row)
+    return buf.getvalue()
+
+
+# --- JSON ------------------------------------------------------------------------------------------
+
+def record_json(rec: RunRecord) -> str:
+    """The record as one JSON document: ``{"run": run.json, "trials": [trial, ...]}``."""
+    return json.dumps({"run": rec.run, "trials": rec.trials()}, indent=1, default=str) + "\n"
+
+
+# --- flent -----------------------------------------------------------------------------------------
+
+def _parse_utc(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    for fmt in (_FLENT_TIME, "%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S.%f", "%Y-%m-%dT%H:%M:%S"):
+        try:
+            return datetime.strptime(text, fmt)
+        except ValueError:
+            continue
+    return None
+
+
+def _epoch(dt: datetime) -> float:
+    return timegm(dt.timetuple()) + dt.microsecond / 1e6
+
+
+def _safe_name(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", text)
+
+
+def flent_document(trial: dict, run: dict) -> dict | None:
+    """flent data file (format version 3) for one stream trial; None when it has no series."""
+    series = trial.get("series") or []
+    if trial.get("kind") != "stream" or not series:
+        return None
+    t0 = _parse_utc(trial.get("started_utc")) or datetime.now(timezone.utc).replace(tzinfo=None)
+    x = [float(s["t_s"]) for s in series]
+    results: dict[str, list] = {}
+    raw: dict[str, list] = {}
+    series_meta: dict[str, dict] = {}
+    test_name, throughput_series = FLENT_TESTS.get(trial.get("traffic"), ("fwlab", "throughput"))
+    for field, (name, scale, unit) in _SERIES.items():
+        name = name or throughput_series
+        if not any(field in s for s in series):
+            continue
+        ys = [None if s.get(field) is None else float(s[field]) * scale for s in series]
+        results[name] = ys
+        raw[name] = [{"t": _epoch(t0) + xi, "val": y} for xi, y in zip(x, ys) if y is not None]
+        series_meta[name] = {"UNITS": unit, "FWLAB_FIELD": field}
+    stamp = t0.strftime(_FLENT_TIME)
+    host = run.get("host") or {}
+    metadata = {
+        "NAME": test_name,
+        "TITLE": trial["trial_id"],
+        "TIME": stamp,
+        "T0": stamp,
+        "LENGTH": trial.get("duration_s"),
+        "TOTAL_LENGTH": max(x),
+        "STEP_SIZE": (x[1] - x[0]) if len(x) > 1 else (x[0] or 1.0),
+        "HOST": None,
+        "HOSTS": [],
+        "LOCAL_HOST": None,
+        "IP_VERSION": trial.get("ip_version"),
+        "NOTE": f"fwlab {trial.get('tool')} {trial.get('traffic')} trial through {trial.get('backend')} "
+                f"{trial.get('layout')} with {trial.get('rules')} rules ({trial.get('mode')})",
+        "DATA_FILENAME": _safe_name(trial["trial_id"]) + FLENT_SUFFIX,
+        "TEST_PARAMETERS": {f: trial.get(f) for f in IDENTITY_FIELDS[:16]},
+        "SERIES_META": series_meta,
+        "FWLAB_VERSION": host.get("fwlab_version", fwlab.__version__),
+        "FWLAB_SUITE": (run.get("suite") or {}).get("name"),
+        "KERNEL_RELEASE": host.get("kernel"),
+        "FWLAB_METRICS": trial.get("metrics"),
+    }
+    return {"version": FLENT_FILEFORMAT_VERSION, "metadata": metadata, "x_values": x,
+            "results": results, "raw_values": raw}
+
+
+def flent_documents(rec: RunRecord) -> list[dict]:
+    """flent documents for every stream trial of the record that has a per-interval series."""
+    docs = [flent_document(t, rec.run) for t in rec.trials("stream")]
+    return [d for d in docs if d is not None]
+
+
+def write_flent(rec: RunRecord, out_dir: Path | str) -> list[Path]:
+    """Write one ``<trial id>.flent.gz`` per stream trial with series into `out_dir`."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for doc in flent_documents(rec):
+        path = out_dir / doc["metadata"]["DATA_FILENAME"]
+        with gzip.open(path, "wt", encoding="utf-8") as fh:
+            json.dump(doc, fh, indent=2, sort_keys=True)
+        paths.append(path)
+    return paths
+
+
+@dataclass(frozen=True)
+class FlentData:
+    """A flent data file as flent's loader sees it."""
+
+    version: int
+    metadata: dict
+    """Metadata, with TIME/BATCH_TIME/T0 parsed into naive UTC datetimes."""
+    x_values: list
+    results: dict
+    raw_values: dict
+
+    def series(self, name: str) -> list:
+        return self.results[name]
+
+
+def read_flent(path: Path | str) -> FlentData:
+    """Read a flent data file following flent's loader (``ResultSet.unserialise``).
+
+    Raises `FwlabError` where flent's loader would fail: not JSON, a file format newer than 3,
+    no ``NAME``, a time it cannot parse, a series whose length differs from ``x_values``.
+    """
+    path = Path(path)
+    opener = gzip.open if path.name.endswith(".gz") else open
+    try:
+        with opener(path, "rt", encoding="utf-8") as fh:
+            obj = json.load(fh)
+    except (OSError, ValueError) as exc:
+        raise FwlabError(f"cannot load flent data from {path}: {exc}", fix="re-export it") from None
+    try:
+        version = int(obj["version"])
+    except (KeyError, ValueError, TypeError):
+        version = 1
+    if version > max(FLENT_READS):
+        raise FwlabError(f"{path}: flent file format version {version} is too new", fix="re-export it")
+    if version < min(FLENT_READS):
+        raise FwlabError(f"{path}: flent file format version {version} needs flent's own upgrade",
+                         fix="open it with flent")
+    try:
+        metadata = dict(obj["metadata"])
+        x_values = list(obj["x_values"])
+        results = dict(obj["results"])
+        raw_values = obj["raw_values"]
+    except (KeyError, TypeError) as exc:
+        raise FwlabError(f"{path}: missing top-level key {exc}", fix="re-export it") from None
+    if not metadata.get("NAME"):
+        raise FwlabError(f"{path}: metadata has no NAME (flent: 'Missing name for resultset')",
+                         fix="re-export it")
+    if metadata.get("TOTAL_LENGTH") is None:
+        metadata["TOTAL_LENGTH"] = max(x_values)
+    for key in _FLENT_TIME_KEYS:
+        if metadata.get(key) is not None:
+            dt = _parse_utc(metadata[key])
+            if dt is None:
+                raise FwlabError(f"{path}: metadata {key} {metadata[key]!r} is not an ISO time",
+                                 fix="re-export it")
+            metadata[key] = dt
+    for name, ys in results.items():
+        if len(ys) != len(x_values):
+            raise FwlabError(f"{path}: series {name!r} has {len(ys)} values for {len(x_values)} x values",
+                             fix="re-export it")
+    if raw_values and "T0" not in metadata and "TIME" not in metadata:
+        raise FwlabError(f"{path}: raw values need T0 or TIME in the metadata", fix="re-export it")
+    return FlentData(version=version, metadata=metadata, x_values=x_values, results=results,
+                     raw_values=raw_values)
+
+
+# --- one entry point -------------------------------------------------------------------------------
+
+def export_run(run_dir: Path | str, fmt: str, out: Path | str | None = None) -> tuple[str | None, list[Path]]:
+    """Export a run. csv/json: returns (text, []) when `out` is None, else writes the file and
+    returns (None, [out]). flent: writes into `out` (default ``<run>/flent``), returns (None, files)."""
+    if fmt not in FORMATS:
+        raise FwlabError(f"unknown export format {fmt!r}", fix=f"use one of {', '.join(FORMATS)}")
+    rec = RunRecord.open(run_dir)
+    if fmt == "flent":
+        paths = write_flent(rec, Path(out) if out else rec.path / "flent")
+        if not paths:
+            raise FwlabError(f"{run_dir} has no stream trial with a per-interval series",
+                             fix="export csv or json instead")
+        return None, paths
+    text = trials_csv(rec.trials()) if fmt == "csv" else record_json(rec)
+    if out is None:
+        return text, []
+    out = Path(out)
+    if out.parent:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    return None, [out]
