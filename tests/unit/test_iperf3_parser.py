@@ -60,3 +60,25 @@ def test_client_args():
     assert "-6" in a and ["-A", "0"] == a[a.index("-A"):a.index("-A") + 2]
     t = build_client_args(TrafficSpec(traffic="tcp", tool="iperf3", streams=4), "198.19.1.1", None)
     assert "-u" not in t and ["-P", "4"] == t[t.index("-P"):t.index("-P") + 2] and "-A" not in t
+
+
+def test_a_hung_client_is_a_failed_trial_not_a_failed_run():
+    """iperf3 can hang at the end of a lossy UDP test; that trial fails, the run goes on."""
+    from types import SimpleNamespace
+
+    from fwlab.runners.iperf3 import Iperf3
+    from fwlab.testbed.host import CommandTimeout
+    from fwlab.testbed.topology import Topology
+
+    topo = Topology(run_id="abcdef")
+
+    class Host:
+        def run(self, argv, ns=None, **kw):
+            raise CommandTimeout("'iperf3 -c 198.19.1.1' did not finish within 32 s and was killed")
+
+    bed = SimpleNamespace(topo=topo, host=Host(), ns=topo.ns,
+                          link_counters=lambda role, dev: {"rx_packets": 0})
+    runner = Iperf3()
+    runner.start = lambda bed, spec: None
+    with pytest.raises(RunnerError, match="hung"):
+        runner.measure(bed, TrafficSpec(traffic="udp", tool="iperf3", size_bytes=64, duration_s=2))

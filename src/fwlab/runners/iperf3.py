@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from fwlab.errors import RunnerError
 from fwlab.runners.base import Measurement, Runner, TrafficSpec, register
-from fwlab.testbed.host import Spawned, require_tool
+from fwlab.testbed.host import CommandTimeout, Spawned, require_tool
 
 if TYPE_CHECKING:
     from fwlab.testbed.bed import Testbed
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 def build_client_args(spec: TrafficSpec, server_addr: str, cpu: int | None) -> list[str]:
     """The iperf3 client command line for ``spec``."""
     args = ["iperf3", "-c", server_addr, "-p", str(spec.port), "-J", "-t", f"{spec.duration_s:g}",
-            f"-{spec.ip_version}"]
+            f"-{spec.ip_version}", "--connect-timeout", "3000"]
     if spec.streams > 1:
         args += ["-P", str(spec.streams)]
     if cpu is not None:
@@ -184,7 +184,12 @@ class Iperf3(Runner):
         server = bed.topo.plan.server(spec.ip_version)
         args = build_client_args(spec, server, bed.topo.pinning.client_cpu)
         before = bed.link_counters("server", bed.topo.server_if)
-        cp = bed.host.run(args, ns=bed.ns("client"), check=False, timeout_s=spec.duration_s + 30)
+        try:
+            cp = bed.host.run(args, ns=bed.ns("client"), check=False, timeout_s=spec.duration_s + 30)
+        except CommandTimeout as exc:
+            self.stop(bed)  # a wedged server would hang the next trial too: start a fresh one
+            raise RunnerError(f"iperf3 client hung: {exc.message}; this trial's figure is missing",
+                              fix="none needed: the next trial uses a fresh iperf3 server") from exc
         after = bed.link_counters("server", bed.topo.server_if)
         if cp.returncode != 0 and not cp.stdout.strip().startswith("{"):
             self.stop(bed)

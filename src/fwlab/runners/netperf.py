@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from fwlab.errors import RunnerError
 from fwlab.runners.base import Measurement, Runner, TrafficSpec, register
-from fwlab.testbed.host import Spawned, require_tool
+from fwlab.testbed.host import CommandTimeout, Spawned, require_tool
 
 if TYPE_CHECKING:
     from fwlab.testbed.bed import Testbed
@@ -127,7 +127,12 @@ class Netperf(Runner):
         pin = (bed.topo.pinning.client_cpu, bed.topo.pinning.server_cpu)
         args = self.client_args(spec, bed.topo.plan.server(spec.ip_version), pin)
         before = bed.link_counters("server", bed.topo.server_if)
-        cp = bed.host.run(args, ns=bed.ns("client"), check=False, timeout_s=spec.duration_s + 30)
+        try:
+            cp = bed.host.run(args, ns=bed.ns("client"), check=False, timeout_s=spec.duration_s + 30)
+        except CommandTimeout as exc:
+            self.stop(bed)
+            raise RunnerError(f"netperf hung: {exc.message}; this trial's figure is missing",
+                              fix="none needed: the next trial uses a fresh netserver") from exc
         after = bed.link_counters("server", bed.topo.server_if)
         if cp.returncode != 0:
             self.stop(bed)

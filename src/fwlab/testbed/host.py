@@ -65,6 +65,10 @@ class CommandFailed(FwlabError):
         self.ns = ns
 
 
+class CommandTimeout(FwlabError):
+    """A command run by fwlab did not finish in time and was killed."""
+
+
 @dataclass
 class Spawned:
     """A background process started by fwlab inside a namespace."""
@@ -115,9 +119,9 @@ class LocalHost:
         except FileNotFoundError:
             require_tool(argv[0])
             raise
-        except subprocess.TimeoutExpired as exc:
-            raise FwlabError(f"'{' '.join(argv[:3])}' did not finish within {timeout_s} s",
-                             fix="check the test bed; the command hung") from exc
+        except subprocess.TimeoutExpired as exc:  # subprocess.run has killed it
+            raise CommandTimeout(f"'{' '.join(argv[:3])}' did not finish within {timeout_s} s "
+                                 f"and was killed", fix="check the test bed; the command hung") from exc
         if check and cp.returncode != 0:
             raise CommandFailed(argv, cp.returncode, cp.stdout, cp.stderr, ns)
         return cp
