@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from goldens import GOLDEN
 
 from fwlab import cli
 from fwlab.analysis.baseline import baseline_from_runs, load_noise, measure_baseline
@@ -17,7 +18,6 @@ from fwlab.analysis.compare import compare_runs
 from fwlab.analysis.figures import ALL, run_figures
 from fwlab.errors import FwlabError
 from fwlab.stats import INSUFFICIENT_DATA, NOT_SIGNIFICANT, SIGNIFICANT
-from goldens import GOLDEN
 
 UDP_1000_LINEAR = "routed nftables linear 1000r ip4 udp 64B rx_pps"
 

@@ -12,6 +12,7 @@ import shutil
 from datetime import datetime
 
 import pytest
+from goldens import GOLDEN
 
 from fwlab import cli
 from fwlab.analysis.export import (
@@ -23,7 +24,6 @@ from fwlab.analysis.export import (
 )
 from fwlab.errors import FwlabError
 from fwlab.results import RunRecord
-from goldens import GOLDEN
 
 
 @pytest.fixture

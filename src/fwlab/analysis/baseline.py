@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ from fwlab.errors import FwlabError
 from fwlab.results.record import RunRecord, utc_now
 from fwlab.stats import NoiseModel
 
-__all__ = ["Baseline", "baseline_from_runs", "measure_baseline", "load_noise", "BASELINE_FORMAT"]
+__all__ = ["BASELINE_FORMAT", "Baseline", "baseline_from_runs", "load_noise", "measure_baseline"]
 
 BASELINE_FORMAT = "fwlab.baseline"
 BASELINE_VERSION = 1
@@ -53,7 +53,7 @@ class Baseline:
                 "noise": self.noise.to_dict()}
 
     def file_name(self) -> str:
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         return f"baseline-{self.suite}-{stamp}.json"
 
     def write(self, out_dir: Path | str) -> Path:

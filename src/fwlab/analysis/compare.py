@@ -21,9 +21,15 @@ from typing import Any
 from fwlab.analysis.figures import PRIMARY, Figure, run_figures
 from fwlab.errors import FwlabError
 from fwlab.results.record import RunRecord
-from fwlab.stats import SIGNIFICANT, Comparison, NoiseModel, comparison_table, compare_figure
+from fwlab.stats import (
+    SIGNIFICANT,
+    Comparison,
+    NoiseModel,
+    compare_figure,
+    comparison_table,
+)
 
-__all__ = ["RunComparison", "compare_runs", "compare_figures"]
+__all__ = ["RunComparison", "compare_figures", "compare_runs"]
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ import json
 import re
 from calendar import timegm
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +36,19 @@ import fwlab
 from fwlab.errors import FwlabError
 from fwlab.results.record import RunRecord
 
-__all__ = ["FORMATS", "trials_csv", "record_json", "flent_documents", "write_flent", "read_flent",
-           "FlentData", "FLENT_FILEFORMAT_VERSION", "FLENT_SUFFIX", "FLENT_TESTS", "export_run"]
+__all__ = [
+    "FLENT_FILEFORMAT_VERSION",
+    "FLENT_SUFFIX",
+    "FLENT_TESTS",
+    "FORMATS",
+    "FlentData",
+    "export_run",
+    "flent_documents",
+    "read_flent",
+    "record_json",
+    "trials_csv",
+    "write_flent",
+]
 
 FORMATS = ("csv", "json", "flent")
 
@@ -120,7 +131,7 @@ def flent_document(trial: dict, run: dict) -> dict | None:
     series = trial.get("series") or []
     if trial.get("kind") != "stream" or not series:
         return None
-    t0 = _parse_utc(trial.get("started_utc")) or datetime.now(timezone.utc).replace(tzinfo=None)
+    t0 = _parse_utc(trial.get("started_utc")) or datetime.now(UTC).replace(tzinfo=None)
     x = [float(s["t_s"]) for s in series]
     results: dict[str, list] = {}
     raw: dict[str, list] = {}

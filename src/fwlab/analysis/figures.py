@@ -22,8 +22,17 @@ from fwlab.errors import FwlabError
 from fwlab.report.summary import CURVE_FIELDS, METRICS, Curve, curves, primary_metric
 from fwlab.results.record import RunRecord
 
-__all__ = ["Figure", "figure_key", "run_figures", "trial_figures", "figure_values", "medians",
-           "PRIMARY", "ALL", "IGNORABLE"]
+__all__ = [
+    "ALL",
+    "IGNORABLE",
+    "PRIMARY",
+    "Figure",
+    "figure_key",
+    "figure_values",
+    "medians",
+    "run_figures",
+    "trial_figures",
+]
 
 PRIMARY = "primary"
 """Metric selection: each curve's primary metric (packet rate for UDP, throughput for TCP)."""
