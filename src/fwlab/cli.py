@@ -161,6 +161,20 @@ def cmd_export(args) -> int:
     return 0
 
 
+def cmd_bench_engine(args) -> int:
+    from fwlab.bench.engine import BenchConfig, format_table, parse_engine_configs, run_bench
+    from fwlab.testbed import require_root
+
+    require_root()
+    if args.rounds < 1 or args.seconds <= 0:
+        raise FwlabError("--rounds must be >= 1 and --seconds > 0", fix="e.g. --rounds 3 --seconds 3")
+    cfg = BenchConfig(rounds=args.rounds, seconds=args.seconds, engine_configs=parse_engine_configs(args.engine),
+                      phases=("forwarded",) if args.no_xdp else ("forwarded", "generator"))
+    res = run_bench(cfg, log=None if args.quiet else sys.stderr)
+    print(json.dumps(res, indent=2) if args.json else format_table(res))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="fwlab",
@@ -201,6 +215,23 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("clean", help="remove fwl-* namespaces left by crashed runs")
     c.set_defaults(func=cmd_clean)
+
+    b = sub.add_parser("bench", help="benchmark fwlab's own tools (e.g. 'fwlab bench engine')")
+    bsub = b.add_subparsers(dest="bench", metavar="BENCH", required=True)
+    be = bsub.add_parser("engine", help="64 B packet rate: iperf3 vs trafgen vs fwlab-engine (needs root)",
+                         description="On a routed bed with no rules, alternating the tools round by round, "
+                                     "measure the 64-byte frame rate of iperf3, trafgen (2 CPUs) and "
+                                     "fwlab-engine at max: forwarded through the empty DUT (server rx "
+                                     "counter) and into an XDP drop-all program at the DUT's ingress "
+                                     "(the generator's own limit).")
+    be.add_argument("--rounds", type=int, default=3, help="rounds of A B C ... per phase (default 3)")
+    be.add_argument("--seconds", type=float, default=3.0, help="counting window per measurement [s] (default 3)")
+    be.add_argument("--engine", default="udp:1,udp:2,packet:1,packet:2", metavar="CONFIGS",
+                    help="engine configurations backend:threads, comma-separated (default: %(default)s)")
+    be.add_argument("--no-xdp", action="store_true", help="only the forwarded phase")
+    be.add_argument("--json", action="store_true", help="print one JSON object (medians, ratios, raw rounds)")
+    be.add_argument("-q", "--quiet", action="store_true", help="no per-measurement progress on stderr")
+    be.set_defaults(func=cmd_bench_engine)
 
     v = sub.add_parser("version", help="print fwlab's and the tools' versions as JSON")
     v.set_defaults(func=cmd_version)
