@@ -36,6 +36,17 @@ def test_no_loss_at_intended_rate(ipv, frame):
     assert m["pinning"]["send_observed"] == [0]
 
 
+def test_half_of_max_rate_loses_nothing():
+    """Issue 3's check: at half the engine's measured maximum, no loss and the intended rate."""
+    with Testbed(Topology(run_id=new_run_id(), mode="routed")) as bed:
+        top = eng.run_trial(bed, trial(bed, duration_s=1, rate_pps=None)).metrics
+        half = round(top["tx_pps"] / 2)
+        m = eng.run_trial(bed, trial(bed, duration_s=2, rate_pps=half), half * 2).metrics
+    assert m["offered_count"] == half * 2 and not m["generator_short"]
+    assert m["forwarded_count"] == m["offered_count"] and m["lost"] == 0
+    assert abs(m["tx_pps"] - half) <= 0.01 * half
+
+
 def test_packet_backend_reaches_server():
     with Testbed(Topology(run_id=new_run_id(), mode="routed")) as bed:
         m = eng.run_trial(bed, trial(bed, duration_s=1, rate_pps=20_000, backend="packet"), 20_000).metrics
