@@ -15,7 +15,7 @@ if eng.find_engine() is None or missing:
 
 
 def _trafgens() -> set[str]:
-    cp = subprocess.run(["pgrep", "-a", "trafgen"], capture_output=True, text=True)
+    cp = subprocess.run(["pgrep", "-a", "trafgen"], capture_output=True, text=True, check=False)
     return set(cp.stdout.splitlines())
 
 

@@ -5,11 +5,11 @@ import json
 from types import SimpleNamespace
 
 import pytest
-
 from goldens import GOLDEN
-from fwlab.errors import RunnerError
-from fwlab.runners import get_runner
+
+from fwlab.errors import RunnerError, SuiteError
 from fwlab.runners import engine as eng
+from fwlab.runners import get_runner
 from fwlab.runners.base import TrafficSpec
 from fwlab.suites import parse_suite
 from fwlab.testbed.topology import Pinning, Topology
@@ -164,11 +164,11 @@ def test_suite_engine_item():
     # a dumped suite parses again (resume)
     assert parse_suite(s.model_dump(), "again") == s
     for bad in (_suite(sizes=[64, 128], rate_pps=1000), _suite(sizes=[63]), _suite(sizes=[9019])):
-        with pytest.raises(Exception):
+        with pytest.raises(SuiteError):
             parse_suite(bad, "test")
-    with pytest.raises(Exception):
+    with pytest.raises(SuiteError):
         parse_suite({**_suite(sizes=[64]), "ip_versions": [6]}, "test")
-    with pytest.raises(Exception):
+    with pytest.raises(SuiteError):
         parse_suite({"name": "t", "traffic": [{"kind": "udp", "rate_pps": 5}]}, "test")
 
 
@@ -212,8 +212,8 @@ def test_report_latency_table():
     recv = golden("recv", "v4_udp_50000")
     send = golden("send", "v4_udp_50000")
     lat = eng.metrics_from(send, recv, 64).metrics["latency_ns"]
-    base = dict(mode="routed", backend="nftables", layout="linear", stateful_shortcut=False, ip_version=4,
-                traffic="engine", size_bytes=64)
+    base = {"mode": "routed", "backend": "nftables", "layout": "linear", "stateful_shortcut": False,
+            "ip_version": 4, "traffic": "engine", "size_bytes": 64}
     trials = [{**base, "rules": 0, "metrics": {"latency_ns": lat}},
               {**base, "rules": 0, "metrics": {"latency_ns": lat}},
               {**base, "rules": 100, "metrics": None, "error": "x"},

@@ -29,9 +29,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, TextIO
+from typing import TextIO
 
 from fwlab.errors import FwlabError
 from fwlab.runners import engine as eng
@@ -65,7 +66,7 @@ def xdp_object() -> Path:
     cache.mkdir(parents=True, exist_ok=True)
     tmp = obj.with_suffix(".tmp.o")
     cp = subprocess.run([clang, "-O2", "-g", "-target", "bpf", "-I/usr/include/x86_64-linux-gnu",
-                         "-c", str(XDP_SOURCE), "-o", str(tmp)], capture_output=True, text=True)
+                         "-c", str(XDP_SOURCE), "-o", str(tmp)], capture_output=True, text=True, check=False)
     if cp.returncode != 0:
         raise FwlabError(f"compiling the XDP drop program failed: {(cp.stderr or cp.stdout).strip()[:200]}",
                          fix="apt-get install clang llvm libbpf-dev (or run 'make demo')")
@@ -100,12 +101,12 @@ class Tool:
     phases: tuple[str, ...]
     version: str
     pinning: dict
-    start: Callable[["Testbed", float], Running]
+    start: Callable[[Testbed, float], Running]
 
 
 def _first_line(argv: list[str]) -> str:
     try:
-        cp = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+        cp = subprocess.run(argv, capture_output=True, text=True, timeout=10, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return "unknown"
     lines = (cp.stdout or cp.stderr).strip().splitlines()
@@ -323,7 +324,7 @@ def summarize(results: list[dict], cfg: BenchConfig, tool_info: dict, host: dict
     ratios = {"engine_vs_iperf3": ratio("forwarded", "iperf3"),
               "engine_vs_trafgen": ratio("forwarded", "trafgen"),
               "engine_vs_trafgen_gen": ratio("generator", "trafgen")}
-    per_config = {phase: {n: (v / medians[phase]["trafgen"] if v and medians[phase].get("trafgen") else None)
+    per_config = {phase: {n: (v / m["trafgen"] if v and m.get("trafgen") else None)
                           for n, v in m.items() if n.startswith("engine:")} for phase, m in medians.items()}
     return {
         "bench": "engine", "frame_size": FRAME, "rounds": cfg.rounds, "seconds": cfg.seconds,
@@ -335,11 +336,11 @@ def summarize(results: list[dict], cfg: BenchConfig, tool_info: dict, host: dict
         "counted": {"forwarded": "server interface rx_packets (after the empty DUT); the same counter for every tool",
                     "generator": "DUT ingress interface rx_packets with an XDP (generic) drop-all program "
                                  "attached there; generic XDP runs after the veth counts the frame"},
-        "notes": ["the engine's best configuration is picked per phase by its median (a slight upward bias "
+        "notes": [("the engine's best configuration is picked per phase by its median (a slight upward bias "
                   "when configurations tie within the noise); ratios for each configuration are in "
-                  "engine_vs_trafgen_per_config",
-                  "iperf3 is measured only in the forwarded phase (its UDP test needs an answer from its "
-                  "server, which the XDP drop-all program drops)",
+                  "engine_vs_trafgen_per_config"),
+                  ("iperf3 is measured only in the forwarded phase (its UDP test needs an answer from its "
+                  "server, which the XDP drop-all program drops)"),
                   "no receiving program runs for trafgen and the engine; iperf3's server receives on its CPU"],
         "tools": tool_info,
         "host": host,
@@ -348,8 +349,8 @@ def summarize(results: list[dict], cfg: BenchConfig, tool_info: dict, host: dict
 
 
 def format_table(res: dict) -> str:
-    lines = [f"fwlab bench engine: {res['frame_size']} B frames, {res['rounds']} rounds x {res['seconds']:g} s "
-             f"per tool and phase (medians, kpps)", ""]
+    lines = [(f"fwlab bench engine: {res['frame_size']} B frames, {res['rounds']} rounds x {res['seconds']:g} s "
+             f"per tool and phase (medians, kpps)"), ""]
     phases = list(res["medians_pps"])
     names: list[str] = []
     for p in phases:
@@ -397,4 +398,4 @@ def parse_engine_configs(text: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-__all__ = ["BenchConfig", "run_bench", "format_table", "parse_engine_configs", "xdp_object", "trafgen_conf"]
+__all__ = ["BenchConfig", "format_table", "parse_engine_configs", "run_bench", "trafgen_conf", "xdp_object"]

@@ -214,7 +214,7 @@ def metrics_from(send: dict, recv: dict, frame_size: int, intended_count: int | 
 
 
 # -- running -----------------------------------------------------------------------------------
-def next_hop_mac(bed: "Testbed") -> str:
+def next_hop_mac(bed: Testbed) -> str:
     """MAC the client's frames go to: the DUT's client-side interface (routed), else the server's."""
     if bed.topo.mode == "routed":
         role, dev = "dut", bed.topo.dut_client_if
@@ -224,7 +224,7 @@ def next_hop_mac(bed: "Testbed") -> str:
     return json.loads(cp.stdout)[0]["address"]
 
 
-def default_cpus(bed: "Testbed", threads: int) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
+def default_cpus(bed: Testbed, threads: int) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
     """Sender and receiver pinning from the test bed: one sender thread on the client CPU; with
     several threads, consecutive CPUs from the client CPU on (wrapping around)."""
     p = bed.topo.pinning
@@ -236,7 +236,7 @@ def default_cpus(bed: "Testbed", threads: int) -> tuple[tuple[int, ...] | None, 
     return send, recv
 
 
-def run_trial(bed: "Testbed", t: EngineTrial, intended_count: int | None = None) -> Measurement:
+def run_trial(bed: Testbed, t: EngineTrial, intended_count: int | None = None) -> Measurement:
     """Receiver in the server namespace, wait for READY, sender in the client namespace, wait
     for the receiver's idle stop, parse both JSONs."""
     engine = require_engine()
@@ -257,7 +257,7 @@ def run_trial(bed: "Testbed", t: EngineTrial, intended_count: int | None = None)
             deadline = time.monotonic() + READY_TIMEOUT_S
             while not os.path.exists(ready):
                 if rx.proc.poll() is not None or time.monotonic() > deadline:
-                    out, err = rx.stop()
+                    _, err = rx.stop()
                     raise RunnerError(f"fwlab-engine recv did not become ready: {err.strip()[:200] or 'no output'}",
                                       fix="run 'fwlab clean'; check the engine build")
                 time.sleep(0.01)
@@ -299,7 +299,7 @@ def engine_version() -> str:
     engine = find_engine()
     if engine is None:
         return "fwlab-engine (not built)"
-    cp = subprocess.run([engine, "version"], capture_output=True, text=True, timeout=10)
+    cp = subprocess.run([engine, "version"], capture_output=True, text=True, timeout=10, check=False)
     try:
         doc = json.loads(cp.stdout)
         return f"fwlab-engine {doc['version']} (schema {doc['schema_version']})"
@@ -308,7 +308,7 @@ def engine_version() -> str:
 
 
 # -- the runner --------------------------------------------------------------------------------
-def trial_from_spec(bed: "Testbed", spec: TrafficSpec, backend: str = "udp") -> EngineTrial:
+def trial_from_spec(bed: Testbed, spec: TrafficSpec, backend: str = "udp") -> EngineTrial:
     """TrafficSpec -> EngineTrial: ``size_bytes`` is the Ethernet frame size (incl. FCS),
     ``streams`` the sender threads, ``rate_bps`` frame bits/s (None = max)."""
     frame = spec.size_bytes or default_frame_size(spec.ip_version)
@@ -331,7 +331,7 @@ class EngineRunner(Runner):
     def version(self) -> str:
         return engine_version()
 
-    def measure(self, bed: "Testbed", spec: TrafficSpec) -> Measurement:
+    def measure(self, bed: Testbed, spec: TrafficSpec) -> Measurement:
         if spec.traffic != "engine":
             raise RunnerError(f"the engine runner cannot generate '{spec.traffic}'", fix="use kind = \"engine\"")
         t = trial_from_spec(bed, spec)
@@ -347,7 +347,7 @@ register(EngineRunner())
 class EngineMeasurer:
     """:class:`fwlab.search.Measurer` on a built test bed: one engine trial per ``measure``."""
 
-    bed: "Testbed"
+    bed: Testbed
     frame_size: int = 64
     ip_version: int = 4
     backend: str = "udp"
@@ -355,7 +355,7 @@ class EngineMeasurer:
     last: Measurement | None = field(default=None, repr=False)
 
     def measure(self, duration_s: float, load_pps: float) -> TrialResult:
-        intended = int(round(load_pps * duration_s))
+        intended = round(load_pps * duration_s)
         if intended <= 0:
             return TrialResult(duration_s=duration_s, intended_load_pps=max(0.0, load_pps),
                                intended_count=0, offered_count=0, forwarded_count=0)
@@ -369,7 +369,7 @@ class EngineMeasurer:
         lat = mt.get("latency_ns")
         return TrialResult(
             duration_s=duration_s, intended_load_pps=load_pps, intended_count=intended,
-            offered_count=int(mt["offered_count"]), forwarded_count=int(mt["forwarded_count"]),
+            offered_count=mt["offered_count"], forwarded_count=mt["forwarded_count"],
             latency={f"{k}_ns": v for k, v in lat.items()} if lat else None,
             extra={"tool": "fwlab-engine", "engine_generator_short": mt["generator_short"],
                    "tx_pps": mt["tx_pps"], "jitter_ns": mt["jitter_ns"], "reordered": mt["reordered"],
