@@ -104,7 +104,7 @@ def curves(trials: list[dict]) -> list[Curve]:
 
 def primary_metric(curve: Curve) -> str:
     """Packet rate for UDP, throughput for TCP streams, transactions/s for request-response."""
-    return {"udp": "rx_pps", "tcp_rr": "transactions_per_s", "tcp_crr": "transactions_per_s"}.get(
+    return {"udp": "rx_pps", "engine": "rx_pps", "tcp_rr": "transactions_per_s", "tcp_crr": "transactions_per_s"}.get(
         curve.k["traffic"], "throughput_bps")
 
 

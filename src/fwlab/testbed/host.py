@@ -78,18 +78,25 @@ class Spawned:
     argv: list[str]
 
     def stop(self, sig: int = signal.SIGTERM, wait_s: float = 3.0) -> tuple[str, str]:
-        """Signal the process, wait up to ``wait_s``, kill if still alive; return (stdout, stderr)."""
-        if self.proc.poll() is None:
-            try:
-                self.proc.send_signal(sig)
-            except ProcessLookupError:
-                pass
+        """Signal the process group (tools such as trafgen fork workers that hold the output
+        pipes), wait up to ``wait_s``, kill the group if still alive; return (stdout, stderr)."""
+        self._signal_group(sig)
         try:
             out, err = self.proc.communicate(timeout=wait_s)
         except subprocess.TimeoutExpired:
-            self.proc.kill()
-            out, err = self.proc.communicate()
+            self._signal_group(signal.SIGKILL)
+            try:
+                out, err = self.proc.communicate(timeout=wait_s)
+            except subprocess.TimeoutExpired:  # a child escaped the group and holds the pipe
+                out, err = "", ""
         return out or "", err or ""
+
+    def _signal_group(self, sig: int) -> None:
+        # Spawned with start_new_session=True: the process leads its own group.
+        try:
+            os.killpg(self.proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 @dataclass
