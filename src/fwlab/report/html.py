@@ -33,10 +33,13 @@ def _fmt(v, digits=1):
     return f"{v:.{digits}f}"
 
 
-def _table(headers: list[str], rows: list[list], left: int = 1) -> str:
-    out = ["<table><tr>"]
-    out += [f"<th class='l'>{esc(h)}</th>" if i < left else f"<th>{esc(h)}</th>" for i, h in enumerate(headers)]
-    out.append("</tr>")
+def _table(headers: list[str] | None, rows: list[list], left: int = 1) -> str:
+    """An HTML table; ``headers`` None for a key-value table without a header row."""
+    out = ["<table>"]
+    if headers:
+        out.append("<tr>")
+        out += [f"<th class='l'>{esc(h)}</th>" if i < left else f"<th>{esc(h)}</th>" for i, h in enumerate(headers)]
+        out.append("</tr>")
     for r in rows:
         out.append("<tr>" + "".join(f"<td class='l'>{c}</td>" if i < left else f"<td>{c}</td>"
                                     for i, c in enumerate(r)) + "</tr>")
@@ -137,7 +140,7 @@ def render(run: dict, trials: list[dict], cs: list[Curve], summary_csv_name: str
     n_ok = sum(1 for t in trials if not t.get("error"))
     n_err = sum(1 for t in trials if t.get("error"))
     status = run.get("status")
-    parts.append(_table(["", ""], [
+    parts.append(_table(None, [
         ["status", esc(status) + (" — <span class='warn'>incomplete: resume with <code>fwlab run --resume DIR</code></span>"
                                    if status != "complete" else "")],
         ["trials", f"{n_ok} measured, {n_err} failed, {run.get('plan', {}).get('trials', '?')} planned"],
