@@ -13,6 +13,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
 from fwlab.errors import BackendError
+from fwlab.registry import Registry
 from fwlab.rules.model import RuleSet
 from fwlab.testbed.host import CommandFailed, LocalHost
 
@@ -124,23 +125,12 @@ class Backend(ABC):
                           rendered_lines=text.count("\n"))
 
 
-_REGISTRY: dict[str, Backend] = {}
+BACKENDS: Registry[Backend] = Registry("backend", BackendError)
 
 
 def register(backend: Backend) -> Backend:
-    if backend.name in _REGISTRY:
-        raise ValueError(f"backend {backend.name} registered twice")
-    _REGISTRY[backend.name] = backend
-    return backend
+    return BACKENDS.add(backend.name, backend)
 
 
-def get_backend(name: str) -> Backend:
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise BackendError(f"unknown backend '{name}'",
-                           fix=f"use one of: {', '.join(sorted(_REGISTRY))}") from None
-
-
-def backend_names() -> list[str]:
-    return sorted(_REGISTRY)
+get_backend = BACKENDS.get
+backend_names = BACKENDS.names

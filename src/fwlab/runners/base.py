@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from fwlab.errors import RunnerError
+from fwlab.registry import Registry
 
 if TYPE_CHECKING:
     from fwlab.testbed.bed import Testbed
@@ -70,21 +71,12 @@ class Runner(ABC):
     def measure(self, bed: "Testbed", spec: TrafficSpec) -> Measurement: ...
 
 
-_REGISTRY: dict[str, Runner] = {}
+RUNNERS: Registry[Runner] = Registry("traffic tool", RunnerError)
 
 
 def register(runner: Runner) -> Runner:
-    _REGISTRY[runner.name] = runner
-    return runner
+    return RUNNERS.add(runner.name, runner)
 
 
-def get_runner(name: str) -> Runner:
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise RunnerError(f"unknown traffic tool '{name}'",
-                          fix=f"use one of: {', '.join(sorted(_REGISTRY))}") from None
-
-
-def runner_names() -> list[str]:
-    return sorted(_REGISTRY)
+get_runner = RUNNERS.get
+runner_names = RUNNERS.names

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from fwlab.errors import SearchError
+from fwlab.registry import Registry
 from fwlab.search.measurer import Measurer
 from fwlab.search.result import SearchResult
 from fwlab.search.trial_log import DEFAULT_MAX_TRIALS, OnTrial, TrialLog
@@ -24,7 +25,7 @@ class SearchAlgorithm(Protocol):
                  goals: Any) -> list[SearchResult]: ...
 
 
-ALGORITHMS: dict[str, SearchAlgorithm] = {}
+ALGORITHMS: Registry[SearchAlgorithm] = Registry("search algorithm", SearchError)
 """Registered search algorithms by name."""
 
 
@@ -32,11 +33,7 @@ def register(name: str) -> Callable[[SearchAlgorithm], SearchAlgorithm]:
     """Decorator: make `fn` available to `run_search` as `name`."""
 
     def add(fn: SearchAlgorithm) -> SearchAlgorithm:
-        if name in ALGORITHMS and ALGORITHMS[name] is not fn:
-            raise SearchError(f"search algorithm {name!r} registered twice",
-                              fix="give the new algorithm its own name")
-        ALGORITHMS[name] = fn
-        return fn
+        return ALGORITHMS.add(name, fn)
 
     return add
 
@@ -61,11 +58,7 @@ def run_search(
       or their dicts), replayed in order instead of measured again.
     on_trial: called with each newly measured `SearchTrial`, right after it is measured.
     """
-    try:
-        algorithm = ALGORITHMS[name]
-    except KeyError:
-        raise SearchError(f"unknown search algorithm {name!r}",
-                          fix=f"use one of {', '.join(sorted(ALGORITHMS))}") from None
+    algorithm = ALGORITHMS.get(name)
     for label, value in (("max_load_pps", max_load_pps), ("min_load_pps", min_load_pps)):
         if isinstance(value, bool) or not isinstance(value, (int, float)) \
                 or not math.isfinite(value):
