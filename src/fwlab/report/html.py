@@ -9,10 +9,11 @@ from __future__ import annotations
 import html
 import json
 import statistics
+from collections.abc import Callable
 from pathlib import Path
 
 from fwlab.report import plots
-from fwlab.report.summary import METRIC_INFO, Curve, load_times, per_rule_costs, primary_metric
+from fwlab.report.summary import METRIC_INFO, Curve, Point, load_times, per_rule_costs, primary_metric
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1200px;margin:1.5em auto;padding:0 1em;color:#222}
@@ -47,57 +48,49 @@ def _table(headers: list[str] | None, rows: list[list], left: int = 1) -> str:
     return "".join(out)
 
 
-def _pct_table(group: list[Curve]) -> str:
-    """Seed 001 Table 1 shape: rate as % of the same curve's 0-rule rate, per rule count."""
-    ns = sorted({n for c in group for n in c.points})
+def _rules_table(curves: list[Curve], cell: Callable[[Curve, Point], str]) -> str:
+    """One row per configuration, one column per rule count; ``cell`` renders one point.
+    A point whose every trial failed shows as missing, with the first reason as its tooltip."""
+    ns = sorted({n for c in curves for n in c.points})
     rows = []
-    for c in group:
-        if c.k["backend"] == "none":
-            continue
-        m = primary_metric(c)
+    for c in curves:
         cells = [esc(c.label)]
         for n in ns:
             p = c.points.get(n)
             if p is None:
                 cells.append("")
-                continue
-            if p.errors and not p.values.get(m):
+            elif p.errors and not p.values:
                 cells.append(f"<span class='err' title='{esc(p.errors[0])}'>missing</span>")
-                continue
-            pct = c.pct_of_zero(m, n)
-            cells.append(_fmt(pct, 1))
+            else:
+                cells.append(cell(c, p))
         rows.append(cells)
-    if not rows:
+    return _table(["configuration"] + [f"{n} rules" for n in ns], rows)
+
+
+def _pct_table(group: list[Curve]) -> str:
+    """Seed 001 Table 1 shape: rate as % of the same curve's 0-rule rate, per rule count."""
+    with_rules = [c for c in group if c.k["backend"] != "none"]
+    if not with_rules:
         return ""
-    metric = primary_metric(group[0])
-    what = METRIC_INFO[metric][0]
+    what = METRIC_INFO[primary_metric(group[0])][0]
+    table = _rules_table(with_rules, lambda c, p: _fmt(c.pct_of_zero(primary_metric(c), p.rules), 1))
     return (f"<p class='muted'>{what} as % of the same configuration's 0-rule {what} (median of "
-            f"repetitions)</p>" + _table(["configuration"] + [f"{n} rules" for n in ns], rows))
+            f"repetitions)</p>" + table)
+
+
+def _abs_cell(c: Curve, p: Point) -> str:
+    shown = [f"{v * METRIC_INFO[m][2]:.2f} {METRIC_INFO[m][1]}"
+             for m in ("throughput_bps", "rx_pps", "transactions_per_s")
+             if (v := p.median(m)) is not None]
+    txt = "<br>".join(shown) or "–"
+    flags = sorted(set(p.flags))
+    if flags:
+        txt += f"<br><span class='warn' title='{esc(', '.join(flags))}'>⚑</span>"
+    return txt
 
 
 def _abs_table(group: list[Curve]) -> str:
-    ns = sorted({n for c in group for n in c.points})
-    rows = []
-    for c in group:
-        cells = [esc(c.label)]
-        for n in ns:
-            p = c.points.get(n)
-            if p is None:
-                cells.append("")
-                continue
-            shown = [f"{v * METRIC_INFO[m][2]:.2f} {METRIC_INFO[m][1]}"
-                     for m in ("throughput_bps", "rx_pps", "transactions_per_s")
-                     if (v := p.median(m)) is not None]
-            if not shown:
-                cells.append("<span class='err'>missing</span>")
-                continue
-            txt = "<br>".join(shown)
-            flags = sorted(set(p.flags))
-            if flags:
-                txt += f"<br><span class='warn' title='{esc(', '.join(flags))}'>⚑</span>"
-            cells.append(txt)
-        rows.append(cells)
-    return _table(["configuration"] + [f"{n} rules" for n in ns], rows)
+    return _rules_table(group, _abs_cell)
 
 
 LATENCY_COLS = (("min", "min"), ("p50", "p50"), ("p90", "p90"), ("p99", "p99"), ("p999", "p99.9"), ("max", "max"))
