@@ -6,7 +6,8 @@ Owns: lookup by name. Never knows what it holds.
 
 from __future__ import annotations
 
-from typing import Generic, Iterator, TypeVar
+from collections.abc import Iterator
+from typing import Generic, TypeVar
 
 from fwlab.errors import FwlabError
 

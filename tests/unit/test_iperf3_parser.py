@@ -1,9 +1,8 @@
 import pytest
-
 from goldens import GOLDEN
+
 from fwlab.errors import RunnerError
 from fwlab.runners import TrafficSpec
-from fwlab.runners.base import Measurement
 from fwlab.runners.iperf3 import apply_link_counts, build_client_args, parse_json
 
 
