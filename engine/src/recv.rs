@@ -97,22 +97,8 @@ fn open_socket(cfg: &RecvConfig) -> Result<(Fd, i32), String> {
                     .map_err(|e| format!("SO_TIMESTAMPNS: {e}"))?;
             }
             let ifindex = sys::ifindex(iface).map_err(|e| format!("interface {iface}: {e}"))?;
-            // SAFETY: zeroed sockaddr_ll is valid.
-            let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-            sll.sll_family = libc::AF_PACKET as u16;
-            sll.sll_protocol = proto as u16;
-            sll.sll_ifindex = ifindex;
-            // SAFETY: valid sockaddr_ll.
-            let r = unsafe {
-                libc::bind(
-                    fd.0,
-                    &sll as *const _ as *const libc::sockaddr,
-                    std::mem::size_of::<libc::sockaddr_ll>() as u32,
-                )
-            };
-            if r < 0 {
-                return Err(format!("bind to {iface}: {}", sys::last_err()));
-            }
+            sys::bind_packet(&fd, ifindex, proto as u16)
+                .map_err(|e| format!("bind to {iface}: {e}"))?;
             if cfg.threads > 1 {
                 let id = (std::process::id() & 0xffff) as i32 | (PACKET_FANOUT_HASH << 16);
                 sys::setsockopt(&fd, libc::SOL_PACKET, PACKET_FANOUT, &id)

@@ -112,6 +112,25 @@ pub fn bind(fd: &Fd, a: &SocketAddr) -> io::Result<()> {
     if r < 0 { Err(last_err()) } else { Ok(()) }
 }
 
+/// Bind an AF_PACKET socket to interface `ifindex` for `proto_be` (an ETH_P_* value already in
+/// network byte order as the socket call takes it; 0 = receive nothing, for a TX-only socket).
+pub fn bind_packet(fd: &Fd, ifindex: i32, proto_be: u16) -> io::Result<()> {
+    // SAFETY: a zeroed sockaddr_ll is valid; the fields that matter are set below.
+    let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    sll.sll_family = libc::AF_PACKET as u16;
+    sll.sll_protocol = proto_be;
+    sll.sll_ifindex = ifindex;
+    // SAFETY: sll is a valid sockaddr_ll and the length matches it.
+    let r = unsafe {
+        libc::bind(
+            fd.0,
+            &sll as *const _ as *const libc::sockaddr,
+            std::mem::size_of::<libc::sockaddr_ll>() as u32,
+        )
+    };
+    if r < 0 { Err(last_err()) } else { Ok(()) }
+}
+
 pub fn connect(fd: &Fd, a: &SocketAddr) -> io::Result<()> {
     let (ss, len) = sockaddr(a);
     // SAFETY: as above.

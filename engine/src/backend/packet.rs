@@ -154,22 +154,7 @@ pub fn open(cx: &TxContext) -> Result<Box<dyn TxBackend>, String> {
         frames,
     };
 
-    // SAFETY: zeroed sockaddr_ll is valid; fields set below.
-    let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-    sll.sll_family = libc::AF_PACKET as u16;
-    sll.sll_protocol = 0;
-    sll.sll_ifindex = ifindex;
-    // SAFETY: sll is a valid sockaddr_ll.
-    let r = unsafe {
-        libc::bind(
-            fd.0,
-            &sll as *const _ as *const libc::sockaddr,
-            std::mem::size_of::<libc::sockaddr_ll>() as u32,
-        )
-    };
-    if r < 0 {
-        return Err(format!("bind to {iface}: {}", sys::last_err()));
-    }
+    sys::bind_packet(&fd, ifindex, 0).map_err(|e| format!("bind to {iface}: {e}"))?;
 
     // Pre-fill every slot with the template and its length.
     for i in 0..frames {
