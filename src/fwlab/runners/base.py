@@ -49,6 +49,38 @@ class Measurement:
     flags: list[dict] = field(default_factory=list)
 
 
+def apply_link_counts(m: Measurement, traffic: str, server_if_rx: int, receiver: str = "receiving") -> None:
+    """Take the stream rates from the server interface's receive counter: the packets that
+    crossed the DUT, whatever the receiving process (``receiver``, e.g. "iperf3") managed to
+    read. Counted over the whole client run (connect to close, a few control packets included).
+
+    TCP: ``rx_pps``. UDP: also ``throughput_bps`` (the tool's bits per packet times the packets
+    the link got) and ``loss_ratio`` (sent but not delivered to the link); the tool's own figures
+    stay as ``app_rx_pps``, ``app_throughput_bps``, ``app_loss_ratio``. A UDP receiver that read
+    clearly fewer packets than its link delivered is flagged: that loss is the receiver's, not
+    the firewall's. Request-response kinds keep the tool's figures.
+    """
+    m.metrics["server_if_rx_packets"] = server_if_rx
+    dur = m.metrics.get("duration_s")
+    if not dur or traffic not in ("tcp", "udp"):
+        return
+    if traffic == "udp":
+        m.metrics["app_rx_pps"] = m.metrics.get("rx_pps")
+        app = m.metrics.get("rx_packets") or 0
+        tx = m.metrics.get("tx_packets") or 0
+        if app:
+            m.metrics["app_throughput_bps"] = m.metrics.get("throughput_bps")
+            m.metrics["throughput_bps"] = (m.metrics.get("throughput_bps") or 0.0) * server_if_rx / app
+        if tx:
+            m.metrics["loss_ratio"] = max(0.0, (tx - server_if_rx) / tx)
+            m.metrics["app_loss_ratio"] = max(0.0, (tx - app) / tx)
+        if server_if_rx and app < 0.97 * server_if_rx:
+            m.flags.append({"code": "receiver-bound", "severity": "warning",
+                            "message": f"the {receiver} process read {100 * app / server_if_rx:.0f} % of the "
+                                       f"packets its link received: receiver loss, not DUT loss"})
+    m.metrics["rx_pps"] = server_if_rx / dur
+
+
 class Runner(ABC):
     name: str = ""
     traffics: tuple[str, ...] = ()

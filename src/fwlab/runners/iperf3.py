@@ -14,7 +14,13 @@ import time
 from typing import TYPE_CHECKING
 
 from fwlab.errors import RunnerError
-from fwlab.runners.base import Measurement, Runner, TrafficSpec, register
+from fwlab.runners.base import (
+    Measurement,
+    Runner,
+    TrafficSpec,
+    apply_link_counts,
+    register,
+)
 from fwlab.testbed.host import CommandTimeout, Spawned, require_tool
 
 if TYPE_CHECKING:
@@ -103,36 +109,6 @@ def parse_json(text: str, traffic: str) -> Measurement:
     return Measurement(metrics=metrics, series=series, raw={"iperf3_client_json": doc})
 
 
-def apply_link_counts(m: Measurement, traffic: str, server_if_rx: int) -> None:
-    """Set ``rx_pps`` (and for UDP ``throughput_bps``, in UDP payload bits) from the server
-    interface's receive counter: the packets that crossed the DUT, whatever the receiving
-    process managed to read. For UDP, iperf3's own count is kept as
-    ``app_rx_pps``; when the socket read clearly fewer than the link delivered, the trial is
-    flagged: the receiver, not the firewall, lost those packets. Counted over the whole client
-    run (connect to close, a few control packets included)."""
-    m.metrics["server_if_rx_packets"] = server_if_rx
-    dur = m.metrics.get("duration_s")
-    if not dur:
-        return
-    if traffic == "udp":
-        m.metrics["app_rx_pps"] = m.metrics.get("rx_pps")
-        m.metrics["rx_pps"] = server_if_rx / dur
-        app = m.metrics.get("rx_packets") or 0
-        tx = m.metrics.get("tx_packets") or 0
-        if tx:
-            delivered = min(1.0, server_if_rx / tx)
-            m.metrics["app_throughput_bps"] = m.metrics.get("throughput_bps")
-            m.metrics["throughput_bps"] = (m.metrics.get("offered_bps") or 0.0) * delivered
-            m.metrics["loss_ratio"] = max(0.0, (tx - server_if_rx) / tx)
-            m.metrics["app_loss_ratio"] = max(0.0, (tx - app) / tx)
-        if server_if_rx and app < 0.97 * server_if_rx:
-            m.flags.append({"code": "receiver-bound", "severity": "warning",
-                            "message": f"the iperf3 server read {100 * app / server_if_rx:.0f} % of the "
-                                       f"packets its link received: receiver loss, not DUT loss"})
-    else:
-        m.metrics["rx_pps"] = server_if_rx / dur
-
-
 class Iperf3(Runner):
     name = "iperf3"
     traffics = ("tcp", "udp")
@@ -200,7 +176,7 @@ class Iperf3(Runner):
         except RunnerError:
             self.stop(bed)  # a failed test can wedge the server: start a fresh one next time
             raise
-        apply_link_counts(m, spec.traffic, after["rx_packets"] - before["rx_packets"])
+        apply_link_counts(m, spec.traffic, after["rx_packets"] - before["rx_packets"], "iperf3")
         m.raw["argv"] = args
         return m
 

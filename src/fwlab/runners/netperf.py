@@ -14,7 +14,13 @@ import time
 from typing import TYPE_CHECKING
 
 from fwlab.errors import RunnerError
-from fwlab.runners.base import Measurement, Runner, TrafficSpec, register
+from fwlab.runners.base import (
+    Measurement,
+    Runner,
+    TrafficSpec,
+    apply_link_counts,
+    register,
+)
 from fwlab.testbed.host import CommandTimeout, Spawned, require_tool
 
 if TYPE_CHECKING:
@@ -139,11 +145,7 @@ class Netperf(Runner):
             raise RunnerError(f"netperf {TESTS[spec.traffic]} failed (exit {cp.returncode}): "
                               f"{(cp.stderr or cp.stdout).strip()[:160]}", fix="check the firewall's permit rule")
         m = parse_output(cp.stdout, spec.traffic)
-        rx = after["rx_packets"] - before["rx_packets"]
-        m.metrics["server_if_rx_packets"] = rx
-        if m.metrics.get("duration_s") and spec.traffic in ("tcp", "udp"):
-            m.metrics["app_rx_pps"] = m.metrics.get("rx_pps")
-            m.metrics["rx_pps"] = rx / m.metrics["duration_s"]
+        apply_link_counts(m, spec.traffic, after["rx_packets"] - before["rx_packets"], "netserver")
         m.raw["argv"] = args
         return m
 
