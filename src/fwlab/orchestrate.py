@@ -144,6 +144,7 @@ class Executor:
                 "pinning": bed.topo.to_dict()["pinning"],
                 "testbed_run_id": bed.topo.run_id,
                 "backend_version": desc["backend_version"],
+                "tool_versions": {r.name: r.version() for r in runners},
             }
             ctx = DutContext(bed.host, bed.ns("dut"), mode) if bed.topo.has_dut else None
             loaded_key = None
@@ -206,7 +207,7 @@ class Executor:
             spec.to_dict(), metrics=metrics, series=series, started_utc=started, ruleset=load_info,
             dut_counters_before=cb, dut_counters_after=ca, links_before=lb, links_after=la,
             conditions={**cond, "bridge_nf_call": load_info.get("bridge_nf_call"),
-                        "tool_version": runner.version()},
+                        "tool_version": cond["tool_versions"][spec.tool]},
             raw=raw, flags=flags, error=error,
             extra={"rendered_lines": load_info.get("rendered_lines")})
         self.record.append_trial(rec)
