@@ -1,8 +1,11 @@
 """The `nftables` backend.
 
-Routed mode: an ``inet`` table on the forward hook. Bridge mode: a ``bridge`` table on the
+Routed mode: an ``ip`` (IPv4) or ``ip6`` (IPv6) table on the forward hook — not ``inet``: in an
+inet table every ``ip saddr`` match first checks the packet's family, which made a non-matching
+rule cost about 4x more here (22.8 vs 6.1 ns per rule per packet at 1000 rules; a rule set is
+for one IP version, so the check buys nothing). Bridge mode: a ``bridge`` table on the
 bridge forward hook — stateless, because this kernel has no bridge conntrack — or, for the
-stateful shortcut, ``inet`` rules that see bridged packets through br_netfilter.
+stateful shortcut, ``ip``/``ip6`` rules that see bridged packets through br_netfilter.
 Every rule carries a comment naming its class (deny-i, permit-..., default) so counters can be
 read back per class. Loaded atomically with one ``nft -f``.
 """
@@ -28,12 +31,12 @@ class Nftables(Backend):
     name = "nftables"
     layouts = ("linear", "set")
     tools = ("nft",)
-    summary = "nftables forward chain (inet; bridge family in bridge mode), linear rules or one set"
+    summary = "nftables forward chain (ip/ip6; bridge family in bridge mode), linear rules or one set"
 
     def table_family(self, rs: RuleSet, mode: str) -> str:
         if mode == "bridge" and not rs.stateful_shortcut:
             return "bridge"
-        return "inet"
+        return "ip" if rs.ip_version == 4 else "ip6"
 
     def family(self, rs: RuleSet, mode: str) -> str:
         return f"nft {self.table_family(rs, mode)}"
@@ -41,7 +44,7 @@ class Nftables(Backend):
     def bridge_nf_call(self, mode: str, rs: RuleSet) -> bool | None:
         if mode != "bridge":
             return None
-        return self.table_family(rs, mode) == "inet"
+        return self.table_family(rs, mode) != "bridge"
 
     def render(self, rs: RuleSet, mode: str) -> str:
         fam = self.table_family(rs, mode)
