@@ -19,7 +19,7 @@ from fwlab.dut import DutContext, get_backend
 from fwlab.errors import FwlabError, RecordError, RunnerError
 from fwlab.results import RunRecord, host_metadata, trial_record, utc_now
 from fwlab.rules import generate
-from fwlab.runners import TrafficSpec, get_runner
+from fwlab.runners import TrafficSpec, TrialEnv, get_runner
 from fwlab.stats.quality import flag_cpu_saturated
 from fwlab.suites import Suite, TrialSpec, expand, parse_suite
 from fwlab.testbed import Offloads, Pinning, Testbed, Topology, new_run_id, require_root, require_tool
@@ -147,6 +147,13 @@ class Executor:
                 "tool_versions": {r.name: r.version() for r in runners},
             }
             ctx = DutContext(bed.host, bed.ns("dut"), mode) if bed.topo.has_dut else None
+            env = TrialEnv(backend=backend if ctx else None, dut=ctx, note=self.progress.note)
+            for r in sorted(runners, key=lambda r: r.name):
+                info = r.bed_started(bed, env, [t for t in trials if t.tool == r.name])
+                if info is not None:
+                    env.bed_info[r.name] = info
+                    desc.setdefault("runner_info", {})[r.name] = info
+                    self.record.save_run()
             loaded_key = None
             load_info: dict = {}
             try:
@@ -154,7 +161,7 @@ class Executor:
                     if spec.config_key != loaded_key:
                         load_info = self._load(bed, ctx, backend, spec)
                         loaded_key = spec.config_key
-                    self._trial(bed, ctx, backend, spec, load_info, conditions_base)
+                    self._trial(bed, env, spec, load_info, conditions_base)
             finally:
                 for r in runners:
                     r.stop(bed)
@@ -181,18 +188,21 @@ class Executor:
     def _links(self, bed: Testbed) -> dict:
         return {f"{role}:{dev}": bed.link_counters(role, dev) for role, dev in bed.interfaces()}
 
-    def _trial(self, bed: Testbed, ctx, backend, spec: TrialSpec, load_info: dict, cond: dict) -> None:
+    def _trial(self, bed: Testbed, env: TrialEnv, spec: TrialSpec, load_info: dict, cond: dict) -> None:
         runner = get_runner(spec.tool)
+        backend, ctx = env.backend, env.dut
         tspec = TrafficSpec(traffic=spec.traffic, tool=spec.tool, size_bytes=spec.size_bytes,
                             streams=spec.streams, rate_bps=spec.rate_bps, ip_version=spec.ip_version,
-                            duration_s=spec.duration_s)
+                            duration_s=spec.duration_s, options=dict(spec.options))
         started = utc_now()
         cb = backend.counters(ctx) if ctx else None
         lb = self._links(bed)
         metrics, series, raw, flags, error = None, [], {}, [], None
+        kind, extra = "stream", {}
         try:
-            m = runner.measure(bed, tspec)
+            m = runner.measure(bed, tspec, env)
             metrics, series, raw, flags = m.metrics, m.series, m.raw, list(m.flags)
+            kind, extra = m.kind, dict(m.extra)
         except RunnerError as exc:
             error = exc.one_line()
         la = self._links(bed)
@@ -204,12 +214,12 @@ class Executor:
                                  "so this rate is the generator and the firewall path together")
                 flags.append(d)
         rec = trial_record(
-            spec.to_dict(), metrics=metrics, series=series, started_utc=started, ruleset=load_info,
+            spec.to_dict(), kind=kind, metrics=metrics, series=series, started_utc=started, ruleset=load_info,
             dut_counters_before=cb, dut_counters_after=ca, links_before=lb, links_after=la,
             conditions={**cond, "bridge_nf_call": load_info.get("bridge_nf_call"),
                         "tool_version": cond["tool_versions"][spec.tool]},
             raw=raw, flags=flags, error=error,
-            extra={"rendered_lines": load_info.get("rendered_lines")})
+            extra={"rendered_lines": load_info.get("rendered_lines"), **extra})
         self.record.append_trial(rec)
         if self.on_trial:
             self.on_trial(rec)

@@ -46,7 +46,9 @@ def test_trial_id_reads_like_csit():
 
 @pytest.mark.parametrize("bad,needle", [
     ({"backends": ["pf"]}, "unknown backend 'pf'"),
-    ({"traffic": [{"kind": "sctp"}]}, "traffic.0.kind"),
+    ({"traffic": [{"kind": "sctp"}]}, "cannot generate 'sctp'"),
+    ({"traffic": [{"kind": "udp", "options": {"x": 1}}]}, "takes no options"),
+    ({"traffic": [{"kind": "udp"}, {"kind": "udp"}]}, "same trial id"),
     ({"rules": [-5]}, "rule count -5"),
     ({"duraton_s": 3}, "duraton_s"),
     ({"traffic": [{"kind": "udp", "tool": "ping"}]}, "unknown traffic tool 'ping'"),
@@ -54,9 +56,17 @@ def test_trial_id_reads_like_csit():
 ])
 def test_bad_suites_give_one_line_errors(bad, needle):
     with pytest.raises(SuiteError) as ei:
-        parse_suite({**BASE, **bad}, "'bad.toml'")
+        expand(parse_suite({**BASE, **bad}, "'bad.toml'"))
     msg = ei.value.one_line()
     assert needle in msg and "\n" not in msg and "fix:" in msg
+
+
+def test_labels_tell_items_apart():
+    suite = parse_suite({**BASE, "backends": ["nftables"], "rules": [1], "repetitions": 1,
+                         "traffic": [{"kind": "udp", "sizes": [64]},
+                                     {"kind": "udp", "sizes": [64], "label": "b"}]}, "x")
+    ids = [t.trial_id for t in expand(suite).trials]
+    assert ids == ["ip4udp-64B-nftables-1r-linear-routed-r1", "ip4udp-b-64B-nftables-1r-linear-routed-r1"]
 
 
 def test_missing_and_malformed_files(tmp_path):

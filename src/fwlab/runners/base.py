@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable
 
 from fwlab.errors import RunnerError
 from fwlab.registry import Registry
 
 if TYPE_CHECKING:
+    from fwlab.dut.base import Backend, DutContext
     from fwlab.testbed.bed import Testbed
 
 
@@ -30,6 +31,19 @@ class TrafficSpec:
     ip_version: int = 4
     duration_s: float = 3.0
     port: int = 5201
+    options: dict = field(default_factory=dict, hash=False)  #: runner-specific, checked by Runner.check_options
+
+
+@dataclass
+class TrialEnv:
+    """What a runner may use beyond the bed: the DUT's backend and namespace (None in direct
+    mode), what :meth:`Runner.bed_started` measured on this bed (``bed_info``), and a way to print
+    a progress line. Runners that only drive traffic ignore it."""
+
+    backend: "Backend | None" = None
+    dut: "DutContext | None" = None
+    bed_info: dict = field(default_factory=dict)
+    note: Callable[[str], None] = lambda text: None
 
 
 @dataclass
@@ -47,6 +61,8 @@ class Measurement:
     series: list[dict] = field(default_factory=list)
     raw: dict = field(default_factory=dict)
     flags: list[dict] = field(default_factory=list)
+    kind: str = "stream"  #: the trial record's kind: "stream", "search", "connections", "http"...
+    extra: dict = field(default_factory=dict)  #: kind-specific structured results (e.g. a search's trials)
 
 
 def apply_link_counts(m: Measurement, traffic: str, server_if_rx: int, receiver: str = "receiving") -> None:
@@ -90,6 +106,21 @@ class Runner(ABC):
         """Why this runner cannot run on this host (missing tool), or None."""
         return None
 
+    def check_options(self, kind: str, options: dict[str, Any]) -> dict[str, Any]:
+        """Validate a traffic item's ``options`` table for ``kind``; return them normalised.
+        Raise ValueError with a one-line reason (the suite loader turns it into a SuiteError).
+        Default: this runner takes no options."""
+        if options:
+            raise ValueError(f"tool '{self.name}' takes no options (got: {', '.join(sorted(options))})")
+        return options
+
+    def bed_started(self, bed: "Testbed", env: TrialEnv, trials: list) -> dict | None:
+        """Called once per test bed after it is built and before any rule set is loaded (the DUT
+        forwards with no rules), with the bed's trials of this runner. Return what should be
+        recorded with the bed (e.g. the measured maximum load) and handed to :meth:`measure`
+        as ``env.bed_info[self.name]``; default: nothing."""
+        return None
+
     @abstractmethod
     def version(self) -> str: ...
 
@@ -100,7 +131,7 @@ class Runner(ABC):
         """Stop what :meth:`start` started."""
 
     @abstractmethod
-    def measure(self, bed: "Testbed", spec: TrafficSpec) -> Measurement: ...
+    def measure(self, bed: "Testbed", spec: TrafficSpec, env: TrialEnv | None = None) -> Measurement: ...
 
 
 RUNNERS: Registry[Runner] = Registry("traffic tool", RunnerError)

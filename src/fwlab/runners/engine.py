@@ -331,7 +331,7 @@ class EngineRunner(Runner):
     def version(self) -> str:
         return engine_version()
 
-    def measure(self, bed: Testbed, spec: TrafficSpec) -> Measurement:
+    def measure(self, bed: Testbed, spec: TrafficSpec, env=None) -> Measurement:
         if spec.traffic != "engine":
             raise RunnerError(f"the engine runner cannot generate '{spec.traffic}'", fix="use kind = \"engine\"")
         t = trial_from_spec(bed, spec)

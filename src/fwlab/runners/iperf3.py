@@ -155,7 +155,7 @@ class Iperf3(Runner):
                 bed.host.forget(sp)
                 del self._servers[key]
 
-    def measure(self, bed: "Testbed", spec: TrafficSpec) -> Measurement:
+    def measure(self, bed: "Testbed", spec: TrafficSpec, env=None) -> Measurement:
         self.start(bed, spec)
         server = bed.topo.plan.server(spec.ip_version)
         args = build_client_args(spec, server, bed.topo.pinning.client_cpu)

@@ -126,7 +126,7 @@ class Netperf(Runner):
         args += ["-k", SELECTORS]
         return args
 
-    def measure(self, bed: "Testbed", spec: TrafficSpec) -> Measurement:
+    def measure(self, bed: "Testbed", spec: TrafficSpec, env=None) -> Measurement:
         if spec.traffic not in TESTS:
             raise RunnerError(f"netperf cannot generate '{spec.traffic}'", fix=f"use one of {', '.join(TESTS)}")
         self.start(bed, spec)

@@ -9,9 +9,10 @@ Never touches the kernel.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from fwlab.dut import get_backend
+from fwlab.errors import SuiteError
 from fwlab.suites.schema import Suite
 
 
@@ -33,13 +34,16 @@ class TrialSpec:
     rate_bps: int | None
     duration_s: float
     repetition: int
+    label: str | None = None  #: the traffic item's tag, part of the id
+    options: dict = field(default_factory=dict, hash=False)  #: the traffic item's runner options
 
     @property
     def trial_id(self) -> str:
         size = f"{self.size_bytes}B" if self.size_bytes else "dflt"
         st = f"-{self.streams}s" if self.streams > 1 else ""
         sc = "-sf" if self.stateful_shortcut else ""
-        return (f"ip{self.ip_version}{self.traffic}-{size}{st}-{self.backend}-{self.rules}r-"
+        lb = f"-{self.label}" if self.label else ""
+        return (f"ip{self.ip_version}{self.traffic}{lb}-{size}{st}-{self.backend}-{self.rules}r-"
                 f"{self.layout}{sc}-{self.mode}-r{self.repetition}")
 
     @property
@@ -95,5 +99,12 @@ def expand(suite: Suite) -> Plan:
                                     suite=suite.name, mode=mode, backend=backend_name, layout=layout,
                                     rules=n, stateful_shortcut=sc, ip_version=ipv, traffic=item.kind,
                                     tool=item.tool, size_bytes=size, streams=item.streams,
-                                    rate_bps=item.rate_bps, duration_s=suite.duration_s, repetition=rep))
+                                    rate_bps=item.rate_bps, duration_s=suite.duration_s, repetition=rep,
+                                    label=item.label, options=dict(item.options)))
+    ids: set[str] = set()
+    for t in trials:
+        if t.trial_id in ids:
+            raise SuiteError(f"suite '{suite.name}': two traffic items give the same trial id {t.trial_id}",
+                             fix="give one of them a distinct label = \"...\"")
+        ids.add(t.trial_id)
     return Plan(tuple(trials), tuple(skipped))

@@ -6,7 +6,7 @@ runners). Never touches the kernel. A suite is data: it can be hashed, diffed an
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -36,8 +36,14 @@ class PinningModel(Strict):
 class TrafficItem(Strict):
     """One traffic item; ``sizes`` expands into one trial per size."""
 
-    kind: Literal["tcp", "udp", "tcp_rr", "tcp_crr", "engine"]
+    kind: str = Field(description="what to measure; each tool lists the kinds it can (fwlab list): "
+                                  "tcp, udp, tcp_rr, tcp_crr, engine, ...")
     tool: str = "iperf3"
+    label: str | None = Field(None, pattern=r"^[a-z0-9][a-z0-9_.]{0,23}$",
+                              description="short tag added to the trial ids; needed when two items of "
+                                          "the same kind and size would otherwise share an id")
+    options: dict[str, Any] = Field(default_factory=dict,
+                                    description="tool-specific settings, checked by the tool's runner")
     sizes: list[int | None] = Field(default_factory=lambda: [None],
                                     description="UDP payload / TCP write size [bytes]; for kind engine the "
                                                 "Ethernet frame size incl. FCS [bytes]; null = tool default")
@@ -135,8 +141,11 @@ class Suite(Strict):
         for t in self.traffic:
             if t.tool not in runner_names():
                 raise ValueError(f"unknown traffic tool '{t.tool}' (known: {', '.join(runner_names())})")
-            if t.kind not in get_runner(t.tool).traffics:
-                raise ValueError(f"tool '{t.tool}' cannot generate '{t.kind}'")
+            runner = get_runner(t.tool)
+            if t.kind not in runner.traffics:
+                raise ValueError(f"tool '{t.tool}' cannot generate '{t.kind}' (it can: {', '.join(runner.traffics)})")
+            checked = runner.check_options(t.kind, dict(t.options))
+            object.__setattr__(t, "options", checked)
             if t.kind == "engine" and 6 in self.ip_versions and any(s is not None and s < 78 for s in t.sizes):
                 raise ValueError("IPv6 engine frames are at least 78 B (RFC 5180): raise sizes or drop IPv6")
         if not self.traffic:
