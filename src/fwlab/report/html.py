@@ -165,7 +165,10 @@ def render(run: dict, trials: list[dict], cs: list[Curve], summary_csv_name: str
         parts.append(_pct_table(group))
         parts.append("<details><summary>absolute medians per rule count</summary>" + _abs_table(group) + "</details>")
 
-    parts.append(_latency_table(trials))
+    from fwlab.report.sections import render_sections
+
+    parts.extend(render_sections(run, trials))
+    parts.append(_latency_table([t for t in trials if t.get("kind") == "stream"]))
     costs = per_rule_costs(cs)
     parts.append("<h2>Per-rule cost of linear rule sets</h2>")
     if costs:
