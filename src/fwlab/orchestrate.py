@@ -124,7 +124,7 @@ class Executor:
         s = self.suite
         return Topology(run_id=new_run_id(), mode=mode,
                         offloads=Offloads(**s.offloads.model_dump()),
-                        pinning=Pinning(**s.pinning.model_dump()))
+                        pinning=Pinning(**s.pinning.model_dump()), device_model=s.device_model)
 
     def _run_bed(self, bed_key: tuple, trials: list[TrialSpec]) -> None:
         mode, backend_name = bed_key
@@ -142,6 +142,7 @@ class Executor:
             conditions_base = {
                 "offloads": desc["offloads"],
                 "pinning": bed.topo.to_dict()["pinning"],
+                "device": desc.get("device"),
                 "testbed_run_id": bed.topo.run_id,
                 "backend_version": desc["backend_version"],
                 "tool_versions": {r.name: r.version() for r in runners},

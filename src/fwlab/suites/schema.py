@@ -31,6 +31,7 @@ class PinningModel(Strict):
 
     client_cpu: int | None = 0
     server_cpu: int | None = 1
+    dut_cpu: int | None = Field(1, description="CPU of the DUT's NAPI threads (device_model \"napi\")")
 
 
 class TrafficItem(Strict):
@@ -107,6 +108,10 @@ class Suite(Strict):
     repetitions: int = Field(3, ge=1, le=100)
     settle_s: float = Field(0.2, ge=0, le=60, description="pause between trials [s]")
     seed: int = 1
+    device_model: Literal["veth", "napi"] = Field(
+        "veth", description="veth: the DUT's work runs in the sender's softirq (no loss, the sender "
+                            "slows down); napi: the DUT's veths receive through threaded NAPI on its own "
+                            "CPU, so overload shows as loss at its ingress ring (use for RFC 2544 searches)")
     offloads: OffloadsModel = Field(default_factory=OffloadsModel)
     pinning: PinningModel = Field(default_factory=PinningModel)
 

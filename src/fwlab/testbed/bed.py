@@ -14,6 +14,7 @@ import os
 import signal
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from fwlab.errors import NotRoot, TestbedError
 from fwlab.testbed.host import CommandFailed, LocalHost, kill_namespace_pids, require_tool
@@ -221,7 +222,66 @@ class Testbed:
             val = 1 if t.bridge_nf_call else 0
             for fam in ("iptables", "ip6tables", "arptables"):
                 self._sysctl("dut", f"net.bridge.bridge-nf-call-{fam}", val)
+        if t.has_dut and t.device_model == "napi":
+            self._napi_device()
         self._wait_link_ready()
+
+    def _napi_device(self) -> None:
+        """Device model "napi": each DUT veth receives through its own threaded NAPI instance,
+        pinned to the DUT's CPU (see topology.DEVICE_MODELS). GRO switches veth to NAPI mode;
+        UDP is not aggregated on forwarding (no UDP GRO forwarding), TCP is."""
+        t = self.topo
+        for dev in (t.dut_client_if, t.dut_server_if):
+            self.sh("dut", "ethtool", "-K", dev, "gro", "on")
+            self.sh("dut", "sh", "-c", f"echo 1 > /sys/class/net/{dev}/threaded")
+        deadline = time.monotonic() + 2.0
+        while True:
+            threads = self.napi_threads()
+            if len(threads) >= 2 or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        if len(threads) < 2:
+            raise TestbedError(f"threaded NAPI did not start on the DUT's veths (found {threads})",
+                               fix="use device_model = \"veth\" on this kernel")
+        if t.pinning.dut_cpu is not None:
+            for pid in threads:
+                self.host.run(["taskset", "-pc", str(t.pinning.dut_cpu), str(pid)])
+
+    def napi_threads(self) -> dict[int, str]:
+        """The DUT veths' NAPI kernel threads (``napi/<ifname>-<id>``): pid -> name."""
+        t = self.topo
+        names = (t.dut_client_if, t.dut_server_if)
+        out = {}
+        for d in Path("/proc").iterdir():
+            if not d.name.isdigit():
+                continue
+            try:
+                comm = (d / "comm").read_text().strip()
+            except OSError:
+                continue
+            if comm.startswith("napi/") and any(comm[5:].startswith(n + "-") for n in names):
+                out[int(d.name)] = comm
+        return out
+
+    def device_state(self) -> dict:
+        """The device model as measured: NAPI threads with their CPU affinity, GRO, threaded."""
+        t = self.topo
+        state: dict = {"device_model": t.device_model}
+        if not t.has_dut:
+            return state
+        threads = []
+        for pid, comm in sorted(self.napi_threads().items()):
+            try:
+                aff = sorted(os.sched_getaffinity(pid))
+            except OSError:
+                aff = None
+            threads.append({"pid": pid, "name": comm, "cpus": aff})
+        state["napi_threads"] = threads
+        state["threaded"] = {}
+        for dev in (t.dut_client_if, t.dut_server_if):
+            cp = self.sh("dut", "cat", f"/sys/class/net/{dev}/threaded", check=False)
+            state["threaded"][dev] = cp.stdout.strip() if cp.returncode == 0 else None
+        return state
 
     def _wait_link_ready(self, timeout_s: float = 5.0) -> None:
         """Wait until the client reaches the server over IPv4 and IPv6 (neighbours resolved)."""
@@ -290,6 +350,7 @@ class Testbed:
             "namespaces": {r: self.ns(r) for r in self.topo.roles},
             "interfaces": [f"{r}:{d}" for r, d in self.interfaces()],
             "offloads": self.offload_state(),
+            "device": self.device_state(),
             "sysctls": self.sysctls(),
             "build_s": round(self.build_s, 4),
         }

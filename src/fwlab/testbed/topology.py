@@ -16,6 +16,15 @@ PREFIX = "fwl-"
 #: veths, one subnet), direct (client and server joined with no DUT: the baseline).
 MODES = ("routed", "bridge", "direct")
 
+#: How the DUT gets its CPU (docs/device-model.md):
+#: - "veth": plain veth. The DUT's forwarding and firewall run in the sender's softirq on the
+#:   sender's CPU: a slow rule set slows the sender down and nothing is lost.
+#: - "napi": the DUT's ingress veths receive through a threaded NAPI instance (veth NAPI mode,
+#:   switched on by GRO) whose kernel thread is pinned to ``Pinning.dut_cpu``. The sender only
+#:   fills the DUT's 256-slot receive ring; when the DUT falls behind, frames are dropped at that
+#:   ring, as at a real NIC's RX ring. This is the model for loss-based (RFC 2544) searches.
+DEVICE_MODELS = ("veth", "napi")
+
 
 def new_run_id() -> str:
     """A short random id; 6 hex digits keep interface names within Linux's 15 characters."""
@@ -46,6 +55,7 @@ class Pinning:
 
     client_cpu: int | None = 0
     server_cpu: int | None = 1
+    dut_cpu: int | None = 1  #: CPU of the DUT's NAPI threads (device model "napi" only)
 
 
 @dataclass(frozen=True)
@@ -105,6 +115,8 @@ class Topology:
     pinning: Pinning = field(default_factory=Pinning)
     #: br_netfilter: pass bridged IP packets through the ip/ip6 netfilter hooks (bridge mode only).
     bridge_nf_call: bool = False
+    #: see DEVICE_MODELS
+    device_model: str = "veth"
 
     def ns(self, role: str) -> str:
         return f"{PREFIX}{self.run_id}-{role}"
