@@ -56,6 +56,8 @@ pub struct ThreadReport {
     pub cpu_observed: i32,
     pub intended_count: Option<u64>,
     pub sent: u64,
+    /// Packets skipped because the thread was more than --max-lag-us behind its schedule.
+    pub lag_skipped: u64,
     pub errors: u64,
     pub elapsed_s: f64,
     pub achieved_pps: f64,
@@ -74,6 +76,10 @@ pub struct SendResult {
     pub rate_max: bool,
     /// Burst length [packets] (1: evenly paced).
     pub burst: u64,
+    /// --max-lag-us (null: lag is always caught up).
+    pub max_lag_us: Option<f64>,
+    /// Packets skipped rather than sent in a catch-up burst (see --max-lag-us).
+    pub lag_skipped_count: u64,
     pub duration_s: Option<f64>,
     pub count: Option<u64>,
     /// rate*duration or --count; null for `max` with a duration.

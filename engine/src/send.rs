@@ -23,6 +23,8 @@ pub struct SendConfig {
     pub duration_s: Option<f64>,
     pub count: Option<u64>,
     pub burst: u64,
+    /// Catch-up limit [us]; None: catch up any lag.
+    pub max_lag_us: Option<f64>,
     pub threads: usize,
     pub cpus: Option<Vec<usize>>,
 }
@@ -99,6 +101,7 @@ pub fn run(cfg: SendConfig) -> Result<SendResult, String> {
 
     let offered: u64 = outs.iter().map(|o| o.report.sent).sum();
     let errors: u64 = outs.iter().map(|o| o.report.errors).sum();
+    let lag_skipped: u64 = outs.iter().map(|o| o.report.lag_skipped).sum();
     let end = outs.iter().map(|o| o.end_ns).max().unwrap_or(t0);
     let elapsed_s = (end.saturating_sub(t0)).max(1) as f64 / 1e9;
     let achieved_pps = offered as f64 / elapsed_s;
@@ -125,6 +128,8 @@ pub fn run(cfg: SendConfig) -> Result<SendResult, String> {
         intended_pps: cfg.rate.pps(),
         rate_max: cfg.rate == Rate::Max,
         burst: cfg.burst,
+        max_lag_us: cfg.max_lag_us,
+        lag_skipped_count: lag_skipped,
         duration_s: cfg.duration_s,
         count: cfg.count,
         intended_count: intended,
@@ -222,21 +227,30 @@ fn thread_main(
         .map(|d| t0 + (d * grace * 1e9) as u64)
         .unwrap_or(u64::MAX);
     let pacer = Pacer::new(t0, cfg.rate.split(n), cfg.burst, total);
+    let max_lag = match (cfg.rate.split(n), cfg.max_lag_us) {
+        (Rate::Pps(p), Some(us)) => Some(((p * us / 1e6).ceil() as u64).max(cfg.burst)),
+        _ => None,
+    };
     let batch = be.max_batch() as u64;
     let mut sent = 0u64;
+    let mut skipped = 0u64;
     let mut errors = 0u64;
     let mut consecutive = 0u64;
     let mut error_kinds: BTreeMap<String, u64> = BTreeMap::new();
     let mut first_error = None;
     rate::wait_until(t0);
-    while sent < total {
+    while sent + skipped < total {
         let now = rate::mono_ns();
         if now >= deadline || sys::stopped() {
             break;
         }
         let allowed = pacer.allowed(now);
+        if let Some(lag) = max_lag {
+            skipped = skipped.max(allowed.saturating_sub(sent + lag));
+        }
+        let allowed = allowed.saturating_sub(skipped);
         if allowed <= sent {
-            rate::wait_until(pacer.release_time(sent).min(deadline));
+            rate::wait_until(pacer.release_time(sent + skipped).min(deadline));
             continue;
         }
         let want = (allowed - sent).min(batch) as usize;
@@ -284,6 +298,7 @@ fn thread_main(
             cpu_observed: sys::current_cpu(),
             intended_count: my_total,
             sent,
+            lag_skipped: skipped,
             errors,
             elapsed_s: el,
             achieved_pps: sent as f64 / el,

@@ -137,7 +137,9 @@ def test_missing_binary_explains_make(monkeypatch):
 
 
 def _bed(client_cpu=0, server_cpu=1):
-    return SimpleNamespace(topo=Topology(run_id="abc123", pinning=Pinning(client_cpu, server_cpu)))
+    counts = {"tx_dropped": 0}
+    return SimpleNamespace(topo=Topology(run_id="abc123", pinning=Pinning(client_cpu, server_cpu)),
+                           link_counters=lambda role, dev: dict(counts))
 
 
 def test_trial_from_spec_frames_and_rate():

@@ -15,11 +15,16 @@ from fwlab.stats import fit_per_packet_cost, summarize
 from fwlab.stats.quality import flag_cv
 
 #: fields that identify a curve (everything but the rule count and the repetition)
-CURVE_FIELDS = ("mode", "backend", "layout", "stateful_shortcut", "ip_version", "traffic", "size_bytes", "streams")
-METRICS = ("throughput_bps", "rx_pps", "loss_ratio", "transactions_per_s")
+CURVE_FIELDS = ("mode", "backend", "layout", "stateful_shortcut", "ip_version", "traffic", "size_bytes", "streams",
+                "label")
+METRICS = ("throughput_bps", "rx_pps", "loss_ratio", "transactions_per_s", "throughput_pps", "throughput_pct_of_max")
+#: trial kinds whose figures form rule-count curves (others have report sections of their own)
+CURVE_KINDS = ("stream", "rfc2544")
 #: metric -> (what it is, display unit, scale from the stored unit to the display unit)
 METRIC_INFO = {"throughput_bps": ("throughput", "Gbit/s", 1e-9), "rx_pps": ("packet rate", "kpps", 1e-3),
-               "transactions_per_s": ("transaction rate", "1/s", 1.0), "loss_ratio": ("loss", "%", 100.0)}
+               "transactions_per_s": ("transaction rate", "1/s", 1.0), "loss_ratio": ("loss", "%", 100.0),
+               "throughput_pps": ("zero-loss throughput", "kpps", 1e-3),
+               "throughput_pct_of_max": ("throughput", "% of max", 1.0)}
 
 
 @dataclass
@@ -58,6 +63,8 @@ class Curve:
         s = f"{k['backend']} {k['layout']}"
         if k["stateful_shortcut"]:
             s += " +established"
+        if k.get("label"):
+            s += f" [{k['label']}]"
         return s
 
     @property
@@ -78,10 +85,10 @@ class Curve:
         return 100.0 * v / b
 
 
-def curves(trials: list[dict]) -> list[Curve]:
+def curves(trials: list[dict], kinds: tuple[str, ...] = CURVE_KINDS) -> list[Curve]:
     out: dict[tuple, Curve] = {}
     for t in trials:
-        if t.get("kind") != "stream":
+        if t.get("kind") not in kinds:
             continue
         key = tuple(t.get(f) for f in CURVE_FIELDS)
         c = out.setdefault(key, Curve(key))
@@ -104,7 +111,8 @@ def curves(trials: list[dict]) -> list[Curve]:
 
 def primary_metric(curve: Curve) -> str:
     """Packet rate for UDP, throughput for TCP streams, transactions/s for request-response."""
-    return {"udp": "rx_pps", "engine": "rx_pps", "tcp_rr": "transactions_per_s", "tcp_crr": "transactions_per_s"}.get(
+    return {"udp": "rx_pps", "engine": "rx_pps", "tcp_rr": "transactions_per_s", "tcp_crr": "transactions_per_s",
+            "throughput": "throughput_pps"}.get(
         curve.k["traffic"], "throughput_bps")
 
 

@@ -88,6 +88,9 @@ class EngineTrial:
     recv_cpus: tuple[int, ...] | None = None  #: receiver pinning
     port: int = ENGINE_PORT
     burst: int = 1
+    count: int | None = None  #: send exactly this many frames instead of for duration_s (back-to-back)
+    batch: int | None = None  #: frames per send call (the engine's default when None); bounds the bursts
+    max_lag_us: float | None = None  #: catch-up limit [us]: later packets are skipped, not burst (None: catch up)
 
 
 # -- command lines -----------------------------------------------------------------------------
@@ -116,11 +119,16 @@ def build_send_args(engine: str, t: EngineTrial, *, dst: str, src: str | None = 
         raise RunnerError(f"unknown engine backend '{t.backend}'", fix=f"use one of {', '.join(BACKENDS)}")
     rate = "max" if t.rate_pps is None else _num(round(t.rate_pps, 3))
     args = [engine, "send", "--backend", t.backend, "--dst", dst, "--dst-port", str(t.port),
-            "--frame-size", str(t.frame_size), "--rate-pps", rate, "--duration-s", _num(t.duration_s)]
+            "--frame-size", str(t.frame_size), "--rate-pps", rate]
+    args += ["--count", str(t.count)] if t.count else ["--duration-s", _num(t.duration_s)]
     if t.threads > 1:
         args += ["--threads", str(t.threads)]
     if t.burst > 1:
         args += ["--burst", str(t.burst)]
+    if t.batch:
+        args += ["--batch", str(t.batch)]
+    if t.max_lag_us:
+        args += ["--max-lag-us", _num(t.max_lag_us)]
     args += _cpu_list(t.send_cpus)
     if t.backend == "packet":
         if not (iface and dst_mac and src):
@@ -191,6 +199,7 @@ def metrics_from(send: dict, recv: dict, frame_size: int, intended_count: int | 
         "socket_drops": recv.get("socket_drops"),
         "generator_short": bool(send.get("generator_short")),
         "send_errors": send.get("errors"),
+        "lag_skipped_count": send.get("lag_skipped_count"),
         "duration_s": elapsed,
         "pinning": {"send": send.get("cpu_pinning"), "recv": recv.get("cpu_pinning"),
                     "send_observed": [t.get("cpu_observed") for t in send.get("threads") or []]},
@@ -352,6 +361,8 @@ class EngineMeasurer:
     ip_version: int = 4
     backend: str = "udp"
     threads: int = 1
+    batch: int | None = None  #: frames per send call; keep it well below the DUT ring (256) in device model napi
+    max_lag_us: float | None = None  #: the engine's catch-up limit [us] (see EngineTrial)
     last: Measurement | None = field(default=None, repr=False)
 
     def measure(self, duration_s: float, load_pps: float) -> TrialResult:
@@ -362,8 +373,12 @@ class EngineMeasurer:
         send_cpus, recv_cpus = default_cpus(self.bed, self.threads)
         t = EngineTrial(duration_s=duration_s, rate_pps=load_pps, frame_size=self.frame_size,
                         ip_version=self.ip_version, backend=self.backend, threads=self.threads,
-                        send_cpus=send_cpus, recv_cpus=recv_cpus)
+                        send_cpus=send_cpus, recv_cpus=recv_cpus, batch=self.batch,
+                        max_lag_us=self.max_lag_us)
+        role, dev = "client", self.bed.topo.client_if
+        before = self.bed.link_counters(role, dev)
         m = run_trial(self.bed, t, intended)
+        after = self.bed.link_counters(role, dev)
         self.last = m
         mt = m.metrics
         lat = mt.get("latency_ns")
@@ -374,6 +389,10 @@ class EngineMeasurer:
             extra={"tool": "fwlab-engine", "engine_generator_short": mt["generator_short"],
                    "tx_pps": mt["tx_pps"], "jitter_ns": mt["jitter_ns"], "reordered": mt["reordered"],
                    "duplicated": mt["duplicated"], "pinning": mt["pinning"], "flags": m.flags,
+                   "socket_drops": mt.get("socket_drops"),
+                   # frames the sender's veth could not put into the DUT's receive ring: the DUT's
+                   # ingress drops in device model "napi" (veth counts them as its tx_dropped)
+                   "dut_ingress_drops": after["tx_dropped"] - before["tx_dropped"],
                    "argv": m.raw.get("argv")})
 
 

@@ -34,6 +34,12 @@ class PinningModel(Strict):
     dut_cpu: int | None = Field(1, description="CPU of the DUT's NAPI threads (device_model \"napi\")")
 
 
+#: kinds whose tool is implied (otherwise the default tool is iperf3)
+DEFAULT_TOOL = {"engine": "engine", "throughput": "rfc2544", "frame_loss": "rfc2544", "back_to_back": "rfc2544"}
+#: kinds whose sizes are Ethernet frame sizes incl. FCS (fwlab-engine)
+FRAME_KINDS = ("engine", "throughput", "frame_loss", "back_to_back")
+
+
 class TrafficItem(Strict):
     """One traffic item; ``sizes`` expands into one trial per size."""
 
@@ -57,8 +63,8 @@ class TrafficItem(Strict):
     @model_validator(mode="before")
     @classmethod
     def _engine_rate(cls, data):
-        if isinstance(data, dict) and data.get("kind") == "engine" and "tool" not in data:
-            data = {**data, "tool": "engine"}
+        if isinstance(data, dict) and data.get("kind") in DEFAULT_TOOL and "tool" not in data:
+            data = {**data, "tool": DEFAULT_TOOL[data["kind"]]}
         if not isinstance(data, dict) or data.get("rate_pps") in (None, "max"):
             return data
         if data.get("kind") != "engine":
@@ -73,7 +79,7 @@ class TrafficItem(Strict):
 
     @model_validator(mode="after")
     def _engine_sizes(self) -> "TrafficItem":
-        if self.kind == "engine":
+        if self.kind in FRAME_KINDS:
             for s in self.sizes:
                 if s is not None and not 64 <= s <= 9018:
                     raise ValueError(f"engine frame size {s} B is outside 64..9018")
@@ -151,7 +157,7 @@ class Suite(Strict):
                 raise ValueError(f"tool '{t.tool}' cannot generate '{t.kind}' (it can: {', '.join(runner.traffics)})")
             checked = runner.check_options(t.kind, dict(t.options))
             object.__setattr__(t, "options", checked)
-            if t.kind == "engine" and 6 in self.ip_versions and any(s is not None and s < 78 for s in t.sizes):
+            if t.kind in FRAME_KINDS and 6 in self.ip_versions and any(s is not None and s < 78 for s in t.sizes):
                 raise ValueError("IPv6 engine frames are at least 78 B (RFC 5180): raise sizes or drop IPv6")
         if not self.traffic:
             raise ValueError("needs at least one [[traffic]] item")

@@ -50,6 +50,11 @@ RECORDED_FEATURES = (
 LIVE_NAMESPACES: set[str] = set()
 
 
+#: SCHED_FIFO priority of the DUT's NAPI threads in device model "napi" (the kernel's own
+#: threaded-IRQ handlers run at 50)
+NAPI_RT_PRIORITY = 50
+
+
 def require_root() -> None:
     if os.geteuid() != 0:
         raise NotRoot("building the test bed needs root (network namespaces, nftables)",
@@ -243,9 +248,13 @@ class Testbed:
         if len(threads) < 2:
             raise TestbedError(f"threaded NAPI did not start on the DUT's veths (found {threads})",
                                fix="use device_model = \"veth\" on this kernel")
-        if t.pinning.dut_cpu is not None:
-            for pid in threads:
+        for pid in threads:
+            if t.pinning.dut_cpu is not None:
                 self.host.run(["taskset", "-pc", str(t.pinning.dut_cpu), str(pid)])
+            # Real-time priority: the DUT's CPU is its own, as on a device; without it, any
+            # process on that CPU (the receiver, other work on a shared machine) delays the
+            # DUT and its ring overflows at loads it could carry.
+            self.host.run(["chrt", "-f", "-p", str(NAPI_RT_PRIORITY), str(pid)])
 
     def napi_threads(self) -> dict[int, str]:
         """The DUT veths' NAPI kernel threads (``napi/<ifname>-<id>``): pid -> name."""
@@ -275,7 +284,13 @@ class Testbed:
                 aff = sorted(os.sched_getaffinity(pid))
             except OSError:
                 aff = None
-            threads.append({"pid": pid, "name": comm, "cpus": aff})
+            try:
+                policy = {os.SCHED_FIFO: "fifo", os.SCHED_RR: "rr", os.SCHED_OTHER: "other"}.get(
+                    os.sched_getscheduler(pid), "?")
+                prio = os.sched_getparam(pid).sched_priority
+            except OSError:
+                policy, prio = None, None
+            threads.append({"pid": pid, "name": comm, "cpus": aff, "policy": policy, "rt_priority": prio})
         state["napi_threads"] = threads
         state["threaded"] = {}
         for dev in (t.dut_client_if, t.dut_server_if):

@@ -1,0 +1,146 @@
+"""Report section for RFC 2544 trials (kind "rfc2544"): the bed's maximum load, zero-loss
+throughput against rule count per frame size and mode (pps, bit/s, % of the maximum), the
+searches' cost, latency at fractions of the throughput, frame loss rate and back-to-back bursts.
+Reads the record only."""
+
+from __future__ import annotations
+
+import statistics
+
+from fwlab.report import plots
+from fwlab.report.html import _fmt, _table, esc
+from fwlab.report.sections import Section, register
+from fwlab.report.summary import curves
+
+
+def _med(vals):
+    vals = [v for v in vals if v is not None]
+    return statistics.median(vals) if vals else None
+
+
+def _max_load_table(run: dict) -> str:
+    rows = []
+    for bed in run.get("beds", []):
+        info = (bed.get("runner_info") or {}).get("rfc2544") or {}
+        for key, v in info.items():
+            rows.append([esc(bed.get("topology", {}).get("mode")), esc(bed.get("backend")), esc(key),
+                         _fmt((v.get("mrr_pps") or 0) / 1e3, 1) if v.get("mrr_pps") else esc(v.get("error") or "missing"),
+                         _fmt((v.get("mrr_bps") or 0) / 1e6, 1) if v.get("mrr_pps") else "",
+                         _fmt((v.get("offered_pps") or 0) / 1e3, 1) if v.get("offered_pps") else "",
+                         esc((bed.get("device") or {}).get("device_model"))])
+    if not rows:
+        return ""
+    return ("<h3>Maximum load of each test bed</h3><p class='muted'>A veth test bed has no line rate: the maximum "
+            "is measured once per bed before any rule set is loaded, as the forwarding rate at the generator's "
+            "maximum offered load (MRR/FRMOL). Searches run up to it; throughput is shown as % of it.</p>"
+            + _table(["mode", "backend", "traffic", "maximum [kpps]", "[Mbit/s]", "offered at max [kpps]",
+                      "device model"], rows, left=3))
+
+
+def _throughput(trials: list[dict]) -> list[str]:
+    tp = [t for t in trials if t.get("traffic") == "throughput"]
+    if not tp:
+        return []
+    parts = []
+    cs = curves(tp, kinds=("rfc2544",))
+    groups: dict[str, list] = {}
+    for c in cs:
+        groups.setdefault(c.traffic_label, []).append(c)
+    for tl, group in groups.items():
+        parts.append(f"<h3>{esc(tl)}</h3>")
+        parts.append("<div class='plot'>" + plots.rate_vs_rules(group, "throughput_pps", f"{tl}: zero-loss throughput "
+                                                                 "vs rule count") + "</div>")
+        parts.append("<div class='plot'>" + plots.rate_vs_rules(group, "throughput_pct_of_max", f"{tl}: % of the "
+                                                                 "bed's maximum load") + "</div>")
+        rows = []
+        for c in group:
+            for n, p in c.points.items():
+                pps = p.values.get("throughput_pps") or []
+                rows.append([esc(c.label), n, len(pps),
+                             _fmt((_med(pps) or 0) / 1e3, 1) if pps else "missing",
+                             (f"{min(pps) / 1e3:.1f}–{max(pps) / 1e3:.1f}" if len(pps) > 1 else ""),
+                             _fmt(_med(p.values.get("throughput_bps") or []) and _med(p.values.get("throughput_bps")) / 1e6, 1),
+                             _fmt(_med(p.values.get("throughput_pct_of_max") or []), 0),
+                             esc(", ".join(sorted(set(p.flags)))) or ""])
+        parts.append(_table(["configuration", "rules", "n", "median [kpps]", "range [kpps]", "[Mbit/s]",
+                             "% of max", "flags"], rows, left=1))
+    # search cost
+    rows = []
+    for t in tp:
+        m = t.get("metrics") or {}
+        if not m:
+            continue
+        rows.append([esc(t["trial_id"]), esc(m.get("algorithm")), esc(m.get("goal")),
+                     _fmt((m.get("lower_bound_pps") or 0) / 1e3, 1) if m.get("lower_bound_pps") else "none",
+                     _fmt((m.get("upper_bound_pps") or 0) / 1e3, 1) if m.get("upper_bound_pps") else "none",
+                     m.get("search_trials"), _fmt(m.get("search_trial_s"), 1)])
+    parts.append("<details><summary>every search: bounds, trials and trial seconds</summary>"
+                 + _table(["trial", "algorithm", "goal", "lower [kpps]", "upper [kpps]", "trials", "trial s"],
+                          rows, left=3) + "</details>")
+    return parts
+
+
+def _latency(trials: list[dict]) -> str:
+    rows = []
+    for t in trials:
+        for lt in ((t.get("extra") or {}).get("rfc2544") or {}).get("latency") or []:
+            lat = lt.get("latency") or {}
+            rows.append([esc(t["trial_id"]), _fmt(100 * lt["fraction"], 0), _fmt(lt["load_pps"] / 1e3, 1),
+                         _fmt(100 * (lt.get("loss_ratio") or 0), 3),
+                         *[_fmt(lat.get(f"{k}_ns") / 1e3, 1) if lat.get(f"{k}_ns") is not None else ""
+                           for k in ("min", "p50", "p99", "max")]])
+    if not rows:
+        return ""
+    return ("<h3>Latency at fractions of the throughput (RFC 2544 §26.2)</h3><p class='muted'>One-way latency "
+            "of every test frame (send timestamp in the frame, kernel receive time), in µs.</p>"
+            + _table(["trial", "% of throughput", "load [kpps]", "loss [%]", "min", "p50", "p99", "max"], rows, left=1))
+
+
+def _frame_loss(trials: list[dict]) -> str:
+    fl = [t for t in trials if t.get("traffic") == "frame_loss" and t.get("metrics")]
+    if not fl:
+        return ""
+    rows = []
+    for t in fl:
+        steps = ((t.get("extra") or {}).get("rfc2544") or {}).get("steps") or []
+        rows.append([esc(t["trial_id"])] + [f"{s['load_pct']:.0f} %: {100 * (s['loss_ratio'] or 0):.2f} %"
+                                             + (" (short)" if s.get("generator_short") else "") for s in steps])
+    width = max(len(r) for r in rows)
+    rows = [r + [""] * (width - len(r)) for r in rows]
+    return ("<h3>Frame loss rate (RFC 2544 §26.3)</h3><p class='muted'>Loss at each offered load (% of the bed's "
+            "maximum), from the top down until two loads in a row lose nothing.</p>"
+            + _table(["trial"] + [f"step {k}" for k in range(1, width)], rows, left=width))
+
+
+def _back_to_back(trials: list[dict]) -> str:
+    bb = [t for t in trials if t.get("traffic") == "back_to_back" and t.get("metrics")]
+    if not bb:
+        return ""
+    rows = [[esc(t["trial_id"]), t["metrics"].get("back_to_back_frames") or "none",
+             _fmt((t["metrics"].get("burst_rate_pps") or 0) / 1e3, 1), t["metrics"].get("bursts"),
+             "yes" if t["metrics"].get("burst_max_passed") else ""] for t in bb]
+    return ("<h3>Back-to-back frames (RFC 2544 §26.4)</h3><p class='muted'>The longest burst at the generator's "
+            "maximum rate that the DUT passes with no loss.</p>"
+            + _table(["trial", "longest burst [frames]", "burst rate [kpps]", "bursts sent", "longest tried passed"],
+                     rows, left=1))
+
+
+def render(run: dict, trials: list[dict]) -> str | None:
+    parts = ["<h2>RFC 2544: throughput, latency, frame loss, back-to-back</h2>"]
+    models = {(b.get("device") or {}).get("device_model") for b in run.get("beds", [])}
+    if "veth" in models:
+        parts.append("<p class='warn'>Some beds used device model 'veth': there, DUT overload slows the sender "
+                     "instead of losing frames, and a zero-loss search describes the sender.</p>")
+    else:
+        parts.append("<p class='muted'>Device model 'napi': the DUT's veths receive through threaded NAPI on their "
+                     "own CPU (real-time priority), so an overloaded DUT drops frames at its 256-frame ingress ring, "
+                     "as a real device drops at its RX ring (docs/device-model.md).</p>")
+    parts.append(_max_load_table(run))
+    parts.extend(_throughput(trials))
+    parts.append(_latency(trials))
+    parts.append(_frame_loss(trials))
+    parts.append(_back_to_back(trials))
+    return "\n".join(p for p in parts if p)
+
+
+register(Section(kind="rfc2544", title="RFC 2544", render=render, order=10))

@@ -1,0 +1,304 @@
+"""RFC 2544 tests through the firewall with fwlab-engine: throughput (zero-loss rate search),
+latency at fractions of that throughput, frame loss rate, and back-to-back frames.
+
+Owns: the ``rfc2544`` runner (tool name ``rfc2544``; kinds ``throughput``, ``frame_loss``,
+``back_to_back``), its options, the maximum load of each bed, and turning searches into records.
+The searches themselves are pure code in :mod:`fwlab.search`; this module only hands them an
+:class:`~fwlab.runners.engine.EngineMeasurer` on the live bed.
+
+Maximum load. A veth test bed has no line rate, so the maximum is measured once per test bed,
+before any rule set is loaded: the forwarding rate at the generator's maximum offered load with
+the DUT forwarding and no rules (RFC 2544's "maximum frame rate" replaced by MRR / RFC 2889's
+FRMOL). Searches run between ``min_load_pps`` and ``max_load_factor`` x that maximum; results are
+reported in frames/s, bit/s (frame bits incl. FCS) and % of the maximum.
+
+Use device model "napi" (suite ``device_model``): on plain veth, DUT overload slows the sender
+instead of losing frames and a loss-based search has nothing to find (docs/device-model.md).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from fwlab.errors import FwlabError, RunnerError
+from fwlab.runners.base import Measurement, Runner, TrafficSpec, TrialEnv, register
+from fwlab.runners.engine import (EngineMeasurer, EngineTrial, default_cpus, default_frame_size,
+                                  engine_version, find_engine, run_trial, _missing_text)
+from fwlab.search import run_search
+from fwlab.search.measurer import TrialResult
+
+if TYPE_CHECKING:
+    from fwlab.testbed.bed import Testbed
+
+KINDS = ("throughput", "frame_loss", "back_to_back")
+
+
+class Rfc2544Options(BaseModel):
+    """``options`` of an ``rfc2544`` traffic item (all optional)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    algorithm: Literal["binary", "mlr"] = Field("mlr", description="throughput search")
+    goal: str | dict | list | None = Field(
+        None, description="mlr: preset name (rfc2544, tst009, csit, csit-pdr), goal table or list; "
+                          "binary: a table of BinaryGoal fields. Unset: mlr csit+csit-pdr; binary "
+                          "with the suite's duration_s as trial length")
+    engine_backend: Literal["udp", "packet"] = Field(
+        "udp", description="udp: the kernel accepts every frame and ring drops count as DUT loss; "
+                           "packet: frames the DUT's ring refuses are not counted as offered")
+    max_load_factor: float = Field(1.0, gt=0, le=10, description="search maximum = this x the bed's maximum load")
+    min_load_pps: float = Field(1000.0, gt=0, description="search minimum [frames/s]")
+    mrr_duration_s: float = Field(2.0, gt=0, le=60, description="length of each maximum-load trial [s]")
+    latency_at: list[float] = Field(default_factory=list,
+                                    description="RFC 2544 §26.2: latency trials at these fractions of the "
+                                                "throughput found (e.g. [0.5, 0.9, 1.0])")
+    latency_duration_s: float = Field(5.0, gt=0, le=600, description="length of each latency trial [s]")
+    steps_pct: list[float] = Field(default_factory=lambda: [100.0, 90.0, 80.0, 70.0, 60.0, 50.0, 40.0, 30.0, 20.0, 10.0],
+                                   description="frame_loss: offered loads in % of the maximum, high to low; "
+                                               "stops after two consecutive loads without loss (RFC 2544 §26.3)")
+    burst_trials: int = Field(5, ge=1, le=100, description="back_to_back: bursts per length (RFC 2544: 50)")
+    max_burst: int = Field(200_000, ge=2, description="back_to_back: longest burst tried [frames]")
+    burst_resolution: float = Field(0.05, gt=0, lt=1, description="back_to_back: stop when (fail-pass)/fail <= this")
+    batch: int = Field(8, ge=1, le=1024, description="frames per send call: small, so the sender's bursts stay "
+                                                     "far below the DUT's 256-frame receive ring")
+    max_lag_us: float | None = Field(500.0, gt=0, description="sender catch-up limit [us]: a descheduled sender "
+                                                              "skips frames (trial then generator-short) instead of "
+                                                              "bursting them into the DUT; null = catch up")
+
+    @field_validator("latency_at")
+    @classmethod
+    def _fractions(cls, v: list[float]) -> list[float]:
+        for f in v:
+            if not 0 < f <= 1:
+                raise ValueError(f"latency_at fraction {f} is outside (0, 1]")
+        return v
+
+
+def parse_options(options: dict) -> Rfc2544Options:
+    try:
+        return Rfc2544Options(**options)
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        where = ".".join(str(x) for x in e["loc"]) or "options"
+        raise ValueError(f"rfc2544 option {where}: {e['msg']}") from None
+
+
+def _bed_key(ip_version: int, frame: int, backend: str) -> str:
+    return f"ip{ip_version}-{frame}B-{backend}"
+
+
+def _frame(spec) -> int:
+    return spec.size_bytes or default_frame_size(spec.ip_version)
+
+
+# -- pure parts (unit-tested with simulated DUTs) ----------------------------------------------
+def frame_loss_steps(trial, max_load_pps: float, steps_pct: list[float]) -> list[dict]:
+    """RFC 2544 §26.3: trials from the highest step down until two consecutive steps lose
+    nothing. ``trial(load_pps) -> TrialResult``."""
+    out, clean = [], 0
+    for pct in sorted(steps_pct, reverse=True):
+        load = max_load_pps * pct / 100.0
+        r = trial(load)
+        out.append({"load_pct": pct, "load_pps": load, "offered_count": r.offered_count,
+                    "forwarded_count": r.forwarded_count, "loss_ratio": r.loss_ratio,
+                    "generator_short": r.generator_short})
+        clean = clean + 1 if (r.loss_count == 0 and not r.generator_short) else 0
+        if clean >= 2:
+            break
+    return out
+
+
+def longest_burst(burst_ok, max_burst: int, resolution: float, min_burst: int = 2) -> dict:
+    """RFC 2544 §26.4: the longest burst of back-to-back frames with no loss, by bisection on
+    the burst length. ``burst_ok(n) -> bool`` (all repetitions of a burst of n frames lost nothing).
+    Returns the longest passing length (None if even ``min_burst`` failed) and the lengths tried."""
+    tried: list[tuple[int, bool]] = []
+
+    def ok(n: int) -> bool:
+        r = burst_ok(n)
+        tried.append((n, r))
+        return r
+
+    if ok(max_burst):
+        return {"frames": max_burst, "max_passed": True, "tried": tried}
+    lo, hi = None, max_burst
+    n = max(min_burst, max_burst // 2)
+    while True:
+        if ok(n):
+            lo = n
+        else:
+            hi = n
+        if lo is None:
+            if n <= min_burst:
+                return {"frames": None, "max_passed": False, "tried": tried}
+            n = max(min_burst, n // 2)
+            continue
+        if (hi - lo) / hi <= resolution or hi - lo <= 1:
+            return {"frames": lo, "max_passed": False, "tried": tried}
+        n = (lo + hi) // 2
+
+
+# -- the runner ---------------------------------------------------------------------------------
+class Rfc2544Runner(Runner):
+    name = "rfc2544"
+    traffics = KINDS
+    summary = ("RFC 2544 with fwlab-engine: zero-loss throughput search (binary or MLRsearch) with "
+               "latency at fractions of it, frame loss rate, back-to-back bursts; % of the bed's maximum load")
+
+    def unavailable(self) -> str | None:
+        return None if find_engine() else _missing_text()
+
+    def version(self) -> str:
+        return engine_version()
+
+    def check_options(self, kind: str, options: dict[str, Any]) -> dict[str, Any]:
+        return parse_options(options).model_dump()
+
+    # maximum load, once per bed, before any rule set is loaded
+    def bed_started(self, bed: Testbed, env: TrialEnv, trials: list) -> dict | None:
+        out: dict[str, dict] = {}
+        for spec in trials:
+            opts = parse_options(spec.options)
+            key = _bed_key(spec.ip_version, _frame(spec), opts.engine_backend)
+            if key in out:
+                continue
+            env.note(f"maximum load {key}: {opts.mrr_duration_s:g} s trials at the generator's maximum, no rules")
+            out[key] = self._max_load(bed, spec.ip_version, _frame(spec), opts)
+        return out
+
+    def _max_load(self, bed: Testbed, ip_version: int, frame: int, opts: Rfc2544Options) -> dict:
+        send, recv = default_cpus(bed, 1)
+        runs = []
+        for _ in range(2):
+            t = EngineTrial(duration_s=opts.mrr_duration_s, rate_pps=None, frame_size=frame,
+                            ip_version=ip_version, backend=opts.engine_backend, send_cpus=send, recv_cpus=recv)
+            try:
+                m = run_trial(bed, t).metrics
+            except FwlabError as exc:
+                return {"mrr_pps": None, "error": exc.one_line()}
+            runs.append({"offered_pps": m.get("tx_pps"), "forwarded_pps": m.get("rx_pps"),
+                         "loss_ratio": m.get("loss_ratio")})
+        best = max(runs, key=lambda r: r["forwarded_pps"] or 0)
+        return {"mrr_pps": best["forwarded_pps"], "offered_pps": best["offered_pps"],
+                "mrr_bps": (best["forwarded_pps"] or 0) * frame * 8, "frame_size": frame,
+                "trial_s": opts.mrr_duration_s, "runs": runs,
+                "definition": "forwarding rate at the generator's maximum offered load, no rules loaded"}
+
+    def measure(self, bed: Testbed, spec: TrafficSpec, env: TrialEnv | None = None) -> Measurement:
+        env = env or TrialEnv()
+        opts = parse_options(spec.options)
+        frame = _frame(spec)
+        info = (env.bed_info.get(self.name) or {}).get(_bed_key(spec.ip_version, frame, opts.engine_backend))
+        if not info or not info.get("mrr_pps"):
+            why = (info or {}).get("error") or "the maximum load of this bed was not measured"
+            raise RunnerError(f"no maximum load for {spec.traffic}: {why}", fix="check the engine and the test bed")
+        max_load = info["mrr_pps"] * opts.max_load_factor
+        measurer = EngineMeasurer(bed=bed, frame_size=frame, ip_version=spec.ip_version,
+                                  backend=opts.engine_backend, batch=opts.batch, max_lag_us=opts.max_lag_us)
+        base = {"frame_size": frame, "max_load_pps": info["mrr_pps"], "search_max_load_pps": max_load,
+                "device_model": bed.topo.device_model}
+        flags: list[dict] = []
+        if bed.topo.device_model != "napi":
+            flags.append({"code": "no-device-model", "severity": "warning",
+                          "message": "device model 'veth': DUT overload slows the sender instead of losing "
+                                     "frames; a loss-based result describes the sender (use device_model = \"napi\")"})
+        if spec.traffic == "throughput":
+            return self._throughput(spec, opts, measurer, max_load, base, flags, env)
+        if spec.traffic == "frame_loss":
+            steps = frame_loss_steps(lambda load: measurer.measure(spec.duration_s, load), info["mrr_pps"],
+                                     opts.steps_pct)
+            top = steps[0]
+            metrics = {**base, "loss_ratio": top["loss_ratio"], "load_pct": top["load_pct"], "steps": len(steps),
+                       "trial_s": spec.duration_s}
+            series = [{"t_s": spec.duration_s * (k + 1), **s} for k, s in enumerate(steps)]
+            return Measurement(metrics=metrics, series=series, flags=flags, kind="rfc2544",
+                               extra={"rfc2544": {"test": "frame_loss", "steps": steps, "max_load": info}})
+        if spec.traffic == "back_to_back":
+            return self._back_to_back(bed, spec, opts, frame, base, flags, info)
+        raise RunnerError(f"rfc2544 cannot run '{spec.traffic}'", fix=f"use one of {', '.join(KINDS)}")
+
+    def _goals(self, opts: Rfc2544Options, spec: TrafficSpec):
+        if opts.algorithm == "binary":
+            g = dict(opts.goal) if isinstance(opts.goal, dict) else {}
+            g.setdefault("trial_duration_s", spec.duration_s)
+            g.setdefault("final_trial_duration_s", max(spec.duration_s, g["trial_duration_s"]))
+            return g
+        return opts.goal if opts.goal is not None else ["csit", "csit-pdr"]
+
+    def _throughput(self, spec, opts, measurer, max_load, base, flags, env) -> Measurement:
+        min_load = min(opts.min_load_pps, max_load / 2)
+        results = run_search(opts.algorithm, measurer, max_load, min_load, self._goals(opts, spec))
+        main = results[0]
+        tput = main.throughput_pps
+        frame = base["frame_size"]
+        metrics = {
+            **base,
+            "throughput_pps": tput,
+            "throughput_bps": tput * frame * 8 if tput is not None else None,
+            "throughput_pct_of_max": 100.0 * tput / base["max_load_pps"] if tput is not None else None,
+            "lower_bound_pps": main.lower_bound_pps, "upper_bound_pps": main.upper_bound_pps,
+            "search_trials": main.trial_count, "search_trial_s": main.trial_seconds,
+            "algorithm": opts.algorithm, "goal": main.goal.get("name") or opts.algorithm,
+            "rx_pps": tput,
+        }
+        for r in results[1:]:
+            name = (r.goal.get("name") or "goal").replace("-", "_")
+            metrics[f"{name}_throughput_pps"] = r.throughput_pps
+        for r in results:
+            for code in r.irregular:
+                flags.append({"code": f"search-{code.replace('_', '-')}", "severity": "warning",
+                              "message": f"{r.algorithm} search ({r.goal.get('name') or 'goal'}): {code.replace('_', ' ')}"})
+        latency = []
+        if tput and opts.latency_at:
+            for f in opts.latency_at:
+                r = measurer.measure(opts.latency_duration_s, tput * f)
+                latency.append({"fraction": f, "load_pps": tput * f, "loss_ratio": r.loss_ratio,
+                                "generator_short": r.generator_short, "latency": r.latency})
+                if f == 1.0 and r.latency:
+                    metrics["latency_ns"] = {k.removesuffix("_ns"): v for k, v in r.latency.items()}
+        series, t_s = [], 0.0
+        for t in main.trials:  # the search's trials on a time axis of trial seconds
+            t_s += t.result.duration_s
+            series.append({"t_s": t_s, "index": t.index, "phase": t.phase, "load_pps": t.result.intended_load_pps,
+                           "loss_ratio": t.result.loss_ratio, "passed": t.passed, "duration_s": t.result.duration_s,
+                           "dut_ingress_drops": t.result.extra.get("dut_ingress_drops")})
+        if env:
+            env.note(f"  {opts.algorithm}: {tput or 0:.0f} pps ({metrics['throughput_pct_of_max'] or 0:.0f} % of max) "
+                     f"after {main.trial_count} trials, {main.trial_seconds:.0f} trial s")
+        return Measurement(metrics=metrics, series=series, flags=flags, kind="rfc2544",
+                           extra={"rfc2544": {"test": "throughput", "results": [r.to_dict() for r in results],
+                                              "latency": latency}})
+
+    def _back_to_back(self, bed, spec, opts, frame, base, flags, info) -> Measurement:
+        send, recv = default_cpus(bed, 1)
+        bursts: list[dict] = []
+
+        def burst_ok(n: int) -> bool:
+            for _ in range(opts.burst_trials):
+                t = EngineTrial(duration_s=1.0, rate_pps=None, frame_size=frame, ip_version=spec.ip_version,
+                                backend=opts.engine_backend, send_cpus=send, recv_cpus=recv, count=n)
+                m = run_trial(bed, t, n).metrics
+                lost = (m.get("offered_count") or 0) - (m.get("forwarded_count") or 0)
+                bursts.append({"frames": n, "offered": m.get("offered_count"), "forwarded": m.get("forwarded_count"),
+                               "tx_pps": m.get("tx_pps")})
+                if lost > 0 or (m.get("offered_count") or 0) < n:
+                    return False
+            return True
+
+        res = longest_burst(burst_ok, opts.max_burst, opts.burst_resolution)
+        rates = [b["tx_pps"] for b in bursts if b.get("tx_pps")]
+        metrics = {**base, "back_to_back_frames": res["frames"], "burst_max_passed": res["max_passed"],
+                   "burst_rate_pps": max(rates) if rates else None, "bursts": len(bursts)}
+        if res["max_passed"]:
+            flags.append({"code": "burst-max-passed", "severity": "info",
+                          "message": f"the longest burst tried ({opts.max_burst} frames) passed"})
+        return Measurement(metrics=metrics, flags=flags, kind="rfc2544",
+                           extra={"rfc2544": {"test": "back_to_back", "tried": res["tried"], "bursts": bursts}})
+
+
+register(Rfc2544Runner())
+
+__all__ = ["KINDS", "Rfc2544Options", "Rfc2544Runner", "frame_loss_steps", "longest_burst", "parse_options",
+           "TrialResult"]
