@@ -137,11 +137,11 @@ pub struct SendArgs {
     /// Release packets in bursts of N back-to-back frames (average rate unchanged)
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub burst: u64,
-    /// Never catch up more than this far behind the schedule [us]: packets due earlier are
-    /// skipped (not sent, reported as lag_skipped_count; the run is then generator_short),
-    /// so a descheduled sender cannot release a catch-up burst larger than rate x lag
-    #[arg(long, value_name = "US")]
-    pub max_lag_us: Option<f64>,
+    /// Never fall more than N packets behind the schedule: packets due earlier are skipped
+    /// (not sent, reported as lag_skipped_count; the run is then generator_short), so a
+    /// descheduled sender cannot release a catch-up burst of more than N + batch packets
+    #[arg(long, value_name = "N")]
+    pub max_lag: Option<u64>,
     /// Sender threads (each its own stream id and sockets/ring)
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
@@ -261,8 +261,8 @@ fn cmd_send(a: SendArgs) -> Result<(), String> {
     if a.burst == 0 {
         return Err("--burst must be >= 1".into());
     }
-    if a.max_lag_us.is_some_and(|l| !(l.is_finite() && l > 0.0)) {
-        return Err("--max-lag-us must be > 0".into());
+    if a.max_lag == Some(0) {
+        return Err("--max-lag must be >= 1".into());
     }
     if a.threads == 0 || a.threads > 64 {
         return Err("--threads must be 1..=64".into());
@@ -282,7 +282,7 @@ fn cmd_send(a: SendArgs) -> Result<(), String> {
         duration_s: a.duration_s,
         count: a.count,
         burst: a.burst,
-        max_lag_us: a.max_lag_us,
+        max_lag: a.max_lag,
         threads: a.threads,
         cpus,
     };

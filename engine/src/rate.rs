@@ -160,9 +160,29 @@ impl Pacer {
     }
 }
 
+/// Catch-up limit: given the schedule's cumulative `allowed`, packets `sent` and
+/// `skipped` so far, the new skipped total so that the sender is never more than
+/// `max_lag` packets behind (None: never skip).
+#[inline]
+pub fn lag_skipped(allowed: u64, sent: u64, skipped: u64, max_lag: Option<u64>) -> u64 {
+    match max_lag {
+        Some(lag) => skipped.max(allowed.saturating_sub(sent + lag)),
+        None => skipped,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lag_cap_skips_only_beyond_the_limit() {
+        assert_eq!(lag_skipped(100, 90, 0, Some(64)), 0);
+        assert_eq!(lag_skipped(1000, 90, 0, Some(64)), 846);
+        // already skipped enough: unchanged, never decreases
+        assert_eq!(lag_skipped(1000, 90, 900, Some(64)), 900);
+        assert_eq!(lag_skipped(1_000_000, 0, 0, None), 0);
+    }
 
     #[test]
     fn parse_rates() {

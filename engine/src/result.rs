@@ -76,9 +76,9 @@ pub struct SendResult {
     pub rate_max: bool,
     /// Burst length [packets] (1: evenly paced).
     pub burst: u64,
-    /// --max-lag-us (null: lag is always caught up).
-    pub max_lag_us: Option<f64>,
-    /// Packets skipped rather than sent in a catch-up burst (see --max-lag-us).
+    /// --max-lag [packets] (null: lag is always caught up).
+    pub max_lag: Option<u64>,
+    /// Packets skipped rather than sent in a catch-up burst (see --max-lag).
     pub lag_skipped_count: u64,
     pub duration_s: Option<f64>,
     pub count: Option<u64>,

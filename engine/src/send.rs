@@ -23,8 +23,8 @@ pub struct SendConfig {
     pub duration_s: Option<f64>,
     pub count: Option<u64>,
     pub burst: u64,
-    /// Catch-up limit [us]; None: catch up any lag.
-    pub max_lag_us: Option<f64>,
+    /// Catch-up limit [packets per thread]; None: catch up any lag.
+    pub max_lag: Option<u64>,
     pub threads: usize,
     pub cpus: Option<Vec<usize>>,
 }
@@ -128,7 +128,7 @@ pub fn run(cfg: SendConfig) -> Result<SendResult, String> {
         intended_pps: cfg.rate.pps(),
         rate_max: cfg.rate == Rate::Max,
         burst: cfg.burst,
-        max_lag_us: cfg.max_lag_us,
+        max_lag: cfg.max_lag,
         lag_skipped_count: lag_skipped,
         duration_s: cfg.duration_s,
         count: cfg.count,
@@ -227,9 +227,9 @@ fn thread_main(
         .map(|d| t0 + (d * grace * 1e9) as u64)
         .unwrap_or(u64::MAX);
     let pacer = Pacer::new(t0, cfg.rate.split(n), cfg.burst, total);
-    let max_lag = match (cfg.rate.split(n), cfg.max_lag_us) {
-        (Rate::Pps(p), Some(us)) => Some(((p * us / 1e6).ceil() as u64).max(cfg.burst)),
-        _ => None,
+    let max_lag = match cfg.rate {
+        Rate::Pps(_) => cfg.max_lag.map(|l| l.max(cfg.burst)),
+        Rate::Max => None,
     };
     let batch = be.max_batch() as u64;
     let mut sent = 0u64;
@@ -245,9 +245,7 @@ fn thread_main(
             break;
         }
         let allowed = pacer.allowed(now);
-        if let Some(lag) = max_lag {
-            skipped = skipped.max(allowed.saturating_sub(sent + lag));
-        }
+        skipped = rate::lag_skipped(allowed, sent, skipped, max_lag);
         let allowed = allowed.saturating_sub(skipped);
         if allowed <= sent {
             rate::wait_until(pacer.release_time(sent + skipped).min(deadline));

@@ -175,6 +175,21 @@ def cmd_bench_engine(args) -> int:
     return 0
 
 
+def cmd_bench_search(args) -> int:
+    from fwlab.bench.search import SearchBenchConfig, format_table, run_bench
+    from fwlab.testbed import require_root
+
+    require_root()
+    if args.rounds < 1 or args.trial_s <= 0 or not 0 < args.width < 1:
+        raise FwlabError("--rounds must be >= 1, --trial-s > 0 and 0 < --width < 1",
+                         fix="e.g. --rounds 2 --trial-s 5 --width 0.02")
+    cfg = SearchBenchConfig(rules=args.rules, layout=args.layout, mode=args.mode, trial_s=args.trial_s,
+                            relative_width=args.width, rounds=args.rounds)
+    res = run_bench(cfg, log=None if args.quiet else sys.stderr)
+    print(json.dumps(res, indent=2) if args.json else format_table(res))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="fwlab",
@@ -232,6 +247,21 @@ def build_parser() -> argparse.ArgumentParser:
     be.add_argument("--json", action="store_true", help="print one JSON object (medians, ratios, raw rounds)")
     be.add_argument("-q", "--quiet", action="store_true", help="no per-measurement progress on stderr")
     be.set_defaults(func=cmd_bench_engine)
+    bs = bsub.add_parser("search", help="RFC 2544 binary search vs MLRsearch on the same DUT (needs root)",
+                         description="One routed bed with the device model (DUT on its own CPU), nftables "
+                                     "with --rules rules, its maximum load measured first; then binary and "
+                                     "MLRsearch alternately, --rounds times, with the same full trial length "
+                                     "and width. Prints each search's result, trials and trial seconds and "
+                                     "mlr_vs_binary = MLRsearch's trial seconds / the binary search's.")
+    bs.add_argument("--rules", type=int, default=1000, help="rules before the permit rule (default 1000)")
+    bs.add_argument("--layout", default="linear", choices=["linear", "set"])
+    bs.add_argument("--mode", default="routed", choices=["routed", "bridge"])
+    bs.add_argument("--trial-s", type=float, default=5.0, help="full-length trial duration of both searches [s]")
+    bs.add_argument("--width", type=float, default=0.02, help="relative width both searches stop at (default 0.02)")
+    bs.add_argument("--rounds", type=int, default=2, help="binary+mlr pairs (default 2)")
+    bs.add_argument("--json", action="store_true", help="print one JSON object")
+    bs.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    bs.set_defaults(func=cmd_bench_search)
 
     v = sub.add_parser("version", help="print fwlab's and the tools' versions as JSON")
     v.set_defaults(func=cmd_version)

@@ -90,7 +90,7 @@ class EngineTrial:
     burst: int = 1
     count: int | None = None  #: send exactly this many frames instead of for duration_s (back-to-back)
     batch: int | None = None  #: frames per send call (the engine's default when None); bounds the bursts
-    max_lag_us: float | None = None  #: catch-up limit [us]: later packets are skipped, not burst (None: catch up)
+    max_lag: int | None = None  #: catch-up limit [packets]: beyond it packets are skipped, not burst (None: catch up)
 
 
 # -- command lines -----------------------------------------------------------------------------
@@ -127,8 +127,8 @@ def build_send_args(engine: str, t: EngineTrial, *, dst: str, src: str | None = 
         args += ["--burst", str(t.burst)]
     if t.batch:
         args += ["--batch", str(t.batch)]
-    if t.max_lag_us:
-        args += ["--max-lag-us", _num(t.max_lag_us)]
+    if t.max_lag:
+        args += ["--max-lag", str(t.max_lag)]
     args += _cpu_list(t.send_cpus)
     if t.backend == "packet":
         if not (iface and dst_mac and src):
@@ -362,7 +362,7 @@ class EngineMeasurer:
     backend: str = "udp"
     threads: int = 1
     batch: int | None = None  #: frames per send call; keep it well below the DUT ring (256) in device model napi
-    max_lag_us: float | None = None  #: the engine's catch-up limit [us] (see EngineTrial)
+    max_lag: int | None = None  #: the engine's catch-up limit [packets] (see EngineTrial)
     last: Measurement | None = field(default=None, repr=False)
 
     def measure(self, duration_s: float, load_pps: float) -> TrialResult:
@@ -374,7 +374,7 @@ class EngineMeasurer:
         t = EngineTrial(duration_s=duration_s, rate_pps=load_pps, frame_size=self.frame_size,
                         ip_version=self.ip_version, backend=self.backend, threads=self.threads,
                         send_cpus=send_cpus, recv_cpus=recv_cpus, batch=self.batch,
-                        max_lag_us=self.max_lag_us)
+                        max_lag=self.max_lag)
         role, dev = "client", self.bed.topo.client_if
         before = self.bed.link_counters(role, dev)
         m = run_trial(self.bed, t, intended)

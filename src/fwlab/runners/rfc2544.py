@@ -63,9 +63,9 @@ class Rfc2544Options(BaseModel):
     burst_resolution: float = Field(0.05, gt=0, lt=1, description="back_to_back: stop when (fail-pass)/fail <= this")
     batch: int = Field(8, ge=1, le=1024, description="frames per send call: small, so the sender's bursts stay "
                                                      "far below the DUT's 256-frame receive ring")
-    max_lag_us: float | None = Field(500.0, gt=0, description="sender catch-up limit [us]: a descheduled sender "
-                                                              "skips frames (trial then generator-short) instead of "
-                                                              "bursting them into the DUT; null = catch up")
+    max_lag: int | None = Field(64, ge=1, description="sender catch-up limit [frames]: a descheduled sender skips "
+                                                       "frames (the trial is then generator-short) instead of "
+                                                       "bursting them into the DUT's 256-frame ring; null = catch up")
 
     @field_validator("latency_at")
     @classmethod
@@ -196,7 +196,7 @@ class Rfc2544Runner(Runner):
             raise RunnerError(f"no maximum load for {spec.traffic}: {why}", fix="check the engine and the test bed")
         max_load = info["mrr_pps"] * opts.max_load_factor
         measurer = EngineMeasurer(bed=bed, frame_size=frame, ip_version=spec.ip_version,
-                                  backend=opts.engine_backend, batch=opts.batch, max_lag_us=opts.max_lag_us)
+                                  backend=opts.engine_backend, batch=opts.batch, max_lag=opts.max_lag)
         base = {"frame_size": frame, "max_load_pps": info["mrr_pps"], "search_max_load_pps": max_load,
                 "device_model": bed.topo.device_model}
         flags: list[dict] = []

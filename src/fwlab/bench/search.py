@@ -1,0 +1,125 @@
+"""``fwlab bench search``: the RFC 2544 binary search and MLRsearch on the same DUT.
+
+Owns: one real test bed (device model "napi", nftables with one rule count), its measured
+maximum load, and alternating the two searches round by round (binary, mlr, binary, mlr...) so
+both see the same machine conditions; the comparison of their results and trial seconds.
+Both searches use the same final trial duration and the same relative width: the binary search
+is seed 001's procedure (every trial at full length); MLRsearch (rfc2544-like goal: 0 % loss,
+exceed ratio 0, one full-length trial decides a load) starts with short trials and narrows the
+interval before it spends full-length trials.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from dataclasses import asdict, dataclass
+from typing import TextIO
+
+from fwlab.dut import DutContext, get_backend
+from fwlab.rules import generate
+from fwlab.runners.engine import EngineMeasurer
+from fwlab.runners.rfc2544 import Rfc2544Options, Rfc2544Runner
+from fwlab.search import run_search
+from fwlab.testbed import Testbed, Topology, new_run_id
+
+
+@dataclass(frozen=True)
+class SearchBenchConfig:
+    rules: int = 1000  #: linear nftables rules before the permit rule
+    layout: str = "linear"
+    mode: str = "routed"
+    frame_size: int = 64  #: Ethernet frame incl. FCS [bytes]
+    trial_s: float = 5.0  #: full-length trial duration of both searches [s]
+    initial_trial_s: float = 0.5  #: MLRsearch's first (coarsest) trial duration [s]
+    relative_width: float = 0.02  #: both searches stop at this (upper - lower) / upper
+    rounds: int = 2  #: binary + mlr pairs
+
+
+def goals(cfg: SearchBenchConfig) -> dict:
+    return {
+        "binary": {"trial_duration_s": cfg.trial_s, "final_trial_duration_s": cfg.trial_s, "loss_ratio": 0.0,
+                   "relative_width": cfg.relative_width},
+        "mlr": {"name": "rfc2544-like", "final_trial_duration_s": cfg.trial_s, "duration_sum_s": cfg.trial_s,
+                "loss_ratio": 0.0, "exceed_ratio": 0.0, "relative_width": cfg.relative_width,
+                "initial_trial_duration_s": cfg.initial_trial_s, "preceding_targets": 2},
+    }
+
+
+def compare(runs: list[dict]) -> dict:
+    """Medians per algorithm and the ratios: mlr_vs_binary (trial seconds) and the results' gap."""
+    out: dict = {}
+    for alg in ("binary", "mlr"):
+        rs = [r for r in runs if r["algorithm"] == alg]
+        tp = [r["throughput_pps"] for r in rs if r["throughput_pps"] is not None]
+        out[alg] = {"runs": len(rs), "throughput_pps": statistics.median(tp) if tp else None,
+                    "trial_count": statistics.median([r["trial_count"] for r in rs]) if rs else None,
+                    "trial_seconds": statistics.median([r["trial_seconds"] for r in rs]) if rs else None,
+                    "wall_s": statistics.median([r["wall_s"] for r in rs]) if rs else None,
+                    "irregular": sorted({f for r in rs for f in r["irregular"]})}
+    b, m = out["binary"], out["mlr"]
+    out["mlr_vs_binary"] = (m["trial_seconds"] / b["trial_seconds"]) if b["trial_seconds"] and m["trial_seconds"] else None
+    if b["throughput_pps"] and m["throughput_pps"]:
+        out["result_gap"] = abs(m["throughput_pps"] - b["throughput_pps"]) / b["throughput_pps"]
+        out["results_agree_5pct"] = out["result_gap"] <= 0.05
+    else:
+        out["result_gap"], out["results_agree_5pct"] = None, None
+    out["mlr_at_most_third"] = out["mlr_vs_binary"] is not None and out["mlr_vs_binary"] <= 1 / 3
+    return out
+
+
+def run_bench(cfg: SearchBenchConfig, log: TextIO | None = sys.stderr) -> dict:
+    def say(text: str) -> None:
+        if log:
+            log.write(text + "\n")
+            log.flush()
+
+    topo = Topology(run_id=new_run_id(), mode=cfg.mode, device_model="napi")
+    runs: list[dict] = []
+    with Testbed(topo) as bed:
+        opts = Rfc2544Options()
+        runner = Rfc2544Runner()
+        say(f"test bed {topo.run_id}: {cfg.mode}, device model napi; measuring the maximum load")
+        max_info = runner._max_load(bed, 4, cfg.frame_size, opts)
+        if not max_info.get("mrr_pps"):
+            raise RuntimeError(f"maximum load not measured: {max_info.get('error')}")
+        be = get_backend("nftables")
+        ctx = DutContext(bed.host, bed.ns("dut"), cfg.mode)
+        plan = topo.plan
+        be.load(ctx, generate(cfg.rules, cfg.layout, ip_version=4, client_net=plan.client_net(4),
+                              server_net=plan.server_net(4), stateful_shortcut=False, seed=1))
+        measurer = EngineMeasurer(bed=bed, frame_size=cfg.frame_size, batch=opts.batch, max_lag=opts.max_lag)
+        g = goals(cfg)
+        max_load = max_info["mrr_pps"]
+        for rnd in range(1, cfg.rounds + 1):
+            for alg in ("binary", "mlr"):
+                t0 = time.monotonic()
+                res = run_search(alg, measurer, max_load, min(1000.0, max_load / 2), g[alg])[0]
+                wall = time.monotonic() - t0
+                runs.append({"round": rnd, "algorithm": alg, "throughput_pps": res.throughput_pps,
+                             "lower_bound_pps": res.lower_bound_pps, "upper_bound_pps": res.upper_bound_pps,
+                             "trial_count": res.trial_count, "trial_seconds": res.trial_seconds, "wall_s": wall,
+                             "irregular": list(res.irregular), "relative_width": res.relative_width})
+                say(f"round {rnd} {alg:6s}: {(res.throughput_pps or 0) / 1e3:8.1f} kpps  {res.trial_count:3d} trials  "
+                    f"{res.trial_seconds:6.1f} trial s  {wall:6.1f} s wall  {', '.join(res.irregular)}")
+        device = bed.device_state()
+    return {"config": asdict(cfg), "goals": g, "max_load": max_info, "device": device,
+            "runs": runs, "summary": compare(runs)}
+
+
+def format_table(res: dict) -> str:
+    s = res["summary"]
+    lines = [f"max load {res['max_load']['mrr_pps'] / 1e3:.1f} kpps; {res['config']['rules']} "
+             f"{res['config']['layout']} rules; trials {res['config']['trial_s']} s; width {res['config']['relative_width']}"]
+    for alg in ("binary", "mlr"):
+        a = s[alg]
+        lines.append(f"{alg:6s}  throughput {(a['throughput_pps'] or 0) / 1e3:8.1f} kpps  trials {a['trial_count']}  "
+                     f"trial seconds {a['trial_seconds']:.1f}  {', '.join(a['irregular'])}")
+    ratio = s["mlr_vs_binary"]
+    lines.append(f"mlr_vs_binary (trial seconds) {ratio:.3f}" if ratio is not None else "mlr_vs_binary: missing")
+    lines.append(f"result gap {100 * s['result_gap']:.1f} %" if s["result_gap"] is not None else "result gap: missing")
+    return "\n".join(lines)
+
+
+__all__ = ["SearchBenchConfig", "compare", "format_table", "goals", "run_bench"]
