@@ -43,7 +43,8 @@ import numpy as np
 from fwlab.errors import RunnerError
 from fwlab.runners import txmix
 from fwlab.runners.base import Measurement, Runner, TrafficSpec, TrialEnv, register
-from fwlab.runners.webserver import HTTP_PORT, WebServer, nginx_version, nth_address, object_name
+from fwlab.runners.txmix import nth_address, server_host
+from fwlab.runners.webserver import HTTP_PORT, WebServer, nginx_version, object_name
 from fwlab.testbed.host import Spawned, require_tool
 
 if TYPE_CHECKING:
@@ -53,18 +54,11 @@ DEFAULT_SIZE = 1000
 DEFAULT_OBJECTS = (1000, 16000, 64000)  #: 1, 16 and 64 kB (kB = 1000 B)
 WARMUP_S = 0.5  #: transactions that end in the first WARMUP_S are not counted (curl start-up)
 PERCENTILES = (50, 90, 99)
-HOST_SUFFIX = "fwlab.test"
 #: curl --write-out line per transfer; "T" marks it (curl may print other lines on stderr only)
 WRITE_OUT = ("T %{exitcode} %{response_code} %{size_download} %{time_connect} "
              "%{time_starttransfer} %{time_total} %{num_connects} %{url_effective}\\n")
 #: expected reply code of a complete transfer per protocol
 OK_CODE = {"http": 200, "ftp": 226}
-
-
-def server_host(k: int) -> str:
-    """Host name of virtual server ``k`` (0-based): srv01.fwlab.test ... (resolved by --resolve,
-    so no DNS is involved and IPv6 literals never meet curl's URL globbing)."""
-    return f"srv{k + 1:02d}.{HOST_SUFFIX}"
 
 
 @dataclass(frozen=True)

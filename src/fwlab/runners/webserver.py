@@ -9,7 +9,6 @@ files or its service; never parses client output (``runners.curl`` does).
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import random
 import shutil
@@ -28,8 +27,6 @@ if TYPE_CHECKING:
 
 HTTP_PORT = 80
 STATUS_PORT = 8081  #: stub_status, bound to 127.0.0.1 of the server namespace only
-#: addresses of the virtual servers / clients are spaced this far apart in their subnet
-ADDRESS_STRIDE = 16
 
 
 def object_name(size_bytes: int) -> str:
@@ -52,11 +49,6 @@ def write_objects(root: Path, sizes_bytes: list[int], seed: int) -> None:
         if not p.exists() or p.stat().st_size != s:
             p.write_bytes(object_bytes(s, seed))
             os.chmod(p, 0o644)
-
-
-def nth_address(base: str, k: int) -> str:
-    """The k-th extra address after ``base`` (k=0 is ``base`` itself), ADDRESS_STRIDE apart."""
-    return str(ipaddress.ip_address(base) + ADDRESS_STRIDE * k)
 
 
 def render_nginx_conf(prefix: Path, root: Path, *, port: int = HTTP_PORT, workers: int = 1) -> str:
