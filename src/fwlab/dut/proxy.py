@@ -24,8 +24,11 @@ How it is set up (one ``load`` = one fresh HAProxy process with the rendered con
 - Counters (``deny``/``permit``) are HTTP requests, not packets: denied and forwarded requests
   from the frontend's stats (``dreq``, ``req_tot``).
 
-Routed mode only (in bridge mode the DUT has no address to listen on). The stateful shortcut
-is a packet-filter notion and does not apply.
+Routed mode only (in bridge mode the DUT has no address to listen on). A proxy is stateful by
+construction: it checks the list once per request and relays the rest of the connection without
+looking at the list again, which is what the packet filters' stateful shortcut does; so the proxy
+runs with ``stateful_shortcut = true`` only (its trial ids carry ``-sf`` like the stateful
+packet filters they are compared with).
 """
 
 from __future__ import annotations
@@ -133,8 +136,9 @@ class Proxy(Backend):
             return why
         if mode != "routed":
             return "the proxy needs an address on the DUT: routed mode only"
-        if stateful_shortcut:
-            return "the stateful shortcut is a packet-filter rule; the proxy has none"
+        if not stateful_shortcut:
+            return ("a proxy checks requests, never single packets: it runs with stateful_shortcut = true "
+                    "(the list is checked once per request)")
         return None
 
     def bridge_nf_call(self, mode: str, rs: RuleSet) -> bool | None:
