@@ -94,6 +94,7 @@ def test_client_configs_and_argv():
     ("mix", {"bogus": 1}, "no option"),
     ("http", {"ftp": True}, "ftp is for kind 'mix'"),
     ("http", {"timeout_s": 0}, "timeout_s"),
+    ("mix", {"ftp": True}, "not implemented"),
 ])
 def test_bad_options(kind, opts, needle):
     with pytest.raises(ValueError, match=needle):
