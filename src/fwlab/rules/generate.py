@@ -22,7 +22,9 @@ MAX_RULES = 200_000
 def _sources(n: int, ip_version: int, rng: random.Random) -> list[str]:
     if ip_version == 4:
         size = sum(p.num_addresses for p in DENY_POOL4)
-        picks = rng.sample(range(size), n)
+        picks = rng.sample(range(size), min(n, size))
+        # beyond the pool's 65,536 addresses sources repeat (generate keeps entries distinct)
+        picks += [rng.randrange(size) for _ in range(n - len(picks))]
         out = []
         first = DENY_POOL4[0].num_addresses
         for k in picks:
@@ -43,8 +45,8 @@ def _sources(n: int, ip_version: int, rng: random.Random) -> list[str]:
 def generate(count: int, layout: str = "linear", *, ip_version: int = 4,
              client_net: str = "198.18.1.0/24", server_net: str = "198.19.1.0/24",
              stateful_shortcut: bool = False, seed: int = 1) -> RuleSet:
-    """Build a rule set of ``count`` deny entries (distinct sources, random ports 1024-65535,
-    tcp or udp), deterministic for a given seed."""
+    """Build a rule set of ``count`` distinct deny entries (distinct sources up to the pool's size,
+    65,536 for IPv4; random ports 1024-65535, tcp or udp), deterministic for a given seed."""
     if layout not in LAYOUTS:
         raise SuiteError(f"unknown rule layout '{layout}'", fix=f"use one of {', '.join(LAYOUTS)}")
     if not 0 <= count <= MAX_RULES:
@@ -53,7 +55,13 @@ def generate(count: int, layout: str = "linear", *, ip_version: int = 4,
         raise SuiteError(f"unknown IP version {ip_version}", fix="use 4 or 6")
     rng = random.Random(f"fwlab-rules-{seed}-{ip_version}")
     srcs = _sources(count, ip_version, rng)
-    entries = tuple(DenyEntry(src=s, proto=rng.choice(("tcp", "udp")), dport=rng.randint(1024, 65535))
-                    for s in srcs)
-    return RuleSet(ip_version=ip_version, layout=layout, entries=entries, client_net=client_net,
+    entries: list[DenyEntry] = []
+    seen: set[DenyEntry] = set()
+    for s in srcs:
+        e = DenyEntry(src=s, proto=rng.choice(("tcp", "udp")), dport=rng.randint(1024, 65535))
+        while e in seen:  # only possible past 65,536 IPv4 entries, where sources repeat
+            e = DenyEntry(src=s, proto=rng.choice(("tcp", "udp")), dport=rng.randint(1024, 65535))
+        seen.add(e)
+        entries.append(e)
+    return RuleSet(ip_version=ip_version, layout=layout, entries=tuple(entries), client_net=client_net,
                    server_net=server_net, stateful_shortcut=stateful_shortcut, seed=seed)

@@ -1,0 +1,45 @@
+"""The transactions report section renders Table 1, plots and missing figures from records."""
+
+from fwlab.report.section_transactions import render, table1
+
+
+def _trial(backend, layout, rules, clients, rep, tpm, fail=0.0, error=None):
+    t = {"kind": "transactions", "trial_id": f"{backend}-{layout}-{rules}-{clients}-r{rep}", "backend": backend,
+         "layout": layout, "rules": rules, "streams": clients, "traffic": "http", "size_bytes": 16000,
+         "repetition": rep, "extra": {}, "error": error}
+    t["metrics"] = None if error else {"tpm": tpm, "failure_pct": fail, "connect_ms_p99": 0.5,
+                                       "ttfb_ms_p50": 1.0, "ttfb_ms_p99": 3.0}
+    return t
+
+
+def _trials():
+    out = []
+    for rep, jitter in ((1, 0), (2, 100)):
+        for clients in (1, 24):
+            out.append(_trial("none", "none", 0, clients, rep, 10000 * clients ** 0.3 + jitter))
+            for n in (0, 1000, 100000):
+                out.append(_trial("proxy", "linear", n, clients, rep, 9000 - n / 20 + jitter, fail=0.1 * rep))
+    out.append(_trial("proxy", "linear", 1000, 72, 1, None, error="curl hung"))
+    return out
+
+
+def test_render_has_plots_tables_and_missing():
+    html = render({}, _trials())
+    assert html.count("<svg") >= 2                       # TPM/failures vs clients, TPM vs list size
+    assert "proxy list, 100000 blocked URLs" in html and "no firewall" in html
+    assert "missing: curl hung" in html
+    assert "FTP: not measured" in html
+    assert render({}, []) is None
+
+
+def test_table1_columns_follow_seed_002():
+    groups = {1: [_trial("none", "none", 0, 1, 1, 300.0), _trial("none", "none", 0, 1, 2, 310.0)],
+              12: [_trial("none", "none", 0, 12, 1, 700.0, 0.5), _trial("none", "none", 0, 12, 2, 640.0, 0.7)]}
+    html, band, fband = table1(groups)
+    assert "2 stdev %" in html and "TPM median" in html
+    # 2 x stdev% averaged over loads, as seed 002's last column
+    import statistics
+    b1 = 2 * 100 * statistics.stdev([300, 310]) / 305
+    b12 = 2 * 100 * statistics.stdev([700, 640]) / 670
+    assert abs(band - (b1 + b12) / 2) < 1e-9
+    assert fband is not None and fband > 0
