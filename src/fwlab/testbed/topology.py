@@ -105,6 +105,8 @@ class Topology:
     pinning: Pinning = field(default_factory=Pinning)
     #: br_netfilter: pass bridged IP packets through the ip/ip6 netfilter hooks (bridge mode only).
     bridge_nf_call: bool = False
+    #: address-plan fields replaced by a hosts file (remote roles set up by the user)
+    plan_overrides: tuple[tuple[str, str], ...] = ()
 
     def ns(self, role: str) -> str:
         return f"{PREFIX}{self.run_id}-{role}"
@@ -120,7 +122,10 @@ class Topology:
 
     @property
     def plan(self) -> AddressPlan:
-        return ROUTED_PLAN if self.mode == "routed" else FLAT_PLAN
+        base = ROUTED_PLAN if self.mode == "routed" else FLAT_PLAN
+        if not self.plan_overrides:
+            return base
+        return AddressPlan(**{**asdict(base), **dict(self.plan_overrides)})
 
     @property
     def roles(self) -> tuple[str, ...]:
