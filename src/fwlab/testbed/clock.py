@@ -8,6 +8,7 @@ trip bounds it best), and converting timestamps between hosts. Never sets a cloc
 
 from __future__ import annotations
 
+import select
 import time
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
@@ -77,19 +78,44 @@ def parse_remote_time(text: str) -> tuple[float, float]:
     return float(head), 1.0
 
 
-def measure_offset(host: "Host", samples: int = 7) -> ClockOffset:
-    """Round-trip ``date +%s.%N`` on ``host`` ``samples`` times; a local host has offset 0."""
+#: remote loop answering each input line with a clock reading (one session, so a round trip is
+#: the channel's latency plus one ``date``, not a session set-up and the remote login shell)
+READ_LOOP = 'while read -r _; do date +%s.%N; done'
+
+
+def measure_offset(host: "Host", samples: int = 9, timeout_s: float = 15.0) -> ClockOffset:
+    """Clock offset of ``host`` vs this machine from ``samples`` round trips of ``date +%s.%N``
+    in one remote session (``host.session``); a local host has offset 0."""
     if not getattr(host, "remote", False):
         return ZERO
+    proc = host.session(["sh", "-c", READ_LOOP])
     got: list[ClockSample] = []
     resolution = 0.0
-    for _ in range(samples):
-        t0 = time.time()
-        cp = host.run(["date", "+%s.%N"], timeout_s=15)
-        t1 = time.time()
-        remote, resolution = parse_remote_time(cp.stdout)
-        got.append(ClockSample(t0, remote, t1))
-    return offset_from_samples(got, resolution)
+    try:
+        deadline = time.monotonic() + timeout_s
+        for _ in range(samples + 1):
+            t0 = time.time()
+            proc.stdin.write("\n")
+            proc.stdin.flush()
+            ready, _, _ = select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
+            line = proc.stdout.readline() if ready else ""
+            t1 = time.time()
+            if not line:
+                break
+            remote, resolution = parse_remote_time(line)
+            got.append(ClockSample(t0, remote, t1))
+    finally:
+        try:
+            proc.stdin.close()
+            proc.wait(timeout=5)
+        except Exception:
+            proc.kill()
+    if len(got) < 2:
+        err = proc.stderr.read() if proc.stderr else ""
+        from fwlab.errors import HostError
+        raise HostError(f"could not read the clock of host {host.name}: {err.strip()[:120] or 'no answer'}",
+                        fix="check that 'date' and 'sh' work on that host")
+    return offset_from_samples(got[1:], resolution)  # the first one waits for the session's start
 
 
 def one_way_correction_s(sender: ClockOffset, receiver: ClockOffset) -> float:

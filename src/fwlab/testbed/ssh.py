@@ -293,6 +293,16 @@ class SshHost(Host):
         self.spawned.append(sp)
         return sp
 
+    def session(self, argv: list[str], ns: str | None = None) -> subprocess.Popen:
+        """An interactive session: ``argv``'s stdin/stdout are the returned local Popen's pipes
+        (text, line-buffered). For request/response exchanges such as clock readings; the
+        caller closes stdin to end it. Not tracked by :meth:`stop_all`."""
+        self._require_connected(" ".join(argv[:3]))
+        cmd = remote_command('exec "$@"', remote_argv(argv, ns))
+        return subprocess.Popen([*self.ssh_argv(), self.target.destination, cmd], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1,
+                                start_new_session=True)
+
     def put_file(self, data: bytes | str, name: str, mode: int = 0o644) -> str:
         if self._scratch is None:
             self._scratch = self.run(["mktemp", "-d", "/tmp/fwlab.XXXXXX"], timeout_s=30).stdout.strip()
