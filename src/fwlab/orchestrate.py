@@ -157,6 +157,10 @@ class Executor:
                 "backend_version": desc["backend_version"],
                 "tool_versions": {r.name: r.version() for r in runners},
             }
+            if self.placement is not None and self.placement.remote_roles:
+                # remote commands (rule loads too) include an SSH session each: say how much
+                conditions_base["remote_roles"] = {r: self.placement.describe_role(r)
+                                                   for r in bed.topo.roles if bed.is_remote(r)}
             ctx = DutContext(bed.host_for("dut"), bed.ns("dut"), mode) if bed.topo.has_dut else None
             env = TrialEnv(backend=backend if ctx else None, dut=ctx, note=self.progress.note)
             for r in sorted(runners, key=lambda r: r.name):
@@ -249,6 +253,7 @@ def _placement(suite: Suite, hosts: dict[str, HostEntry] | None) -> Placement | 
 def _remote_hosts_info(placement: Placement) -> dict:
     return {"entries": {r: e.model_dump(exclude_defaults=True) for r, e in placement.entries.items()},
             "clock_offsets": {r: c.to_dict() for r, c in placement.clocks.items()},
+            "command_overhead_s": dict(placement.overheads_s),
             "metadata": {r: remote_host_metadata(h) for r, h in placement.hosts.items()}}
 
 

@@ -7,6 +7,7 @@ itself: every local command is recorded and checked for its name.
 """
 
 import json
+import signal
 import time
 
 import pytest
@@ -160,6 +161,12 @@ def test_remote_namespace_spawn_stop_put_file_and_timeout(lab):
         out, _ = sp.stop(wait_s=3)
         assert out.startswith("started")
         assert "sleep 60" not in h.run(["ps", "-eo", "args"]).stdout
+        # SIGINT reaches the remote tool (tools such as trafgen print their totals on SIGINT)
+        sp = h.spawn(["sleep", "61"])
+        while "sleep 61" not in h.run(["ps", "-eo", "args"]).stdout and time.monotonic() < deadline + 5:
+            time.sleep(0.05)
+        sp.stop(sig=signal.SIGINT, wait_s=3)
+        assert sp.proc.returncode == 128 + signal.SIGINT  # the wrapper's exit: killed by SIGINT, not TERM
         # a command that outlives its time-out is killed on both sides
         with pytest.raises(CommandTimeout, match="did not finish within 1"):
             h.run(["sleep", "30"], timeout_s=1)

@@ -34,6 +34,8 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
+import statistics
+import time
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -165,6 +167,16 @@ class HostsFile(BaseModel):
         return self
 
 
+def command_overhead_s(host: Host, n: int = 7) -> float:
+    """Median wall time of ``true`` on ``host`` [s] (session set-up, remote shell, wrapper)."""
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        host.run(["true"], timeout_s=30)
+        times.append(time.perf_counter() - t0)
+    return round(statistics.median(times), 6)
+
+
 def one_line(exc: ValidationError) -> str:
     parts = []
     for e in exc.errors()[:3]:
@@ -205,6 +217,9 @@ class Placement:
     entries: dict[str, HostEntry]
     hosts: dict[str, Host] = field(default_factory=dict)
     clocks: dict[str, ClockOffset] = field(default_factory=dict)
+    #: median wall time of one trivial command (``true``) per remote role [s]: what every remote
+    #: command, rule loads included, costs on top of its own work
+    overheads_s: dict[str, float] = field(default_factory=dict)
 
     @property
     def remote_roles(self) -> tuple[str, ...]:
@@ -232,10 +247,17 @@ class Placement:
                 self.hosts[role] = by_target[t]
             for role, h in self.hosts.items():
                 self.clocks[role] = measure_offset(h)
+                self.overheads_s[role] = command_overhead_s(h)
         except BaseException:
             self.close()
             raise
         return self
+
+    def describe_role(self, role: str) -> dict:
+        """What a trial record notes about a remote role's host."""
+        h = self.hosts[role]
+        return {**h.describe(), "ns": self.entries[role].ns,
+                "command_overhead_s": self.overheads_s.get(role)}
 
     def close(self) -> None:
         seen: set[int] = set()

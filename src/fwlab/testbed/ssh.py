@@ -35,13 +35,14 @@ RUN_SCRIPT = ('t=$1; shift; if [ "$t" != 0 ] && command -v timeout >/dev/null 2>
               'then exec timeout -k 2 "$t" "$@"; fi; exec "$@"')
 
 #: Remote wrapper of :meth:`SshHost.spawn`. argv runs in its own session (setsid, so its whole
-#: process group can be signalled) with stdin from /dev/null; a watchdog reads signal names from
+#: process group can be signalled) with stdin from /dev/null and SIGINT/SIGQUIT back to their
+#: defaults where env(1) can (a shell's background job starts with them ignored); a watchdog reads signal names from
 #: the SSH channel's stdin and sends them to the group; when stdin ends (fwlab closed it, died,
 #: or the connection broke) it sends TERM, then KILL. The wrapper exits with argv's status.
 SPAWN_SCRIPT = (
-    'exec 3<&0 </dev/null; '
-    'if command -v setsid >/dev/null 2>&1; then setsid "$@" 3<&- & c=$!; g=-$c; '
-    'else "$@" 3<&- & c=$!; g=$c; fi; '
+    'exec 3<&0 </dev/null; d=; env --default-signal=INT true 2>/dev/null && d="env --default-signal=INT,QUIT"; '
+    'if command -v setsid >/dev/null 2>&1; then setsid $d "$@" 3<&- & c=$!; g=-$c; '
+    'else $d "$@" 3<&- & c=$!; g=$c; fi; '
     '(sig() { kill -s "$1" -- "$g" 2>/dev/null || kill -s "$1" "$c" 2>/dev/null; }; '
     'while read -r s; do sig "$s"; done; sleep 1; sig TERM; sleep 2; sig KILL) <&3 >/dev/null 2>&1 & '
     'w=$!; exec 3<&-; wait "$c"; r=$?; kill "$w" 2>/dev/null; exit "$r"')
