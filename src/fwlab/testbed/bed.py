@@ -309,9 +309,12 @@ class Testbed:
             if pending:
                 time.sleep(0.1)
         if pending:
+            remote = [r for r in self.topo.roles if self.is_remote(r)]
             raise TestbedError(f"the client cannot reach the server over IPv{sorted(pending)} "
                                f"in {self.topo.mode} mode before any firewall is loaded",
-                               fix="run 'fwlab clean' and retry; check that the kernel has veth")
+                               fix=(f"check the set-up of the remote {', '.join(remote)} host (addresses, "
+                                    f"forwarding, cabling, hosts-file ifaces) and flush its firewall"
+                                    if remote else "run 'fwlab clean' and retry; check that the kernel has veth"))
 
     # -- description for the run record --------------------------------------------------------
     def interfaces(self) -> list[tuple[str, str]]:
