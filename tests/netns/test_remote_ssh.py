@@ -154,23 +154,26 @@ def test_remote_namespace_spawn_stop_put_file_and_timeout(lab):
         path = h.put_file(b"fwlab\x00bytes", "blob.bin")
         assert h.run(["od", "-c", path]).stdout.count("\\0") == 1
         # a spawned process: output comes back, stop() ends its whole process group remotely
-        sp = h.spawn(["sh", "-c", "echo started; sleep 60 & sleep 60; wait"])
-        deadline = time.monotonic() + 5
-        while h.run(["ps", "-eo", "args"]).stdout.count("sleep 60") < 2 and time.monotonic() < deadline:
+        def running(args: str) -> int:  # processes whose command line is exactly ``args``
+            return [ln.strip() for ln in h.run(["ps", "-eo", "args"]).stdout.splitlines()].count(args)
+
+        sp = h.spawn(["sh", "-c", "echo started; sleep 60.7 & sleep 60.7; wait"])
+        deadline = time.monotonic() + 10
+        while running("sleep 60.7") < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
         out, _ = sp.stop(wait_s=3)
         assert out.startswith("started")
-        assert "sleep 60" not in h.run(["ps", "-eo", "args"]).stdout
+        assert running("sleep 60.7") == 0
         # SIGINT reaches the remote tool (tools such as trafgen print their totals on SIGINT)
-        sp = h.spawn(["sleep", "61"])
-        while "sleep 61" not in h.run(["ps", "-eo", "args"]).stdout and time.monotonic() < deadline + 5:
+        sp = h.spawn(["sleep", "61.3"])
+        while running("sleep 61.3") < 1 and time.monotonic() < deadline + 5:
             time.sleep(0.05)
         sp.stop(sig=signal.SIGINT, wait_s=3)
         assert sp.proc.returncode == 128 + signal.SIGINT  # the wrapper's exit: killed by SIGINT, not TERM
         # a command that outlives its time-out is killed on both sides
         with pytest.raises(CommandTimeout, match="did not finish within 1"):
-            h.run(["sleep", "30"], timeout_s=1)
-        assert "sleep 30" not in h.run(["ps", "-eo", "args"]).stdout
+            h.run(["sleep", "30.9"], timeout_s=1)
+        assert running("sleep 30.9") == 0
     assert not h.connected()
 
 
