@@ -185,6 +185,13 @@ class SshHost(Host):
                               fix="apt-get install openssh-client (or run 'make demo')")
         if self._dir is None:
             self._dir = tempfile.mkdtemp(prefix="fwlab-ssh-")  # 0700: only we reach the socket
+        try:
+            return self._connect()
+        except BaseException:
+            self.close()  # no master and no socket directory left behind
+            raise
+
+    def _connect(self) -> "SshHost":
         self._master = subprocess.Popen(
             [*self.ssh_argv(master=True), "-N", "-o", "ControlPersist=no", self.target.destination],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
