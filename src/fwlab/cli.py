@@ -38,7 +38,11 @@ def cmd_run(args) -> int:
                 data["duration_s"] = args.duration
             from fwlab.suites import parse_suite
             suite = parse_suite(data, f"'{args.suite}' with command-line overrides")
-        rec = start_run(suite, text, Path(args.out), quiet=args.quiet)
+        hosts = None
+        if args.hosts:
+            from fwlab.testbed.hosts import load_hosts
+            hosts, _ = load_hosts(args.hosts)
+        rec = start_run(suite, text, Path(args.out), quiet=args.quiet, hosts=hosts)
     report = write_report(rec.path)
     print_summary(rec.path, sys.stdout)
     print(f"report: {report}")
@@ -207,6 +211,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", default="results", help="directory for run records (default: ./results)")
     r.add_argument("--repetitions", type=int, help="override the suite's repetitions")
     r.add_argument("--duration", type=float, metavar="S", help="override the suite's trial duration [s]")
+    r.add_argument("--hosts", metavar="FILE", help="TOML file placing roles on remote hosts over SSH "
+                                                   "([hosts.dut] ssh = \"root@host\", ...; docs/remote-hosts.md)")
     r.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     r.set_defaults(func=cmd_run)
 

@@ -52,3 +52,7 @@ class RecordError(FwlabError):
 
 class SearchError(FwlabError):
     """A load search was given bad goals or its measurer misbehaved."""
+
+
+class HostError(FwlabError):
+    """A remote host could not be reached or used over SSH, or its hosts-file entry is wrong."""

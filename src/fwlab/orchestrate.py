@@ -16,13 +16,15 @@ from pathlib import Path
 from typing import Callable, TextIO
 
 from fwlab.dut import DutContext, get_backend
-from fwlab.errors import FwlabError, RecordError, RunnerError
+from fwlab.errors import FwlabError, RecordError, RunnerError, ToolMissing
 from fwlab.results import RunRecord, host_metadata, trial_record, utc_now
+from fwlab.results.metadata import remote_host_metadata
 from fwlab.rules import generate
 from fwlab.runners import TrafficSpec, TrialEnv, get_runner
 from fwlab.stats.quality import flag_cpu_saturated
 from fwlab.suites import Suite, TrialSpec, expand, parse_suite
 from fwlab.testbed import Offloads, Pinning, Testbed, Topology, new_run_id, require_root, require_tool
+from fwlab.testbed.hosts import HostEntry, Placement, parse_hosts
 
 
 class Interrupted(FwlabError):
@@ -91,14 +93,21 @@ def _fmt_result(m: dict | None, error: str | None) -> str:
 
 
 # -- preflight -----------------------------------------------------------------------------------
-def preflight(suite: Suite) -> None:
-    """Fail before anything is built: not root, a missing program, an unavailable runner."""
+def preflight(suite: Suite, placement: Placement | None = None) -> None:
+    """Fail before anything is built: not root, a missing program, an unavailable runner.
+    A remote DUT's firewall tools are checked on its host (once connected)."""
     require_root()
     for prog in ("ip", "ethtool", "ping", "ss", "sysctl"):
         require_tool(prog)
+    dut_host = placement.hosts.get("dut") if placement else None
     for b in suite.backends:
         for prog in get_backend(b).tools:
-            require_tool(prog)
+            if dut_host is None:
+                require_tool(prog)
+            elif dut_host.run(["sh", "-c", 'command -v "$1" || PATH=$PATH:/usr/sbin:/sbin command -v "$1"',
+                               "sh", prog], check=False).returncode != 0:
+                raise ToolMissing(f"backend '{b}' needs '{prog}', which is not installed on host "
+                                 f"{dut_host.name}", fix=f"install it on {dut_host.name}")
     for item in suite.traffic:
         why = get_runner(item.tool).unavailable()
         if why:
@@ -113,6 +122,7 @@ class Executor:
     record: RunRecord
     progress: Progress
     on_trial: Callable[[dict], None] | None = None
+    placement: Placement | None = None  #: roles on remote hosts (None: all local)
 
     def run(self, trials: list[TrialSpec], done: set[str]) -> None:
         for bed_key, group in groupby(trials, key=lambda t: t.bed_key):
@@ -124,17 +134,18 @@ class Executor:
         s = self.suite
         return Topology(run_id=new_run_id(), mode=mode,
                         offloads=Offloads(**s.offloads.model_dump()),
-                        pinning=Pinning(**s.pinning.model_dump()), device_model=s.device_model)
+                        pinning=Pinning(**s.pinning.model_dump()), device_model=s.device_model,
+                        plan_overrides=self.placement.plan_overrides() if self.placement else ())
 
     def _run_bed(self, bed_key: tuple, trials: list[TrialSpec]) -> None:
         mode, backend_name = bed_key
         backend = get_backend(backend_name)
-        bed = Testbed(self._topology(mode))
+        bed = Testbed(self._topology(mode), placement=self.placement)
         runners = {get_runner(t.tool) for t in trials}
         with bed:
             desc = bed.describe()
             desc["backend"] = backend_name
-            desc["backend_version"] = backend.version(bed.host)
+            desc["backend_version"] = backend.version(bed.host_for("dut") if bed.topo.has_dut else bed.host)
             self.record.run.setdefault("beds", []).append(desc)
             self.record.save_run()
             self.progress.note(f"test bed {bed.topo.run_id}: {mode}, backend {backend_name} "
@@ -147,7 +158,11 @@ class Executor:
                 "backend_version": desc["backend_version"],
                 "tool_versions": {r.name: r.version() for r in runners},
             }
-            ctx = DutContext(bed.host, bed.ns("dut"), mode) if bed.topo.has_dut else None
+            if self.placement is not None and self.placement.remote_roles:
+                # remote commands (rule loads too) include an SSH session each: say how much
+                conditions_base["remote_roles"] = {r: self.placement.describe_role(r)
+                                                   for r in bed.topo.roles if bed.is_remote(r)}
+            ctx = DutContext(bed.host_for("dut"), bed.ns("dut"), mode) if bed.topo.has_dut else None
             env = TrialEnv(backend=backend if ctx else None, dut=ctx, note=self.progress.note)
             for r in sorted(runners, key=lambda r: r.name):
                 info = r.bed_started(bed, env, [t for t in trials if t.tool == r.name])
@@ -228,15 +243,38 @@ class Executor:
         time.sleep(self.suite.settle_s)
 
 
-def start_run(suite: Suite, suite_text: str, out_root: Path, *, quiet: bool = False) -> RunRecord:
+def _placement(suite: Suite, hosts: dict[str, HostEntry] | None) -> Placement | None:
+    """The suite's [hosts] with a hosts file's entries on top (None when every role is local)."""
+    entries = {**parse_hosts({"hosts": suite.hosts}, "in the suite"), **(hosts or {})}
+    if not any(e.remote for e in entries.values()):
+        return None
+    return Placement(entries)
+
+
+def _remote_hosts_info(placement: Placement) -> dict:
+    return {"entries": {r: e.model_dump(exclude_defaults=True) for r, e in placement.entries.items()},
+            "clock_offsets": {r: c.to_dict() for r, c in placement.clocks.items()},
+            "command_overhead_s": dict(placement.overheads_s),
+            "metadata": {r: remote_host_metadata(h) for r, h in placement.hosts.items()}}
+
+
+def start_run(suite: Suite, suite_text: str, out_root: Path, *, quiet: bool = False,
+              hosts: dict[str, HostEntry] | None = None) -> RunRecord:
+    """Run ``suite``; ``hosts`` (from ``--hosts FILE``) places roles on remote hosts."""
     plan = expand(suite)
-    preflight(suite)
-    rec = RunRecord.create(out_root, suite.name, {
-        "suite": {"name": suite.name, "toml": suite_text, "parsed": suite.model_dump()},
-        "plan": {"trials": len(plan.trials), "skipped": list(plan.skipped)},
-        "host": host_metadata(),
-    })
-    _execute(suite, plan, rec, quiet)
+    placement = _placement(suite, hosts)
+    if placement is None:
+        preflight(suite)
+    with placement or _Nothing():
+        if placement is not None:
+            preflight(suite, placement)
+        rec = RunRecord.create(out_root, suite.name, {
+            "suite": {"name": suite.name, "toml": suite_text, "parsed": suite.model_dump()},
+            "plan": {"trials": len(plan.trials), "skipped": list(plan.skipped)},
+            "host": host_metadata(),
+            **({"remote_hosts": _remote_hosts_info(placement)} if placement else {}),
+        })
+        _execute(suite, plan, rec, quiet, placement)
     return rec
 
 
@@ -244,16 +282,27 @@ def resume_run(path: Path, *, quiet: bool = False) -> RunRecord:
     rec = RunRecord.open(path)
     suite = parse_suite(rec.run["suite"]["parsed"], f"from {path}")
     plan = expand(suite)
-    preflight(suite)
-    rec.repair_torn_tail()
-    rec.run.setdefault("resumed_utc", []).append(utc_now())
-    rec.run["status"] = "running"
-    rec.save_run()
-    _execute(suite, plan, rec, quiet)
+    stored = (rec.run.get("remote_hosts") or {}).get("entries")
+    placement = _placement(suite, parse_hosts({"hosts": stored}, f"stored in {path}") if stored else None)
+    with placement or _Nothing():
+        preflight(suite, placement)
+        rec.repair_torn_tail()
+        rec.run.setdefault("resumed_utc", []).append(utc_now())
+        rec.run["status"] = "running"
+        rec.save_run()
+        _execute(suite, plan, rec, quiet, placement)
     return rec
 
 
-def _execute(suite: Suite, plan, rec: RunRecord, quiet: bool) -> None:
+class _Nothing:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+
+def _execute(suite: Suite, plan, rec: RunRecord, quiet: bool, placement: Placement | None = None) -> None:
     done = rec.finished_ids()
     known = {t.trial_id for t in plan.trials}
     if done - known:
@@ -261,7 +310,7 @@ def _execute(suite: Suite, plan, rec: RunRecord, quiet: bool) -> None:
     progress = Progress(total=len(plan.trials), already=len(done & known), quiet=quiet)
     if progress.already:
         progress.note(f"resuming: {progress.already} of {progress.total} trials already done")
-    ex = Executor(suite, rec, progress)
+    ex = Executor(suite, rec, progress, placement=placement)
     try:
         ex.run(list(plan.trials), done)
     except KeyboardInterrupt:

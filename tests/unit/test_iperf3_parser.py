@@ -76,7 +76,8 @@ def test_a_hung_client_is_a_failed_trial_not_a_failed_run():
         def run(self, argv, ns=None, **kw):
             raise CommandTimeout("'iperf3 -c 198.19.1.1' did not finish within 32 s and was killed")
 
-    bed = SimpleNamespace(topo=topo, host=Host(), ns=topo.ns,
+    host = Host()
+    bed = SimpleNamespace(topo=topo, host=host, host_for=lambda role: host, ns=topo.ns,
                           link_counters=lambda role, dev: {"rx_packets": 0})
     runner = Iperf3()
     runner.start = lambda bed, spec: None

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from fwlab.errors import BackendError
 from fwlab.registry import Registry
 from fwlab.rules.model import RuleSet
-from fwlab.testbed.host import CommandFailed, LocalHost
+from fwlab.testbed.host import CommandFailed, Host, LocalHost
 
 #: counter classes every backend reports (packets), summed over the rules of that class
 COUNTER_CLASSES = ("deny", "permit", "established", "default_drop", "infra")
@@ -23,10 +23,11 @@ COUNTER_CLASSES = ("deny", "permit", "established", "default_drop", "infra")
 
 @dataclass(frozen=True)
 class DutContext:
-    """Where a backend acts: a host, the DUT namespace and the test bed mode."""
+    """Where a backend acts: a host (local, or remote over SSH), the DUT namespace on it (None:
+    the host's own namespace, e.g. a remote firewall host) and the test bed mode."""
 
-    host: LocalHost
-    ns: str
+    host: Host
+    ns: str | None
     mode: str  # routed | bridge
 
 

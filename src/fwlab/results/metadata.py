@@ -1,6 +1,7 @@
 """Host metadata recorded with every run: kernel, CPU, memory, tool versions, fwlab revision.
 
-Owns: reading facts about the machine. Never changes anything.
+Owns: reading facts about the machine, and about a remote host through its
+:class:`~fwlab.testbed.host.Host` (one shell script over one SSH session). Never changes anything.
 """
 
 from __future__ import annotations
@@ -102,3 +103,48 @@ def host_metadata() -> dict:
         "fwlab_git_revision": git_revision(),
         "tools": tool_versions(),
     }
+
+
+#: one POSIX-sh script printing ``key=value`` lines: the same facts as :func:`host_metadata`,
+#: read on a remote host (first line of each tool's version, empty when it is missing)
+REMOTE_SCRIPT = "; ".join([
+    'echo "hostname=$(uname -n)"', 'echo "kernel=$(uname -r)"', 'echo "kernel_version=$(uname -v)"',
+    'echo "machine=$(uname -m)"', 'echo "os=$(uname -s)"',
+    'echo "cpu_model=$(grep -m1 "^model name" /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed "s/^ *//")"',
+    'echo "cpus=$(getconf _NPROCESSORS_ONLN 2>/dev/null)"',
+    'echo "memory_kib=$(awk \'/^MemTotal:/ {print $2}\' /proc/meminfo 2>/dev/null)"',
+    'echo "bpf_jit_enable=$(cat /proc/sys/net/core/bpf_jit_enable 2>/dev/null)"',
+    'echo "cpufreq_governor=$(cat /sys/devices/system/cpu/cpu0/cpufreq/scaling_governor 2>/dev/null)"',
+    *(f'echo "tool:{k}=$(PATH=$PATH:/usr/sbin:/sbin {" ".join(v)} 2>&1 </dev/null | head -n1)"'
+      for k, v in TOOL_VERSION_CMDS.items()),
+])
+
+_INTS = ("cpus", "memory_kib")
+
+
+def parse_remote_metadata(text: str) -> dict:
+    """``key=value`` lines of :data:`REMOTE_SCRIPT` -> the :func:`host_metadata` layout
+    (missing facts and tools are None)."""
+    out: dict = {"tools": {}}
+    for line in text.splitlines():
+        key, eq, val = line.partition("=")
+        if not eq:
+            continue
+        val = val.strip()
+        if key.startswith("tool:"):
+            name = key[5:]
+            bad = not val or "not found" in val or "No such file" in val
+            out["tools"][name] = None if bad else val
+        elif key in _INTS:
+            out[key] = int(val) if val.isdigit() else None
+        else:
+            out[key] = val or None
+    return out
+
+
+def remote_host_metadata(host) -> dict:
+    """:func:`host_metadata` of a host reached through ``host`` (a ``testbed.host.Host``)."""
+    cp = host.run(["sh", "-c", REMOTE_SCRIPT], timeout_s=60, check=False)
+    meta = parse_remote_metadata(cp.stdout)
+    meta["collected_via"] = host.describe()
+    return meta

@@ -249,6 +249,10 @@ def run_trial(bed: Testbed, t: EngineTrial, intended_count: int | None = None) -
     """Receiver in the server namespace, wait for READY, sender in the client namespace, wait
     for the receiver's idle stop, parse both JSONs."""
     engine = require_engine()
+    remote = [r for r in ("client", "server") if bed.is_remote(r)]
+    if remote:  # local binary and ready file; its latency would also need the clock offsets
+        raise RunnerError(f"fwlab-engine runs only on local roles so far ({', '.join(remote)} is remote)",
+                          fix="use iperf3 or netperf for remote client/server roles")
     plan = bed.topo.plan
     dst = plan.server(t.ip_version)
     src = plan.client(t.ip_version)

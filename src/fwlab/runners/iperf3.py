@@ -135,7 +135,7 @@ class Iperf3(Runner):
         cpu = bed.topo.pinning.server_cpu
         if cpu is not None:
             args += ["-A", str(cpu)]
-        self._servers[key] = bed.host.spawn(args, ns=bed.ns("server"))
+        self._servers[key] = bed.host_for("server").spawn(args, ns=bed.ns("server"))
         self._wait_listening(bed, spec.port)
 
     def _wait_listening(self, bed: "Testbed", port: int, timeout_s: float = 5.0) -> None:
@@ -152,7 +152,7 @@ class Iperf3(Runner):
         for key, sp in list(self._servers.items()):
             if key[0] == bed.ns("server"):
                 sp.stop()
-                bed.host.forget(sp)
+                bed.host_for("server").forget(sp)
                 del self._servers[key]
 
     def measure(self, bed: "Testbed", spec: TrafficSpec, env=None) -> Measurement:
@@ -161,7 +161,7 @@ class Iperf3(Runner):
         args = build_client_args(spec, server, bed.topo.pinning.client_cpu)
         before = bed.link_counters("server", bed.topo.server_if)
         try:
-            cp = bed.host.run(args, ns=bed.ns("client"), check=False, timeout_s=spec.duration_s + 30)
+            cp = bed.host_for("client").run(args, ns=bed.ns("client"), check=False, timeout_s=spec.duration_s + 30)
         except CommandTimeout as exc:
             self.stop(bed)  # a wedged server would hang the next trial too: start a fresh one
             raise RunnerError(f"iperf3 client hung: {exc.message}; this trial's figure is missing",

@@ -99,7 +99,7 @@ class Netperf(Runner):
             return
         require_tool("netserver")
         # -D: stay in the foreground so teardown can stop it; -p: control port.
-        self._servers[ns] = bed.host.spawn(["netserver", "-D", "-p", str(CONTROL_PORT)], ns=ns)
+        self._servers[ns] = bed.host_for("server").spawn(["netserver", "-D", "-p", str(CONTROL_PORT)], ns=ns)
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline:
             if bed.sh("server", "ss", "-ltnH", f"sport = :{CONTROL_PORT}", check=False).stdout.strip():
@@ -111,7 +111,7 @@ class Netperf(Runner):
         sp = self._servers.pop(bed.ns("server"), None)
         if sp is not None:
             sp.stop()
-            bed.host.forget(sp)
+            bed.host_for("server").forget(sp)
 
     def client_args(self, spec: TrafficSpec, server: str, pin: tuple[int | None, int | None]) -> list[str]:
         args = ["netperf", "-H", server, "-p", str(CONTROL_PORT), "-t", TESTS[spec.traffic],
@@ -134,7 +134,7 @@ class Netperf(Runner):
         args = self.client_args(spec, bed.topo.plan.server(spec.ip_version), pin)
         before = bed.link_counters("server", bed.topo.server_if)
         try:
-            cp = bed.host.run(args, ns=bed.ns("client"), check=False, timeout_s=spec.duration_s + 30)
+            cp = bed.host_for("client").run(args, ns=bed.ns("client"), check=False, timeout_s=spec.duration_s + 30)
         except CommandTimeout as exc:
             self.stop(bed)
             raise RunnerError(f"netperf hung: {exc.message}; this trial's figure is missing",

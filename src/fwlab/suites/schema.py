@@ -120,6 +120,9 @@ class Suite(Strict):
                             "CPU, so overload shows as loss at its ingress ring (use for RFC 2544 searches)")
     offloads: OffloadsModel = Field(default_factory=OffloadsModel)
     pinning: PinningModel = Field(default_factory=PinningModel)
+    hosts: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="[hosts.<role>] tables placing roles on remote hosts over SSH "
+                                          "(checked by fwlab.testbed.hosts; `fwlab run --hosts FILE` adds to them)")
 
     @field_validator("mode", mode="before")
     @classmethod
@@ -161,4 +164,12 @@ class Suite(Strict):
                 raise ValueError("IPv6 engine frames are at least 78 B (RFC 5180): raise sizes or drop IPv6")
         if not self.traffic:
             raise ValueError("needs at least one [[traffic]] item")
+        if self.hosts:
+            from pydantic import ValidationError
+
+            from fwlab.testbed.hosts import HostsFile, one_line
+            try:
+                HostsFile.model_validate({"hosts": self.hosts})
+            except ValidationError as exc:
+                raise ValueError(one_line(exc)) from None
         return self

@@ -5,6 +5,10 @@ routes, forwarding sysctls and offloads; describing them (for the run record); t
 down, stopping the processes inside first. Never touches the host's own (root) namespace:
 veth ends are created directly inside their namespaces and no host route, address or firewall
 is changed.
+
+Roles placed on remote hosts by a hosts file (``testbed.hosts.Placement``) are not built: their
+host was set up by the user; commands for them go over SSH (:meth:`Testbed.host_for`), and a
+local role cabled to one borrows the local interface named in the hosts file (``testbed.links``).
 """
 
 from __future__ import annotations
@@ -16,8 +20,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fwlab.errors import NotRoot, TestbedError
-from fwlab.testbed.host import CommandFailed, LocalHost, kill_namespace_pids, require_tool
+from fwlab.errors import FwlabError, NotRoot, TestbedError
+from fwlab.testbed import links
+from fwlab.testbed.clock import measure_offset
+from fwlab.testbed.host import CommandFailed, Host, LocalHost, kill_namespace_pids, require_tool
+from fwlab.testbed.hosts import IFACE_COUNT, Placement
 from fwlab.testbed.topology import PREFIX, Topology
 
 #: sysctls recorded for every namespace of the bed
@@ -96,8 +103,11 @@ class Testbed:
 
     topo: Topology
     host: LocalHost = field(default_factory=LocalHost)
+    #: where roles live when some are on remote hosts (None: all local)
+    placement: Placement | None = None
     built: bool = False
     build_s: float = 0.0
+    _adopted: list[tuple[str, str, str]] = field(default_factory=list)  # (ns, bed name, own name)
 
     # -- life cycle -------------------------------------------------------------------------
     def __enter__(self) -> "Testbed":
@@ -132,19 +142,63 @@ class Testbed:
         held = {signal.SIGINT, signal.SIGTERM}
         old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
         try:
-            self.host.stop_all()
-            for role in self.topo.roles:
+            for h in self._hosts():
+                try:
+                    h.stop_all()
+                except FwlabError:
+                    pass  # a dead SSH connection: its remote processes stop by themselves
+            for ns, cur, orig in reversed(self._adopted):
+                links.give_back(self.host, ns, cur, orig)
+            self._adopted.clear()
+            for role in self.local_roles:
                 delete_namespace(self.host, self.topo.ns(role))
             self.built = False
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
+    # -- where roles live -------------------------------------------------------------------
+    def is_remote(self, role: str) -> bool:
+        return self.placement is not None and self.placement.is_remote(role)
+
+    @property
+    def local_roles(self) -> tuple[str, ...]:
+        return tuple(r for r in self.topo.roles if not self.is_remote(r))
+
+    def host_for(self, role: str) -> Host:
+        """The host that runs ``role``'s commands: this machine or its SSH host."""
+        return self.placement.hosts[role] if self.is_remote(role) else self.host
+
+    def _hosts(self) -> list[Host]:
+        out: list[Host] = [self.host]
+        for r in self.topo.roles:
+            h = self.host_for(r)
+            if all(h is not o for o in out):
+                out.append(h)
+        return out
+
+    def dev(self, role: str, dev: str) -> str:
+        """The real name of the bed's interface ``dev`` of ``role`` (a remote role's own names
+        come from the hosts file, in the order of :meth:`interfaces`)."""
+        if not self.is_remote(role):
+            return dev
+        std = self._std_ifaces(role)
+        ifaces = self.placement.entry(role).ifaces
+        return ifaces[std.index(dev)] if dev in std else dev
+
+    def _std_ifaces(self, role: str) -> list[str]:
+        t = self.topo
+        return {"client": [t.client_if], "server": [t.server_if],
+                "dut": [t.dut_client_if, t.dut_server_if]}.get(role, [])
+
     # -- helpers ----------------------------------------------------------------------------
-    def ns(self, role: str) -> str:
+    def ns(self, role: str) -> str | None:
+        """The namespace of ``role`` on its host (a remote role: the hosts file's ``ns`` or None)."""
+        if self.is_remote(role):
+            return self.placement.entry(role).ns
         return self.topo.ns(role)
 
     def sh(self, role: str, *argv: str, check: bool = True):
-        return self.host.run(list(argv), ns=self.ns(role), check=check)
+        return self.host_for(role).run(list(argv), ns=self.ns(role), check=check)
 
     def _sysctl(self, role: str, key: str, value: str | int) -> None:
         self.sh(role, "sysctl", "-q", "-w", f"{key}={value}")
@@ -152,6 +206,25 @@ class Testbed:
     def _veth(self, a: str, a_ns: str, b: str, b_ns: str) -> None:
         self.host.run(["ip", "link", "add", a, "netns", a_ns, "type", "veth",
                        "peer", "name", b, "netns", b_ns])
+
+    def _link(self, a_role: str, a: str, b_role: str, b: str) -> None:
+        """Join ``a_role``'s ``a`` and ``b_role``'s ``b``: a veth pair when both are local; when
+        one is remote, the local side borrows the interface the hosts file names for it."""
+        a_local, b_local = not self.is_remote(a_role), not self.is_remote(b_role)
+        if a_local and b_local:
+            self._veth(a, self.ns(a_role), b, self.ns(b_role))
+        for role, dev, local, other_local in ((a_role, a, a_local, b_local), (b_role, b, b_local, a_local)):
+            if local and not other_local:
+                entry = self.placement.entry(role)
+                if entry is None or len(entry.ifaces) != IFACE_COUNT[role]:
+                    raise TestbedError(f"role {role} is local but its neighbour is remote: the hosts file "
+                                       f"must name its local interface(s)",
+                                       fix=f"add [hosts.{role}] ifaces = [...] (the NIC cabled to the remote host)")
+                own = entry.ifaces[self._std_ifaces(role).index(dev)]
+                links.adopt(self.host, own, self.ns(role), dev)
+                self._adopted.append((self.ns(role), dev, own))
+            if local:
+                self._offloads(role, dev)
 
     def _addr(self, role: str, dev: str, addr: str, plen: int, v6: bool = False) -> None:
         args = ["ip", "addr", "add", f"{addr}/{plen}", "dev", dev]
@@ -169,7 +242,7 @@ class Testbed:
     def _build(self) -> None:
         t = self.topo
         plan = t.plan
-        for role in t.roles:
+        for role in self.local_roles:
             self.host.run(["ip", "netns", "add", self.ns(role)])
             LIVE_NAMESPACES.add(self.ns(role))
             self.sh(role, "ip", "link", "set", "lo", "up")
@@ -181,27 +254,25 @@ class Testbed:
         c, s = t.client_if, t.server_if
         if t.has_dut:
             d0, d1 = t.dut_client_if, t.dut_server_if
-            self._veth(c, self.ns("client"), d0, self.ns("dut"))
-            self._veth(d1, self.ns("dut"), s, self.ns("server"))
-            for role, dev in (("client", c), ("dut", d0), ("dut", d1), ("server", s)):
-                self._offloads(role, dev)
+            self._link("client", c, "dut", d0)
+            self._link("dut", d1, "server", s)
         else:
-            self._veth(c, self.ns("client"), s, self.ns("server"))
-            self._offloads("client", c)
-            self._offloads("server", s)
+            self._link("client", c, "server", s)
 
         plen4_c = int(plan.client_net4.split("/")[1])
         plen4_s = int(plan.server_net4.split("/")[1])
         plen6_c = int(plan.client_net6.split("/")[1])
         plen6_s = int(plan.server_net6.split("/")[1])
-        self._addr("client", c, plan.client4, plen4_c)
-        self._addr("client", c, plan.client6, plen6_c, v6=True)
-        self._addr("server", s, plan.server4, plen4_s)
-        self._addr("server", s, plan.server6, plen6_s, v6=True)
-        self._up("client", c)
-        self._up("server", s)
+        for role, dev, a4, p4, a6, p6 in (("client", c, plan.client4, plen4_c, plan.client6, plen6_c),
+                                          ("server", s, plan.server4, plen4_s, plan.server6, plen6_s)):
+            if not self.is_remote(role):  # a remote role's addresses are the user's set-up
+                self._addr(role, dev, a4, p4)
+                self._addr(role, dev, a6, p6, v6=True)
+                self._up(role, dev)
 
-        if t.mode == "routed":
+        if self.is_remote("dut") or not t.has_dut:
+            pass
+        elif t.mode == "routed":
             self._addr("dut", d0, plan.dut_client_side4, plen4_c)
             self._addr("dut", d1, plan.dut_server_side4, plen4_s)
             self._addr("dut", d0, plan.dut_client_side6, plen6_c, v6=True)
@@ -210,10 +281,6 @@ class Testbed:
             self._up("dut", d1)
             self._sysctl("dut", "net.ipv4.ip_forward", 1)
             self._sysctl("dut", "net.ipv6.conf.all.forwarding", 1)
-            self.sh("client", "ip", "route", "add", "default", "via", plan.dut_client_side4)
-            self.sh("client", "ip", "-6", "route", "add", "default", "via", plan.dut_client_side6)
-            self.sh("server", "ip", "route", "add", "default", "via", plan.dut_server_side4)
-            self.sh("server", "ip", "-6", "route", "add", "default", "via", plan.dut_server_side6)
         elif t.mode == "bridge":
             br = t.bridge_if
             self.sh("dut", "ip", "link", "add", br, "type", "bridge", "stp_state", "0",
@@ -227,7 +294,13 @@ class Testbed:
             val = 1 if t.bridge_nf_call else 0
             for fam in ("iptables", "ip6tables", "arptables"):
                 self._sysctl("dut", f"net.bridge.bridge-nf-call-{fam}", val)
-        if t.has_dut and t.device_model == "napi":
+        if t.mode == "routed":
+            for role, gw4, gw6 in (("client", plan.dut_client_side4, plan.dut_client_side6),
+                                   ("server", plan.dut_server_side4, plan.dut_server_side6)):
+                if not self.is_remote(role):
+                    self.sh(role, "ip", "route", "add", "default", "via", gw4)
+                    self.sh(role, "ip", "-6", "route", "add", "default", "via", gw6)
+        if t.has_dut and t.device_model == "napi" and not self.is_remote("dut"):
             self._napi_device()
         self._wait_link_ready()
 
@@ -311,9 +384,12 @@ class Testbed:
             if pending:
                 time.sleep(0.1)
         if pending:
+            remote = [r for r in self.topo.roles if self.is_remote(r)]
             raise TestbedError(f"the client cannot reach the server over IPv{sorted(pending)} "
                                f"in {self.topo.mode} mode before any firewall is loaded",
-                               fix="run 'fwlab clean' and retry; check that the kernel has veth")
+                               fix=(f"check the set-up of the remote {', '.join(remote)} host (addresses, "
+                                    f"forwarding, cabling, hosts-file ifaces) and flush its firewall"
+                                    if remote else "run 'fwlab clean' and retry; check that the kernel has veth"))
 
     # -- description for the run record --------------------------------------------------------
     def interfaces(self) -> list[tuple[str, str]]:
@@ -321,7 +397,7 @@ class Testbed:
         out = [("client", t.client_if), ("server", t.server_if)]
         if t.has_dut:
             out += [("dut", t.dut_client_if), ("dut", t.dut_server_if)]
-        return out
+        return [(r, self.dev(r, d)) for r, d in out]
 
     def offload_state(self) -> dict[str, dict[str, str]]:
         """``ethtool -k`` of the recorded features, per interface (measured, not assumed)."""
@@ -351,7 +427,7 @@ class Testbed:
 
     def link_counters(self, role: str, dev: str) -> dict[str, int]:
         """rx/tx packet, byte and drop counters of one interface (from ``ip -s -j link``)."""
-        cp = self.sh(role, "ip", "-s", "-j", "link", "show", dev)
+        cp = self.sh(role, "ip", "-s", "-j", "link", "show", self.dev(role, dev))
         stats = json.loads(cp.stdout)[0]["stats64"]
         return {
             "rx_packets": stats["rx"]["packets"], "rx_bytes": stats["rx"]["bytes"],
@@ -359,8 +435,19 @@ class Testbed:
             "tx_bytes": stats["tx"]["bytes"], "tx_dropped": stats["tx"]["dropped"],
         }
 
+    def clock_offsets(self) -> dict[str, dict]:
+        """Each remote role's clock offset vs this machine, measured now (they drift)."""
+        return {r: measure_offset(self.host_for(r)).to_dict() for r in self.topo.roles if self.is_remote(r)}
+
     def describe(self) -> dict:
+        remote = {}
+        if self.placement is not None and self.placement.remote_roles:
+            remote = {"placement": {r: {"host": self.host_for(r).describe(), "ns": self.ns(r),
+                                        "ifaces": [d for rr, d in self.interfaces() if rr == r]}
+                                    for r in self.topo.roles if self.is_remote(r)},
+                      "clock_offsets": self.clock_offsets()}
         return {
+            **remote,
             "topology": self.topo.to_dict(),
             "namespaces": {r: self.ns(r) for r in self.topo.roles},
             "interfaces": [f"{r}:{d}" for r, d in self.interfaces()],

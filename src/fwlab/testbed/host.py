@@ -1,11 +1,12 @@
 """Running commands on a host, optionally inside one of its network namespaces.
 
-Owns: the single interface through which fwlab runs programs (``Host.run`` / ``Host.spawn``),
-and the bookkeeping of the processes it started so that teardown can stop them.
+Owns: the single interface through which fwlab runs programs (:class:`Host`: ``run``, ``spawn``,
+``put_file``, ``stop_all``, ``close``), its local implementation (:class:`LocalHost`) and the
+bookkeeping of the processes it started so that teardown can stop them.
 Never touches: which namespaces exist or what they contain (that is ``testbed.bed``).
 
-A remote host (SSH) will implement the same interface; callers pass a namespace name, never
-build ``ip netns exec`` command lines themselves.
+A remote host (``testbed.ssh.SshHost``) implements the same interface; callers pass a namespace
+name (or None), never build ``ip netns exec`` or ``ssh`` command lines themselves.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ import os
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
 from fwlab.errors import FwlabError, ToolMissing
@@ -52,8 +55,9 @@ def require_tool(name: str) -> str:
 class CommandFailed(FwlabError):
     """A command run by fwlab exited non-zero."""
 
-    def __init__(self, argv: list[str], returncode: int, stdout: str, stderr: str, ns: str | None):
-        where = f" in namespace {ns}" if ns else ""
+    def __init__(self, argv: list[str], returncode: int, stdout: str, stderr: str, ns: str | None,
+                 host: str | None = None):
+        where = (f" in namespace {ns}" if ns else "") + (f" on host {host}" if host else "")
         first = (stderr.strip() or stdout.strip()).splitlines()
         detail = first[0] if first else "no output"
         super().__init__(f"'{' '.join(argv[:4])}{' ...' if len(argv) > 4 else ''}'{where} failed "
@@ -63,6 +67,7 @@ class CommandFailed(FwlabError):
         self.stdout = stdout
         self.stderr = stderr
         self.ns = ns
+        self.host = host
 
 
 class CommandTimeout(FwlabError):
@@ -99,12 +104,60 @@ class Spawned:
             pass
 
 
+class Host(ABC):
+    """Where commands run: this machine (:class:`LocalHost`) or one reached over SSH.
+
+    ``ns`` is a network namespace on that host (None: the host's own namespace, or, on a remote
+    host, wherever its sshd runs). Every implementation maps its failures to fwlab errors:
+    :class:`CommandFailed`, :class:`CommandTimeout`, ``ToolMissing`` and, for remote hosts,
+    ``HostError`` (connection lost), each with a one-line message and a fix.
+    """
+
+    name: str
+    #: True when commands leave this machine (the test bed does not create namespaces there)
+    remote: bool = False
+    spawned: list[Spawned]
+
+    @abstractmethod
+    def run(self, argv: list[str], ns: str | None = None, *, input: str | None = None,
+            check: bool = True, timeout_s: float | None = 120.0,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+        """Run ``argv`` to completion; raise CommandFailed on a non-zero exit when ``check``."""
+
+    @abstractmethod
+    def spawn(self, argv: list[str], ns: str | None = None) -> Spawned:
+        """Start ``argv`` in the background; :meth:`stop_all` (teardown) stops it."""
+
+    @abstractmethod
+    def put_file(self, data: bytes | str, name: str, mode: int = 0o644) -> str:
+        """Store ``data`` as file ``name`` in this host's fwlab scratch directory; return its
+        path on that host (removed by :meth:`close`)."""
+
+    def forget(self, sp: Spawned) -> None:
+        if sp in self.spawned:
+            self.spawned.remove(sp)
+
+    def stop_all(self) -> None:
+        """Stop every process this host spawned (TERM, then KILL)."""
+        for sp in list(self.spawned):
+            sp.stop(wait_s=2.0)
+        self.spawned.clear()
+
+    def close(self) -> None:
+        """Stop what was spawned and release connections and scratch files. Idempotent."""
+        self.stop_all()
+
+    def describe(self) -> dict:
+        return {"name": self.name, "remote": self.remote}
+
+
 @dataclass
-class LocalHost:
+class LocalHost(Host):
     """The machine fwlab runs on. Commands run in its namespaces via ``ip netns exec``."""
 
     name: str = "local"
     spawned: list[Spawned] = field(default_factory=list)
+    _scratch: str | None = field(default=None, repr=False)
 
     def _argv(self, argv: list[str], ns: str | None) -> list[str]:
         if ns is None:
@@ -142,15 +195,20 @@ class LocalHost:
         self.spawned.append(sp)
         return sp
 
-    def forget(self, sp: Spawned) -> None:
-        if sp in self.spawned:
-            self.spawned.remove(sp)
+    def put_file(self, data: bytes | str, name: str, mode: int = 0o644) -> str:
+        if self._scratch is None:
+            self._scratch = tempfile.mkdtemp(prefix="fwlab-")
+        path = os.path.join(self._scratch, os.path.basename(name))
+        with open(path, "wb") as f:
+            f.write(data.encode() if isinstance(data, str) else data)
+        os.chmod(path, mode)
+        return path
 
-    def stop_all(self) -> None:
-        """Stop every process this host spawned (TERM, then KILL)."""
-        for sp in list(self.spawned):
-            sp.stop(wait_s=2.0)
-        self.spawned.clear()
+    def close(self) -> None:
+        self.stop_all()
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = None
 
 
 def kill_namespace_pids(host: LocalHost, ns: str, grace_s: float = 1.0) -> int:

@@ -117,6 +117,8 @@ class Topology:
     bridge_nf_call: bool = False
     #: see DEVICE_MODELS
     device_model: str = "veth"
+    #: address-plan fields replaced by a hosts file (remote roles set up by the user)
+    plan_overrides: tuple[tuple[str, str], ...] = ()
 
     def ns(self, role: str) -> str:
         return f"{PREFIX}{self.run_id}-{role}"
@@ -132,7 +134,10 @@ class Topology:
 
     @property
     def plan(self) -> AddressPlan:
-        return ROUTED_PLAN if self.mode == "routed" else FLAT_PLAN
+        base = ROUTED_PLAN if self.mode == "routed" else FLAT_PLAN
+        if not self.plan_overrides:
+            return base
+        return AddressPlan(**{**asdict(base), **dict(self.plan_overrides)})
 
     @property
     def roles(self) -> tuple[str, ...]:

@@ -1,0 +1,279 @@
+"""Where each role of the test bed lives: the hosts file and the connections it opens.
+
+Owns: the ``[hosts.<role>]`` schema (in a suite or a separate file given with
+``fwlab run --hosts FILE``), its validation into one-line errors, and :class:`Placement`, the
+opened hosts of one run (one SSH connection per distinct target, shared by the roles on it).
+Never touches: the namespaces (``testbed.bed``) or any remote host's configuration.
+
+A role without an entry, or with an entry without ``ssh``, is local: the test bed creates its
+namespace as usual. A remote role (``ssh = ...``) is a host the user has set up: fwlab creates no
+namespace, link or address there; it runs commands there (in ``ns`` when given) and needs the
+role's data interfaces (``ifaces``) to read counters. Its addresses are the standard plan's
+unless ``addresses`` overrides them. A local role whose neighbour is remote must name the local
+interface cabled to it (``ifaces``): fwlab moves it into the role's namespace for the bed and
+gives it back afterwards.
+
+Example::
+
+    [hosts.dut]
+    ssh = "root@198.51.100.7"      # [user@]host
+    port = 22
+    key = "/root/.ssh/fwlab_ed25519"
+    known_hosts = "/root/.ssh/known_hosts"
+    ifaces = ["enp1s0f0", "enp1s0f1"]  # client side, server side
+    # ns = "fw"                    # run the DUT's commands in this namespace on that host
+
+    [hosts.client]
+    ifaces = ["enp3s0f0"]          # local NIC cabled to the DUT's client side
+    [hosts.server]
+    ifaces = ["enp3s0f1"]
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+import statistics
+import time
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from fwlab.errors import HostError
+from fwlab.testbed.clock import ClockOffset, measure_offset
+from fwlab.testbed.host import Host
+from fwlab.testbed.ssh import SshHost, SshTarget
+
+#: roles a hosts file may place (a topology uses a subset)
+KNOWN_ROLES = ("client", "dut", "server", "attacker")
+#: how many data interfaces each role has: the DUT's client side first, then its server side
+IFACE_COUNT = {"client": 1, "server": 1, "attacker": 1, "dut": 2}
+#: address-plan fields a role may override, by role
+PLAN_FIELDS = {
+    "client": ("client4", "client6", "client_net4", "client_net6"),
+    "server": ("server4", "server6", "server_net4", "server_net6"),
+    "dut": ("dut_client_side4", "dut_server_side4", "dut_client_side6", "dut_server_side6"),
+    "attacker": (),
+}
+#: ssh options fwlab sets itself and a hosts file must not override
+RESERVED_OPTIONS = ("controlpath", "controlmaster", "controlpersist", "batchmode")
+#: entry keys that only mean something for a remote role
+REMOTE_ONLY = ("port", "key", "known_hosts", "host_key_checking", "ssh_config", "ssh_options",
+               "connect_timeout_s", "ns")
+
+_DEST = re.compile(r"^(?:[A-Za-z0-9._][A-Za-z0-9._-]*@)?[A-Za-z0-9._:\[\]%-]+$")
+_IFNAME = re.compile(r"^[A-Za-z0-9_.:@-]{1,15}$")
+
+
+class HostEntry(BaseModel):
+    """One role's placement. Without ``ssh`` the role is local."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    ssh: str | None = Field(None, description="[user@]host of the remote host; absent = local role")
+    port: int = Field(22, ge=1, le=65535)
+    key: str | None = Field(None, description="private key file (ssh -i, IdentitiesOnly)")
+    known_hosts: str | None = Field(None, description="known_hosts file with the host's key")
+    host_key_checking: Literal["yes", "accept-new"] = "yes"
+    ssh_config: str | None = Field(None, description="ssh -F FILE, or \"none\" to ignore ~/.ssh/config")
+    ssh_options: list[str] = Field(default_factory=list, description="extra ssh -o Key=Value options")
+    connect_timeout_s: float = Field(10.0, gt=0, le=300)
+    ns: str | None = Field(None, pattern=r"^[A-Za-z0-9_.-]{1,64}$",
+                           description="network namespace on the remote host to run in")
+    ifaces: list[str] = Field(default_factory=list, description="the role's data interfaces")
+    addresses: dict[str, str] = Field(default_factory=dict, description="address-plan overrides")
+
+    @field_validator("ssh")
+    @classmethod
+    def _ssh(cls, v: str | None) -> str | None:
+        if v is not None and (v.startswith("-") or not _DEST.match(v)):
+            raise ValueError(f"ssh = {v!r} is not [user@]host")
+        return v
+
+    @field_validator("ssh_options")
+    @classmethod
+    def _options(cls, v: list[str]) -> list[str]:
+        for o in v:
+            k, eq, _ = o.partition("=")
+            if not eq or not k.strip() or " " in k.strip():
+                raise ValueError(f"ssh option {o!r} is not Key=Value")
+            if k.strip().lower() in RESERVED_OPTIONS:
+                raise ValueError(f"ssh option {k.strip()} is set by fwlab and cannot be overridden")
+        return v
+
+    @field_validator("ifaces")
+    @classmethod
+    def _ifaces(cls, v: list[str]) -> list[str]:
+        for i in v:
+            if not _IFNAME.match(i):
+                raise ValueError(f"interface name {i!r} is not a Linux interface name (1-15 chars)")
+        return v
+
+    @model_validator(mode="after")
+    def _remote_only(self) -> "HostEntry":
+        if self.ssh is None:
+            given = [n for n in REMOTE_ONLY if n in self.model_fields_set]
+            if given:
+                raise ValueError(f"{', '.join(given)}: only for a remote role (set ssh = ...)")
+        return self
+
+    @property
+    def remote(self) -> bool:
+        return self.ssh is not None
+
+    def target(self) -> SshTarget:
+        assert self.ssh is not None
+        return SshTarget(destination=self.ssh, port=self.port, key=self.key, known_hosts=self.known_hosts,
+                         host_key_checking=self.host_key_checking, ssh_config=self.ssh_config,
+                         options=tuple(self.ssh_options), connect_timeout_s=self.connect_timeout_s)
+
+
+class HostsFile(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    hosts: dict[str, HostEntry]
+
+    @model_validator(mode="after")
+    def _roles(self) -> "HostsFile":
+        for role, e in self.hosts.items():
+            if role not in KNOWN_ROLES:
+                raise ValueError(f"unknown role '{role}' (roles: {', '.join(KNOWN_ROLES)})")
+            want = IFACE_COUNT[role]
+            if e.ifaces and len(e.ifaces) != want:
+                raise ValueError(f"hosts.{role}.ifaces needs {want} interface(s)"
+                                 + (" (client side, server side)" if role == "dut" else "")
+                                 + f", got {len(e.ifaces)}")
+            if e.remote and not e.ifaces:
+                raise ValueError(f"remote role '{role}' needs ifaces = [...] (its data interface"
+                                 f"{'s: client side, server side' if want == 2 else ''} on {e.ssh})")
+            for k, v in e.addresses.items():
+                if k not in PLAN_FIELDS[role]:
+                    raise ValueError(f"hosts.{role}.addresses.{k} is not one of "
+                                     f"{', '.join(PLAN_FIELDS[role]) or 'nothing for this role'}")
+                try:
+                    (ipaddress.ip_network if "_net" in k else ipaddress.ip_address)(v)
+                except ValueError:
+                    raise ValueError(f"hosts.{role}.addresses.{k} = {v!r} is not an IP "
+                                     f"{'network' if '_net' in k else 'address'}") from None
+        for role, e in self.hosts.items():
+            for name, path in (("key", e.key), ("known_hosts", e.known_hosts),
+                               ("ssh_config", None if e.ssh_config == "none" else e.ssh_config)):
+                if path and not os.path.exists(os.path.expanduser(path)):
+                    raise ValueError(f"hosts.{role}.{name} file {path} does not exist")
+        return self
+
+
+def command_overhead_s(host: Host, n: int = 7) -> float:
+    """Median wall time of ``true`` on ``host`` [s] (session set-up, remote shell, wrapper)."""
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        host.run(["true"], timeout_s=30)
+        times.append(time.perf_counter() - t0)
+    return round(statistics.median(times), 6)
+
+
+def one_line(exc: ValidationError) -> str:
+    parts = []
+    for e in exc.errors()[:3]:
+        loc = ".".join(str(x) for x in e["loc"])
+        msg = e["msg"].removeprefix("Value error, ")
+        parts.append(f"{loc}: {msg}" if loc else msg)
+    more = f" (+{exc.error_count() - 3} more)" if exc.error_count() > 3 else ""
+    return "; ".join(parts) + more
+
+
+def parse_hosts(data: dict, origin: str) -> dict[str, HostEntry]:
+    """Validate a ``{"hosts": {...}}`` table; raise HostError with a one-line reason."""
+    try:
+        return dict(HostsFile.model_validate(data).hosts)
+    except ValidationError as exc:
+        raise HostError(f"hosts file {origin} is invalid: {one_line(exc)}",
+                        fix="correct the [hosts.<role>] tables (see docs/remote-hosts.md)") from None
+
+
+def load_hosts(path: str | Path) -> tuple[dict[str, HostEntry], str]:
+    """(entries, TOML text) of a hosts file."""
+    p = Path(path)
+    if not p.exists():
+        raise HostError(f"hosts file {p} does not exist", fix="check the path given to --hosts")
+    text = p.read_text()
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise HostError(f"hosts file {p.name} is not valid TOML: {exc}", fix="correct the TOML syntax") from None
+    return parse_hosts(data, f"'{p.name}'"), text
+
+
+@dataclass
+class Placement:
+    """The hosts of one run: each remote role's connected host, plus the clock offsets measured
+    when they were opened. Local roles have no entry in ``hosts``."""
+
+    entries: dict[str, HostEntry]
+    hosts: dict[str, Host] = field(default_factory=dict)
+    clocks: dict[str, ClockOffset] = field(default_factory=dict)
+    #: median wall time of one trivial command (``true``) per remote role [s]: what every remote
+    #: command, rule loads included, costs on top of its own work
+    overheads_s: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def remote_roles(self) -> tuple[str, ...]:
+        return tuple(r for r, e in self.entries.items() if e.remote)
+
+    def entry(self, role: str) -> HostEntry | None:
+        return self.entries.get(role)
+
+    def is_remote(self, role: str) -> bool:
+        e = self.entries.get(role)
+        return bool(e and e.remote)
+
+    def plan_overrides(self) -> tuple[tuple[str, str], ...]:
+        return tuple(sorted((k, v) for e in self.entries.values() for k, v in e.addresses.items()))
+
+    def open(self) -> "Placement":
+        """Connect every remote role's host (one connection per target); measure clock offsets.
+        On failure the connections opened so far are closed."""
+        by_target: dict[SshTarget, SshHost] = {}
+        try:
+            for role in self.remote_roles:
+                t = self.entries[role].target()
+                if t not in by_target:
+                    by_target[t] = SshHost(name=f"{role}@{t.destination}", target=t).connect()
+                self.hosts[role] = by_target[t]
+            for role, h in self.hosts.items():
+                self.clocks[role] = measure_offset(h)
+                self.overheads_s[role] = command_overhead_s(h)
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def describe_role(self, role: str) -> dict:
+        """What a trial record notes about a remote role's host."""
+        h = self.hosts[role]
+        return {**h.describe(), "ns": self.entries[role].ns,
+                "command_overhead_s": self.overheads_s.get(role)}
+
+    def close(self) -> None:
+        seen: set[int] = set()
+        for h in self.hosts.values():
+            if id(h) not in seen:
+                seen.add(id(h))
+                h.close()
+
+    def describe(self) -> dict:
+        return {role: {**e.model_dump(exclude_defaults=True),
+                       **({"clock_offset": self.clocks[role].to_dict()} if role in self.clocks else {})}
+                for role, e in self.entries.items()}
+
+    def __enter__(self) -> "Placement":
+        return self.open()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
