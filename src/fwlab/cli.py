@@ -173,7 +173,7 @@ def cmd_bench_engine(args) -> int:
     if args.rounds < 1 or args.seconds <= 0:
         raise FwlabError("--rounds must be >= 1 and --seconds > 0", fix="e.g. --rounds 3 --seconds 3")
     cfg = BenchConfig(rounds=args.rounds, seconds=args.seconds, engine_configs=parse_engine_configs(args.engine),
-                      phases=("forwarded",) if args.no_xdp else ("forwarded", "generator"))
+                      phases=("forwarded",) if args.no_xdp else ("forwarded", "generator"), perf=args.perf)
     res = run_bench(cfg, log=None if args.quiet else sys.stderr)
     print(json.dumps(res, indent=2) if args.json else format_table(res))
     return 0
@@ -250,6 +250,9 @@ def build_parser() -> argparse.ArgumentParser:
     be.add_argument("--engine", default="udp:1,udp:2,packet:1,packet:2", metavar="CONFIGS",
                     help="engine configurations backend:threads, comma-separated (default: %(default)s)")
     be.add_argument("--no-xdp", action="store_true", help="only the forwarded phase")
+    be.add_argument("--perf", action="store_true",
+                    help="profile each tool's last-round counting window with 'perf record -a' (cpu-clock) and "
+                         "report the top kernel/user symbols and the CPU share per command")
     be.add_argument("--json", action="store_true", help="print one JSON object (medians, ratios, raw rounds)")
     be.add_argument("-q", "--quiet", action="store_true", help="no per-measurement progress on stderr")
     be.set_defaults(func=cmd_bench_engine)

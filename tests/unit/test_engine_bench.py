@@ -80,3 +80,25 @@ def test_xdp_object_builds_and_is_cached(tmp_path, monkeypatch):
     assert obj.exists() and obj.read_bytes()[:4] == b"\x7fELF"
     mtime = obj.stat().st_mtime_ns
     assert bench.xdp_object() == obj and obj.stat().st_mtime_ns == mtime
+
+
+PERF_REPORT = """# Samples: 10K of event 'cpu-clock:ppp'
+#
+# Overhead  Command          Symbol
+# ........  ...............  ..............................
+#
+    21.37%  fwlab-engine     [k] _raw_spin_unlock_irqrestore
+     9.80%  ksoftirqd/1      [k] __netif_receive_skb_core.constprop.0
+     3.02%  fwlab-engine     [.] fwlab_engine::backend::packet::PacketTx::send
+     1.00%  swapper          [k] default_idle
+"""
+
+
+def test_perf_report_parser_keeps_share_command_space_and_symbol():
+    from fwlab.bench.engine import parse_perf_report
+
+    rows = parse_perf_report(PERF_REPORT)
+    assert rows[0] == {"share_pct": 21.37, "comm": "fwlab-engine", "symbol": "_raw_spin_unlock_irqrestore",
+                       "space": "kernel"}
+    assert rows[2]["space"] == "user" and rows[2]["symbol"].endswith("PacketTx::send")
+    assert len(parse_perf_report(PERF_REPORT, top=2)) == 2

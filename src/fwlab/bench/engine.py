@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import signal
 import statistics
 import subprocess
@@ -52,6 +53,58 @@ class BenchConfig:
     warmup_s: float = 0.5  #: from the tool's start to the first counter read [s]
     engine_configs: tuple[str, ...] = DEFAULT_ENGINE_CONFIGS  #: "backend:threads"
     phases: tuple[str, ...] = PHASES
+    perf: bool = False  #: profile the last round's counting windows with `perf record -a` (cpu-clock)
+
+
+# -- profiles ----------------------------------------------------------------------------------
+PERF_TOP = 12  #: symbols kept per profile
+
+
+def parse_perf_report(text: str, top: int = PERF_TOP) -> list[dict]:
+    """``perf report --stdio --no-children --sort comm,sym`` -> [{share_pct, comm, symbol}] (top)."""
+    rows = []
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) < 3 or not parts[0].endswith("%") or line.lstrip().startswith("#"):
+            continue
+        try:
+            share = float(parts[0].rstrip("%"))
+        except ValueError:
+            continue
+        rest = parts[1:]
+        comm = rest[0]
+        sym = " ".join(x for x in rest[1:] if x not in ("[k]", "[.]"))
+        rows.append({"share_pct": share, "comm": comm, "symbol": sym,
+                     "space": "kernel" if "[k]" in rest else "user"})
+    return rows[:top]
+
+
+def profile_start(out: Path) -> subprocess.Popen | None:
+    """System-wide cpu-clock samples with call chains into ``out`` until stopped; None if
+    perf is missing (the profile is then reported missing, the benchmark goes on)."""
+    if not shutil.which("perf"):
+        return None
+    return subprocess.Popen(["perf", "record", "-a", "-F", "999", "-e", "cpu-clock", "-o", str(out), "--quiet"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def profile_stop(proc: subprocess.Popen | None, out: Path) -> dict:
+    if proc is None:
+        return {"missing": "perf is not installed (apt-get install linux-perf)"}
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return {"missing": "perf record did not stop"}
+    cp = subprocess.run(["perf", "report", "-i", str(out), "--stdio", "--no-children", "--sort", "comm,sym"],
+                        capture_output=True, text=True, timeout=120, check=False)
+    rows = parse_perf_report(cp.stdout, top=10_000)
+    by_comm: dict[str, float] = {}
+    for r in rows:
+        by_comm[r["comm"]] = by_comm.get(r["comm"], 0.0) + r["share_pct"]
+    return {"top": rows[:PERF_TOP], "by_comm_pct": dict(sorted(by_comm.items(), key=lambda kv: -kv[1])[:8]),
+            "event": "cpu-clock (software), all CPUs"}
 
 
 # -- XDP ---------------------------------------------------------------------------------------
@@ -223,7 +276,7 @@ def _counter(bed: Testbed, role: str, dev: str) -> tuple[float, int, int]:
     return (t0 + t1) / 2, c["rx_packets"], c["rx_dropped"]
 
 
-def measure_once(bed: Testbed, tool: Tool, phase: str, cfg: BenchConfig) -> dict:
+def measure_once(bed: Testbed, tool: Tool, phase: str, cfg: BenchConfig, perf_out: Path | None = None) -> dict:
     role, dev = (("server", bed.topo.server_if) if phase == "forwarded"
                  else ("dut", bed.topo.dut_client_if))
     tx_dev = bed.topo.client_if
@@ -237,11 +290,13 @@ def measure_once(bed: Testbed, tool: Tool, phase: str, cfg: BenchConfig) -> dict
                 out, err = stop_group(sp)
                 raise FwlabError(f"{tool.name} exited early (status {sp.proc.returncode}): "
                                  f"{(err or out).strip()[:200]}", fix="see the message; run 'fwlab clean'")
+        prof = profile_start(perf_out) if perf_out else None
         t1, c1, d1 = _counter(bed, role, dev)
         tx1 = bed.link_counters("client", tx_dev)["tx_packets"]
         time.sleep(cfg.seconds)
         t2, c2, d2 = _counter(bed, role, dev)
         tx2 = bed.link_counters("client", tx_dev)["tx_packets"]
+        profile = profile_stop(prof, perf_out) if perf_out else None
     finally:
         for sp in r.procs:  # the client first: trafgen and the engine print their totals on SIGINT
             outs.append(stop_group(sp))
@@ -250,6 +305,8 @@ def measure_once(bed: Testbed, tool: Tool, phase: str, cfg: BenchConfig) -> dict
     rec = {"tool": tool.name, "phase": phase, "pps": (c2 - c1) / dt, "window_s": round(dt, 4),
            "counted": f"{role}:{dev} rx_packets", "rx_packets": c2 - c1, "rx_dropped": d2 - d1,
            "client_tx_pps": (tx2 - tx1) / dt, **r.info}
+    if profile is not None:
+        rec["profile"] = profile
     if r.after_stop:
         rec.update(r.after_stop(outs))
     return rec
@@ -284,8 +341,10 @@ def run_bench(cfg: BenchConfig, log: TextIO | None = sys.stderr) -> dict:
                     for tool in tools:
                         if phase not in tool.phases:
                             continue
+                        perf_out = (Path(work) / f"{phase}-{tool.name.replace(':', '_')}.perf.data"
+                                    if cfg.perf and rnd == cfg.rounds else None)
                         try:
-                            rec = measure_once(bed, tool, phase, cfg)
+                            rec = measure_once(bed, tool, phase, cfg, perf_out)
                         except FwlabError as exc:
                             rec = {"tool": tool.name, "phase": phase, "pps": None, "error": exc.one_line()}
                         rec["round"] = rnd
@@ -333,6 +392,7 @@ def summarize(results: list[dict], cfg: BenchConfig, tool_info: dict, host: dict
         "engine_best": best,
         "medians_pps": medians,
         "engine_vs_trafgen_per_config": per_config,
+        "profiles": {f"{r['phase']}/{r['tool']}": r["profile"] for r in results if r.get("profile")},
         "counted": {"forwarded": "server interface rx_packets (after the empty DUT); the same counter for every tool",
                     "generator": "DUT ingress interface rx_packets with an XDP (generic) drop-all program "
                                  "attached there; generic XDP runs after the veth counts the frame"},
@@ -384,6 +444,15 @@ def format_table(res: dict) -> str:
     la, lb = res["host"]["loadavg_after"], res["host"]["loadavg_before"]
     lines.append(f"counted: forwarded at the server's rx counter, generator at the DUT ingress rx counter; "
                  f"load average {lb[0]:.2f} -> {la[0]:.2f} on {res['host']['cpus']} CPUs (noisy if > 0)")
+    for name, prof in (res.get("profiles") or {}).items():
+        lines.append("")
+        if prof.get("missing"):
+            lines.append(f"profile {name}: missing ({prof['missing']})")
+            continue
+        share = ", ".join(f"{c} {v:.0f} %" for c, v in prof["by_comm_pct"].items())
+        lines.append(f"profile {name} ({prof['event']}): by command: {share}")
+        for r in prof["top"]:
+            lines.append(f"  {r['share_pct']:5.1f} %  {r['comm']:<16} {r['space']:<6} {r['symbol']}")
     return "\n".join(lines)
 
 
