@@ -14,7 +14,7 @@ from fwlab.suites import expand, load_suite, parse_suite
 
 def test_options_defaults_and_one_line_errors():
     o = parse_options({})
-    assert o.algorithm == "mlr" and o.batch == 8 and o.max_lag == 64 and o.latency_at == []
+    assert o.algorithm == "mlr" and o.batch is None and o.max_lag == 64 and o.latency_at == []
     with pytest.raises(ValueError, match="latency_at"):
         parse_options({"latency_at": [1.5]})
     with pytest.raises(ValueError, match="algorithm"):
@@ -108,3 +108,11 @@ def test_report_section_shows_max_load_throughput_and_latency():
     assert "<svg" in html and "nftables linear" in html and "nftables set" in html
     assert "60.0" in html and "178.0" in html  # kpps medians
     assert "Latency at fractions" in html and "5.0" in html  # p50 in µs
+
+
+def test_measurer_batch_follows_the_load():
+    from fwlab.runners.engine import EngineMeasurer
+
+    m = EngineMeasurer(bed=None, batch_window_us=100.0)
+    assert m.batch_for(1000) == 4 and m.batch_for(200_000) == 20 and m.batch_for(5e6) == 64
+    assert EngineMeasurer(bed=None, batch=16).batch_for(1e6) == 16

@@ -19,6 +19,7 @@ on SIGINT, without draining its socket). SIGINT is only the fallback when nothin
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -367,6 +368,14 @@ class EngineMeasurer:
     threads: int = 1
     batch: int | None = None  #: frames per send call; keep it well below the DUT ring (256) in device model napi
     max_lag: int | None = None  #: the engine's catch-up limit [packets] (see EngineTrial)
+    #: if set, the batch follows the load: the frames due in this window [us], within 4..64 (so the
+    #: bursts stay short at low loads and the sender keeps up at high ones); overrides ``batch``
+    batch_window_us: float | None = None
+
+    def batch_for(self, load_pps: float) -> int | None:
+        if self.batch_window_us is None:
+            return self.batch
+        return max(4, min(64, math.ceil(load_pps * self.batch_window_us / 1e6)))
     last: Measurement | None = field(default=None, repr=False)
 
     def measure(self, duration_s: float, load_pps: float) -> TrialResult:
@@ -377,7 +386,7 @@ class EngineMeasurer:
         send_cpus, recv_cpus = default_cpus(self.bed, self.threads)
         t = EngineTrial(duration_s=duration_s, rate_pps=load_pps, frame_size=self.frame_size,
                         ip_version=self.ip_version, backend=self.backend, threads=self.threads,
-                        send_cpus=send_cpus, recv_cpus=recv_cpus, batch=self.batch,
+                        send_cpus=send_cpus, recv_cpus=recv_cpus, batch=self.batch_for(load_pps),
                         max_lag=self.max_lag)
         role, dev = "client", self.bed.topo.client_if
         before = self.bed.link_counters(role, dev)

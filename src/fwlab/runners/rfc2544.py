@@ -61,8 +61,10 @@ class Rfc2544Options(BaseModel):
     burst_trials: int = Field(5, ge=1, le=100, description="back_to_back: bursts per length (RFC 2544: 50)")
     max_burst: int = Field(200_000, ge=2, description="back_to_back: longest burst tried [frames]")
     burst_resolution: float = Field(0.05, gt=0, lt=1, description="back_to_back: stop when (fail-pass)/fail <= this")
-    batch: int = Field(8, ge=1, le=1024, description="frames per send call: small, so the sender's bursts stay "
-                                                     "far below the DUT's 256-frame receive ring")
+    batch: int | None = Field(None, ge=1, le=1024, description="frames per send call; null = the frames due in "
+                                                               "batch_window_us (4..64), so the sender's bursts "
+                                                               "stay far below the DUT's 256-frame receive ring")
+    batch_window_us: float = Field(100.0, gt=0, le=10_000, description="see batch [us]")
     max_lag: int | None = Field(64, ge=1, description="sender catch-up limit [frames]: a descheduled sender skips "
                                                        "frames (the trial is then generator-short) instead of "
                                                        "bursting them into the DUT's 256-frame ring; null = catch up")
@@ -196,7 +198,8 @@ class Rfc2544Runner(Runner):
             raise RunnerError(f"no maximum load for {spec.traffic}: {why}", fix="check the engine and the test bed")
         max_load = info["mrr_pps"] * opts.max_load_factor
         measurer = EngineMeasurer(bed=bed, frame_size=frame, ip_version=spec.ip_version,
-                                  backend=opts.engine_backend, batch=opts.batch, max_lag=opts.max_lag)
+                                  backend=opts.engine_backend, batch=opts.batch, max_lag=opts.max_lag,
+                                  batch_window_us=None if opts.batch else opts.batch_window_us)
         base = {"frame_size": frame, "max_load_pps": info["mrr_pps"], "search_max_load_pps": max_load,
                 "device_model": bed.topo.device_model}
         flags: list[dict] = []
