@@ -7,9 +7,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 # Debian packages fwlab drives (program -> package): ip, ss -> iproute2; ping -> iputils-ping;
 # nft -> nftables; iptables-* -> iptables; ipset; iperf3; ethtool; trafgen -> netsniff-ng;
-# clang/llvm/libbpf-dev compile XDP programs; taskset -> util-linux.
+# clang/llvm/libbpf-dev compile XDP programs; taskset -> util-linux; conntrack (flushes the
+# DUT's connection table between connection trials).
 APT_PKGS := iproute2 iputils-ping nftables iptables ipset iperf3 ethtool procps netsniff-ng \
-            util-linux clang llvm libbpf-dev python3-venv
+            util-linux clang llvm libbpf-dev python3-venv conntrack
 ENGINE_BIN := engine/target/release/fwlab-engine
 
 .PHONY: demo test deps system-deps venv engine unit netns clean-results netperf help

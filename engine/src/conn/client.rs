@@ -530,7 +530,11 @@ pub struct RateResult {
     pub achieved_cps: f64,
     /// succeeded / duration [connections/s].
     pub succeeded_cps: f64,
-    /// started < 99 % of intended.
+    /// Transactions launched more than 50 ms after their scheduled time (the client fell behind).
+    pub late: u64,
+    /// Largest delay of a launch behind its schedule [ms].
+    pub max_lag_ms: f64,
+    /// started < 99 % of intended, or more than 1 % of them late.
     pub generator_short: bool,
     /// Time after the launch window until the last transaction ended [s].
     pub drain_s: f64,
@@ -548,6 +552,9 @@ struct Slot {
     got: u32,
     t0: u64,
 }
+
+/// A launch this much behind its schedule is late [ns].
+const LATE_NS: f64 = 50e6;
 
 const R_FREE: u8 = 0;
 const R_CONNECTING: u8 = 1;
@@ -663,6 +670,13 @@ pub fn rate(cfg: RateConfig) -> Result<RateResult, String> {
                 let seq = k;
                 k += 1;
                 let t = mono_ns();
+                if let Some(rate) = cfg.rate_cps {
+                    let lag = (t - t0) as f64 - seq as f64 / rate * 1e9;
+                    if lag > LATE_NS {
+                        r.late += 1;
+                    }
+                    r.max_lag_ms = r.max_lag_ms.max(lag / 1e6);
+                }
                 match cfg.ep.open(seq) {
                     Ok((fd, done)) => {
                         r.started += 1;
@@ -800,7 +814,7 @@ pub fn rate(cfg: RateConfig) -> Result<RateResult, String> {
     r.achieved_cps = r.started as f64 / basis;
     r.succeeded_cps = r.succeeded as f64 / basis;
     r.generator_short = match r.intended {
-        Some(i) => (r.started as f64) < 0.99 * i as f64,
+        Some(i) => (r.started as f64) < 0.99 * i as f64 || r.late as f64 > 0.01 * i as f64,
         None => false,
     };
     r.connect_us = conn_h.summary();
