@@ -36,10 +36,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from fwlab.errors import RunnerError
-from fwlab.runners.base import Measurement, Runner, TrafficSpec, TrialEnv, register
 from fwlab.runners.engine import engine_version, find_engine, require_engine, _missing_text
 from fwlab.search.measurer import TrialResult
-from fwlab.testbed import host_sysctl
 
 if TYPE_CHECKING:
     from fwlab.testbed.bed import Testbed

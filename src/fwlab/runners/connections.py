@@ -17,6 +17,7 @@ from fwlab.runners import conn
 from fwlab.runners.base import Measurement, Runner, TrafficSpec, TrialEnv, register
 from fwlab.search import BinaryGoal, run_search
 from fwlab.search.result import SearchResult
+from fwlab.testbed import host_sysctl
 
 if TYPE_CHECKING:
     from fwlab.testbed.bed import Testbed
@@ -174,9 +175,9 @@ class ConnRunner(Runner):
         sysctl_log: dict = {}
         m = conn.ConnCapacityMeasurer(bed, spec.ip_version, o, srcs)
         with ExitStack() as stack:
-            stack.enter_context(conn.host_sysctl.host_sysctl("net.netfilter.nf_conntrack_buckets",
+            stack.enter_context(host_sysctl.host_sysctl("net.netfilter.nf_conntrack_buckets",
                                                             o["host_conntrack_buckets"], sysctl_log))
-            stack.enter_context(conn.host_sysctl.host_sysctl("net.netfilter.nf_conntrack_max",
+            stack.enter_context(host_sysctl.host_sysctl("net.netfilter.nf_conntrack_max",
                                                             o["host_conntrack_max"], sysctl_log))
             if sysctl_log:
                 env.note(f"conn: HOST sysctl changed for this trial (restored after): {sysctl_log}")
