@@ -180,7 +180,8 @@ class ConnRunner(Runner):
             stack.enter_context(host_sysctl.host_sysctl("net.netfilter.nf_conntrack_max",
                                                             o["host_conntrack_max"], sysctl_log))
             if sysctl_log:
-                env.note(f"conn: HOST sysctl changed for this trial (restored after): {sysctl_log}")
+                env.note("conn: HOST sysctl changed for this trial, restored after it: "
+                         + ", ".join(f"{k} {v['old']} -> {v['new']}" for k, v in sysctl_log.items()))
             ct0 = conn.read_conntrack(bed)
             cap, upper, sr_dict, irregular, ramp = self._capacity_search(m, o)
             conn.flush_conntrack(bed)
