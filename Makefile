@@ -10,9 +10,11 @@ BIN := $(VENV)/bin
 # clang/llvm/libbpf-dev compile XDP programs; taskset -> util-linux; transaction tests: curl (client),
 # nginx (origin server), haproxy (the proxy DUT) -- fwlab starts them in its namespaces only;
 # ssh, ssh-keygen -> openssh-client (remote hosts); sshd -> openssh-server (only the remote-host test
-# starts its own sshd in a test namespace; on a systemd host installing it also enables the host's ssh service).
+# starts its own sshd in a test namespace; on a systemd host installing it also enables the host's ssh service);
+# conntrack (flushes the DUT's connection table between connection trials).
 APT_PKGS := iproute2 iputils-ping nftables iptables ipset iperf3 ethtool procps netsniff-ng \
-            util-linux clang llvm libbpf-dev python3-venv curl nginx haproxy openssh-client openssh-server
+            util-linux clang llvm libbpf-dev python3-venv curl nginx haproxy openssh-client openssh-server \
+            conntrack
 ENGINE_BIN := engine/target/release/fwlab-engine
 
 .PHONY: demo test deps system-deps venv engine unit netns clean-results netperf help

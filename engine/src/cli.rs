@@ -44,8 +44,142 @@ pub enum Cmd {
     Recv(RecvArgs),
     /// Write a profile's first N frames to a pcap file (no root, no network).
     DryRun(DryRunArgs),
+    /// TCP echo server for the connection tests (epoll; `!` ends a transaction).
+    ConnServer(ConnServerArgs),
+    /// Open N TCP connections, hold them, probe them with an echoed byte, close them.
+    ConnHold(ConnHoldArgs),
+    /// One short transaction per TCP connection at a target rate (connect, send, echo, FIN).
+    ConnRate(ConnRateArgs),
     /// Print version, schema version, backends and header constants as JSON.
     Version,
+}
+
+#[derive(Args, Debug)]
+pub struct ConnServerArgs {
+    /// Local address to listen on (:: for IPv6 any)
+    #[arg(long, default_value = "0.0.0.0")]
+    pub bind: String,
+    /// Port(s): 5601, 5601-5604 or 5601,5603
+    #[arg(long, default_value = "5601")]
+    pub port: String,
+    /// Stop after this long [s] (else SIGINT/SIGTERM)
+    #[arg(long, value_name = "S")]
+    pub duration_s: Option<f64>,
+    /// listen(2) backlog (the kernel caps it at net.core.somaxconn)
+    #[arg(long, default_value_t = 65535)]
+    pub backlog: i32,
+    /// CPU to pin to
+    #[arg(long)]
+    pub cpu: Option<usize>,
+    /// Raise RLIMIT_NOFILE to this many descriptors (root may raise the hard limit)
+    #[arg(long, default_value_t = 1_048_576)]
+    pub max_fds: u64,
+    /// Write READY to this file once listening
+    #[arg(long, value_name = "FILE")]
+    pub ready_file: Option<String>,
+    /// Worker processes (each its own descriptor limit); worker i listens on every port
+    /// whose position in --port is i modulo N
+    #[arg(long, default_value_t = 1)]
+    pub workers: usize,
+}
+
+/// Where client connections go.
+#[derive(Args, Debug)]
+pub struct ConnTargetArgs {
+    /// Server address
+    #[arg(long)]
+    pub dst: String,
+    /// Server port(s): 5601, 5601-5604 or 5601,5603 (round-robin)
+    #[arg(long, default_value = "5601")]
+    pub port: String,
+    /// Local source addresses, round-robin: A, A-B, A/len, comma-separated [default: kernel's choice]
+    #[arg(long)]
+    pub src: Option<String>,
+    /// CPU to pin to
+    #[arg(long)]
+    pub cpu: Option<usize>,
+}
+
+impl ConnTargetArgs {
+    fn endpoints(&self) -> Result<crate::conn::client::Endpoints, String> {
+        let dst: std::net::IpAddr = self
+            .dst
+            .parse()
+            .map_err(|_| format!("bad --dst address '{}'", self.dst))?;
+        let srcs = match &self.src {
+            Some(s) => crate::conn::parse_addrs(s)?,
+            None => vec![],
+        };
+        if srcs.first().is_some_and(|a| a.is_ipv6() != dst.is_ipv6()) {
+            return Err("--src and --dst are of different IP versions".into());
+        }
+        Ok(crate::conn::client::Endpoints {
+            dst,
+            ports: crate::conn::parse_ports(&self.port)?,
+            srcs,
+        })
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct ConnHoldArgs {
+    #[command(flatten)]
+    pub target: ConnTargetArgs,
+    /// Connections to open
+    #[arg(long)]
+    pub count: u64,
+    /// Opening rate [connections/s] (1000, 20k); default: as fast as --max-pending allows
+    #[arg(long, value_name = "CPS")]
+    pub open_rate_cps: Option<String>,
+    /// Connects in progress at most
+    #[arg(long, default_value_t = 2000)]
+    pub max_pending: usize,
+    /// A connect not done after this long fails [s]
+    #[arg(long, default_value_t = 3.0)]
+    pub connect_timeout_s: f64,
+    /// Hold every connection this long before probing [s]
+    #[arg(long, default_value_t = 1.0)]
+    pub hold_s: f64,
+    /// Probe every k-th held connection with one echoed byte (1: all; 0: none)
+    #[arg(long, default_value_t = 1)]
+    pub probe_every: u64,
+    /// A probe not echoed after this long fails [s]
+    #[arg(long, default_value_t = 5.0)]
+    pub probe_timeout_s: f64,
+    /// How to close at the end: rst (SO_LINGER 0: no TIME_WAIT) | fin
+    #[arg(long, default_value = "rst")]
+    pub close: String,
+    /// Stop opening at the first failure (a ramp to the first failure)
+    #[arg(long)]
+    pub stop_on_failure: bool,
+    /// Write a JSON line to this file when the opening phase ends (before the hold)
+    #[arg(long, value_name = "FILE")]
+    pub held_file: Option<String>,
+    /// Worker processes (0: as many as RLIMIT_NOFILE needs); worker i uses the i-th port of
+    /// --port (there must be at least as many ports) and a share of --count
+    #[arg(long, default_value_t = 0)]
+    pub workers: usize,
+}
+
+#[derive(Args, Debug)]
+pub struct ConnRateArgs {
+    #[command(flatten)]
+    pub target: ConnTargetArgs,
+    /// Intended rate [connections/s] (1000, 20k) or max (closed loop at --max-inflight)
+    #[arg(long, value_name = "CPS|max")]
+    pub rate_cps: String,
+    /// Launch transactions for this long [s]; then wait for the last ones
+    #[arg(long)]
+    pub duration_s: f64,
+    /// Request size [bytes], echoed back by the server
+    #[arg(long, default_value_t = 16)]
+    pub req_bytes: usize,
+    /// A transaction not done this long after its connect started fails [s]
+    #[arg(long, default_value_t = 3.0)]
+    pub timeout_s: f64,
+    /// Transactions in flight at most (open loop: a launch beyond waits and is counted deferred)
+    #[arg(long, default_value_t = 20000)]
+    pub max_inflight: usize,
 }
 
 /// What to send (a JSON --profile file may set the same fields; flags win).
@@ -222,6 +356,9 @@ pub fn run(cli: Cli) -> Result<(), String> {
         Cmd::Send(a) => cmd_send(a),
         Cmd::Recv(a) => cmd_recv(a),
         Cmd::DryRun(a) => cmd_dry_run(a),
+        Cmd::ConnServer(a) => cmd_conn_server(a),
+        Cmd::ConnHold(a) => cmd_conn_hold(a),
+        Cmd::ConnRate(a) => cmd_conn_rate(a),
         Cmd::Version => {
             result::print(&version_json());
             Ok(())
@@ -338,6 +475,286 @@ fn cmd_recv(a: RecvArgs) -> Result<(), String> {
         ready_file: a.ready_file,
     };
     let r = recv::run(cfg)?;
+    result::print(&r);
+    Ok(())
+}
+
+fn positive(name: &str, v: f64) -> Result<(), String> {
+    if v > 0.0 && v.is_finite() {
+        Ok(())
+    } else {
+        Err(format!("{name} must be > 0"))
+    }
+}
+
+fn cmd_conn_server(a: ConnServerArgs) -> Result<(), String> {
+    let bind = a
+        .bind
+        .parse()
+        .map_err(|_| format!("bad --bind address '{}'", a.bind))?;
+    if let Some(d) = a.duration_s {
+        positive("--duration-s", d)?;
+    }
+    let ports = crate::conn::parse_ports(&a.port)?;
+    if a.workers == 0 || a.workers > ports.len() {
+        return Err(format!(
+            "--workers must be 1..={} (one port per worker at least)",
+            ports.len()
+        ));
+    }
+    let cfg = |ports: Vec<u16>, ready_file: Option<String>| crate::conn::server::ServerConfig {
+        bind,
+        ports,
+        duration_s: a.duration_s,
+        backlog: a.backlog,
+        cpu: a.cpu,
+        max_fds: a.max_fds,
+        ready_file,
+    };
+    if a.workers == 1 {
+        let r = crate::conn::server::run(cfg(ports, a.ready_file.clone()))?;
+        result::print(&r);
+        return Ok(());
+    }
+    sys::install_stop_handler();
+    let n = a.workers;
+    let tag = std::process::id();
+    let ready_of = |i: usize| format!("/tmp/fwlab-conn-server-{tag}-{i}.ready");
+    let ws = crate::conn::workers::spawn(n, |i, _| {
+        let mine: Vec<u16> = ports.iter().skip(i).step_by(n).copied().collect();
+        crate::conn::server::run(cfg(mine, Some(ready_of(i))))
+            .map(|r| serde_json::to_value(r).expect("json"))
+    })?;
+    loop {
+        if (0..n).all(|i| std::path::Path::new(&ready_of(i)).exists()) {
+            break;
+        }
+        if sys::stopped() || ws.iter().any(|w| !crate::conn::workers::alive(w)) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    for i in 0..n {
+        let _ = std::fs::remove_file(ready_of(i));
+    }
+    if let Some(p) = &a.ready_file {
+        crate::conn::write_marker(p, "READY\n")?;
+    }
+    let docs = crate::conn::workers::collect(ws);
+    let mut m = crate::conn::merge_docs(
+        docs,
+        &[
+            "accepted",
+            "closed_after_end",
+            "closed_by_peer",
+            "closed_on_error",
+            "open_at_stop",
+            "peak_open",
+            "bytes_echoed",
+        ],
+        &["accept_errors"],
+        &[],
+    )?;
+    m["ports"] = serde_json::to_value(&ports).expect("json");
+    m.as_object_mut().expect("object").remove("series");
+    result::print(&m);
+    Ok(())
+}
+
+fn cmd_conn_hold(a: ConnHoldArgs) -> Result<(), String> {
+    if a.count == 0 || a.count > 16_000_000 {
+        return Err("--count must be 1..=16000000".into());
+    }
+    positive("--connect-timeout-s", a.connect_timeout_s)?;
+    positive("--probe-timeout-s", a.probe_timeout_s)?;
+    if !(a.hold_s >= 0.0 && a.hold_s.is_finite()) {
+        return Err("--hold-s must be >= 0".into());
+    }
+    if a.max_pending == 0 {
+        return Err("--max-pending must be >= 1".into());
+    }
+    let close_rst = match a.close.as_str() {
+        "rst" => true,
+        "fin" => false,
+        o => return Err(format!("bad --close '{o}' (rst or fin)")),
+    };
+    let open_rate_cps = a
+        .open_rate_cps
+        .as_deref()
+        .map(Rate::parse)
+        .transpose()?
+        .and_then(|r| r.pps());
+    let ep = a.target.endpoints()?;
+    let limit = crate::conn::raise_nofile_to(a.count + 1024);
+    let n = if a.workers == 0 {
+        crate::conn::workers::needed(a.count, limit)
+    } else {
+        a.workers
+    };
+    if n as u64 > a.count {
+        return Err("--workers must not exceed --count".into());
+    }
+    let cfg = |ep, count, held_file, release_fd, rate: Option<f64>, pending| {
+        crate::conn::client::HoldConfig {
+            ep,
+            count,
+            open_rate_cps: rate,
+            max_pending: pending,
+            connect_timeout_s: a.connect_timeout_s,
+            hold_s: a.hold_s,
+            probe_every: a.probe_every,
+            probe_timeout_s: a.probe_timeout_s,
+            close_rst,
+            stop_on_failure: a.stop_on_failure,
+            cpu: a.target.cpu,
+            held_file,
+            release_fd,
+        }
+    };
+    if n == 1 {
+        let r = crate::conn::client::hold(cfg(
+            ep,
+            a.count,
+            a.held_file.clone(),
+            None,
+            open_rate_cps,
+            a.max_pending,
+        ))?;
+        result::print(&r);
+        return Ok(());
+    }
+    if ep.ports.len() < n {
+        return Err(format!(
+            "{n} worker processes (RLIMIT_NOFILE {limit} per process) need at least {n} server \
+             ports, got {}: pass --port P-(P+{})",
+            ep.ports.len(),
+            n - 1
+        ));
+    }
+    sys::install_stop_handler();
+    let tag = std::process::id();
+    let held_of = |i: usize| format!("/tmp/fwlab-conn-hold-{tag}-{i}.held");
+    let share = |i: usize| a.count / n as u64 + u64::from((i as u64) < a.count % n as u64);
+    let pending = (a.max_pending / n).max(1);
+    let ws = crate::conn::workers::spawn(n, |i, rel| {
+        let mine = crate::conn::client::Endpoints {
+            ports: vec![ep.ports[i]],
+            ..ep.clone()
+        };
+        crate::conn::client::hold(cfg(
+            mine,
+            share(i),
+            Some(held_of(i)),
+            Some(rel),
+            open_rate_cps.map(|r| r / n as f64),
+            pending,
+        ))
+        .map(|r| serde_json::to_value(r).expect("json"))
+    })?;
+    // Barrier: every worker has finished opening; then hold them all together.
+    loop {
+        if (0..n).all(|i| std::path::Path::new(&held_of(i)).exists()) {
+            break;
+        }
+        if sys::stopped() || ws.iter().any(|w| !crate::conn::workers::alive(w)) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let mut est = 0u64;
+    let mut fail = 0u64;
+    let mut local = 0u64;
+    for i in 0..n {
+        if let Ok(t) = std::fs::read_to_string(held_of(i))
+            && let Ok(v) = serde_json::from_str::<serde_json::Value>(&t)
+        {
+            est += v["established"].as_u64().unwrap_or(0);
+            fail += v["failed"].as_u64().unwrap_or(0);
+            local += v["local_errors"].as_u64().unwrap_or(0);
+        }
+        let _ = std::fs::remove_file(held_of(i));
+    }
+    if let Some(p) = &a.held_file {
+        let text = serde_json::json!({"established": est, "failed": fail, "local_errors": local,
+                                      "workers": n});
+        crate::conn::write_marker(p, &text.to_string())?;
+    }
+    let hold_end = crate::rate::mono_ns() + (a.hold_s * 1e9) as u64;
+    while !sys::stopped() && crate::rate::mono_ns() < hold_end {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    crate::conn::workers::release(&ws);
+    let docs = crate::conn::workers::collect(ws);
+    let mut m = crate::conn::merge_docs(
+        docs,
+        &[
+            "requested",
+            "started",
+            "established",
+            "dropped_during_hold",
+            "held",
+            "probed",
+            "probe_ok",
+            "sources_unused_0",
+        ],
+        &["failed", "local_errors", "probe_failed"],
+        &["connect_us", "probe_us"],
+    )?;
+    let per: Vec<serde_json::Value> = m["per_worker"].as_array().cloned().unwrap_or_default();
+    let fmax = |k: &str| per.iter().filter_map(|w| w[k].as_f64()).fold(0.0, f64::max);
+    let any_fail = per.iter().any(|w| !w["first_failure_at"].is_null());
+    m["first_failure_at"] = if any_fail {
+        let s: u64 = per
+            .iter()
+            .map(|w| {
+                w["first_failure_at"]
+                    .as_u64()
+                    .or(w["established"].as_u64())
+                    .unwrap_or(0)
+            })
+            .sum();
+        s.into()
+    } else {
+        serde_json::Value::Null
+    };
+    for k in [
+        "open_elapsed_s",
+        "hold_s",
+        "probe_elapsed_s",
+        "close_elapsed_s",
+    ] {
+        m[k] = fmax(k).into();
+    }
+    let est = m["established"].as_f64().unwrap_or(0.0);
+    let open_s = m["open_elapsed_s"].as_f64().unwrap_or(0.0);
+    m["open_rate_cps"] = (if open_s > 0.0 { est / open_s } else { 0.0 }).into();
+    m["ports"] = serde_json::to_value(&ep.ports[..n]).expect("json");
+    m["interrupted"] = per
+        .iter()
+        .any(|w| w["interrupted"].as_bool() == Some(true))
+        .into();
+    m.as_object_mut()
+        .expect("object")
+        .remove("sources_unused_0");
+    result::print(&m);
+    Ok(())
+}
+
+fn cmd_conn_rate(a: ConnRateArgs) -> Result<(), String> {
+    positive("--duration-s", a.duration_s)?;
+    positive("--timeout-s", a.timeout_s)?;
+    if a.max_inflight == 0 {
+        return Err("--max-inflight must be >= 1".into());
+    }
+    let r = crate::conn::client::rate(crate::conn::client::RateConfig {
+        ep: a.target.endpoints()?,
+        rate_cps: Rate::parse(&a.rate_cps)?.pps(),
+        duration_s: a.duration_s,
+        req_bytes: a.req_bytes,
+        timeout_s: a.timeout_s,
+        max_inflight: a.max_inflight,
+        cpu: a.target.cpu,
+    })?;
     result::print(&r);
     Ok(())
 }

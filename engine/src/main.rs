@@ -4,6 +4,7 @@
 mod backend;
 mod checksum;
 mod cli;
+mod conn;
 mod frame;
 mod header;
 mod pcap;

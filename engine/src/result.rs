@@ -168,6 +168,8 @@ pub fn errno_name(e: &std::io::Error) -> String {
         Some(libc::EINTR) => "EINTR".into(),
         Some(libc::ENXIO) => "ENXIO".into(),
         Some(libc::ENETDOWN) => "ENETDOWN".into(),
+        Some(libc::EMFILE) => "EMFILE".into(),
+        Some(libc::ENFILE) => "ENFILE".into(),
         Some(n) => format!("errno{n}"),
         None => "other".into(),
     }

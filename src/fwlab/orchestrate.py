@@ -86,6 +86,10 @@ def _fmt_result(m: dict | None, error: str | None) -> str:
         parts.append(f"{m['rx_pps'] / 1e3:.1f} kpps")
     if m.get("transactions_per_s") is not None:
         parts.append(f"{m['transactions_per_s']:.0f} transactions/s")
+    if "conn_rate_cps" in m:
+        parts.append(f"{m['conn_rate_cps'] or 0:.0f} connections/s")
+    if "capacity_connections" in m:
+        parts.append(f"{m['capacity_connections'] or 0} connections held")
     s = ", ".join(parts) or "no figure"
     if m.get("loss_ratio"):
         s += f", loss {100 * m['loss_ratio']:.2f} %"

@@ -94,6 +94,8 @@ def expand(suite: Suite) -> Plan:
                 for ipv in suite.ip_versions:
                     for layout, n, sc in configs:
                         for item in suite.traffic:
+                            if not item.runs_on(mode, backend_name, layout, n, sc):
+                                continue
                             for size in item.sizes:
                                 trials.append(TrialSpec(
                                     suite=suite.name, mode=mode, backend=backend_name, layout=layout,

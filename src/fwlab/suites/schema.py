@@ -40,6 +40,10 @@ DEFAULT_TOOL = {"engine": "engine", "throughput": "rfc2544", "frame_loss": "rfc2
 FRAME_KINDS = ("engine", "throughput", "frame_loss", "back_to_back")
 
 
+#: what a traffic item's ``only`` table may restrict
+ONLY_KEYS = ("mode", "backends", "layouts", "rules", "stateful_shortcut")
+
+
 class TrafficItem(Strict):
     """One traffic item; ``sizes`` expands into one trial per size."""
 
@@ -51,6 +55,9 @@ class TrafficItem(Strict):
                                           "the same kind and size would otherwise share an id")
     options: dict[str, Any] = Field(default_factory=dict,
                                     description="tool-specific settings, checked by the tool's runner")
+    only: dict[str, list] = Field(default_factory=dict,
+                                  description="run this item only where the configuration matches: keys "
+                                              "mode, backends, layouts, rules, stateful_shortcut (lists)")
     sizes: list[int | None] = Field(default_factory=lambda: [None],
                                     description="UDP payload / TCP write size [bytes]; for kind engine the "
                                                 "Ethernet frame size incl. FCS [bytes]; null = tool default")
@@ -86,6 +93,20 @@ class TrafficItem(Strict):
         elif self.rate_pps is not None:
             raise ValueError("rate_pps is for kind = \"engine\" (use rate_bps)")
         return self
+
+    @field_validator("only")
+    @classmethod
+    def _only(cls, v: dict[str, list]) -> dict[str, list]:
+        bad = sorted(set(v) - set(ONLY_KEYS))
+        if bad:
+            raise ValueError(f"only: unknown key(s) {', '.join(bad)} (known: {', '.join(ONLY_KEYS)})")
+        return v
+
+    def runs_on(self, mode: str, backend: str, layout: str, rules: int, stateful_shortcut: bool) -> bool:
+        """False when ``only`` excludes this configuration."""
+        have = {"mode": mode, "backends": backend, "layouts": layout, "rules": rules,
+                "stateful_shortcut": stateful_shortcut}
+        return all(have[k] in vals for k, vals in self.only.items())
 
     @field_validator("sizes")
     @classmethod

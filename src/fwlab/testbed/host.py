@@ -39,6 +39,7 @@ PACKAGE_OF = {
     "ethtool": "ethtool",
     "netperf": "netperf (Debian non-free; see README)",
     "trafgen": "netsniff-ng",
+    "conntrack": "conntrack",
 }
 
 

@@ -1,0 +1,181 @@
+"""Report section for ``connections`` trials: connection setup rate against rule count, and
+concurrent connection capacity against the DUT's connection-table size.
+
+Owns: grouping the trials (test = rate / capacity from ``extra.test``), their tables with
+repetitions and intervals, and two plots. Reads the record only.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+from collections import defaultdict
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from fwlab.report.sections import Section, register  # noqa: E402
+from fwlab.stats import summarize  # noqa: E402
+
+
+def _esc(x) -> str:
+    return html.escape(str(x))
+
+
+def _svg(fig) -> str:
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight")
+    plt.close(fig)
+    text = buf.getvalue()
+    return text[text.find("<svg"):]
+
+
+def _table(headers: list[str], rows: list[list]) -> str:
+    out = ["<table><tr>" + "".join(f"<th>{_esc(h)}</th>" for h in headers) + "</tr>"]
+    for r in rows:
+        out.append("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>")
+    return "\n".join(out) + "</table>"
+
+
+def _curve(t: dict) -> str:
+    sc = "shortcut" if t.get("stateful_shortcut") else "no shortcut"
+    return f"{t.get('mode')} {t.get('backend')} {t.get('layout')} {sc} ip{t.get('ip_version')}"
+
+
+def _stat(values: list[float]) -> tuple[str, str, str, int]:
+    """median, min-max, 95 % CI of the mean, n as text."""
+    if not values:
+        return "–", "–", "–", 0
+    s = summarize(values)
+    ci = f"{s.ci_mean[0]:.0f} – {s.ci_mean[1]:.0f}" if s.ci_mean else "–"
+    return f"{s.median:.0f}", f"{s.min:.0f} – {s.max:.0f}", ci, s.n
+
+
+def _metric(t: dict, key: str):
+    return (t.get("metrics") or {}).get(key)
+
+
+def _rate_part(trials: list[dict]) -> str:
+    groups: dict[str, dict[int, list[dict]]] = defaultdict(lambda: defaultdict(list))
+    for t in trials:
+        groups[_curve(t)][int(t.get("rules") or 0)].append(t)
+    fig, ax = plt.subplots(figsize=(8.0, 4.4), dpi=100)
+    rows = []
+    all_n: set[int] = set()
+    for name in sorted(groups):
+        xs, med, lo, hi = [], [], [], []
+        for n in sorted(groups[name]):
+            ts = groups[name][n]
+            vals = [float(v) for t in ts if (v := _metric(t, "conn_rate_cps")) is not None]
+            failed = sum(1 for t in ts if t.get("error") or _metric(t, "conn_rate_cps") is None)
+            m, rng, ci, k = _stat(vals)
+            flags = sorted({f["code"] for t in ts for f in (t.get("flags") or [])})
+            p50 = [float(v) for t in ts if (v := _metric(t, "connect_p50_us")) is not None]
+            rows.append([_esc(name), n, m, rng, ci, k, failed,
+                         f"{sorted(p50)[len(p50) // 2]:.0f}" if p50 else "–", _esc(", ".join(flags))])
+            if vals:
+                s = summarize(vals)
+                xs.append(n)
+                med.append(s.median)
+                lo.append(s.median - s.min)
+                hi.append(s.max - s.median)
+                all_n.add(n)
+        if xs:
+            ax.errorbar(xs, med, yerr=[lo, hi], marker="o", markersize=4, capsize=3, label=name)
+    parts = ["<h3>Connection setup and tear-down rate</h3>",
+             "<p class='muted'>Highest rate of one-transaction connections (connect, 16 B echoed, the server's "
+             "FIN, then the client's) at which at most 0.001 % of the connections failed (connect timeout, "
+             "refusal, reset, short reply or reply timeout; RFC 9411), found by RFC 2544 binary search. A trial "
+             "whose client could not start its connections on schedule counts as failed (flag "
+             "generator-short). With the stateful shortcut every packet of an open connection skips the rule "
+             "set, but each new connection's first packet still walks it: the cost of linear rules shows here "
+             "even with the shortcut on. Shared machine: compare within one run.</p>"]
+    if all_n:
+        ax.set_xscale("symlog", linthresh=1)
+        ticks = sorted(all_n)
+        ax.set_xticks(ticks)
+        ax.set_xticklabels([str(n) for n in ticks], fontsize=8)
+        ax.minorticks_off()
+        ax.set_xlabel("Rules before the matching rule (log scale above 1)")
+        ax.set_ylabel("Connections / s (≤ 0.001 % failed)")
+        ax.set_ylim(bottom=0)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+        ax.set_title("Connection rate vs rule count (median, min-max bars)")
+        parts.append("<div class='plot'>" + _svg(fig) + "</div>")
+    else:
+        plt.close(fig)
+    parts.append(_table(["configuration", "rules", "median [conn/s]", "min – max", "95 % CI of mean",
+                         "n", "no result", "connect p50 [µs]", "flags"], rows))
+    return "\n".join(parts)
+
+
+def _capacity_part(trials: list[dict]) -> str:
+    groups: dict[tuple, list[dict]] = defaultdict(list)
+    for t in trials:
+        groups[(_curve(t), int(t.get("rules") or 0), t.get("label") or "",
+                _metric(t, "conntrack_max"))].append(t)
+    rows = []
+    by_mode: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for (name, n, label, ct_max), ts in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][3] or 0)):
+        vals = [float(v) for t in ts if (v := _metric(t, "capacity_connections")) is not None]
+        m, rng, ci, k = _stat(vals)
+        held = [v for t in ts if (v := _metric(t, "conntrack_count_held")) is not None]
+        causes = sorted({c for t in ts if (c := _metric(t, "limit_cause"))})
+        flags = sorted({f["code"] for t in ts for f in (t.get("flags") or [])})
+        host = [h for t in ts if (h := _metric(t, "host_sysctls"))]
+        rows.append([_esc(name), n, _esc(label or "–"), ct_max if ct_max is not None else "–",
+                     _metric(ts[0], "conntrack_buckets") or "–", m, rng, ci, k,
+                     max(held) if held else "–", _esc("; ".join(causes) or "–"),
+                     _esc(", ".join(flags)) + (" (host sysctl changed)" if host else "")])
+        for v in vals:
+            if ct_max:
+                by_mode[name].append((float(ct_max), v))
+    parts = ["<h3>Concurrent TCP connection capacity</h3>",
+             "<p class='muted'>Largest number of connections held open at once with no failure: every "
+             "connection established, none dropped during the hold, and each echoed a probe byte after it. "
+             "Searched by a ramp to the first failure, then binary search below it. nf_conntrack_count is "
+             "read in the DUT while the connections are held (0 when the rule set uses no connection "
+             "tracking). On this kernel nf_conntrack_max is the host's value (read-only in a namespace); "
+             "a changed value is shown with the flag host-sysctl-changed.</p>"]
+    if any(len(v) for v in by_mode.values()):
+        fig, ax = plt.subplots(figsize=(7.0, 4.4), dpi=100)
+        top = 0.0
+        for name, pts in sorted(by_mode.items()):
+            xs, ys = zip(*sorted(pts))
+            ax.plot(xs, ys, marker="o", linestyle="-", label=name)
+            top = max(top, max(xs), max(ys))
+        ax.plot([0, top], [0, top], color="grey", linestyle=":", label="capacity = nf_conntrack_max")
+        ax.set_xlabel("nf_conntrack_max (connection-table limit)")
+        ax.set_ylabel("Connections held with no failure")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+        ax.set_title("Capacity vs connection-table size")
+        parts.append("<div class='plot'>" + _svg(fig) + "</div>")
+    parts.append(_table(["configuration", "rules", "item", "nf_conntrack_max", "buckets", "median held",
+                         "min – max", "95 % CI of mean", "n", "conntrack count held", "what stopped it",
+                         "flags"], rows))
+    return "\n".join(parts)
+
+
+def render(run: dict, trials: list[dict]) -> str | None:
+    rate = [t for t in trials if (t.get("extra") or {}).get("test") == "rate" or t.get("traffic") == "conn_rate"]
+    cap = [t for t in trials if (t.get("extra") or {}).get("test") == "capacity"
+           or t.get("traffic") == "conn_capacity"]
+    if not rate and not cap:
+        return None
+    parts = ["<h2>Connections</h2>"]
+    if rate:
+        parts.append(_rate_part(rate))
+    if cap:
+        parts.append(_capacity_part(cap))
+    errs = [t for t in trials if t.get("error")]
+    if errs:
+        parts.append("<p class='warn'>Failed trials: " + "; ".join(
+            _esc(f"{t.get('trial_id')}: {t.get('error')}") for t in errs[:10]) + "</p>")
+    return "\n".join(parts)
+
+
+register(Section(kind="connections", title="Connections", render=render, order=30))

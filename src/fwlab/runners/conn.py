@@ -1,0 +1,468 @@
+"""The connection runner: TCP connection capacity and connection setup/tear-down rate through
+the DUT, driven by fwlab-engine's ``conn-server`` / ``conn-hold`` / ``conn-rate``.
+
+Owns: preparing the client and server namespaces for many connections (extra client addresses
+from the bed's client subnet, per-namespace port range and backlogs), reading and flushing the
+DUT's connection table, the engine command lines, parsing their JSON, the two measurers the
+searches call, and the runner (traffic kinds ``conn_rate`` and ``conn_capacity``, record kind
+``connections``). Never touches the firewall rules or the bed's construction; the one
+host-global change (the connection-table limit, only when a suite allows it) goes through
+``fwlab.testbed.host_sysctl``.
+
+What is counted (intended / offered / forwarded, as for packets):
+- rate: intended = rate x duration transactions, offered = started (connect called),
+  forwarded = succeeded (full echo and the server's FIN). A failed transaction is a connect
+  timeout, refusal, reset, short reply or reply timeout (RFC 9411: < 0.001 % may fail).
+  Generator-side errors (no descriptor, no local port) are not DUT failures: they lower offered.
+- capacity: intended = connections asked for, offered = started, forwarded = connections that
+  were still open after the hold and echoed their probe byte (every connection with
+  ``probe_every = 1``).
+
+The DUT's connection table (``nf_conntrack_count``) is flushed before each trial (``conntrack
+-F`` in the DUT namespace) so one trial's TIME_WAIT entries (120 s) do not fill the table for
+the next; conntrack is only active in the DUT when its rule set uses it (the stateful shortcut).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import math
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from fwlab.errors import RunnerError
+from fwlab.runners.engine import engine_version, find_engine, require_engine, _missing_text
+from fwlab.search.measurer import TrialResult
+
+if TYPE_CHECKING:
+    from fwlab.testbed.bed import Testbed
+
+PORT_BASE = 5601
+#: descriptors one process may hold here (RLIMIT_NOFILE hard limit 20000, no CAP_SYS_RESOURCE);
+#: the engine forks workers past it, one server port per worker
+PER_PROCESS = 19_000
+CONNS_PER_ADDRESS = 50_000  #: connections per client source address (of 64512 ports per address pair)
+FIRST_EXTRA_HOST = 10  #: extra client addresses start at .10 of the client subnet
+MAX_ADDRESSES = 200
+READY_TIMEOUT_S = 10.0
+FAIL_RATIO_RFC9411 = 1e-5  #: 0.001 %
+CLIENT_SYSCTLS = {"net.ipv4.ip_local_port_range": "1024 65535"}
+SERVER_SYSCTLS = {"net.core.somaxconn": "65535", "net.ipv4.tcp_max_syn_backlog": "65535"}
+CONNTRACK_KEYS = ("nf_conntrack_max", "nf_conntrack_buckets", "nf_conntrack_count")
+
+
+# -- options ---------------------------------------------------------------------------------------
+RATE_DEFAULTS: dict[str, Any] = {
+    "search": "binary",  # binary | none
+    "rate_cps": None,  # search none: the one intended rate [connections/s]
+    "max_rate_cps": 20000.0,
+    "min_rate_cps": 200.0,
+    "trial_s": None,  # default: the suite's duration_s
+    "final_trial_s": None,  # default: trial_s
+    "relative_width": 0.05,
+    "failure_ratio": FAIL_RATIO_RFC9411,
+    "req_bytes": 16,
+    "timeout_s": 2.0,
+    "max_inflight": 18000,
+    "addresses": 4,
+    "ports": 1,
+}
+
+CAPACITY_DEFAULTS: dict[str, Any] = {
+    "search": "ramp",  # ramp (to the first failure, then confirm) | binary | none
+    "count": None,  # search none: the one count
+    "max_count": 500_000,
+    "min_count": 1000,
+    "relative_width": 0.02,
+    "hold_s": 2.0,
+    "probe_every": 1,
+    "connect_timeout_s": 3.0,
+    "probe_timeout_s": 10.0,
+    "open_rate_cps": None,
+    "max_pending": 4000,
+    "addresses": None,  # default: one per CONNS_PER_ADDRESS connections, + 1
+    "host_conntrack_max": None,  # changes the HOST's value for the trial; needs allow_host_sysctl
+    "host_conntrack_buckets": None,
+    "allow_host_sysctl": False,
+}
+
+
+def check_options(kind: str, options: dict[str, Any]) -> dict[str, Any]:
+    """Validate and normalise a conn_rate / conn_capacity item's options (ValueError: one line)."""
+    defaults = RATE_DEFAULTS if kind == "conn_rate" else CAPACITY_DEFAULTS
+    unknown = sorted(set(options) - set(defaults))
+    if unknown:
+        raise ValueError(f"unknown {kind} option(s) {', '.join(unknown)} (known: {', '.join(sorted(defaults))})")
+    o = {**defaults, **options}
+
+    def num(key: str, lo: float, hi: float, *, integer: bool = False, none_ok: bool = True) -> None:
+        v = o[key]
+        if v is None and none_ok:
+            return
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo <= v <= hi \
+                or (integer and int(v) != v):
+            raise ValueError(f"{kind} option {key} = {v!r} must be {'an integer ' if integer else ''}in {lo}..{hi}")
+        o[key] = int(v) if integer else float(v)
+
+    if kind == "conn_rate":
+        if o["search"] not in ("binary", "none"):
+            raise ValueError(f"conn_rate option search = {o['search']!r} must be \"binary\" or \"none\"")
+        for k in ("rate_cps", "max_rate_cps", "min_rate_cps"):
+            num(k, 1, 10_000_000)
+        if o["search"] == "none" and o["rate_cps"] is None:
+            raise ValueError("conn_rate with search = \"none\" needs rate_cps")
+        if o["min_rate_cps"] >= o["max_rate_cps"]:
+            raise ValueError("conn_rate option min_rate_cps must be below max_rate_cps")
+        num("trial_s", 0.1, 3600)
+        num("final_trial_s", 0.1, 3600)
+        num("relative_width", 0.001, 0.5, none_ok=False)
+        num("failure_ratio", 0, 0.5, none_ok=False)
+        num("req_bytes", 1, 65536, integer=True, none_ok=False)
+        num("timeout_s", 0.1, 60, none_ok=False)
+        num("max_inflight", 1, 1_000_000, integer=True, none_ok=False)
+        num("addresses", 1, MAX_ADDRESSES, integer=True, none_ok=False)
+        num("ports", 1, 64, integer=True, none_ok=False)
+    else:
+        if o["search"] not in ("ramp", "binary", "none"):
+            raise ValueError(f"conn_capacity option search = {o['search']!r} must be ramp, binary or none")
+        for k in ("count", "max_count", "min_count"):
+            num(k, 1, 16_000_000, integer=True)
+        if o["search"] == "none" and o["count"] is None:
+            raise ValueError("conn_capacity with search = \"none\" needs count")
+        if o["min_count"] >= o["max_count"]:
+            raise ValueError("conn_capacity option min_count must be below max_count")
+        num("relative_width", 0.001, 0.5, none_ok=False)
+        num("hold_s", 0.0, 3600, none_ok=False)
+        num("probe_every", 0, 1_000_000, integer=True, none_ok=False)
+        num("connect_timeout_s", 0.1, 120, none_ok=False)
+        num("probe_timeout_s", 0.1, 120, none_ok=False)
+        num("open_rate_cps", 1, 10_000_000)
+        num("max_pending", 1, 1_000_000, integer=True, none_ok=False)
+        num("addresses", 1, MAX_ADDRESSES, integer=True)
+        num("host_conntrack_max", 1024, 64_000_000, integer=True)
+        num("host_conntrack_buckets", 1024, 64_000_000, integer=True)
+        if not isinstance(o["allow_host_sysctl"], bool):
+            raise ValueError("conn_capacity option allow_host_sysctl must be true or false")
+        if (o["host_conntrack_max"] is not None or o["host_conntrack_buckets"] is not None) \
+                and not o["allow_host_sysctl"]:
+            raise ValueError("host_conntrack_max/buckets change a HOST-global sysctl (restored after each "
+                             "trial): set allow_host_sysctl = true to allow it")
+    return o
+
+
+def capacity_top(o: dict) -> int:
+    return int(o["count"] if o["search"] == "none" else o["max_count"])
+
+
+def addresses_needed(kind: str, o: dict) -> int:
+    if kind == "conn_rate":
+        return int(o["addresses"])
+    if o["addresses"]:
+        return int(o["addresses"])
+    return min(MAX_ADDRESSES, math.ceil(capacity_top(o) / CONNS_PER_ADDRESS) + 1)
+
+
+def workers_for(count: int) -> int:
+    return max(1, math.ceil(count / PER_PROCESS))
+
+
+# -- the bed --------------------------------------------------------------------------------------
+def extra_addresses(bed: "Testbed", ip_version: int, n: int) -> list[str]:
+    """``n`` client source addresses from the client subnet (.10, .11, ... / ::a, ::b, ...)."""
+    net = ipaddress.ip_network(bed.topo.plan.client_net(ip_version))
+    out = []
+    for k in range(n):
+        a = net.network_address + FIRST_EXTRA_HOST + k
+        if a not in net or a == net.broadcast_address:
+            raise RunnerError(f"the client subnet {net} has no room for {n} extra addresses",
+                              fix=f"ask for at most {MAX_ADDRESSES} addresses")
+        out.append(str(a))
+    reserved = {bed.topo.plan.client(ip_version), bed.topo.plan.server(ip_version)}
+    dut = bed.topo.plan.dut_client_side4 if ip_version == 4 else bed.topo.plan.dut_client_side6
+    reserved.add(str(dut) if dut else "")
+    clash = reserved & set(out)
+    if clash:
+        raise RunnerError(f"extra client addresses clash with the bed's {sorted(clash)}", fix="ask for fewer addresses")
+    return out
+
+
+def prepare_bed(bed: "Testbed", need: dict[int, int]) -> dict:
+    """Extra client addresses (per IP version), per-namespace port range and backlogs. Idempotent
+    per bed: returns what it set, for the record."""
+    info: dict[str, Any] = {"addresses": {}, "sysctls": {}}
+    for ipv, n in sorted(need.items()):
+        addrs = extra_addresses(bed, ipv, n)
+        plen = bed.topo.plan.client_net(ipv).split("/")[1]
+        for a in addrs:
+            args = ["ip", "addr", "add", f"{a}/{plen}", "dev", bed.topo.client_if]
+            if ipv == 6:
+                args.append("nodad")
+            cp = bed.sh("client", *args, check=False)
+            if cp.returncode != 0 and "File exists" not in cp.stderr:
+                raise RunnerError(f"cannot add client address {a}: {cp.stderr.strip()}", fix="run 'fwlab clean'")
+        info["addresses"][str(ipv)] = addrs
+    for role, table in (("client", CLIENT_SYSCTLS), ("server", SERVER_SYSCTLS)):
+        for k, v in table.items():
+            bed.sh(role, "sysctl", "-q", "-w", f"{k}={v}")
+            info["sysctls"][f"{role}:{k}"] = v
+    # Let the DUT and the server learn the new addresses (bridge: ARP straight from the server).
+    for ipv, addrs in need.items():
+        if addrs:
+            bed.sh("client", "ping", f"-{ipv}", "-c", "1", "-W", "1", "-I", info["addresses"][str(ipv)][0],
+                   bed.topo.plan.server(ipv), check=False)
+    return info
+
+
+def read_conntrack(bed: "Testbed") -> dict[str, int | None]:
+    """The DUT namespace's connection-table limit, hash size and count (None in direct mode)."""
+    out: dict[str, int | None] = {k: None for k in CONNTRACK_KEYS}
+    if not bed.topo.has_dut:
+        return out
+    for k in CONNTRACK_KEYS:
+        cp = bed.sh("dut", "sysctl", "-n", f"net.netfilter.{k}", check=False)
+        out[k] = int(cp.stdout.strip()) if cp.returncode == 0 and cp.stdout.strip().isdigit() else None
+    return out
+
+
+def flush_conntrack(bed: "Testbed") -> bool:
+    """Empty the DUT's connection table (``conntrack -F``); False when the tool is missing."""
+    if not bed.topo.has_dut or shutil.which("conntrack") is None:
+        return False
+    bed.sh("dut", "conntrack", "-F", check=False)
+    return True
+
+
+# -- the engine processes ---------------------------------------------------------------------------
+def parse_doc(text: str, kind: str) -> dict:
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RunnerError(f"fwlab-engine {kind} printed no JSON ({exc.msg})",
+                          fix="run 'make engine' to rebuild it; see its stderr") from exc
+    if not isinstance(doc, dict) or doc.get("kind") != kind:
+        raise RunnerError(f"fwlab-engine printed a '{doc.get('kind') if isinstance(doc, dict) else '?'}' "
+                          f"document, expected '{kind}'", fix="use the engine built from this checkout")
+    return doc
+
+
+def ports_arg(n: int) -> str:
+    return str(PORT_BASE) if n == 1 else f"{PORT_BASE}-{PORT_BASE + n - 1}"
+
+
+def server_args(engine: str, *, ip_version: int, ports: int, ready: str, cpu: int | None,
+                duration_s: float) -> list[str]:
+    args = [engine, "conn-server", "--bind", "0.0.0.0" if ip_version == 4 else "::",
+            "--port", ports_arg(ports), "--workers", str(ports), "--ready-file", ready,
+            "--duration-s", f"{duration_s:.3f}"]
+    if cpu is not None:
+        args += ["--cpu", str(cpu)]
+    return args
+
+
+def src_arg(addrs: list[str]) -> str:
+    return ",".join(addrs)
+
+
+@dataclass
+class ConnServer:
+    """conn-server in the server namespace for one trial (or one search)."""
+
+    bed: "Testbed"
+    ip_version: int
+    ports: int
+    backstop_s: float
+    proc: Any = None
+    doc: dict | None = None
+
+    def __enter__(self) -> "ConnServer":
+        engine = require_engine()
+        self._tmp = tempfile.TemporaryDirectory(prefix="fwlab-conn-")
+        ready = os.path.join(self._tmp.name, "ready")
+        self.args = server_args(engine, ip_version=self.ip_version, ports=self.ports, ready=ready,
+                                cpu=self.bed.topo.pinning.server_cpu, duration_s=self.backstop_s)
+        self.proc = self.bed.host.spawn(self.args, ns=self.bed.ns("server"))
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while not os.path.exists(ready):
+            if self.proc.proc.poll() is not None or time.monotonic() > deadline:
+                _, err = self.proc.stop()
+                self.bed.host.forget(self.proc)
+                self._tmp.cleanup()
+                raise RunnerError(f"fwlab-engine conn-server did not become ready: {err.strip()[:200] or 'no output'}",
+                                  fix="run 'fwlab clean'; check the engine build")
+            time.sleep(0.01)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        out, err = self.proc.stop(sig=2, wait_s=20.0)
+        self.bed.host.forget(self.proc)
+        self._tmp.cleanup()
+        try:
+            self.doc = parse_doc(out, "conn-server") if out.strip() else None
+        except RunnerError:
+            self.doc = None
+
+
+def _client_cpu(bed: "Testbed") -> list[str]:
+    c = bed.topo.pinning.client_cpu
+    return ["--cpu", str(c)] if c is not None else []
+
+
+def run_rate(bed: "Testbed", *, ip_version: int, rate_cps: float, duration_s: float, o: dict,
+             srcs: list[str]) -> tuple[dict, dict | None, dict, dict]:
+    """One conn-rate trial: flush the DUT's table, server up, client run, server down.
+    Returns (client doc, server doc, conntrack before, conntrack after)."""
+    engine = require_engine()
+    flush_conntrack(bed)
+    ct_before = read_conntrack(bed)
+    args = [engine, "conn-rate", "--dst", bed.topo.plan.server(ip_version), "--port", ports_arg(o["ports"]),
+            "--src", src_arg(srcs), "--rate-cps", f"{rate_cps:.3f}", "--duration-s", f"{duration_s:.3f}",
+            "--req-bytes", str(o["req_bytes"]), "--timeout-s", f"{o['timeout_s']}",
+            "--max-inflight", str(o["max_inflight"]), *_client_cpu(bed)]
+    with ConnServer(bed, ip_version, o["ports"], duration_s + o["timeout_s"] + 60) as srv:
+        cp = bed.host.run(args, ns=bed.ns("client"), check=False, timeout_s=duration_s + o["timeout_s"] + 60)
+        ct_after = read_conntrack(bed)
+    if cp.returncode != 0:
+        raise RunnerError(f"fwlab-engine conn-rate failed (exit {cp.returncode}): {cp.stderr.strip()[:200]}",
+                          fix="check the test bed and the engine build")
+    doc = parse_doc(cp.stdout, "conn-rate")
+    doc["argv"] = args
+    return doc, srv.doc, ct_before, ct_after
+
+
+def run_hold(bed: "Testbed", *, ip_version: int, count: int, o: dict, srcs: list[str],
+             stop_on_failure: bool = False) -> tuple[dict, dict | None, dict, dict]:
+    """One conn-hold trial. The DUT's table is read while every connection is held.
+    Returns (client doc, server doc, conntrack before, conntrack while held)."""
+    engine = require_engine()
+    flush_conntrack(bed)
+    ct_before = read_conntrack(bed)
+    w = workers_for(count)
+    with tempfile.TemporaryDirectory(prefix="fwlab-hold-") as tmp:
+        held = os.path.join(tmp, "held")
+        args = [engine, "conn-hold", "--dst", bed.topo.plan.server(ip_version), "--port", ports_arg(w),
+                "--workers", str(w), "--src", src_arg(srcs), "--count", str(count),
+                "--hold-s", f"{o['hold_s']}", "--probe-every", str(o["probe_every"]),
+                "--connect-timeout-s", f"{o['connect_timeout_s']}", "--probe-timeout-s", f"{o['probe_timeout_s']}",
+                "--max-pending", str(o["max_pending"]), "--held-file", held, *_client_cpu(bed)]
+        if o["open_rate_cps"]:
+            args += ["--open-rate-cps", f"{o['open_rate_cps']:.3f}"]
+        if stop_on_failure:
+            args.append("--stop-on-failure")
+        # opening at >= 2000/s, the hold, probing and closing, with room to spare
+        budget = count / 2000 + o["hold_s"] + o["connect_timeout_s"] + o["probe_timeout_s"] + 120
+        ct_held: dict = {}
+        with ConnServer(bed, ip_version, w, budget + 30) as srv:
+            cl = bed.host.spawn(args, ns=bed.ns("client"))
+            try:
+                deadline = time.monotonic() + budget
+                while not os.path.exists(held) and cl.proc.poll() is None and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                if os.path.exists(held):
+                    ct_held = read_conntrack(bed)
+                left = max(5.0, deadline - time.monotonic())
+                try:
+                    cl.proc.wait(timeout=left)
+                except Exception:  # noqa: BLE001  (timeout: stop it below)
+                    pass
+                out, err = cl.stop(sig=2, wait_s=30.0)
+            finally:
+                if cl.proc.poll() is None:
+                    cl.stop()
+                bed.host.forget(cl)
+    if not out.strip():
+        raise RunnerError(f"fwlab-engine conn-hold printed nothing (exit {cl.proc.returncode}): {err.strip()[:200]}",
+                          fix="check the engine build ('make engine')")
+    doc = parse_doc(out, "conn-hold")
+    doc["argv"] = args
+    flush_conntrack(bed)
+    return doc, srv.doc, ct_before, ct_held
+
+
+# -- results ---------------------------------------------------------------------------------------
+def rate_trial_result(doc: dict, duration_s: float, rate_cps: float) -> TrialResult:
+    intended = doc.get("intended")
+    if intended is None:
+        intended = round(rate_cps * duration_s)
+    # A transaction the client launched more than 50 ms behind schedule was not offered at the
+    # intended rate: it is not counted as offered (a lagging client makes the trial generator-short).
+    offered = max(0, int(doc.get("started") or 0) - int(doc.get("late") or 0))
+    return TrialResult(duration_s=duration_s, intended_load_pps=rate_cps, intended_count=int(intended),
+                       offered_count=offered, forwarded_count=int(doc.get("succeeded") or 0),
+                       latency={"connect_p50_us": (doc.get("connect_us") or {}).get("p50"),
+                                "connect_p99_us": (doc.get("connect_us") or {}).get("p99"),
+                                "transaction_p50_us": (doc.get("transaction_us") or {}).get("p50"),
+                                "transaction_p99_us": (doc.get("transaction_us") or {}).get("p99")},
+                       extra={"failed": doc.get("failed"), "local_errors": doc.get("local_errors"),
+                              "deferred": doc.get("deferred"), "achieved_cps": doc.get("achieved_cps"),
+                              "late": doc.get("late"), "max_lag_ms": doc.get("max_lag_ms")})
+
+
+def hold_forwarded(doc: dict) -> int:
+    """Connections that survived: probed ones that echoed, plus unprobed held ones (probe_every > 1)."""
+    held = int(doc.get("held") or 0)
+    probed = int(doc.get("probed") or 0)
+    ok = int(doc.get("probe_ok") or 0)
+    return held - probed + ok if probed else held
+
+
+def hold_trial_result(doc: dict, count: int, hold_s: float) -> TrialResult:
+    return TrialResult(duration_s=max(hold_s, 1e-3), intended_load_pps=float(count), intended_count=count,
+                       offered_count=int(doc.get("started") or 0), forwarded_count=hold_forwarded(doc),
+                       extra={"established": doc.get("established"), "failed": doc.get("failed"),
+                              "local_errors": doc.get("local_errors"), "probe_failed": doc.get("probe_failed"),
+                              "first_failure_at": doc.get("first_failure_at")})
+
+
+# -- measurers (the searches' seam) -----------------------------------------------------------------
+@dataclass
+class ConnRateMeasurer:
+    """measure(duration_s, load) with load = intended connections/s; one conn-rate trial each."""
+
+    bed: "Testbed"
+    ip_version: int
+    options: dict
+    srcs: list[str]
+    trials: list[dict] = field(default_factory=list)
+
+    def measure(self, duration_s: float, load_pps: float) -> TrialResult:
+        doc, srv, ctb, cta = run_rate(self.bed, ip_version=self.ip_version, rate_cps=load_pps,
+                                      duration_s=duration_s, o=self.options, srcs=self.srcs)
+        self.trials.append({"rate_cps": load_pps, "duration_s": duration_s, "client": _slim(doc),
+                            "server": _slim(srv), "conntrack_before": ctb, "conntrack_after": cta})
+        return rate_trial_result(doc, duration_s, load_pps)
+
+
+@dataclass
+class ConnCapacityMeasurer:
+    """measure(duration_s, load) with load = connections to hold and duration = the hold [s]."""
+
+    bed: "Testbed"
+    ip_version: int
+    options: dict
+    srcs: list[str]
+    trials: list[dict] = field(default_factory=list)
+
+    def measure(self, duration_s: float, load_pps: float) -> TrialResult:
+        count = max(1, int(round(load_pps)))
+        o = {**self.options, "hold_s": duration_s}
+        doc, srv, ctb, cth = run_hold(self.bed, ip_version=self.ip_version, count=count, o=o, srcs=self.srcs)
+        self.trials.append({"count": count, "client": _slim(doc), "server": _slim(srv),
+                            "conntrack_before": ctb, "conntrack_held": cth})
+        return hold_trial_result(doc, count, duration_s)
+
+
+def _slim(doc: dict | None) -> dict | None:
+    """An engine document without its per-second series and per-worker copies (kept small)."""
+    if doc is None:
+        return None
+    return {k: v for k, v in doc.items() if k not in ("series", "per_worker")}
+
+
+__all__ = ["CAPACITY_DEFAULTS", "RATE_DEFAULTS", "ConnCapacityMeasurer", "ConnRateMeasurer", "check_options",
+           "flush_conntrack", "prepare_bed", "read_conntrack", "run_hold", "run_rate",
+           "engine_version", "find_engine", "_missing_text"]

@@ -1,0 +1,131 @@
+"""Connection runner: option validation, counting, limit causes, the 'only' filter, the
+host-sysctl guard and the report section (no root, no network)."""
+
+import json
+
+import pytest
+
+from fwlab.errors import FwlabError
+from fwlab.report.section_connections import render
+from fwlab.runners import conn
+from fwlab.runners.connections import limit_cause
+from fwlab.suites import expand, parse_suite
+from fwlab.testbed import host_sysctl
+
+
+def test_rate_options_defaults_and_errors():
+    o = conn.check_options("conn_rate", {})
+    assert o["search"] == "binary" and o["failure_ratio"] == 1e-5
+    with pytest.raises(ValueError, match="unknown conn_rate option"):
+        conn.check_options("conn_rate", {"rate": 5})
+    with pytest.raises(ValueError, match="needs rate_cps"):
+        conn.check_options("conn_rate", {"search": "none"})
+    with pytest.raises(ValueError, match="below max_rate_cps"):
+        conn.check_options("conn_rate", {"min_rate_cps": 5000, "max_rate_cps": 100})
+    with pytest.raises(ValueError, match="req_bytes"):
+        conn.check_options("conn_rate", {"req_bytes": 0})
+
+
+def test_capacity_host_sysctl_needs_explicit_permission():
+    with pytest.raises(ValueError, match="allow_host_sysctl"):
+        conn.check_options("conn_capacity", {"host_conntrack_max": 524288})
+    o = conn.check_options("conn_capacity", {"host_conntrack_max": 524288, "allow_host_sysctl": True})
+    assert o["host_conntrack_max"] == 524288
+    assert conn.check_options("conn_capacity", {})["allow_host_sysctl"] is False
+
+
+def test_addresses_and_workers_scale_with_the_count():
+    o = conn.check_options("conn_capacity", {"max_count": 500000})
+    assert conn.addresses_needed("conn_capacity", o) == 11  # 64512 ports per address pair
+    assert conn.workers_for(500000) == 27  # RLIMIT_NOFILE 20000 per process here
+    assert conn.workers_for(2000) == 1
+    assert conn.addresses_needed("conn_rate", conn.check_options("conn_rate", {"addresses": 3})) == 3
+
+
+def test_rate_trial_counts_late_launches_as_not_offered():
+    doc = {"intended": 1000, "started": 1000, "succeeded": 1000, "late": 50}
+    tr = conn.rate_trial_result(doc, 1.0, 1000.0)
+    assert tr.offered_count == 950 and tr.generator_short
+    ok = conn.rate_trial_result({"intended": 1000, "started": 1000, "succeeded": 999, "late": 0}, 1.0, 1000.0)
+    assert ok.loss_ratio == pytest.approx(0.001) and not ok.generator_short
+
+
+def test_hold_forwarded_counts_probed_and_unprobed():
+    assert conn.hold_forwarded({"held": 100, "probed": 100, "probe_ok": 98}) == 98
+    assert conn.hold_forwarded({"held": 100, "probed": 10, "probe_ok": 10}) == 100
+    assert conn.hold_forwarded({"held": 100, "probed": 0, "probe_ok": 0}) == 100
+    tr = conn.hold_trial_result({"started": 100, "held": 100, "probed": 100, "probe_ok": 100}, 100, 2.0)
+    assert tr.loss_ratio == 0 and not tr.generator_short
+
+
+def test_limit_cause_names_a_full_connection_table():
+    trial = {"client": {"failed": {"timeout": 12}, "local_errors": {}},
+             "server": {"accept_errors": {}},
+             "conntrack_held": {"nf_conntrack_max": 262144, "nf_conntrack_count": 262144}}
+    text = limit_cause(trial, None)
+    assert "connection table full" in text and "timeout" in text
+    gen = limit_cause({"client": {"local_errors": {"no_fd": 3}}, "conntrack_held": {}}, None)
+    assert "generator-side" in gen
+    assert limit_cause(None, None) is None
+
+
+def test_parse_doc_checks_the_kind():
+    assert conn.parse_doc(json.dumps({"kind": "conn-rate"}), "conn-rate")["kind"] == "conn-rate"
+    with pytest.raises(FwlabError):
+        conn.parse_doc(json.dumps({"kind": "conn-hold"}), "conn-rate")
+    with pytest.raises(FwlabError):
+        conn.parse_doc("not json", "conn-rate")
+
+
+def test_only_restricts_a_traffic_item_to_some_configurations():
+    s = parse_suite({"name": "t", "rules": [0, 100], "stateful_shortcut": [False, True],
+                     "traffic": [{"kind": "conn_rate", "tool": "conn"},
+                                 {"kind": "conn_capacity", "tool": "conn",
+                                  "only": {"rules": [0], "stateful_shortcut": [True]}}],
+                     "repetitions": 1}, "test")
+    ids = [t.trial_id for t in expand(s).trials]
+    cap = [i for i in ids if "capacity" in i]
+    assert len([i for i in ids if "conn_rate" in i]) == 4
+    assert cap == ["ip4conn_capacity-dflt-nftables-0r-linear-sf-routed-r1"]
+    with pytest.raises(FwlabError, match="only"):
+        parse_suite({"name": "t", "traffic": [{"kind": "conn_rate", "tool": "conn", "only": {"size": [1]}}]}, "t")
+
+
+def test_builtin_connection_suites_parse():
+    from fwlab.suites.loader import load_suite
+
+    for name in ("connections", "connections-quick", "connections-conntrack"):
+        suite, _text = load_suite(name)
+        assert any(t.tool == "conn" for t in suite.traffic)
+        reps = suite.repetitions
+        assert name == "connections-conntrack" or reps >= 2
+
+
+def test_host_sysctl_refuses_keys_outside_the_allow_list():
+    with pytest.raises(FwlabError, match="does not change"):
+        with host_sysctl.host_sysctl("net.ipv4.ip_forward", 1, {}):
+            pass
+    log: dict = {}
+    with host_sysctl.host_sysctl("net.netfilter.nf_conntrack_max", None, log):
+        pass
+    assert log == {}
+
+
+def _trial(test, rules, value, **kw):
+    m = {"conn_rate_cps": value} if test == "rate" else {
+        "capacity_connections": value, "conntrack_max": 262144, "conntrack_buckets": 262144,
+        "conntrack_count_held": value, "limit_cause": kw.get("cause")}
+    return {"kind": "connections", "trial_id": f"x-{rules}-{value}", "mode": "routed", "backend": "nftables",
+            "layout": "linear", "stateful_shortcut": True, "ip_version": 4, "rules": rules,
+            "traffic": f"conn_{test}", "metrics": m, "flags": [], "extra": {"test": test}}
+
+
+def test_section_renders_rate_and_capacity_tables():
+    trials = [_trial("rate", 0, 4000.0), _trial("rate", 0, 4200.0), _trial("rate", 1000, 3000.0),
+              _trial("rate", 1000, 3100.0),
+              _trial("capacity", 0, 262000, cause="DUT connection table full")]
+    out = render({}, trials)
+    assert "Connection setup and tear-down rate" in out and "<svg" in out
+    assert "4100" in out  # median of two repetitions
+    assert "Concurrent TCP connection capacity" in out and "DUT connection table full" in out
+    assert render({}, []) is None
