@@ -9,7 +9,9 @@ from fwlab.rules import generate
 from fwlab.testbed import Testbed, Topology, new_run_id
 
 CASES = [("nftables", "linear", False), ("nftables", "set", False), ("nftables", "linear", True),
-         ("iptables-legacy", "linear", False), ("iptables-nft", "linear", False), ("ipset", "set", False)]
+         ("iptables-legacy", "linear", False), ("iptables-nft", "linear", False), ("ipset", "set", False),
+         ("xdp", "linear", False), ("xdp", "set", False), ("xdp-generic", "linear", False),
+         ("xdp-generic", "set", False)]
 
 
 @pytest.mark.parametrize("mode", ["routed", "bridge"])

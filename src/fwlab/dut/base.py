@@ -62,6 +62,8 @@ class Backend(ABC):
     tools: tuple[str, ...] = ()
     #: a short description shown by `fwlab list`
     summary: str = ""
+    #: False for a reference that loads no rules (like `none`): planned once, at 0 rules
+    loads_rules: bool = True
 
     def unsupported(self, layout: str, mode: str, stateful_shortcut: bool) -> str | None:
         """Why this combination cannot run, or None when it can."""
