@@ -1,4 +1,5 @@
-"""Each backend, loaded with 1000 rules, passes the test traffic and drops traffic that matches a
+"""Each backend (the native ones, xdp in both attach modes and layouts, the command adapter with
+its nftables and iptables templates), loaded with 1000 rules, passes the test traffic and drops traffic that matches a
 deny entry — in routed and bridge mode, over IPv4 and IPv6, on the real kernel data path."""
 
 import pytest
@@ -11,7 +12,9 @@ from fwlab.testbed import Testbed, Topology, new_run_id
 CASES = [("nftables", "linear", False), ("nftables", "set", False), ("nftables", "linear", True),
          ("iptables-legacy", "linear", False), ("iptables-nft", "linear", False), ("ipset", "set", False),
          ("xdp", "linear", False), ("xdp", "set", False), ("xdp-generic", "linear", False),
-         ("xdp-generic", "set", False)]
+         ("xdp-generic", "set", False),
+         ("command:nftables", "linear", False), ("command:nftables", "set", False),
+         ("command:nftables", "linear", True), ("command:iptables", "linear", False)]
 
 
 @pytest.mark.parametrize("mode", ["routed", "bridge"])
