@@ -155,3 +155,19 @@ def test_template_syntax_error_is_reported_with_its_line(tmp_path):
 def test_shipped_descriptions_are_valid():
     names = sorted(read_firewall(p).name for p in SHIPPED_DIR.glob("*.toml"))
     assert names == ["iptables", "nftables", "pf"]
+
+
+def test_a_broken_user_file_is_listed_invalid_and_stops_a_run_before_it_starts(tmp_path, monkeypatch):
+    from fwlab.dut.base import BACKENDS
+    from fwlab.dut.command import register_all
+
+    (tmp_path / "oops.toml").write_text('name = "Oops"\n')
+    monkeypatch.setenv("FWLAB_FIREWALLS", str(tmp_path))
+    register_all()
+    try:
+        be = get_backend("command:oops")
+        assert be.summary.startswith("INVALID: ") and "oops.toml" in be.summary
+        with pytest.raises(BackendError, match="oops.toml"):
+            be.tools  # what preflight reads first
+    finally:
+        del BACKENDS["command:oops"]

@@ -307,13 +307,52 @@ def register_file(path: Path) -> CommandBackend:
     return register(be)
 
 
+class BrokenCommand(Backend):
+    """A user's description file that does not validate: listed as invalid, and any run that
+    names it stops before it starts with the file's error (imports never fail because of it)."""
+
+    def __init__(self, path: Path, error: BackendError) -> None:
+        self.path, self.error = path, error
+        self.name = PREFIX + path.stem
+        self.summary = f"INVALID: {error.one_line()}"
+
+    @property
+    def tools(self) -> tuple[str, ...]:  # type: ignore[override]
+        raise self.error  # preflight: the run stops with the file's one-line error
+
+    def unsupported_here(self) -> str | None:
+        return self.error.one_line()
+
+    def render(self, rs: RuleSet, mode: str) -> str:
+        raise self.error
+
+    def _apply(self, ctx, text, rs):
+        raise self.error
+
+    def listing(self, ctx):
+        raise self.error
+
+    def counters(self, ctx):
+        raise self.error
+
+    def flush(self, ctx):
+        raise self.error
+
+    def version(self, host):
+        return "invalid description"
+
+
 def register_all() -> None:
     for path in sorted(SHIPPED_DIR.glob("*.toml")):
         register_file(path)
     for d in filter(None, os.environ.get("FWLAB_FIREWALLS", "").split(":")):
         p = Path(d)
         for path in sorted(p.glob("*.toml")) if p.is_dir() else [p]:
-            register_file(path)
+            try:
+                register_file(path)
+            except BackendError as exc:
+                if PREFIX + path.stem not in BACKENDS:
+                    register(BrokenCommand(path, exc))
 
 
 register_all()
