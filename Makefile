@@ -17,7 +17,7 @@ APT_PKGS := iproute2 iputils-ping nftables iptables ipset iperf3 ethtool procps 
             conntrack
 ENGINE_BIN := engine/target/release/fwlab-engine
 
-.PHONY: demo test deps system-deps venv engine unit netns clean-results netperf help
+.PHONY: demo test deps system-deps venv engine xdp unit netns clean-results netperf help
 
 help:
 	@echo "make demo   - install what is missing, build, run the quick suite, print the report path"
@@ -37,7 +37,11 @@ unit: venv
 netns: deps
 	$(BIN)/python -m pytest tests/netns -q -rs
 
-deps: system-deps venv engine
+deps: system-deps venv engine xdp
+
+# fwlab's XDP firewall and its loader, compiled with clang into ~/.cache/fwlab (else on first use)
+xdp: venv
+	@$(BIN)/python -c "from fwlab.dut.xdp_build import main; main()"
 
 system-deps:
 	@missing=""; for p in $(APT_PKGS); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; done; \

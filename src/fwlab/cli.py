@@ -89,8 +89,11 @@ def cmd_rules(args) -> int:
                   server_net=plan.server_net(v), stateful_shortcut=args.stateful_shortcut, seed=args.seed)
     be = get_backend(args.backend)
     why = be.unsupported(args.layout, args.mode, args.stateful_shortcut)
-    if why:
+    here = be.unsupported_here()
+    if why and why != here:
         raise FwlabError(why, fix="choose another --layout or --backend")
+    if here:  # the rule set can be shown, just not loaded on this host
+        print(f"fwlab: note: {here}", file=sys.stderr)
     sys.stdout.write(be.render(rs, args.mode))
     return 0
 

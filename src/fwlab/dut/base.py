@@ -63,9 +63,19 @@ class Backend(ABC):
     tools: tuple[str, ...] = ()
     #: a short description shown by `fwlab list`
     summary: str = ""
+    #: False for a reference that loads no rules (like `none`): planned once, at 0 rules
+    loads_rules: bool = True
+
+    def unsupported_here(self) -> str | None:
+        """Why this backend cannot load anything on this host (platform, kernel), or None.
+        Its rule sets can still be rendered (`fwlab rules`)."""
+        return None
 
     def unsupported(self, layout: str, mode: str, stateful_shortcut: bool) -> str | None:
         """Why this combination cannot run, or None when it can."""
+        here = self.unsupported_here()
+        if here:
+            return here
         if layout not in self.layouts:
             return f"{self.name} has no '{layout}' layout (it has {', '.join(self.layouts)})"
         return None

@@ -183,6 +183,9 @@ def render(run: dict, trials: list[dict], cs: list[Curve], summary_csv_name: str
     else:
         parts.append("<p class='muted'>No linear layout with two or more rule counts and a packet rate.</p>")
 
+    from fwlab.report.datapaths import render as render_datapaths
+
+    parts.append(render_datapaths(run, trials))
     lt = load_times(cs)
     parts.append("<h2>Rule-set load time</h2>")
     if lt:

@@ -60,6 +60,8 @@ class Curve:
         k = self.k
         if k["backend"] == "none":
             return "none (no firewall)"
+        if k["layout"] == "none":  # a reference that loads no rules (e.g. xdp-pass)
+            return f"{k['backend']} (no rules)"
         s = f"{k['backend']} {k['layout']}"
         if k["stateful_shortcut"]:
             s += " +established"

@@ -76,7 +76,7 @@ def expand(suite: Suite) -> Plan:
         for backend_name in backends:
             be = get_backend(backend_name)
             configs = []
-            if backend_name == "none":
+            if backend_name == "none" or not be.loads_rules:
                 configs = [("none", 0, False)]
             else:
                 for layout in suite.layouts:

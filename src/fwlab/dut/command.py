@@ -1,0 +1,358 @@
+"""The `command` backends: any firewall described by a small TOML file and a Jinja2 template.
+
+Owns: reading and validating firewall description files, rendering the generator's rule set with
+their template, and running their commands (apply, flush, list, counters, version) through the
+host interface in the DUT namespace. Each description is registered as backend
+``command:<name>``: the ones shipped in ``dut/commands/`` (nftables — a self-test against the
+native backend —, iptables, pf) and any ``*.toml`` in the directories listed in
+``$FWLAB_FIREWALLS`` (colon-separated), so a suite names them like any other backend
+(``backends = ["command:nftables"]``). Never knows any firewall's syntax itself.
+
+A description file::
+
+    name = "nftables"                    # backend "command:nftables"
+    summary = "..."                      # shown by `fwlab list`
+    template = "nftables.nft.j2"         # next to this file; renders the rule set
+    layouts = ["linear", "set"]          # generator layouts the template handles
+    modes = ["routed", "bridge"]         # test-bed modes it can run in
+    stateful = true                      # handles the 'established,related accept' shortcut
+    platforms = ["linux"]                # platform.system() values it runs on (others: plan skip)
+    tools = ["nft"]                      # programs it needs (checked before a run)
+    bridge_nf_call = "{{ ... }}"         # optional: br_netfilter in bridge mode (bool or template)
+    [commands]                           # argv lists, or lists of argv lists run in order;
+    apply = ["nft", "-f", "{{ file }}"]  # every argument is a template (same variables as the
+    flush = ["nft", "flush", "ruleset"]  # rule set, where known); the rule set goes to apply's
+    list = ["nft", "-s", "list", "ruleset"]  # stdin unless an argument uses {{ file }}
+    counters = ["nft", "list", "ruleset"]
+    version = ["nft", "--version"]       # run on the host, outside the DUT namespace
+    [counters]
+    pattern = 'packets (?P<packets>\\d+) .*comment "(?P<tag>[^"]+)"'   # per line of counters
+    [listing]
+    strip = ['^#.*$']                    # regexes removed from list's output before the digest
+
+Template variables: ``ip_version``, ``layout``, ``count``, ``client_net``, ``server_net``,
+``stateful_shortcut``, ``seed``, ``mode``, ``host_plen`` (32 or 128) and ``entries`` — each with
+``index``, ``tag`` ("deny-<index>"), ``src``, ``proto``, ``dport``. Every rule the template
+writes should carry its tag (deny-i, permit-fwd, permit-rev, default, infra-...) where the
+counters command shows it, so counters can be summed per class.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import tempfile
+import tomllib
+from functools import cached_property
+from pathlib import Path
+from typing import Union
+
+import jinja2
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from fwlab.dut.base import BACKENDS, COUNTER_CLASSES, Backend, DutContext, register, rule_class
+from fwlab.errors import BackendError
+from fwlab.rules.model import LAYOUTS, RuleSet
+from fwlab.testbed.host import LocalHost
+
+SHIPPED_DIR = Path(__file__).resolve().parent / "commands"
+PREFIX = "command:"
+
+Argv = list[str]
+Commands = Union[Argv, list[Argv]]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CommandsModel(_Strict):
+    apply: Commands
+    flush: Commands
+    list: Commands
+    counters: Commands
+    version: Commands
+
+    @field_validator("*")
+    @classmethod
+    def _argvs(cls, v):
+        if not v:
+            raise ValueError("needs a command")
+        return [v] if isinstance(v[0], str) else v
+
+
+class CountersModel(_Strict):
+    pattern: str = Field(description="regex applied to every line of the counters command's output; "
+                                     "named groups 'tag' and 'packets'")
+
+    @field_validator("pattern")
+    @classmethod
+    def _groups(cls, v: str) -> str:
+        try:
+            rx = re.compile(v)
+        except re.error as exc:
+            raise ValueError(f"not a regular expression: {exc}") from None
+        if not {"tag", "packets"} <= set(rx.groupindex):
+            raise ValueError("needs the named groups (?P<tag>...) and (?P<packets>...)")
+        return v
+
+
+class ListingModel(_Strict):
+    strip: list[str] = Field(default_factory=list, description="regexes removed (per line, multiline) "
+                                                               "from the listing before the digest")
+
+
+class FirewallFile(_Strict):
+    """A firewall description (one TOML file)."""
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]{0,31}$")
+    summary: str = ""
+    template: str
+    layouts: list[str] = Field(default_factory=lambda: ["linear"])
+    modes: list[str] = Field(default_factory=lambda: ["routed", "bridge"])
+    stateful: bool = False
+    platforms: list[str] = Field(default_factory=lambda: ["linux"])
+    tools: list[str] = Field(default_factory=list)
+    bridge_nf_call: bool | str = True
+    commands: CommandsModel
+    counters: CountersModel
+    listing: ListingModel = Field(default_factory=ListingModel)
+
+    @field_validator("layouts")
+    @classmethod
+    def _layouts(cls, v: list[str]) -> list[str]:
+        bad = [x for x in v if x not in LAYOUTS]
+        if bad or not v:
+            raise ValueError(f"layouts must be some of {', '.join(LAYOUTS)} (got {v})")
+        return v
+
+    @field_validator("modes")
+    @classmethod
+    def _modes(cls, v: list[str]) -> list[str]:
+        bad = [x for x in v if x not in ("routed", "bridge")]
+        if bad or not v:
+            raise ValueError(f"modes must be some of routed, bridge (got {v})")
+        return v
+
+
+def _env(base: Path) -> jinja2.Environment:
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(base)), undefined=jinja2.StrictUndefined,
+                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+                              autoescape=False)
+
+
+def read_firewall(path: Path) -> FirewallFile:
+    """Parse and validate one description; BackendError naming the file and the problem."""
+    try:
+        data = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise BackendError(f"firewall description {path}: {exc}", fix="fix the TOML syntax") from None
+    try:
+        fw = FirewallFile.model_validate(data)
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        where = ".".join(str(x) for x in e["loc"]) or "(top)"
+        raise BackendError(f"firewall description {path}: {where}: {e['msg']}",
+                           fix="see the format in fwlab/dut/command.py's docstring") from None
+    tpl = path.parent / fw.template
+    if not tpl.is_file():
+        raise BackendError(f"firewall description {path}: template {fw.template} does not exist",
+                           fix="put the template next to the description or fix 'template'")
+    try:
+        _env(path.parent).parse(tpl.read_text())
+    except jinja2.TemplateSyntaxError as exc:
+        raise BackendError(f"firewall template {tpl}:{exc.lineno}: {exc.message}", fix="fix the template") from None
+    return fw
+
+
+def template_vars(rs: RuleSet, mode: str) -> dict:
+    return {"ip_version": rs.ip_version, "layout": rs.layout, "count": rs.count,
+            "client_net": rs.client_net, "server_net": rs.server_net,
+            "stateful_shortcut": rs.stateful_shortcut, "seed": rs.seed, "mode": mode,
+            "host_plen": 32 if rs.ip_version == 4 else 128,
+            "entries": [{"index": i, "tag": f"deny-{i}", "src": e.src, "proto": e.proto, "dport": e.dport}
+                        for i, e in enumerate(rs.entries)]}
+
+
+def _truthy(text: str) -> bool:
+    t = text.strip().lower()
+    if t in ("true", "1", "yes", "on"):
+        return True
+    if t in ("false", "0", "no", "off", ""):
+        return False
+    raise BackendError(f"bridge_nf_call rendered to '{text}', not a boolean", fix="make it render true or false")
+
+
+class CommandBackend(Backend):
+    """A firewall driven by the commands of a description file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.fw = read_firewall(self.path)
+        self.name = PREFIX + self.fw.name
+        self.layouts = tuple(self.fw.layouts)
+        self.summary = self.fw.summary or f"commands from {self.path.name}"
+        self._env = _env(self.path.parent)
+
+    @property
+    def runs_here(self) -> bool:
+        return platform.system().lower() in [p.lower() for p in self.fw.platforms]
+
+    @property
+    def tools(self) -> tuple[str, ...]:  # type: ignore[override]
+        # a firewall that cannot run on this platform is skipped by the plan: need nothing
+        return tuple(self.fw.tools) if self.runs_here else ()
+
+    @cached_property
+    def _pattern(self) -> re.Pattern:
+        return re.compile(self.fw.counters.pattern)
+
+    def unsupported_here(self) -> str | None:
+        if not self.runs_here:
+            return (f"{self.name} runs on {', '.join(self.fw.platforms)}, not {platform.system()}: its "
+                    f"template can be rendered ('fwlab rules --backend {self.name}') but not loaded here")
+        return None
+
+    def unsupported(self, layout: str, mode: str, stateful_shortcut: bool) -> str | None:
+        why = super().unsupported(layout, mode, stateful_shortcut)
+        if why:
+            return why
+        if mode not in self.fw.modes:
+            return f"{self.name} runs in {', '.join(self.fw.modes)} mode, not {mode}"
+        if stateful_shortcut and not self.fw.stateful:
+            return f"{self.name} has no 'established,related accept' shortcut (stateful = false in {self.path.name})"
+        return None
+
+    def bridge_nf_call(self, mode: str, rs: RuleSet) -> bool | None:
+        if mode != "bridge":
+            return None
+        v = self.fw.bridge_nf_call
+        if isinstance(v, bool):
+            return v
+        return _truthy(self._env.from_string(v).render(**template_vars(rs, mode)))
+
+    def render(self, rs: RuleSet, mode: str) -> str:
+        try:
+            return self._env.get_template(self.fw.template).render(**template_vars(rs, mode))
+        except jinja2.TemplateError as exc:
+            raise BackendError(f"{self.name}: rendering {self.fw.template} failed: {exc}",
+                               fix="fix the template") from None
+
+    def _argvs(self, which: str, variables: dict) -> list[list[str]]:
+        out = []
+        for argv in getattr(self.fw.commands, which):
+            try:
+                out.append([self._env.from_string(a).render(**variables) for a in argv])
+            except jinja2.TemplateError as exc:
+                raise BackendError(f"{self.name}: the {which} command '{' '.join(argv)}': {exc}",
+                                   fix=f"fix [commands] {which} in {self.path}") from None
+        return out
+
+    def _run(self, ctx: DutContext, which: str, variables: dict | None = None) -> str:
+        out = []
+        for argv in self._argvs(which, variables or {"mode": ctx.mode}):
+            out.append(ctx.host.run(argv, ns=ctx.ns).stdout)
+        return "".join(out)
+
+    def _apply(self, ctx: DutContext, text: str, rs: RuleSet) -> None:
+        variables = {**template_vars(rs, ctx.mode), "entries": None}
+        uses_file = any("file" in a for argv in self.fw.commands.apply for a in argv)
+        if not uses_file:
+            for argv in self._argvs("apply", variables):
+                ctx.host.run(argv, ns=ctx.ns, input=text)
+            return
+        with tempfile.NamedTemporaryFile("w", prefix="fwlab-rules-", suffix=".conf", delete=False) as f:
+            f.write(text)
+        try:
+            for argv in self._argvs("apply", {**variables, "file": f.name}):
+                ctx.host.run(argv, ns=ctx.ns)
+        finally:
+            os.unlink(f.name)
+
+    def listing(self, ctx: DutContext) -> str:
+        text = self._run(ctx, "list")
+        for rx in self.fw.listing.strip:
+            text = re.sub(rx, "", text, flags=re.M)
+        return "\n".join(line for line in text.splitlines() if line.strip()) + "\n"
+
+    def rule_counters(self, ctx: DutContext) -> dict[str, int]:
+        """Packets per rule tag, as the counters command shows them."""
+        out: dict[str, int] = {}
+        for line in self._run(ctx, "counters").splitlines():
+            m = self._pattern.search(line)
+            if m:
+                out[m.group("tag")] = out.get(m.group("tag"), 0) + int(m.group("packets"))
+        return out
+
+    def counters(self, ctx: DutContext) -> dict[str, int]:
+        sums = {k: 0 for k in COUNTER_CLASSES}
+        for tag, n in self.rule_counters(ctx).items():
+            sums[rule_class(tag)] += n
+        return sums
+
+    def flush(self, ctx: DutContext) -> None:
+        self._run(ctx, "flush")
+
+    def version(self, host: LocalHost) -> str:
+        out = [host.run(argv, check=False).stdout.strip() for argv in self._argvs("version", {})]
+        return f"{'; '.join(o for o in out if o) or 'unknown'} (via {self.path.name})"
+
+
+def register_file(path: Path) -> CommandBackend:
+    """Register the firewall described by ``path`` as backend command:<name>."""
+    be = CommandBackend(path)
+    if be.name in BACKENDS and getattr(BACKENDS.get(be.name), "path", None) == be.path:
+        return BACKENDS.get(be.name)  # the same file again
+    return register(be)
+
+
+class BrokenCommand(Backend):
+    """A user's description file that does not validate: listed as invalid, and any run that
+    names it stops before it starts with the file's error (imports never fail because of it)."""
+
+    def __init__(self, path: Path, error: BackendError) -> None:
+        self.path, self.error = path, error
+        self.name = PREFIX + path.stem
+        self.summary = f"INVALID: {error.one_line()}"
+
+    @property
+    def tools(self) -> tuple[str, ...]:  # type: ignore[override]
+        raise self.error  # preflight: the run stops with the file's one-line error
+
+    def unsupported_here(self) -> str | None:
+        return self.error.one_line()
+
+    def render(self, rs: RuleSet, mode: str) -> str:
+        raise self.error
+
+    def _apply(self, ctx, text, rs):
+        raise self.error
+
+    def listing(self, ctx):
+        raise self.error
+
+    def counters(self, ctx):
+        raise self.error
+
+    def flush(self, ctx):
+        raise self.error
+
+    def version(self, host):
+        return "invalid description"
+
+
+def register_all() -> None:
+    for path in sorted(SHIPPED_DIR.glob("*.toml")):
+        register_file(path)
+    for d in filter(None, os.environ.get("FWLAB_FIREWALLS", "").split(":")):
+        p = Path(d)
+        for path in sorted(p.glob("*.toml")) if p.is_dir() else [p]:
+            try:
+                register_file(path)
+            except BackendError as exc:
+                if PREFIX + path.stem not in BACKENDS:
+                    register(BrokenCommand(path, exc))
+
+
+register_all()

@@ -1,0 +1,34 @@
+"""The report's "Firewall data paths" table: what each backend actually loaded, per layout.
+
+Owns: one table built from the trial records' ``ruleset_family`` (e.g. "nft ip",
+"xdp linear (xdp_linear, generic attach)" — so the report says which XDP attach mode a curve used)
+and each test bed's backend version (program hash, JIT state). Reads the stored record only.
+"""
+
+from __future__ import annotations
+
+import html
+
+
+def render(run: dict, trials: list[dict]) -> str:
+    fams: dict[tuple, set[str]] = {}
+    for t in trials:
+        if t.get("backend") in (None, "none") or not t.get("ruleset_family"):
+            continue
+        fams.setdefault((t.get("mode"), t.get("backend"), t.get("layout")), set()).add(t["ruleset_family"])
+    if not fams:
+        return ""
+    versions: dict[tuple, set[str]] = {}
+    for bed in run.get("beds", []):
+        key = ((bed.get("topology") or {}).get("mode"), bed.get("backend"))
+        versions.setdefault(key, set()).add(str(bed.get("backend_version")))
+    rows = []
+    for (mode, be, layout), f in sorted(fams.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
+        rows.append("<tr>" + "".join(f"<td class='l'>{html.escape(str(c))}</td>" for c in (
+            mode, be, layout, "; ".join(sorted(f)), "; ".join(sorted(versions.get((mode, be), ())))) ) + "</tr>")
+    head = "".join(f"<th class='l'>{h}</th>" for h in ("mode", "backend", "layout", "what was loaded",
+                                                       "backend version"))
+    return ("<h2>Firewall data paths</h2><p class='muted'>What each backend loaded, as recorded with the "
+            "trials (for XDP: the program and the attach mode actually used; its version line names the "
+            "program's source hash and whether the BPF JIT is on).</p>"
+            f"<table><tr>{head}</tr>{''.join(rows)}</table>")
