@@ -17,9 +17,11 @@ from typing import Callable, TextIO
 
 from fwlab.dut import DutContext, get_backend
 from fwlab.errors import FwlabError, RecordError, RunnerError
+from fwlab.floods import FloodSpec, run_with_background
 from fwlab.results import RunRecord, host_metadata, trial_record, utc_now
 from fwlab.rules import generate
 from fwlab.runners import TrafficSpec, TrialEnv, get_runner
+from fwlab.runners.linkseries import LinkSampler, as_stream_series
 from fwlab.stats.quality import flag_cpu_saturated
 from fwlab.suites import Suite, TrialSpec, expand, parse_suite
 from fwlab.testbed import Offloads, Pinning, Testbed, Topology, new_run_id, require_root, require_tool
@@ -124,7 +126,8 @@ class Executor:
         s = self.suite
         return Topology(run_id=new_run_id(), mode=mode,
                         offloads=Offloads(**s.offloads.model_dump()),
-                        pinning=Pinning(**s.pinning.model_dump()))
+                        pinning=Pinning(**s.pinning.model_dump()),
+                        attacker=bool(s.background) and mode != "direct")
 
     def _run_bed(self, bed_key: tuple, trials: list[TrialSpec]) -> None:
         mode, backend_name = bed_key
@@ -199,12 +202,23 @@ class Executor:
         lb = self._links(bed)
         metrics, series, raw, flags, error = None, [], {}, [], None
         kind, extra = "stream", {}
+        flood = FloodSpec.from_dict(spec.background) if spec.background else None
+        sampler = LinkSampler(bed).start()
         try:
-            m = runner.measure(bed, tspec, env)
+            m, flood_rec = run_with_background(bed, env, flood, spec.ip_version, spec.duration_s,
+                                               lambda: runner.measure(bed, tspec, env))
             metrics, series, raw, flags = m.metrics, m.series, m.raw, list(m.flags)
             kind, extra = m.kind, dict(m.extra)
         except RunnerError as exc:
             error = exc.one_line()
+            flood_rec = getattr(exc, "flood_record", None)
+        link_series = sampler.stop()
+        extra["link_series"] = link_series
+        if metrics and not series:
+            series = as_stream_series(link_series)
+        if flood is not None:
+            kind = "attack" if kind == "stream" else kind
+            extra["background"] = flood_rec
         la = self._links(bed)
         ca = backend.counters(ctx) if ctx else None
         if metrics:

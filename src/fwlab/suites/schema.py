@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from fwlab.floods.model import BackgroundItem
 from fwlab.rules.model import LAYOUTS
 from fwlab.testbed.topology import MODES
 
@@ -109,6 +110,9 @@ class Suite(Strict):
     seed: int = 1
     offloads: OffloadsModel = Field(default_factory=OffloadsModel)
     pinning: PinningModel = Field(default_factory=PinningModel)
+    background: list[BackgroundItem] = Field(
+        default_factory=list, description="floods from an attacker namespace while each trial runs; every "
+                                          "trial is repeated per flood rate (see fwlab.floods)")
 
     @field_validator("mode", mode="before")
     @classmethod
@@ -150,4 +154,6 @@ class Suite(Strict):
                 raise ValueError("IPv6 engine frames are at least 78 B (RFC 5180): raise sizes or drop IPv6")
         if not self.traffic:
             raise ValueError("needs at least one [[traffic]] item")
+        if self.background and "direct" in self.mode:
+            raise ValueError("a [[background]] flood needs a DUT: use mode routed or bridge, not direct")
         return self
