@@ -84,6 +84,8 @@ def _fmt_result(m: dict | None, error: str | None) -> str:
         parts.append(f"{m['throughput_bps'] / 1e9:.2f} Gbit/s")
     if m.get("rx_pps"):
         parts.append(f"{m['rx_pps'] / 1e3:.1f} kpps")
+    if m.get("rtt_p50_ms") is not None and m.get("throughput_bps") is None:
+        parts.append(f"RTT p50 {m['rtt_p50_ms'] * 1e3:.0f} µs")
     if m.get("transactions_per_s") is not None:
         parts.append(f"{m['transactions_per_s']:.0f} transactions/s")
     s = ", ".join(parts) or "no figure"

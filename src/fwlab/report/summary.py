@@ -15,7 +15,8 @@ from fwlab.stats import fit_per_packet_cost, summarize
 from fwlab.stats.quality import flag_cv
 
 #: fields that identify a curve (everything but the rule count and the repetition)
-CURVE_FIELDS = ("mode", "backend", "layout", "stateful_shortcut", "ip_version", "traffic", "size_bytes", "streams")
+CURVE_FIELDS = ("mode", "backend", "layout", "stateful_shortcut", "ip_version", "traffic", "size_bytes", "streams",
+                "label")
 METRICS = ("throughput_bps", "rx_pps", "loss_ratio", "transactions_per_s")
 #: metric -> (what it is, display unit, scale from the stored unit to the display unit)
 METRIC_INFO = {"throughput_bps": ("throughput", "Gbit/s", 1e-9), "rx_pps": ("packet rate", "kpps", 1e-3),
@@ -65,7 +66,8 @@ class Curve:
         k = self.k
         size = f" {k['size_bytes']} B" if k["size_bytes"] else ""
         streams = f" x{k['streams']}" if k["streams"] > 1 else ""
-        return f"IPv{k['ip_version']} {k['traffic'].upper()}{size}{streams} ({k['mode']})"
+        label = f" [{k['label']}]" if k.get("label") else ""
+        return f"IPv{k['ip_version']} {k['traffic'].upper()}{label}{size}{streams} ({k['mode']})"
 
     def pct_of_zero(self, metric: str, rules: int) -> float | None:
         base = self.points.get(0)
