@@ -60,7 +60,8 @@ def build_client_args(spec: TrafficSpec, server_addr: str, cpu: int | None, *,
     """The iperf3 client command line for ``spec`` (or one process's share of its streams)."""
     streams = spec.streams if streams is None else streams
     port = spec.port if port is None else port
-    args = ["iperf3", "-c", server_addr, "-p", str(port), "-J", "-t", f"{spec.duration_s:g}",
+    # iperf3 reads -t as an integer (atoi): 0.5 would become 0, i.e. run forever
+    args = ["iperf3", "-c", server_addr, "-p", str(port), "-J", "-t", str(max(1, round(spec.duration_s))),
             f"-{spec.ip_version}", "--connect-timeout", "3000"]
     if streams > 1:
         args += ["-P", str(streams)]

@@ -27,7 +27,7 @@ class ProbePlan:
     """Recovery probes after a multi-stream run."""
 
     interval_s: float = 10.0  #: start-to-start time between probes [s] (the first starts at once)
-    probe_s: float = 2.0  #: length of one single-stream probe [s]
+    probe_s: float = 2.0  #: length of one single-stream probe [s], whole seconds (iperf3 -t)
     max_probes: int = 12  #: upper bound on probes after the run
     tolerance: float = 0.10  #: recovered when a probe reaches (1 - tolerance) x baseline
     baseline: bool = True  #: measure the single-stream baseline before the multi-stream run
@@ -39,8 +39,8 @@ class ProbePlan:
             p = cls(**d)
         except TypeError as exc:
             raise ValueError(str(exc)) from exc
-        if not 0.5 <= float(p.probe_s) <= 60:
-            raise ValueError(f"probe_s {p.probe_s} is outside 0.5..60")
+        if not 1 <= float(p.probe_s) <= 60 or not float(p.probe_s).is_integer():
+            raise ValueError(f"probe_s {p.probe_s} must be a whole number of seconds in 1..60 (iperf3 -t)")
         if not float(p.probe_s) <= float(p.interval_s) <= 600:
             raise ValueError(f"interval_s {p.interval_s} must be at least probe_s and at most 600")
         if not isinstance(p.max_probes, int) or not 0 <= p.max_probes <= 100:
