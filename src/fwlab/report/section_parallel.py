@@ -61,12 +61,13 @@ def render(run: dict, trials: list[dict]) -> str | None:
     parts.append(plot_div(series_plot(probe_lines, "ratio", "probe / baseline [%]", 100.0,
                                       "Single-stream probes after the multi-stream run (repetition 1)",
                                       xlabel="seconds after the multi-stream run ended")))
-    # throughput over time inside the run (collapse), largest stream count, repetition 1
+    # the whole trial over time (baseline, multi-stream run, probes) from the server's link counter
     big = max((int(t.get("streams") or 1) for t in ok), default=1)
-    ts_lines = [(f"{config_label(t)} IPv{t.get('ip_version')}", t.get("series") or [])
+    ts_lines = [(f"{config_label(t)} IPv{t.get('ip_version')}", (t.get("extra") or {}).get("link_series") or [])
                 for t in ok if t.get("repetition") == 1 and int(t.get("streams") or 1) == big]
-    parts.append(plot_div(series_plot(ts_lines, "throughput_bps", "throughput [Gbit/s]", 1e-9,
-                                      f"Per-second throughput of the {big}-stream run (sender side, repetition 1)")))
+    parts.append(plot_div(series_plot(ts_lines, "server_rx_bps", "server link receive rate [Gbit/s]", 1e-9,
+                                      f"{big}-stream trials over time: baseline probe, the run, recovery probes "
+                                      f"(server link counter, repetition 1)")))
     errs = [t for t in trials if t.get("error")]
     if errs:
         parts.append(f"<p class='err'>{len(errs)} parallel trial(s) missing: see 'Quality flags and missing "
