@@ -432,6 +432,10 @@ class Iperf3(Runner):
         m = combine(parts)
         traffic = "tcp" if spec.traffic == "parallel" else spec.traffic
         apply_link_counts(m, traffic, after - before, "iperf3")
+        if traffic == "udp" and direction != "bidir":
+            # one direction: its figure is the link-counted one too (the app's stays app_*);
+            # bidir UDP keeps per-direction figures as the two iperf3 receivers read them
+            m.metrics[f"throughput_{direction}_bps"] = m.metrics.get("throughput_bps")
         m.metrics["completion_s"] = completion_s
         m.metrics["client_processes"] = len(argvs)
         m.metrics["streams"] = spec.streams
