@@ -17,10 +17,12 @@ from typing import Callable, TextIO
 
 from fwlab.dut import DutContext, get_backend
 from fwlab.errors import FwlabError, RecordError, RunnerError, ToolMissing
+from fwlab.floods import FloodSpec, run_with_background
 from fwlab.results import RunRecord, host_metadata, trial_record, utc_now
 from fwlab.results.metadata import remote_host_metadata
 from fwlab.rules import generate
 from fwlab.runners import TrafficSpec, TrialEnv, get_runner
+from fwlab.runners.linkseries import LinkSampler, as_stream_series
 from fwlab.stats.quality import flag_cpu_saturated
 from fwlab.suites import Suite, TrialSpec, expand, parse_suite
 from fwlab.testbed import Offloads, Pinning, Testbed, Topology, new_run_id, require_root, require_tool
@@ -84,6 +86,8 @@ def _fmt_result(m: dict | None, error: str | None) -> str:
         parts.append(f"{m['throughput_bps'] / 1e9:.2f} Gbit/s")
     if m.get("rx_pps"):
         parts.append(f"{m['rx_pps'] / 1e3:.1f} kpps")
+    if m.get("rtt_p50_ms") is not None and m.get("throughput_bps") is None:
+        parts.append(f"RTT p50 {m['rtt_p50_ms'] * 1e3:.0f} µs")
     if m.get("transactions_per_s") is not None:
         parts.append(f"{m['transactions_per_s']:.0f} transactions/s")
     if "conn_rate_cps" in m:
@@ -139,7 +143,8 @@ class Executor:
         return Topology(run_id=new_run_id(), mode=mode,
                         offloads=Offloads(**s.offloads.model_dump()),
                         pinning=Pinning(**s.pinning.model_dump()), device_model=s.device_model,
-                        plan_overrides=self.placement.plan_overrides() if self.placement else ())
+                        plan_overrides=self.placement.plan_overrides() if self.placement else (),
+                        attacker=bool(s.background) and mode != "direct")
 
     def _run_bed(self, bed_key: tuple, trials: list[TrialSpec]) -> None:
         mode, backend_name = bed_key
@@ -219,12 +224,23 @@ class Executor:
         lb = self._links(bed)
         metrics, series, raw, flags, error = None, [], {}, [], None
         kind, extra = "stream", {}
+        flood = FloodSpec.from_dict(spec.background) if spec.background else None
+        sampler = LinkSampler(bed).start()
         try:
-            m = runner.measure(bed, tspec, env)
+            m, flood_rec = run_with_background(bed, env, flood, spec.ip_version, spec.duration_s,
+                                               lambda: runner.measure(bed, tspec, env))
             metrics, series, raw, flags = m.metrics, m.series, m.raw, list(m.flags)
             kind, extra = m.kind, dict(m.extra)
         except RunnerError as exc:
             error = exc.one_line()
+            flood_rec = getattr(exc, "flood_record", None)
+        link_series = sampler.stop()
+        extra["link_series"] = link_series
+        if metrics and not series:
+            series = as_stream_series(link_series)
+        if flood is not None:
+            kind = "attack" if kind == "stream" else kind
+            extra["background"] = flood_rec
         la = self._links(bed)
         ca = backend.counters(ctx) if ctx else None
         if metrics:

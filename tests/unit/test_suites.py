@@ -47,11 +47,15 @@ def test_trial_id_reads_like_csit():
 @pytest.mark.parametrize("bad,needle", [
     ({"backends": ["pf"]}, "unknown backend 'pf'"),
     ({"traffic": [{"kind": "sctp"}]}, "cannot generate 'sctp'"),
-    ({"traffic": [{"kind": "udp", "options": {"x": 1}}]}, "takes no options"),
+    ({"traffic": [{"kind": "udp", "tool": "netperf", "options": {"x": 1}}]}, "takes no options"),
+    ({"traffic": [{"kind": "udp", "options": {"x": 1}}]}, "unknown: x"),
+    ({"traffic": [{"kind": "tcp", "options": {"direction": "sideways"}}]}, "direction 'sideways'"),
+    ({"traffic": [{"kind": "parallel", "streams": 100, "options": {"max_probes": 1000}}]}, "max_probes"),
     ({"traffic": [{"kind": "udp"}, {"kind": "udp"}]}, "same trial id"),
     ({"rules": [-5]}, "rule count -5"),
     ({"duraton_s": 3}, "duraton_s"),
-    ({"traffic": [{"kind": "udp", "tool": "ping"}]}, "unknown traffic tool 'ping'"),
+    ({"traffic": [{"kind": "udp", "tool": "hping"}]}, "unknown traffic tool 'hping'"),
+    ({"traffic": [{"kind": "udp", "tool": "ping"}]}, "cannot generate 'udp'"),
     ({"mode": "nat"}, "mode"),
 ])
 def test_bad_suites_give_one_line_errors(bad, needle):

@@ -74,7 +74,8 @@ class Curve:
         k = self.k
         size = f" {k['size_bytes']} B" if k["size_bytes"] else ""
         streams = f" x{k['streams']}" if k["streams"] > 1 else ""
-        return f"IPv{k['ip_version']} {k['traffic'].upper()}{size}{streams} ({k['mode']})"
+        label = f" [{k['label']}]" if k.get("label") else ""
+        return f"IPv{k['ip_version']} {k['traffic'].upper()}{label}{size}{streams} ({k['mode']})"
 
     def pct_of_zero(self, metric: str, rules: int) -> float | None:
         base = self.points.get(0)

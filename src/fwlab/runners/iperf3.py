@@ -1,17 +1,27 @@
-"""The iperf3 runner: TCP streams (optionally parallel) and UDP streams with a payload size and a
-rate (unlimited by default). Parses iperf3's JSON (``-J``) into metrics and 1 s series.
+"""The iperf3 runner: TCP streams (optionally many, in several client processes) and UDP streams
+with a payload size and a rate (unlimited by default), one way (``direction = "up"``: client to
+server, the default; ``"down"``: iperf3 -R) or both at once (``"bidir"``: iperf3 --bidir). Parses
+iperf3's JSON (``-J``) into metrics, per-direction and per-stream figures and 1 s series.
+
+iperf3 caps ``-P`` at 128 streams per process: more streams are split over several client
+processes, each against its own server port (5201, 5202, ...), run at once and added up. Kind
+``parallel`` is such a TCP run framed by single-stream recovery probes (``runners.recovery``).
 
 iperf3 UDP is sender-bound (~200 kpps for 64 B on this class of machine): it is a stream tool,
 not a packet-rate generator. For TCP it reports bytes, not packets; ``rx_pps`` is then taken
-from the server interface's receive counter over the same interval.
+from the receiving interface's counter over the same interval.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import shutil
+import signal
+import threading
 import time
-from typing import TYPE_CHECKING
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from fwlab.errors import RunnerError
 from fwlab.runners.base import (
@@ -21,98 +31,263 @@ from fwlab.runners.base import (
     apply_link_counts,
     register,
 )
+from fwlab.stats.streams import stream_spread
 from fwlab.testbed.host import CommandTimeout, Spawned, require_tool
 
 if TYPE_CHECKING:
     from fwlab.testbed.bed import Testbed
 
+MAX_STREAMS_PER_PROCESS = 128  #: iperf3's own limit on -P
+DIRECTIONS = ("up", "down", "bidir")
+#: metrics added over client processes
+_SUMMED = ("throughput_bps", "throughput_up_bps", "throughput_down_bps", "offered_bps", "bytes",
+           "bytes_up", "bytes_down", "retransmits", "tx_packets", "rx_packets", "cpu_sender_pct",
+           "cpu_receiver_pct")
 
-def build_client_args(spec: TrafficSpec, server_addr: str, cpu: int | None) -> list[str]:
-    """The iperf3 client command line for ``spec``."""
-    args = ["iperf3", "-c", server_addr, "-p", str(spec.port), "-J", "-t", f"{spec.duration_s:g}",
+
+def split_streams(streams: int, per_process: int = MAX_STREAMS_PER_PROCESS) -> list[int]:
+    """Streams per client process: as few processes as iperf3's -P limit allows, evenly filled
+    (900 -> 8 processes of 113 or 112)."""
+    if streams < 1:
+        raise RunnerError(f"{streams} streams", fix="use 1 or more streams")
+    n = math.ceil(streams / per_process)
+    base, extra = divmod(streams, n)
+    return [base + (1 if k < extra else 0) for k in range(n)]
+
+
+def build_client_args(spec: TrafficSpec, server_addr: str, cpu: int | None, *,
+                      streams: int | None = None, port: int | None = None) -> list[str]:
+    """The iperf3 client command line for ``spec`` (or one process's share of its streams)."""
+    streams = spec.streams if streams is None else streams
+    port = spec.port if port is None else port
+    # iperf3 reads -t as an integer (atoi): 0.5 would become 0, i.e. run forever
+    args = ["iperf3", "-c", server_addr, "-p", str(port), "-J", "-t", str(max(1, round(spec.duration_s))),
             f"-{spec.ip_version}", "--connect-timeout", "3000"]
-    if spec.streams > 1:
-        args += ["-P", str(spec.streams)]
+    if streams > 1:
+        args += ["-P", str(streams)]
     if cpu is not None:
         args += ["-A", str(cpu)]
+    direction = spec.options.get("direction", "up")
+    if direction == "down":
+        args.append("-R")
+    elif direction == "bidir":
+        args.append("--bidir")
     if spec.traffic == "udp":
         args += ["-u", "-b", str(spec.rate_bps or 0)]
         if spec.size_bytes:
             args += ["-l", str(spec.size_bytes)]
-    elif spec.traffic == "tcp":
+    elif spec.traffic in ("tcp", "parallel"):
         if spec.size_bytes:
             args += ["-l", str(spec.size_bytes)]
         if spec.rate_bps:
             args += ["-b", str(spec.rate_bps)]
     else:
-        raise RunnerError(f"iperf3 cannot generate traffic '{spec.traffic}'", fix="use tcp or udp")
+        raise RunnerError(f"iperf3 cannot generate traffic '{spec.traffic}'", fix="use tcp, udp or parallel")
     return args
 
 
-def parse_json(text: str, traffic: str) -> Measurement:
-    """Parse one iperf3 client JSON document (``-J``) into a Measurement.
-
-    TCP: throughput from ``end.sum_received``; retransmits from ``sum_sent``.
-    UDP: ``end.sum`` carries the receiver's packet and loss counts (iperf3 fetches them).
-    ``rx_pps`` for TCP is left None here; the runner fills it from interface counters.
-    """
+def _load(text: str) -> dict:
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise RunnerError(f"iperf3 printed no JSON ({exc.msg})", fix="check that iperf3 >= 3.7 is installed") from exc
     if doc.get("error"):
         raise RunnerError(f"iperf3 failed: {doc['error']}", fix="check the test bed and the firewall's permit rule")
+    return doc
+
+
+def _direction_of(doc: dict) -> str:
+    ts = (doc.get("start") or {}).get("test_start") or {}
+    if ts.get("bidir"):
+        return "bidir"
+    if ts.get("reverse"):
+        return "down"
+    # iperf3 3.12 does not write "bidir" into test_start: the reverse sums tell
+    if "sum_sent_bidir_reverse" in (doc.get("end") or {}) or "sum_bidir_reverse" in (doc.get("end") or {}):
+        return "bidir"
+    return "up"
+
+
+def stream_rates(doc: dict, traffic: str) -> dict[str, list[float]]:
+    """Per-stream received rate [bit/s] by direction ("up": client to server, "down")."""
+    out: dict[str, list[float]] = {"up": [], "down": []}
+    reverse = _direction_of(doc) == "down"
+    for s in (doc.get("end") or {}).get("streams") or []:
+        if traffic == "udp":
+            u = s.get("udp") or {}
+            sent_by_client = bool(u.get("sender")) if "sender" in u else not reverse
+            pk = int(u.get("packets") or 0)
+            lost = int(u.get("lost_packets") or 0)
+            bps = float(u.get("bits_per_second") or 0) * ((pk - lost) / pk if pk else 0)
+        else:
+            snd = s.get("sender") or {}
+            rcv = s.get("receiver") or {}
+            sent_by_client = bool(snd.get("sender")) if "sender" in snd else not reverse
+            bps = float(rcv.get("bits_per_second") or 0)
+        out["up" if sent_by_client else "down"].append(bps)
+    return out
+
+
+def _udp_sum(s: dict) -> dict:
+    seconds = float(s.get("seconds") or 0) or None
+    packets = int(s.get("packets") or 0)
+    lost = int(s.get("lost_packets") or 0)
+    received = max(0, packets - lost)
+    return {"bps": float(s.get("bits_per_second") or 0) * (received / packets if packets else 0),
+            "offered_bps": float(s.get("bits_per_second") or 0), "tx": packets, "rx": received,
+            "seconds": seconds, "jitter_ms": s.get("jitter_ms"), "bytes": int(s.get("bytes") or 0)}
+
+
+def parse_json(text: str, traffic: str) -> Measurement:
+    """Parse one iperf3 client JSON document (``-J``) into a Measurement.
+
+    TCP: throughput from ``end.sum_received`` (and ``sum_received_bidir_reverse`` for the other
+    direction of --bidir); retransmits from the ``sum_sent`` entries. UDP: ``end.sum`` (and
+    ``sum_bidir_reverse``) carry the receiver's packet and loss counts (iperf3 fetches them).
+    ``throughput_bps`` is the sum of both directions; ``throughput_up_bps`` (client to server)
+    and ``throughput_down_bps`` are each direction's. ``rx_pps`` for TCP is left None here; the
+    runner fills it from interface counters. ``extra["per_stream_bps"]`` holds each stream's
+    received rate by direction.
+    """
+    doc = _load(text)
+    traffic = "tcp" if traffic == "parallel" else traffic
     end = doc.get("end") or {}
+    direction = _direction_of(doc)
     cpu = end.get("cpu_utilization_percent") or {}
     metrics: dict = {
         "cpu_sender_pct": cpu.get("host_total"),
         "cpu_receiver_pct": cpu.get("remote_total"),
+        "direction": direction,
     }
-    series = []
+    main = "down" if direction == "down" else "up"
     if traffic == "udp":
-        s = end.get("sum") or {}
-        seconds = float(s.get("seconds") or 0) or None
-        packets = int(s.get("packets") or 0)
-        lost = int(s.get("lost_packets") or 0)
-        received = max(0, packets - lost)
+        per = {main: _udp_sum(end.get("sum") or {})}
+        if direction == "bidir":
+            per["down"] = _udp_sum(end.get("sum_bidir_reverse") or {})
+        tx = sum(p["tx"] for p in per.values())
+        rx = sum(p["rx"] for p in per.values())
+        seconds = max((p["seconds"] or 0) for p in per.values()) or None
+        jit = [(p["jitter_ms"], p["rx"]) for p in per.values() if p["jitter_ms"] is not None]
         metrics.update({
-            "throughput_bps": float(s.get("bits_per_second") or 0) * (received / packets if packets else 0),
-            "offered_bps": float(s.get("bits_per_second") or 0),
-            "tx_packets": packets,
-            "rx_packets": received,
-            "tx_pps": packets / seconds if seconds else None,
-            "rx_pps": received / seconds if seconds else None,
-            "loss_ratio": lost / packets if packets else None,
-            "jitter_ms": s.get("jitter_ms"),
+            "throughput_bps": sum(p["bps"] for p in per.values()),
+            "offered_bps": sum(p["offered_bps"] for p in per.values()),
+            "tx_packets": tx, "rx_packets": rx,
+            "tx_pps": tx / seconds if seconds else None,
+            "rx_pps": rx / seconds if seconds else None,
+            "loss_ratio": (tx - rx) / tx if tx else None,
+            "jitter_ms": (sum(j * n for j, n in jit) / sum(n for _, n in jit)) if jit and sum(n for _, n in jit)
+                         else (jit[0][0] if jit else None),
             "duration_s": seconds,
         })
+        for d, p in per.items():
+            metrics[f"throughput_{d}_bps"] = p["bps"]
+            metrics[f"jitter_{d}_ms"] = p["jitter_ms"]
+            metrics[f"loss_{d}_ratio"] = (p["tx"] - p["rx"]) / p["tx"] if p["tx"] else None
     else:
-        sent = end.get("sum_sent") or {}
-        recv = end.get("sum_received") or {}
+        pairs = {main: (end.get("sum_sent") or {}, end.get("sum_received") or {})}
+        if direction == "bidir":
+            pairs["down"] = (end.get("sum_sent_bidir_reverse") or {}, end.get("sum_received_bidir_reverse") or {})
+        retr = [s.get("retransmits") for s, _ in pairs.values() if s.get("retransmits") is not None]
         metrics.update({
-            "throughput_bps": float(recv.get("bits_per_second") or 0),
-            "bytes": int(recv.get("bytes") or 0),
-            "retransmits": sent.get("retransmits"),
+            "throughput_bps": sum(float(r.get("bits_per_second") or 0) for _, r in pairs.values()),
+            "bytes": sum(int(r.get("bytes") or 0) for _, r in pairs.values()),
+            "retransmits": sum(retr) if retr else None,
             "rx_pps": None,
             "loss_ratio": None,
-            "duration_s": float(recv.get("seconds") or 0) or None,
+            "duration_s": max(float(r.get("seconds") or 0) for _, r in pairs.values()) or None,
         })
+        for d, (_, r) in pairs.items():
+            metrics[f"throughput_{d}_bps"] = float(r.get("bits_per_second") or 0)
+            metrics[f"bytes_{d}"] = int(r.get("bytes") or 0)
+    series = []
     for iv in doc.get("intervals") or []:
         s = iv.get("sum") or {}
-        sample = {"t_s": round(float(s.get("end", 0)), 3),
-                  "throughput_bps": float(s.get("bits_per_second") or 0)}
+        bps = float(s.get("bits_per_second") or 0)
+        sample = {"t_s": round(float(s.get("end", 0)), 3), "throughput_bps": bps, f"throughput_{main}_bps": bps}
         if traffic == "udp" and s.get("packets") is not None:
             sample["tx_pps"] = float(s["packets"]) / float(s.get("seconds") or 1)
         if s.get("retransmits") is not None:
             sample["retransmits"] = s["retransmits"]
+        rev = iv.get("sum_bidir_reverse")
+        if rev:
+            rbps = float(rev.get("bits_per_second") or 0)
+            sample["throughput_down_bps"] = rbps
+            sample["throughput_bps"] = bps + rbps
+            if rev.get("retransmits") is not None:
+                sample["retransmits"] = (sample.get("retransmits") or 0) + rev["retransmits"]
         series.append(sample)
-    return Measurement(metrics=metrics, series=series, raw={"iperf3_client_json": doc})
+    return Measurement(metrics=metrics, series=series, raw={"iperf3_client_json": doc},
+                       extra={"per_stream_bps": stream_rates(doc, traffic)})
+
+
+def combine(parts: list[Measurement]) -> Measurement:
+    """Several client processes of one trial, run at once, as one Measurement: rates, bytes,
+    packets and CPU added; series added interval by interval; per-stream rates concatenated."""
+    if len(parts) == 1:
+        return parts[0]
+    m0 = parts[0].metrics
+    metrics: dict = {"direction": m0.get("direction")}
+    for k in _SUMMED:
+        vals = [p.metrics.get(k) for p in parts if p.metrics.get(k) is not None]
+        if vals:
+            metrics[k] = sum(vals)
+    durs = [p.metrics.get("duration_s") for p in parts if p.metrics.get("duration_s")]
+    metrics["duration_s"] = max(durs) if durs else None
+    dur = metrics["duration_s"]
+    metrics["rx_pps"] = None
+    metrics["loss_ratio"] = None
+    if "tx_packets" in metrics:  # UDP
+        tx, rx = metrics["tx_packets"], metrics.get("rx_packets", 0)
+        metrics["tx_pps"] = tx / dur if dur else None
+        metrics["rx_pps"] = rx / dur if dur else None
+        metrics["loss_ratio"] = (tx - rx) / tx if tx else None
+        jit = [(p.metrics["jitter_ms"], p.metrics.get("rx_packets") or 0) for p in parts
+               if p.metrics.get("jitter_ms") is not None]
+        w = sum(n for _, n in jit)
+        metrics["jitter_ms"] = sum(j * n for j, n in jit) / w if w else None
+    n = max(len(p.series) for p in parts)
+    series = []
+    for i in range(n):
+        rows = [p.series[i] for p in parts if i < len(p.series)]
+        sample: dict = {"t_s": max(r["t_s"] for r in rows)}
+        for k in {k for r in rows for k in r if k != "t_s"}:
+            sample[k] = sum(r.get(k) or 0 for r in rows)
+        sample["processes"] = len(rows)
+        series.append(sample)
+    per: dict[str, list[float]] = {"up": [], "down": []}
+    for p in parts:
+        for d, xs in (p.extra.get("per_stream_bps") or {}).items():
+            per.setdefault(d, []).extend(xs)
+    return Measurement(metrics=metrics, series=series,
+                       raw={"iperf3_client_json": [p.raw.get("iperf3_client_json") for p in parts]},
+                       extra={"per_stream_bps": per})
+
+
+def add_stream_spread(m: Measurement) -> None:
+    """Per-stream spread of a multi-stream trial (fairness), per direction that has streams."""
+    per = m.extra.get("per_stream_bps") or {}
+    main = "down" if m.metrics.get("direction") == "down" else "up"
+    for d, xs in per.items():
+        if len(xs) < 2:
+            continue
+        spread = stream_spread(xs, prefix="stream" if d == main else f"stream_{d}")
+        m.metrics.update(spread)
+    if "stream_jain" in m.metrics:
+        m.metrics["fairness_jain"] = m.metrics["stream_jain"]
+
+
+def check_direction(options: dict) -> str:
+    d = options.get("direction", "up")
+    if d not in DIRECTIONS:
+        raise ValueError(f"iperf3 direction '{d}' is not one of {', '.join(DIRECTIONS)}")
+    return d
 
 
 class Iperf3(Runner):
     name = "iperf3"
-    traffics = ("tcp", "udp")
-    summary = "iperf3: TCP streams (parallel with -P) and UDP streams with payload size and rate"
+    traffics = ("tcp", "udp", "parallel")
+    summary = ("iperf3: TCP streams (any number: >128 split over processes), UDP streams with payload "
+               "size and rate; up, down or both directions; kind parallel adds recovery probes")
 
     def __init__(self) -> None:
         self._servers: dict[tuple[str, int], Spawned] = {}
@@ -125,18 +300,43 @@ class Iperf3(Runner):
         import subprocess
         return subprocess.run(["iperf3", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
 
+    def check_options(self, kind: str, options: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        known = {"direction", "rtt_probe"}
+        if kind == "parallel":
+            from fwlab.runners.recovery import ProbePlan
+            known |= set(ProbePlan.__dataclass_fields__)
+            out.update(ProbePlan.from_options(options).to_dict())
+        extra = set(options) - known
+        if extra:
+            raise ValueError(f"iperf3 {kind} takes options {', '.join(sorted(known))} "
+                             f"(unknown: {', '.join(sorted(extra))})")
+        if "direction" in options:
+            out["direction"] = check_direction(options)
+        if "rtt_probe" in options:
+            if not isinstance(options["rtt_probe"], bool):
+                raise ValueError("iperf3 rtt_probe must be true or false")
+            out["rtt_probe"] = options["rtt_probe"]
+        return out
+
     def start(self, bed: "Testbed", spec: TrafficSpec) -> None:
-        key = (bed.ns("server"), spec.port)
+        self._start_port(bed, spec.port)
+
+    def _start_port(self, bed: "Testbed", port: int) -> None:
+        key = (bed.ns("server"), port)
         sp = self._servers.get(key)
         if sp is not None and sp.proc.poll() is None:
             return
         require_tool("iperf3")
-        args = ["iperf3", "-s", "-p", str(spec.port)]
+        # --logfile: the server's per-stream and per-interval lines must not go to a pipe nobody
+        # reads: once it is full (about 64 KB, reached with ~100 streams) the server blocks in
+        # write() and its clients never finish.
+        args = ["iperf3", "-s", "-p", str(port), "--logfile", "/dev/null"]
         cpu = bed.topo.pinning.server_cpu
         if cpu is not None:
             args += ["-A", str(cpu)]
         self._servers[key] = bed.host_for("server").spawn(args, ns=bed.ns("server"))
-        self._wait_listening(bed, spec.port)
+        self._wait_listening(bed, port)
 
     def _wait_listening(self, bed: "Testbed", port: int, timeout_s: float = 5.0) -> None:
         deadline = time.monotonic() + timeout_s
@@ -155,30 +355,128 @@ class Iperf3(Runner):
                 bed.host_for("server").forget(sp)
                 del self._servers[key]
 
-    def measure(self, bed: "Testbed", spec: TrafficSpec, env=None) -> Measurement:
-        self.start(bed, spec)
-        server = bed.topo.plan.server(spec.ip_version)
-        args = build_client_args(spec, server, bed.topo.pinning.client_cpu)
-        before = bed.link_counters("server", bed.topo.server_if)
-        try:
-            cp = bed.host_for("client").run(args, ns=bed.ns("client"), check=False, timeout_s=spec.duration_s + 30)
-        except CommandTimeout as exc:
-            self.stop(bed)  # a wedged server would hang the next trial too: start a fresh one
-            raise RunnerError(f"iperf3 client hung: {exc.message}; this trial's figure is missing",
-                              fix="none needed: the next trial uses a fresh iperf3 server") from exc
-        after = bed.link_counters("server", bed.topo.server_if)
-        if cp.returncode != 0 and not cp.stdout.strip().startswith("{"):
+    def _rx_links(self, bed: "Testbed", direction: str) -> list[tuple[str, str]]:
+        """The interfaces whose receive counters see the stream: the server's (up), the
+        client's (down), both (bidir)."""
+        t = bed.topo
+        return {"up": [("server", t.server_if)], "down": [("client", t.client_if)],
+                "bidir": [("server", t.server_if), ("client", t.client_if)]}[direction]
+
+    def _run_concurrently(self, bed: "Testbed", argvs: list[list[str]], timeout_s: float
+                          ) -> list[tuple[int, str, str]]:
+        """Start every client at once and read all their pipes at once (a client whose JSON
+        does not fit its pipe would otherwise block the others' end of test)."""
+        procs = [bed.host_for("client").spawn(a, ns=bed.ns("client")) for a in argvs]
+        results: dict[int, tuple[int, str, str]] = {}
+
+        def read(k: int, sp: Spawned) -> None:
+            out, err = sp.proc.communicate()
+            results[k] = (sp.proc.returncode, out, err)
+
+        threads = [threading.Thread(target=read, args=(k, sp), daemon=True) for k, sp in enumerate(procs)]
+        for t in threads:
+            t.start()
+        deadline = time.monotonic() + timeout_s
+        for t in threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+        hung = [k for k in range(len(procs)) if k not in results]
+        for k in hung:  # kill the group; the reader thread then sees end-of-file and returns
+            procs[k]._signal_group(signal.SIGKILL)
+            threads[k].join(5.0)
+        for sp in procs:
+            bed.host_for("client").forget(sp)
+        if hung:
             self.stop(bed)
-            raise RunnerError(f"iperf3 client failed (exit {cp.returncode}): {cp.stderr.strip()[:200]}",
-                              fix="check the test bed and the firewall's permit rule")
-        try:
-            m = parse_json(cp.stdout, spec.traffic)
-        except RunnerError:
-            self.stop(bed)  # a failed test can wedge the server: start a fresh one next time
-            raise
-        apply_link_counts(m, spec.traffic, after["rx_packets"] - before["rx_packets"], "iperf3")
-        m.raw["argv"] = args
+            raise RunnerError(f"{len(hung)} of {len(procs)} iperf3 clients hung; this trial's figure is missing",
+                              fix="none needed: the next trial uses fresh iperf3 servers")
+        return [results[k] for k in range(len(procs))]
+
+    def run_clients(self, bed: "Testbed", spec: TrafficSpec) -> Measurement:
+        """Run the client process(es) of ``spec`` at once and return the combined Measurement
+        with link counts, per-stream spread and ``completion_s`` (first start to last exit)."""
+        shares = split_streams(spec.streams)
+        ports = [spec.port + k for k in range(len(shares))]
+        for p in ports:
+            self.start(bed, replace(spec, port=p))
+        server = bed.topo.plan.server(spec.ip_version)
+        cpu = bed.topo.pinning.client_cpu
+        argvs = [build_client_args(spec, server, cpu, streams=n, port=p) for n, p in zip(shares, ports)]
+        direction = spec.options.get("direction", "up")
+        links = self._rx_links(bed, direction)
+        before = sum(bed.link_counters(r, d)["rx_packets"] for r, d in links)
+        t0 = time.monotonic()
+        outs: list[tuple[int, str, str]] = []
+        if len(argvs) == 1:
+            try:
+                cp = bed.host_for("client").run(argvs[0], ns=bed.ns("client"), check=False,
+                                               timeout_s=spec.duration_s + 30)
+            except CommandTimeout as exc:
+                self.stop(bed)  # a wedged server would hang the next trial too: start a fresh one
+                raise RunnerError(f"iperf3 client hung: {exc.message}; this trial's figure is missing",
+                                  fix="none needed: the next trial uses a fresh iperf3 server") from exc
+            outs.append((cp.returncode, cp.stdout, cp.stderr))
+        else:
+            outs = self._run_concurrently(bed, argvs, timeout_s=spec.duration_s + 30 + 2 * len(argvs))
+        completion_s = time.monotonic() - t0
+        after = sum(bed.link_counters(r, d)["rx_packets"] for r, d in links)
+        parts = []
+        for rc, out, err in outs:
+            if rc != 0 and not out.strip().startswith("{"):
+                self.stop(bed)
+                raise RunnerError(f"iperf3 client failed (exit {rc}): {err.strip()[:200]}",
+                                  fix="check the test bed and the firewall's permit rule")
+            try:
+                parts.append(parse_json(out, spec.traffic))
+            except RunnerError:
+                self.stop(bed)  # a failed test can wedge the server: start a fresh one next time
+                raise
+        m = combine(parts)
+        traffic = "tcp" if spec.traffic == "parallel" else spec.traffic
+        apply_link_counts(m, traffic, after - before, "iperf3")
+        if traffic == "udp" and direction != "bidir":
+            # one direction: its figure is the link-counted one too (the app's stays app_*);
+            # bidir UDP keeps per-direction figures as the two iperf3 receivers read them
+            m.metrics[f"throughput_{direction}_bps"] = m.metrics.get("throughput_bps")
+        m.metrics["completion_s"] = completion_s
+        m.metrics["client_processes"] = len(argvs)
+        m.metrics["streams"] = spec.streams
+        add_stream_spread(m)
+        m.raw["argv"] = argvs[0] if len(argvs) == 1 else argvs
         return m
+
+    def measure(self, bed: "Testbed", spec: TrafficSpec, env=None) -> Measurement:
+        if spec.traffic == "parallel":
+            from fwlab.runners.recovery import measure_with_probes
+            return measure_with_probes(self, bed, spec)
+        probe = None
+        if spec.options.get("rtt_probe"):
+            from fwlab.runners.ping import PingProbe
+            probe = PingProbe(bed, spec.ip_version, spec.duration_s + 1)
+            probe.start()
+        try:
+            m = self.run_clients(bed, spec)
+        finally:
+            samples = probe.finish() if probe else None
+        if probe is not None:
+            add_rtt_probe(m, samples, probe.args)
+        return m
+
+
+def add_rtt_probe(m: Measurement, samples, argv: list[str]) -> None:
+    """Delay under load: the ping probe's figures as ``rtt_*`` metrics and its per-second
+    median RTT in the series (second k of the probe next to interval k of the stream)."""
+    if samples is None or not samples.samples:
+        m.flags.append({"code": "rtt-probe-missing", "severity": "warning",
+                        "message": "the ping probe beside the stream got no reply: no delay under load"})
+        m.raw["ping_argv"] = argv
+        return
+    m.metrics.update(samples.metrics("rtt"))
+    per_s = {int(r["t_s"]): r for r in samples.series(prefix="rtt")}
+    for s in m.series:
+        r = per_s.get(int(round(s["t_s"])))
+        if r:
+            s["rtt_p50_ms"] = r["rtt_p50_ms"]
+    m.raw["ping_argv"] = argv
 
 
 register(Iperf3())

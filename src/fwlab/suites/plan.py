@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 
 from fwlab.dut import get_backend
 from fwlab.errors import SuiteError
+from fwlab.floods.model import FloodSpec
 from fwlab.suites.schema import Suite
 
 
@@ -36,6 +37,7 @@ class TrialSpec:
     repetition: int
     label: str | None = None  #: the traffic item's tag, part of the id
     options: dict = field(default_factory=dict, hash=False)  #: the traffic item's runner options
+    background: dict | None = field(default=None, hash=False)  #: a flood beside the trial (FloodSpec dict)
 
     @property
     def trial_id(self) -> str:
@@ -43,7 +45,8 @@ class TrialSpec:
         st = f"-{self.streams}s" if self.streams > 1 else ""
         sc = "-sf" if self.stateful_shortcut else ""
         lb = f"-{self.label}" if self.label else ""
-        return (f"ip{self.ip_version}{self.traffic}{lb}-{size}{st}-{self.backend}-{self.rules}r-"
+        bg = f"-{FloodSpec.from_dict(self.background).id_part}" if self.background else ""
+        return (f"ip{self.ip_version}{self.traffic}{lb}-{size}{st}{bg}-{self.backend}-{self.rules}r-"
                 f"{self.layout}{sc}-{self.mode}-r{self.repetition}")
 
     @property
@@ -71,6 +74,7 @@ def expand(suite: Suite) -> Plan:
     trials: list[TrialSpec] = []
     skipped: list[dict] = []
     seen_skip: set[tuple] = set()
+    floods: list[dict | None] = [f.to_dict() for b in suite.background for f in b.specs()] or [None]
     for mode in suite.mode:
         backends = ["none"] if mode == "direct" else suite.backends
         for backend_name in backends:
@@ -97,12 +101,13 @@ def expand(suite: Suite) -> Plan:
                             if not item.runs_on(mode, backend_name, layout, n, sc):
                                 continue
                             for size in item.sizes:
-                                trials.append(TrialSpec(
-                                    suite=suite.name, mode=mode, backend=backend_name, layout=layout,
-                                    rules=n, stateful_shortcut=sc, ip_version=ipv, traffic=item.kind,
-                                    tool=item.tool, size_bytes=size, streams=item.streams,
-                                    rate_bps=item.rate_bps, duration_s=suite.duration_s, repetition=rep,
-                                    label=item.label, options=dict(item.options)))
+                                for flood in floods:
+                                    trials.append(TrialSpec(
+                                        suite=suite.name, mode=mode, backend=backend_name, layout=layout,
+                                        rules=n, stateful_shortcut=sc, ip_version=ipv, traffic=item.kind,
+                                        tool=item.tool, size_bytes=size, streams=item.streams,
+                                        rate_bps=item.rate_bps, duration_s=suite.duration_s, repetition=rep,
+                                        label=item.label, options=dict(item.options), background=flood))
     ids: set[str] = set()
     for t in trials:
         if t.trial_id in ids:

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from fwlab.floods.model import BackgroundItem
 from fwlab.rules.model import LAYOUTS
 from fwlab.testbed.topology import MODES
 
@@ -144,6 +145,9 @@ class Suite(Strict):
     hosts: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="[hosts.<role>] tables placing roles on remote hosts over SSH "
                                           "(checked by fwlab.testbed.hosts; `fwlab run --hosts FILE` adds to them)")
+    background: list[BackgroundItem] = Field(
+        default_factory=list, description="floods from an attacker namespace while each trial runs; every "
+                                          "trial is repeated per flood rate (see fwlab.floods)")
 
     @field_validator("mode", mode="before")
     @classmethod
@@ -193,4 +197,6 @@ class Suite(Strict):
                 HostsFile.model_validate({"hosts": self.hosts})
             except ValidationError as exc:
                 raise ValueError(one_line(exc)) from None
+        if self.background and "direct" in self.mode:
+            raise ValueError("a [[background]] flood needs a DUT: use mode routed or bridge, not direct")
         return self

@@ -300,6 +300,8 @@ class Testbed:
                 if not self.is_remote(role):
                     self.sh(role, "ip", "route", "add", "default", "via", gw4)
                     self.sh(role, "ip", "-6", "route", "add", "default", "via", gw6)
+        if t.attacker:
+            self._build_attacker()
         if t.has_dut and t.device_model == "napi" and not self.is_remote("dut"):
             self._napi_device()
         self._wait_link_ready()
@@ -371,6 +373,30 @@ class Testbed:
             state["threaded"][dev] = cp.stdout.strip() if cp.returncode == 0 else None
         return state
 
+    def _build_attacker(self) -> None:
+        """The attacker: one more veth from namespace ``atk`` to the DUT (``d2``), on the client
+        side — its own /24 routed by the DUT, or a third port of the DUT's bridge."""
+        t, plan = self.topo, self.topo.plan
+        if not t.has_dut:
+            raise TestbedError("an attacker needs a DUT to attach to", fix="use mode routed or bridge")
+        a, d2 = t.attacker_if, t.dut_attacker_if
+        self._veth(a, self.ns("atk"), d2, self.ns("dut"))
+        self._offloads("atk", a)
+        self._offloads("dut", d2)
+        plen4 = int(plan.attacker_net4.split("/")[1])
+        plen6 = int(plan.attacker_net6.split("/")[1])
+        self._addr("atk", a, plan.attacker4, plen4)
+        self._addr("atk", a, plan.attacker6, plen6, v6=True)
+        self._up("atk", a)
+        if t.mode == "routed":
+            self._addr("dut", d2, plan.dut_attacker_side4, plen4)
+            self._addr("dut", d2, plan.dut_attacker_side6, plen6, v6=True)
+            self.sh("atk", "ip", "route", "add", "default", "via", plan.dut_attacker_side4)
+            self.sh("atk", "ip", "-6", "route", "add", "default", "via", plan.dut_attacker_side6)
+        else:
+            self.sh("dut", "ip", "link", "set", d2, "master", t.bridge_if)
+        self._up("dut", d2)
+
     def _wait_link_ready(self, timeout_s: float = 5.0) -> None:
         """Wait until the client reaches the server over IPv4 and IPv6 (neighbours resolved)."""
         plan = self.topo.plan
@@ -397,6 +423,8 @@ class Testbed:
         out = [("client", t.client_if), ("server", t.server_if)]
         if t.has_dut:
             out += [("dut", t.dut_client_if), ("dut", t.dut_server_if)]
+        if "atk" in t.roles:
+            out += [("atk", t.attacker_if), ("dut", t.dut_attacker_if)]
         return [(r, self.dev(r, d)) for r, d in out]
 
     def offload_state(self) -> dict[str, dict[str, str]]:

@@ -74,6 +74,14 @@ class AddressPlan:
     dut_server_side4: str | None = None
     dut_client_side6: str | None = None
     dut_server_side6: str | None = None
+    #: the attacker's own addresses (role ``atk``, on the DUT's client side) and the DUT's
+    #: address on that link (routed only); floods spoof other sources (``fwlab.floods``)
+    attacker4: str | None = None
+    attacker6: str | None = None
+    attacker_net4: str | None = None
+    attacker_net6: str | None = None
+    dut_attacker_side4: str | None = None
+    dut_attacker_side6: str | None = None
 
     def client(self, ip_version: int) -> str:
         return self.client4 if ip_version == 4 else self.client6
@@ -95,6 +103,9 @@ ROUTED_PLAN = AddressPlan(
     client_net6="2001:2:0:1::/64", server_net6="2001:2:0:2::/64",
     dut_client_side4="198.18.1.254", dut_server_side4="198.19.1.254",
     dut_client_side6="2001:2:0:1::fe", dut_server_side6="2001:2:0:2::fe",
+    attacker4="198.18.2.1", attacker6="2001:2:0:3::1",
+    attacker_net4="198.18.2.0/24", attacker_net6="2001:2:0:3::/64",
+    dut_attacker_side4="198.18.2.254", dut_attacker_side6="2001:2:0:3::fe",
 )
 
 FLAT_PLAN = AddressPlan(
@@ -102,6 +113,8 @@ FLAT_PLAN = AddressPlan(
     client_net4="198.18.1.0/24", server_net4="198.18.1.0/24",
     client6="2001:2:0:1::1", server6="2001:2:0:1::2",
     client_net6="2001:2:0:1::/64", server_net6="2001:2:0:1::/64",
+    attacker4="198.18.1.3", attacker6="2001:2:0:1::3",
+    attacker_net4="198.18.1.0/24", attacker_net6="2001:2:0:1::/64",
 )
 
 
@@ -119,6 +132,8 @@ class Topology:
     device_model: str = "veth"
     #: address-plan fields replaced by a hosts file (remote roles set up by the user)
     plan_overrides: tuple[tuple[str, str], ...] = ()
+    #: add an attacker namespace (role ``atk``) linked to the DUT's client side (not in direct mode)
+    attacker: bool = False
 
     def ns(self, role: str) -> str:
         return f"{PREFIX}{self.run_id}-{role}"
@@ -141,7 +156,9 @@ class Topology:
 
     @property
     def roles(self) -> tuple[str, ...]:
-        return ("client", "dut", "server") if self.has_dut else ("client", "server")
+        if not self.has_dut:
+            return ("client", "server")
+        return ("client", "dut", "server", "atk") if self.attacker else ("client", "dut", "server")
 
     # interface names
     @property
@@ -159,6 +176,14 @@ class Topology:
     @property
     def dut_server_if(self) -> str:
         return self.ifname("d1")
+
+    @property
+    def attacker_if(self) -> str:
+        return self.ifname("a0")
+
+    @property
+    def dut_attacker_if(self) -> str:
+        return self.ifname("d2")
 
     @property
     def bridge_if(self) -> str:

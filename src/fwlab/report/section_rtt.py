@@ -1,0 +1,38 @@
+"""Report section for kind ``rtt`` (ping through the DUT): round-trip percentiles, IPDV and RFC
+3550 jitter per IP version and configuration, and the per-second median RTT."""
+
+from __future__ import annotations
+
+from fwlab.report.html import _table, esc
+from fwlab.report.sections import Section, register
+from fwlab.report.timeseries import config_label, fmt, med, plot_div, series_plot
+
+
+def render(run: dict, trials: list[dict]) -> str | None:
+    ok = [t for t in trials if t.get("metrics")]
+    if not trials:
+        return None
+    groups: dict[tuple, list[dict]] = {}
+    for t in ok:
+        groups.setdefault((t.get("mode"), config_label(t), t.get("ip_version")), []).append(t)
+    rows = []
+    for (mode, conf, ipv), ts in sorted(groups.items(), key=str):
+        g = lambda k: med(x["metrics"].get(k) for x in ts)  # noqa: E731
+        rows.append([esc(conf), esc(mode), f"IPv{ipv}", len(ts), fmt(g("rtt_min_ms"), 1e3, 0), fmt(g("rtt_p50_ms"), 1e3, 0),
+                     fmt(g("rtt_p90_ms"), 1e3, 0), fmt(g("rtt_p99_ms"), 1e3, 0), fmt(g("rtt_max_ms"), 1e3, 0),
+                     fmt(g("rtt_ipdv_ms"), 1e3, 1), fmt(g("rtt_jitter_ms"), 1e3, 1), fmt(g("loss_ratio"), 100, 2),
+                     fmt(g("rtt_samples"), 1, 0)])
+    parts = ["<h2>Round-trip delay (ping)</h2>",
+             "<p class='muted'>ICMP echo through the DUT, one request every interval; median over repetitions of each "
+             "figure, in µs. IPDV = mean absolute difference of consecutive RTTs; jitter = RFC 3550's smoothed "
+             "estimate of the same differences.</p>",
+             _table(["configuration", "mode", "IP", "trials", "min [µs]", "p50 [µs]", "p90 [µs]", "p99 [µs]", "max [µs]",
+                     "IPDV [µs]", "jitter [µs]", "loss [%]", "samples"], rows, left=3)]
+    lines = [(f"{config_label(t)} IPv{t.get('ip_version')}", t.get("series") or [])
+             for t in sorted(ok, key=lambda t: (config_label(t), t.get("ip_version"))) if t.get("repetition") == 1]
+    parts.append(plot_div(series_plot(lines, "rtt_p50_ms", "median RTT per second [µs]", 1e3,
+                                      "Round-trip time per second (repetition 1)")))
+    return "\n".join(parts)
+
+
+register(Section(kind="rtt", title="Round-trip delay", render=render, order=30))

@@ -1,0 +1,76 @@
+"""Report section for plain stream trials: per-second time series (throughput, and delay under
+load when a ping probe ran beside the stream) and, when a suite ran both IP versions, the IPv4 vs
+IPv6 table per protocol and direction (seed 003): throughput, UDP jitter, RTT percentiles under
+load. The rule-count curves of the same trials stay in the main part of the page."""
+
+from __future__ import annotations
+
+from fwlab.report.html import _table, esc
+from fwlab.report.sections import Section, register
+from fwlab.report.timeseries import config_label, fmt, med, plot_div, series_plot, traffic_name
+
+MAX_PLOTS = 12
+
+
+def _v4v6(ok: list[dict]) -> str:
+    groups: dict[tuple, dict[int, list[dict]]] = {}
+    for t in ok:
+        groups.setdefault((t.get("mode"), config_label(t), traffic_name(t)), {}).setdefault(
+            t.get("ip_version"), []).append(t)
+    rows = []
+    for (mode, conf, tn), by_v in sorted(groups.items(), key=str):
+        if 4 not in by_v or 6 not in by_v:
+            continue
+
+        def g(v: int, k: str):
+            return med(x["metrics"].get(k) for x in by_v[v])
+
+        t4, t6 = g(4, "throughput_bps"), g(6, "throughput_bps")
+        rows.append([esc(conf), esc(tn), esc(mode), f"{len(by_v[4])}/{len(by_v[6])}",
+                     fmt(t4, 1e-9, 3), fmt(t6, 1e-9, 3), fmt(100 * t6 / t4 if t4 and t6 is not None else None, 1, 0),
+                     fmt(g(4, "throughput_up_bps"), 1e-9, 3) + " / " + fmt(g(4, "throughput_down_bps"), 1e-9, 3),
+                     fmt(g(6, "throughput_up_bps"), 1e-9, 3) + " / " + fmt(g(6, "throughput_down_bps"), 1e-9, 3),
+                     fmt(g(4, "jitter_ms"), 1e3, 1), fmt(g(6, "jitter_ms"), 1e3, 1),
+                     fmt(g(4, "loss_ratio"), 100, 2), fmt(g(6, "loss_ratio"), 100, 2),
+                     fmt(g(4, "rtt_p50_ms"), 1e3, 0) + " / " + fmt(g(4, "rtt_p99_ms"), 1e3, 0),
+                     fmt(g(6, "rtt_p50_ms"), 1e3, 0) + " / " + fmt(g(6, "rtt_p99_ms"), 1e3, 0),
+                     fmt(g(4, "rtt_ipdv_ms"), 1e3, 1), fmt(g(6, "rtt_ipdv_ms"), 1e3, 1)])
+    if not rows:
+        return ""
+    return ("<h2>IPv4 vs IPv6</h2><p class='muted'>Median over repetitions. Throughput up / down = client→server / "
+            "server→client (both for bidirectional trials). Jitter: iperf3's receiver estimate (UDP). RTT under "
+            "load: ping beside the stream (p50 / p99, µs); IPDV = mean |ΔRTT| of consecutive pings.</p>"
+            + _table(["configuration", "traffic", "mode", "trials v4/v6", "IPv4 [Gbit/s]", "IPv6 [Gbit/s]", "v6 / v4 [%]",
+                      "IPv4 up / down", "IPv6 up / down", "IPv4 jitter [µs]", "IPv6 jitter [µs]", "IPv4 loss [%]",
+                      "IPv6 loss [%]", "IPv4 RTT p50/p99 [µs]", "IPv6 RTT p50/p99 [µs]", "IPv4 IPDV [µs]",
+                      "IPv6 IPDV [µs]"], rows, left=3))
+
+
+def render(run: dict, trials: list[dict]) -> str | None:
+    ok = [t for t in trials if t.get("metrics")]
+    with_series = [t for t in ok if t.get("series")]
+    if not with_series:
+        return None
+    parts = [_v4v6(ok), "<h2>Time series of stream trials</h2>",
+             "<p class='muted'>Per-second samples of repetition 1 (iperf3: sender-side interval rates, both "
+             "directions summed for bidirectional trials; tools without their own intervals: the server's link "
+             "receive rate).</p>"]
+    by_tn: dict[str, list[dict]] = {}
+    for t in with_series:
+        if t.get("repetition") == 1:
+            by_tn.setdefault(f"{traffic_name(t)} ({t.get('mode')})", []).append(t)
+    shown = 0
+    for tn, ts in sorted(by_tn.items()):
+        if shown >= MAX_PLOTS:
+            parts.append(f"<p class='muted'>{len(by_tn) - shown} more traffic kinds not plotted.</p>")
+            break
+        ts.sort(key=lambda t: (t.get("ip_version"), t.get("backend") != "none", t.get("rules") or 0))
+        lines = [(f"{config_label(t)} IPv{t.get('ip_version')}", t["series"]) for t in ts]
+        parts.append(plot_div(series_plot(lines, "throughput_bps", "throughput [Gbit/s]", 1e-9, f"{tn}: throughput per second")))
+        if any(s.get("rtt_p50_ms") is not None for t in ts for s in t["series"]):
+            parts.append(plot_div(series_plot(lines, "rtt_p50_ms", "median RTT [µs]", 1e3, f"{tn}: RTT under load per second")))
+        shown += 1
+    return "\n".join(p for p in parts if p)
+
+
+register(Section(kind="stream", title="Stream time series", render=render, order=10))

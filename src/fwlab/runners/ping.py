@@ -1,0 +1,167 @@
+"""The ping runner: round-trip delay and its jitter through the DUT (kind ``rtt``), and the same
+probe run beside another tool's stream (delay under load, ``rtt_probe = true``).
+
+Owns: the ``ping`` command line (ICMP echo every ``interval_ms``, timestamps with ``-D``), its
+parser (one sample per reply, in order) and the per-second series of the samples. Figures: RTT
+percentiles, mean absolute difference of consecutive RTTs (IPDV) and RFC 3550's smoothed jitter,
+and loss. ping is in iputils-ping (a system dependency of fwlab). Never touches the firewall.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from fwlab.errors import RunnerError
+from fwlab.runners.base import Measurement, Runner, TrafficSpec, register
+from fwlab.stats.streams import rtt_summary
+from fwlab.testbed.host import CommandTimeout, Spawned, require_tool
+
+if TYPE_CHECKING:
+    from fwlab.testbed.bed import Testbed
+
+DEFAULT_INTERVAL_MS = 10.0  #: 100 echo requests/s: a light probe (root may go below 200 ms)
+_REPLY = re.compile(r"^\[(\d+\.\d+)\].*icmp_seq=(\d+).*time=([\d.]+) ms")
+_SUMMARY = re.compile(r"(\d+) packets transmitted, (\d+) (?:packets )?received")
+
+
+def ping_args(dst: str, ip_version: int, duration_s: float, interval_ms: float,
+              size_bytes: int | None = None) -> list[str]:
+    """ping with a deadline (it stops by itself after ``duration_s``), timestamps, quiet DNS."""
+    args = ["ping", f"-{ip_version}", "-n", "-D", "-i", f"{interval_ms / 1000:.3f}",
+            "-w", str(max(1, round(duration_s))), "-W", "1"]
+    if size_bytes:
+        args += ["-s", str(size_bytes)]
+    return args + [dst]
+
+
+@dataclass(frozen=True)
+class PingSamples:
+    """Parsed ping output: ``samples`` (unix time [s], icmp_seq, RTT [ms]) in arrival order."""
+
+    samples: list[tuple[float, int, float]]
+    transmitted: int | None
+    received: int | None
+
+    @property
+    def loss_ratio(self) -> float | None:
+        if not self.transmitted:
+            return None
+        return max(0.0, (self.transmitted - (self.received or 0)) / self.transmitted)
+
+    def metrics(self, prefix: str = "rtt") -> dict[str, Any]:
+        out = rtt_summary([s[2] for s in self.samples], prefix)
+        out[f"{prefix}_loss_ratio"] = self.loss_ratio
+        out[f"{prefix}_sent"] = self.transmitted
+        return out
+
+    def series(self, t0_unix: float | None = None, prefix: str = "rtt") -> list[dict]:
+        """One sample per second: ``t_s`` (end of the second since ``t0_unix``, default the first
+        reply), ``{prefix}_p50_ms``, ``{prefix}_max_ms``, ``{prefix}_ipdv_ms``, ``{prefix}_n``."""
+        if not self.samples:
+            return []
+        t0 = self.samples[0][0] if t0_unix is None else t0_unix
+        buckets: dict[int, list[float]] = {}
+        for ts, _, rtt in self.samples:
+            k = int(max(0.0, ts - t0))
+            buckets.setdefault(k, []).append(rtt)
+        out = []
+        for k in sorted(buckets):
+            s = rtt_summary(buckets[k], prefix)
+            out.append({"t_s": float(k + 1), f"{prefix}_p50_ms": s[f"{prefix}_p50_ms"],
+                        f"{prefix}_max_ms": s[f"{prefix}_max_ms"], f"{prefix}_ipdv_ms": s[f"{prefix}_ipdv_ms"],
+                        f"{prefix}_n": len(buckets[k])})
+        return out
+
+
+def parse_ping(text: str) -> PingSamples:
+    samples = []
+    for line in text.splitlines():
+        m = _REPLY.match(line.strip())
+        if m:
+            samples.append((float(m.group(1)), int(m.group(2)), float(m.group(3))))
+    sm = _SUMMARY.search(text)
+    tx, rx = (int(sm.group(1)), int(sm.group(2))) if sm else (None, None)
+    if tx is None and not samples:
+        raise RunnerError(f"ping printed neither replies nor a summary ({text.strip()[:120] or 'no output'})",
+                          fix="check that iputils-ping is installed and the test bed is up")
+    return PingSamples(samples, tx, rx)
+
+
+class PingProbe:
+    """ping running in the background beside another measurement (delay under load)."""
+
+    def __init__(self, bed: "Testbed", ip_version: int, duration_s: float,
+                 interval_ms: float = DEFAULT_INTERVAL_MS, role: str = "client") -> None:
+        require_tool("ping")
+        self.bed = bed
+        self.args = ping_args(bed.topo.plan.server(ip_version) if role == "client"
+                              else bed.topo.plan.client(ip_version), ip_version, duration_s, interval_ms)
+        self.role = role
+        self.sp: Spawned | None = None
+
+    def start(self) -> None:
+        self.sp = self.bed.host.spawn(self.args, ns=self.bed.ns(self.role))
+
+    def finish(self) -> PingSamples | None:
+        """Wait for ping's own deadline (SIGINT after a grace), parse; None if it printed nothing."""
+        if self.sp is None:
+            return None
+        try:
+            out, _ = self.sp.proc.communicate(timeout=float(self.args[self.args.index("-w") + 1]) + 3)
+        except Exception:
+            out, _ = self.sp.stop(sig=2)
+        self.bed.host.forget(self.sp)
+        try:
+            return parse_ping(out or "")
+        except RunnerError:
+            return None
+
+
+class Ping(Runner):
+    name = "ping"
+    traffics = ("rtt",)
+    summary = "ping: round-trip delay percentiles, IPDV/RFC 3550 jitter and loss, per-second series"
+
+    def unavailable(self) -> str | None:
+        return None if shutil.which("ping") else "ping is not installed (apt-get install iputils-ping)"
+
+    def version(self) -> str:
+        import subprocess
+        cp = subprocess.run(["ping", "-V"], capture_output=True, text=True)
+        return (cp.stdout or cp.stderr).strip().splitlines()[0] if (cp.stdout or cp.stderr) else "ping"
+
+    def check_options(self, kind: str, options: dict[str, Any]) -> dict[str, Any]:
+        extra = set(options) - {"interval_ms"}
+        if extra:
+            raise ValueError(f"tool 'ping' takes only interval_ms (got: {', '.join(sorted(extra))})")
+        iv = float(options.get("interval_ms", DEFAULT_INTERVAL_MS))
+        if not 2.0 <= iv <= 1000.0:
+            raise ValueError(f"ping interval_ms {iv} is outside 2..1000")
+        return {"interval_ms": iv}
+
+    def measure(self, bed: "Testbed", spec: TrafficSpec, env=None) -> Measurement:
+        if spec.traffic != "rtt":
+            raise RunnerError(f"ping cannot generate '{spec.traffic}'", fix="use kind = \"rtt\"")
+        iv = float(spec.options.get("interval_ms", DEFAULT_INTERVAL_MS))
+        args = ping_args(bed.topo.plan.server(spec.ip_version), spec.ip_version, spec.duration_s, iv,
+                         spec.size_bytes)
+        try:
+            cp = bed.host.run(args, ns=bed.ns("client"), check=False, timeout_s=spec.duration_s + 15)
+        except CommandTimeout as exc:
+            raise RunnerError(f"ping hung: {exc.message}", fix="check the test bed") from exc
+        ps = parse_ping(cp.stdout)
+        if not ps.samples:
+            raise RunnerError(f"ping got no reply from the server ({ps.transmitted} sent)",
+                              fix="check the firewall's permit rule (ICMP echo must pass)")
+        metrics = ps.metrics("rtt")
+        span = ps.samples[-1][0] - ps.samples[0][0] if len(ps.samples) > 1 else None
+        metrics.update({"throughput_bps": None, "rx_pps": None, "loss_ratio": ps.loss_ratio,
+                        "duration_s": span, "interval_ms": iv})
+        return Measurement(metrics=metrics, series=ps.series(prefix="rtt"), kind="rtt",
+                           raw={"ping_output": cp.stdout[-200_000:], "argv": args})
+
+
+register(Ping())

@@ -1,0 +1,124 @@
+"""Many parallel TCP streams framed by single-stream recovery probes (seed 004, kind ``parallel``).
+
+Owns: the probe plan (how often, how long, how many, what counts as recovered) and the sequence
+baseline probe -> multi-stream run -> probes every ``interval_s`` until one is back within
+``tolerance`` of the baseline (at most ``max_probes``). Each probe is a short single iperf3 TCP
+stream; the probes form a time series (seconds after the multi-stream run ended). The schedule is
+pure (``run_probes`` takes the measuring function and the clock) so it is unit-tested without
+traffic. Never touches the firewall.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, replace
+from typing import TYPE_CHECKING, Any, Callable
+
+from fwlab.errors import RunnerError
+from fwlab.runners.base import Measurement, TrafficSpec
+
+if TYPE_CHECKING:
+    from fwlab.runners.iperf3 import Iperf3
+    from fwlab.testbed.bed import Testbed
+
+
+@dataclass(frozen=True)
+class ProbePlan:
+    """Recovery probes after a multi-stream run."""
+
+    interval_s: float = 10.0  #: start-to-start time between probes [s] (the first starts at once)
+    probe_s: float = 2.0  #: length of one single-stream probe [s], whole seconds (iperf3 -t)
+    max_probes: int = 12  #: upper bound on probes after the run
+    tolerance: float = 0.10  #: recovered when a probe reaches (1 - tolerance) x baseline
+    baseline: bool = True  #: measure the single-stream baseline before the multi-stream run
+
+    @classmethod
+    def from_options(cls, options: dict[str, Any]) -> "ProbePlan":
+        d = {k: options[k] for k in cls.__dataclass_fields__ if k in options}
+        try:
+            p = cls(**d)
+        except TypeError as exc:
+            raise ValueError(str(exc)) from exc
+        if not 1 <= float(p.probe_s) <= 60 or not float(p.probe_s).is_integer():
+            raise ValueError(f"probe_s {p.probe_s} must be a whole number of seconds in 1..60 (iperf3 -t)")
+        if not float(p.probe_s) <= float(p.interval_s) <= 600:
+            raise ValueError(f"interval_s {p.interval_s} must be at least probe_s and at most 600")
+        if not isinstance(p.max_probes, int) or not 0 <= p.max_probes <= 100:
+            raise ValueError(f"max_probes {p.max_probes} is outside 0..100")
+        if not 0 < float(p.tolerance) < 1:
+            raise ValueError(f"tolerance {p.tolerance} must be between 0 and 1")
+        if not isinstance(p.baseline, bool):
+            raise ValueError("baseline must be true or false")
+        return replace(p, interval_s=float(p.interval_s), probe_s=float(p.probe_s), tolerance=float(p.tolerance))
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def run_probes(measure: Callable[[], float], baseline_bps: float | None, plan: ProbePlan,
+               clock: Callable[[], float] = time.monotonic,
+               sleep: Callable[[float], None] = time.sleep) -> list[dict]:
+    """Probe k starts ``k x interval_s`` after now (the end of the multi-stream run). Stops after
+    the first probe within tolerance of ``baseline_bps`` (all ``max_probes`` without a baseline).
+    Returns ``[{"probe", "t_after_s" (start, seconds after the run), "throughput_bps",
+    "ratio_to_baseline", "recovered"}]``; a probe that failed has throughput None and ``error``."""
+    t0 = clock()
+    out: list[dict] = []
+    for k in range(plan.max_probes):
+        wait = t0 + k * plan.interval_s - clock()
+        if wait > 0:
+            sleep(wait)
+        start = clock() - t0
+        row: dict[str, Any] = {"probe": k, "t_after_s": round(start, 3)}
+        try:
+            bps = measure()
+        except RunnerError as exc:
+            row.update({"throughput_bps": None, "ratio_to_baseline": None, "recovered": False,
+                        "error": exc.one_line()})
+            out.append(row)
+            continue
+        ratio = bps / baseline_bps if baseline_bps else None
+        row.update({"throughput_bps": bps, "ratio_to_baseline": ratio,
+                    "recovered": ratio is not None and ratio >= 1.0 - plan.tolerance})
+        out.append(row)
+        if row["recovered"]:
+            break
+    return out
+
+
+def probe_metrics(probes: list[dict], baseline_bps: float | None) -> dict:
+    ok = [p for p in probes if p.get("throughput_bps") is not None]
+    rec = next((p for p in probes if p.get("recovered")), None)
+    return {
+        "baseline_bps": baseline_bps,
+        "probes": len(probes),
+        "first_probe_bps": ok[0]["throughput_bps"] if ok else None,
+        "min_probe_bps": min(p["throughput_bps"] for p in ok) if ok else None,
+        "recovered": rec is not None,
+        "recovery_s": rec["t_after_s"] if rec else None,
+    }
+
+
+def measure_with_probes(runner: "Iperf3", bed: "Testbed", spec: TrafficSpec) -> Measurement:
+    """Baseline single stream, the multi-stream run, then recovery probes; kind ``parallel``."""
+    plan = ProbePlan.from_options(spec.options)
+    direction = spec.options.get("direction", "up")
+    single = replace(spec, traffic="tcp", streams=1, duration_s=plan.probe_s,
+                     options={"direction": direction if direction != "bidir" else "up"})
+
+    def one() -> float:
+        return float(runner.run_clients(bed, single).metrics.get("throughput_bps") or 0.0)
+
+    baseline = one() if plan.baseline else None
+    main_spec = replace(spec, traffic="tcp", options={"direction": direction})
+    m = runner.run_clients(bed, main_spec)
+    probes = run_probes(one, baseline, plan)
+    m.metrics.update(probe_metrics(probes, baseline))
+    m.kind = "parallel"
+    m.extra["probes"] = probes
+    m.extra["probe_plan"] = plan.to_dict()
+    if baseline is not None and not m.metrics["recovered"] and plan.max_probes:
+        m.flags.append({"code": "not-recovered", "severity": "info",
+                        "message": f"a single stream stayed below {100 * (1 - plan.tolerance):.0f} % of its "
+                                   f"baseline for {len(probes)} probes after the multi-stream run"})
+    return m

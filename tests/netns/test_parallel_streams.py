@@ -1,0 +1,57 @@
+"""Many parallel TCP streams over several iperf3 processes, with recovery probes, on the real
+data path; and a bidirectional trial that moves traffic both ways."""
+
+import pytest
+
+from fwlab.runners import TrafficSpec, get_runner
+from fwlab.testbed import Testbed, Topology, new_run_id
+
+
+@pytest.fixture
+def bed():
+    with Testbed(Topology(run_id=new_run_id(), mode="routed")) as b:
+        yield b
+        get_runner("iperf3").stop(b)
+
+
+def test_more_streams_than_one_iperf3_process_allows(bed):
+    m = get_runner("iperf3").run_clients(bed, TrafficSpec("tcp", "iperf3", streams=200, duration_s=2))
+    assert m.metrics["client_processes"] == 2
+    assert m.metrics["stream_count"] == 200 and len(m.extra["per_stream_bps"]["up"]) == 200
+    assert m.metrics["bytes"] > 0 and m.metrics["throughput_bps"] > 0
+    assert m.metrics["completion_s"] >= 2.0
+    assert 0 < m.metrics["fairness_jain"] <= 1
+    assert m.series and m.series[0]["processes"] == 2
+
+
+def test_parallel_kind_has_baseline_run_and_probes(bed):
+    spec = TrafficSpec("parallel", "iperf3", streams=130, duration_s=1.5,
+                       options={"interval_s": 1.5, "probe_s": 1, "max_probes": 2, "tolerance": 0.1})
+    m = get_runner("iperf3").measure(bed, spec)
+    assert m.kind == "parallel"
+    assert m.metrics["baseline_bps"] > 0 and m.metrics["stream_count"] == 130
+    probes = m.extra["probes"]
+    assert 1 <= len(probes) <= 2 and probes[0]["t_after_s"] < 1.5
+    assert all(p["throughput_bps"] and p["throughput_bps"] > 0 for p in probes)
+    if len(probes) == 2:
+        assert not probes[0]["recovered"] and probes[1]["t_after_s"] >= 1.5
+
+
+@pytest.mark.parametrize("traffic,rate", [("tcp", None), ("udp", 50_000_000)])
+def test_bidirectional_moves_traffic_both_ways(bed, traffic, rate):
+    before = {r: bed.link_counters(r, d)["rx_packets"] for r, d in (("client", bed.topo.client_if),
+                                                                     ("server", bed.topo.server_if))}
+    m = get_runner("iperf3").measure(bed, TrafficSpec(traffic, "iperf3", duration_s=2, rate_bps=rate,
+                                                      size_bytes=1000 if traffic == "udp" else None,
+                                                      options={"direction": "bidir"}))
+    after = {r: bed.link_counters(r, d)["rx_packets"] for r, d in (("client", bed.topo.client_if),
+                                                                    ("server", bed.topo.server_if))}
+    assert m.metrics["throughput_up_bps"] > 0 and m.metrics["throughput_down_bps"] > 0
+    total = m.metrics["throughput_up_bps"] + m.metrics["throughput_down_bps"]
+    if traffic == "tcp":
+        assert m.metrics["throughput_bps"] == pytest.approx(total)
+    else:  # the total is link-counted; what the two receivers read cannot exceed it
+        assert total <= m.metrics["throughput_bps"] * 1.01
+    # both receivers' links got the data (far more than ACKs alone would be for UDP)
+    assert after["client"] - before["client"] > 1000 and after["server"] - before["server"] > 1000
+    assert all("throughput_down_bps" in s for s in m.series)
