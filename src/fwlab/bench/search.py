@@ -90,7 +90,7 @@ def run_bench(cfg: SearchBenchConfig, log: TextIO | None = sys.stderr) -> dict:
         be.load(ctx, generate(cfg.rules, cfg.layout, ip_version=4, client_net=plan.client_net(4),
                               server_net=plan.server_net(4), stateful_shortcut=False, seed=1))
         measurer = EngineMeasurer(bed=bed, frame_size=cfg.frame_size, max_lag=opts.max_lag,
-                                  batch_window_us=opts.batch_window_us)
+                                  batch_window_us=opts.batch_window_us, rt_priority=opts.generator_rt_priority)
         g = goals(cfg)
         max_load = max_info["mrr_pps"]
         for rnd in range(1, cfg.rounds + 1):

@@ -92,6 +92,7 @@ class EngineTrial:
     count: int | None = None  #: send exactly this many frames instead of for duration_s (back-to-back)
     batch: int | None = None  #: frames per send call (the engine's default when None); bounds the bursts
     max_lag: int | None = None  #: catch-up limit [packets]: beyond it packets are skipped, not burst (None: catch up)
+    rt_priority: int | None = None  #: run the sender under SCHED_FIFO at this priority (None: normal scheduling)
 
 
 # -- command lines -----------------------------------------------------------------------------
@@ -266,6 +267,8 @@ def run_trial(bed: Testbed, t: EngineTrial, intended_count: int | None = None) -
         recv_args = build_recv_args(engine, t, ready_file=ready)
         send_args = build_send_args(engine, t, dst=dst, src=src if t.backend == "packet" else None,
                                     iface=iface, dst_mac=dst_mac)
+        if t.rt_priority:
+            send_args = ["chrt", "-f", str(t.rt_priority), *send_args]
         rx = bed.host.spawn(recv_args, ns=bed.ns("server"))
         try:
             deadline = time.monotonic() + READY_TIMEOUT_S
@@ -368,6 +371,7 @@ class EngineMeasurer:
     threads: int = 1
     batch: int | None = None  #: frames per send call; keep it well below the DUT ring (256) in device model napi
     max_lag: int | None = None  #: the engine's catch-up limit [packets] (see EngineTrial)
+    rt_priority: int | None = None  #: the sender's SCHED_FIFO priority (see EngineTrial)
     #: if set, the batch follows the load: the frames due in this window [us], within 4..64 (so the
     #: bursts stay short at low loads and the sender keeps up at high ones); overrides ``batch``
     batch_window_us: float | None = None
@@ -387,7 +391,7 @@ class EngineMeasurer:
         t = EngineTrial(duration_s=duration_s, rate_pps=load_pps, frame_size=self.frame_size,
                         ip_version=self.ip_version, backend=self.backend, threads=self.threads,
                         send_cpus=send_cpus, recv_cpus=recv_cpus, batch=self.batch_for(load_pps),
-                        max_lag=self.max_lag)
+                        max_lag=self.max_lag, rt_priority=self.rt_priority)
         role, dev = "client", self.bed.topo.client_if
         before = self.bed.link_counters(role, dev)
         m = run_trial(self.bed, t, intended)

@@ -65,6 +65,9 @@ class Rfc2544Options(BaseModel):
                                                                "batch_window_us (4..64), so the sender's bursts "
                                                                "stay far below the DUT's 256-frame receive ring")
     batch_window_us: float = Field(100.0, gt=0, le=10_000, description="see batch [us]")
+    generator_rt_priority: int | None = Field(
+        40, ge=1, le=99, description="the sender runs under SCHED_FIFO at this priority (below the DUT's 50), so "
+                                     "other processes on its CPU cannot delay it into skipping frames; null = normal")
     max_lag: int | None = Field(64, ge=1, description="sender catch-up limit [frames]: a descheduled sender skips "
                                                        "frames (the trial is then generator-short) instead of "
                                                        "bursting them into the DUT's 256-frame ring; null = catch up")
@@ -199,7 +202,8 @@ class Rfc2544Runner(Runner):
         max_load = info["mrr_pps"] * opts.max_load_factor
         measurer = EngineMeasurer(bed=bed, frame_size=frame, ip_version=spec.ip_version,
                                   backend=opts.engine_backend, batch=opts.batch, max_lag=opts.max_lag,
-                                  batch_window_us=None if opts.batch else opts.batch_window_us)
+                                  batch_window_us=None if opts.batch else opts.batch_window_us,
+                                  rt_priority=opts.generator_rt_priority)
         base = {"frame_size": frame, "max_load_pps": info["mrr_pps"], "search_max_load_pps": max_load,
                 "device_model": bed.topo.device_model}
         flags: list[dict] = []
