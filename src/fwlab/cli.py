@@ -280,9 +280,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     cp = sub.add_parser("compare", help="compare two runs figure by figure (%% change, significance)",
                         description="Per figure in both runs: % change of B against A, significant "
-                                    "when it exceeds 2 standard deviations of the baseline spread "
-                                    "(the --noise model, else run A's repetitions), and a Welch "
-                                    "t-test p-value when both runs have >= 2 repetitions.")
+                                    "when the difference exceeds 2 standard errors (the --noise "
+                                    "model's spread x sqrt(2) for two single runs, else from both "
+                                    "runs' repetitions), and a Welch t-test p-value when both runs "
+                                    "have >= 2 repetitions.")
     cp.add_argument("run_a", help="run A, the baseline (a run directory)")
     cp.add_argument("run_b", help="run B, the changed run")
     cp.add_argument("--noise", metavar="FILE", help="baseline file written by 'fwlab baseline'")
