@@ -17,12 +17,14 @@ from dataclasses import dataclass, field
 from fwlab.errors import FwlabError
 from fwlab.published.model import Study, load_study
 from fwlab.registry import Registry
-from fwlab.stats import compare_figure
+from fwlab.stats import SIGNIFICANT, compare_figure  # noqa: F401  (SIGNIFICANT re-exported)
 
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
 NOT_MEASURED = "not measured"
-VERDICTS = (REPRODUCED, NOT_REPRODUCED, NOT_MEASURED)
+INCONCLUSIVE = "inconclusive"
+"""A 'no effect' finding whose fwlab threshold is too wide to confirm it (a noisy run)."""
+VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_MEASURED)
 
 
 @dataclass(frozen=True)

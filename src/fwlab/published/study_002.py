@@ -14,6 +14,7 @@ from __future__ import annotations
 import statistics
 
 from fwlab.published.compare import (
+    INCONCLUSIVE,
     NOT_MEASURED,
     NOT_REPRODUCED,
     REPRODUCED,
@@ -145,30 +146,37 @@ def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
         note="fwlab: mean over client loads of the % change of mean TPM, against the mean over loads of "
              "the threshold (two standard errors of the difference, from the repetitions)."))
 
-    # findings
+    # findings: "no effect" is confirmed only by a run whose threshold is tight enough to see an
+    # effect the seed would have called significant
+    max_th = 2.0 * pub_pooled
+
     def verdict_line(items):
         measured = [(r, lab, ch, th) for r, lab, _, ch, th in items if ch is not None and th is not None]
         if not measured:
-            return None, "not in this run"
+            return NOT_MEASURED, "not in this run"
         sig = [(lab, ch, th) for _, lab, ch, th in measured if abs(ch) > th]
         parts = "; ".join(f"{lab}: {ch:+.2f} % (threshold {th:.2f} %)" for _, lab, ch, th in measured)
-        return (not sig), parts
+        if sig:
+            return NOT_REPRODUCED, parts
+        if any(th > max_th for _, _, _, th in measured):
+            return INCONCLUSIVE, parts + f"; a threshold above {max_th:.1f} % cannot confirm 'no effect'"
+        return REPRODUCED, parts
 
-    ok, text = verdict_line(cmp_rows[:1])
+    crit = (f"the mean % change over client loads stays within fwlab's threshold, and that threshold is at "
+            f"most {max_th:.1f} % (twice the seed's)")
+    verdict, text = verdict_line(cmp_rows[:1])
     out.findings.append(Finding(
         claim="Adding 100 firewall rules has no impact on transactions per minute",
         published=f"{t2.value(RULES_ROW, COL):+.2f} % against a threshold of {pub_pooled} %",
-        fwlab=f"fwlab: {text}.", criterion="the mean % change over client loads stays within fwlab's threshold",
-        verdict=NOT_MEASURED if ok is None else REPRODUCED if ok else NOT_REPRODUCED))
-    ok, text = verdict_line(cmp_rows[1:])
+        fwlab=f"fwlab: {text}.", criterion=crit, verdict=verdict))
+    verdict, text = verdict_line(cmp_rows[1:])
     largest = max((n for n in WEBNOT if any(_cfg(tx, "proxy", n, c) for c in loads)), default=None)
     out.findings.append(Finding(
         claim="URL blocking does not affect performance, even with 100,000 URLs",
         published="; ".join(f"{n:,} URLs: {t2.value(r, COL):+.2f} %" for n, r in WEBNOT.items())
                   + f" (threshold {pub_pooled} %)",
         fwlab=f"fwlab: {text}." + (f" The largest list measured here has {largest:,} URLs." if largest and largest < 100000 else ""),
-        criterion="every list's mean % change over client loads stays within fwlab's threshold",
-        verdict=NOT_MEASURED if ok is None else REPRODUCED if ok else NOT_REPRODUCED))
+        criterion=crit.replace("the mean", "every list's mean"), verdict=verdict))
     if base and len(loads) >= 2 and 1 in loads:
         lo, hi = mean(_cfg(tx, *base, 1)), mean(_cfg(tx, *base, loads[-1]))
         pub_lo, pub_hi = t1.value("1", "avg"), t1.value(str(loads[-1]), "avg") if str(loads[-1]) in dict(t1.rows) else None

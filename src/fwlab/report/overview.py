@@ -82,8 +82,8 @@ def transaction_sentences(trials: list[dict], limit: int = 6) -> list[str]:
         if not base:
             continue
         what = "blocked URLs" if be == "proxy" else "rules"
-        out.append(f"{be} {lay} at {top:,} {what} completes {_pct(100 * v / base)} of its 0-{what.split()[-1]} "
-                   f"transactions per minute at {load} clients ({traffic}"
+        out.append(f"{be} {lay} at {top:,} {what} completes {_pct(100 * v / base)} of the transactions per "
+                   f"minute it completes with 0 {what}, at {load} clients ({traffic}"
                    + (f", {size / 1000:g} kB objects)." if size else ")."))
         if len(out) >= limit:
             break

@@ -9,7 +9,14 @@ from __future__ import annotations
 
 import html
 
-from fwlab.published.compare import NOT_MEASURED, NOT_REPRODUCED, REPRODUCED, compare_study, study_of
+from fwlab.published.compare import (
+    INCONCLUSIVE,
+    NOT_MEASURED,
+    NOT_REPRODUCED,
+    REPRODUCED,
+    compare_study,
+    study_of,
+)
 from fwlab.report.sections import Section, register
 
 
@@ -17,7 +24,7 @@ def _e(x) -> str:
     return html.escape(str(x))
 
 
-_CLASS = {REPRODUCED: "ok", NOT_REPRODUCED: "err", NOT_MEASURED: "muted"}
+_CLASS = {REPRODUCED: "ok", NOT_REPRODUCED: "err", INCONCLUSIVE: "warn", NOT_MEASURED: "muted"}
 
 
 def _table(t) -> str:
@@ -44,7 +51,8 @@ def render(run: dict, trials: list[dict]) -> str | None:
              f"<code>{_e(st.source)}</code>.</span></p>",
              f"<p class='muted'>Published setup: {_e(st.setup)}</p>"]
     parts.append(f"<p>Of {len(cmp.findings)} published findings checked, {n[REPRODUCED]} reproduced, "
-                 f"{n[NOT_REPRODUCED]} not reproduced and {n[NOT_MEASURED]} not measured in this run.</p>")
+                 f"{n[NOT_REPRODUCED]} not reproduced, {n[INCONCLUSIVE]} inconclusive (too noisy to decide) and "
+                 f"{n[NOT_MEASURED]} not measured in this run.</p>")
     if cmp.findings:
         parts.append("<div class='scroll'><table><tr><th class='l'>published finding</th><th class='l'>as published</th>"
                      "<th class='l'>fwlab (this run)</th><th class='l'>criterion</th><th class='l'>verdict</th></tr>")
