@@ -131,7 +131,9 @@ class Iperf3(Runner):
         if sp is not None and sp.proc.poll() is None:
             return
         require_tool("iperf3")
-        args = ["iperf3", "-s", "-p", str(spec.port)]
+        # --logfile: the server's per-interval text would otherwise fill the unread stdout pipe
+        # (64 KiB: one 128-stream test) and block the server mid-test
+        args = ["iperf3", "-s", "-p", str(spec.port), "--logfile", "/dev/null"]
         cpu = bed.topo.pinning.server_cpu
         if cpu is not None:
             args += ["-A", str(cpu)]
