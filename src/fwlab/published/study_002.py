@@ -113,7 +113,7 @@ def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
     out.tables.append(SideTable(
         title=f"{t1.ref}: the base system's spread (fwlab base: {base_name})",
         header=("clients", "as published: avg TPM", "as published: 2 stdev [%]",
-                "as published: failures [%]", "fwlab: mean TPM", "fwlab: runs",
+                "as published: failures [%]", "fwlab: mean TPM", "fwlab: repetitions",
                 "fwlab: 2 stdev [%]", "fwlab: failures [%]"),
         rows=tuple(rows),
         note="2 stdev % = twice the standard deviation of the runs (fwlab: repetitions) as % of their mean; "
