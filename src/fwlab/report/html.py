@@ -140,7 +140,7 @@ def render(run: dict, trials: list[dict], cs: list[Curve], summary_csv_name: str
     n_ok = sum(1 for t in trials if not t.get("error"))
     n_err = sum(1 for t in trials if t.get("error"))
     status = run.get("status")
-    parts.append(_table(None, [
+    status_html = _table(None, [
         ["status", esc(status) + (" — <span class='warn'>incomplete: resume with <code>fwlab run --resume DIR</code></span>"
                                    if status != "complete" else "")],
         ["trials", f"{n_ok} measured, {n_err} failed, {run.get('plan', {}).get('trials', '?')} planned"],
@@ -151,13 +151,17 @@ def render(run: dict, trials: list[dict], cs: list[Curve], summary_csv_name: str
         ["trial", esc(f"{suite.get('duration_s')} s x {suite.get('repetitions')} repetitions; offloads "
                       f"{suite.get('offloads')}; pinning {suite.get('pinning')}")],
         ["machine-readable", f"<code>trials.jsonl</code>, <code>run.json</code>, <code>{esc(summary_csv_name)}</code>"],
-    ], left=2))
+    ], left=2)
 
     from fwlab.report.overview import render_overview
     from fwlab.report.sections import render_sections
 
     top = render_sections(run, trials, run_level=True)
+    if status != "complete":
+        parts.append(status_html)  # an incomplete run says so before anything else
     parts.append(render_overview(run, trials, cs, top))
+    if status == "complete":
+        parts.append("<h3>Run</h3>" + status_html)
     parts.extend(top)
 
     groups: dict[str, list[Curve]] = {}
