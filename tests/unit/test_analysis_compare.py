@@ -257,3 +257,16 @@ def test_golden_copy_is_untouched(tmp_path):
     before = (run / "trials.jsonl").read_bytes()
     compare_runs(run, run)
     assert (run / "trials.jsonl").read_bytes() == before
+
+
+def test_compare_table_prints_human_units(tmp_path):
+    from fwlab.analysis.compare import human_value
+
+    a = variant(tmp_path / "a", reps=3, jitter=0.01, seed=1)
+    b = variant(tmp_path / "b", reps=3, jitter=0.01, seed=2, scale=0.5)
+    text = compare_runs(a, b).table()
+    line = next(x for x in text.splitlines() if x.startswith(UDP_1000_LINEAR))
+    assert " kpps" in line and "e+" not in line
+    assert human_value("x throughput_bps", 2.5e9) == "2.500 Gbit/s"
+    assert human_value("x rx_pps", 123456.0) == "123.5 kpps"
+    assert human_value("x unknown_metric", 5.0) == "5"
