@@ -118,7 +118,7 @@ def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
         drop = pct[(big, 1)] - pct[(big, top_s)]
         out.findings.append(Finding(
             claim="With large rule sets the aggregate throughput falls as parallel streams increase",
-            published=f"the three large sets lose {fmt_range(drops_pub, unit="")} points of the cross connection from 1 to 900 streams "
+            published=f"the three large sets lose {fmt_range(drops_pub, unit='')} points of the cross connection from 1 to 900 streams "
                       f"(e.g. {fmt(pub_pct[LARGE[2]][0], 0)} % -> {fmt(pub_pct[LARGE[2]][3], 0)} %)",
             fwlab=f"fwlab, {big:,} rules: {fmt(pct[(big, 1)], 1)} % of direct at 1 stream, {fmt(pct[(big, top_s)], 1)} % "
                   f"at {top_s} streams ({abs(drop):.1f} points {'lost' if drop >= 0 else 'gained'}).",
@@ -127,7 +127,7 @@ def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
     else:
         out.findings.append(Finding(
             claim="With large rule sets the aggregate throughput falls as parallel streams increase",
-            published=f"{fmt_range(drops_pub, unit="")} points lost from 1 to 900 streams", fwlab="not in this run.",
+            published=f"{fmt_range(drops_pub, unit='')} points lost from 1 to 900 streams", fwlab="not in this run.",
             criterion="at least 10 points lower at the largest stream count", verdict=NOT_MEASURED))
 
     cross = t2.row(CROSS)
