@@ -225,3 +225,13 @@ def test_headline_sentences_from_the_golden_run():
     assert any(x.startswith("IPv4 UDP 64 B (routed): nftables linear at 1,000 rules forwards") for x in s)
     assert all(x.endswith(".") for x in s)
     assert quality_sentence(trials).startswith(f"{len(trials)} of {len(trials)} trials measured")
+
+
+def test_no_effect_verdict_weighs_the_noise():
+    from fwlab.published.compare import no_effect_verdict
+
+    tight = [100.0, 101.0, 99.0]
+    assert no_effect_verdict([(tight, [98.0, 99.0, 97.0])], 90.0) == REPRODUCED
+    assert no_effect_verdict([(tight, [70.0, 71.0, 69.0])], 90.0) == NOT_REPRODUCED
+    assert no_effect_verdict([([100.0, 40.0, 160.0], [80.0, 30.0, 130.0])], 90.0) == INCONCLUSIVE
+    assert no_effect_verdict([([100.0], [70.0])], 90.0) == NOT_REPRODUCED     # one repetition: the ratio decides

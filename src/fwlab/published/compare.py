@@ -174,3 +174,26 @@ def config_name(backend: str, layout: str | None = None, shortcut: bool = False)
         return "no firewall"
     s = f"{backend} {layout or ''}".strip()
     return s + (" +established" if shortcut else "")
+
+
+def no_effect_verdict(pairs: list[tuple[list[float], list[float]]], floor_pct: float) -> str:
+    """Verdict on a 'no effect' finding from (reference, changed) repetitions per point.
+
+    Reproduced when every point keeps at least `floor_pct` % of its reference; not reproduced
+    when a point falls below it and the drop is significant (fwlab.stats: outside two standard
+    errors of the difference) or cannot be tested (one repetition: the ratio decides, as the
+    seeds did); inconclusive when every point below the floor is within the noise.
+    """
+    below_sig = below_noise = False
+    for ref, other in pairs:
+        r = ratio_pct(other, ref)
+        if r is None or r >= floor_pct:
+            continue
+        c = change(ref, other)
+        if c is None or c.significant_2sigma is None or c.significant_2sigma:
+            below_sig = True
+        else:
+            below_noise = True
+    if below_sig:
+        return NOT_REPRODUCED
+    return INCONCLUSIVE if below_noise else REPRODUCED
