@@ -235,3 +235,14 @@ def test_no_effect_verdict_weighs_the_noise():
     assert no_effect_verdict([(tight, [70.0, 71.0, 69.0])], 90.0) == NOT_REPRODUCED
     assert no_effect_verdict([([100.0, 40.0, 160.0], [80.0, 30.0, 130.0])], 90.0) == INCONCLUSIVE
     assert no_effect_verdict([([100.0], [70.0])], 90.0) == NOT_REPRODUCED     # one repetition: the ratio decides
+
+
+def test_seed_003_udp_uses_the_tools_received_rate_not_fragments():
+    ts = []
+    for rep in range(3):
+        for ipv, link in ((4, 1.05e6), (6, 2.05e6)):      # IPv6 1470 B datagrams: two fragments each
+            ts.append(tr("stream", "udp", "none", 0, ipv=ipv, rep=rep, size=1470, label="1m",
+                         throughput_bps=link, app_throughput_bps=1.0e6 * jitter(rep), jitter_ms=0.05))
+    cmp = compare_study(run_of("seed-003"), ts)
+    udp = next(f for f in cmp.findings if "1 Mbit/s" in f.claim)
+    assert udp.verdict == REPRODUCED and "+0.00 %" in udp.fwlab
