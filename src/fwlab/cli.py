@@ -29,7 +29,7 @@ def cmd_run(args) -> int:
     else:
         if not args.suite:
             raise FwlabError("no suite given", fix="fwlab run SUITE (see 'fwlab list'), or --resume DIR")
-        suite, text = load_suite(args.suite)
+        suite, text = load_suite(quick_variant(args.suite) if args.quick else args.suite)
         if args.repetitions or args.duration:
             data = suite.model_dump()
             if args.repetitions:
@@ -47,6 +47,20 @@ def cmd_run(args) -> int:
     print_summary(rec.path, sys.stdout)
     print(f"report: {report}")
     return 0
+
+
+def quick_variant(suite: str) -> str:
+    """The built-in quick variant of a built-in suite: ``seed-001`` -> ``seed-001-quick``."""
+    from fwlab.suites import builtin_names
+
+    names = builtin_names()
+    if suite.endswith("-quick") and suite in names:
+        return suite
+    if f"{suite}-quick" in names:
+        return f"{suite}-quick"
+    having = sorted(n.removesuffix("-quick") for n in names if n.endswith("-quick"))
+    raise FwlabError(f"suite '{suite}' has no quick variant",
+                     fix=f"drop --quick, or use one of {', '.join(having)}")
 
 
 def cmd_report(args) -> int:
@@ -212,6 +226,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("suite", nargs="?", help="built-in suite name (see 'fwlab list') or path to a .toml file")
     r.add_argument("--resume", metavar="DIR", help="finish an interrupted run without repeating finished trials")
     r.add_argument("--out", default="results", help="directory for run records (default: ./results)")
+    r.add_argument("--quick", action="store_true",
+                   help="run the suite's built-in quick variant SUITE-quick instead (fewer rule counts, "
+                        "sizes and repetitions, shorter trials; under 10 minutes here), e.g. "
+                        "'fwlab run seed-001 --quick' runs seed-001-quick")
     r.add_argument("--repetitions", type=int, help="override the suite's repetitions")
     r.add_argument("--duration", type=float, metavar="S", help="override the suite's trial duration [s]")
     r.add_argument("--hosts", metavar="FILE", help="TOML file placing roles on remote hosts over SSH "
@@ -292,9 +310,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     cp = sub.add_parser("compare", help="compare two runs figure by figure (%% change, significance)",
                         description="Per figure in both runs: % change of B against A, significant "
-                                    "when it exceeds 2 standard deviations of the baseline spread "
-                                    "(the --noise model, else run A's repetitions), and a Welch "
-                                    "t-test p-value when both runs have >= 2 repetitions.")
+                                    "when the difference exceeds 2 standard errors (the --noise "
+                                    "model's spread x sqrt(2) for two single runs, else from both "
+                                    "runs' repetitions), and a Welch t-test p-value when both runs "
+                                    "have >= 2 repetitions.")
     cp.add_argument("run_a", help="run A, the baseline (a run directory)")
     cp.add_argument("run_b", help="run B, the changed run")
     cp.add_argument("--noise", metavar="FILE", help="baseline file written by 'fwlab baseline'")

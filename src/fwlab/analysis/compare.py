@@ -29,7 +29,22 @@ from fwlab.stats import (
     comparison_table,
 )
 
-__all__ = ["RunComparison", "compare_figures", "compare_runs"]
+__all__ = ["RunComparison", "compare_figures", "compare_runs", "human_value"]
+
+
+def human_value(key, value: float) -> str:
+    """A figure's value in the report's unit, from the metric that ends its key
+    (``... rx_pps`` -> '123.4 kpps', ``... throughput_bps`` -> '1.23 Gbit/s')."""
+    from fwlab.report.summary import METRIC_INFO
+
+    metric = str(key).rsplit(" ", 1)[-1]
+    info = METRIC_INFO.get(metric)
+    if info is None:
+        return f"{value:.4g}"
+    _, unit, scale = info
+    v = value * scale
+    digits = 3 if abs(v) < 10 else 2 if abs(v) < 100 else 1
+    return f"{v:.{digits}f} {unit}"
 
 
 @dataclass(frozen=True)
@@ -75,8 +90,11 @@ class RunComparison:
         if self.ignore:
             title += f"\nleft out of the figure keys: {', '.join(self.ignore)}"
         title += f"\nspread: {'noise model where it has the figure, else ' if self.noise_used else ''}" \
-                 "run A's repetitions"
-        _, text = comparison_table(self.comparisons, title=title)
+                 "the runs' repetitions"
+        if not self.noise_used:
+            title += ("\n  (repetitions inside one run agree more than whole runs do: without --noise, "
+                      "run-to-run noise can show as significant; measure one with 'fwlab baseline')")
+        _, text = comparison_table(self.comparisons, title=title, value_format=human_value)
         ps = [(c.label, c.p_value) for c in self.comparisons if c.p_value is not None]
         if ps:
             width = max(len(label) for label, _ in ps)

@@ -27,6 +27,7 @@ h1{font-size:1.5em}h2{font-size:1.2em;border-bottom:1px solid #ccc;padding-botto
 table{border-collapse:collapse;margin:.6em 0;font-size:.88em}td,th{border:1px solid #ccc;padding:.25em .5em;text-align:right}
 th{background:#f3f3f3}td.l,th.l{text-align:left}.warn{color:#a15c00}.err{color:#b00}.muted{color:#666}
 .plot svg{max-width:100%;height:auto}code{background:#f5f5f5;padding:0 .2em}details{margin:.5em 0}
+.scroll{overflow-x:auto;max-width:100%}.ok{color:#1a7f37}table.kv td{max-width:60em}h3{font-size:1.05em}
 """
 
 
@@ -42,7 +43,7 @@ def _fmt(v, digits=1):
 
 def _table(headers: list[str] | None, rows: list[list], left: int = 1) -> str:
     """An HTML table; ``headers`` None for a key-value table without a header row."""
-    out = ["<table>"]
+    out = ["<div class='scroll'><table>"]
     if headers:
         out.append("<tr>")
         out += [f"<th class='l'>{esc(h)}</th>" if i < left else f"<th>{esc(h)}</th>" for i, h in enumerate(headers)]
@@ -50,7 +51,7 @@ def _table(headers: list[str] | None, rows: list[list], left: int = 1) -> str:
     for r in rows:
         out.append("<tr>" + "".join(f"<td class='l'>{c}</td>" if i < left else f"<td>{c}</td>"
                                     for i, c in enumerate(r)) + "</tr>")
-    out.append("</table>")
+    out.append("</table></div>")
     return "".join(out)
 
 
@@ -139,7 +140,7 @@ def render(run: dict, trials: list[dict], cs: list[Curve], summary_csv_name: str
     n_ok = sum(1 for t in trials if not t.get("error"))
     n_err = sum(1 for t in trials if t.get("error"))
     status = run.get("status")
-    parts.append(_table(None, [
+    status_html = _table(None, [
         ["status", esc(status) + (" — <span class='warn'>incomplete: resume with <code>fwlab run --resume DIR</code></span>"
                                    if status != "complete" else "")],
         ["trials", f"{n_ok} measured, {n_err} failed, {run.get('plan', {}).get('trials', '?')} planned"],
@@ -150,7 +151,18 @@ def render(run: dict, trials: list[dict], cs: list[Curve], summary_csv_name: str
         ["trial", esc(f"{suite.get('duration_s')} s x {suite.get('repetitions')} repetitions; offloads "
                       f"{suite.get('offloads')}; pinning {suite.get('pinning')}")],
         ["machine-readable", f"<code>trials.jsonl</code>, <code>run.json</code>, <code>{esc(summary_csv_name)}</code>"],
-    ], left=2))
+    ], left=2)
+
+    from fwlab.report.overview import render_overview
+    from fwlab.report.sections import render_sections
+
+    top = render_sections(run, trials, run_level=True)
+    if status != "complete":
+        parts.append(status_html)  # an incomplete run says so before anything else
+    parts.append(render_overview(run, trials, cs, top))
+    if status == "complete":
+        parts.append("<h3>Run</h3>" + status_html)
+    parts.extend(top)
 
     groups: dict[str, list[Curve]] = {}
     for c in cs:
@@ -166,8 +178,6 @@ def render(run: dict, trials: list[dict], cs: list[Curve], summary_csv_name: str
             parts.append("<div class='plot'>" + plots.rate_vs_rules(group, "throughput_bps", f"{tl}: throughput vs rule count") + "</div>")
         parts.append(_pct_table(group))
         parts.append("<details><summary>absolute medians per rule count</summary>" + _abs_table(group) + "</details>")
-
-    from fwlab.report.sections import render_sections
 
     parts.extend(render_sections(run, trials))
     parts.append(_latency_table([t for t in trials if t.get("kind") == "stream"]))
@@ -205,7 +215,7 @@ def render(run: dict, trials: list[dict], cs: list[Curve], summary_csv_name: str
             n, msg = codes.get(f.get("code"), (0, f.get("message", "")))
             codes[f.get("code")] = (n + 1, msg)
     if codes:
-        parts.append(_table(["flag", "trials", "example"], [[esc(k), v[0], esc(v[1])] for k, v in codes.items()], left=1))
+        parts.append(_table(["flag", "example", "trials"], [[esc(k), esc(v[1]), v[0]] for k, v in codes.items()], left=2))
     else:
         parts.append("<p>No trial was flagged.</p>")
     errs = [t for t in trials if t.get("error")]

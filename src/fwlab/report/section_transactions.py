@@ -139,7 +139,7 @@ def _plot_vs_clients(groups: dict[tuple, dict[int, list[dict]]], title: str) -> 
         ax.set_ylim(bottom=0)
         ax.grid(True, alpha=0.3)
     a1.set_title(f"{title}: TPM (median, min–max)", fontsize=9)
-    a2.set_title("failure %", fontsize=9)
+    a2.set_title("failure % (median)", fontsize=9)
     a1.legend(fontsize=6, loc="best")
     return _svg(fig)
 
@@ -154,7 +154,7 @@ def _plot_vs_rules(groups: dict[tuple, dict[int, list[dict]]], title: str) -> st
         for clients, ts in cfg.items():
             v = _vals(ts, "tpm")
             if v:
-                series.setdefault((be, lay), {}).setdefault(clients, {})[n] = statistics.median(v)
+                series.setdefault((be, lay), {}).setdefault(clients, {})[n] = (statistics.median(v), min(v), max(v))
     series = {k: s for k, s in series.items() if any(len(p) > 1 for p in s.values())}
     if not series:
         return None
@@ -163,7 +163,9 @@ def _plot_vs_rules(groups: dict[tuple, dict[int, list[dict]]], title: str) -> st
     for ax, key in zip(axes[0], panels):
         for clients in sorted(series[key]):
             pts = sorted(series[key][clients].items())
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", markersize=3, label=f"{clients} clients")
+            ax.errorbar([p[0] for p in pts], [p[1][0] for p in pts],
+                        yerr=[[p[1][0] - p[1][1] for p in pts], [p[1][2] - p[1][0] for p in pts]],
+                        marker="o", markersize=3, capsize=2, label=f"{clients} clients")
         be, lay = key
         ax.set_xscale("symlog", linthresh=100)
         ax.set_xlabel("blocked URLs (list size)" if be == "proxy" else "rules before the permit")
@@ -171,8 +173,9 @@ def _plot_vs_rules(groups: dict[tuple, dict[int, list[dict]]], title: str) -> st
         ax.set_ylim(bottom=0)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=6)
-    axes[0][0].set_ylabel("TPM (median)")
-    fig.suptitle(f"{title}: TPM against rule count / block-list size", fontsize=10)
+    axes[0][0].set_ylabel("Transactions per minute (TPM)")
+    fig.suptitle(f"{title}: TPM against rule count / block-list size (median, bars min–max of repetitions)",
+                 fontsize=10)
     return _svg(fig)
 
 

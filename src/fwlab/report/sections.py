@@ -23,6 +23,7 @@ class Section:
     title: str
     render: Callable[[dict, list[dict]], str | None]
     order: int = 50  #: position on the page among sections (lower first)
+    run_level: bool = False  #: gets every trial and renders near the top (after the overview), whatever the kinds
 
 
 SECTIONS: Registry[Section] = Registry("report section", RecordError)
@@ -32,15 +33,16 @@ def register(section: Section) -> Section:
     return SECTIONS.add(section.kind, section)
 
 
-def render_sections(run: dict, trials: list[dict]) -> list[str]:
-    """The HTML of every registered section whose kind occurs in ``trials``, in order."""
+def render_sections(run: dict, trials: list[dict], run_level: bool = False) -> list[str]:
+    """The HTML of every registered section whose kind occurs in ``trials``, in order; with
+    ``run_level`` the run-level sections instead (each gets all trials)."""
     _load_builtin()
     kinds = {t.get("kind") for t in trials}
     out = []
     for s in sorted((SECTIONS.get(n) for n in SECTIONS.names()), key=lambda s: (s.order, s.kind)):
-        if s.kind not in kinds:
+        if s.run_level != run_level or (not run_level and s.kind not in kinds):
             continue
-        html = s.render(run, [t for t in trials if t.get("kind") == s.kind])
+        html = s.render(run, trials if run_level else [t for t in trials if t.get("kind") == s.kind])
         if html:
             out.append(html)
     return out

@@ -1,7 +1,8 @@
 """Significance of a change: run A (baseline) against run B, figure by figure.
 
 Owns: the 2-sigma rule of seed 002 (ten runs of a base system give each figure's spread; a change
-counts only if it moves the figure by more than two standard deviations), the `NoiseModel` that
+counts only if it moves the figure by more than two standard deviations; here: two standard
+errors of the difference of the two means, see `compare_figure`), the `NoiseModel` that
 stores those spreads, a Welch t-test p-value as a second opinion, and the Table-2-shaped
 comparison table (rows as dicts and a plain-text rendering).
 Never touches: run records on disk, plots, the CLI or the test bed. Input is plain dicts of
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -215,8 +216,12 @@ class Comparison:
     """Standard deviation the rule uses [figure unit]: the noise model's, else A's (ddof=1)."""
     baseline_source: str | None
     """'noise model', 'run A', or None when no spread is known."""
+    se_diff: float | None
+    """Standard error of mean_b - mean_a [figure unit]: with a noise model
+    baseline_std * sqrt(1/runs_a + 1/runs_b), else sqrt(s_a^2/n_a + s_b^2/n_b) over the
+    repetitions (s_b = s_a when B has fewer than 2)."""
     threshold: float | None
-    """2 * baseline_std [figure unit]."""
+    """2 * se_diff [figure unit]."""
     threshold_pct: float | None
     """100 * threshold / |mean_a| [%], so |change_pct| > threshold_pct exactly when significant."""
     significant_2sigma: bool | None
@@ -242,6 +247,7 @@ class Comparison:
             "change_pct": self.change_pct,
             "baseline_std": self.baseline_std,
             "baseline_source": self.baseline_source,
+            "se_diff": self.se_diff,
             "threshold": self.threshold,
             "threshold_pct": self.threshold_pct,
             "significant_2sigma": self.significant_2sigma,
@@ -262,12 +268,29 @@ def _welch_p(a: np.ndarray, b: np.ndarray) -> float | None:
 
 
 def compare_figure(key: FigureKey, a: Iterable[float], b: Iterable[float],
-                   noise: NoiseModel | None = None) -> Comparison:
+                   noise: NoiseModel | None = None, *, runs_a: int = 1, runs_b: int = 1) -> Comparison:
     """Compare repetitions `b` against baseline repetitions `a` for one figure.
 
-    The baseline standard deviation comes from `noise` when it models `key`, else from A's
-    repetitions (needs >= 2). B's change is significant when |mean_B - mean_A| > 2 * that std.
+    The decision is seed 002's two-sigma rule applied to the *difference* of the two means:
+    significant when |mean_B - mean_A| > 2 * SE, where SE is the standard error of that
+    difference, so that an unchanged configuration comes out significant in about 5 % of
+    comparisons whatever the number of runs or repetitions on each side:
+
+    - with a noise model that has `key` (sigma = spread of one run's figure over N unchanged runs):
+      SE = sigma * sqrt(1/runs_a + 1/runs_b), where `runs_a`/`runs_b` are how many independent
+      runs each side's mean stands for (1 for one run directory; seed 002 compared one run of a
+      changed configuration against the average of its ten base runs: runs_a = 10, runs_b = 1);
+    - else from the repetitions: SE = sqrt(s_A^2/n_A + s_B^2/n_B) (needs n_A >= 2; s_B = s_A when
+      B has fewer than two repetitions).
+
+    Comparing two single runs with a threshold of 2 sigma (not 2 sigma * sqrt 2) would call about
+    16 % of unchanged figures significant: the difference of two noisy figures is noisier than
+    either. With sigma known the false-positive rate is P(|Z| > 2) = 4.6 %; with sigma estimated
+    from N baseline runs it is P(|t_(N-1)| > 2), e.g. 7.7 % for N = 10 (seed 002's rule).
     """
+    if runs_a < 1 or runs_b < 1:
+        raise FwlabError(f"runs_a and runs_b must be >= 1, got {runs_a} and {runs_b}",
+                         fix="count the independent runs each side's mean stands for (1 for one run)")
     arr_a = as_finite_array(a, what=f"run A values of {figure_label(key)!r}")
     arr_b = as_finite_array(b, what=f"run B values of {figure_label(key)!r}")
     mean_a = float(np.mean(arr_a)) if arr_a.size else None
@@ -277,15 +300,23 @@ def compare_figure(key: FigureKey, a: Iterable[float], b: Iterable[float],
     if mean_a is not None and mean_b is not None and mean_a != 0.0:
         change_pct = 100.0 * (mean_b - mean_a) / abs(mean_a)
 
+    def _sd(arr: np.ndarray) -> float:
+        return 0.0 if np.all(arr == arr[0]) else float(np.std(arr, ddof=1))
+
     baseline_std: float | None = None
+    se_diff: float | None = None
     source: str | None = None
     if noise is not None and key in noise:
         baseline_std, source = noise.std_for(key), "noise model"
+        se_diff = baseline_std * math.sqrt(1.0 / runs_a + 1.0 / runs_b)
     elif arr_a.size >= 2:
-        baseline_std = 0.0 if np.all(arr_a == arr_a[0]) else float(np.std(arr_a, ddof=1))
+        baseline_std = _sd(arr_a)
         source = "run A"
+        if arr_b.size:
+            sd_b = _sd(arr_b) if arr_b.size >= 2 else baseline_std
+            se_diff = math.sqrt(baseline_std ** 2 / arr_a.size + sd_b ** 2 / arr_b.size)
 
-    threshold = None if baseline_std is None else _SIGMAS * baseline_std
+    threshold = None if se_diff is None else _SIGMAS * se_diff
     threshold_pct = None
     if threshold is not None and mean_a is not None and mean_a != 0.0:
         threshold_pct = 100.0 * threshold / abs(mean_a)
@@ -298,21 +329,21 @@ def compare_figure(key: FigureKey, a: Iterable[float], b: Iterable[float],
 
     return Comparison(
         key=key, n_a=int(arr_a.size), n_b=int(arr_b.size), mean_a=mean_a, mean_b=mean_b,
-        change_pct=change_pct, baseline_std=baseline_std, baseline_source=source,
+        change_pct=change_pct, baseline_std=baseline_std, baseline_source=source, se_diff=se_diff,
         threshold=threshold, threshold_pct=threshold_pct, significant_2sigma=significant,
         p_value=_welch_p(arr_a, arr_b), verdict=verdict,
     )
 
 
 def compare_tables(a: Mapping[FigureKey, Sequence[float]], b: Mapping[FigureKey, Sequence[float]],
-                   noise: NoiseModel | None = None) -> list[Comparison]:
+                   noise: NoiseModel | None = None, *, runs_a: int = 1, runs_b: int = 1) -> list[Comparison]:
     """Compare every figure of run B against run A.
 
     Order: A's keys as given, then keys only B has. A key missing on one side is compared with
     no values there, so it shows up as 'insufficient data' instead of vanishing.
     """
     keys = list(a.keys()) + [k for k in b.keys() if k not in a]
-    return [compare_figure(k, a.get(k, ()), b.get(k, ()), noise) for k in keys]
+    return [compare_figure(k, a.get(k, ()), b.get(k, ()), noise, runs_a=runs_a, runs_b=runs_b) for k in keys]
 
 
 # --- the table (seed 002, Table 2 shape) ----------------------------------------------------------
@@ -357,14 +388,28 @@ def _cell(name: str, value: Any) -> str:
     return str(value)
 
 
-def render_comparison_table(comparisons: Iterable[Comparison], *, title: str | None = None) -> str:
+ValueFormat = Callable[[FigureKey, float], str]
+"""Renders a mean of a figure in a human unit, e.g. ``(key, 1.2e9) -> '1.20 Gbit/s'``."""
+
+
+def render_comparison_table(comparisons: Iterable[Comparison], *, title: str | None = None,
+                            value_format: ValueFormat | None = None) -> str:
     """Plain-text table: Figure | Base mean | Changed mean | % change | 2σ threshold % | Significant?
 
     Text in the first column is left-aligned, numbers right-aligned; undefined cells read 'n/a'.
+    `value_format` renders the two means (default: the raw number with two decimals).
     """
+    comparisons = list(comparisons)
     rows = comparison_rows(comparisons)
     header = [h for _, h in _COLUMNS]
-    body = [[_cell(name, row[name]) for name, _ in _COLUMNS] for row in rows]
+    body = []
+    for c, row in zip(comparisons, rows, strict=True):
+        cells = [_cell(name, row[name]) for name, _ in _COLUMNS]
+        if value_format is not None:
+            for i, v in ((1, c.mean_a), (2, c.mean_b)):
+                if v is not None:
+                    cells[i] = value_format(c.key, v)
+        body.append(cells)
     widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
 
     def line(cells: list[str]) -> str:
@@ -377,12 +422,14 @@ def render_comparison_table(comparisons: Iterable[Comparison], *, title: str | N
     out.append(line(header))
     out.append("  ".join("-" * w for w in widths))
     out.extend(line(r) for r in body)
-    out.append("significant: |changed - base| > 2 x baseline std (noise model, else base repetitions)")
+    out.append("significant: |changed - base| > 2 x the standard error of the difference "
+               "(noise model spread x sqrt(1/runs_A + 1/runs_B), else both runs' repetitions)")
     return "\n".join(out) + "\n"
 
 
-def comparison_table(comparisons: Iterable[Comparison], *,
-                     title: str | None = None) -> tuple[list[dict[str, Any]], str]:
+def comparison_table(comparisons: Iterable[Comparison], *, title: str | None = None,
+                     value_format: ValueFormat | None = None) -> tuple[list[dict[str, Any]], str]:
     """Both forms of the table at once: (`comparison_rows`, `render_comparison_table`)."""
     comparisons = list(comparisons)
-    return comparison_rows(comparisons), render_comparison_table(comparisons, title=title)
+    return comparison_rows(comparisons), render_comparison_table(comparisons, title=title,
+                                                                 value_format=value_format)

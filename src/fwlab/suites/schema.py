@@ -125,6 +125,9 @@ class Suite(Strict):
 
     name: str
     description: str = ""
+    study: str | None = Field(None, pattern=r"^[a-z0-9][a-z0-9-]{0,39}$",
+                              description="published study the report sets this run beside (e.g. \"seed-001\"; "
+                                          "see fwlab.published)")
     mode: list[Literal["routed", "bridge", "direct"]] = Field(default_factory=lambda: ["routed"])
     backends: list[str] = Field(default_factory=lambda: ["nftables"])
     layouts: list[Literal["linear", "set"]] = Field(default_factory=lambda: ["linear"])

@@ -1,0 +1,192 @@
+"""Seed 002 (Compaq/Raptor EagleNT, NSTL): Table 1 (base-run spread) and Table 2 (changes against
+the base) beside fwlab's transactions per minute.
+
+Mapping: the base system is fwlab's HAProxy application proxy with no blocked URLs (else the
+first of no firewall / nftables at 0 rules in the run); 'BS + 100 rules' is nftables (established
+first) at 100 rules against nftables at 0 rules; 'WebNot N URLs' is the proxy's flat block list
+of N URLs against the proxy with none. A change is significant, as in the seed, when the mean %
+change over client loads exceeds the mean threshold over client loads; fwlab's threshold per load
+is two standard errors of the difference of the two configurations' means (fwlab.stats).
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from fwlab.published.compare import (
+    INCONCLUSIVE,
+    NOT_MEASURED,
+    NOT_REPRODUCED,
+    REPRODUCED,
+    Finding,
+    SideTable,
+    StudyComparison,
+    change,
+    fmt,
+    mean,
+    register,
+    values,
+)
+from fwlab.published.model import Study
+
+KIND = "transactions"
+SEED_THRESHOLD_PCT = "mean 2 stdev %"
+WEBNOT = {1000: "BS with WebNot(1 cat. 1,000 URLS)", 5000: "BS with WebNot(1 cat. 5,000 URLS)",
+          10000: "BS with WebNot(1 cat. 10,000 URLS)", 100000: "BS with WebNot(1 cat. 100,000 URLS)"}
+RULES_ROW = "BS + 100 rules"
+COL = "%Change over 4.0 Base"
+
+
+def _tx(trials: list[dict]) -> list[dict]:
+    return [t for t in trials if t.get("kind") == KIND and t.get("traffic") == "http"]
+
+
+def _cfg(trials, backend, rules, clients, metric="tpm"):
+    return values(trials, metric, backend=backend, rules=rules, streams=clients,
+                  layout=lambda v: backend == "none" or v == "linear")
+
+
+def _pooled_change(trials, ref: tuple[str, int], cfg: tuple[str, int], loads: list[int]):
+    """Mean % change and mean threshold % over client loads (seed 002's pooling)."""
+    changes, thresholds = [], []
+    for c in loads:
+        cmp = change(_cfg(trials, *ref, c), _cfg(trials, *cfg, c))
+        if cmp is None or cmp.change_pct is None:
+            continue
+        changes.append(cmp.change_pct)
+        if cmp.threshold_pct is not None:
+            thresholds.append(cmp.threshold_pct)
+    if not changes:
+        return None, None
+    return mean(changes), (mean(thresholds) if len(thresholds) == len(changes) else None)
+
+
+@register("seed-002")
+def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
+    out = StudyComparison(study)
+    tx = _tx(trials)
+    out.scaling = [
+        "Raptor EagleNT (an application proxy) -> HAProxy as an explicit HTTP proxy in the DUT "
+        "(backend proxy); the base system = the proxy with no blocked URLs.",
+        "WebNot URL blocking (a flat file) -> the proxy's block list, layout linear (walked per request).",
+        "'BS + 100 rules' -> 100 packet-filter rules (nftables, established first) against nftables "
+        "with 0 rules: the proxy cannot carry packet-filter rules in fwlab.",
+        "Client loads as published (virtual clients = concurrent closed-loop curl clients); one object "
+        "size (16 kB: the seed gives none); HTTP only (FTP is not implemented); short trials.",
+        "Absolute TPM cannot compare (1997 hardware, other objects); the spread (2 stdev %) and the "
+        "% changes can.",
+    ]
+    out.missing = ["FTP transactions (Table 8: 10-90 % of the seed's requests): fwlab has no FTP client yet.",
+                   "Hardware rows of Table 2 (memory, processors, bus, NIC buffers, 10 Mbit/s network): not "
+                   "firewall configurations, nothing to map on a namespace test bed."]
+    if not tx:
+        out.missing.insert(0, "No transaction trials in this run.")
+        return out
+    loads = sorted({int(t.get("streams") or 1) for t in tx})
+    backends = {t.get("backend") for t in tx}
+    base = next(((b, 0) for b in ("proxy", "none", "nftables") if b in backends
+                 and any(_cfg(tx, b, 0, c) for c in loads)), None)
+
+    # Table 1: base-run spread per client load
+    t1 = study.table("table1-tpm")
+    t1f = study.table("table1-failures")
+    rows = []
+    fw_bands = []
+    for label, vals in t1.rows:
+        c = int(label)
+        pub_avg, pub_band = vals[11], vals[13]
+        pub_fail = t1f.value(label, "avg")
+        tpm = _cfg(tx, *base, c) if base else []
+        fail = _cfg(tx, *base, c, "failure_pct") if base else []
+        band = None
+        if len(tpm) >= 2 and statistics.fmean(tpm):
+            band = 200.0 * statistics.stdev(tpm) / statistics.fmean(tpm)
+            fw_bands.append(band)
+        rows.append((label, fmt(pub_avg, 1), fmt(pub_band, 2), fmt(pub_fail, 2),
+                     fmt(mean(tpm), 0) if tpm else "not measured", str(len(tpm)) if tpm else "–",
+                     fmt(band, 2), fmt(mean(fail), 2)))
+    pub_pooled = t1.summary.get(SEED_THRESHOLD_PCT)
+    rows.append(("mean over loads", "", fmt(pub_pooled, 2), "", "", "", fmt(mean(fw_bands), 2) + (
+        f" ({len(fw_bands)} loads)" if fw_bands else ""), ""))
+    base_name = {"proxy": "HAProxy proxy, 0 blocked URLs", "none": "no firewall",
+                 "nftables": "nftables, 0 rules"}.get(base[0], "?") if base else "no base configuration"
+    out.tables.append(SideTable(
+        title=f"{t1.ref}: the base system's spread (fwlab base: {base_name})",
+        header=("clients", "as published: avg TPM", "as published: 2 stdev [%]",
+                "as published: failures [%]", "fwlab: mean TPM", "fwlab: repetitions",
+                "fwlab: 2 stdev [%]", "fwlab: failures [%]"),
+        rows=tuple(rows),
+        note="2 stdev % = twice the standard deviation of the runs (fwlab: repetitions) as % of their mean; "
+             "the seed's significance band is the mean of that column. Absolute TPM does not compare."))
+
+    # Table 2: changes against the base
+    t2 = study.table("table2")
+    rows = []
+    cmp_rows: list[tuple[str, str, float | None, float | None, float | None]] = []
+    mapping = [(RULES_ROW, ("nftables", 0), ("nftables", 100), "nftables +established, 100 rules vs 0")]
+    mapping += [(row, ("proxy", 0), ("proxy", n), f"proxy, {n:,} blocked URLs (list) vs none")
+                for n, row in WEBNOT.items()]
+    for row, ref, cfg, fw_label in mapping:
+        pub = t2.value(row, COL)
+        have = any(_cfg(tx, *cfg, c) for c in loads) and any(_cfg(tx, *ref, c) for c in loads)
+        ch, th = _pooled_change(tx, ref, cfg, loads) if have else (None, None)
+        pub_sig = None if pub is None or pub_pooled is None else abs(pub) > pub_pooled
+        fw_sig = None if ch is None or th is None else abs(ch) > th
+        cmp_rows.append((row, fw_label, pub, ch, th))
+        rows.append((row, fw_label if have else f"{fw_label}: not in this run", fmt(pub, 2),
+                     "–" if pub_sig is None else ("yes" if pub_sig else "no"),
+                     fmt(ch, 2) if have else "–", fmt(th, 2) if have else "–",
+                     "–" if fw_sig is None else ("yes" if fw_sig else "no")))
+    out.tables.append(SideTable(
+        title=f"{t2.ref}: % change of TPM against the base",
+        header=("configuration (seed)", "fwlab configuration", "as published: % change",
+                f"as published: significant (> {fmt(pub_pooled, 2)} %)", "fwlab: % change",
+                "fwlab: threshold [%]", "fwlab: significant"),
+        rows=tuple(rows), left=2,
+        note="fwlab: mean over client loads of the % change of mean TPM, against the mean over loads of "
+             "the threshold (two standard errors of the difference, from the repetitions)."))
+
+    # findings: "no effect" is confirmed only by a run whose threshold is tight enough to see an
+    # effect the seed would have called significant
+    max_th = 2.0 * pub_pooled
+
+    def verdict_line(items):
+        measured = [(r, lab, ch, th) for r, lab, _, ch, th in items if ch is not None and th is not None]
+        if not measured:
+            return NOT_MEASURED, "not in this run"
+        sig = [(lab, ch, th) for _, lab, ch, th in measured if abs(ch) > th]
+        parts = "; ".join(f"{lab}: {ch:+.2f} % (threshold {th:.2f} %)" for _, lab, ch, th in measured)
+        if sig:
+            return NOT_REPRODUCED, parts
+        if any(th > max_th for _, _, _, th in measured):
+            return INCONCLUSIVE, parts + f"; a threshold above {max_th:.1f} % cannot confirm 'no effect'"
+        return REPRODUCED, parts
+
+    crit = (f"the mean % change over client loads stays within fwlab's threshold, and that threshold is at "
+            f"most {max_th:.1f} % (twice the seed's)")
+    verdict, text = verdict_line(cmp_rows[:1])
+    out.findings.append(Finding(
+        claim="Adding 100 firewall rules has no impact on transactions per minute",
+        published=f"{t2.value(RULES_ROW, COL):+.2f} % against a threshold of {pub_pooled} %",
+        fwlab=f"fwlab: {text}.", criterion=crit, verdict=verdict))
+    verdict, text = verdict_line(cmp_rows[1:])
+    largest = max((n for n in WEBNOT if any(_cfg(tx, "proxy", n, c) for c in loads)), default=None)
+    out.findings.append(Finding(
+        claim="URL blocking does not affect performance, even with 100,000 URLs",
+        published="; ".join(f"{n:,} URLs: {t2.value(r, COL):+.2f} %" for n, r in WEBNOT.items())
+                  + f" (threshold {pub_pooled} %)",
+        fwlab=f"fwlab: {text}." + (f" The largest list measured here has {largest:,} URLs." if largest and largest < 100000 else ""),
+        criterion=crit.replace("the mean", "every list's mean"), verdict=verdict))
+    if base and len(loads) >= 2 and 1 in loads:
+        lo, hi = mean(_cfg(tx, *base, 1)), mean(_cfg(tx, *base, loads[-1]))
+        pub_lo, pub_hi = t1.value("1", "avg"), t1.value(str(loads[-1]), "avg") if str(loads[-1]) in dict(t1.rows) else None
+        ratio = None if not lo or hi is None else hi / lo
+        out.findings.append(Finding(
+            claim="More concurrent clients give more transactions per minute than one client (Table 1)",
+            published=f"1 client {pub_lo} TPM" + (f", {loads[-1]} clients {pub_hi} TPM ({pub_hi / pub_lo:.1f} x)"
+                                                    if pub_hi else ""),
+            fwlab=f"fwlab base: 1 client {fmt(lo, 0)} TPM, {loads[-1]} clients {fmt(hi, 0)} TPM"
+                  + (f" ({ratio:.1f} x)." if ratio else "."),
+            criterion=f"TPM at {loads[-1]} clients is more than twice the TPM at 1 client",
+            verdict=NOT_MEASURED if ratio is None else REPRODUCED if ratio > 2 else NOT_REPRODUCED))
+    return out

@@ -1,0 +1,131 @@
+"""Seed 003 (IPv4 vs IPv6 in a virtual network, iperf): Tables 1 and 2 beside fwlab's TCP and UDP
+figures over IPv4 and IPv6.
+
+Normalisation: IPv6 / IPv4 of the same measurement (absolute rates of a 2013 VirtualBox/GNS3
+network do not compare); jitter in ms side by side. A difference counts when fwlab's 2-sigma
+comparison (fwlab.stats) calls it significant.
+"""
+
+from __future__ import annotations
+
+from fwlab.published.compare import (
+    NOT_MEASURED,
+    NOT_REPRODUCED,
+    REPRODUCED,
+    SIGNIFICANT,
+    Finding,
+    SideTable,
+    StudyComparison,
+    change,
+    config_name,
+    fmt,
+    mean,
+    register,
+    values,
+)
+from fwlab.published.model import Study
+
+
+def _st(trials):
+    return [t for t in trials if t.get("kind") == "stream" and t.get("traffic") in ("tcp", "udp")]
+
+
+@register("seed-003")
+def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
+    out = StudyComparison(study)
+    st = _st(trials)
+    t1, t2 = study.table("table1"), study.table("table2")
+    out.scaling = [
+        "Windows 7 and Ubuntu VMs through three GNS3 routers -> client and server namespaces through the "
+        "routed DUT (no firewall, and nftables rule sets as an extra).",
+        "iperf 2 TCP -> iperf3 TCP; iperf 2's default UDP load (1 Mbit/s, 1470 B datagrams) -> iperf3 UDP at "
+        "1 Mbit/s with 1470 B datagrams (label 1m); plus unlimited UDP.",
+        "The seed's KByte/MByte/GBit runs are one test reported in three units: fwlab runs it once.",
+        "UDP throughput is iperf3's own received rate (as the seed's iperf reported): 1470 B datagrams "
+        "over IPv6 exceed the 1500 B MTU and cross the DUT as two fragments each.",
+        "Compared as IPv6 / IPv4 of the same measurement; jitter in ms.",
+    ]
+    out.missing = ["Delay (the seed names it as a metric but publishes no figure): IPv4-vs-IPv6 delay and jitter "
+                   "time series are being built (issue 6).",
+                   "Windows 7 as the sender: one kernel here."]
+    cfgs = sorted({(t.get("backend"), t.get("layout"), int(t.get("rules") or 0)) for t in st})
+
+    def v(cfg, traffic, ipv, metric="throughput_bps", label=None):
+        be, lay, n = cfg
+        match = dict(backend=be, layout=lay, rules=n, traffic=traffic, ip_version=ipv, label=label)
+        if traffic == "udp" and metric == "throughput_bps":
+            # iperf3's own received rate, as the seed's iperf: the link counter counts IP fragments,
+            # and a 1470 B datagram over IPv6 (1518 B packet) is two of them
+            app = values(st, "app_throughput_bps", **match)
+            if app:
+                return app
+        return values(st, metric, **match)
+
+    def name(cfg):
+        be, lay, n = cfg
+        return "no firewall" if be == "none" else f"{config_name(be, lay)} {n:,} rules"
+
+    pub_tcp = {u: t1.value(f"IPv6 {u}", "average") / t1.value(f"IPv4 {u}", "average") for u in ("KByte/s", "MByte/s")}
+    rows = [("as published", f"TCP, {u} run", fmt(t1.value(f'IPv4 {u}', 'average'), 2) + f" {u}",
+             fmt(t1.value(f'IPv6 {u}', 'average'), 2) + f" {u}", fmt(r, 2)) for u, r in pub_tcp.items()]
+    pub_udp = t2.value("IPv6 KByte/s", "average throughput") / t2.value("IPv4 KByte/s", "average throughput")
+    rows.append(("as published", "UDP 1 Mbit/s, KByte/s run", f"{t2.value('IPv4 KByte/s', 'average throughput'):g} KByte/s",
+                 f"{t2.value('IPv6 KByte/s', 'average throughput'):g} KByte/s", fmt(pub_udp, 2)))
+    for cfg in cfgs:
+        for traffic, label, what in (("tcp", None, "TCP"), ("udp", "1m", "UDP 1 Mbit/s"), ("udp", None, "UDP unlimited")):
+            a, b = v(cfg, traffic, 4, label=label), v(cfg, traffic, 6, label=label)
+            if a and b:
+                rows.append((f"fwlab, {name(cfg)}", what, fmt(mean(a) / 1e6, 2) + " Mbit/s", fmt(mean(b) / 1e6, 2) + " Mbit/s",
+                             fmt(mean(b) / mean(a), 3)))
+    out.tables.append(SideTable(title=f"{t1.ref} and {t2.ref}: throughput, IPv4 vs IPv6",
+                                header=("source", "measurement", "IPv4", "IPv6", "IPv6 / IPv4"), rows=tuple(rows), left=2,
+                                note="fwlab: means over repetitions."))
+    rows = [("as published", f"{u} run", fmt(t2.value(f'IPv4 {u}', 'average jitter [ms]'), 2),
+             fmt(t2.value(f'IPv6 {u}', 'average jitter [ms]'), 2)) for u in ("KByte/s", "MByte/s", "GBit/s")]
+    for cfg in cfgs:
+        a, b = v(cfg, "udp", 4, "jitter_ms", "1m"), v(cfg, "udp", 6, "jitter_ms", "1m")
+        if a and b:
+            rows.append((f"fwlab, {name(cfg)}", "UDP 1 Mbit/s", fmt(mean(a), 3), fmt(mean(b), 3)))
+    out.tables.append(SideTable(title=f"{t2.ref}: jitter at 1 Mbit/s", header=("source", "run", "IPv4 [ms]", "IPv6 [ms]"),
+                                rows=tuple(rows), left=2))
+
+    ref = next((c for c in cfgs if c[0] == "none"), cfgs[0] if cfgs else None)
+    tcp = change(v(ref, "tcp", 4), v(ref, "tcp", 6)) if ref else None
+    if tcp is None or tcp.change_pct is None:
+        out.findings.append(Finding(claim="IPv6 TCP throughput is higher than IPv4 (Tablo 1)",
+                                    published=f"IPv6/IPv4 {pub_tcp['KByte/s']:.2f} and {pub_tcp['MByte/s']:.2f}",
+                                    fwlab="no TCP over both IP versions in this run.", criterion="–", verdict=NOT_MEASURED))
+    else:
+        sig = tcp.verdict == SIGNIFICANT
+        desc = (f"fwlab ({name(ref)}): IPv6 {tcp.change_pct:+.1f} % against IPv4 "
+                f"({'significant' if sig else 'within the noise'}, threshold {fmt(tcp.threshold_pct, 1)} %).")
+        out.findings.append(Finding(
+            claim="IPv6 TCP throughput is higher than IPv4 (Tablo 1)",
+            published=f"IPv6/IPv4 = {pub_tcp['KByte/s']:.2f} (KByte/s run), {pub_tcp['MByte/s']:.2f} (MByte/s run)",
+            fwlab=desc, criterion="IPv6 above IPv4 and the difference significant",
+            verdict=REPRODUCED if sig and tcp.change_pct > 0 else NOT_REPRODUCED))
+        out.findings.append(Finding(
+            claim="IPv4 performs better than IPv6 because of IPv6's larger overhead (the paper's conclusion)",
+            published="stated in §3.2/4 without a figure; contradicts Tablo 1",
+            fwlab=desc, criterion="IPv4 above IPv6 and the difference significant",
+            verdict=REPRODUCED if sig and tcp.change_pct < 0 else NOT_REPRODUCED))
+    udp = change(v(ref, "udp", 4, label="1m"), v(ref, "udp", 6, label="1m")) if ref else None
+    if udp is not None and udp.change_pct is not None:
+        out.findings.append(Finding(
+            claim="At iperf's default 1 Mbit/s, UDP throughput is the same over IPv4 and IPv6",
+            published=f"117 vs 121 KByte/s (IPv6/IPv4 {pub_udp:.2f})",
+            fwlab=f"fwlab ({name(ref)}): IPv6 {udp.change_pct:+.2f} % against IPv4.",
+            criterion="within ±5 %", verdict=REPRODUCED if abs(udp.change_pct) <= 5 else NOT_REPRODUCED))
+    jit = change(v(ref, "udp", 4, "jitter_ms", "1m"), v(ref, "udp", 6, "jitter_ms", "1m")) if ref else None
+    pub4 = mean([t2.value(f"IPv4 {u}", "average jitter [ms]") for u in ("KByte/s", "MByte/s", "GBit/s")])
+    pub6 = mean([t2.value(f"IPv6 {u}", "average jitter [ms]") for u in ("KByte/s", "MByte/s", "GBit/s")])
+    if jit is not None and jit.mean_a is not None:
+        sig = jit.verdict == SIGNIFICANT
+        out.findings.append(Finding(
+            claim="IPv4 has less jitter than IPv6 (the paper's conclusion)",
+            published=f"mean of the three runs {pub4:.2f} ms (IPv4) vs {pub6:.2f} ms (IPv6); IPv6 lower in the KByte/s run",
+            fwlab=f"fwlab ({name(ref)}): {jit.mean_a:.3f} ms (IPv4) vs {jit.mean_b:.3f} ms (IPv6), "
+                  f"{'significant' if sig else 'within the noise'}.",
+            criterion="IPv4 below IPv6 and the difference significant",
+            verdict=REPRODUCED if sig and jit.mean_a < jit.mean_b else NOT_REPRODUCED))
+    return out

@@ -1,0 +1,166 @@
+"""The overview at the top of every report: what was tested, on what host, with which rule
+sets, and the headline findings in plain sentences computed from the record.
+
+Owns: those sentences and the overview's HTML. Reads the record (run.json, the trials and the
+curves of `report.summary`) only; the numbers are medians over repetitions.
+"""
+
+from __future__ import annotations
+
+import html
+import statistics
+
+from fwlab.report.summary import METRIC_INFO, Curve, primary_metric
+
+_RATE_WORD = {"rx_pps": "forwards", "throughput_bps": "carries", "throughput_pps": "passes without loss",
+              "transactions_per_s": "completes"}
+
+
+def _e(x) -> str:
+    return html.escape(str(x))
+
+
+def _pct(v: float) -> str:
+    return f"{v:.0f} %" if v >= 10 else f"{v:.1f} %"
+
+
+def headline_sentences(cs: list[Curve], limit: int = 12) -> list[str]:
+    """Per traffic and configuration with rules: the largest rule count's rate as % of the same
+    configuration's 0-rule rate, e.g. 'nftables linear at 10000 rules forwards 7 % of its 0-rule
+    packet rate (IPv4 UDP 64 B, routed)'."""
+    out: list[str] = []
+    by_traffic: dict[str, list[Curve]] = {}
+    for c in cs:
+        if c.k["backend"] != "none":
+            by_traffic.setdefault(c.traffic_label, []).append(c)
+    for tl, group in by_traffic.items():
+        parts = []
+        for c in group:
+            m = primary_metric(c)
+            ns = [n for n, p in c.points.items() if n > 0 and p.median(m) is not None]
+            if not ns or c.points.get(0) is None:
+                continue
+            top = max(ns)
+            pct = c.pct_of_zero(m, top)
+            if pct is None:
+                continue
+            parts.append((c.label, top, pct, m))
+        if not parts:
+            continue
+        m = parts[0][3]
+        what = METRIC_INFO[m][0]
+        first = parts[0]
+        s = f"{first[0]} at {first[1]:,} rules {_RATE_WORD.get(m, 'reaches')} {_pct(first[2])} of its 0-rule {what}"
+        rest = [f"{lab} at {n:,} rules {_pct(p)}" for lab, n, p, _ in parts[1:]]
+        if rest:
+            s += "; " + "; ".join(rest)
+        out.append(f"{tl}: {s}.")
+        if len(out) >= limit:
+            break
+    return out
+
+
+def transaction_sentences(trials: list[dict], limit: int = 6) -> list[str]:
+    """Per firewall configuration with rules: TPM at the largest rule count as % of 0 rules,
+    at the largest client load measured."""
+    tx = [t for t in trials if t.get("kind") == "transactions" and not t.get("error") and t.get("metrics")]
+    if not tx:
+        return []
+    load = max(int(t.get("streams") or 1) for t in tx)
+    acc: dict[tuple, dict[int, list[float]]] = {}
+    for t in tx:
+        if int(t.get("streams") or 1) != load or t["metrics"].get("tpm") is None or t.get("backend") == "none":
+            continue
+        key = (t.get("backend"), t.get("layout"), t.get("size_bytes"), t.get("traffic"))
+        acc.setdefault(key, {}).setdefault(int(t.get("rules") or 0), []).append(float(t["metrics"]["tpm"]))
+    out = []
+    for (be, lay, size, traffic), pts in sorted(acc.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
+        if 0 not in pts or len(pts) < 2:
+            continue
+        top = max(pts)
+        base, v = statistics.median(pts[0]), statistics.median(pts[top])
+        if not base:
+            continue
+        what = "blocked URLs" if be == "proxy" else "rules"
+        out.append(f"{be} {lay} at {top:,} {what} completes {_pct(100 * v / base)} of the transactions per "
+                   f"minute it completes with 0 {what}, at {load} clients ({traffic}"
+                   + (f", {size / 1000:g} kB objects)." if size else ")."))
+        if len(out) >= limit:
+            break
+    return out
+
+
+def quality_sentence(trials: list[dict]) -> str:
+    n = len(trials)
+    err = sum(1 for t in trials if t.get("error"))
+    codes: dict[str, int] = {}
+    for t in trials:
+        for f in t.get("flags") or []:
+            codes[f.get("code", "?")] = codes.get(f.get("code", "?"), 0) + 1
+    s = f"{n - err} of {n} trials measured"
+    s += f", {err} missing (reasons under Quality flags)" if err else ""
+    if codes:
+        s += "; flagged: " + ", ".join(f"{k} ({v})" for k, v in sorted(codes.items()))
+    else:
+        s += "; no trial was flagged"
+    return s + "."
+
+
+def _rule_sets(run: dict, trials: list[dict]) -> str:
+    acc: dict[tuple, set[int]] = {}
+    for t in trials:
+        acc.setdefault((t.get("backend"), t.get("layout"), bool(t.get("stateful_shortcut"))), set()).add(int(t.get("rules") or 0))
+    parts = []
+    for (be, lay, sc), ns in sorted(acc.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
+        if be == "none":
+            parts.append("no firewall (reference)")
+            continue
+        what = "blocked URLs" if be == "proxy" else "rules"
+        parts.append(f"{be} {lay}{' with established,related accept first' if sc else ''}: "
+                     f"{', '.join(f'{n:,}' for n in sorted(ns))} {what}")
+    return "; ".join(parts) or "–"
+
+
+def _traffic(suite: dict) -> str:
+    items = []
+    for t in suite.get("traffic") or []:
+        sizes = [s for s in t.get("sizes") or [] if s]
+        s = f"{t.get('kind')} ({t.get('tool')})"
+        if sizes:
+            s += " " + "/".join(str(x) for x in sizes) + " B"
+        if (t.get("streams") or 1) > 1:
+            s += f" x{t['streams']} streams"
+        if t.get("rate_bps"):
+            s += f" at {t['rate_bps'] / 1e6:g} Mbit/s"
+        items.append(s)
+    return "; ".join(items)
+
+
+def render_overview(run: dict, trials: list[dict], cs: list[Curve], published_html: list[str]) -> str:
+    suite = (run.get("suite") or {}).get("parsed") or {}
+    host = run.get("host") or {}
+    rows = [
+        ("tested", f"{_e(suite.get('description') or suite.get('name'))}"),
+        ("test bed", _e(f"modes {', '.join(suite.get('mode') or [])}; IPv{'/'.join(str(v) for v in suite.get('ip_versions') or [])}; "
+                        f"device model {suite.get('device_model', 'veth')}; offloads {suite.get('offloads')}")),
+        ("traffic", _e(f"{_traffic(suite)}; {suite.get('duration_s')} s x {suite.get('repetitions')} repetitions")),
+        ("rule sets", _e(_rule_sets(run, trials))),
+        ("host", _e(f"{host.get('cpu_model')}, {host.get('cpus')} CPUs, {(host.get('memory_kib') or 0) // 1048576} GiB, "
+                    f"Linux {host.get('kernel')}; fwlab {host.get('fwlab_version')} ({host.get('fwlab_git_revision')})")),
+        ("quality", _e(quality_sentence(trials))),
+    ]
+    out = ["<h2 id='overview'>Overview</h2><table class='kv'>"]
+    out += [f"<tr><th class='l'>{k}</th><td class='l'>{v}</td></tr>" for k, v in rows]
+    out.append("</table>")
+    sentences = headline_sentences(cs) + transaction_sentences(trials)
+    out.append("<h3>Headline findings</h3>")
+    if sentences:
+        out.append("<ul>" + "".join(f"<li>{_e(s)}</li>" for s in sentences) + "</ul>")
+    else:
+        out.append("<p class='muted'>No configuration with both a 0-rule reference and a larger rule count "
+                   "was measured, so there is no rule-count finding to state.</p>")
+    out.append("<p class='muted'>Rates are medians over repetitions, relative to the same configuration's "
+               "0-rule reference in this run. Taken on a shared machine: compare within a run.</p>")
+    if published_html:
+        out.append("<p>This run is set beside a published study: see <a href='#published'>As published</a>.</p>")
+    return "\n".join(out)

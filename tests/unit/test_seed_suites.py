@@ -1,0 +1,70 @@
+"""The seed presets: every seed-NNN suite and its quick variant validate, expand, name their
+study, and the quick variant is a small plan (estimated under 10 minutes); `fwlab run --quick`
+picks the quick variant. No root."""
+
+from __future__ import annotations
+
+import pytest
+
+from fwlab import cli
+from fwlab.errors import FwlabError
+from fwlab.published import study_names
+from fwlab.suites import expand, load_suite
+from fwlab.suites.estimate import estimate_s
+
+SEEDS = [f"seed-00{i}" for i in range(5)]
+
+
+@pytest.mark.parametrize("name", SEEDS)
+def test_seed_suite_and_quick_variant(name):
+    full, _ = load_suite(name)
+    quick, _ = load_suite(f"{name}-quick")
+    assert full.study == quick.study == name and name in study_names()
+    assert full.description and quick.description
+    pf, pq = expand(full), expand(quick)
+    assert pf.trials and pq.trials and not pq.skipped
+    assert len(pq.trials) <= len(pf.trials)
+    assert estimate_s(quick, pq) < 600.0, "a --quick variant must finish within 10 minutes"
+    assert estimate_s(quick, pq) < estimate_s(full, pf)
+    # the quick variant measures a subset of what the full suite does
+    assert {t.traffic for t in pq.trials} <= {t.traffic for t in pf.trials}
+    assert set(quick.rules) - {0} <= set(full.rules) | {0}
+
+
+def test_seed_000_uses_one_way_udp_payloads_of_the_seed():
+    s, _ = load_suite("seed-000")
+    eng = next(t for t in s.traffic if t.kind == "engine")
+    # UDP payloads 64/512/1400 B + UDP 8 + IPv4 20 + Ethernet 14 + FCS 4
+    assert eng.sizes == [64 + 46, 512 + 46, 1400 + 46]
+    assert s.stateful_shortcut == [True] and s.duration_s == 60
+
+
+def test_seed_004_streams_stay_within_one_iperf3_process():
+    for name in ("seed-004", "seed-004-quick"):
+        s, _ = load_suite(name)
+        assert {t.streams for t in s.traffic} == {1, 100, 128}
+        assert "direct" in s.mode and "bridge" in s.mode
+
+
+def test_quick_variant_selection():
+    assert cli.quick_variant("seed-001") == "seed-001-quick"
+    assert cli.quick_variant("seed-001-quick") == "seed-001-quick"
+    assert cli.quick_variant("transactions") == "transactions-quick"
+    with pytest.raises(FwlabError, match="no quick variant"):
+        cli.quick_variant("rule-scaling")
+    with pytest.raises(FwlabError, match="no quick variant"):
+        cli.quick_variant("my-suite.toml")
+
+
+def test_run_quick_loads_the_quick_suite(monkeypatch, tmp_path):
+    seen = {}
+
+    def fake_start_run(suite, text, out, quiet=False, **kw):
+        seen["name"] = suite.name
+        raise FwlabError("stop here", fix="-")
+
+    import fwlab.orchestrate
+    monkeypatch.setattr(fwlab.orchestrate, "start_run", fake_start_run)
+    rc = cli.main(["run", "seed-003", "--quick", "--out", str(tmp_path), "-q"])
+    assert rc == cli.EXIT_USAGE and seen["name"] == "seed-003-quick"
+    assert cli.main(["run", "rule-scaling", "--quick", "--out", str(tmp_path)]) == cli.EXIT_USAGE
