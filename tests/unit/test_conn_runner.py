@@ -70,9 +70,9 @@ def test_limit_cause_names_a_full_connection_table():
 
 
 def test_parse_doc_checks_the_kind():
-    assert conn.parse_doc(json.dumps({"kind": "conn-rate"}), "conn-rate")["kind"] == "conn-rate"
+    assert conn.parse_doc(json.dumps({"kind": "conn-rate", "schema_version": 1}), "conn-rate")["kind"] == "conn-rate"
     with pytest.raises(FwlabError):
-        conn.parse_doc(json.dumps({"kind": "conn-hold"}), "conn-rate")
+        conn.parse_doc(json.dumps({"kind": "conn-hold", "schema_version": 1}), "conn-rate")
     with pytest.raises(FwlabError):
         conn.parse_doc("not json", "conn-rate")
 

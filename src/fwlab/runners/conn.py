@@ -26,7 +26,6 @@ the next; conntrack is only active in the DUT when its rule set uses it (the sta
 from __future__ import annotations
 
 import ipaddress
-import json
 import math
 import os
 import shutil
@@ -239,15 +238,11 @@ def flush_conntrack(bed: "Testbed") -> bool:
 
 # -- the engine processes ---------------------------------------------------------------------------
 def parse_doc(text: str, kind: str) -> dict:
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise RunnerError(f"fwlab-engine {kind} printed no JSON ({exc.msg})",
-                          fix="run 'make engine' to rebuild it; see its stderr") from exc
-    if not isinstance(doc, dict) or doc.get("kind") != kind:
-        raise RunnerError(f"fwlab-engine printed a '{doc.get('kind') if isinstance(doc, dict) else '?'}' "
-                          f"document, expected '{kind}'", fix="use the engine built from this checkout")
-    return doc
+    """One engine JSON document of ``kind`` (conn-server, conn-rate, conn-hold): the engine
+    runner's check (JSON, kind, schema_version)."""
+    from fwlab.runners.engine import parse_result
+
+    return parse_result(text, kind)
 
 
 def ports_arg(n: int) -> str:
