@@ -55,6 +55,7 @@ from fwlab.dut.base import BACKENDS, COUNTER_CLASSES, Backend, DutContext, regis
 from fwlab.errors import BackendError
 from fwlab.rules.model import LAYOUTS, RuleSet
 from fwlab.testbed.host import LocalHost
+from fwlab.validation import one_line
 
 SHIPPED_DIR = Path(__file__).resolve().parent / "commands"
 PREFIX = "command:"
@@ -151,9 +152,7 @@ def read_firewall(path: Path) -> FirewallFile:
     try:
         fw = FirewallFile.model_validate(data)
     except ValidationError as exc:
-        e = exc.errors()[0]
-        where = ".".join(str(x) for x in e["loc"]) or "(top)"
-        raise BackendError(f"firewall description {path}: {where}: {e['msg']}",
+        raise BackendError(f"firewall description {path}: {one_line(exc)}",
                            fix="see the format in fwlab/dut/command.py's docstring") from None
     tpl = path.parent / fw.template
     if not tpl.is_file():

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from fwlab.errors import FwlabError, RunnerError
 from fwlab.runners.base import Measurement, Runner, TrafficSpec, TrialEnv, register
+from fwlab.validation import one_line
 from fwlab.runners.engine import (EngineMeasurer, EngineTrial, default_cpus, default_frame_size,
                                   engine_version, find_engine, run_trial, _missing_text)
 from fwlab.search import run_search
@@ -85,9 +86,7 @@ def parse_options(options: dict) -> Rfc2544Options:
     try:
         return Rfc2544Options(**options)
     except ValidationError as exc:
-        e = exc.errors()[0]
-        where = ".".join(str(x) for x in e["loc"]) or "options"
-        raise ValueError(f"rfc2544 option {where}: {e['msg']}") from None
+        raise ValueError(f"rfc2544 option {one_line(exc)}") from None
 
 
 def _bed_key(ip_version: int, frame: int, backend: str) -> str:

@@ -12,6 +12,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from fwlab.validation import one_line
+
 from fwlab.errors import SuiteError
 from fwlab.suites.schema import Suite
 
@@ -24,21 +26,11 @@ def builtin_names() -> list[str]:
     return sorted(p.stem for p in builtin_dir().glob("*.toml"))
 
 
-def _one_line(exc: ValidationError) -> str:
-    parts = []
-    for e in exc.errors()[:3]:
-        loc = ".".join(str(x) for x in e["loc"])
-        msg = e["msg"].removeprefix("Value error, ")
-        parts.append(f"{loc}: {msg}" if loc else msg)
-    more = f" (+{exc.error_count() - 3} more)" if exc.error_count() > 3 else ""
-    return "; ".join(parts) + more
-
-
 def parse_suite(data: dict, origin: str) -> Suite:
     try:
         return Suite.model_validate(data)
     except ValidationError as exc:
-        raise SuiteError(f"suite {origin} is invalid: {_one_line(exc)}",
+        raise SuiteError(f"suite {origin} is invalid: {one_line(exc)}",
                          fix="correct the suite file; 'fwlab list' shows the built-ins to copy from") from None
 
 

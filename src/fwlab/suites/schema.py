@@ -195,7 +195,8 @@ class Suite(Strict):
         if self.hosts:
             from pydantic import ValidationError
 
-            from fwlab.testbed.hosts import HostsFile, one_line
+            from fwlab.testbed.hosts import HostsFile
+            from fwlab.validation import one_line
             try:
                 HostsFile.model_validate({"hosts": self.hosts})
             except ValidationError as exc:

@@ -43,6 +43,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from fwlab.validation import one_line
+
 from fwlab.errors import HostError
 from fwlab.testbed.clock import ClockOffset, measure_offset
 from fwlab.testbed.host import Host
@@ -175,16 +177,6 @@ def command_overhead_s(host: Host, n: int = 7) -> float:
         host.run(["true"], timeout_s=30)
         times.append(time.perf_counter() - t0)
     return round(statistics.median(times), 6)
-
-
-def one_line(exc: ValidationError) -> str:
-    parts = []
-    for e in exc.errors()[:3]:
-        loc = ".".join(str(x) for x in e["loc"])
-        msg = e["msg"].removeprefix("Value error, ")
-        parts.append(f"{loc}: {msg}" if loc else msg)
-    more = f" (+{exc.error_count() - 3} more)" if exc.error_count() > 3 else ""
-    return "; ".join(parts) + more
 
 
 def parse_hosts(data: dict, origin: str) -> dict[str, HostEntry]:
