@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from fwlab.errors import BackendError
@@ -51,6 +52,14 @@ def rule_class(tag: str) -> str:
     """Map a rule tag (comment) like 'deny-17' or 'permit-fwd' to its counter class."""
     head = tag.split("-", 1)[0]
     return head if head in COUNTER_CLASSES else "default_drop" if head == "default" else "infra"
+
+
+def sum_by_class(tagged: Iterable[tuple[str, int]]) -> dict[str, int]:
+    """(rule tag, packets) pairs -> packets per counter class (every class present)."""
+    sums = {k: 0 for k in COUNTER_CLASSES}
+    for tag, n in tagged:
+        sums[rule_class(tag)] += n
+    return sums
 
 
 class Backend(ABC):

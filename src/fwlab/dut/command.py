@@ -51,7 +51,7 @@ from typing import Union
 import jinja2
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from fwlab.dut.base import BACKENDS, COUNTER_CLASSES, Backend, DutContext, register, rule_class
+from fwlab.dut.base import BACKENDS, Backend, DutContext, register, sum_by_class
 from fwlab.errors import BackendError
 from fwlab.rules.model import LAYOUTS, RuleSet
 from fwlab.testbed.host import LocalHost
@@ -285,10 +285,7 @@ class CommandBackend(Backend):
         return out
 
     def counters(self, ctx: DutContext) -> dict[str, int]:
-        sums = {k: 0 for k in COUNTER_CLASSES}
-        for tag, n in self.rule_counters(ctx).items():
-            sums[rule_class(tag)] += n
-        return sums
+        return sum_by_class(self.rule_counters(ctx).items())
 
     def flush(self, ctx: DutContext) -> None:
         self._run(ctx, "flush")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from fwlab.dut.base import COUNTER_CLASSES, Backend, DutContext, register, rule_class
+from fwlab.dut.base import Backend, DutContext, register, sum_by_class
 from fwlab.rules.model import RuleSet
 from fwlab.testbed.host import LocalHost
 
@@ -75,15 +75,14 @@ class Iptables(Backend):
         return "\n".join(l for l in text.splitlines() if not l.startswith("#"))
 
     def counters(self, ctx: DutContext) -> dict[str, int]:
-        sums = {k: 0 for k in COUNTER_CLASSES}
+        tagged = []
         for v in (4, 6):
             for line in self._save(ctx, v, True).splitlines():
                 m = _COUNTER_LINE.match(line)
-                if not m:
-                    continue
-                c = _COMMENT.search(m.group(3))
-                sums[rule_class(c.group(1) if c else "")] += int(m.group(1))
-        return sums
+                if m:
+                    c = _COMMENT.search(m.group(3))
+                    tagged.append((c.group(1) if c else "", int(m.group(1))))
+        return sum_by_class(tagged)
 
     def flush(self, ctx: DutContext) -> None:
         for v in (4, 6):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 
-from fwlab.dut.base import COUNTER_CLASSES, Backend, DutContext, register, rule_class
+from fwlab.dut.base import Backend, DutContext, register, sum_by_class
 from fwlab.rules.model import RuleSet
 from fwlab.testbed.host import LocalHost
 
@@ -87,18 +87,14 @@ class Nftables(Backend):
 
     def counters(self, ctx: DutContext) -> dict[str, int]:
         cp = ctx.host.run(["nft", "-j", "list", "ruleset"], ns=ctx.ns)
-        sums = {k: 0 for k in COUNTER_CLASSES}
+        tagged = []
         for item in json.loads(cp.stdout).get("nftables", []):
             rule = item.get("rule")
-            if not rule:
-                continue
-            tag = rule.get("comment", "")
-            pk = 0
-            for ex in rule.get("expr", []):
-                if isinstance(ex, dict) and "counter" in ex:
-                    pk += int(ex["counter"].get("packets", 0))
-            sums[rule_class(tag)] += pk
-        return sums
+            if rule:
+                pk = sum(int(ex["counter"].get("packets", 0)) for ex in rule.get("expr", [])
+                         if isinstance(ex, dict) and "counter" in ex)
+                tagged.append((rule.get("comment", ""), pk))
+        return sum_by_class(tagged)
 
     def flush(self, ctx: DutContext) -> None:
         ctx.host.run(["nft", "flush", "ruleset"], ns=ctx.ns)

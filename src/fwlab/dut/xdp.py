@@ -30,7 +30,7 @@ import json
 import re
 from dataclasses import replace
 
-from fwlab.dut.base import COUNTER_CLASSES, Backend, DutContext, LoadResult, register, rule_class
+from fwlab.dut.base import Backend, DutContext, LoadResult, register, sum_by_class
 from fwlab.dut.xdp_build import bpf_object, loader
 from fwlab.errors import BackendError
 from fwlab.rules.model import RuleSet
@@ -170,10 +170,7 @@ class Xdp(Backend):
         return out
 
     def counters(self, ctx: DutContext) -> dict[str, int]:
-        sums = {k: 0 for k in COUNTER_CLASSES}
-        for tag, n in self.rule_counters(ctx).items():
-            sums[rule_class(tag)] += n
-        return sums
+        return sum_by_class(self.rule_counters(ctx).items())
 
     def flush(self, ctx: DutContext) -> None:
         try:
