@@ -7,36 +7,13 @@ repetitions and intervals, and two plots. Reads the record only.
 
 from __future__ import annotations
 
-import html
-import io
 from collections import defaultdict
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-from fwlab.report.sections import Section, register  # noqa: E402
-from fwlab.stats import summarize  # noqa: E402
-
-
-def _esc(x) -> str:
-    return html.escape(str(x))
-
-
-def _svg(fig) -> str:
-    buf = io.StringIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight")
-    plt.close(fig)
-    text = buf.getvalue()
-    return text[text.find("<svg"):]
-
-
-def _table(headers: list[str], rows: list[list]) -> str:
-    out = ["<table><tr>" + "".join(f"<th>{_esc(h)}</th>" for h in headers) + "</tr>"]
-    for r in rows:
-        out.append("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>")
-    return "\n".join(out) + "</table>"
+from fwlab.report.html import _table
+from fwlab.report.html import esc as _esc
+from fwlab.report.plots import _svg, plt
+from fwlab.report.sections import Section, register
+from fwlab.stats import summarize
 
 
 def _curve(t: dict) -> str:

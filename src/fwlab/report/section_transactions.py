@@ -8,17 +8,13 @@ matrix of the mix. Reads the record only.
 
 from __future__ import annotations
 
-import html
 import statistics
 
+from fwlab.report.html import esc as _esc
 from fwlab.report.sections import Section, register
 from fwlab.stats import summarize
 
 KIND = "transactions"
-
-
-def _esc(x) -> str:
-    return html.escape(str(x))
 
 
 def _f(v, d=1) -> str:
