@@ -81,7 +81,7 @@ def run_bench(cfg: SearchBenchConfig, log: TextIO | None = sys.stderr) -> dict:
         opts = Rfc2544Options()
         runner = Rfc2544Runner()
         say(f"test bed {topo.run_id}: {cfg.mode}, device model napi; measuring the maximum load")
-        max_info = runner._max_load(bed, 4, cfg.frame_size, opts)
+        max_info = runner.max_load(bed, 4, cfg.frame_size, opts)
         if not max_info.get("mrr_pps"):
             raise RuntimeError(f"maximum load not measured: {max_info.get('error')}")
         be = get_backend("nftables")

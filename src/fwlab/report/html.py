@@ -166,8 +166,8 @@ def render(run: dict, trials: list[dict], cs: list[Curve], summary_csv_name: str
 
     groups: dict[str, list[Curve]] = {}
     for c in cs:
-        if c.k["traffic"] in ("throughput", "frame_loss", "back_to_back"):
-            continue  # RFC 2544 curves: their own section (report/section_rfc2544.py)
+        if c.kind != "stream":
+            continue  # e.g. RFC 2544 curves: their own section (report/section_rfc2544.py)
         groups.setdefault(c.traffic_label, []).append(c)
     for tl, group in groups.items():
         parts.append(f"<h2>{esc(tl)}</h2>")

@@ -50,6 +50,7 @@ class Point:
 class Curve:
     key: tuple
     points: dict[int, Point] = field(default_factory=dict)
+    kind: str = "stream"  #: the trials' record kind (one of CURVE_KINDS)
 
     @property
     def k(self) -> dict:
@@ -94,7 +95,7 @@ def curves(trials: list[dict], kinds: tuple[str, ...] = CURVE_KINDS) -> list[Cur
         if t.get("kind") not in kinds:
             continue
         key = tuple(t.get(f) for f in CURVE_FIELDS)
-        c = out.setdefault(key, Curve(key))
+        c = out.setdefault(key, Curve(key, kind=t["kind"]))
         p = c.points.setdefault(t["rules"], Point(t["rules"]))
         if t.get("error") or not t.get("metrics"):
             p.errors.append(t.get("error") or "no metrics")

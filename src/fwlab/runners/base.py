@@ -101,6 +101,8 @@ class Runner(ABC):
     name: str = ""
     traffics: tuple[str, ...] = ()
     summary: str = ""
+    #: a traffic item's ``sizes`` are Ethernet frame sizes incl. FCS (64..9018), not payload sizes
+    frame_sizes: bool = False
 
     def unavailable(self) -> str | None:
         """Why this runner cannot run on this host (missing tool), or None."""
@@ -143,3 +145,12 @@ def register(runner: Runner) -> Runner:
 
 get_runner = RUNNERS.get
 runner_names = RUNNERS.names
+
+DEFAULT_TOOL = "iperf3"
+
+
+def default_tool(kind: str) -> str:
+    """The tool a traffic item of ``kind`` uses when the suite names none: iperf3 where it can,
+    else the one runner that generates ``kind`` (else iperf3, which then fails validation)."""
+    able = [n for n in runner_names() if kind in get_runner(n).traffics]
+    return DEFAULT_TOOL if DEFAULT_TOOL in able or len(able) != 1 else able[0]

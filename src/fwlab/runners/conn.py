@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from fwlab.errors import RunnerError
-from fwlab.runners.engine import engine_version, find_engine, require_engine, _missing_text
+from fwlab.runners.engine import engine_unavailable, engine_version, find_engine, require_engine
 from fwlab.search.measurer import TrialResult
 
 if TYPE_CHECKING:
@@ -460,4 +460,4 @@ def _slim(doc: dict | None) -> dict | None:
 
 __all__ = ["CAPACITY_DEFAULTS", "RATE_DEFAULTS", "ConnCapacityMeasurer", "ConnRateMeasurer", "check_options",
            "flush_conntrack", "prepare_bed", "read_conntrack", "run_hold", "run_rate",
-           "engine_version", "find_engine", "_missing_text"]
+           "engine_unavailable", "engine_version", "find_engine"]

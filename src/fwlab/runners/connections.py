@@ -73,7 +73,7 @@ class ConnRunner(Runner):
                "concurrent connection capacity through the DUT, with its conntrack table")
 
     def unavailable(self) -> str | None:
-        return None if conn.find_engine() else conn._missing_text()
+        return conn.engine_unavailable()
 
     def version(self) -> str:
         return conn.engine_version()

@@ -63,6 +63,12 @@ def require_engine() -> str:
     return path
 
 
+def engine_unavailable() -> str | None:
+    """Why fwlab-engine cannot run here (not built), or None: every engine-based runner's
+    ``unavailable()``."""
+    return None if find_engine() else _missing_text()
+
+
 def _missing_text() -> str:
     env = os.environ.get(ENV_VAR)
     if env:
@@ -339,11 +345,12 @@ def trial_from_spec(bed: Testbed, spec: TrafficSpec, backend: str = "udp") -> En
 class EngineRunner(Runner):
     name = "engine"
     traffics = ("engine",)
+    frame_sizes = True
     summary = ("fwlab-engine: UDP test packets at a given rate or max; exact offered/forwarded "
                "counts, loss, reordering, latency percentiles")
 
     def unavailable(self) -> str | None:
-        return None if find_engine() else _missing_text()
+        return engine_unavailable()
 
     def version(self) -> str:
         return engine_version()

@@ -26,7 +26,7 @@ from fwlab.errors import FwlabError, RunnerError
 from fwlab.runners.base import Measurement, Runner, TrafficSpec, TrialEnv, register
 from fwlab.validation import one_line
 from fwlab.runners.engine import (EngineMeasurer, EngineTrial, default_cpus, default_frame_size,
-                                  engine_version, find_engine, run_trial, _missing_text)
+                                  engine_unavailable, engine_version, run_trial)
 from fwlab.search import run_search
 from fwlab.search.measurer import TrialResult
 
@@ -148,11 +148,12 @@ def longest_burst(burst_ok, max_burst: int, resolution: float, min_burst: int = 
 class Rfc2544Runner(Runner):
     name = "rfc2544"
     traffics = KINDS
+    frame_sizes = True
     summary = ("RFC 2544 with fwlab-engine: zero-loss throughput search (binary or MLRsearch) with "
                "latency at fractions of it, frame loss rate, back-to-back bursts; % of the bed's maximum load")
 
     def unavailable(self) -> str | None:
-        return None if find_engine() else _missing_text()
+        return engine_unavailable()
 
     def version(self) -> str:
         return engine_version()
@@ -169,10 +170,10 @@ class Rfc2544Runner(Runner):
             if key in out:
                 continue
             env.note(f"maximum load {key}: {opts.mrr_duration_s:g} s trials at the generator's maximum, no rules")
-            out[key] = self._max_load(bed, spec.ip_version, _frame(spec), opts)
+            out[key] = self.max_load(bed, spec.ip_version, _frame(spec), opts)
         return out
 
-    def _max_load(self, bed: Testbed, ip_version: int, frame: int, opts: Rfc2544Options) -> dict:
+    def max_load(self, bed: Testbed, ip_version: int, frame: int, opts: Rfc2544Options) -> dict:
         send, recv = default_cpus(bed, 1)
         runs = []
         for _ in range(2):

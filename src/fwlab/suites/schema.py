@@ -35,11 +35,6 @@ class PinningModel(Strict):
     dut_cpu: int | None = Field(1, description="CPU of the DUT's NAPI threads (device_model \"napi\")")
 
 
-#: kinds whose tool is implied (otherwise the default tool is iperf3)
-DEFAULT_TOOL = {"engine": "engine", "throughput": "rfc2544", "frame_loss": "rfc2544", "back_to_back": "rfc2544"}
-#: kinds whose sizes are Ethernet frame sizes incl. FCS (fwlab-engine)
-FRAME_KINDS = ("engine", "throughput", "frame_loss", "back_to_back")
-
 
 #: what a traffic item's ``only`` table may restrict
 ONLY_KEYS = ("mode", "backends", "layouts", "rules", "stateful_shortcut")
@@ -68,11 +63,20 @@ class TrafficItem(Strict):
         None, description="kind engine: intended rate [frames/s]; null or \"max\" = the generator's maximum. "
                           "Stored as rate_bps = rate_pps x frame size x 8 (one size only)")
 
+    @property
+    def frame_sizes(self) -> bool:
+        """Are ``sizes`` Ethernet frame sizes (the tool's runner says so)?"""
+        from fwlab.runners import get_runner, runner_names
+
+        return self.tool in runner_names() and get_runner(self.tool).frame_sizes
+
     @model_validator(mode="before")
     @classmethod
     def _engine_rate(cls, data):
-        if isinstance(data, dict) and data.get("kind") in DEFAULT_TOOL and "tool" not in data:
-            data = {**data, "tool": DEFAULT_TOOL[data["kind"]]}
+        if isinstance(data, dict) and "tool" not in data and isinstance(data.get("kind"), str):
+            from fwlab.runners.base import default_tool
+
+            data = {**data, "tool": default_tool(data["kind"])}
         if not isinstance(data, dict) or data.get("rate_pps") in (None, "max"):
             return data
         if data.get("kind") != "engine":
@@ -87,7 +91,7 @@ class TrafficItem(Strict):
 
     @model_validator(mode="after")
     def _engine_sizes(self) -> "TrafficItem":
-        if self.kind in FRAME_KINDS:
+        if self.frame_sizes:
             for s in self.sizes:
                 if s is not None and not 64 <= s <= 9018:
                     raise ValueError(f"engine frame size {s} B is outside 64..9018")
@@ -188,7 +192,7 @@ class Suite(Strict):
                 raise ValueError(f"tool '{t.tool}' cannot generate '{t.kind}' (it can: {', '.join(runner.traffics)})")
             checked = runner.check_options(t.kind, dict(t.options))
             object.__setattr__(t, "options", checked)
-            if t.kind in FRAME_KINDS and 6 in self.ip_versions and any(s is not None and s < 78 for s in t.sizes):
+            if t.frame_sizes and 6 in self.ip_versions and any(s is not None and s < 78 for s in t.sizes):
                 raise ValueError("IPv6 engine frames are at least 78 B (RFC 5180): raise sizes or drop IPv6")
         if not self.traffic:
             raise ValueError("needs at least one [[traffic]] item")
