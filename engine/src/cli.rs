@@ -251,7 +251,7 @@ impl ProfileArgs {
 pub struct SendArgs {
     #[command(flatten)]
     pub profile: ProfileArgs,
-    /// Transmit backend: udp | packet
+    /// Transmit backend: udp | packet | packet-mmsg
     #[arg(long, default_value = "udp")]
     pub backend: String,
     /// Rate in packets/s (1000, 100k, 1.5M) or max; split evenly over threads

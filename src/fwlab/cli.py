@@ -183,13 +183,15 @@ def cmd_export(args) -> int:
 
 
 def cmd_bench_engine(args) -> int:
-    from fwlab.bench.engine import BenchConfig, format_table, parse_engine_configs, run_bench
+    from fwlab.bench.engine import (DEFAULT_ENGINE_CONFIGS, BenchConfig, format_table, parse_engine_configs,
+                                    run_bench)
     from fwlab.testbed import require_root
 
     require_root()
     if args.rounds < 1 or args.seconds <= 0:
         raise FwlabError("--rounds must be >= 1 and --seconds > 0", fix="e.g. --rounds 3 --seconds 3")
-    cfg = BenchConfig(rounds=args.rounds, seconds=args.seconds, engine_configs=parse_engine_configs(args.engine),
+    configs = parse_engine_configs(args.engine) if args.engine else DEFAULT_ENGINE_CONFIGS
+    cfg = BenchConfig(rounds=args.rounds, seconds=args.seconds, engine_configs=configs,
                       phases=("forwarded",) if args.no_xdp else ("forwarded", "generator"), perf=args.perf)
     res = run_bench(cfg, log=None if args.quiet else sys.stderr)
     print(json.dumps(res, indent=2) if args.json else format_table(res))
@@ -268,8 +270,9 @@ def build_parser() -> argparse.ArgumentParser:
                                      "(the generator's own limit).")
     be.add_argument("--rounds", type=int, default=3, help="rounds of A B C ... per phase (default 3)")
     be.add_argument("--seconds", type=float, default=3.0, help="counting window per measurement [s] (default 3)")
-    be.add_argument("--engine", default="udp:1,udp:2,packet:1,packet:2", metavar="CONFIGS",
-                    help="engine configurations backend:threads, comma-separated (default: %(default)s)")
+    be.add_argument("--engine", default=None, metavar="CONFIGS",
+                    help="engine configurations backend:threads, comma-separated, backends udp, packet, "
+                         "packet-mmsg (default: udp:1,udp:2,packet:2,packet-mmsg:1,packet-mmsg:2)")
     be.add_argument("--no-xdp", action="store_true", help="only the forwarded phase")
     be.add_argument("--perf", action="store_true",
                     help="profile each tool's last-round counting window with 'perf record -a' (cpu-clock) and "

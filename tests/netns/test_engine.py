@@ -47,10 +47,12 @@ def test_half_of_max_rate_loses_nothing():
     assert abs(m["tx_pps"] - half) <= 0.01 * half
 
 
-def test_packet_backend_reaches_server():
+@pytest.mark.parametrize("backend", eng.RAW_BACKENDS)
+def test_raw_frame_backends_reach_server(backend):
     with Testbed(Topology(run_id=new_run_id(), mode="routed")) as bed:
-        m = eng.run_trial(bed, trial(bed, duration_s=1, rate_pps=20_000, backend="packet"), 20_000).metrics
+        m = eng.run_trial(bed, trial(bed, duration_s=1, rate_pps=20_000, backend=backend), 20_000).metrics
     assert m["offered_count"] == 20_000 and m["forwarded_count"] == 20_000
+    assert m["lost"] == 0 and m["reordered"] == 0
 
 
 NUMGEN = """

@@ -3,6 +3,7 @@
 //! (`send.rs`) owns pacing, counting and threads.
 
 pub mod packet;
+pub mod packet_mmsg;
 pub mod udp;
 
 use crate::profile::{FlowGen, Profile};
@@ -75,6 +76,11 @@ pub const REGISTRY: &[BackendInfo] = &[
         about: "AF_PACKET TPACKET_V2 TX ring, raw Ethernet frames (spoofing, TCP SYN)",
         open: packet::open,
     },
+    BackendInfo {
+        name: "packet-mmsg",
+        about: "AF_PACKET socket, sendmmsg batches of raw Ethernet frames (linear skbs; spoofing, TCP SYN)",
+        open: packet_mmsg::open,
+    },
 ];
 
 pub fn lookup(name: &str) -> Result<&'static BackendInfo, String> {
@@ -93,7 +99,7 @@ mod tests {
         assert_eq!(lookup("udp").unwrap().name, "udp");
         assert_eq!(lookup("packet").unwrap().name, "packet");
         let e = lookup("dpdk").err().unwrap();
-        assert!(e.contains("udp, packet"), "{e}");
+        assert!(e.contains("udp, packet, packet-mmsg"), "{e}");
     }
 
     #[test]

@@ -43,7 +43,7 @@ from fwlab.testbed.host import Spawned
 XDP_SOURCE = Path(__file__).resolve().parent / "xdp_drop.c"
 FRAME = 64  #: Ethernet frame incl. FCS [bytes]; UDP payload 18 B over IPv4
 PHASES = ("forwarded", "generator")
-DEFAULT_ENGINE_CONFIGS = ("udp:1", "udp:2", "packet:1", "packet:2")
+DEFAULT_ENGINE_CONFIGS = ("udp:1", "udp:2", "packet:2", "packet-mmsg:1", "packet-mmsg:2")
 
 
 @dataclass(frozen=True)
@@ -219,9 +219,9 @@ def make_tools(bed: Testbed, cfg: BenchConfig, workdir: str) -> list[Tool]:
         def engine_start(bed: Testbed, run_s: float, backend=backend, threads=threads, cpus=cpus) -> Running:
             t = eng.EngineTrial(duration_s=run_s, rate_pps=None, frame_size=FRAME, backend=backend,
                                 threads=threads, send_cpus=cpus)
-            argv = eng.build_send_args(engine, t, dst=dst, src=src if backend == "packet" else None,
-                                       iface=topo.client_if if backend == "packet" else None,
-                                       dst_mac=next_hop if backend == "packet" else None)
+            argv = eng.build_send_args(engine, t, dst=dst, src=src if backend in eng.RAW_BACKENDS else None,
+                                       iface=topo.client_if if backend in eng.RAW_BACKENDS else None,
+                                       dst_mac=next_hop if backend in eng.RAW_BACKENDS else None)
 
             def parse(outs: list[tuple[str, str]]) -> dict:
                 try:

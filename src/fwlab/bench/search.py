@@ -69,6 +69,13 @@ def compare(runs: list[dict]) -> dict:
     return out
 
 
+def trace(trial) -> dict:
+    """One search trial, short: phase, duration, intended load, loss ratio, pass."""
+    r = trial.result
+    return {"phase": trial.phase, "duration_s": round(r.duration_s, 3), "load_pps": round(r.intended_load_pps),
+            "loss_ratio": r.loss_ratio, "generator_short": r.generator_short, "passed": trial.passed}
+
+
 def run_bench(cfg: SearchBenchConfig, log: TextIO | None = sys.stderr) -> dict:
     def say(text: str) -> None:
         if log:
@@ -101,7 +108,8 @@ def run_bench(cfg: SearchBenchConfig, log: TextIO | None = sys.stderr) -> dict:
                 runs.append({"round": rnd, "algorithm": alg, "throughput_pps": res.throughput_pps,
                              "lower_bound_pps": res.lower_bound_pps, "upper_bound_pps": res.upper_bound_pps,
                              "trial_count": res.trial_count, "trial_seconds": res.trial_seconds, "wall_s": wall,
-                             "irregular": list(res.irregular), "relative_width": res.relative_width})
+                             "irregular": list(res.irregular), "relative_width": res.relative_width,
+                             "trials": [trace(t) for t in res.trials]})
                 say(f"round {rnd} {alg:6s}: {(res.throughput_pps or 0) / 1e3:8.1f} kpps  {res.trial_count:3d} trials  "
                     f"{res.trial_seconds:6.1f} trial s  {wall:6.1f} s wall  {', '.join(res.irregular)}")
         device = bed.device_state()
@@ -123,4 +131,4 @@ def format_table(res: dict) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["SearchBenchConfig", "compare", "format_table", "goals", "run_bench"]
+__all__ = ["SearchBenchConfig", "compare", "format_table", "goals", "run_bench", "trace"]

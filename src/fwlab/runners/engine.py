@@ -42,7 +42,9 @@ REPO_BINARY = Path(fwlab.__file__).resolve().parents[2] / "engine" / "target" / 
 ENGINE_PORT = 5555  #: UDP port of the receiver (iperf3 uses 5201 in the same bed)
 IDLE_TIMEOUT_S = 0.5  #: the receiver stops this long after the last packet [s]
 READY_TIMEOUT_S = 5.0
-BACKENDS = ("udp", "packet")
+BACKENDS = ("udp", "packet", "packet-mmsg")
+#: backends that send raw Ethernet frames (need the interface, a source address and the next hop's MAC)
+RAW_BACKENDS = ("packet", "packet-mmsg")
 LATENCY_KEYS = ("min", "mean", "p50", "p90", "p99", "p999", "max")
 
 
@@ -138,7 +140,7 @@ def build_send_args(engine: str, t: EngineTrial, *, dst: str, src: str | None = 
     if t.max_lag:
         args += ["--max-lag", str(t.max_lag)]
     args += _cpu_list(t.send_cpus)
-    if t.backend == "packet":
+    if t.backend in RAW_BACKENDS:
         if not (iface and dst_mac and src):
             raise RunnerError("the engine's packet backend needs an interface, a source address and "
                               "the next hop's MAC", fix="pass iface, src and dst_mac")
@@ -265,13 +267,13 @@ def run_trial(bed: Testbed, t: EngineTrial, intended_count: int | None = None) -
     dst = plan.server(t.ip_version)
     src = plan.client(t.ip_version)
     iface = dst_mac = None
-    if t.backend == "packet":
+    if t.backend in RAW_BACKENDS:
         iface = bed.topo.client_if
         dst_mac = next_hop_mac(bed)
     with tempfile.TemporaryDirectory(prefix="fwlab-engine-") as tmp:
         ready = os.path.join(tmp, "ready")
         recv_args = build_recv_args(engine, t, ready_file=ready)
-        send_args = build_send_args(engine, t, dst=dst, src=src if t.backend == "packet" else None,
+        send_args = build_send_args(engine, t, dst=dst, src=src if t.backend in RAW_BACKENDS else None,
                                     iface=iface, dst_mac=dst_mac)
         if t.rt_priority:
             send_args = ["chrt", "-f", str(t.rt_priority), *send_args]
