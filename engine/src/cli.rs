@@ -276,6 +276,11 @@ pub struct SendArgs {
     /// descheduled sender cannot release a catch-up burst of more than N + batch packets
     #[arg(long, value_name = "N")]
     pub max_lag: Option<u64>,
+    /// Busy-wait at most this long before a send time, sleep the rest [us]. Lower it (with
+    /// --burst) under SCHED_FIFO: a real-time sender busy over 95 % of each second is throttled
+    /// by the kernel (sched_rt_runtime_us) and skips or delays packets
+    #[arg(long, value_name = "US", default_value_t = 60)]
+    pub spin_us: u64,
     /// Sender threads (each its own stream id and sockets/ring)
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
@@ -422,6 +427,7 @@ fn cmd_send(a: SendArgs) -> Result<(), String> {
         max_lag: a.max_lag,
         threads: a.threads,
         cpus,
+        spin_ns: a.spin_us * 1000,
     };
     let r = send::run(cfg)?;
     result::print(&r);

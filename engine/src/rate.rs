@@ -80,16 +80,25 @@ pub fn tight_timer_slack() {
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
 }
 
+/// Default busy-wait before a send time [ns] (see `wait_until_spin`).
+pub const SPIN_NS: u64 = 60_000;
+
 /// Sleep (coarse) then spin (fine) until CLOCK_MONOTONIC reaches `t`.
 pub fn wait_until(t: u64) {
-    const SPIN_NS: u64 = 60_000;
+    wait_until_spin(t, SPIN_NS)
+}
+
+/// Sleep until `spin_ns` before `t`, then spin until `t`. A small `spin_ns` leaves the CPU idle
+/// between sends (a SCHED_FIFO thread busy for more than 95 % of a second is throttled by the
+/// kernel's RT bandwidth limit, sched_rt_runtime_us), at the cost of trusting the timer's wake-up.
+pub fn wait_until_spin(t: u64, spin_ns: u64) {
     loop {
         let n = mono_ns();
         if n >= t {
             return;
         }
-        if t - n > SPIN_NS + 20_000 {
-            let wake = t - SPIN_NS;
+        if t - n > spin_ns + 20_000 {
+            let wake = t - spin_ns;
             let ts = libc::timespec {
                 tv_sec: (wake / 1_000_000_000) as _,
                 tv_nsec: (wake % 1_000_000_000) as _,

@@ -78,6 +78,8 @@ pub struct SendResult {
     pub burst: u64,
     /// --max-lag [packets] (null: lag is always caught up).
     pub max_lag: Option<u64>,
+    /// Longest busy-wait before a send time [us] (see --spin-us).
+    pub spin_us: u64,
     /// Packets skipped rather than sent in a catch-up burst (see --max-lag).
     pub lag_skipped_count: u64,
     pub duration_s: Option<f64>,

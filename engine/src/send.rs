@@ -27,6 +27,8 @@ pub struct SendConfig {
     pub max_lag: Option<u64>,
     pub threads: usize,
     pub cpus: Option<Vec<usize>>,
+    /// Busy-wait at most this long before a send time [ns]; the rest is slept.
+    pub spin_ns: u64,
 }
 
 struct ThreadOut {
@@ -129,6 +131,7 @@ pub fn run(cfg: SendConfig) -> Result<SendResult, String> {
         rate_max: cfg.rate == Rate::Max,
         burst: cfg.burst,
         max_lag: cfg.max_lag,
+        spin_us: cfg.spin_ns / 1000,
         lag_skipped_count: lag_skipped,
         duration_s: cfg.duration_s,
         count: cfg.count,
@@ -248,7 +251,7 @@ fn thread_main(
         skipped = rate::lag_skipped(allowed, sent, skipped, max_lag);
         let allowed = allowed.saturating_sub(skipped);
         if allowed <= sent {
-            rate::wait_until(pacer.release_time(sent + skipped).min(deadline));
+            rate::wait_until_spin(pacer.release_time(sent + skipped).min(deadline), cfg.spin_ns);
             continue;
         }
         let want = (allowed - sent).min(batch) as usize;

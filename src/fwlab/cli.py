@@ -203,11 +203,11 @@ def cmd_bench_search(args) -> int:
     from fwlab.testbed import require_root
 
     require_root()
-    if args.rounds < 1 or args.trial_s <= 0 or not 0 < args.width < 1:
-        raise FwlabError("--rounds must be >= 1, --trial-s > 0 and 0 < --width < 1",
-                         fix="e.g. --rounds 2 --trial-s 5 --width 0.02")
+    if args.rounds < 1 or args.trial_s <= 0 or not 0 < args.width < 1 or not 0 <= args.loss_ratio < 1:
+        raise FwlabError("--rounds must be >= 1, --trial-s > 0, 0 < --width < 1 and 0 <= --loss-ratio < 1",
+                         fix="e.g. --rounds 3 --trial-s 5 --width 0.02 --loss-ratio 0")
     cfg = SearchBenchConfig(rules=args.rules, layout=args.layout, mode=args.mode, trial_s=args.trial_s,
-                            relative_width=args.width, rounds=args.rounds)
+                            relative_width=args.width, rounds=args.rounds, loss_ratio=args.loss_ratio)
     res = run_bench(cfg, log=None if args.quiet else sys.stderr)
     print(json.dumps(res, indent=2) if args.json else format_table(res))
     return 0
@@ -291,7 +291,9 @@ def build_parser() -> argparse.ArgumentParser:
     bs.add_argument("--mode", default="routed", choices=["routed", "bridge"])
     bs.add_argument("--trial-s", type=float, default=5.0, help="full-length trial duration of both searches [s]")
     bs.add_argument("--width", type=float, default=0.02, help="relative width both searches stop at (default 0.02)")
-    bs.add_argument("--rounds", type=int, default=2, help="binary+mlr pairs (default 2)")
+    bs.add_argument("--rounds", type=int, default=3, help="binary+mlr pairs (default 3)")
+    bs.add_argument("--loss-ratio", type=float, default=0.0,
+                    help="loss ratio a trial may have and still pass, both searches (default 0: RFC 2544)")
     bs.add_argument("--json", action="store_true", help="print one JSON object")
     bs.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     bs.set_defaults(func=cmd_bench_search)

@@ -234,3 +234,25 @@ def test_search_is_deterministic():
 def test_default_goals_are_csit_ndr_and_pdr():
     results = run_search("mlr", FixedCapacity(420_000.0), MAX, MIN)
     assert [r.goal["name"] for r in results] == ["csit", "csit-pdr"]
+
+
+def test_final_target_probes_new_loads_with_short_trials_when_exceed_ratio_is_zero():
+    goal = {"final_trial_duration_s": 5.0, "duration_sum_s": 5.0, "loss_ratio": 0.0, "exceed_ratio": 0.0,
+            "relative_width": 0.02, "initial_trial_duration_s": 0.5, "preceding_targets": 2}
+    dut = FixedCapacity(78_000)
+    res = run_search("mlr", dut, 400_000, 1_000, goal)[0]
+    assert 0.98 * 78_000 <= res.throughput_pps <= 78_000
+    final = [t for t in res.trials if t.phase.endswith("3of3")]
+    long_loads = {t.result.intended_load_pps for t in final if t.result.duration_s == 5.0}
+    # every long trial passed: the failing candidates were settled by shorter trials
+    assert all(t.passed for t in final if t.result.duration_s == 5.0)
+    assert any(not t.passed and t.result.duration_s < 5.0 for t in final)
+    # and the result's lower bound has its full-length trial
+    assert res.lower_bound_pps in long_loads
+
+
+def test_final_target_keeps_full_length_trials_when_exceed_ratio_is_positive():
+    goal = {"final_trial_duration_s": 2.0, "duration_sum_s": 4.0, "loss_ratio": 0.0, "exceed_ratio": 0.5,
+            "relative_width": 0.02, "initial_trial_duration_s": 0.5, "preceding_targets": 2}
+    res = run_search("mlr", FixedCapacity(78_000), 400_000, 1_000, goal)[0]
+    assert all(t.result.duration_s == 2.0 for t in res.trials if t.phase.endswith("3of3"))

@@ -34,15 +34,16 @@ class SearchBenchConfig:
     trial_s: float = 5.0  #: full-length trial duration of both searches [s]
     initial_trial_s: float = 0.5  #: MLRsearch's first (coarsest) trial duration [s]
     relative_width: float = 0.02  #: both searches stop at this (upper - lower) / upper
-    rounds: int = 2  #: binary + mlr pairs
+    rounds: int = 3  #: binary + mlr pairs
+    loss_ratio: float = 0.0  #: a trial passes with at most this loss ratio, in both searches (RFC 2544: 0)
 
 
 def goals(cfg: SearchBenchConfig) -> dict:
     return {
-        "binary": {"trial_duration_s": cfg.trial_s, "final_trial_duration_s": cfg.trial_s, "loss_ratio": 0.0,
+        "binary": {"trial_duration_s": cfg.trial_s, "final_trial_duration_s": cfg.trial_s, "loss_ratio": cfg.loss_ratio,
                    "relative_width": cfg.relative_width},
         "mlr": {"name": "rfc2544-like", "final_trial_duration_s": cfg.trial_s, "duration_sum_s": cfg.trial_s,
-                "loss_ratio": 0.0, "exceed_ratio": 0.0, "relative_width": cfg.relative_width,
+                "loss_ratio": cfg.loss_ratio, "exceed_ratio": 0.0, "relative_width": cfg.relative_width,
                 "initial_trial_duration_s": cfg.initial_trial_s, "preceding_targets": 2},
     }
 

@@ -101,6 +101,7 @@ class EngineTrial:
     batch: int | None = None  #: frames per send call (the engine's default when None); bounds the bursts
     max_lag: int | None = None  #: catch-up limit [packets]: beyond it packets are skipped, not burst (None: catch up)
     rt_priority: int | None = None  #: run the sender under SCHED_FIFO at this priority (None: normal scheduling)
+    spin_us: int | None = None  #: longest busy-wait before a send time [us] (None: the engine's default, 60)
 
 
 # -- command lines -----------------------------------------------------------------------------
@@ -139,6 +140,8 @@ def build_send_args(engine: str, t: EngineTrial, *, dst: str, src: str | None = 
         args += ["--batch", str(t.batch)]
     if t.max_lag:
         args += ["--max-lag", str(t.max_lag)]
+    if t.spin_us is not None:
+        args += ["--spin-us", str(t.spin_us)]
     args += _cpu_list(t.send_cpus)
     if t.backend in RAW_BACKENDS:
         if not (iface and dst_mac and src):
@@ -245,13 +248,20 @@ def next_hop_mac(bed: Testbed) -> str:
 
 def default_cpus(bed: Testbed, threads: int) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
     """Sender and receiver pinning from the test bed: one sender thread on the client CPU; with
-    several threads, consecutive CPUs from the client CPU on (wrapping around)."""
+    several threads, consecutive CPUs from the client CPU on (wrapping around). The receiver runs
+    on the server CPU, except in device model "napi" when that is the DUT's CPU: the DUT's NAPI
+    thread (SCHED_FIFO) would starve it near the DUT's capacity and its socket drops would look
+    like DUT loss, so it joins the sender on the tester's CPU."""
     p = bed.topo.pinning
     ncpu = os.cpu_count() or 1
     send = None
     if p.client_cpu is not None:
         send = tuple((p.client_cpu + k) % ncpu for k in range(max(1, threads)))
-    recv = (p.server_cpu,) if p.server_cpu is not None else None
+    recv_cpu = p.server_cpu
+    if bed.topo.device_model == "napi" and recv_cpu is not None and recv_cpu == p.dut_cpu \
+            and p.client_cpu is not None:
+        recv_cpu = p.client_cpu
+    recv = (recv_cpu,) if recv_cpu is not None else None
     return send, recv
 
 
@@ -385,6 +395,11 @@ class EngineMeasurer:
     #: bursts stay short at low loads and the sender keeps up at high ones); overrides ``batch``
     batch_window_us: float | None = None
 
+    #: with a real-time sender: busy-wait at most this long before a batch is due [us] and sleep
+    #: the rest, so the sender stays well below the kernel's RT limit (a SCHED_FIFO thread busy
+    #: over 95 % of a second is stopped for the rest of it: sched_rt_runtime_us)
+    RT_SPIN_US = 10
+
     def batch_for(self, load_pps: float) -> int | None:
         if self.batch_window_us is None:
             return self.batch
@@ -397,10 +412,15 @@ class EngineMeasurer:
             return TrialResult(duration_s=duration_s, intended_load_pps=max(0.0, load_pps),
                                intended_count=0, offered_count=0, forwarded_count=0)
         send_cpus, recv_cpus = default_cpus(self.bed, self.threads)
+        batch = self.batch_for(load_pps)
+        # batch_window_us: the frames due in one window leave together (burst = batch), so the
+        # sender sleeps between windows instead of spinning for every frame.
+        burst = batch if (self.batch_window_us is not None and batch) else 1
         t = EngineTrial(duration_s=duration_s, rate_pps=load_pps, frame_size=self.frame_size,
                         ip_version=self.ip_version, backend=self.backend, threads=self.threads,
-                        send_cpus=send_cpus, recv_cpus=recv_cpus, batch=self.batch_for(load_pps),
-                        max_lag=self.max_lag, rt_priority=self.rt_priority)
+                        send_cpus=send_cpus, recv_cpus=recv_cpus, batch=batch, burst=burst,
+                        max_lag=self.max_lag, rt_priority=self.rt_priority,
+                        spin_us=self.RT_SPIN_US if self.rt_priority else None)
         role, dev = "client", self.bed.topo.client_if
         before = self.bed.link_counters(role, dev)
         m = run_trial(self.bed, t, intended)

@@ -34,6 +34,10 @@ How loads are picked (the search's own strategy, CSIT-like):
   from a trusted bound (carried from the previous target, or the forwarding rate at the maximum
   load) with the same expanding steps while that lands closer to it than the middle, else bisect
   at the geometric middle. An undecided load is asked for again until it is decided.
+- In a final target with exceed ratio 0, a load never measured before is first tried at the
+  previous target's trial length: a bad trial of any length is an upper bound there, only a
+  full-length one can be a lower bound, so failing loads cost a short trial, passing ones a short
+  and a long one.
 - With several goals, every goal nominates a load; the shortest trial wins (ties: the lower load,
   then the earlier goal), so coarse phases of all goals run before long final trials, and all
   goals share every trial.
@@ -343,13 +347,24 @@ class Selector:
             self._settle(target, clo, chi)
             choice = self._choose(target, clo, chi)
             if choice is not None:
-                return choice[0], choice[1], target.trial_duration_s
+                return choice[0], choice[1], self._duration(target, choice[1])
             if target.final:
                 return None
             self.prev_lo, self.prev_hi = clo, chi
             self.index += 1
             self.ext_width = self.target.width
             self.pending = None
+
+    def _duration(self, target: Target, load: float) -> float:
+        """Trial duration for `load`: the target's, except for a first look at a new load in a
+        final target with exceed ratio 0. There one bad trial of any length makes an upper
+        bound (nothing can balance it), while only a full-length trial can make a lower bound;
+        so a load never measured before gets a trial of the previous target's length first, and
+        the full-length trial only if that one passed (classification leaves it undecided)."""
+        if (target.final and self.index > 0 and target.exceed_ratio == 0.0
+                and not self.db.by_load.get(load)):
+            return self.targets[self.index - 1].trial_duration_s
+        return target.trial_duration_s
 
     def won(self, strategy: str, load: float) -> None:
         """The nominated load was measured; remember extensions to grow their step."""

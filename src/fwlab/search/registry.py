@@ -15,7 +15,7 @@ from fwlab.errors import SearchError
 from fwlab.registry import Registry
 from fwlab.search.measurer import Measurer
 from fwlab.search.result import SearchResult
-from fwlab.search.trial_log import DEFAULT_MAX_TRIALS, OnTrial, TrialLog
+from fwlab.search.trial_log import DEFAULT_GENERATOR_RETRIES, DEFAULT_MAX_TRIALS, OnTrial, TrialLog
 
 
 class SearchAlgorithm(Protocol):
@@ -48,6 +48,7 @@ def run_search(
     resume: Iterable[Any] | None = None,
     on_trial: OnTrial | None = None,
     max_trials: int = DEFAULT_MAX_TRIALS,
+    generator_retries: int = DEFAULT_GENERATOR_RETRIES,
 ) -> list[SearchResult]:
     """Run the search `name` and return one `SearchResult` per goal.
 
@@ -57,6 +58,7 @@ def run_search(
     resume: trials recorded by an interrupted run of the same search (TrialResult, SearchTrial
       or their dicts), replayed in order instead of measured again.
     on_trial: called with each newly measured `SearchTrial`, right after it is measured.
+    generator_retries: how often a trial whose generator fell short is measured again.
     """
     algorithm = ALGORITHMS.get(name)
     for label, value in (("max_load_pps", max_load_pps), ("min_load_pps", min_load_pps)):
@@ -69,5 +71,6 @@ def run_search(
             f"need 0 < min_load_pps < max_load_pps, got {min_load_pps} and {max_load_pps}",
             fix="set a positive minimum load below the maximum load",
         )
-    log = TrialLog(measurer, resume=resume, on_trial=on_trial, max_trials=max_trials)
+    log = TrialLog(measurer, resume=resume, on_trial=on_trial, max_trials=max_trials,
+                   generator_retries=generator_retries)
     return algorithm(log, float(max_load_pps), float(min_load_pps), goals)

@@ -22,6 +22,11 @@ OnTrial = Callable[[SearchTrial], None]
 DEFAULT_MAX_TRIALS = 100_000
 """Safety stop: a search that asks for more trials than this is a bug, not a measurement."""
 
+DEFAULT_GENERATOR_RETRIES = 2
+"""A trial whose generator fell short says nothing about the DUT: it is measured again (at most
+this many times). Every attempt stays in the log and counts in trial seconds; the search judges
+the last one (still a fail if the generator was short again)."""
+
 
 def _as_trial_result(item: Any) -> TrialResult:
     if isinstance(item, TrialResult):
@@ -47,6 +52,7 @@ class TrialLog:
         resume: Iterable[Any] | None = None,
         on_trial: OnTrial | None = None,
         max_trials: int = DEFAULT_MAX_TRIALS,
+        generator_retries: int = DEFAULT_GENERATOR_RETRIES,
     ) -> None:
         if not callable(getattr(measurer, "measure", None)):
             raise SearchError(f"{measurer!r} has no measure(duration_s, load_pps) method",
@@ -54,6 +60,7 @@ class TrialLog:
         self.measurer = measurer
         self.on_trial = on_trial
         self.max_trials = max_trials
+        self.generator_retries = max(0, generator_retries)
         self._recorded = [_as_trial_result(item) for item in (resume or ())]
         self.trials: list[SearchTrial] = []
 
@@ -72,7 +79,18 @@ class TrialLog:
         phase: str,
         judge: Callable[[TrialResult], bool],
     ) -> SearchTrial:
-        """Measure (or replay) one trial; `judge` says whether it passed the asking phase."""
+        """Measure (or replay) one trial; `judge` says whether it passed the asking phase. A
+        generator-short trial is measured again, up to `generator_retries` times; the last
+        attempt is returned."""
+        trial = self._run_once(duration_s, load_pps, phase, judge)
+        for attempt in range(1, self.generator_retries + 1):
+            if not trial.result.generator_short:
+                break
+            trial = self._run_once(duration_s, load_pps, f"{phase}/retry{attempt}", judge)
+        return trial
+
+    def _run_once(self, duration_s: float, load_pps: float, phase: str,
+                  judge: Callable[[TrialResult], bool]) -> SearchTrial:
         index = len(self.trials)
         if index >= self.max_trials:
             raise SearchError(f"search asked for more than {self.max_trials} trials",

@@ -1,0 +1,58 @@
+"""A generator-short trial is measured again; every attempt is kept and counted."""
+
+from fwlab.search import run_search
+from fwlab.search.measurer import TrialResult
+from fwlab.search.trial_log import TrialLog
+
+
+class FlakyGenerator:
+    """Capacity 50 kpps; the generator falls short on the calls listed in `short_calls`."""
+
+    def __init__(self, short_calls: set[int]) -> None:
+        self.short_calls = short_calls
+        self.calls = 0
+
+    def measure(self, duration_s: float, load_pps: float) -> TrialResult:
+        n = self.calls
+        self.calls += 1
+        intended = round(load_pps * duration_s)
+        offered = intended // 2 if n in self.short_calls else intended
+        forwarded = offered if load_pps <= 50_000 else round(offered * 50_000 / load_pps)
+        return TrialResult(duration_s=duration_s, intended_load_pps=load_pps, intended_count=intended,
+                           offered_count=offered, forwarded_count=forwarded)
+
+
+def test_short_trial_is_retried_and_counted():
+    m = FlakyGenerator({0})
+    log = TrialLog(m, generator_retries=2)
+    t = log.run(1.0, 40_000, "p", lambda r: not r.generator_short and r.loss_ratio == 0)
+    assert m.calls == 2 and len(log.trials) == 2
+    assert log.trials[0].result.generator_short and not log.trials[0].passed
+    assert t is log.trials[1] and t.passed and t.phase == "p/retry1"
+    assert log.trial_seconds == 2.0
+
+
+def test_retries_are_bounded_and_last_attempt_judged():
+    m = FlakyGenerator({0, 1, 2, 3})
+    log = TrialLog(m, generator_retries=2)
+    t = log.run(1.0, 40_000, "p", lambda r: not r.generator_short)
+    assert m.calls == 3 and not t.passed and t.result.generator_short
+
+
+def test_no_retry_when_disabled():
+    m = FlakyGenerator({0})
+    log = TrialLog(m, generator_retries=0)
+    log.run(1.0, 40_000, "p", lambda r: True)
+    assert m.calls == 1
+
+
+def test_search_with_short_trials_still_finds_capacity_and_resumes():
+    goal = {"trial_duration_s": 1.0, "final_trial_duration_s": 1.0, "relative_width": 0.02}
+    m = FlakyGenerator({0, 3, 4})
+    res = run_search("binary", m, 100_000, 1_000, goal)[0]
+    assert 0.98 * 50_000 <= res.throughput_pps <= 50_000
+    assert res.trial_count == m.calls and sum(t.result.generator_short for t in res.trials) == 3
+    # replaying the recorded trials (retries included) reproduces the search without measuring
+    again = FlakyGenerator(set())
+    res2 = run_search("binary", again, 100_000, 1_000, goal, resume=[t.to_dict() for t in res.trials])[0]
+    assert again.calls == 0 and res2.throughput_pps == res.throughput_pps
