@@ -90,6 +90,33 @@ def transaction_sentences(trials: list[dict], limit: int = 6) -> list[str]:
     return out
 
 
+def connection_sentences(trials: list[dict], limit: int = 6) -> list[str]:
+    """Per firewall configuration with rules: the connection setup rate at the largest rule count
+    as % of 0 rules (medians over repetitions)."""
+    acc: dict[tuple, dict[int, list[float]]] = {}
+    for t in trials:
+        m = t.get("metrics") or {}
+        if t.get("kind") != "connections" or t.get("error") or m.get("conn_rate_cps") is None \
+                or t.get("backend") == "none":
+            continue
+        key = (t.get("mode"), t.get("backend"), t.get("layout"), bool(t.get("stateful_shortcut")))
+        acc.setdefault(key, {}).setdefault(int(t.get("rules") or 0), []).append(float(m["conn_rate_cps"]))
+    out = []
+    for (mode, be, lay, sc), pts in sorted(acc.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
+        if 0 not in pts or len(pts) < 2:
+            continue
+        top = max(pts)
+        base, v = statistics.median(pts[0]), statistics.median(pts[top])
+        if not base:
+            continue
+        out.append(f"{be} {lay} ({mode}{', stateful shortcut on' if sc else ''}) at {top:,} rules sets up "
+                   f"{_pct(100 * v / base)} of the connections per second it sets up with 0 rules "
+                   f"({v:,.0f} vs {base:,.0f}/s).")
+        if len(out) >= limit:
+            break
+    return out
+
+
 def quality_sentence(trials: list[dict]) -> str:
     n = len(trials)
     err = sum(1 for t in trials if t.get("error"))
@@ -152,7 +179,7 @@ def render_overview(run: dict, trials: list[dict], cs: list[Curve], published_ht
     out = ["<h2 id='overview'>Overview</h2><table class='kv'>"]
     out += [f"<tr><th class='l'>{k}</th><td class='l'>{v}</td></tr>" for k, v in rows]
     out.append("</table>")
-    sentences = headline_sentences(cs) + transaction_sentences(trials)
+    sentences = headline_sentences(cs) + transaction_sentences(trials) + connection_sentences(trials)
     out.append("<h3>Headline findings</h3>")
     if sentences:
         out.append("<ul>" + "".join(f"<li>{_e(s)}</li>" for s in sentences) + "</ul>")
