@@ -251,7 +251,10 @@ fn thread_main(
         skipped = rate::lag_skipped(allowed, sent, skipped, max_lag);
         let allowed = allowed.saturating_sub(skipped);
         if allowed <= sent {
-            rate::wait_until_spin(pacer.release_time(sent + skipped).min(deadline), cfg.spin_ns);
+            rate::wait_until_spin(
+                pacer.release_time(sent + skipped).min(deadline),
+                cfg.spin_ns,
+            );
             continue;
         }
         let want = (allowed - sent).min(batch) as usize;
