@@ -48,7 +48,8 @@ def test_deny_rule_for_one_source_fails_exactly_its_connections():
         stateful_bed(bed)
         info = conn.prepare_bed(bed, {4: 2})
         srcs = info["addresses"]["4"]
-        o = conn.check_options("conn_rate", {"timeout_s": 3.0}  # generous: a loaded machine must not time out the good half)
+        # a generous timeout: on a loaded machine the good half must not time out
+        o = conn.check_options("conn_rate", {"timeout_s": 3.0})
         ok, _, _, _ = conn.run_rate(bed, ip_version=4, rate_cps=200, duration_s=1, o=o, srcs=srcs)
         bed.sh("dut", "nft", "insert", "rule", "ip", "fwlab", "forward", "ip", "saddr", srcs[0], "tcp", "dport",
                str(conn.PORT_BASE), "counter", "drop")
