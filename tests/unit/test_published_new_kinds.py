@@ -68,13 +68,18 @@ def iperf3_tcp(bps: float, streams: int = 1, traffic: str = "tcp") -> Measuremen
 # --- seed 004: parallel streams and recovery probes -------------------------------------------------
 
 class FakeIperf3:
-    """run_clients answers from a queue: [baseline, the multi-stream run, probe 0, probe 1, ...]."""
+    """run_clients answers from a queue: [baseline, the multi-stream run, probe 0, probe 1, ...];
+    the multi-stream run takes `completion_s` when given."""
 
-    def __init__(self, rates: list[float]) -> None:
+    def __init__(self, rates: list[float], completion_s: float | None = None) -> None:
         self.rates = list(rates)
+        self.completion_s = completion_s
 
     def run_clients(self, bed, spec: TrafficSpec) -> Measurement:
-        return iperf3_tcp(self.rates.pop(0), spec.streams, spec.traffic)
+        m = iperf3_tcp(self.rates.pop(0), spec.streams, spec.traffic)
+        if spec.streams > 1 and self.completion_s is not None:
+            m.metrics["completion_s"] = self.completion_s
+        return m
 
 
 @pytest.fixture
@@ -94,7 +99,7 @@ def fast_probes(monkeypatch):
     monkeypatch.setattr(recovery, "run_probes", run)
 
 
-def parallel_trial(mode, rules, streams, rep, bps, probes=(), baseline=None, options=None):
+def parallel_trial(mode, rules, streams, rep, bps, probes=(), baseline=None, options=None, completion_s=None):
     backend = "none" if mode == "direct" else "nftables"
     item = options or {"baseline": False, "max_probes": 0}
     opts = recovery.ProbePlan.from_options(item).to_dict()
@@ -103,8 +108,19 @@ def parallel_trial(mode, rules, streams, rep, bps, probes=(), baseline=None, opt
     plan = recovery.ProbePlan.from_options(opts)
     queue = ([baseline] if plan.baseline else []) + [bps] + list(probes)
     ts = TrafficSpec(traffic="parallel", tool="iperf3", streams=streams, duration_s=5.0, options=opts)
-    m = recovery.measure_with_probes(FakeIperf3(queue), None, ts)
+    m = recovery.measure_with_probes(FakeIperf3(queue, completion_s), None, ts)
     return record(spec, m)
+
+
+def hung_trial(mode, rules, streams, rep):
+    """A multi-stream trial whose clients hung: the orchestrator records the runner's error, no metrics."""
+    from fwlab.errors import RunnerError
+
+    err = RunnerError(f"{len(split_streams(streams))} of {len(split_streams(streams))} iperf3 clients hung; this "
+                      "trial's figure is missing", fix="none needed: the next trial uses fresh iperf3 servers")
+    spec = spec_dict(mode=mode, backend="none" if mode == "direct" else "nftables", rules=rules, traffic="parallel",
+                     streams=streams, rep=rep, options=recovery.ProbePlan.from_options({}).to_dict())
+    return trial_record(spec, metrics=None, started_utc="2026-01-01T00:00:00Z", error=err.one_line())
 
 
 T3 = {"interval_s": 5, "probe_s": 2, "max_probes": 5, "tolerance": 0.10}
@@ -185,7 +201,8 @@ def test_seed_004_reads_older_stream_records():
             ts.append(record(spec_dict(mode="bridge", rules=10000, streams=s, rep=rep),
                              iperf3_tcp({1: 6e9, 100: 4e9, 128: 2e9}[s], s)))
     cmp = compare_study(run_of("seed-004"), ts)
-    assert [f.verdict for f in cmp.findings] == [REPRODUCED, REPRODUCED, REPRODUCED, NOT_MEASURED]
+    # every run ended within its nominal length: no stall; no probes: Table 3 not measured
+    assert [f.verdict for f in cmp.findings] == [REPRODUCED, REPRODUCED, NOT_REPRODUCED, REPRODUCED, NOT_MEASURED]
 
 
 def test_seed_004_presets_run_the_seeds_stream_counts():
@@ -483,3 +500,35 @@ def test_measure_with_probes_is_used_unchanged():
                                      replace(TrafficSpec(traffic="parallel", tool="iperf3", streams=900),
                                              options={"baseline": False, "max_probes": 0}))
     assert m.kind == "parallel" and m.metrics["probes"] == 0 and m.metrics["baseline_bps"] is None
+
+
+def stalled_trials(stall: bool):
+    """Direct runs near their 5 s; through 1000 rules 500 streams take 3 x and 900 hang (or not)."""
+    ts = []
+    for rep in (1, 2):
+        for s in (1, 100, 500, 900):
+            ts.append(parallel_trial("direct", 0, s, rep, 6e9, completion_s=5.0 + 0.003 * s))
+            if s == 900 and stall:
+                ts.append(hung_trial("bridge", 1000, s, rep))
+            else:
+                ts.append(parallel_trial("bridge", 1000, s, rep, {1: 0.45e9}.get(s, 0.37e9),
+                                         completion_s=15.0 if stall and s == 500 else 5.5))
+    return ts
+
+
+def test_seed_004_stalled_runs():
+    cmp = compare_study(run_of("seed-004"), stalled_trials(stall=True))
+    f = next(f for f in cmp.findings if "stall" in f.claim)
+    assert f.verdict == REPRODUCED and "longest 3.0 x" in f.fwlab and "2 of 6 runs did not finish" in f.fwlab
+    assert "Direct: at most 1.5 x" in f.fwlab and "19-48.6 s" in f.published
+    tp = next(t for t in cmp.tables if t.title.startswith("fwlab: TCP throughput"))
+    row = next(r for r in tp.rows if r[1] == "nftables 1,000 rules (bridge)")
+    assert row[-1] == "did not finish (2 of 2)"
+    times = next(t for t in cmp.tables if "transfer time" in t.title)
+    rows = {(r[0], r[1]): r for r in times.rows}
+    assert rows[("as published", "all but firewall rules")][2:] == ("10 s (1.0 x)", "15.4 s (1.5 x)", "27.5 s (2.8 x)",
+                                                                    "34.3 s (3.4 x)")
+    assert rows[("fwlab", "nftables 1,000 rules (bridge)")][4:] == ("15.0 s (3.0 x)", "did not finish (2 of 2)")
+    calm = compare_study(run_of("seed-004"), stalled_trials(stall=False))
+    assert next(f for f in calm.findings if "stall" in f.claim).verdict == NOT_REPRODUCED
+    assert next(f for f in compare_study(run_of("seed-004"), []).findings if "stall" in f.claim).verdict == NOT_MEASURED
