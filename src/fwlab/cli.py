@@ -38,6 +38,8 @@ def cmd_run(args) -> int:
                 data["duration_s"] = args.duration
             from fwlab.suites import parse_suite
             suite = parse_suite(data, f"'{args.suite}' with command-line overrides")
+        if args.dry_run:
+            return _dry_run(suite)
         hosts = None
         if args.hosts:
             from fwlab.testbed.hosts import load_hosts
@@ -46,6 +48,19 @@ def cmd_run(args) -> int:
     report = write_report(rec.path)
     print_summary(rec.path, sys.stdout)
     print(f"report: {report}")
+    return 0
+
+
+def _dry_run(suite) -> int:
+    """Print the plan's size and its rough wall-time estimate (fwlab.suites.estimate); run nothing."""
+    from fwlab.suites import expand
+    from fwlab.suites.estimate import estimate_s
+
+    plan = expand(suite)
+    est = estimate_s(suite, plan)
+    beds = len({t.bed_key for t in plan.trials})
+    print(f"{suite.name}: {len(plan.trials)} trials on {beds} test bed(s), {len(plan.skipped)} combination(s) "
+          f"skipped; estimated {est / 60:.1f} min (rough, longer on a loaded machine)")
     return 0
 
 
@@ -237,6 +252,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--hosts", metavar="FILE", help="TOML file placing roles on remote hosts over SSH "
                                                    "([hosts.dut] ssh = \"root@host\", ...; docs/remote-hosts.md)")
     r.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    r.add_argument("--dry-run", action="store_true",
+                   help="print the number of trials and a rough wall-time estimate; run nothing")
     r.set_defaults(func=cmd_run)
 
     rp = sub.add_parser("report", help="(re)build report.html and summary.csv from a run record")

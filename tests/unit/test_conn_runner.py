@@ -129,3 +129,29 @@ def test_section_renders_rate_and_capacity_tables():
     assert "4100" in out  # median of two repetitions
     assert "Concurrent TCP connection capacity" in out and "DUT connection table full" in out
     assert render({}, []) is None
+
+
+def test_capacity_search_with_fractional_loads_completes(monkeypatch):
+    """Ramp to the first failure, then a binary search whose loads are fractions (e.g. 135822.45):
+    the measurer holds the nearest whole count and reports the load as asked, so the search's
+    consistency check passes and the result is a count that was really held."""
+    from fwlab.runners.connections import ConnRunner
+
+    limit = 135_509                      # the simulated DUT table: more connections fail
+
+    def fake_hold(bed, *, ip_version, count, o, srcs, stop_on_failure=False):
+        held = min(count, limit)
+        doc = {"started": count, "established": held, "held": held, "probed": held, "probe_ok": held,
+               "failed": {"timeout": count - held} if count > held else {}, "local_errors": {},
+               "probe_failed": {}, "first_failure_at": limit + 1 if count > limit else None}
+        return doc, {}, {"nf_conntrack_count": 0}, {"nf_conntrack_count": held, "nf_conntrack_max": limit}
+
+    monkeypatch.setattr(conn, "run_hold", fake_hold)
+    o = conn.check_options("conn_capacity", {"max_count": 300000, "min_count": 10000, "hold_s": 1.0,
+                                             "relative_width": 0.05})
+    m = conn.ConnCapacityMeasurer(None, 4, o, ["198.18.1.10"])
+    cap, upper, sr, irregular, ramp = ConnRunner()._capacity_search(m, o)
+    assert cap is not None and cap <= limit and cap >= limit * 0.95 - 1
+    assert any(t["count"] == cap for t in m.trials)          # the result is a count that was held
+    assert upper is not None and upper > limit and ramp["count"] == 300000
+    assert any(not float(t["result"]["intended_load_pps"]).is_integer() for t in sr["trials"])

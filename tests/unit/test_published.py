@@ -111,11 +111,11 @@ def verdicts(cmp):
 
 def test_seed_004_verdicts_follow_the_numbers():
     cmp = compare_study(run_of("seed-004"), seed004_trials(big_drops=True))
-    assert verdicts(cmp) == [REPRODUCED, REPRODUCED, REPRODUCED, NOT_MEASURED]
+    assert verdicts(cmp) == [REPRODUCED, REPRODUCED, NOT_MEASURED, REPRODUCED, NOT_MEASURED]
     assert "60.0 % of direct at 1 stream, 20.0 %" in cmp.findings[1].fwlab
     flat = compare_study(run_of("seed-004"), seed004_trials(big_drops=False))
     assert verdicts(flat)[1] == NOT_REPRODUCED
-    assert any("500 and 900" in m for m in cmp.missing)
+    assert any("during the multi-stream test" in m for m in cmp.missing)
     assert compare_study(run_of("seed-004"), []).findings[0].verdict == NOT_MEASURED
 
 
@@ -167,7 +167,9 @@ def test_seed_001_linear_collapse_is_not_reproduced_set_is():
     cmp = compare_study(run_of("seed-001"), seed001_trials(linear_ratio=0.1))
     by_layout = {f.fwlab.split(",")[0]: f.verdict for f in cmp.findings if "rule count" in f.claim}
     assert by_layout == {"fwlab nftables linear": NOT_REPRODUCED, "fwlab nftables set": REPRODUCED}
-    assert cmp.findings[-1].verdict == NOT_MEASURED           # bridge vs gateway: one mode only
+    bridge = next(f for f in cmp.findings if f.claim == "Bridge mode forwards more than gateway mode")
+    assert bridge.verdict == NOT_MEASURED                       # one mode only
+    assert cmp.findings[-1].verdict == NOT_MEASURED             # no connection capacity search
     assert "90.8 %" in cmp.findings[0].criterion                # 95.8 % published worst, minus 5 points
 
 
@@ -185,7 +187,7 @@ def test_seed_000_tcp_flat_and_udp_collapse():
     assert got["TCP throughput is the same at every rule count"] == REPRODUCED
     assert got["One-way UDP of 1400 B is not slowed up to 200 rules"] == REPRODUCED
     assert got["One-way UDP collapses at 500 and 1000 rules"] == REPRODUCED
-    assert cmp.findings[-1].verdict == NOT_MEASURED             # the flood
+    assert [f.verdict for f in cmp.findings if "flood" in f.claim] == [NOT_MEASURED] * 3   # no flood here
 
 
 # --- seed 003 ------------------------------------------------------------------------------------
@@ -198,7 +200,7 @@ def test_seed_003_ipv6_faster_reproduces_table_1_not_the_conclusion():
             ts.append(tr("stream", "udp", "none", 0, ipv=ipv, rep=rep, size=1470, label="1m",
                          throughput_bps=1e6, jitter_ms=0.01 * jitter(rep)))
     cmp = compare_study(run_of("seed-003"), ts)
-    assert verdicts(cmp) == [REPRODUCED, NOT_REPRODUCED, REPRODUCED, NOT_REPRODUCED]
+    assert verdicts(cmp) == [REPRODUCED, NOT_REPRODUCED, REPRODUCED, NOT_REPRODUCED, NOT_MEASURED]   # no delay trials
 
 
 # --- the report ----------------------------------------------------------------------------------

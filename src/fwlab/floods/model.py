@@ -20,10 +20,13 @@ ENGINE_PROTO = {"udp_flood": "udp", "syn_flood": "tcp-syn"}
 SPOOF_NET4 = ipaddress.ip_network("10.200.0.0/16")
 SPOOF_NET6 = ipaddress.ip_network("2001:2:0:aa00::/64")
 MIN_FRAME = {4: 64, 6: 78}
+#: what a background item's ``only`` table may restrict (a traffic item's keys, plus its kind)
+ONLY_KEYS = ("mode", "backends", "layouts", "rules", "stateful_shortcut", "traffic")
 
 
 class BackgroundItem(BaseModel):
-    """A suite's ``[[background]]`` item: every trial of the suite runs once per rate."""
+    """A suite's ``[[background]]`` item: every trial of the suite (or those ``only`` names) runs
+    once per rate."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -42,6 +45,28 @@ class BackgroundItem(BaseModel):
     tail_s: float = Field(2.0, ge=0, le=60, description="and is sized to last this long after its planned end [s]")
     cpu: int | None = Field(None, ge=0, description="pin the flood's sender thread; null = not pinned")
     label: str | None = Field(None, pattern=r"^[a-z0-9][a-z0-9_.]{0,15}$")
+    only: dict[str, list] = Field(default_factory=dict,
+                                  description="flood only beside trials matching: keys mode, backends, layouts, "
+                                              "rules, stateful_shortcut, traffic (the traffic item's kind), lists; "
+                                              "other trials run once, without a flood")
+
+    @field_validator("only")
+    @classmethod
+    def _only(cls, v: dict[str, list]) -> dict[str, list]:
+        bad = sorted(set(v) - set(ONLY_KEYS))
+        if bad:
+            raise ValueError(f"only: unknown key(s) {', '.join(bad)} (known: {', '.join(ONLY_KEYS)})")
+        return v
+
+    def applies(self, *, mode: str, backend: str, layout: str, rules: int, stateful_shortcut: bool,
+                traffic: str) -> bool:
+        """Does this flood run beside a trial of this configuration and traffic kind?"""
+        have = {"mode": mode, "backends": backend, "layouts": layout, "rules": rules,
+                "stateful_shortcut": stateful_shortcut, "traffic": traffic}
+        return all(have[k] in vals for k, vals in self.only.items())
+
+    def may_apply_to_mode(self, mode: str) -> bool:
+        return mode in self.only.get("mode", [mode])
 
     @field_validator("rates_pps")
     @classmethod

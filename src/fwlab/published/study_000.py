@@ -2,7 +2,10 @@
 beside fwlab's TCP (iperf3) and one-way UDP (fwlab-engine) figures per rule count.
 
 Normalisation: % of the same configuration's 0-rule figure (the seed's smallest set is 1 rule;
-its figures are plots, so only the numbers of its text are compared).
+its figures are plots, so only the numbers of its text are compared). Under attack (§3.3, Fig. 8:
+no numbers printed, only the text's findings): TCP trials beside a UDP flood (record kind
+``attack``, ``background.rate_pps``) as % of the same configuration without the flood (the
+rate-0 trial of the same flood item), firewall off (backend none) and on.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from fwlab.published.compare import (
     Finding,
     SideTable,
     StudyComparison,
+    change,
     config_name,
     fmt,
     fmt_range,
@@ -30,8 +34,20 @@ METRIC = "throughput_bps"
 FRAME_TO_PAYLOAD = {110: 64, 558: 512, 1446: 1400}
 
 
+def _flood_rate(t: dict) -> float:
+    return float((t.get("background") or {}).get("rate_pps") or 0.0)
+
+
 def _streams(trials):
-    return [t for t in trials if t.get("kind") == "stream" and t.get("traffic") in ("tcp", "engine", "udp")]
+    """Trials without a flood: plain stream trials and the rate-0 references of a flood item."""
+    return [t for t in trials if t.get("kind") in ("stream", "attack") and _flood_rate(t) == 0
+            and t.get("traffic") in ("tcp", "engine", "udp")]
+
+
+def _tcp_flood(trials):
+    """TCP trials of a UDP flood item, its rate-0 references included."""
+    return [t for t in trials if t.get("kind") == "attack" and t.get("traffic") == "tcp"
+            and (t.get("background") or {}).get("kind") == "udp_flood"]
 
 
 def _payload(t: dict) -> int | None:
@@ -54,9 +70,14 @@ def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
         "UDP payloads (frames of 110/558/1446 B).",
         "Figures are compared as % of the same configuration's 0-rule figure (the seed's smallest set: 1 rule).",
     ]
-    out.missing = ["§3.3, TCP under attack (pktgen, 9500 pps of 60 B UDP from 65535 source addresses, 1-1000 "
-                   "rules): needs floods from an attacker namespace (issue 6).",
-                   "OpenBSD PF (Figures 6, 7, 9): not available on Linux."]
+    out.scaling.append(
+        "§3.3, under attack: pktgen's flood (60 B UDP from 65535 source addresses to the servers) -> fwlab-engine's "
+        "AF_PACKET sender in an attacker namespace on the DUT's client side, 64 B frames (60 B on the wire) from "
+        "65535 spoofed sources (10.200.0.0/16) to a closed UDP port of the server, started before and stopped after "
+        "each TCP trial; firewall off = backend none (the DUT forwards the flood to the server). The text gives "
+        "9500 pps and 46 Mbit/s, which disagree (9500 x 60 B is 4.6 Mbit/s; 46 Mbit/s is about 95000 pps): the "
+        "presets run both. On veth the DUT's work on the flood runs on the attacker's CPU.")
+    out.missing = ["OpenBSD PF (Figures 6, 7, 9): not available on Linux."]
     t = study.table("text-3.1-3.2")
     fw = sorted({(x.get("backend"), x.get("layout"), bool(x.get("stateful_shortcut"))) for x in st
                  if x.get("backend") != "none" and x.get("mode") != "direct"})
@@ -137,8 +158,151 @@ def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
         out.findings.append(Finding(claim="TCP flat, UDP collapsing with the rule count",
                                     published="Figs. 4 and 5", fwlab="no firewall configuration with 0 and more rules in this run.",
                                     criterion="–", verdict=NOT_MEASURED))
-    out.findings.append(Finding(
-        claim="Under a UDP flood, netfilter halves TCP throughput but keeps forwarding; 500-1000 rules make it worse",
-        published="Fig. 8 (no numbers printed)", fwlab="not measured: needs floods from an attacker namespace (issue 6).",
-        criterion="–", verdict=NOT_MEASURED))
+    _attack(out, trials)
     return out
+
+
+HALF_RANGE = (30.0, 70.0)
+"""'About half' ('yarı yarıya'): fwlab counts 30-70 % of the no-flood figure as half."""
+LOW_RULES = 200
+"""The seed: netfilter helps under attack up to 200 rules; 500 and 1000 rules make it worse."""
+
+
+def _attack(out: StudyComparison, trials: list[dict]) -> None:
+    """§3.3 (Fig. 8, no numbers printed): TCP under the UDP flood, firewall off and netfilter."""
+    at = [t for t in _tcp_flood(trials) if t.get("metrics") and not t.get("error")]
+    rates = sorted({_flood_rate(t) for t in at if _flood_rate(t) > 0})
+    c_half = "Under the flood, netfilter (up to 200 rules) keeps forwarding TCP at about half its no-attack throughput"
+    c_off = "Under the flood, TCP without the firewall is lower than through netfilter with up to 200 rules"
+    c_many = "Under the flood, 500 and 1000 rules make netfilter's TCP throughput worse than up to 200 rules"
+    if not rates:
+        for claim in (c_half, c_off, c_many):
+            out.findings.append(Finding(claim=claim, published="Fig. 8, §3.3 text (no numbers printed)",
+                                        fwlab="not measured: no TCP trial beside a UDP flood in this run.",
+                                        criterion="–", verdict=NOT_MEASURED))
+        return
+    confs = sorted({(t.get("backend"), t.get("layout"), bool(t.get("stateful_shortcut"))) for t in at},
+                   key=lambda c: (c[0] != "none", c))
+    sizes = sorted({t.get("size_bytes") for t in at}, key=lambda s: s or 0)
+
+    def tp(cfg, n, size, rate):
+        be, lay, sc = cfg
+        return [float(t["metrics"]["throughput_bps"]) for t in at if t.get("backend") == be and t.get("layout") == lay
+                and bool(t.get("stateful_shortcut")) == sc and int(t.get("rules") or 0) == n
+                and t.get("size_bytes") == size and _flood_rate(t) == rate
+                and t["metrics"].get("throughput_bps") is not None]
+
+    def offered(cfg, n, rate):
+        be, lay, sc = cfg
+        return [float(t["metrics"]["flood_offered_pps"]) for t in at if t.get("backend") == be
+                and t.get("layout") == lay and int(t.get("rules") or 0) == n and _flood_rate(t) == rate
+                and t["metrics"].get("flood_offered_pps") is not None]
+
+    rows = []
+    for cfg in confs:
+        for n in sorted({int(t.get("rules") or 0) for t in at if (t.get("backend"), t.get("layout"),
+                                                                  bool(t.get("stateful_shortcut"))) == cfg}):
+            pub = ("very low ('çok düşük')" if cfg[0] == "none" else
+                   "about half of no attack" if n <= LOW_RULES else "worse than up to 200 rules")
+            for size in sizes:
+                base = tp(cfg, n, size, 0.0)
+                if not base:
+                    continue
+                cells = []
+                for r in rates:
+                    off = mean(offered(cfg, n, r))
+                    pct = ratio_pct(tp(cfg, n, size, r), base)
+                    cells.append(f"{fmt(pct, 0)} (offered {fmt(off and off / 1e3, 1)} kpps)" if pct is not None else "–")
+                rows.append((config_name(*cfg), f"{n:,}", f"{size or 'default'} B", pub, fmt(mean(base) / 1e6, 0), *cells))
+    out.tables.append(SideTable(
+        title="§3.3 / Fig. 8: TCP throughput under a UDP flood (65535 spoofed sources, 60 B), as % of no flood",
+        header=("firewall", "rules", "write size", "as published (Fig. 8, text)", "no flood [Mbit/s]",
+                *[f"flood {r:,.0f} pps [% of no flood]" for r in rates]),
+        rows=tuple(rows), left=4,
+        note="Means over repetitions; the no-flood figure is the same trial without a flood (rate 0), measured in "
+             "the same rule set. 'offered' is the flood rate the engine achieved (below the intended rate when the "
+             "attacker's CPU, which also does the DUT's work on veth, could not keep up)."))
+
+    top = max(rates)
+    fw = [c for c in confs if c[0] != "none"]
+    rules_fw = sorted({int(t.get("rules") or 0) for t in at if t.get("backend") != "none"})
+    low = [n for n in rules_fw if n <= LOW_RULES]
+    high = [n for n in rules_fw if n >= 500]
+    where = f"at {top:,.0f} pps"
+
+    # 1: about half, still forwarding
+    pairs = [(cfg, n, s, tp(cfg, n, s, 0.0), tp(cfg, n, s, top)) for cfg in fw for n in low for s in sizes]
+    pairs = [p for p in pairs if p[3] and p[4]]
+    if pairs:
+        pcts = [ratio_pct(p[4], p[3]) for p in pairs]
+        ok = all(HALF_RANGE[0] <= x <= HALF_RANGE[1] for x in pcts) and all(min(p[4]) > 0 for p in pairs)
+        out.findings.append(Finding(
+            claim=c_half, published="Fig. 8 text: with the firewall on, performance fell to about half of the "
+                                    "no-attack tests ('yarı yarıya'); both firewalls kept working (§4)",
+            fwlab=f"fwlab {', '.join(config_name(*c) for c in fw)}, {', '.join(str(n) for n in low)} rules, {where}: "
+                  f"{fmt_range(pcts)} of the same trial without the flood (write sizes "
+                  f"{', '.join(str(s) for s in sizes)} B).",
+            criterion=f"{HALF_RANGE[0]:.0f}-{HALF_RANGE[1]:.0f} % of no flood at every rule count up to {LOW_RULES} "
+                      f"and write size, and never 0",
+            verdict=REPRODUCED if ok else NOT_REPRODUCED))
+    else:
+        out.findings.append(Finding(claim=c_half, published="Fig. 8 text: about half", criterion="–",
+                                    fwlab="not measured: no netfilter trial up to 200 rules with and without the flood.",
+                                    verdict=NOT_MEASURED))
+
+    # 2: firewall off is worse under the flood
+    off = next((c for c in confs if c[0] == "none"), None)
+    if off and fw and low:
+        sig_all, cells = True, []
+        for s in sizes:
+            a = tp(off, 0, s, top)
+            for n in low:
+                b = tp(fw[0], n, s, top)
+                if not a or not b:
+                    continue
+                c = change(a, b)          # netfilter against no firewall
+                up = mean(b) > mean(a)
+                sig = c is None or c.significant_2sigma is None or c.significant_2sigma
+                sig_all &= up and sig
+                cells.append(f"{s} B {n} rules {100.0 * mean(b) / mean(a):.0f} %")
+        if cells:
+            out.findings.append(Finding(
+                claim=c_off, published="Fig. 8 text: without the firewall the transfer rate was very low under attack; "
+                                       "netfilter helped up to 200 rules",
+                fwlab=f"fwlab {where}, netfilter as % of no firewall: " + ", ".join(cells) + ".",
+                criterion="netfilter above no firewall under the same flood at every write size and rule count up to "
+                          f"{LOW_RULES}, significantly when repetitions allow",
+                verdict=REPRODUCED if sig_all else NOT_REPRODUCED))
+    if not any(f.claim == c_off for f in out.findings):
+        out.findings.append(Finding(claim=c_off, published="Fig. 8 text: very low without the firewall", criterion="–",
+                                    fwlab="not measured: this run lacks the flood beside no firewall or beside netfilter "
+                                          "up to 200 rules.", verdict=NOT_MEASURED))
+
+    # 3: 500/1000 rules worse than up to 200 under the flood
+    if fw and low and high:
+        n_low = max(low)
+        worse_all, cells = True, []
+        for s in sizes:
+            ref = tp(fw[0], n_low, s, top)
+            for n in high:
+                b = tp(fw[0], n, s, top)
+                if not ref or not b:
+                    continue
+                c = change(ref, b)
+                down = mean(b) < mean(ref)
+                sig = c is None or c.significant_2sigma is None or c.significant_2sigma
+                worse_all &= down and sig
+                cells.append(f"{s} B {n:,} rules {100.0 * mean(b) / mean(ref):.0f} %")
+        if cells:
+            out.findings.append(Finding(
+                claim=c_many, published="Fig. 8 text: netfilter helped under attack up to 200 rules; at 500 or 1000 "
+                                        "rules it had a negative effect",
+                fwlab=f"fwlab {config_name(*fw[0])} {where}, as % of {n_low} rules under the same flood: "
+                      + ", ".join(cells) + ".",
+                criterion=f"below {n_low} rules under the same flood at every rule count >= 500 and write size, "
+                          "significantly when repetitions allow",
+                verdict=REPRODUCED if worse_all else NOT_REPRODUCED))
+    if not any(f.claim == c_many for f in out.findings):
+        out.findings.append(Finding(claim=c_many, published="Fig. 8 text: worse at 500 and 1000 rules", criterion="–",
+                                    fwlab="not measured: this run lacks netfilter under the flood at up to 200 and at "
+                                          "500 or more rules.", verdict=NOT_MEASURED))

@@ -4,6 +4,10 @@ size and rule count, beside fwlab's RFC 2544 throughput searches.
 Normalisation: the seed's % of line rate cannot compare with a veth bed (no line rate), so both
 sides are compared as the throughput at the largest rule count relative to the smallest (the
 seed: the last printed value over the first; fwlab: N rules over 0 rules, means over repetitions).
+
+Fig. 7 (concurrent connections, bridge vs gateway mode): fwlab's ``conn_capacity`` searches
+(record kind ``connections``) per mode, beside the published 600,000 / 500,000, compared as
+bridge / gateway and as what stopped each search (the DUT's connection table or something else).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from fwlab.published.compare import (
     Finding,
     SideTable,
     StudyComparison,
+    change,
     fmt,
     mean,
     ratio_pct,
@@ -26,8 +31,122 @@ from fwlab.published.model import Study
 METRIC = "throughput_pps"
 
 
+CAP_METRIC = "capacity_connections"
+MODE_NAMES = {"routed": "gateway", "bridge": "bridge"}
+
+
 def _tp(trials):
     return [t for t in trials if t.get("kind") == "rfc2544" and t.get("traffic") == "throughput"]
+
+
+def _cap(trials):
+    return [t for t in trials if t.get("kind") == "connections" and t.get("traffic") == "conn_capacity"]
+
+
+def _capped(t: dict) -> bool:
+    """The search held every connection it asked for: the figure is a lower bound."""
+    return any(f.get("code") == "max-load-passed" for f in t.get("flags") or [])
+
+
+def _opt(t: dict, key: str):
+    return (t.get("options") or {}).get(key, ((t.get("extra") or {}).get("options") or {}).get(key))
+
+
+def _table_full(cause: str | None) -> bool:
+    return bool(cause) and "connection table full" in cause
+
+
+def _capacity(study: Study, out: StudyComparison, trials: list[dict]) -> None:
+    """Fig. 7: the side table and the two findings on concurrent connections."""
+    fig7 = study.table("fig7")
+    pub = {m: fig7.value(MODE_NAMES[m], "concurrent sessions") for m in MODE_NAMES}
+    cap = [t for t in _cap(trials) if t.get("metrics")]
+    by_mode = {m: [t for t in cap if t.get("mode") == m and t["metrics"].get(CAP_METRIC) is not None] for m in MODE_NAMES}
+    vals = {m: [float(t["metrics"][CAP_METRIC]) for t in ts] for m, ts in by_mode.items()}
+    pub_ratio = pub["bridge"] / pub["routed"]
+    claim = "Bridge mode holds more concurrent connections than gateway mode"
+    published = f"bridge {pub['bridge']:,.0f}, gateway {pub['routed']:,.0f} sessions (bridge / gateway {pub_ratio:.2f})"
+    if not cap:
+        out.findings.append(Finding(
+            claim=claim, published=published, fwlab="not measured: no connection-capacity search in this run.",
+            criterion="bridge above gateway by more than the search's width", verdict=NOT_MEASURED))
+        return
+    rows = []
+    for m in ("routed", "bridge"):
+        ts = by_mode[m]
+        causes = sorted({t["metrics"].get("limit_cause") for t in ts if t["metrics"].get("limit_cause")})
+        ct = sorted({int(t["metrics"]["conntrack_max"]) for t in ts if t["metrics"].get("conntrack_max")})
+        tops = sorted({int(_opt(t, "max_count")) for t in ts if _opt(t, "max_count")})
+        capped = sum(1 for t in ts if _capped(t))
+        v = mean(vals[m])
+        stop = ("; ".join(causes) if causes else "–") + (f"; {capped} of {len(ts)} held every connection asked for "
+                                                        f"(a lower bound)" if capped else "")
+        rows.append((f"{MODE_NAMES[m]} ({m})", fmt(pub[m], 0), fmt(v, 0), str(len(ts)),
+                     fmt(100.0 * v / pub[m], 1) if v is not None else "–",
+                     ", ".join(f"{c:,}" for c in ct) or "–", ", ".join(f"{c:,}" for c in tops) or "–", stop))
+    ratio = (mean(vals["bridge"]) / mean(vals["routed"])) if vals["bridge"] and vals["routed"] else None
+    rows.append(("bridge / gateway", fmt(pub_ratio, 2), fmt(ratio, 3), "", "", "", "", ""))
+    out.tables.append(SideTable(
+        title=f"{fig7.ref}: concurrent connections, as published and fwlab",
+        header=("mode", "as published [connections]", "fwlab [connections held]", "fwlab repetitions",
+                "fwlab [% of published]", "fwlab: DUT nf_conntrack_max", "fwlab: search target", "fwlab: what stopped it"),
+        rows=tuple(rows),
+        note="fwlab: the largest number of TCP connections opened through the DUT (connection tracking on) and held "
+             "with no failure, each echoing a probe byte after the hold; mean over repetitions. The DUT's table "
+             "limit is the host's nf_conntrack_max (read-only inside a namespace), so absolute figures say more "
+             "about this host's table than about the firewall."))
+
+    crit = "bridge above gateway by more than the search's width (and significantly, with repetitions)"
+    if not vals["routed"] or not vals["bridge"]:
+        have = [MODE_NAMES[m] for m in MODE_NAMES if vals[m]]
+        out.findings.append(Finding(
+            claim=claim, published=published, fwlab=f"only {', '.join(have) or 'no'} mode has a capacity figure in this run.",
+            criterion=crit, verdict=NOT_MEASURED))
+    else:
+        width = max(float(_opt(t, "relative_width") or 0.02) for t in cap)
+        cap_r = any(_capped(t) for t in by_mode["routed"])
+        cap_b = any(_capped(t) for t in by_mode["bridge"])
+        b, r = mean(vals["bridge"]), mean(vals["routed"])
+        text = (f"fwlab: bridge {b:,.0f}, gateway {r:,.0f} connections held (bridge / gateway {b / r:.3f})")
+        c = change(vals["routed"], vals["bridge"])
+        if cap_r and cap_b:
+            verdict = NOT_MEASURED
+            text += "; both searches held every connection they asked for, so neither mode's limit was found."
+        elif cap_r and not cap_b:
+            verdict = NOT_REPRODUCED
+            text += "; gateway mode held every connection asked for, more than bridge mode could."
+        elif cap_b and not cap_r:
+            verdict = REPRODUCED if b > r else NOT_REPRODUCED
+            text += "; bridge mode held every connection asked for (a lower bound)."
+        else:
+            above = b > r * (1.0 + width)
+            sig = c is None or c.significant_2sigma is None or c.significant_2sigma
+            verdict = REPRODUCED if above and sig else NOT_REPRODUCED
+            both_full = all(_table_full(t["metrics"].get("limit_cause")) for t in by_mode["routed"] + by_mode["bridge"])
+            text += (f"; {'within' if not above else 'beyond'} the search's {100 * width:.0f} % width"
+                     + (", not significant over the repetitions" if above and not sig else "")
+                     + ("; both stopped at the DUT's full connection table" if both_full else "") + ".")
+        out.findings.append(Finding(claim=claim, published=published, fwlab=text, criterion=crit, verdict=verdict))
+
+    # §3.5: the concurrent session count is a matter of memory (the session table), not of the packet path
+    claim2 = "The number of concurrent sessions is set by the session table's memory, not by the packet path (§3.5)"
+    failed = [t for t in cap if not _capped(t) and t["metrics"].get(CAP_METRIC) is not None]
+    if not failed:
+        out.findings.append(Finding(
+            claim=claim2, published="§3.5: the concurrent session number depends on the system's RAM",
+            fwlab="not measured: no capacity search in this run found a limit (every connection asked for was held).",
+            criterion="every search stopped at the DUT's full connection table", verdict=NOT_MEASURED))
+    else:
+        full = [t for t in failed if _table_full(t["metrics"].get("limit_cause"))]
+        other = sorted({str(t["metrics"].get("limit_cause") or "no cause recorded") for t in failed if t not in full})
+        text = (f"fwlab: {len(full)} of {len(failed)} capacity searches stopped at the DUT's full connection table "
+                f"(nf_conntrack_count at nf_conntrack_max)")
+        text += (f"; the others: {'; '.join(other)}." if other else ".")
+        out.findings.append(Finding(
+            claim=claim2, published="§3.5: the concurrent session number depends on the system's RAM",
+            fwlab=text, criterion="every search that found a limit stopped at the DUT's full connection table "
+                                  "(whose default size Linux derives from RAM)",
+            verdict=REPRODUCED if len(full) == len(failed) else NOT_REPRODUCED))
 
 
 @register("seed-001")
@@ -43,9 +162,17 @@ def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
         "Binary search with 60 s trials, 3 repetitions averaged -> the suite's search (the quick variant: "
         "MLRsearch with short trials, 1 repetition).",
     ]
-    out.missing = ["Concurrent connection capacity in bridge and gateway mode (Fig. 7: 600,000 and 500,000 "
-                   "sessions): needs the connection-capacity kind (issue 5).",
-                   "Windows 2000 / Linux 2.4 / FreeBSD comparison at 100 Mbit/s (Fig. 4): one kernel here."]
+    caps = _cap(trials)
+    if caps:
+        tops = sorted({int(_opt(t, "max_count")) for t in caps if _opt(t, "max_count")})
+        out.scaling.append(
+            "Concurrent connection capacity (SmartBits WebSuite/Firewall, Fig. 7) -> fwlab-engine conn-hold: TCP "
+            "connections opened through the DUT with connection tracking on (nftables with the stateful shortcut, "
+            "0 rules), held, each echoing a probe byte; a ramp to the first failure, then a binary search below it; "
+            f"search target {', '.join(f'{x:,}' for x in tops) or '–'} connections (the quick variant uses a smaller "
+            "target than the full preset's 700,000). The DUT's connection-table limit is the host's nf_conntrack_max "
+            "(read-only inside a namespace; fwlab does not change it for this preset).")
+    out.missing = ["Windows 2000 / Linux 2.4 / FreeBSD comparison at 100 Mbit/s (Fig. 4): one kernel here."]
     modes = sorted({t.get("mode") for t in tp})
     gw = "routed" if "routed" in modes else (modes[0] if modes else None)
     layouts = sorted({t.get("layout") for t in tp if t.get("mode") == gw})
@@ -120,6 +247,7 @@ def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
     else:
         out.findings.append(Finding(
             claim="Bridge mode forwards more than gateway mode", published="Fig. 5 (no numbers printed)",
-            fwlab="this run has one mode only (the full seed-001 suite runs both).",
+            fwlab="this run's throughput searches cover one mode only (the full seed-001 suite runs both).",
             criterion="bridge above routed at every frame size", verdict=NOT_MEASURED))
+    _capacity(study, out, trials)
     return out

@@ -3,7 +3,9 @@ figures over IPv4 and IPv6.
 
 Normalisation: IPv6 / IPv4 of the same measurement (absolute rates of a 2013 VirtualBox/GNS3
 network do not compare); jitter in ms side by side. A difference counts when fwlab's 2-sigma
-comparison (fwlab.stats) calls it significant.
+comparison (fwlab.stats) calls it significant. Delay, which the seed names but prints no figure
+for, is fwlab's ping round-trip time (kind ``rtt``, idle) and the ping probe beside the TCP
+stream (``rtt_probe``, delay under load), IPv4 against IPv6.
 """
 
 from __future__ import annotations
@@ -30,6 +32,10 @@ def _st(trials):
     return [t for t in trials if t.get("kind") == "stream" and t.get("traffic") in ("tcp", "udp")]
 
 
+def _rtt(trials):
+    return [t for t in trials if t.get("kind") == "rtt" and t.get("traffic") == "rtt"]
+
+
 @register("seed-003")
 def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
     out = StudyComparison(study)
@@ -45,10 +51,13 @@ def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
         "over IPv6 exceed the 1500 B MTU and cross the DUT as two fragments each.",
         "Compared as IPv6 / IPv4 of the same measurement; jitter in ms.",
     ]
-    out.missing = ["Delay (the seed names it as a metric but publishes no figure): IPv4-vs-IPv6 delay and jitter "
-                   "time series are being built (issue 6).",
-                   "Windows 7 as the sender: one kernel here."]
-    cfgs = sorted({(t.get("backend"), t.get("layout"), int(t.get("rules") or 0)) for t in st})
+    rtt = _rtt(trials)
+    out.scaling.append("Delay (the seed's 'gecikme zamanı', named as a metric, no figure printed) -> ping round-trip "
+                       "time through the DUT: idle (kind rtt, an ICMP echo every 10 ms for the trial's length) and "
+                       "beside the TCP stream (rtt_probe, delay under load); median, 99th percentile and RFC 3550 "
+                       "jitter of the round trips.")
+    out.missing = ["Windows 7 as the sender: one kernel here."]
+    cfgs = sorted({(t.get("backend"), t.get("layout"), int(t.get("rules") or 0)) for t in st + rtt})
 
     def v(cfg, traffic, ipv, metric="throughput_bps", label=None):
         be, lay, n = cfg
@@ -89,6 +98,8 @@ def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
     out.tables.append(SideTable(title=f"{t2.ref}: jitter at 1 Mbit/s", header=("source", "run", "IPv4 [ms]", "IPv6 [ms]"),
                                 rows=tuple(rows), left=2))
 
+    _delay_table(out, rtt, st, cfgs, name)
+
     ref = next((c for c in cfgs if c[0] == "none"), cfgs[0] if cfgs else None)
     tcp = change(v(ref, "tcp", 4), v(ref, "tcp", 6)) if ref else None
     if tcp is None or tcp.change_pct is None:
@@ -128,4 +139,55 @@ def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
                   f"{'significant' if sig else 'within the noise'}.",
             criterion="IPv4 below IPv6 and the difference significant",
             verdict=REPRODUCED if sig and jit.mean_a < jit.mean_b else NOT_REPRODUCED))
+    out.findings.append(_delay_finding(rtt, ref, name))
     return out
+
+
+DELAY_METRICS = (("rtt_p50_ms", "median"), ("rtt_p99_ms", "99th pct."), ("rtt_jitter_ms", "jitter (RFC 3550)"))
+
+
+def _cfg_match(cfg) -> dict:
+    be, lay, n = cfg
+    return dict(backend=be, layout=lay, rules=n)
+
+
+def _delay_table(out: StudyComparison, rtt: list[dict], st: list[dict], cfgs, name) -> None:
+    """Round-trip times over IPv4 and IPv6 per configuration: idle (ping) and beside TCP."""
+    rows = [("as published", "delay", "named as a metric, no figure printed", "–", "–")]
+    for cfg in cfgs:
+        for what, sel, extra in (("idle (ping)", rtt, dict(traffic="rtt")),
+                                 ("beside the TCP stream", st, dict(traffic="tcp", label=None))):
+            for metric, mname in DELAY_METRICS:
+                a = values(sel, metric, ip_version=4, **_cfg_match(cfg), **extra)
+                b = values(sel, metric, ip_version=6, **_cfg_match(cfg), **extra)
+                if a and b:
+                    rows.append((f"fwlab, {name(cfg)}", f"{what}, {mname}", fmt(mean(a), 3), fmt(mean(b), 3),
+                                 fmt(mean(b) / mean(a), 2) if mean(a) else "–"))
+    out.tables.append(SideTable(
+        title="Delay: round-trip time, IPv4 vs IPv6", header=("source", "measurement", "IPv4 [ms]", "IPv6 [ms]",
+                                                                "IPv6 / IPv4"),
+        rows=tuple(rows), left=2,
+        note="fwlab: ping through the DUT (ICMP echo every 10 ms); per trial the median, 99th percentile and RFC 3550 "
+             "jitter of the round trips, then the mean over repetitions. 'Beside the TCP stream': the same probe while "
+             "the TCP trial runs (delay under load)."))
+
+
+def _delay_finding(rtt: list[dict], ref, name) -> Finding:
+    claim = "IPv4 has a shorter delay than IPv6 (the paper's conclusion)"
+    published = "§3.2: IPv4's bandwidth and delay (jitter) are better than IPv6's; no delay figure printed"
+    crit = "IPv4's median round-trip time below IPv6's and the difference significant"
+    cfg = ref
+    a = values(rtt, "rtt_p50_ms", ip_version=4, traffic="rtt", **_cfg_match(cfg)) if cfg else []
+    b = values(rtt, "rtt_p50_ms", ip_version=6, traffic="rtt", **_cfg_match(cfg)) if cfg else []
+    c = change(a, b)
+    if c is None or c.change_pct is None:
+        return Finding(claim=claim, published=published,
+                       fwlab="not measured: no idle round-trip trials (kind rtt) over both IP versions in this run.",
+                       criterion=crit, verdict=NOT_MEASURED)
+    sig = c.verdict == SIGNIFICANT
+    return Finding(
+        claim=claim, published=published,
+        fwlab=f"fwlab ({name(cfg)}), idle median round trip: {c.mean_a:.3f} ms (IPv4) vs {c.mean_b:.3f} ms (IPv6), "
+              f"IPv6 {c.change_pct:+.1f} % ({'significant' if sig else 'within the noise'}, threshold "
+              f"{fmt(c.threshold_pct, 1)} %).",
+        criterion=crit, verdict=REPRODUCED if sig and c.mean_a < c.mean_b else NOT_REPRODUCED)

@@ -31,7 +31,7 @@ import os
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from fwlab.errors import RunnerError
@@ -448,7 +448,9 @@ class ConnCapacityMeasurer:
         doc, srv, ctb, cth = run_hold(self.bed, ip_version=self.ip_version, count=count, o=o, srcs=self.srcs)
         self.trials.append({"count": count, "client": _slim(doc), "server": _slim(srv),
                             "conntrack_before": ctb, "conntrack_held": cth})
-        return hold_trial_result(doc, count, duration_s)
+        # the search asked for `load_pps` (a bisection can give a fraction); the trial holds the
+        # nearest whole number of connections: record the load as asked, the counts as held
+        return replace(hold_trial_result(doc, count, duration_s), intended_load_pps=float(load_pps))
 
 
 def _slim(doc: dict | None) -> dict | None:

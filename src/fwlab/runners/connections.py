@@ -248,7 +248,8 @@ class ConnRunner(Runner):
                           relative_width=o["relative_width"], step_down_ratio=0.05)
         lo = min(o["min_count"], top - 1)
         sr = run_search("binary", m, float(top), float(max(1, lo)), goal)[0]
-        cap = int(sr.throughput_pps) if sr.throughput_pps is not None else None
+        # the measurer held round(load) connections (the search's loads can be fractions)
+        cap = int(round(sr.throughput_pps)) if sr.throughput_pps is not None else None
         upper = sr.upper_bound_pps
         if ramp is not None and upper is None and cap is not None:
             upper = float(ramp["count"])  # the ramp failed above the searched range

@@ -74,7 +74,6 @@ def expand(suite: Suite) -> Plan:
     trials: list[TrialSpec] = []
     skipped: list[dict] = []
     seen_skip: set[tuple] = set()
-    floods: list[dict | None] = [f.to_dict() for b in suite.background for f in b.specs()] or [None]
     for mode in suite.mode:
         backends = ["none"] if mode == "direct" else suite.backends
         for backend_name in backends:
@@ -100,6 +99,11 @@ def expand(suite: Suite) -> Plan:
                         for item in suite.traffic:
                             if not item.runs_on(mode, backend_name, layout, n, sc):
                                 continue
+                            floods: list[dict | None] = [
+                                f.to_dict() for b in suite.background
+                                if b.applies(mode=mode, backend=backend_name, layout=layout, rules=n,
+                                             stateful_shortcut=sc, traffic=item.kind)
+                                for f in b.specs()] or [None]
                             for size in item.sizes:
                                 for flood in floods:
                                     trials.append(TrialSpec(

@@ -205,6 +205,7 @@ class Suite(Strict):
                 HostsFile.model_validate({"hosts": self.hosts})
             except ValidationError as exc:
                 raise ValueError(one_line(exc)) from None
-        if self.background and "direct" in self.mode:
-            raise ValueError("a [[background]] flood needs a DUT: use mode routed or bridge, not direct")
+        if "direct" in self.mode and any(b.may_apply_to_mode("direct") for b in self.background):
+            raise ValueError("a [[background]] flood needs a DUT: use mode routed or bridge, not direct "
+                             "(or restrict the flood with only = { mode = [\"routed\"] })")
         return self
