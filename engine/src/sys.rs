@@ -5,6 +5,18 @@ use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+/// `sendmmsg` of the first `n` messages: how many the kernel took.
+pub fn sendmmsg(fd: &Fd, msgs: &mut [libc::mmsghdr], n: usize, flags: i32) -> io::Result<usize> {
+    let n = n.min(msgs.len());
+    // SAFETY: msgs[..n] are initialised and, by the caller's contract, point to live buffers.
+    let r = unsafe { libc::sendmmsg(fd.0, msgs.as_mut_ptr(), n as u32, flags) };
+    if r < 0 {
+        Err(last_err())
+    } else {
+        Ok(r as usize)
+    }
+}
+
 pub fn last_err() -> io::Error {
     io::Error::last_os_error()
 }

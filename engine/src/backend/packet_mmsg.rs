@@ -85,20 +85,7 @@ impl TxBackend for PacketMmsgTx {
                 .tmpl
                 .write(&mut self.bufs[k * w..(k + 1) * w], &f, seq, tx_ns);
         }
-        // SAFETY: msgs[..n] are initialised and point to live buffers.
-        let r = unsafe {
-            libc::sendmmsg(
-                self.raw.fd.0,
-                self.msgs.as_mut_ptr(),
-                n as u32,
-                libc::MSG_DONTWAIT,
-            )
-        };
-        if r < 0 {
-            Err(sys::last_err())
-        } else {
-            Ok(r as usize)
-        }
+        sys::sendmmsg(&self.raw.fd, &mut self.msgs, n, libc::MSG_DONTWAIT)
     }
 
     fn max_batch(&self) -> usize {

@@ -186,13 +186,8 @@ impl TxBackend for UdpTx {
             };
             header::patch(b, self.layout, seq, tx_ns);
         }
-        // SAFETY: msgs[..n] are fully initialised and point to live buffers.
-        let r = unsafe { libc::sendmmsg(self.socks[sock].0, self.msgs.as_mut_ptr(), n as u32, 0) };
-        if r < 0 {
-            Err(sys::last_err())
-        } else {
-            Ok(r as usize)
-        }
+        // msgs[..n] point into the live batch buffers.
+        sys::sendmmsg(&self.socks[sock], &mut self.msgs, n, 0)
     }
 
     fn max_batch(&self) -> usize {

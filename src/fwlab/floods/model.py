@@ -13,6 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from fwlab.validation import check_only_keys
+
 #: proto name of fwlab-engine per flood kind
 ENGINE_PROTO = {"udp_flood": "udp", "syn_flood": "tcp-syn"}
 #: where spoofed sources come from: outside every address the bed and the rule sets use, so a
@@ -53,10 +55,7 @@ class BackgroundItem(BaseModel):
     @field_validator("only")
     @classmethod
     def _only(cls, v: dict[str, list]) -> dict[str, list]:
-        bad = sorted(set(v) - set(ONLY_KEYS))
-        if bad:
-            raise ValueError(f"only: unknown key(s) {', '.join(bad)} (known: {', '.join(ONLY_KEYS)})")
-        return v
+        return check_only_keys(v, ONLY_KEYS)
 
     def applies(self, *, mode: str, backend: str, layout: str, rules: int, stateful_shortcut: bool,
                 traffic: str) -> bool:

@@ -74,17 +74,26 @@ def transaction_sentences(trials: list[dict], limit: int = 6) -> list[str]:
         key = (t.get("backend"), t.get("layout"), t.get("size_bytes"), t.get("traffic"))
         acc.setdefault(key, {}).setdefault(int(t.get("rules") or 0), []).append(float(t["metrics"]["tpm"]))
     out = []
-    for (be, lay, size, traffic), pts in sorted(acc.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
-        if 0 not in pts or len(pts) < 2:
-            continue
-        top = max(pts)
-        base, v = statistics.median(pts[0]), statistics.median(pts[top])
-        if not base:
-            continue
+    for (be, lay, size, traffic), top, base, v in _largest_vs_zero(acc, limit):
         what = "blocked URLs" if be == "proxy" else "rules"
         out.append(f"{be} {lay} at {top:,} {what} completes {_pct(100 * v / base)} of the transactions per "
                    f"minute it completes with 0 {what}, at {load} clients ({traffic}"
                    + (f", {size / 1000:g} kB objects)." if size else ")."))
+    return out
+
+
+def _largest_vs_zero(acc: dict[tuple, dict[int, list[float]]], limit: int) -> list[tuple]:
+    """(key, largest count, median at 0, median at the largest count) for each key of
+    `acc` = {key: {count: [values]}} that has a non-zero 0-count median and a larger count; sorted
+    by key, at most `limit`."""
+    out = []
+    for key, pts in sorted(acc.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
+        if 0 not in pts or len(pts) < 2:
+            continue
+        top = max(pts)
+        base, v = statistics.median(pts[0]), statistics.median(pts[top])
+        if base:
+            out.append((key, top, base, v))
         if len(out) >= limit:
             break
     return out
@@ -101,20 +110,10 @@ def connection_sentences(trials: list[dict], limit: int = 6) -> list[str]:
             continue
         key = (t.get("mode"), t.get("backend"), t.get("layout"), bool(t.get("stateful_shortcut")))
         acc.setdefault(key, {}).setdefault(int(t.get("rules") or 0), []).append(float(m["conn_rate_cps"]))
-    out = []
-    for (mode, be, lay, sc), pts in sorted(acc.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
-        if 0 not in pts or len(pts) < 2:
-            continue
-        top = max(pts)
-        base, v = statistics.median(pts[0]), statistics.median(pts[top])
-        if not base:
-            continue
-        out.append(f"{be} {lay} ({mode}{', stateful shortcut on' if sc else ''}) at {top:,} rules sets up "
-                   f"{_pct(100 * v / base)} of the connections per second it sets up with 0 rules "
-                   f"({v:,.0f} vs {base:,.0f}/s).")
-        if len(out) >= limit:
-            break
-    return out
+    return [f"{be} {lay} ({mode}{', stateful shortcut on' if sc else ''}) at {top:,} rules sets up "
+            f"{_pct(100 * v / base)} of the connections per second it sets up with 0 rules "
+            f"({v:,.0f} vs {base:,.0f}/s)."
+            for (mode, be, lay, sc), top, base, v in _largest_vs_zero(acc, limit)]
 
 
 def quality_sentence(trials: list[dict]) -> str:

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from fwlab.floods.model import BackgroundItem
 from fwlab.rules.model import LAYOUTS
 from fwlab.testbed.topology import MODES
+from fwlab.validation import check_only_keys
 
 
 class Strict(BaseModel):
@@ -102,10 +103,7 @@ class TrafficItem(Strict):
     @field_validator("only")
     @classmethod
     def _only(cls, v: dict[str, list]) -> dict[str, list]:
-        bad = sorted(set(v) - set(ONLY_KEYS))
-        if bad:
-            raise ValueError(f"only: unknown key(s) {', '.join(bad)} (known: {', '.join(ONLY_KEYS)})")
-        return v
+        return check_only_keys(v, ONLY_KEYS)
 
     def runs_on(self, mode: str, backend: str, layout: str, rules: int, stateful_shortcut: bool) -> bool:
         """False when ``only`` excludes this configuration."""
