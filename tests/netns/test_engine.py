@@ -51,7 +51,8 @@ def test_half_of_max_rate_loses_nothing():
 def test_raw_frame_backends_reach_server(backend):
     with Testbed(Topology(run_id=new_run_id(), mode="routed")) as bed:
         m = eng.run_trial(bed, trial(bed, duration_s=1, rate_pps=20_000, backend=backend), 20_000).metrics
-    assert m["offered_count"] == 20_000 and m["forwarded_count"] == 20_000
+    assert m["offered_count"] == 20_000 or m["generator_short"]  # short only on a loaded machine
+    assert m["forwarded_count"] == m["offered_count"] > 0
     assert m["lost"] == 0 and m["reordered"] == 0
 
 
