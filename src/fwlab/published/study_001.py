@@ -108,6 +108,9 @@ def _capacity(study: Study, out: StudyComparison, trials: list[dict]) -> None:
         cap_b = any(_capped(t) for t in by_mode["bridge"])
         b, r = mean(vals["bridge"]), mean(vals["routed"])
         text = (f"fwlab: bridge {b:,.0f}, gateway {r:,.0f} connections held (bridge / gateway {b / r:.3f})")
+        causes = {m: sorted({str(t["metrics"].get("limit_cause")) for t in by_mode[m] if t["metrics"].get("limit_cause")})
+                  for m in MODE_NAMES}
+        why = "; ".join(f"{MODE_NAMES[m]} stopped by: {' / '.join(c)}" for m, c in causes.items() if c)
         c = change(vals["routed"], vals["bridge"])
         if cap_r and cap_b:
             verdict = NOT_MEASURED
@@ -125,7 +128,8 @@ def _capacity(study: Study, out: StudyComparison, trials: list[dict]) -> None:
             both_full = all(_table_full(t["metrics"].get("limit_cause")) for t in by_mode["routed"] + by_mode["bridge"])
             text += (f"; {'within' if not above else 'beyond'} the search's {100 * width:.0f} % width"
                      + (", not significant over the repetitions" if above and not sig else "")
-                     + ("; both stopped at the DUT's full connection table" if both_full else "") + ".")
+                     + ("; both stopped at the DUT's full connection table" if both_full else
+                        (f" ({why})" if why else "")) + ".")
         out.findings.append(Finding(claim=claim, published=published, fwlab=text, criterion=crit, verdict=verdict))
 
     # §3.5: the concurrent session count is a matter of memory (the session table), not of the packet path
