@@ -3,7 +3,13 @@ firewall descriptions, runner options): ``loc: message`` for the first few probl
 
 from __future__ import annotations
 
+import tomllib
+from pathlib import Path
+from typing import Any
+
 from pydantic import ValidationError
+
+from fwlab.errors import FwlabError
 
 
 def one_line(exc: ValidationError, limit: int = 3) -> str:
@@ -22,3 +28,15 @@ def check_only_keys(v: dict, known: tuple[str, ...]) -> dict:
     if bad:
         raise ValueError(f"only: unknown key(s) {', '.join(bad)} (known: {', '.join(known)})")
     return v
+
+
+def read_toml(path: Path, what: str, error: type[FwlabError]) -> tuple[dict[str, Any], str]:
+    """(parsed data, text) of a TOML file that must exist; `error` (one line, with the fix) if not.
+    `what` names the file in the message, e.g. "suite" or "hosts file"."""
+    if not path.exists():
+        raise error(f"{what} {path} does not exist", fix="check the path")
+    text = path.read_text()
+    try:
+        return tomllib.loads(text), text
+    except tomllib.TOMLDecodeError as exc:
+        raise error(f"{what} {path.name} is not valid TOML: {exc}", fix="correct the TOML syntax") from None

@@ -56,6 +56,44 @@ pub trait TxBackend {
     fn info(&self) -> serde_json::Value;
 }
 
+/// iovecs and `mmsghdr`s for `batch` messages of `len` bytes laid out back to back in `bufs`
+/// (message k is `bufs[k * len..]`); with `names`, message k is addressed to `names.0[k]`
+/// (`names.1` bytes). The headers hold raw pointers into `bufs`, `names` and the returned iovec
+/// vector's heap block: the caller keeps all three alive and never resizes them.
+pub(crate) fn mmsg_headers(
+    bufs: &mut [u8],
+    len: usize,
+    batch: usize,
+    mut names: Option<(&mut [libc::sockaddr_storage], u32)>,
+) -> (Vec<libc::iovec>, Vec<libc::mmsghdr>) {
+    assert!(bufs.len() >= batch * len);
+    let base = bufs.as_mut_ptr();
+    let mut iovs: Vec<libc::iovec> = (0..batch)
+        .map(|k| libc::iovec {
+            // SAFETY: offset within the bufs allocation (checked above).
+            iov_base: unsafe { base.add(k * len) } as *mut libc::c_void,
+            iov_len: len,
+        })
+        .collect();
+    let msgs = (0..batch)
+        .map(|k| {
+            // SAFETY: a zeroed msghdr is valid; the pointers set here stay valid (see above).
+            let mut h: libc::msghdr = unsafe { std::mem::zeroed() };
+            if let Some((names, name_len)) = names.as_mut() {
+                h.msg_name = &mut names[k] as *mut _ as *mut libc::c_void;
+                h.msg_namelen = *name_len;
+            }
+            h.msg_iov = &mut iovs[k];
+            h.msg_iovlen = 1;
+            libc::mmsghdr {
+                msg_hdr: h,
+                msg_len: 0,
+            }
+        })
+        .collect();
+    (iovs, msgs)
+}
+
 pub type OpenFn = fn(&TxContext) -> Result<Box<dyn TxBackend>, String>;
 
 pub struct BackendInfo {

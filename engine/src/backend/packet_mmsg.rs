@@ -39,27 +39,8 @@ pub fn open(cx: &TxContext) -> Result<Box<dyn TxBackend>, String> {
     for k in 0..batch {
         bufs[k * wire_len..(k + 1) * wire_len].copy_from_slice(&raw.tmpl.bytes[..wire_len]);
     }
-    let base = bufs.as_mut_ptr();
-    let mut iovs: Vec<libc::iovec> = (0..batch)
-        .map(|k| libc::iovec {
-            // SAFETY: offset within the bufs allocation.
-            iov_base: unsafe { base.add(k * wire_len) } as *mut libc::c_void,
-            iov_len: wire_len,
-        })
-        .collect();
-    let msgs: Vec<libc::mmsghdr> = (0..batch)
-        .map(|k| {
-            // SAFETY: a zeroed msghdr is valid; no address: the socket is bound
-            // to the interface, and the kernel reads the protocol from the frame.
-            let mut h: libc::msghdr = unsafe { std::mem::zeroed() };
-            h.msg_iov = &mut iovs[k];
-            h.msg_iovlen = 1;
-            libc::mmsghdr {
-                msg_hdr: h,
-                msg_len: 0,
-            }
-        })
-        .collect();
+    // No address: the socket is bound to the interface, the kernel reads the protocol from the frame.
+    let (iovs, msgs) = super::mmsg_headers(&mut bufs, wire_len, batch, None);
     Ok(Box::new(PacketMmsgTx {
         raw,
         flows: cx.flowgen(),

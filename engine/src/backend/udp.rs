@@ -92,30 +92,12 @@ pub fn open(cx: &TxContext) -> Result<Box<dyn TxBackend>, String> {
     let (ss0, name_len) = sys::sockaddr(&dst0);
     let mut names = vec![ss0; batch];
     let bufs_ptr = bufs.as_mut_ptr();
-    let iovs: Vec<libc::iovec> = (0..batch)
-        .map(|k| libc::iovec {
-            // SAFETY: offset within the bufs allocation.
-            iov_base: unsafe { bufs_ptr.add(k * payload_len) } as *mut libc::c_void,
-            iov_len: payload_len,
-        })
-        .collect();
-    let mut iovs = iovs;
-    let msgs: Vec<libc::mmsghdr> = (0..batch)
-        .map(|k| {
-            // SAFETY: zeroed msghdr is valid; pointers set below stay valid (no reallocation).
-            let mut h: libc::msghdr = unsafe { std::mem::zeroed() };
-            if !connected {
-                h.msg_name = &mut names[k] as *mut _ as *mut libc::c_void;
-                h.msg_namelen = name_len;
-            }
-            h.msg_iov = &mut iovs[k];
-            h.msg_iovlen = 1;
-            libc::mmsghdr {
-                msg_hdr: h,
-                msg_len: 0,
-            }
-        })
-        .collect();
+    let (iovs, msgs) = super::mmsg_headers(
+        &mut bufs,
+        payload_len,
+        batch,
+        (!connected).then_some((&mut names[..], name_len)),
+    );
     Ok(Box::new(UdpTx {
         socks,
         sport_lo: p.src_port.lo,

@@ -6,13 +6,12 @@ errors into one-line messages. Never runs anything.
 
 from __future__ import annotations
 
-import tomllib
 from importlib import resources
 from pathlib import Path
 
 from pydantic import ValidationError
 
-from fwlab.validation import one_line
+from fwlab.validation import one_line, read_toml
 
 from fwlab.errors import SuiteError
 from fwlab.suites.schema import Suite
@@ -42,13 +41,7 @@ def load_suite(name_or_path: str) -> tuple[Suite, str]:
         if not path.exists():
             raise SuiteError(f"no built-in suite named '{name_or_path}'",
                              fix=f"use one of {', '.join(builtin_names())} or a path to a .toml file")
-    elif not path.exists():
-        raise SuiteError(f"suite file {path} does not exist", fix="check the path")
-    text = path.read_text()
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise SuiteError(f"suite {path.name} is not valid TOML: {exc}", fix="correct the TOML syntax") from None
+    data, text = read_toml(path, "suite file", SuiteError)
     return parse_suite(data, f"'{path.name}'"), text
 
 

@@ -36,14 +36,13 @@ import os
 import re
 import statistics
 import time
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from fwlab.validation import one_line
+from fwlab.validation import one_line, read_toml
 
 from fwlab.errors import HostError
 from fwlab.testbed.clock import ClockOffset, measure_offset
@@ -191,13 +190,7 @@ def parse_hosts(data: dict, origin: str) -> dict[str, HostEntry]:
 def load_hosts(path: str | Path) -> tuple[dict[str, HostEntry], str]:
     """(entries, TOML text) of a hosts file."""
     p = Path(path)
-    if not p.exists():
-        raise HostError(f"hosts file {p} does not exist", fix="check the path given to --hosts")
-    text = p.read_text()
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise HostError(f"hosts file {p.name} is not valid TOML: {exc}", fix="correct the TOML syntax") from None
+    data, text = read_toml(p, "hosts file", HostError)
     return parse_hosts(data, f"'{p.name}'"), text
 
 
