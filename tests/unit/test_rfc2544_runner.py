@@ -63,11 +63,16 @@ def test_longest_burst_finds_the_ring_within_resolution(capacity):
     assert longest_burst(lambda n: False, 1000, 0.05)["frames"] is None
 
 
-def test_bench_goals_share_width_and_trial_length():
-    cfg = SearchBenchConfig(trial_s=5.0, relative_width=0.02)
+@pytest.mark.parametrize("mlr_goal,repetitions", [("tst009", 3), ("rfc2544", 1)])
+def test_bench_goals_share_width_and_trial_length(mlr_goal, repetitions):
+    cfg = SearchBenchConfig(trial_s=5.0, relative_width=0.02, mlr_goal=mlr_goal, repetitions=repetitions)
     g = goals(cfg)
     assert g["binary"]["final_trial_duration_s"] == g["mlr"]["final_trial_duration_s"] == 5.0
     assert g["binary"]["relative_width"] == g["mlr"]["relative_width"] == 0.02
+    assert g["binary"]["loss_ratio"] == g["mlr"]["loss_ratio"] == 0.0
+    assert g["binary"]["repetitions"] == repetitions
+    assert (g["mlr"]["duration_sum_s"], g["mlr"]["exceed_ratio"]) == \
+        ({"tst009": (10.0, 0.5), "rfc2544": (5.0, 0.0)}[mlr_goal])
     # on a simulated DUT both searches find the same capacity, MLRsearch in fewer trial seconds
     runs = []
     for alg in ("binary", "mlr"):
@@ -78,6 +83,11 @@ def test_bench_goals_share_width_and_trial_length():
     s = compare(runs)
     assert s["results_agree_5pct"] is True
     assert s["mlr_vs_binary"] < 1.0
+
+
+def test_bench_rejects_unknown_mlr_goal():
+    with pytest.raises(ValueError, match="mlr_goal"):
+        SearchBenchConfig(mlr_goal="csit")
 
 
 def _record():

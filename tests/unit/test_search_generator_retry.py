@@ -56,3 +56,28 @@ def test_search_with_short_trials_still_finds_capacity_and_resumes():
     again = FlakyGenerator(set())
     res2 = run_search("binary", again, 100_000, 1_000, goal, resume=[t.to_dict() for t in res.trials])[0]
     assert again.calls == 0 and res2.throughput_pps == res.throughput_pps
+
+
+def test_short_trial_that_already_lost_too_much_is_a_fail_without_retry():
+    # 80 kpps against a 50 kpps DUT: the short trial lost ~37 % of what it offered
+    m = FlakyGenerator({0})
+    log = TrialLog(m, generator_retries=2)
+    judge = lambda r: not r.generator_short and r.loss_ratio == 0  # noqa: E731
+    t = log.run(1.0, 80_000, "p", judge, lossy=lambda r: r.loss_ratio > 0)
+    assert m.calls == 1 and t.result.generator_short and not t.passed
+    # a short trial without loss is still measured again
+    m2 = FlakyGenerator({0})
+    log2 = TrialLog(m2, generator_retries=2)
+    t2 = log2.run(1.0, 40_000, "p", judge, lossy=lambda r: r.loss_ratio > 0)
+    assert m2.calls == 2 and t2.passed
+
+
+def test_searches_do_not_retry_short_trials_that_lost_frames():
+    for alg, goal in (("binary", {"trial_duration_s": 1.0, "final_trial_duration_s": 1.0, "relative_width": 0.02}),
+                      ("mlr", {"final_trial_duration_s": 1.0, "duration_sum_s": 1.0, "exceed_ratio": 0.0,
+                               "initial_trial_duration_s": 1.0, "relative_width": 0.02})):
+        m = FlakyGenerator({0})  # the first trial, at the maximum load (100 kpps), is short and lossy
+        res = run_search(alg, m, 100_000, 1_000, goal)[0]
+        assert res.trials[0].result.generator_short and not res.trials[0].passed
+        assert not res.trials[1].phase.endswith("/retry1"), alg
+        assert 0.98 * 50_000 <= res.throughput_pps <= 50_000, alg

@@ -187,6 +187,10 @@ class Target:
     def passes(self, trial: TrialResult) -> bool:
         return not self.is_bad(trial)
 
+    def lossy(self, trial: TrialResult) -> bool:
+        """The DUT lost more than allowed of what was offered (bad even if offered short)."""
+        return trial.loss_ratio > self.loss_ratio
+
 
 def _widen(width: float, factor: float) -> float:
     """Multiply a relative width in log space: 1 - (1 - w) ** factor."""
@@ -412,14 +416,16 @@ class Selector:
             middle = math.sqrt(clo * chi)
             if not clo < middle < chi:
                 return None
-            # Narrowing from a trusted side (a bound carried over from the previous target, or
-            # the forwarding rate at the maximum load) with the expanding step, while that step
-            # is closer than the middle: results usually lie near the previous bounds.
-            if self.index > 0 and self.prev_hi is not None and chi <= self.prev_hi:
+            # Narrowing from a trusted side (a bound carried over unchanged from the previous
+            # target, or the forwarding rate at the maximum load) with the expanding step, while
+            # that step is closer than the middle: results usually lie near such a bound. A
+            # bound just found by this target's own external search is no better than the
+            # other one, so then the interval is bisected.
+            if self.index > 0 and chi == self.prev_hi:
                 load = chi * (1.0 - self.ext_width)
                 if middle < load < chi:
                     return "extend_lo", load
-            if prev_lo is not None and clo >= prev_lo:
+            if clo == prev_lo:
                 load = clo / (1.0 - self.ext_width)
                 if clo < load < middle:
                     return "extend_hi", load
@@ -457,7 +463,7 @@ def mlr_search(log: TrialLog, max_load_pps: float, min_load_pps: float,
             break
         duration, load, position, strategy = min(nominations)
         target = selectors[position].target
-        trial = log.run(duration, load, target.label, target.passes)
+        trial = log.run(duration, load, target.label, target.passes, target.lossy)
         db.add(load, trial.result)
         # Every goal that nominated the same trial got what it asked for.
         for d, other_load, other_position, other_strategy in nominations:

@@ -23,9 +23,11 @@ DEFAULT_MAX_TRIALS = 100_000
 """Safety stop: a search that asks for more trials than this is a bug, not a measurement."""
 
 DEFAULT_GENERATOR_RETRIES = 2
-"""A trial whose generator fell short says nothing about the DUT: it is measured again (at most
-this many times). Every attempt stays in the log and counts in trial seconds; the search judges
-the last one (still a fail if the generator was short again)."""
+"""A trial whose generator fell short cannot pass: it is measured again (at most this many
+times), unless the DUT already lost more than the goal allows of what was offered, which is a
+fail at a load below the intended one and so a fail at the intended load too. Every attempt
+stays in the log and counts in trial seconds; the search judges the last one (still a fail if
+the generator was short again)."""
 
 
 def _as_trial_result(item: Any) -> TrialResult:
@@ -78,13 +80,15 @@ class TrialLog:
         load_pps: float,
         phase: str,
         judge: Callable[[TrialResult], bool],
+        lossy: Callable[[TrialResult], bool] | None = None,
     ) -> SearchTrial:
         """Measure (or replay) one trial; `judge` says whether it passed the asking phase. A
-        generator-short trial is measured again, up to `generator_retries` times; the last
-        attempt is returned."""
+        generator-short trial is measured again, up to `generator_retries` times, unless
+        `lossy` says its loss of what was offered already fails the goal; the last attempt is
+        returned."""
         trial = self._run_once(duration_s, load_pps, phase, judge)
         for attempt in range(1, self.generator_retries + 1):
-            if not trial.result.generator_short:
+            if not trial.result.generator_short or (lossy is not None and lossy(trial.result)):
                 break
             trial = self._run_once(duration_s, load_pps, f"{phase}/retry{attempt}", judge)
         return trial
