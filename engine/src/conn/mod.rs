@@ -412,12 +412,9 @@ pub fn merge_docs(
         let mut t = 0.0f64;
         let mut int = true;
         for d in &docs {
-            match d.get(*k) {
-                Some(Value::Number(n)) => {
-                    int &= n.is_u64();
-                    t += n.as_f64().unwrap_or(0.0);
-                }
-                _ => {}
+            if let Some(Value::Number(n)) = d.get(*k) {
+                int &= n.is_u64();
+                t += n.as_f64().unwrap_or(0.0);
             }
         }
         o.insert(

@@ -151,34 +151,34 @@ pub fn run(cfg: ServerConfig) -> Result<ServerResult, String> {
                 continue;
             }
             let fd = token as i32;
-            if flags & libc::EPOLLOUT as u32 != 0 {
-                if let Some((pending, close_after)) = backlog.remove(&fd) {
-                    match write_fd(fd, &pending) {
-                        Ok(w) if w == pending.len() => {
-                            res.bytes_echoed += w as u64;
-                            if close_after {
-                                close_fd(fd, false);
-                                open -= 1;
-                                res.closed_after_end += 1;
-                                continue;
-                            }
-                            let _ = ep.modify(fd, (libc::EPOLLIN | libc::EPOLLRDHUP) as u32, token);
-                        }
-                        Ok(w) => {
-                            res.bytes_echoed += w as u64;
-                            backlog.insert(fd, (pending[w..].to_vec(), close_after));
-                            continue;
-                        }
-                        Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
-                            backlog.insert(fd, (pending, close_after));
-                            continue;
-                        }
-                        Err(_) => {
+            if flags & libc::EPOLLOUT as u32 != 0
+                && let Some((pending, close_after)) = backlog.remove(&fd)
+            {
+                match write_fd(fd, &pending) {
+                    Ok(w) if w == pending.len() => {
+                        res.bytes_echoed += w as u64;
+                        if close_after {
                             close_fd(fd, false);
                             open -= 1;
-                            res.closed_on_error += 1;
+                            res.closed_after_end += 1;
                             continue;
                         }
+                        let _ = ep.modify(fd, (libc::EPOLLIN | libc::EPOLLRDHUP) as u32, token);
+                    }
+                    Ok(w) => {
+                        res.bytes_echoed += w as u64;
+                        backlog.insert(fd, (pending[w..].to_vec(), close_after));
+                        continue;
+                    }
+                    Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
+                        backlog.insert(fd, (pending, close_after));
+                        continue;
+                    }
+                    Err(_) => {
+                        close_fd(fd, false);
+                        open -= 1;
+                        res.closed_on_error += 1;
+                        continue;
                     }
                 }
             }

@@ -121,10 +121,8 @@ pub fn collect(ws: Vec<Worker>) -> Vec<serde_json::Value> {
             };
             if n > 0 {
                 buf.extend_from_slice(&chunk[..n as usize]);
-            } else if n == 0 {
-                break;
-            } else if sys::last_err().raw_os_error() != Some(libc::EINTR) {
-                break;
+            } else if n == 0 || sys::last_err().raw_os_error() != Some(libc::EINTR) {
+                break; // end of the pipe, or an error other than an interrupted read
             }
         }
         // SAFETY: our fds.
