@@ -304,7 +304,7 @@ def build_parser() -> argparse.ArgumentParser:
                          description="One routed bed with the device model (DUT on its own CPU), nftables "
                                      "with --rules rules, its maximum load measured first; then seed 001's "
                                      "binary search (--repetitions times, averaged) and MLRsearch (once, goal "
-                                     "--mlr-goal) alternately, --rounds times, with the same full trial length, "
+                                     "--mlr-goal) alternately (ABBA order), --rounds times, with the same full trial length, "
                                      "loss ratio and width. Prints each search's result, trials and trial "
                                      "seconds and mlr_vs_binary = MLRsearch's trial seconds / the binary "
                                      "search's.")

@@ -126,3 +126,17 @@ def test_measurer_batch_follows_the_load():
     m = EngineMeasurer(bed=None, batch_window_us=100.0)
     assert m.batch_for(1000) == 4 and m.batch_for(200_000) == 20 and m.batch_for(5e6) == 64
     assert EngineMeasurer(bed=None, batch=16).batch_for(1e6) == 16
+
+
+def test_bench_reports_the_dut_noise_from_every_binary_repetition():
+    def run(alg, tp, reps=()):
+        return {"algorithm": alg, "throughput_pps": tp, "trial_count": 10, "trial_seconds": 50.0 if alg == "binary" else 10.0,
+                "wall_s": 0.0, "irregular": [], "repetitions_pps": list(reps)}
+    steady = compare([run("binary", 9000, [8900, 9000, 9100]), run("mlr", 9050)])
+    assert steady["binary_results_pps"] == [8900, 9000, 9100]
+    assert steady["binary_cv"] == pytest.approx(100 / 9000)
+    assert steady["gap_within_2_sigma"] is True and steady["results_agree_5pct"] is True
+    shifted = compare([run("binary", 9000, [9000, 9000, 9000]), run("binary", 6000, [6000, 6000, 6000]),
+                       run("mlr", 11000), run("mlr", 7000)])
+    assert shifted["binary_cv"] > 0.15 and shifted["results_agree_5pct"] is False
+    assert compare([run("binary", 9000), run("mlr", 9500)])["binary_cv"] is None

@@ -1,8 +1,8 @@
 """``fwlab bench search``: the RFC 2544 binary search and MLRsearch on the same DUT.
 
 Owns: one real test bed (device model "napi", nftables with one rule count), its measured
-maximum load, and alternating the two searches round by round (binary, mlr, binary, mlr...) so
-both see the same machine conditions; the comparison of their results and trial seconds.
+maximum load, and alternating the two searches round by round in ABBA order (binary, mlr; mlr,
+binary; ...) so both see the same machine conditions; the comparison of their results and trial seconds.
 Both searches use the same final trial duration, loss ratio and relative width. The binary
 search is seed 001's procedure: every trial at full length, the whole search repeated
 (`repetitions`, seed 001: 3) and the results averaged. MLRsearch runs once, with one of two goals
@@ -86,7 +86,23 @@ def compare(runs: list[dict]) -> dict:
     else:
         out["result_gap"], out["results_agree_5pct"] = None, None
     out["mlr_at_most_third"] = out["mlr_vs_binary"] is not None and out["mlr_vs_binary"] <= 1 / 3
+    out.update(_noise([r for r in runs if r["algorithm"] == "binary"], out["result_gap"]))
     return out
+
+
+def _noise(binary_runs: list[dict], gap: float | None) -> dict:
+    """How steady the DUT was: the spread of every binary search result of the bench (each
+    repetition of every round: the same measurement taken again), as a coefficient of variation,
+    and whether the results' gap lies within two of those sigmas (seed 002's 2-sigma rule). When
+    the host's speed shifts during the bench the spread shows it, and a gap is then not the
+    searches' doing."""
+    values = [v for r in binary_runs
+              for v in (r.get("repetitions_pps") or [r["throughput_pps"]]) if v is not None]
+    if len(values) < 2:
+        return {"binary_results_pps": values, "binary_cv": None, "gap_within_2_sigma": None}
+    cv = statistics.stdev(values) / statistics.fmean(values)
+    return {"binary_results_pps": values, "binary_cv": cv,
+            "gap_within_2_sigma": None if gap is None else gap <= 2 * cv}
 
 
 def trace(trial) -> dict:
@@ -121,7 +137,9 @@ def run_bench(cfg: SearchBenchConfig, log: TextIO | None = sys.stderr) -> dict:
         g = goals(cfg)
         max_load = max_info["mrr_pps"]
         for rnd in range(1, cfg.rounds + 1):
-            for alg in ("binary", "mlr"):
+            # ABBA order (binary, mlr; mlr, binary; ...): a steady drift of the host's speed
+            # then favours neither search
+            for alg in ("binary", "mlr") if rnd % 2 else ("mlr", "binary"):
                 t0 = time.monotonic()
                 res = run_search(alg, measurer, max_load, min(1000.0, max_load / 2), g[alg])[0]
                 wall = time.monotonic() - t0
@@ -151,6 +169,10 @@ def format_table(res: dict) -> str:
     ratio = s["mlr_vs_binary"]
     lines.append(f"mlr_vs_binary (trial seconds) {ratio:.3f}" if ratio is not None else "mlr_vs_binary: missing")
     lines.append(f"result gap {100 * s['result_gap']:.1f} %" if s["result_gap"] is not None else "result gap: missing")
+    if s.get("binary_cv") is not None:
+        lines.append(f"DUT noise: the {len(s['binary_results_pps'])} binary results spread {100 * s['binary_cv']:.1f} % "
+                     f"(coefficient of variation); the gap is {'within' if s['gap_within_2_sigma'] else 'beyond'} "
+                     f"2 sigma")
     return "\n".join(lines)
 
 
