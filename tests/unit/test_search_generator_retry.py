@@ -63,12 +63,12 @@ def test_short_trial_that_already_lost_too_much_is_a_fail_without_retry():
     m = FlakyGenerator({0})
     log = TrialLog(m, generator_retries=2)
     judge = lambda r: not r.generator_short and r.loss_ratio == 0  # noqa: E731
-    t = log.run(1.0, 80_000, "p", judge, lossy=lambda r: r.loss_ratio > 0)
+    t = log.run(1.0, 80_000, "p", judge, loss_ratio=0.0)
     assert m.calls == 1 and t.result.generator_short and not t.passed
     # a short trial without loss is still measured again
     m2 = FlakyGenerator({0})
     log2 = TrialLog(m2, generator_retries=2)
-    t2 = log2.run(1.0, 40_000, "p", judge, lossy=lambda r: r.loss_ratio > 0)
+    t2 = log2.run(1.0, 40_000, "p", judge, loss_ratio=0.0)
     assert m2.calls == 2 and t2.passed
 
 

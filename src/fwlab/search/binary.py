@@ -109,10 +109,6 @@ class BinaryGoal:
     def passes(self, trial: TrialResult) -> bool:
         return not trial.generator_short and trial.loss_ratio <= self.loss_ratio
 
-    def lossy(self, trial: TrialResult) -> bool:
-        """The DUT lost more than allowed of what was offered (a fail even if offered short)."""
-        return trial.loss_ratio > self.loss_ratio
-
 
 def _one_repetition(log: TrialLog, max_load: float, min_load: float, goal: BinaryGoal,
                     label: str) -> SearchResult:
@@ -123,7 +119,7 @@ def _one_repetition(log: TrialLog, max_load: float, min_load: float, goal: Binar
     confirmed: set[float] = set()  # loads that passed a full-length trial
 
     def trial(load: float, dur: float, phase: str) -> bool:
-        passed = log.run(dur, load, f"{label}/{phase}", goal.passes, goal.lossy).passed
+        passed = log.run(dur, load, f"{label}/{phase}", goal.passes, goal.loss_ratio).passed
         if passed:
             passes.append(load)
             if dur >= final:

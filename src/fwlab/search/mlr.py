@@ -187,10 +187,6 @@ class Target:
     def passes(self, trial: TrialResult) -> bool:
         return not self.is_bad(trial)
 
-    def lossy(self, trial: TrialResult) -> bool:
-        """The DUT lost more than allowed of what was offered (bad even if offered short)."""
-        return trial.loss_ratio > self.loss_ratio
-
 
 def _widen(width: float, factor: float) -> float:
     """Multiply a relative width in log space: 1 - (1 - w) ** factor."""
@@ -463,7 +459,7 @@ def mlr_search(log: TrialLog, max_load_pps: float, min_load_pps: float,
             break
         duration, load, position, strategy = min(nominations)
         target = selectors[position].target
-        trial = log.run(duration, load, target.label, target.passes, target.lossy)
+        trial = log.run(duration, load, target.label, target.passes, target.loss_ratio)
         db.add(load, trial.result)
         # Every goal that nominated the same trial got what it asked for.
         for d, other_load, other_position, other_strategy in nominations:

@@ -80,15 +80,16 @@ class TrialLog:
         load_pps: float,
         phase: str,
         judge: Callable[[TrialResult], bool],
-        lossy: Callable[[TrialResult], bool] | None = None,
+        loss_ratio: float | None = None,
     ) -> SearchTrial:
         """Measure (or replay) one trial; `judge` says whether it passed the asking phase. A
-        generator-short trial is measured again, up to `generator_retries` times, unless
-        `lossy` says its loss of what was offered already fails the goal; the last attempt is
+        generator-short trial is measured again, up to `generator_retries` times, unless it
+        already lost more than the goal's `loss_ratio` of what was offered; the last attempt is
         returned."""
         trial = self._run_once(duration_s, load_pps, phase, judge)
         for attempt in range(1, self.generator_retries + 1):
-            if not trial.result.generator_short or (lossy is not None and lossy(trial.result)):
+            r = trial.result
+            if not r.generator_short or (loss_ratio is not None and r.loss_ratio > loss_ratio):
                 break
             trial = self._run_once(duration_s, load_pps, f"{phase}/retry{attempt}", judge)
         return trial
