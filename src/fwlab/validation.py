@@ -30,6 +30,11 @@ def check_only_keys(v: dict, known: tuple[str, ...]) -> dict:
     return v
 
 
+def only_matches(only: dict, have: dict) -> bool:
+    """Whether a configuration `have` ({key: value}) lies in every list the ``only`` table gives."""
+    return all(have[k] in vals for k, vals in only.items())
+
+
 def read_toml(path: Path, what: str, error: type[FwlabError]) -> tuple[dict[str, Any], str]:
     """(parsed data, text) of a TOML file that must exist; `error` (one line, with the fix) if not.
     `what` names the file in the message, e.g. "suite" or "hosts file"."""

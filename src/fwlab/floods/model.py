@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from fwlab.validation import check_only_keys
+from fwlab.validation import check_only_keys, only_matches
 
 #: proto name of fwlab-engine per flood kind
 ENGINE_PROTO = {"udp_flood": "udp", "syn_flood": "tcp-syn"}
@@ -60,9 +60,8 @@ class BackgroundItem(BaseModel):
     def applies(self, *, mode: str, backend: str, layout: str, rules: int, stateful_shortcut: bool,
                 traffic: str) -> bool:
         """Does this flood run beside a trial of this configuration and traffic kind?"""
-        have = {"mode": mode, "backends": backend, "layouts": layout, "rules": rules,
-                "stateful_shortcut": stateful_shortcut, "traffic": traffic}
-        return all(have[k] in vals for k, vals in self.only.items())
+        return only_matches(self.only, {"mode": mode, "backends": backend, "layouts": layout, "rules": rules,
+                                        "stateful_shortcut": stateful_shortcut, "traffic": traffic})
 
     def may_apply_to_mode(self, mode: str) -> bool:
         return mode in self.only.get("mode", [mode])

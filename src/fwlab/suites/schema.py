@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from fwlab.floods.model import BackgroundItem
 from fwlab.rules.model import LAYOUTS
 from fwlab.testbed.topology import MODES
-from fwlab.validation import check_only_keys
+from fwlab.validation import check_only_keys, only_matches
 
 
 class Strict(BaseModel):
@@ -107,9 +107,8 @@ class TrafficItem(Strict):
 
     def runs_on(self, mode: str, backend: str, layout: str, rules: int, stateful_shortcut: bool) -> bool:
         """False when ``only`` excludes this configuration."""
-        have = {"mode": mode, "backends": backend, "layouts": layout, "rules": rules,
-                "stateful_shortcut": stateful_shortcut}
-        return all(have[k] in vals for k, vals in self.only.items())
+        return only_matches(self.only, {"mode": mode, "backends": backend, "layouts": layout, "rules": rules,
+                                        "stateful_shortcut": stateful_shortcut})
 
     @field_validator("sizes")
     @classmethod
