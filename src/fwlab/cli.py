@@ -30,12 +30,14 @@ def cmd_run(args) -> int:
         if not args.suite:
             raise FwlabError("no suite given", fix="fwlab run SUITE (see 'fwlab list'), or --resume DIR")
         suite, text = load_suite(quick_variant(args.suite) if args.quick else args.suite)
-        if args.repetitions or args.duration:
+        if args.repetitions or args.duration or args.link_rate:
             data = suite.model_dump()
             if args.repetitions:
                 data["repetitions"] = args.repetitions
             if args.duration:
                 data["duration_s"] = args.duration
+            if args.link_rate:
+                data["link_rate"] = None if args.link_rate == "none" else args.link_rate
             from fwlab.suites import parse_suite
             suite = parse_suite(data, f"'{args.suite}' with command-line overrides")
         if args.dry_run:
@@ -252,6 +254,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "'fwlab run seed-001 --quick' runs seed-001-quick")
     r.add_argument("--repetitions", type=int, help="override the suite's repetitions")
     r.add_argument("--duration", type=float, metavar="S", help="override the suite's trial duration [s]")
+    r.add_argument("--link-rate", metavar="RATE",
+                   help="emulate the wires at this line rate, e.g. 100mbit or 1gbit ('none': unshaped); "
+                        "overrides the suite's link_rate")
     r.add_argument("--hosts", metavar="FILE", help="TOML file placing roles on remote hosts over SSH "
                                                    "([hosts.dut] ssh = \"root@host\", ...; docs/remote-hosts.md)")
     r.add_argument("-q", "--quiet", action="store_true", help="no progress output")

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from fwlab.floods.model import BackgroundItem
 from fwlab.rules.model import LAYOUTS
 from fwlab.testbed.topology import MODES
-from fwlab.validation import check_only_keys, only_matches
+from fwlab.validation import check_only_keys, only_matches, parse_rate_bps
 
 
 class Strict(BaseModel):
@@ -146,12 +146,27 @@ class Suite(Strict):
                             "CPU, so overload shows as loss at its ingress ring (use for RFC 2544 searches)")
     offloads: OffloadsModel = Field(default_factory=OffloadsModel)
     pinning: PinningModel = Field(default_factory=PinningModel)
+    link_rate: str | None = Field(
+        None, description="emulated line rate of the client's and server's wires, as tc writes it "
+                          "(\"100mbit\", \"1gbit\"): a shaper on their egress, outside the DUT, counting "
+                          "frames as on Ethernet (+24 B each); unset: the bed's own speed (see testbed.shaping)")
     hosts: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="[hosts.<role>] tables placing roles on remote hosts over SSH "
                                           "(checked by fwlab.testbed.hosts; `fwlab run --hosts FILE` adds to them)")
     background: list[BackgroundItem] = Field(
         default_factory=list, description="floods from an attacker namespace while each trial runs; every "
                                           "trial is repeated per flood rate (see fwlab.floods)")
+
+    @field_validator("link_rate")
+    @classmethod
+    def _link_rate(cls, v: str | None) -> str | None:
+        if v is not None:
+            parse_rate_bps(v)
+        return v
+
+    @property
+    def link_rate_bps(self) -> int | None:
+        return parse_rate_bps(self.link_rate) if self.link_rate else None
 
     @field_validator("mode", mode="before")
     @classmethod
