@@ -203,10 +203,11 @@ FINDINGS_FILE = "findings.json"
 def write_findings(run_dir, run: dict, trials: list[dict]):
     """Write the run's verdicts as ``findings.json`` beside the record (None, and nothing written,
     when the run names no study). Returns the path."""
+    path = Path(run_dir) / FINDINGS_FILE
     cmp = compare_study(run, trials)
     if cmp is None:
+        path.unlink(missing_ok=True)   # a stale file from an earlier study setting would mislead
         return None
-    path = Path(run_dir) / FINDINGS_FILE
     path.write_text(json.dumps(cmp.findings_json(), indent=1, sort_keys=True) + "\n")
     return path
 
@@ -310,3 +311,18 @@ def no_effect_verdict(pairs: list[tuple[list[float], list[float]]], floor_pct: f
         return INCONCLUSIVE, (f"below {floor_pct:g} % but the difference is within the noise at "
                               f"{min(noisy)} repetitions")
     return REPRODUCED, ""
+
+
+def direction_verdict(c, b_above: bool) -> tuple[str, str]:
+    """(verdict, reason) on a 'B is above A' (or below, `b_above` False) finding from a
+    `change(a, b)`: reproduced / not reproduced when the difference is significant; inconclusive
+    when it is within the noise or the repetitions give no spread to judge it by."""
+    if c is None or c.change_pct is None:
+        return NOT_MEASURED, "no figures on both sides"
+    n = min(c.n_a, c.n_b)
+    if c.significant_2sigma is None:
+        return INCONCLUSIVE, f"no spread to judge the difference by at {n} repetition(s)"
+    if not c.significant_2sigma:
+        return INCONCLUSIVE, (f"difference within noise at {n} repetitions ({c.change_pct:+.1f} % against a "
+                              f"threshold of {c.threshold_pct:.1f} %)")
+    return (REPRODUCED if (c.mean_b > c.mean_a) == b_above else NOT_REPRODUCED), ""
