@@ -191,13 +191,15 @@ def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
                     criterion=f"under {pub:.0f} % of the {n200}-rule rate at every rule count >= 500",
                     verdict=verdict))
     if not out.findings:
-        out.findings.append(Finding(claim="TCP flat, UDP collapsing with the rule count",
+        out.findings.append(Finding(id="seed-000/rule-count", claim="TCP flat, UDP collapsing with the rule count",
                                     published="Figs. 4 and 5", fwlab="no firewall configuration with 0 and more rules in this run.",
                                     criterion="–", verdict=NOT_MEASURED))
     _attack(out, trials)
     return out
 
 
+ATTACK_IDS: dict[str, str] = {}
+"""Finding id of each §3.3 claim (filled where the claims are defined)."""
 HALF_RANGE = (30.0, 70.0)
 """'About half' ('yarı yarıya'): fwlab counts 30-70 % of the no-flood figure as half."""
 LOW_RULES = 200
@@ -211,9 +213,11 @@ def _attack(out: StudyComparison, trials: list[dict]) -> None:
     c_half = "Under the flood, netfilter (up to 200 rules) keeps forwarding TCP at about half its no-attack throughput"
     c_off = "Under the flood, TCP without the firewall is lower than through netfilter with up to 200 rules"
     c_many = "Under the flood, 500 and 1000 rules make netfilter's TCP throughput worse than up to 200 rules"
+    ATTACK_IDS.update({c_half: "seed-000/attack-about-half", c_off: "seed-000/attack-firewall-off-lower",
+                       c_many: "seed-000/attack-many-rules-worse"})
     if not rates:
         for claim in (c_half, c_off, c_many):
-            out.findings.append(Finding(claim=claim, published="Fig. 8, §3.3 text (no numbers printed)",
+            out.findings.append(Finding(id=ATTACK_IDS[claim], claim=claim, published="Fig. 8, §3.3 text (no numbers printed)",
                                         fwlab="not measured: no TCP trial beside a UDP flood in this run.",
                                         criterion="–", verdict=NOT_MEASURED))
         return
@@ -303,7 +307,7 @@ def _attack(out: StudyComparison, trials: list[dict]) -> None:
         pcts = [ratio_pct(p[4], p[3]) for p in pairs]
         ok = all(HALF_RANGE[0] <= x <= HALF_RANGE[1] for x in pcts) and all(min(p[4]) > 0 for p in pairs)
         out.findings.append(Finding.judge(
-            used=[t for cfg, n, s, _, _ in pairs for r in (0.0, top) for t in tp_trials(cfg, n, s, r)],
+            id="seed-000/attack-about-half", used=[t for cfg, n, s, _, _ in pairs for r in (0.0, top) for t in tp_trials(cfg, n, s, r)],
             claim=c_half, published="Fig. 8 text: with the firewall on, performance fell to about half of the "
                                     "no-attack tests ('yarı yarıya'); both firewalls kept working (§4)",
             fwlab=f"fwlab {', '.join(config_name(*c) for c in fw)}, {', '.join(str(n) for n in low)} rules, {where}: "
@@ -313,7 +317,7 @@ def _attack(out: StudyComparison, trials: list[dict]) -> None:
                       f"and write size, and never 0",
             verdict=REPRODUCED if ok else NOT_REPRODUCED))
     else:
-        out.findings.append(Finding(claim=c_half, published="Fig. 8 text: about half", criterion="–",
+        out.findings.append(Finding(id="seed-000/attack-about-half", claim=c_half, published="Fig. 8 text: about half", criterion="–",
                                     fwlab="not measured: no netfilter trial up to 200 rules with and without the flood.",
                                     verdict=NOT_MEASURED))
 
@@ -323,7 +327,7 @@ def _attack(out: StudyComparison, trials: list[dict]) -> None:
         verdict, why, cells, used = against(off, 0, [(fw[0], n) for n in low], higher=True)  # netfilter vs none
         if cells:
             out.findings.append(Finding.judge(
-                used=used, reason=why,
+                id="seed-000/attack-firewall-off-lower", used=used, reason=why,
                 claim=c_off, published="Fig. 8 text: without the firewall the transfer rate was very low under attack; "
                                        "netfilter helped up to 200 rules",
                 fwlab=f"fwlab {where}, netfilter as % of no firewall: " + ", ".join(cells) + ".",
@@ -331,7 +335,7 @@ def _attack(out: StudyComparison, trials: list[dict]) -> None:
                           f"{LOW_RULES}, significantly when repetitions allow",
                 verdict=verdict))
     if not any(f.claim == c_off for f in out.findings):
-        out.findings.append(Finding(claim=c_off, published="Fig. 8 text: very low without the firewall", criterion="–",
+        out.findings.append(Finding(id="seed-000/attack-firewall-off-lower", claim=c_off, published="Fig. 8 text: very low without the firewall", criterion="–",
                                     fwlab="not measured: this run lacks the flood beside no firewall or beside netfilter "
                                           "up to 200 rules.", verdict=NOT_MEASURED))
 
@@ -341,7 +345,7 @@ def _attack(out: StudyComparison, trials: list[dict]) -> None:
         verdict, why, cells, used = against(fw[0], n_low, [(fw[0], n) for n in high], higher=False)
         if cells:
             out.findings.append(Finding.judge(
-                used=used, reason=why,
+                id="seed-000/attack-many-rules-worse", used=used, reason=why,
                 claim=c_many, published="Fig. 8 text: netfilter helped under attack up to 200 rules; at 500 or 1000 "
                                         "rules it had a negative effect",
                 fwlab=f"fwlab {config_name(*fw[0])} {where}, as % of {n_low} rules under the same flood: "
@@ -350,6 +354,6 @@ def _attack(out: StudyComparison, trials: list[dict]) -> None:
                           "significantly when repetitions allow",
                 verdict=verdict))
     if not any(f.claim == c_many for f in out.findings):
-        out.findings.append(Finding(claim=c_many, published="Fig. 8 text: worse at 500 and 1000 rules", criterion="–",
+        out.findings.append(Finding(id="seed-000/attack-many-rules-worse", claim=c_many, published="Fig. 8 text: worse at 500 and 1000 rules", criterion="–",
                                     fwlab="not measured: this run lacks netfilter under the flood at up to 200 and at "
                                           "500 or more rules.", verdict=NOT_MEASURED))

@@ -118,7 +118,7 @@ def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
     ref = next((c for c in cfgs if c[0] == "none"), cfgs[0] if cfgs else None)
     tcp = change(v(ref, "tcp", 4), v(ref, "tcp", 6)) if ref else None
     if tcp is None or tcp.change_pct is None:
-        out.findings.append(Finding(claim="IPv6 TCP throughput is higher than IPv4 (Tablo 1)",
+        out.findings.append(Finding(id="seed-003/ipv6-tcp-higher", claim="IPv6 TCP throughput is higher than IPv4 (Tablo 1)",
                                     published=f"IPv6/IPv4 {pub_tcp['KByte/s']:.2f} and {pub_tcp['MByte/s']:.2f}",
                                     fwlab="no TCP over both IP versions in this run.", criterion="–", verdict=NOT_MEASURED))
     else:
@@ -217,7 +217,7 @@ def _delay_finding(rtt: list[dict], ref, name) -> Finding:
     b = values(rtt, "rtt_p50_ms", ip_version=6, traffic="rtt", **_cfg_match(cfg)) if cfg else []
     c = change(a, b)
     if c is None or c.change_pct is None:
-        return Finding(claim=claim, published=published,
+        return Finding(id="seed-003/ipv4-shorter-delay", claim=claim, published=published,
                        fwlab="not measured: no idle round-trip trials (kind rtt) over both IP versions in this run.",
                        criterion=crit, verdict=NOT_MEASURED)
     sig = c.verdict == SIGNIFICANT

@@ -179,9 +179,8 @@ def _overrun_part(out: StudyComparison, study: Study, tcp: list[dict], streams: 
                                                 for s in many)), default=None)
     direct = [x for s in streams for x in ratio.get(("direct", 0, s), [])]
     if big is None or not direct:
-        return Finding(claim=claim, published=published, criterion=crit, verdict=NOT_MEASURED,
-                       fwlab="not measured: this run lacks multi-stream runs through rules or direct.",
-                       id="seed-004/many-streams-stall")
+        return Finding(id="seed-004/many-streams-stall", claim=claim, published=published, criterion=crit, verdict=NOT_MEASURED,
+                       fwlab="not measured: this run lacks multi-stream runs through rules or direct.")
     worst = max((max(ratio[(fw_mode, big, s)]) for s in many if ratio.get((fw_mode, big, s))), default=None)
     n_hung = sum(hung.get((fw_mode, big, s), 0) for s in many)
     n_all = sum(len(ratio.get((fw_mode, big, s), [])) + hung.get((fw_mode, big, s), 0) for s in many)
@@ -250,7 +249,7 @@ def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
                                            "process) stopped them; the trial has no figure."))
         stall = _overrun_part(out, study, tcp, streams, rules, fw_mode)
     else:
-        stall = Finding(claim="With large rule sets many streams stall: the run lasts far past its nominal length",
+        stall = Finding(id="seed-004/many-streams-stall", claim="With large rule sets many streams stall: the run lasts far past its nominal length",
                         published="表2 transfer times", fwlab="not measured: no stream trials in this run.",
                         criterion="–", verdict=NOT_MEASURED)
 
@@ -276,7 +275,7 @@ def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
             criterion="at least 90 % of direct at 1 and at 100 streams (inconclusive when lower but within the noise)",
             verdict=verdict))
     else:
-        out.findings.append(Finding(
+        out.findings.append(Finding(id="seed-004/small-set-keeps-cross", 
             claim="A small rule set (5 rules) keeps 1 and 100 streams at the cross connection's throughput",
             published=f"{fmt(pub_small[0], 0)} % and {fmt(pub_small[1], 0)} %", fwlab="not in this run.",
             criterion="at least 90 % of direct at 1 and at 100 streams", verdict=NOT_MEASURED))
@@ -307,7 +306,7 @@ def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
                   f"{'lost' if drop >= 0 else 'gained'}).",
             criterion=crit, verdict=REPRODUCED if keep is not None and keep <= FALL_TO else NOT_REPRODUCED))
     else:
-        out.findings.append(Finding(claim=claim, published=published, fwlab="not in this run.", criterion=crit,
+        out.findings.append(Finding(id="seed-004/large-sets-fall-with-streams", claim=claim, published=published, fwlab="not in this run.", criterion=crit,
                                     verdict=NOT_MEASURED))
     out.findings.append(stall)
 
@@ -373,7 +372,7 @@ def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
                       f"load began",
             verdict=verdict))
     else:
-        out.findings.append(Finding(
+        out.findings.append(Finding(id="seed-004/probe-recovers-in-20s", 
             claim=claim, published=published,
             fwlab="not measured: no multi-stream trial with recovery probes and a single-stream baseline in this run "
                   "(kind parallel with max_probes > 0 and baseline = true).",
