@@ -235,7 +235,7 @@ def test_section_and_report(tmp_path):
 def test_headline_sentences_from_the_golden_run():
     trials = [json.loads(x) for x in (GOLDEN / "run-tiny" / "trials.jsonl").read_text().splitlines() if x.strip()]
     s = headline_sentences(curves(trials))
-    assert any(x.startswith("IPv4 UDP 64 B (routed): nftables linear at 1,000 rules forwards") for x in s)
+    assert any(x.startswith("IPv4 UDP 64 B payload (routed): nftables linear at 1,000 rules forwards") for x in s)
     assert all(x.endswith(".") for x in s)
     assert quality_sentence(trials).startswith(f"{len(trials)} of {len(trials)} trials measured")
 

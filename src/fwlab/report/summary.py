@@ -23,7 +23,7 @@ CURVE_KINDS = ("stream", "rfc2544")
 #: metric -> (what it is, display unit, scale from the stored unit to the display unit)
 METRIC_INFO = {"throughput_bps": ("throughput", "Gbit/s", 1e-9), "rx_pps": ("packet rate", "kpps", 1e-3),
                "transactions_per_s": ("transaction rate", "1/s", 1.0), "loss_ratio": ("loss", "%", 100.0),
-               "throughput_pps": ("zero-loss throughput", "kpps", 1e-3),
+               "throughput_pps": ("search throughput (named by its goal where known)", "kpps", 1e-3),
                "throughput_pct_of_max": ("throughput", "% of max", 1.0)}
 
 
@@ -73,7 +73,10 @@ class Curve:
     @property
     def traffic_label(self) -> str:
         k = self.k
-        size = f" {k['size_bytes']} B" if k["size_bytes"] else ""
+        # fwlab-engine (traffic engine, RFC 2544 kinds) sizes Ethernet frames incl. FCS; iperf3,
+        # netperf and the other tools size the payload (datagram or write)
+        framed = k["traffic"] == "engine" or self.kind == "rfc2544"
+        size = f" {k['size_bytes']} B {'frames' if framed else 'payload'}" if k["size_bytes"] else ""
         streams = f" x{k['streams']}" if k["streams"] > 1 else ""
         label = f" [{k['label']}]" if k.get("label") else ""
         return f"IPv{k['ip_version']} {k['traffic'].upper()}{label}{size}{streams} ({k['mode']})"
