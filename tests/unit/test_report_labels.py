@@ -70,3 +70,36 @@ def test_conditions_follow_the_device_model_and_load_times_split_by_mode():
     assert "no CPU of its own" in veth and "threaded NAPI" not in veth
     load = napi[napi.index("Rule-set load time"):]
     assert "<h3>bridge mode</h3>" in load and "<h3>routed mode</h3>" in load
+
+
+def test_headline_names_what_limited_the_0_rule_reference():
+    from fwlab.report.overview import connection_sentences, headline_sentences, transaction_sentences
+
+    def udp(rules, rx, flags=()):
+        return {"kind": "stream", "traffic": "udp", "mode": "routed", "backend": "nftables", "layout": "linear",
+                "rules": rules, "stateful_shortcut": False, "ip_version": 4, "size_bytes": 64, "streams": 1,
+                "label": None, "repetition": 1, "trial_id": f"u{rules}", "error": None,
+                "flags": [{"code": c, "severity": "warning", "message": c} for c in flags],
+                "metrics": {"rx_pps": rx, "throughput_bps": rx * 512}}
+
+    limited = headline_sentences(curves([udp(0, 400e3, ["cpu-saturated"]), udp(1000, 100e3)]))
+    assert limited == ["IPv4 UDP 64 B payload (routed): nftables linear at 1,000 rules forwards 25 % of its 0-rule "
+                       "packet rate [0-rule reference sender-CPU-bound (cpu-saturated)]."]
+    clean = headline_sentences(curves([udp(0, 400e3, ["high-cv"]), udp(1000, 100e3, ["cpu-saturated"])]))
+    assert "0-rule reference" not in clean[0]                  # only the reference's limit is named
+
+    def tx(rules, tpm, flags=()):
+        return {"kind": "transactions", "traffic": "http", "backend": "proxy", "layout": "linear", "rules": rules,
+                "streams": 8, "size_bytes": 16000, "error": None, "metrics": {"tpm": tpm},
+                "flags": [{"code": c} for c in flags]}
+
+    s = transaction_sentences([tx(0, 1000.0, ["client-cpu-bound"]), tx(1000, 900.0)])
+    assert "[0-rule reference client-CPU-bound (client-cpu-bound)]" in s[0]
+
+    def conn(rules, cps, flags=()):
+        return {"kind": "connections", "mode": "routed", "backend": "nftables", "layout": "linear", "rules": rules,
+                "stateful_shortcut": False, "error": None, "metrics": {"conn_rate_cps": cps},
+                "flags": [{"code": c} for c in flags]}
+
+    s = connection_sentences([conn(0, 5000.0, ["max-load-passed"]), conn(1000, 4000.0)])
+    assert "[0-rule reference at the search's maximum load (max-load-passed)]" in s[0]

@@ -26,7 +26,6 @@ from fwlab.published.compare import (
     no_effect_verdict,
     ratio_pct,
     register,
-    values,
 )
 from fwlab.published.model import Study
 

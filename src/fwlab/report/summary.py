@@ -23,7 +23,7 @@ CURVE_KINDS = ("stream", "rfc2544")
 #: metric -> (what it is, display unit, scale from the stored unit to the display unit)
 METRIC_INFO = {"throughput_bps": ("throughput", "Gbit/s", 1e-9), "rx_pps": ("packet rate", "kpps", 1e-3),
                "transactions_per_s": ("transaction rate", "1/s", 1.0), "loss_ratio": ("loss", "%", 100.0),
-               "throughput_pps": ("search throughput (named by its goal where known)", "kpps", 1e-3),
+               "throughput_pps": ("search throughput", "kpps", 1e-3),
                "throughput_pct_of_max": ("throughput", "% of max", 1.0)}
 
 
