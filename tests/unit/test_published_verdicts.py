@@ -63,9 +63,11 @@ def flagged(trials, code="cpu-saturated"):
 
 
 def reached(study, scenarios) -> dict[str, set[str]]:
+    """{finding id: verdicts reached} over scenarios (trial lists, or (run, trials) pairs)."""
     got: dict[str, set[str]] = {}
     for ts in scenarios:
-        for f in compare_study(run_of(study), ts).findings:
+        run, ts = ts if isinstance(ts, tuple) else (run_of(study), ts)
+        for f in compare_study(run, ts).findings:
             got.setdefault(f.id, set()).add(f.verdict)
     return got
 
@@ -186,11 +188,19 @@ def s002(noise=0.01, rules_effect=1.0, url_effect=1.0, many_clients=4.0):
 
 
 def test_seed_002_every_finding_reaches_all_three():
-    scenarios = [s002(), s002(rules_effect=0.7, url_effect=0.7, many_clients=1.2), s002(noise=0.3),
+    delayed = run_of("seed-002")
+    delayed["suite"]["parsed"]["link_delay"] = "0.5ms"
+    scenarios = [s002(), (delayed, s002(rules_effect=0.7, url_effect=0.7, many_clients=1.2)), s002(noise=0.3),
                  flagged(s002(), "client-cpu-bound")]
     got = reached("seed-002", scenarios)
     assert len(got) == 3
     check_all_three(got)
+
+
+def test_seed_002_flat_client_curve_without_link_delay_is_the_beds_regime():
+    f = next(f for f in compare_study(run_of("seed-002"), s002(many_clients=1.02)).findings
+             if f.id == "seed-002/more-clients-more-tpm")
+    assert f.verdict == INCONCLUSIVE and "cannot reach the seed's regime" in f.reason
 
 
 def test_seed_002_no_effect_needs_the_studys_own_threshold():
