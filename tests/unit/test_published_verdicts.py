@@ -244,11 +244,14 @@ def test_seed_003_every_finding_reaches_all_three():
 
 # --- seed 004 -------------------------------------------------------------------------------------
 
-def s004(small=0.96, big_drops=True, direct_top=1.0):
+def s004(small=0.96, big_drops=True, direct_top=1.0, zero=None):
     ts = []
     for rep in range(3):
         j = 1.0 + 0.01 * (rep - 1)
         for s in (1, 100, 128):
+            if zero is not None:
+                ts.append(tr("stream", "tcp", "nftables", 0, mode="bridge", streams=s, rep=rep,
+                             throughput_bps=10e9 * zero * j))
             ts.append(tr("stream", "tcp", "none", 0, mode="direct", streams=s, rep=rep,
                          throughput_bps=10e9 * (direct_top if s == 128 else 1.0) * j))
             ts.append(tr("stream", "tcp", "nftables", 5, mode="bridge", streams=s, rep=rep, throughput_bps=10e9 * small * j))
@@ -269,6 +272,19 @@ def test_seed_004_every_finding_reaches_all_three(fast_probes):
     got = reached("seed-004", scenarios)
     assert len(got) == 5
     check_all_three(got)
+
+
+def test_seed_004_small_set_on_an_unshaped_bed_whose_hop_itself_costs():
+    def small(run, ts):
+        return next(f for f in compare_study(run, ts).findings if f.id == "seed-004/small-set-keeps-cross")
+
+    ts = s004(small=0.5, zero=0.55)
+    f = small(run_of("seed-004"), ts)
+    assert f.verdict == INCONCLUSIVE and "cannot reach the seed's regime" in f.reason and "55 %" in f.reason
+    shaped = run_of("seed-004")
+    shaped["suite"]["parsed"]["link_rate"] = "100mbit"
+    assert small(shaped, ts).verdict == NOT_REPRODUCED
+    assert small(run_of("seed-004"), s004(small=0.5, zero=0.99)).verdict == NOT_REPRODUCED
 
 
 # --- the rule: limiting flags, reasons, findings.json ---------------------------------------------

@@ -81,7 +81,7 @@ def _capacity(study: Study, out: StudyComparison, trials: list[dict]) -> None:
     claim = "Bridge mode holds more concurrent connections than gateway mode"
     published = f"bridge {pub['bridge']:,.0f}, gateway {pub['routed']:,.0f} sessions (bridge / gateway {pub_ratio:.2f})"
     if not cap:
-        out.findings.append(Finding(id="seed-001/bridge-holds-more", 
+        out.findings.append(Finding(id="seed-001/bridge-holds-more",
             claim=claim, published=published, fwlab="not measured: no connection-capacity search in this run.",
             criterion="bridge above gateway by more than the search's width", verdict=NOT_MEASURED))
         return
@@ -113,7 +113,7 @@ def _capacity(study: Study, out: StudyComparison, trials: list[dict]) -> None:
     crit = "bridge above gateway by more than the search's width (and significantly, with repetitions)"
     if not vals["routed"] or not vals["bridge"]:
         have = [MODE_NAMES[m] for m in MODE_NAMES if vals[m]]
-        out.findings.append(Finding(id="seed-001/bridge-holds-more", 
+        out.findings.append(Finding(id="seed-001/bridge-holds-more",
             claim=claim, published=published, fwlab=f"only {', '.join(have) or 'no'} mode has a capacity figure in this run.",
             criterion=crit, verdict=NOT_MEASURED))
     else:
@@ -161,7 +161,7 @@ def _capacity(study: Study, out: StudyComparison, trials: list[dict]) -> None:
              "the table size varied with memory, which this bed cannot do")
     failed = [t for t in cap if not _capped(t) and t["metrics"].get(CAP_METRIC) is not None]
     if not failed:
-        out.findings.append(Finding(id="seed-001/sessions-set-by-memory", 
+        out.findings.append(Finding(id="seed-001/sessions-set-by-memory",
             claim=claim2, published=pub2,
             fwlab="not measured: no capacity search in this run found a limit (every connection asked for was held).",
             criterion=crit2, verdict=NOT_MEASURED))
@@ -281,12 +281,12 @@ def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
                       + ", ".join(f"{s} B {r:.1f} %" for s, r in sorted(ratios.items())) + ".",
                 criterion=more_crit, verdict=verdict))
     if not any(f.claim == flat_claim for f in out.findings):
-        out.findings.append(Finding(id="seed-001/flat-up-to-5000/linear", 
+        out.findings.append(Finding(id="seed-001/flat-up-to-5000/linear",
             claim=flat_claim, published=f"{pub_worst:.1f} % at worst",
             fwlab=f"no throughput search at 0 and at 1 to {FLAT_UP_TO:,} rules in this run.",
             criterion=flat_crit, verdict=NOT_MEASURED))
     if not any(f.claim == more_claim for f in out.findings):
-        out.findings.append(Finding(id="seed-001/effect-above-5000/linear", 
+        out.findings.append(Finding(id="seed-001/effect-above-5000/linear",
             claim=more_claim, published="conclusion, no figure above 5000 beyond Table 1's last column",
             fwlab=f"no throughput search above {FLAT_UP_TO:,} rules in this run.", criterion=more_crit,
             verdict=NOT_MEASURED))
@@ -302,7 +302,7 @@ def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
             fwlab="fwlab, 0 rules, bridge as % of routed: " + ", ".join(f"{s} B {r:.0f} %" for s, r in sorted(ratios.items())) + ".",
             criterion="bridge above routed at every frame size, significantly when repetitions allow", verdict=verdict))
     else:
-        out.findings.append(Finding(id="seed-001/bridge-above-gateway", 
+        out.findings.append(Finding(id="seed-001/bridge-above-gateway",
             claim="Bridge mode forwards more than gateway mode", published="Fig. 5 (no numbers printed)",
             fwlab="this run's throughput searches cover one mode only (the full seed-001 suite runs both).",
             criterion="bridge above routed at every frame size", verdict=NOT_MEASURED))
