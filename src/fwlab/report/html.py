@@ -19,6 +19,7 @@ from fwlab.report.summary import (
     load_times,
     per_rule_costs,
     primary_metric,
+    size_words,
 )
 
 CSS = """
@@ -119,7 +120,8 @@ def _latency_table(trials: list[dict]) -> str:
     rows = []
     for (mode, be, lay, sc, ipv, tr, size, n), lats in sorted(acc.items(), key=lambda kv: tuple(str(x) for x in kv[0][:-1]) + (kv[0][-1],)):
         conf = "none (no firewall)" if be == "none" else f"{be} {lay}" + (" +established" if sc else "")
-        cells = [esc(conf), esc(f"IPv{ipv} {str(tr).upper()} {size or ''} B ({mode})"), n, len(lats)]
+        cells = [esc(conf), esc(f"IPv{ipv} {str(tr).upper()} {size_words(size, tr, 'stream') if size else ''} ({mode})"),
+                 n, len(lats)]
         for k, _ in LATENCY_COLS:
             vals = [v[k] for v in lats if v.get(k) is not None]
             cells.append(_fmt(statistics.median(vals) / 1e3 if vals else None, 1))
