@@ -150,6 +150,7 @@ def test_seed_001_every_finding_reaches_all_three():
         + [capacity_trial("bridge", r, c) for r, c in ((1, 250000), (2, 251000))],
         [capacity_trial("routed", 1, 259000), capacity_trial("bridge", 1, 260000)],
         [capacity_trial("routed", 1, 100000, table_full=False), capacity_trial("bridge", 1, 150000)],
+        [capacity_trial("routed", 1, 150000, table_full=False), capacity_trial("bridge", 1, 151000, table_full=False)],
     ]
     scenarios += [flagged(scenarios[0]), flagged(scenarios[3], "generator-short"),
                   flagged(scenarios[5], "generator-short")]

@@ -126,6 +126,7 @@ def _capacity(study: Study, out: StudyComparison, trials: list[dict]) -> None:
                   for m in MODE_NAMES}
         why = "; ".join(f"{MODE_NAMES[m]} stopped by: {' / '.join(c)}" for m, c in causes.items() if c)
         c = change(vals["routed"], vals["bridge"])
+        reason = ""
         if cap_r and cap_b:
             verdict = NOT_MEASURED
             text += "; both searches held every connection they asked for, so neither mode's limit was found."
@@ -140,6 +141,17 @@ def _capacity(study: Study, out: StudyComparison, trials: list[dict]) -> None:
             sig = c is None or c.significant_2sigma is None or c.significant_2sigma
             verdict = REPRODUCED if above and sig else NOT_REPRODUCED
             both_full = all(_table_full(t["metrics"].get("limit_cause")) for t in by_mode["routed"] + by_mode["bridge"])
+            reason = ""
+            if above and not sig:
+                verdict = INCONCLUSIVE
+                reason = f"difference within noise at {min(len(vals['routed']), len(vals['bridge']))} repetitions"
+            elif verdict == NOT_REPRODUCED and both_full:
+                # one host-wide table (nf_conntrack_max) stopped both modes: equal by construction
+                limits = sorted({int(t["metrics"]["conntrack_max"]) for t in cap if t["metrics"].get("conntrack_max")})
+                verdict = INCONCLUSIVE
+                reason = ("the bed cannot reach the seed's regime: both modes stopped at the same host-wide connection "
+                          f"table (nf_conntrack_max {', '.join(f'{x:,}' for x in limits) or '?'}), so they come out "
+                          "equal whatever the mode costs")
             text += (f"; {'within' if not above else 'beyond'} the search's {100 * width:.0f} % width"
                      + (", not significant over the repetitions" if above and not sig else "")
                      + ("; both stopped at the DUT's full connection table" if both_full else
@@ -149,7 +161,7 @@ def _capacity(study: Study, out: StudyComparison, trials: list[dict]) -> None:
             id="seed-001/bridge-holds-more", claim=claim, published=published, fwlab=text, criterion=crit,
             verdict=verdict, used=by_mode["routed"] + by_mode["bridge"], weighed=("max-load-passed",),
             reason="both searches held every connection they asked for: neither mode's limit was found"
-            if verdict == NOT_MEASURED else ""))
+            if verdict == NOT_MEASURED else reason))
 
     # §3.5: the concurrent session count is a matter of memory (the session table), not of the packet path.
     # On this bed the table's size is the host's nf_conntrack_max (read-only in a namespace, never
