@@ -10,6 +10,7 @@ from fwlab.results.record import REPORT_FILE, SUMMARY_FILE, RunRecord
 
 
 def write_report(run_dir: Path) -> Path:
+    from fwlab.published.compare import write_findings
     from fwlab.report import html
     from fwlab.report.summary import curves, summary_csv
 
@@ -17,6 +18,7 @@ def write_report(run_dir: Path) -> Path:
     trials = rec.trials()
     cs = curves(trials)
     (rec.path / SUMMARY_FILE).write_text(summary_csv(cs))
+    write_findings(rec.path, rec.run, trials)   # findings.json: the published findings' verdicts
     out = rec.path / REPORT_FILE
     out.write_text(html.render(rec.run, trials, cs, SUMMARY_FILE))
     return out

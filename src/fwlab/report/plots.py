@@ -16,7 +16,7 @@ from fwlab.report.summary import Curve  # noqa: E402
 
 UNITS = {"throughput_bps": ("Throughput [Gbit/s]", 1e-9), "rx_pps": ("Received packet rate [kpps]", 1e-3),
          "loss_ratio": ("Loss [%]", 100.0), "transactions_per_s": ("Transactions [1/s]", 1.0),
-         "throughput_pps": ("Zero-loss throughput [kpps]", 1e-3),
+         "throughput_pps": ("Search throughput [kpps]", 1e-3),
          "throughput_pct_of_max": ("Throughput [% of the bed's maximum load]", 1.0)}
 
 
