@@ -9,7 +9,8 @@ from fwlab.errors import FwlabError
 from fwlab.report.section_connections import render
 from fwlab.runners import conn
 from fwlab.runners.connections import limit_cause
-from fwlab.suites import expand, parse_suite
+from fwlab.suites import parse_suite
+from fwlab.suites.plan import expand
 from fwlab.testbed import host_sysctl
 
 
