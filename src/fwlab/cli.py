@@ -90,6 +90,7 @@ def cmd_report(args) -> int:
 
 def cmd_list(args) -> int:
     from fwlab.dut import backend_names, get_backend
+    import fwlab.methods  # noqa: F401  (registers the test methods beside the tools)
     from fwlab.runners import get_runner, runner_names
     from fwlab.suites import describe_builtins
 

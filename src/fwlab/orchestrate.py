@@ -21,8 +21,9 @@ from fwlab.floods import FloodSpec, run_with_background
 from fwlab.results import RunRecord, host_metadata, trial_record, utc_now
 from fwlab.results.metadata import remote_host_metadata
 from fwlab.rules import generate
+import fwlab.methods  # noqa: F401  (registers the test methods beside the tools)
 from fwlab.runners import TrafficSpec, TrialEnv, get_runner
-from fwlab.runners.linkseries import LinkSampler, as_stream_series
+from fwlab.testbed.linkseries import LinkSampler, as_stream_series
 from fwlab.stats.quality import flag_cpu_saturated
 from fwlab.suites import Suite, parse_suite
 from fwlab.suites.plan import TrialSpec, expand

@@ -18,9 +18,9 @@ from fwlab.floods.flood import flood_metrics
 from fwlab.floods.model import FloodSpec
 from fwlab.published.compare import NOT_MEASURED, NOT_REPRODUCED, REPRODUCED, compare_study
 from fwlab.results.record import trial_record
-from fwlab.runners import recovery
+from fwlab.methods import recovery
 from fwlab.runners.base import Measurement, TrafficSpec, apply_link_counts
-from fwlab.runners.connections import limit_cause
+from fwlab.methods.connections import limit_cause
 from fwlab.runners.iperf3 import add_rtt_probe, add_stream_spread, parse_json, split_streams
 from fwlab.runners.ping import Ping, parse_ping
 from fwlab.suites import load_suite

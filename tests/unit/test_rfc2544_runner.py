@@ -6,7 +6,7 @@ import pytest
 from fwlab.bench.search import compare, goals, SearchBenchConfig
 from fwlab.errors import SuiteError
 from fwlab.report.section_rfc2544 import render
-from fwlab.runners.rfc2544 import frame_loss_steps, longest_burst, parse_options
+from fwlab.methods.rfc2544 import frame_loss_steps, longest_burst, parse_options
 from fwlab.search import run_search
 from fwlab.search.simulated import FixedCapacity
 from fwlab.suites import load_suite, parse_suite

@@ -9,9 +9,9 @@ from fwlab.floods.flood import dut_drops, flood_args, flood_metrics, parse_count
 from fwlab.floods.model import BackgroundItem, FloodSpec
 from fwlab.runners import TrafficSpec
 from fwlab.runners.iperf3 import add_stream_spread, build_client_args, combine, parse_json, split_streams
-from fwlab.runners.linkseries import as_stream_series, rates
+from fwlab.testbed.linkseries import as_stream_series, rates
 from fwlab.runners.ping import parse_ping
-from fwlab.runners.recovery import ProbePlan, probe_metrics, run_probes
+from fwlab.methods.recovery import ProbePlan, probe_metrics, run_probes
 from fwlab.stats.streams import jain_index, rtt_summary, stream_spread
 
 

@@ -304,7 +304,7 @@ class Iperf3(Runner):
         out: dict[str, Any] = {}
         known = {"direction", "rtt_probe"}
         if kind == "parallel":
-            from fwlab.runners.recovery import ProbePlan
+            from fwlab.methods.recovery import ProbePlan
             known |= set(ProbePlan.__dataclass_fields__)
             out.update(ProbePlan.from_options(options).to_dict())
         extra = set(options) - known
@@ -446,7 +446,7 @@ class Iperf3(Runner):
 
     def measure(self, bed: "Testbed", spec: TrafficSpec, env=None) -> Measurement:
         if spec.traffic == "parallel":
-            from fwlab.runners.recovery import measure_with_probes
+            from fwlab.methods.recovery import measure_with_probes
             return measure_with_probes(self, bed, spec)
         probe = None
         if spec.options.get("rtt_probe"):

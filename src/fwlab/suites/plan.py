@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from fwlab.dut import backend_names, get_backend
 from fwlab.errors import SuiteError
 from fwlab.floods.model import FloodSpec
+import fwlab.methods  # noqa: F401  (registers the test methods beside the tools)
 from fwlab.runners import get_runner, runner_names
 from fwlab.runners.base import default_tool
 from fwlab.suites.schema import Suite, TrafficItem
