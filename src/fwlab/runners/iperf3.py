@@ -30,6 +30,7 @@ from fwlab.runners.base import (
     TrafficSpec,
     apply_link_counts,
     register,
+    whole_seconds,
 )
 from fwlab.stats.streams import stream_spread
 from fwlab.testbed.host import CommandTimeout, Spawned, require_tool
@@ -61,7 +62,7 @@ def build_client_args(spec: TrafficSpec, server_addr: str, cpu: int | None, *,
     streams = spec.streams if streams is None else streams
     port = spec.port if port is None else port
     # iperf3 reads -t as an integer (atoi): 0.5 would become 0, i.e. run forever
-    args = ["iperf3", "-c", server_addr, "-p", str(port), "-J", "-t", str(max(1, round(spec.duration_s))),
+    args = ["iperf3", "-c", server_addr, "-p", str(port), "-J", "-t", str(whole_seconds(spec.duration_s, "iperf3 -t")),
             f"-{spec.ip_version}", "--connect-timeout", "3000"]
     if streams > 1:
         args += ["-P", str(streams)]
@@ -286,6 +287,7 @@ def check_direction(options: dict) -> str:
 class Iperf3(Runner):
     name = "iperf3"
     traffics = ("tcp", "udp", "parallel")
+    whole_seconds_option = "iperf3 -t"
     summary = ("iperf3: TCP streams (any number: >128 split over processes), UDP streams with payload "
                "size and rate; up, down or both directions; kind parallel adds recovery probes")
 

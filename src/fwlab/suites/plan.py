@@ -44,6 +44,9 @@ def _check(suite: Suite) -> None:
         if t.kind not in runner.traffics:
             raise ValueError(f"tool '{t.tool}' cannot generate '{t.kind}' (it can: {', '.join(runner.traffics)})")
         object.__setattr__(t, "options", runner.check_options(t.kind, dict(t.options)))
+        if runner.whole_seconds_option and not float(suite.duration_s).is_integer():
+            raise ValueError(f"tool '{t.tool}' runs whole seconds ({runner.whole_seconds_option}), not duration_s = "
+                             f"{suite.duration_s:g}: give a whole number of seconds")
         if frame_sizes(t):
             for s in t.sizes:
                 if s is not None and not 64 <= s <= 9018:
