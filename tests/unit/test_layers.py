@@ -54,7 +54,6 @@ KNOWN: dict[tuple[str, str], str] = {
     ("fwlab.runners.ping", "fwlab.stats.streams"): "RTT summaries still derived in the runner",
     ("fwlab.analysis.compare", "fwlab.report.summary"): "curves move to results/curves.py (i14-record)",
     ("fwlab.analysis.figures", "fwlab.report.summary"): "curves move to results/curves.py (i14-record)",
-    ("fwlab.runners.iperf3", "fwlab.methods.recovery"): "iperf3 still runs kind parallel (the recovery method)",
 }
 
 

@@ -286,10 +286,10 @@ def check_direction(options: dict) -> str:
 
 class Iperf3(Runner):
     name = "iperf3"
-    traffics = ("tcp", "udp", "parallel")
+    traffics = ("tcp", "udp")
     whole_seconds_option = "iperf3 -t"
     summary = ("iperf3: TCP streams (any number: >128 split over processes), UDP streams with payload "
-               "size and rate; up, down or both directions; kind parallel adds recovery probes")
+               "size and rate; up, down or both directions (kind parallel: tool parallel)")
 
     def __init__(self) -> None:
         self._servers: dict[tuple[str, int], Spawned] = {}
@@ -305,10 +305,6 @@ class Iperf3(Runner):
     def check_options(self, kind: str, options: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}
         known = {"direction", "rtt_probe"}
-        if kind == "parallel":
-            from fwlab.methods.recovery import ProbePlan
-            known |= set(ProbePlan.__dataclass_fields__)
-            out.update(ProbePlan.from_options(options).to_dict())
         extra = set(options) - known
         if extra:
             raise ValueError(f"iperf3 {kind} takes options {', '.join(sorted(known))} "
@@ -447,9 +443,6 @@ class Iperf3(Runner):
         return m
 
     def measure(self, bed: "Testbed", spec: TrafficSpec, env=None) -> Measurement:
-        if spec.traffic == "parallel":
-            from fwlab.methods.recovery import measure_with_probes
-            return measure_with_probes(self, bed, spec)
         probe = None
         if spec.options.get("rtt_probe"):
             from fwlab.runners.ping import PingProbe
