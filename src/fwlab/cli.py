@@ -55,7 +55,7 @@ def cmd_run(args) -> int:
 
 def _dry_run(suite) -> int:
     """Print the plan's size and its rough wall-time estimate (fwlab.suites.estimate); run nothing."""
-    from fwlab.suites import expand
+    from fwlab.suites.plan import expand
     from fwlab.suites.estimate import estimate_s
 
     plan = expand(suite)
@@ -92,6 +92,7 @@ def cmd_report(args) -> int:
 
 def cmd_list(args) -> int:
     from fwlab.dut import backend_names, get_backend
+    import fwlab.methods  # noqa: F401  (registers the test methods beside the tools)
     from fwlab.runners import get_runner, runner_names
     from fwlab.suites import describe_builtins
 
@@ -149,7 +150,8 @@ def cmd_version(args) -> int:
 
 
 def cmd_baseline(args) -> int:
-    from fwlab.analysis.baseline import baseline_from_runs, measure_baseline
+    from fwlab.analysis.baseline import baseline_from_runs
+    from fwlab.orchestrate import measure_baseline
 
     if args.from_runs:
         if args.suite:

@@ -21,10 +21,12 @@ from fwlab.floods import FloodSpec, run_with_background
 from fwlab.results import RunRecord, host_metadata, trial_record, utc_now
 from fwlab.results.metadata import remote_host_metadata
 from fwlab.rules import generate
+import fwlab.methods  # noqa: F401  (registers the test methods beside the tools)
 from fwlab.runners import TrafficSpec, TrialEnv, get_runner
-from fwlab.runners.linkseries import LinkSampler, as_stream_series
+from fwlab.testbed.linkseries import LinkSampler, as_stream_series
 from fwlab.stats.quality import flag_cpu_saturated, flag_link_limited
-from fwlab.suites import Suite, TrialSpec, expand, parse_suite
+from fwlab.suites import Suite, parse_suite
+from fwlab.suites.plan import TrialSpec, expand
 from fwlab.testbed import Offloads, Pinning, Testbed, Topology, new_run_id, require_root, require_tool
 from fwlab.testbed.hosts import HostEntry, Placement, parse_hosts
 
@@ -367,3 +369,22 @@ def _execute(suite: Suite, plan, rec: RunRecord, quiet: bool, placement: Placeme
         rec.set_status("failed")
         raise
     rec.set_status("complete")
+
+
+def measure_baseline(suite_name_or_path: str, runs: int, out_root: Path | str, *, quiet: bool = False,
+                     start_run: Callable | None = None) -> "Baseline":
+    """Run the suite `runs` times (needs root and real traffic), then build the baseline.
+
+    `start_run` defaults to :func:`start_run` (suite, text, out_root, quiet=...); the records are
+    read back by `fwlab.analysis.baseline.baseline_from_runs`.
+    """
+    if runs < 2:
+        raise FwlabError(f"a noise baseline needs at least 2 runs, got {runs}",
+                         fix="use --runs 2 or more (seed 002 used ten)")
+    from fwlab.analysis.baseline import baseline_from_runs
+    from fwlab.suites import load_suite
+
+    start_run = start_run or globals()["start_run"]
+    suite, text = load_suite(suite_name_or_path)
+    dirs = [start_run(suite, text, Path(out_root), quiet=quiet).path for _ in range(runs)]
+    return baseline_from_runs(dirs)

@@ -25,13 +25,13 @@ from fwlab.published.compare import (
     compare_study,
 )
 from fwlab.results.record import trial_record
-from fwlab.runners import recovery
+from fwlab.methods import recovery
 from fwlab.runners.base import Measurement, TrafficSpec, apply_link_counts
-from fwlab.runners.connections import limit_cause
+from fwlab.methods.connections import limit_cause
 from fwlab.runners.iperf3 import add_rtt_probe, add_stream_spread, parse_json, split_streams
 from fwlab.runners.ping import Ping, parse_ping
-from fwlab.suites import expand, load_suite
-from fwlab.suites.plan import TrialSpec
+from fwlab.suites import load_suite
+from fwlab.suites.plan import TrialSpec, check_suite, expand
 
 
 def run_of(study):
@@ -228,12 +228,12 @@ def test_seed_004_reads_older_stream_records():
 
 def test_seed_004_presets_run_the_seeds_stream_counts():
     for name in ("seed-004", "seed-004-quick"):
-        s, _ = load_suite(name)
+        s = check_suite(load_suite(name)[0])
         assert {t.streams for t in s.traffic} == {1, 100, 500, 900}
         assert {t.kind for t in s.traffic} == {"parallel"}
         probed = [t for t in s.traffic if t.options["max_probes"] > 0]
         assert [t.streams for t in probed] == [500] and probed[0].options["baseline"] is True
-    full, _ = load_suite("seed-004")
+    full = check_suite(load_suite("seed-004")[0])
     o = next(t for t in full.traffic if t.streams == 500).options
     assert (o["interval_s"], o["probe_s"], o["max_probes"], o["tolerance"]) == (10.0, 10.0, 12, 0.10)
 

@@ -4,6 +4,6 @@ Owns: turning one or more run records into named figures (`figures`), the noise 
 repeated baseline runs (`baseline`), the comparison of two runs (`compare`) and the export of a
 record to CSV, JSON and flent's `.flent.gz` format (`export`). Reads records only through
 `fwlab.results.record`; the statistics themselves live in `fwlab.stats`. Never touches the test
-bed, firewalls or traffic, except that `baseline.measure_baseline` asks the orchestrator to run a
-suite.
+bed, firewalls or traffic, and never runs a suite (`fwlab.orchestrate.measure_baseline` runs the
+N runs of a baseline).
 """
