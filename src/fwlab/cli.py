@@ -394,13 +394,14 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--json", action="store_true", help="print the trend as JSON")
     tr.set_defaults(func=cmd_trend)
 
-    ex = sub.add_parser("export", help="export a run as CSV, JSON or flent data files",
+    ex = sub.add_parser("export", help="export a run as CSV, JSON, flent data files or long-format series",
                         description="csv: one row per trial (identity, metrics.*, flags, error); "
                                     "json: the record as one document; flent: one .flent.gz per "
-                                    "stream trial with its per-interval series.")
+                                    "stream trial with its per-interval series; series: long-format "
+                                    "CSV of every trial's per-interval samples (trial_id,t_s,field,value).")
     ex.add_argument("run_dir")
-    ex.add_argument("--format", required=True, choices=["csv", "json", "flent"])
-    ex.add_argument("--out", metavar="PATH", help="csv/json: file (default stdout); "
+    ex.add_argument("--format", required=True, choices=["csv", "json", "flent", "series"])
+    ex.add_argument("--out", metavar="PATH", help="csv/json/series: file (default stdout); "
                                                   "flent: directory (default RUN/flent)")
     ex.set_defaults(func=cmd_export)
     return p

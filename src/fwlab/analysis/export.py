@@ -1,4 +1,5 @@
-"""Exports of a run record: CSV of all trials, the record as one JSON document, flent files.
+"""Exports of a run record: CSV of all trials, the record as one JSON document, flent files, and
+the long-format series CSV (trial id, t_s, field, value).
 
 Owns: flattening trials into CSV rows (identity fields, ``metrics.*`` columns, flag codes, error;
 never the raw tool output), the ``{run, trials}`` JSON document, and writing each stream trial's
@@ -46,11 +47,12 @@ __all__ = [
     "flent_documents",
     "read_flent",
     "record_json",
+    "series_csv",
     "trials_csv",
     "write_flent",
 ]
 
-FORMATS = ("csv", "json", "flent")
+FORMATS = ("csv", "json", "flent", "series")
 
 #: identity and per-trial scalar fields, in CSV column order (docs/record-format.md)
 IDENTITY_FIELDS = ("kind", "trial_id", "suite", "mode", "backend", "layout", "rules", "stateful_shortcut",
@@ -95,6 +97,18 @@ def trials_csv(trials: list[dict]) -> str:
         row["flags"] = ";".join(f.get("code", "?") if isinstance(f, dict) else str(f) for f in t.get("flags") or [])
         row["error"] = t.get("error")
         w.writerow(row)
+    return buf.getvalue()
+
+
+def series_csv(trials: list[dict]) -> str:
+    """Long-format CSV of every trial's per-interval series: ``trial_id,t_s,field,value``, one row
+    per sample and field (`fwlab.analysis.load.series_rows`)."""
+    from fwlab.analysis.load import SERIES_COLUMNS, series_rows
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(SERIES_COLUMNS)
+    w.writerows(series_rows(trials))
     return buf.getvalue()
 
 
@@ -272,7 +286,7 @@ def export_run(run_dir: Path | str, fmt: str, out: Path | str | None = None) -> 
             raise FwlabError(f"{run_dir} has no stream trial with a per-interval series",
                              fix="export csv or json instead")
         return None, paths
-    text = trials_csv(rec.trials()) if fmt == "csv" else record_json(rec)
+    text = {"csv": trials_csv, "series": series_csv}[fmt](rec.trials()) if fmt != "json" else record_json(rec)
     if out is None:
         return text, []
     out = Path(out)
