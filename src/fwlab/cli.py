@@ -397,7 +397,7 @@ def build_parser() -> argparse.ArgumentParser:
     ex = sub.add_parser("export", help="export a run as CSV, JSON, flent data files or long-format series",
                         description="csv: one row per trial (identity, metrics.*, flags, error); "
                                     "json: the record as one document; flent: one .flent.gz per "
-                                    "stream trial with its per-interval series; series: long-format "
+                                    "stream/parallel/attack/rtt trial with its per-interval series; series: long-format "
                                     "CSV of every trial's per-interval samples (trial_id,t_s,field,value).")
     ex.add_argument("run_dir")
     ex.add_argument("--format", required=True, choices=["csv", "json", "flent", "series"])
