@@ -81,7 +81,18 @@ def quick_variant(suite: str) -> str:
 def cmd_report(args) -> int:
     from fwlab.report import print_summary, write_report
 
-    path = write_report(Path(args.run_dir))
+    appendix = None
+    if args.noise and not args.against:
+        raise FwlabError("--noise needs --against", fix="fwlab report RUN --against OLD --noise FILE")
+    if args.against:
+        from fwlab.analysis.changed_since import changed_since_html
+
+        noise = None
+        if args.noise:
+            from fwlab.analysis.baseline import load_noise
+            noise = load_noise(args.noise)
+        appendix = changed_since_html(Path(args.run_dir), Path(args.against), noise)
+    path = write_report(Path(args.run_dir), appendix)
     if not args.quiet:
         print_summary(Path(args.run_dir), sys.stdout)
     print(f"report: {path}")
@@ -281,6 +292,9 @@ def build_parser() -> argparse.ArgumentParser:
     rp = sub.add_parser("report", help="(re)build report.html and summary.csv from a run record")
     rp.add_argument("run_dir")
     rp.add_argument("-q", "--quiet", action="store_true", help="do not print the summary table")
+    rp.add_argument("--against", metavar="OLD", help="add a 'changed since' section: this run against the "
+                                                     "earlier run OLD, by 'fwlab compare's significance rules")
+    rp.add_argument("--noise", metavar="FILE", help="with --against: noise model from 'fwlab baseline'")
     rp.set_defaults(func=cmd_report)
 
     ls = sub.add_parser("list", help="list built-in suites, firewall backends and traffic tools")

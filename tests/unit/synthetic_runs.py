@@ -39,18 +39,18 @@ def figure(traffic: str, layout: str, rules: int, slower: float = 0.0) -> float:
 
 def write_run(root: Path, name: str, started: datetime, rng: random.Random, *,
               slower: dict | None = None, run_sd: float = 0.015, rep_sd: float = 0.008,
-              series: bool = True) -> Path:
+              series: bool = True, repetitions: int = REPETITIONS) -> Path:
     """One run directory `root/name` of suite quick. `slower`: {(layout, rules): fraction} lowers
     those configurations (both traffic kinds) by that fraction."""
     run, proto = _golden()
     run = copy.deepcopy(run)
     run["suite"]["name"] = "quick"
     run["suite"]["parsed"].update({"name": "quick", "rules": list(QUICK_RULES), "duration_s": 3.0,
-                                   "repetitions": REPETITIONS})
+                                   "repetitions": repetitions})
     run["started_utc"] = started.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     run["ended_utc"] = (started + timedelta(minutes=3)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     run["beds"][0]["topology"]["run_id"] = f"{rng.randrange(16 ** 6):06x}"
-    run["plan"]["trials"] = len(LAYOUTS) * len(QUICK_RULES) * len(TRAFFIC) * REPETITIONS
+    run["plan"]["trials"] = len(LAYOUTS) * len(QUICK_RULES) * len(TRAFFIC) * repetitions
     slower = slower or {}
     lines = []
     t = started + timedelta(seconds=2)
@@ -58,7 +58,7 @@ def write_run(root: Path, name: str, started: datetime, rng: random.Random, *,
         for rules in QUICK_RULES:
             for traffic, size in TRAFFIC:
                 run_factor = rng.gauss(1.0, run_sd)
-                for rep in range(1, REPETITIONS + 1):
+                for rep in range(1, repetitions + 1):
                     value = figure(traffic, layout, rules, slower.get((layout, rules), 0.0)) \
                         * run_factor * rng.gauss(1.0, rep_sd)
                     tr = copy.deepcopy(proto)
