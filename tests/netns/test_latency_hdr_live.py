@@ -51,3 +51,26 @@ def test_rfc2544_record_has_histograms_and_report_has_cdf(tmp_path):
     assert "latency CDF tail, repetitions merged" in section
     assert re.search(r"<svg", section)
     assert "nftables linear, 1000 rules" in section
+
+
+def test_ping_and_engine_items_keep_histograms_and_report_merges_them(tmp_path):
+    traffic = [{"kind": "rtt", "tool": "ping", "options": {"interval_ms": 10}},
+               {"kind": "engine", "sizes": [64], "rate_pps": 5000}]
+    suite = parse_suite({"name": "hdr-tiny", "backends": ["nftables"], "layouts": ["linear"], "rules": [0],
+                         "duration_s": 1, "repetitions": 2, "settle_s": 0, "traffic": traffic}, "test")
+    rec = start_run(suite, "", tmp_path, quiet=True)
+    trials = rec.trials()
+    assert len(trials) == 4 and all(not t["error"] for t in trials), [t["error"] for t in trials]
+    for t in trials:
+        m = t["metrics"]
+        if t["traffic"] == "rtt":
+            assert decode(m["rtt_hdr_b64"]).get_total_count() == m["rtt_samples"] > 10
+        else:
+            h = decode(m["latency_hdr_b64"])
+            assert h.get_total_count() == m["latency_samples"] > 1000
+            assert percentile_ns(h, 99.9) == m["latency_ns"]["p999"]
+    html = write_report(rec.path).read_text()
+    rtt = html[html.index("<h3>Round-trip time distributions</h3>"):]
+    assert "<svg" in rtt and "(2" in rtt  # merged over the two repetitions
+    lat = html[html.index("<h2>Latency</h2>"):]
+    assert "<h3>Latency distributions</h3>" in lat and "<svg" in lat

@@ -76,6 +76,16 @@ def test_merge_of_known_samples_gives_exact_percentiles():
         percentile_ns(h, 101)
 
 
+def test_percentile_rank_where_q_times_n_is_whole():
+    """n = 5000 and p99.9: rank 4995 exactly (float 99.9 / 100 x 5000 is a hair above it); the
+    4995th value is 1 µs, the 4996th 9 µs."""
+    h = HdrHistogram(1, 60_000_000_000, 3)
+    h.record_value(1_000, 4995)
+    h.record_value(9_000, 5)
+    assert percentile_ns(h, 99.9) == pytest.approx(1_000, rel=1e-3)
+    assert percentile_ns(h, 99.92) == pytest.approx(9_000, rel=1e-3)
+
+
 @pytest.mark.parametrize("bad", ["", "not base64 at all!", "SElTVEZBQUFBQ", "QUJDREVGR0g=", 42])
 def test_bad_histogram_text_is_a_record_error(bad):
     with pytest.raises(RecordError) as exc:
@@ -139,3 +149,34 @@ def test_rfc2544_section_from_a_recorded_record():
     trials[0]["extra"]["rfc2544"]["latency"][0]["latency_hdr_b64"] = "QUJDREVGR0g="
     html = _latency_cdfs(trials)
     assert "damaged histogram" in html and html.count("<svg") == 1
+
+
+def ping_text(rtts_ms: list[float]) -> str:
+    lines = [f"[{1700000000 + 0.01 * k:.6f}] 64 bytes from 198.19.1.1: icmp_seq={k + 1} ttl=63 time={r:.3f} ms"
+             for k, r in enumerate(rtts_ms)]
+    return "\n".join(lines + [f"{len(rtts_ms)} packets transmitted, {len(rtts_ms)} received, 0% packet loss"]) + "\n"
+
+
+def test_ping_keeps_every_rtt_in_a_histogram_and_the_rtt_section_merges_them():
+    from fwlab.report.section_rtt import render
+    from fwlab.runners.ping import parse_ping
+
+    fast = [0.05] * 90 + [2.0] * 10   # 90 replies at 50 µs, 10 at 2 ms
+    slow = [0.2] * 100
+    m_fast, m_slow = (parse_ping(ping_text(r)).metrics() for r in (fast, slow))
+    assert m_fast["rtt_hdr_unit"] == "ns"
+    h = decode(m_fast["rtt_hdr_b64"])
+    assert h.get_total_count() == 100
+    assert percentile_ns(h, 90.0) == pytest.approx(50_000, rel=1e-3)
+    assert percentile_ns(h, 91.0) == pytest.approx(2_000_000, rel=1e-3)
+    assert parse_ping("2 packets transmitted, 0 received, 100% packet loss\n").metrics()["rtt_hdr_b64"] is None
+    base = {"kind": "rtt", "mode": "routed", "backend": "nftables", "layout": "linear", "stateful_shortcut": False,
+            "ip_version": 4, "traffic": "rtt", "series": [], "error": None}
+    trials = [{**base, "rules": n, "repetition": r, "metrics": m}
+              for n, m in ((0, m_fast), (1000, m_slow)) for r in (1, 2)]
+    html = render({}, trials)
+    section = html[html.index("<h3>Round-trip time distributions</h3>"):]
+    assert section.count("<svg") == 1
+    # merged: 2 x 100 replies per configuration; the fast one's p99 is the 2 ms tail
+    assert "nftables linear, 0 rules (200 replies)" in section
+    assert re.search(r"nftables linear, 0 rules</td><td>2</td><td>200</td>(<td>[^<]*</td>){2}<td>200[01]\.\d</td>", section)

@@ -20,6 +20,8 @@ class CdfGroup:
     """One figure: configurations (curve label -> histogram texts of their repetitions)."""
 
     title: str
+    quantity: str = "One-way latency"
+    unit_name: str = "packets"
     configs: dict[str, list[str]] = field(default_factory=dict)
     order: dict[str, tuple] = field(default_factory=dict)
     unit: str = "ns"
@@ -61,8 +63,9 @@ def render(groups: list[CdfGroup], intro: str) -> str:
             continue
         if curves:
             parts.append("<div class='plot'>" + plots.latency_ccdf(
-                curves, f"{g.title}\nlatency CDF tail, repetitions merged (HDR histograms)") + "</div>")
-        parts.append(_table(["configuration", "histograms", "packets"]
+                curves, f"{g.title}\n{g.quantity.lower()} CDF tail, repetitions merged (HDR histograms)",
+                g.quantity, g.unit_name) + "</div>")
+        parts.append(_table(["configuration", "histograms", g.unit_name]
                             + [f"p{p:g} [µs]" for p in PERCENTILES] + ["max [µs]"], rows, left=1))
     if not parts:
         return ""

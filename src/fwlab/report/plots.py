@@ -92,7 +92,8 @@ def load_time_plot(rows: list[dict]) -> str | None:
     return _svg(fig)
 
 
-def latency_ccdf(curves: list[tuple[str, list[tuple[float, float]], int]], title: str) -> str:
+def latency_ccdf(curves: list[tuple[str, list[tuple[float, float]], int]], title: str,
+                 quantity: str = "One-way latency", unit_name: str = "packets") -> str:
     """Latency distributions on a log tail: x = latency [µs] (log), y = fraction of packets
     slower than x (log), so p90/p99/p99.9 are the crossings of 10^-1/-2/-3. ``curves``: (label,
     CDF points (latency_ns, fraction <= it) in increasing order, samples)."""
@@ -107,7 +108,7 @@ def latency_ccdf(curves: list[tuple[str, list[tuple[float, float]], int]], title
             ys[-1] = ys[-2]  # the step reaches the maximum (1 - F = 0 there is off a log axis)
         else:
             ys[-1] = 1.0
-        ax.step([xs[0]] + xs, [1.0] + ys, where="post", label=f"{label} ({samples} packets)")
+        ax.step([xs[0]] + xs, [1.0] + ys, where="post", label=f"{label} ({samples} {unit_name})")
         floor = min(floor, 1.0 / max(samples, 1))
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -118,8 +119,8 @@ def latency_ccdf(curves: list[tuple[str, list[tuple[float, float]], int]], title
     ax.set_yticklabels(["1 (min)" if k == 0 else f"1e-{k} ({names[k]})" if k in names else f"1e-{k}"
                         for k in range(len(ticks))],
                        fontsize=8)
-    ax.set_xlabel("One-way latency [µs] (log scale)")
-    ax.set_ylabel("Fraction of packets slower (log scale)")
+    ax.set_xlabel(f"{quantity} [µs] (log scale)")
+    ax.set_ylabel(f"Fraction of {unit_name} slower (log scale)")
     ax.set_title(title, fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8, loc="best")

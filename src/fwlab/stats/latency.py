@@ -5,7 +5,8 @@ The engine keeps every received test packet's one-way latency in an HdrHistogram
 base64 (`latency_hdr_b64`, unit `latency_hdr_unit` = "ns"). This module decodes that text with
 the `hdrhistogram` package (HdrHistogram_py, the same wire format as the Java and Rust ports),
 merges the histograms of repetitions (adding counts: the merged histogram is the histogram of
-all their packets), and gives any percentile and the points of a CDF.
+all their packets), and gives any percentile and the points of a CDF. ``encode`` makes the same
+text from samples fwlab times itself (ping RTTs), so those merge the same way.
 
 Owns: pure functions from histogram text to numbers. Never touches: run records on disk, the
 test bed, plots or the CLI.
@@ -42,6 +43,21 @@ def decode(text: str, unit: str = "ns") -> HdrHistogram:
         raise RecordError(f"latency histogram is not HdrHistogram V2 compressed base64 "
                           f"({type(exc).__name__}: {exc})",
                           fix="store the engine's latency_hdr_b64 string unchanged") from exc
+
+
+#: the engine's histogram bounds [ns] and precision, so fwlab's own histograms merge with its
+LOWEST_NS, HIGHEST_NS, SIGNIFICANT_DIGITS = 1, 60_000_000_000, 3
+
+
+def encode(values_ns: Iterable[float]) -> str | None:
+    """Samples [ns] as a histogram text like the engine's (same bounds, V2 compressed, base64);
+    None when there is no sample. Values are rounded to whole ns and clamped to the bounds."""
+    h = HdrHistogram(LOWEST_NS, HIGHEST_NS, SIGNIFICANT_DIGITS)
+    for v in values_ns:
+        h.record_value(min(HIGHEST_NS, max(LOWEST_NS, round(v))))
+    if h.get_total_count() == 0:
+        return None
+    return h.encode().decode("ascii")
 
 
 def merge(texts: Iterable[str | None], unit: str = "ns") -> HdrHistogram | None:
@@ -90,7 +106,9 @@ def percentile_ns(h: HdrHistogram, pct: float, unit: str = "ns") -> float:
         raise ValueError("percentile of an empty histogram")
     if pct == 0.0:
         return h.get_min_value() * UNIT_TO_NS[unit]
-    rank = max(1, math.ceil(pct / 100.0 * n))
+    exact = pct / 100.0 * n
+    # q x n meant as a whole number stays one (99.9 / 100 is 0.9990000000000001 in binary)
+    rank = max(1, round(exact) if abs(exact - round(exact)) < 1e-9 * max(1.0, exact) else math.ceil(exact))
     for it in h.get_recorded_iterator():
         if it.total_count_to_this_value >= rank:
             return h.get_highest_equivalent_value(it.value_iterated_to) * UNIT_TO_NS[unit]
@@ -114,4 +132,5 @@ def distribution(texts: Iterable[str | None], unit: str = "ns") -> Distribution 
                         cdf=tuple(cdf))
 
 
-__all__ = ["Distribution", "UNIT_TO_NS", "decode", "distribution", "merge", "percentile_ns"]
+__all__ = ["Distribution", "HIGHEST_NS", "LOWEST_NS", "SIGNIFICANT_DIGITS", "UNIT_TO_NS", "decode", "distribution",
+           "encode", "merge", "percentile_ns"]
