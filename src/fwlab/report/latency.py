@@ -1,7 +1,8 @@
-"""Latency distribution figures for the report: trials' HDR histograms (fwlab-engine,
-`latency_hdr_b64`) merged over repetitions per configuration, drawn as tail CDFs, with the
-merged percentiles in a table. Used by the engine latency section (report/html.py) and the
-RFC 2544 section. Reads the record's trial dicts only."""
+"""Latency distribution figures for the report: trials' HDR histograms (fwlab-engine's
+`latency_hdr_b64`, ping's `rtt_hdr_b64`) merged over repetitions per configuration, drawn as
+tail CDFs, with the merged percentiles in a table. Used by the engine latency section
+(report/html.py), the RFC 2544 section and the round-trip delay section. Reads the record's
+trial dicts only."""
 
 from __future__ import annotations
 
