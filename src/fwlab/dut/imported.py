@@ -43,11 +43,14 @@ def detect_ip_version(text: str) -> int:
 
 
 def kernel_message(exc: CommandFailed) -> str:
-    """The kernel's / tool's refusal in one line: nft's 'Error:' lines, else the first lines."""
+    """The refusal in one line: the tool's own message lines (not nft's echo of the rule, not
+    usage hints), the first two, with how many more errors there were."""
     text = (exc.stderr or exc.stdout or "").strip()
-    errors = [l.strip() for l in text.splitlines() if "Error" in l or "error" in l]
-    lines = errors or [l.strip() for l in text.splitlines() if l.strip()][:2]
-    return "; ".join(lines)[:400] or exc.message
+    lines = [l.strip() for l in text.splitlines()
+             if l.strip() and not l.startswith((" ", "\t")) and not l.startswith("Try ")]
+    more = sum("Error" in l for l in lines[2:])
+    msg = "; ".join(lines[:2])[:400] or exc.message
+    return msg + (f" (+{more} more error{'s' if more > 1 else ''})" if more else "")
 
 
 @dataclass
@@ -99,7 +102,7 @@ class ImportedFirewall:
                 ctx.host.run([self._restore()], ns=ctx.ns, input=self.text)
         except CommandFailed as exc:
             self.flush(ctx)
-            raise BackendError(f"{self.source}: the kernel refused the rule set ({step}): {kernel_message(exc)}",
+            raise BackendError(f"{self.source}: {step} refused the rule set, nothing is loaded: {kernel_message(exc)}",
                                fix="correct the rule set (it is loaded unchanged, as 'nft -f' or "
                                    "'iptables-restore' would)") from exc
         return time.perf_counter() - t0
