@@ -261,7 +261,11 @@ def run_ruleset(cfg: RulesetRunConfig, out_root: Path, *, log: TextIO | None = s
         note(f"{cfg.ruleset.name}: {fw.family}, loaded in {load_s * 1e3:.1f} ms; "
              f"{len(deriv.classes)} traffic classes, {len(deriv.not_covered)} not covered")
         rec = RunRecord.create(out_root, f"ruleset-{cfg.ruleset.stem}", {
-            "suite": {"name": f"ruleset-{cfg.ruleset.stem}", "toml": "", "parsed": {}},
+            "suite": {"name": f"ruleset-{cfg.ruleset.stem}", "toml": "", "parsed": {
+                "name": f"ruleset-{cfg.ruleset.stem}", "mode": ["routed"], "repetitions": cfg.repetitions,
+                "ip_versions": sorted(model.families()),
+                "description": f"imported rule set {cfg.ruleset.name}: derived traffic classes, their verdicts "
+                               f"and cost per class"}},
             "plan": {"trials": 0, "skipped": []},
             "host": host_metadata(),
             "beds": [{**desc, "backend": "imported", "backend_version": fw.version(b.ctx),

@@ -32,7 +32,15 @@ def pkt(src, dst, proto="udp", dport=5555, sport=10000, iif="eth0", oif="eth1", 
 
 
 def nft_model():
-    return parse_nft_json((DATA / "firewalld-style.nft.json").read_text())
+    return parse_nft_json((DATA / "firewalld-style.nft.json").read_text(),
+                          (DATA / "firewalld-style.nft.listing").read_text())
+
+
+def test_nft_rules_carry_nfts_own_text():
+    rs = nft_model()
+    assert rs.rule("inet fwlab_example fwd_log_drop #25").text == "udp dport 33434-33534 counter reject"
+    assert parse_nft_json((DATA / "firewalld-style.nft.json").read_text()).rule(
+        "inet fwlab_example fwd_log_drop #25").text  # without the listing: a text built from the JSON
 
 
 def ipt_model():

@@ -119,7 +119,8 @@ class ImportedFirewall:
     def readback(self, ctx: DutContext) -> ImportedRuleSet:
         """The rule set as the kernel holds it, as the model."""
         if self.kind == "nft":
-            return parse_nft_json(ctx.host.run(["nft", "-j", "list", "ruleset"], ns=ctx.ns).stdout)
+            return parse_nft_json(ctx.host.run(["nft", "-j", "list", "ruleset"], ns=ctx.ns).stdout,
+                                  ctx.host.run(["nft", "-a", "-s", "list", "ruleset"], ns=ctx.ns).stdout)
         sets = ctx.host.run(["ipset", "save"], ns=ctx.ns).stdout if self.ipset_text else None
         return parse_iptables_save(ctx.host.run([self._save()], ns=ctx.ns).stdout, self.ip_version, sets)
 

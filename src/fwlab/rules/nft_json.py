@@ -10,6 +10,7 @@ it, so the derived class is listed as not covered instead of guessed.
 from __future__ import annotations
 
 import json
+import re
 
 from fwlab.errors import BackendError
 from fwlab.rules.imported_model import (L4_NUMBERS, Chain, ImportedRuleSet, Interval, Match, Rule,
@@ -175,13 +176,39 @@ def _render_rule(expr: list) -> str:
     return " ".join(parts)
 
 
-def parse_nft_json(text: str) -> ImportedRuleSet:
+_HANDLE = re.compile(r"^(.*?)\s+# handle (\d+)$")
+
+
+def rule_texts(listing: str) -> dict[str, str]:
+    """``nft -a -s list ruleset`` -> rule id ("<family> <table> <chain> #<handle>") -> nft's own text."""
+    out: dict[str, str] = {}
+    stack: list[tuple[str, str]] = []  # (kind, name) of the open blocks
+    for line in listing.splitlines():
+        s = line.strip()
+        body = _HANDLE.match(s).group(1) if _HANDLE.match(s) else s
+        if body.endswith("{"):
+            tok = body.split()
+            stack.append((tok[0], " ".join(tok[1:-1])))
+            continue
+        if s.startswith("}"):
+            if stack:
+                stack.pop()
+            continue
+        m = _HANDLE.match(s)
+        kinds = [k for k, _ in stack]
+        if m and kinds[-2:] == ["table", "chain"]:
+            out[f"{stack[-2][1]} {stack[-1][1]} #{m.group(2)}"] = m.group(1)
+    return out
+
+
+def parse_nft_json(text: str, listing: str | None = None) -> ImportedRuleSet:
     try:
         doc = json.loads(text)
         items = doc["nftables"]
     except (json.JSONDecodeError, KeyError, TypeError) as exc:
         raise BackendError(f"nft -j list ruleset printed no rule set ({exc})",
                            fix="check the nftables version (JSON needs nft >= 0.9)") from exc
+    texts = rule_texts(listing) if listing else {}
     sets: dict[tuple, dict] = {}
     chains: dict[str, Chain] = {}
     base: list[tuple[int, int, str]] = []
@@ -238,8 +265,8 @@ def parse_nft_json(text: str) -> ImportedRuleSet:
                 rule.matches.append(_unsupported("limit (rate limit: a packet's fate depends on the rate)"))
             else:
                 rule.unsupported_stmt = rule.unsupported_stmt or f"statement '{k}'"
-        body = _render_rule(r.get("expr", []))
-        rule.text = f"{body}" + (f'  # {r["comment"]}' if r.get("comment") else "")
+        rule.text = texts.get(rule.rule_id) or _render_rule(r.get("expr", [])) + (
+            f'  # {r["comment"]}' if r.get("comment") else "")
         if ckey in chains:
             chains[ckey].rules.append(rule)
     return ImportedRuleSet(kind="nft", chains=chains, base=[k for _, _, k in sorted(base)], notes=notes)
