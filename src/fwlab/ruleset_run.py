@@ -279,6 +279,9 @@ def run_ruleset(cfg: RulesetRunConfig, out_root: Path, *, log: TextIO | None = s
                         "method": "fwlab-engine send --backend packet --rate-pps max; rate = offered / elapsed "
                                   "(the sender's softirq carries the DUT's forwarding on veth)"},
                "engine_version": engine_version()}
+        if any(m.field == "ct_state" for ch in model.chains.values() for r in ch.rules for m in r.matches):
+            imp["cost_note"] = ("the rule set matches ct state, so the DUT tracks connections while it is loaded and "
+                                "not in the reference (no rule set): each class's cost includes connection tracking")
         rec.run["ruleset_import"] = imp
         rec.save_run()
         try:

@@ -80,6 +80,8 @@ def render(run: dict, trials: list[dict]) -> str | None:
                  f"{rate.get('repetitions')} rounds alternating rule set and reference (no rule set). Cost = "
                  f"1e9/rate − 1e9/reference rate, per round; median [min … max] of the rounds. A dropped class can "
                  f"cost less than forwarding (negative). Taken on a shared machine: compare within this run.</p>")
+    if imp.get("cost_note"):
+        parts.append(f"<p class='warn'>Note: {esc(imp['cost_note'])}.</p>")
     rows = [[esc(c["class_id"]), esc(c["rule_id"]), esc(c["expected"]), c["traversed_rules"],
              _range(c["rate_pps"], 1e-3, 1), _range(c["reference_rate_pps"], 1e-3, 1),
              _range(c["cost_ns_per_packet"])] for c in costs]
