@@ -242,3 +242,24 @@ def test_ip6tables_save():
     assert [(c.rule_id, c.packet.family, c.packet.l4proto, c.expected) for c in d.classes] == [
         ("filter FORWARD #1", 6, "tcp", "accept"), ("filter FORWARD #2", 6, "udp", "drop"),
         ("policy:FORWARD", 6, "tcp", "drop")]
+
+
+def test_report_section_names_findings_and_the_most_expensive():
+    from fwlab.report.section_ruleset import render
+
+    d = derive(ipt_model(), BED).to_dict()
+    a, b = d["classes"][:2]
+    probes = [{"class_id": a["class_id"], "sent": 40, "arrived": 40, "observed": "passed", "expected": "accept",
+               "rule_counter_delta": 40, "status": "match", "why": "ok"},
+              {"class_id": b["class_id"], "sent": 40, "arrived": 0, "observed": "dropped", "expected": "accept",
+               "rule_counter_delta": 0, "status": "mismatch", "why": "the rule set says accept, the probes were dropped"}]
+    rng = lambda m: {"median": m, "min": m - 1, "max": m + 1, "n": 3}  # noqa: E731
+    costs = [{"class_id": b["class_id"], "rule_id": b["rule_id"], "rule_text": "EXPENSIVE", "expected": "accept",
+              "traversed_rules": 5, "rate_pps": rng(1e5), "reference_rate_pps": rng(2e5), "cost_ns_per_packet": rng(5000)}]
+    run = {"ruleset_import": {"file": "x", "derivation": d, "probes": probes, "costs": costs, "rate": {}}}
+    html = render(run, [])
+    assert "Findings" in html and "the probes were dropped" in html
+    assert "Most expensive classes" in html and "EXPENSIVE" in html and "[4,999 … 5,001]" in html
+    run["ruleset_import"].update(probes=probes[:1], costs=[], rate_missing="not measured (--no-rate)")
+    html = render(run, [])
+    assert "Every class's observed verdict equals" in html and "not measured (--no-rate)" in html
