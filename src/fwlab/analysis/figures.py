@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fwlab.errors import FwlabError
-from fwlab.report.summary import CURVE_FIELDS, METRICS, Curve, curves, primary_metric
+from fwlab.results.curves import CURVE_FIELDS, METRICS, Curve, curves, primary_metric
 from fwlab.results.record import RunRecord
 
 __all__ = [

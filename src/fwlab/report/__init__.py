@@ -24,7 +24,7 @@ def write_report(run_dir: Path) -> Path:
 
 def print_summary(run_dir: Path, stream: TextIO) -> None:
     """A short terminal table: per curve, the primary figure per rule count and % of 0 rules."""
-    from fwlab.report.summary import METRIC_INFO, curves, primary_metric
+    from fwlab.results.curves import METRIC_INFO, curves, primary_metric
 
     rec = RunRecord.open(run_dir)
     cs = curves(rec.trials())

@@ -12,14 +12,8 @@ import statistics
 from collections.abc import Callable
 
 from fwlab.report import plots
-from fwlab.report.summary import (
-    METRIC_INFO,
-    Curve,
-    Point,
-    load_times,
-    per_rule_costs,
-    primary_metric,
-)
+from fwlab.report.summary import load_times, per_rule_costs
+from fwlab.results.curves import METRIC_INFO, Curve, Point, primary_metric
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1200px;margin:1.5em auto;padding:0 1em;color:#222}

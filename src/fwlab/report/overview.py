@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 import statistics
 
-from fwlab.report.summary import METRIC_INFO, Curve, primary_metric
+from fwlab.results.curves import METRIC_INFO, Curve, primary_metric
 
 _RATE_WORD = {"rx_pps": "forwards", "throughput_bps": "carries", "throughput_pps": "passes without loss",
               "transactions_per_s": "completes"}

@@ -10,7 +10,7 @@ import statistics
 from fwlab.report import plots
 from fwlab.report.html import _fmt, _table, esc
 from fwlab.report.sections import Section, register
-from fwlab.report.summary import curves
+from fwlab.results.curves import curves
 
 
 def _med(vals):
