@@ -34,7 +34,7 @@ class TrialFlag(BaseModel):
 
 
 class TrialRecord(BaseModel):
-    """One trial line. Rates are bit/s and packets/s, counters packets, times seconds / UTC."""
+    """One line of trials.jsonl: a finished trial. Rates are bit/s and packets/s, counters packets, times seconds / UTC."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -101,7 +101,6 @@ class TrialRecord(BaseModel):
         s["properties"] = flat
         s["required"] = ["kind"] + list(ident.get("required", [])) + [r for r in s["required"]
                                                                      if r not in ("kind", "identity")]
-        s["description"] = ("One line of trials.jsonl: " + (s.get("description") or "")).strip()
         return s
 
 
