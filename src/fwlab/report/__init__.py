@@ -14,11 +14,12 @@ def write_report(run_dir: Path) -> Path:
     from fwlab.report.summary import curves, summary_csv
 
     rec = RunRecord.open(run_dir)
-    trials = rec.trials()
+    read = rec.read()  # tolerant: a damaged line is named in the report, not fatal
+    trials = read.trials
     cs = curves(trials)
     (rec.path / SUMMARY_FILE).write_text(summary_csv(cs))
     out = rec.path / REPORT_FILE
-    out.write_text(html.render(rec.run, trials, cs, SUMMARY_FILE))
+    out.write_text(html.render(rec.run, trials, cs, SUMMARY_FILE, state=rec.state(read)))
     return out
 
 
@@ -27,7 +28,9 @@ def print_summary(run_dir: Path, stream: TextIO) -> None:
     from fwlab.results.curves import METRIC_INFO, curves, primary_metric
 
     rec = RunRecord.open(run_dir)
-    cs = curves(rec.trials())
+    read = rec.read()
+    stream.write(f"record: {rec.state(read).sentence()}\n")
+    cs = curves(read.trials)
     for c in cs:
         m = primary_metric(c)
         _, unit, scale = METRIC_INFO[m]

@@ -317,25 +317,37 @@ class RunRecord:
             return None
 
     def state(self, read: TrialsRead | None = None) -> RecordState:
-        read = read or self.read()
-        stated = self.run.get("status")
-        planned_ids = self.planned_ids()
-        plan = self.run.get("plan") or {}
-        planned = len(planned_ids) if planned_ids is not None else (
-            plan.get("trials") if isinstance(plan.get("trials"), int) else None)
-        present = {t["trial_id"] for t in read.trials}
-        missing = [i for i in planned_ids or [] if i not in present]
-        failed = sum(1 for t in read.trials if t.get("error"))
-        resumes = [dict(e) for e in self.run.get("resume_events") or [] if isinstance(e, dict)]
-        short = bool(missing) or (planned is not None and len(present) < planned)
-        if read.bad_lines or (read.file_missing and (planned or 0) > 0):
-            status = "damaged"
-        elif stated in ("interrupted", "failed", "running"):
-            status = stated
-        elif short:
-            status = "incomplete"
-        else:
-            status = "complete"
-        return RecordState(status=status, stated=stated, planned=planned, planned_ids=planned_ids,
-                           present=len(present), failed=failed, missing_ids=missing, bad_lines=read.bad_lines,
-                           torn_tail=read.torn_tail, file_missing=read.file_missing, resumes=resumes)
+        return record_state(self.run, read or self.read(), self.planned_ids())
+
+
+def record_state(run: dict, read: TrialsRead, planned_ids: list[str] | None) -> RecordState:
+    """What the record is: ``damaged`` (lines that are not trials, or trials.jsonl missing while
+    trials were planned), else the stated ``interrupted`` / ``failed`` / ``running``, else
+    ``incomplete`` (planned trials missing: a truncated file), else ``complete``."""
+    stated = run.get("status")
+    plan = run.get("plan") if isinstance(run.get("plan"), dict) else {}
+    planned = len(planned_ids) if planned_ids is not None else (
+        plan.get("trials") if isinstance(plan.get("trials"), int) else None)
+    present = {t["trial_id"] for t in read.trials}
+    missing = [i for i in planned_ids or [] if i not in present]
+    failed = sum(1 for t in read.trials if t.get("error"))
+    resumes = [dict(e) for e in run.get("resume_events") or [] if isinstance(e, dict)]
+    short = bool(missing) or (planned is not None and len(present) < planned)
+    if read.bad_lines or (read.file_missing and (planned or 0) > 0):
+        status = "damaged"
+    elif stated in ("interrupted", "failed", "running"):
+        status = stated
+    elif short:
+        status = "incomplete"
+    else:
+        status = "complete"
+    return RecordState(status=status, stated=stated, planned=planned, planned_ids=planned_ids,
+                       present=len(present), failed=failed, missing_ids=missing, bad_lines=read.bad_lines,
+                       torn_tail=read.torn_tail, file_missing=read.file_missing, resumes=resumes)
+
+
+def state_without_plan(run: dict, trials: list[dict]) -> RecordState:
+    """The state from run.json and the trials alone (planned ids only if run.json stores them)."""
+    plan = run.get("plan") if isinstance(run.get("plan"), dict) else {}
+    ids = plan.get("trial_ids")
+    return record_state(run, TrialsRead(list(trials)), [str(i) for i in ids] if isinstance(ids, list) else None)
