@@ -71,6 +71,9 @@ def test_a_new_record_validates_and_a_bad_trial_does_not(tmp_path):
                              "trial_id": "y", "rules": "many"}) + "\n")
     with pytest.raises(AssertionError, match="rules"):
         assert_record_valid(rec.path)
+    assert RunRecord.open(rec.path).read().bad_lines == [2]  # fwlab's reader refuses it too
+    with pytest.raises(RecordError, match="line 2 is not a trial record"):
+        RunRecord.open(rec.path).trials()
 
 
 def _documented() -> set[str]:

@@ -58,11 +58,12 @@ def test_a_damaged_line_is_named_not_fatal(run):
     lines = _lines(run)
     lines[2] = "{not json\n"
     lines[4] = "[1, 2]\n"
+    lines[6] = json.dumps({**json.loads(lines[6]), "metrics": "fast"}) + "\n"  # JSON, but not a trial record
     (run / "trials.jsonl").write_text("".join(lines))
     state = RunRecord.open(run).state()
-    assert state.status == "damaged" and state.bad_lines == [3, 5] and len(state.missing_ids) == 2
+    assert state.status == "damaged" and state.bad_lines == [3, 5, 7] and len(state.missing_ids) == 3
     page = write_report(run).read_text()
-    assert "damaged: 6 of 8 planned trials" in page and "lines 3, 5 could not be read" in page
+    assert "damaged: 5 of 8 planned trials" in page and "lines 3, 5, 7 could not be read" in page
 
 
 def test_a_missing_trials_file_is_not_complete(run, capsys):
@@ -131,3 +132,12 @@ def test_two_builds_of_one_report_are_byte_identical(tmp_path):
         pages.append(((d / "report.html").read_bytes(), (d / "summary.csv").read_bytes()))
     assert pages[0] == pages[1]
     assert b"<svg" in pages[0][0] and b"dc:date" not in pages[0][0]
+
+
+def test_an_old_record_whose_suite_expands_otherwise_has_no_planned_ids(run):
+    f = run / "run.json"
+    data = json.loads(f.read_text())
+    f.write_text(json.dumps({**data, "plan": {**data["plan"], "trials": 9}}))
+    state = RunRecord.open(run).state()
+    assert state.planned_ids is None and state.planned == 9 and state.status == "incomplete"
+    assert state.missing_ids == [] and "8 of 9 planned trials" in state.sentence()

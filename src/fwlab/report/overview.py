@@ -1,17 +1,21 @@
 """The overview at the top of every report: what was tested, on what host, with which rule
 sets, and the headline findings in plain sentences computed from the record.
 
-Owns: those sentences and the overview's HTML. Reads the record (run.json, the trials and the
-curves of `report.summary`) only; the numbers are medians over repetitions.
+Owns: those sentences and the overview's HTML. Reads the record (run.json, the trials as
+``TrialRecord`` and the curves of ``fwlab.results.curves``) only; the numbers are medians over
+repetitions.
 """
 
 from __future__ import annotations
 
 import html
 import statistics
+from collections.abc import Iterable, Mapping
 
 from fwlab.results.curves import METRIC_INFO, Curve, primary_metric
+from fwlab.results.kinds import TrialKind
 from fwlab.results.store import RecordState, state_without_plan
+from fwlab.results.trial import TrialRecord, as_records
 
 _RATE_WORD = {"rx_pps": "forwards", "throughput_bps": "carries", "throughput_pps": "passes without loss",
               "transactions_per_s": "completes"}
@@ -69,19 +73,20 @@ def _headline(tl: str, parts: list[tuple]) -> str:
     return f"{tl}: {s}."
 
 
-def transaction_sentences(trials: list[dict], limit: int = 6) -> list[str]:
+def transaction_sentences(trials: Iterable[TrialRecord | Mapping], limit: int = 6) -> list[str]:
     """Per firewall configuration with rules: TPM at the largest rule count as % of 0 rules,
     at the largest client load measured."""
-    tx = [t for t in trials if t.get("kind") == "transactions" and not t.get("error") and t.get("metrics")]
+    tx = [t for t in as_records(trials) if t.kind is TrialKind.TRANSACTIONS and t.ok]
     if not tx:
         return []
-    load = max(int(t.get("streams") or 1) for t in tx)
+    load = max(t.identity.streams for t in tx)
     acc: dict[tuple, dict[int, list[float]]] = {}
     for t in tx:
-        if int(t.get("streams") or 1) != load or t["metrics"].get("tpm") is None or t.get("backend") == "none":
+        i = t.identity
+        if i.streams != load or t.metric("tpm") is None or i.backend == "none":
             continue
-        key = (t.get("backend"), t.get("layout"), t.get("size_bytes"), t.get("traffic"))
-        acc.setdefault(key, {}).setdefault(int(t.get("rules") or 0), []).append(float(t["metrics"]["tpm"]))
+        key = (i.backend, i.layout, i.size_bytes, i.traffic)
+        acc.setdefault(key, {}).setdefault(i.rules, []).append(float(t.metric("tpm")))
     out = []
     for (be, lay, size, traffic), top, base, v in _largest_vs_zero(acc, limit):
         what = "blocked URLs" if be == "proxy" else "rules"
@@ -108,30 +113,31 @@ def _largest_vs_zero(acc: dict[tuple, dict[int, list[float]]], limit: int) -> li
     return out
 
 
-def connection_sentences(trials: list[dict], limit: int = 6) -> list[str]:
+def connection_sentences(trials: Iterable[TrialRecord | Mapping], limit: int = 6) -> list[str]:
     """Per firewall configuration with rules: the connection setup rate at the largest rule count
     as % of 0 rules (medians over repetitions)."""
     acc: dict[tuple, dict[int, list[float]]] = {}
-    for t in trials:
-        m = t.get("metrics") or {}
-        if t.get("kind") != "connections" or t.get("error") or m.get("conn_rate_cps") is None \
-                or t.get("backend") == "none":
+    for t in as_records(trials):
+        i = t.identity
+        if t.kind is not TrialKind.CONNECTIONS or t.error or t.metric("conn_rate_cps") is None \
+                or i.backend == "none":
             continue
-        key = (t.get("mode"), t.get("backend"), t.get("layout"), bool(t.get("stateful_shortcut")))
-        acc.setdefault(key, {}).setdefault(int(t.get("rules") or 0), []).append(float(m["conn_rate_cps"]))
+        key = (i.mode, i.backend, i.layout, i.stateful_shortcut)
+        acc.setdefault(key, {}).setdefault(i.rules, []).append(float(t.metric("conn_rate_cps")))
     return [f"{be} {lay} ({mode}{', stateful shortcut on' if sc else ''}) at {top:,} rules sets up "
             f"{_pct(100 * v / base)} of the connections per second it sets up with 0 rules "
             f"({v:,.0f} vs {base:,.0f}/s)."
             for (mode, be, lay, sc), top, base, v in _largest_vs_zero(acc, limit)]
 
 
-def quality_sentence(trials: list[dict]) -> str:
-    n = len(trials)
-    err = sum(1 for t in trials if t.get("error"))
+def quality_sentence(trials: Iterable[TrialRecord | Mapping]) -> str:
+    records = as_records(trials)
+    n = len(records)
+    err = sum(1 for t in records if t.error)
     codes: dict[str, int] = {}
-    for t in trials:
-        for f in t.get("flags") or []:
-            codes[f.get("code", "?")] = codes.get(f.get("code", "?"), 0) + 1
+    for t in records:
+        for f in t.flags:
+            codes[f.code] = codes.get(f.code, 0) + 1
     s = f"{n - err} of {n} trials measured"
     s += f", {err} missing (reasons under Quality flags)" if err else ""
     if codes:
@@ -141,10 +147,11 @@ def quality_sentence(trials: list[dict]) -> str:
     return s + "."
 
 
-def _rule_sets(run: dict, trials: list[dict]) -> str:
+def _rule_sets(run: dict, trials: Iterable[TrialRecord | Mapping]) -> str:
     acc: dict[tuple, set[int]] = {}
-    for t in trials:
-        acc.setdefault((t.get("backend"), t.get("layout"), bool(t.get("stateful_shortcut"))), set()).add(int(t.get("rules") or 0))
+    for t in as_records(trials):
+        i = t.identity
+        acc.setdefault((i.backend, i.layout, i.stateful_shortcut), set()).add(i.rules)
     parts = []
     for (be, lay, sc), ns in sorted(acc.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
         if be == "none":

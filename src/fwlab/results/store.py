@@ -92,6 +92,14 @@ def upgrade_run(run: dict, where: str) -> dict:
     return run
 
 
+def _fits(line: dict) -> bool:
+    try:
+        TrialRecord.model_validate(line)
+    except ValidationError:
+        return False
+    return True
+
+
 def run_dir_name(suite: str, when: datetime | None = None) -> str:
     when = when or datetime.now(timezone.utc)
     return f"{suite}-{when.strftime('%Y%m%dT%H%M%SZ')}"
@@ -108,7 +116,7 @@ class TrialsRead:
     """What ``trials.jsonl`` holds, read tolerantly."""
 
     trials: list[dict]  #: the last line per trial id, in file order
-    bad_lines: list[int] = field(default_factory=list)  #: 1-based lines that are not a trial (not the torn tail)
+    bad_lines: list[int] = field(default_factory=list)  #: 1-based lines that are not a trial record (not the torn tail)
     torn_tail: bool = False  #: the last line was cut by a kill mid-write
     file_missing: bool = False
 
@@ -236,7 +244,8 @@ class RunRecord:
 
     def read(self) -> TrialsRead:
         """Every trial line, tolerantly: the last line per trial id wins, a torn last line is
-        skipped, other lines that are not a trial object are listed in ``bad_lines``."""
+        skipped, other lines that are not a trial record (not JSON, or not fitting
+        ``TrialRecord``) are listed in ``bad_lines``."""
         f = self.path / TRIALS_FILE
         if not f.is_file():
             return TrialsRead([], file_missing=True)
@@ -255,7 +264,7 @@ class RunRecord:
                 else:
                     bad.append(i + 1)
                 continue
-            if not isinstance(t, dict) or not isinstance(t.get("trial_id"), str):
+            if not isinstance(t, dict) or not _fits(t):
                 bad.append(i + 1)
                 continue
             by_id.pop(t["trial_id"], None)
@@ -301,7 +310,7 @@ class RunRecord:
     # -- what the record is -------------------------------------------------------------------
     def planned_ids(self) -> list[str] | None:
         """The planned trial ids: stored since 1.1; for older records expanded again from the
-        stored suite (None when that no longer expands)."""
+        stored suite (None when that no longer expands or gives another trial count)."""
         plan = self.run.get("plan") or {}
         if isinstance(plan.get("trial_ids"), list):
             return [str(x) for x in plan["trial_ids"]]
@@ -312,9 +321,12 @@ class RunRecord:
         from fwlab.suites import expand, parse_suite
 
         try:
-            return [t.trial_id for t in expand(parse_suite(parsed, f"stored in {self.path}")).trials]
+            ids = [t.trial_id for t in expand(parse_suite(parsed, f"stored in {self.path}")).trials]
         except (FwlabError, ValueError, TypeError, KeyError):
             return None
+        # expanded here, not where it ran (a remote DUT may allow other backends): trust it only
+        # when it gives the stored trial count
+        return ids if plan.get("trials") == len(ids) else None
 
     def state(self, read: TrialsRead | None = None) -> RecordState:
         return record_state(self.run, read or self.read(), self.planned_ids())

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import time
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from typing import Any
 
@@ -102,6 +103,11 @@ class TrialRecord(BaseModel):
         s["required"] = ["kind"] + list(ident.get("required", [])) + [r for r in s["required"]
                                                                      if r not in ("kind", "identity")]
         return s
+
+
+def as_records(trials: Iterable[TrialRecord | Mapping]) -> list[TrialRecord]:
+    """Trial lines (dicts as ``RunRecord.trials`` gives them) or records, as ``TrialRecord``."""
+    return [t if isinstance(t, TrialRecord) else TrialRecord.from_json(dict(t)) for t in trials]
 
 
 def build_trial(identity: dict, *, kind: str = "stream", metrics: dict | None, series: list | None = None,
