@@ -318,6 +318,9 @@ def resume_run(path: Path, *, quiet: bool = False) -> RunRecord:
         preflight(suite, placement)
         plan = expand(suite, dut_system(placement))
         rec.repair_torn_tail()
+        if not isinstance(rec.run.get("plan"), dict):
+            rec.run["plan"] = {"trials": len(plan.trials), "skipped": list(plan.skipped)}
+        rec.run["plan"].setdefault("trial_ids", [t.trial_id for t in plan.trials])  # a 1.0 record has none
         rec.note_resume()
         _execute(suite, plan, rec, quiet, placement)
     return rec
