@@ -21,8 +21,13 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 
 @pytest.fixture
 def run(tmp_path) -> Path:
+    """The golden record as this fwlab writes it (1.1: the planned trial ids stored)."""
     d = tmp_path / "run"
     shutil.copytree(GOLDEN / "run-tiny", d)
+    data = json.loads((d / "run.json").read_text())
+    ids = [json.loads(x)["trial_id"] for x in (d / "trials.jsonl").read_text().splitlines()]
+    data.update(record_version="1.1", plan={**data["plan"], "trial_ids": ids})
+    (d / "run.json").write_text(json.dumps(data))
     return d
 
 
@@ -134,10 +139,12 @@ def test_two_builds_of_one_report_are_byte_identical(tmp_path):
     assert b"<svg" in pages[0][0] and b"dc:date" not in pages[0][0]
 
 
-def test_an_old_record_whose_suite_expands_otherwise_has_no_planned_ids(run):
-    f = run / "run.json"
-    data = json.loads(f.read_text())
-    f.write_text(json.dumps({**data, "plan": {**data["plan"], "trials": 9}}))
-    state = RunRecord.open(run).state()
-    assert state.planned_ids is None and state.planned == 9 and state.status == "incomplete"
-    assert state.missing_ids == [] and "8 of 9 planned trials" in state.sentence()
+def test_a_truncated_version_1_record_is_incomplete_by_count(tmp_path):
+    d = tmp_path / "old"
+    shutil.copytree(GOLDEN / "run-tiny", d)
+    lines = _lines(d)
+    (d / "trials.jsonl").write_text("".join(lines[:6]))
+    state = RunRecord.open(d).state()
+    assert state.status == "incomplete" and state.planned_ids is None and state.missing_ids == []
+    assert "incomplete: 6 of 8 planned trials" in state.sentence()
+    assert "does not store the planned trial ids" in state.sentence()

@@ -12,7 +12,8 @@ from fwlab.results import TrialIdentity, TrialKind, TrialRecord, build_trial
 from fwlab.results.curves import Curve, curves
 from fwlab.results.identity import CURVE_FIELDS, config_label, trial_id
 from fwlab.results.kinds import TRIAL_KINDS
-from fwlab.suites import expand, parse_suite
+from fwlab.suites import parse_suite
+from fwlab.suites.plan import expand
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "fwlab"
 
@@ -55,7 +56,7 @@ def test_curve_labels_are_the_identity_labels():
     t = _ident().to_dict()
     c = Curve(tuple(t[f] for f in CURVE_FIELDS))
     assert c.label == config_label(t) == "nftables linear +established"
-    assert c.traffic_label == "IPv4 UDP 64 B (routed)"
+    assert c.traffic_label == "IPv4 UDP 64 B payload (routed)"
     assert Curve(tuple({**t, "backend": "none"}[f] for f in CURVE_FIELDS)).label == "none (no firewall)"
 
 

@@ -13,7 +13,6 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from fwlab.results.identity import background_id_part
 from fwlab.validation import check_only_keys, only_matches
 
 #: proto name of fwlab-engine per flood kind
@@ -101,7 +100,9 @@ class FloodSpec:
     @property
     def id_part(self) -> str:
         """The trial-id suffix, e.g. ``udpflood9500pps`` or ``synflood0pps``."""
-        return background_id_part(self.to_dict())
+        tag = self.kind.replace("_", "")
+        lb = f"{self.label}." if self.label else ""
+        return f"{lb}{tag}{self.rate_pps:g}pps"
 
     def frame_for(self, ip_version: int) -> int:
         return max(self.frame_size, MIN_FRAME[ip_version])

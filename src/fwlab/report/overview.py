@@ -1,8 +1,8 @@
 """The overview at the top of every report: what was tested, on what host, with which rule
 sets, and the headline findings in plain sentences computed from the record.
 
-Owns: those sentences and the overview's HTML. Reads the record (run.json, the trials as
-``TrialRecord`` and the curves of ``fwlab.results.curves``) only; the numbers are medians over
+Owns: those sentences and the overview's HTML. Reads the record (run.json, the trials, its
+``RecordState`` and the curves of ``fwlab.results.curves``) only; the numbers are medians over
 repetitions.
 """
 
@@ -10,15 +10,26 @@ from __future__ import annotations
 
 import html
 import statistics
-from collections.abc import Iterable, Mapping
 
+from fwlab.published.compare import LIMIT_FLAGS
 from fwlab.results.curves import METRIC_INFO, Curve, primary_metric
-from fwlab.results.kinds import TrialKind
 from fwlab.results.store import RecordState, state_without_plan
-from fwlab.results.trial import TrialRecord, as_records
 
-_RATE_WORD = {"rx_pps": "forwards", "throughput_bps": "carries", "throughput_pps": "passes without loss",
+_RATE_WORD = {"rx_pps": "forwards", "throughput_bps": "carries", "throughput_pps": "passes",
               "transactions_per_s": "completes"}
+_LIMITED = {"cpu-saturated": "sender-CPU-bound", "client-cpu-bound": "client-CPU-bound",
+            "generator-short": "generator-short", "flood-generator-short": "flood-generator-short",
+            "max-load-passed": "at the search's maximum load", "receiver-bound": "receiver-bound"}
+
+
+def reference_limit(codes) -> str:
+    """' [0-rule reference sender-CPU-bound (cpu-saturated)]' when a limiting quality flag
+    (`fwlab.published.compare.LIMIT_FLAGS`) is among the 0-rule reference's flag `codes`, else ''.
+    Such a percentage is the generator's or a CPU's as much as the firewall's."""
+    hit = sorted({c for c in codes if c in LIMIT_FLAGS})
+    if not hit:
+        return ""
+    return " [0-rule reference " + ", ".join(f"{_LIMITED.get(c, c)} ({c})" for c in hit) + "]"
 
 
 def _e(x) -> str:
@@ -53,7 +64,8 @@ def headline_sentences(cs: list[Curve], limit: int = 12) -> list[str]:
         by_rules: dict[int, list[tuple]] = {}
         for c, m, ns in measured:
             n = max(common) if common else max(ns)
-            by_rules.setdefault(n, []).append((c.label, n, c.pct_of_zero(m, n), m))
+            by_rules.setdefault(n, []).append((c.label, n, c.pct_of_zero(m, n), m,
+                                               reference_limit(c.points[0].flags)))
         for n in sorted(by_rules, reverse=True):
             out.append(_headline(tl, by_rules[n]))
             if len(out) >= limit:
@@ -62,37 +74,42 @@ def headline_sentences(cs: list[Curve], limit: int = 12) -> list[str]:
 
 
 def _headline(tl: str, parts: list[tuple]) -> str:
-    """One sentence over configurations at one rule count: (label, rules, % of 0 rules, metric)."""
+    """One sentence over configurations at one rule count: (label, rules, % of 0 rules, metric,
+    reference limit)."""
     m = parts[0][3]
     what = METRIC_INFO[m][0]
     first = parts[0]
-    s = f"{first[0]} at {first[1]:,} rules {_RATE_WORD.get(m, 'reaches')} {_pct(first[2])} of its 0-rule {what}"
-    rest = [f"{lab} at {n:,} rules {_pct(p)}" for lab, n, p, _ in parts[1:]]
+    s = (f"{first[0]} at {first[1]:,} rules {_RATE_WORD.get(m, 'reaches')} {_pct(first[2])} of its 0-rule {what}"
+         f"{first[4]}")
+    rest = [f"{lab} at {n:,} rules {_pct(p)}{lim}" for lab, n, p, _, lim in parts[1:]]
     if rest:
         s += "; " + "; ".join(rest)
     return f"{tl}: {s}."
 
 
-def transaction_sentences(trials: Iterable[TrialRecord | Mapping], limit: int = 6) -> list[str]:
+def transaction_sentences(trials: list[dict], limit: int = 6) -> list[str]:
     """Per firewall configuration with rules: TPM at the largest rule count as % of 0 rules,
     at the largest client load measured."""
-    tx = [t for t in as_records(trials) if t.kind is TrialKind.TRANSACTIONS and t.ok]
+    tx = [t for t in trials if t.get("kind") == "transactions" and not t.get("error") and t.get("metrics")]
     if not tx:
         return []
-    load = max(t.identity.streams for t in tx)
+    load = max(int(t.get("streams") or 1) for t in tx)
     acc: dict[tuple, dict[int, list[float]]] = {}
+    ref_flags: dict[tuple, list[str]] = {}
     for t in tx:
-        i = t.identity
-        if i.streams != load or t.metric("tpm") is None or i.backend == "none":
+        if int(t.get("streams") or 1) != load or t["metrics"].get("tpm") is None or t.get("backend") == "none":
             continue
-        key = (i.backend, i.layout, i.size_bytes, i.traffic)
-        acc.setdefault(key, {}).setdefault(i.rules, []).append(float(t.metric("tpm")))
+        key = (t.get("backend"), t.get("layout"), t.get("size_bytes"), t.get("traffic"))
+        acc.setdefault(key, {}).setdefault(int(t.get("rules") or 0), []).append(float(t["metrics"]["tpm"]))
+        if int(t.get("rules") or 0) == 0:
+            ref_flags.setdefault(key, []).extend(f.get("code", "?") for f in t.get("flags") or [])
     out = []
-    for (be, lay, size, traffic), top, base, v in _largest_vs_zero(acc, limit):
+    for key, top, base, v in _largest_vs_zero(acc, limit):
+        be, lay, size, traffic = key
         what = "blocked URLs" if be == "proxy" else "rules"
         out.append(f"{be} {lay} at {top:,} {what} completes {_pct(100 * v / base)} of the transactions per "
-                   f"minute it completes with 0 {what}, at {load} clients ({traffic}"
-                   + (f", {size / 1000:g} kB objects)." if size else ")."))
+                   f"minute it completes with 0 {what}{reference_limit(ref_flags.get(key, []))}, at {load} clients "
+                   f"({traffic}" + (f", {size / 1000:g} kB objects)." if size else ")."))
     return out
 
 
@@ -113,31 +130,33 @@ def _largest_vs_zero(acc: dict[tuple, dict[int, list[float]]], limit: int) -> li
     return out
 
 
-def connection_sentences(trials: Iterable[TrialRecord | Mapping], limit: int = 6) -> list[str]:
+def connection_sentences(trials: list[dict], limit: int = 6) -> list[str]:
     """Per firewall configuration with rules: the connection setup rate at the largest rule count
     as % of 0 rules (medians over repetitions)."""
     acc: dict[tuple, dict[int, list[float]]] = {}
-    for t in as_records(trials):
-        i = t.identity
-        if t.kind is not TrialKind.CONNECTIONS or t.error or t.metric("conn_rate_cps") is None \
-                or i.backend == "none":
+    ref_flags: dict[tuple, list[str]] = {}
+    for t in trials:
+        m = t.get("metrics") or {}
+        if t.get("kind") != "connections" or t.get("error") or m.get("conn_rate_cps") is None \
+                or t.get("backend") == "none":
             continue
-        key = (i.mode, i.backend, i.layout, i.stateful_shortcut)
-        acc.setdefault(key, {}).setdefault(i.rules, []).append(float(t.metric("conn_rate_cps")))
-    return [f"{be} {lay} ({mode}{', stateful shortcut on' if sc else ''}) at {top:,} rules sets up "
+        key = (t.get("mode"), t.get("backend"), t.get("layout"), bool(t.get("stateful_shortcut")))
+        acc.setdefault(key, {}).setdefault(int(t.get("rules") or 0), []).append(float(m["conn_rate_cps"]))
+        if int(t.get("rules") or 0) == 0:
+            ref_flags.setdefault(key, []).extend(f.get("code", "?") for f in t.get("flags") or [])
+    return [f"{key[1]} {key[2]} ({key[0]}{', stateful shortcut on' if key[3] else ''}) at {top:,} rules sets up "
             f"{_pct(100 * v / base)} of the connections per second it sets up with 0 rules "
-            f"({v:,.0f} vs {base:,.0f}/s)."
-            for (mode, be, lay, sc), top, base, v in _largest_vs_zero(acc, limit)]
+            f"({v:,.0f} vs {base:,.0f}/s){reference_limit(ref_flags.get(key, []))}."
+            for key, top, base, v in _largest_vs_zero(acc, limit)]
 
 
-def quality_sentence(trials: Iterable[TrialRecord | Mapping]) -> str:
-    records = as_records(trials)
-    n = len(records)
-    err = sum(1 for t in records if t.error)
+def quality_sentence(trials: list[dict]) -> str:
+    n = len(trials)
+    err = sum(1 for t in trials if t.get("error"))
     codes: dict[str, int] = {}
-    for t in records:
-        for f in t.flags:
-            codes[f.code] = codes.get(f.code, 0) + 1
+    for t in trials:
+        for f in t.get("flags") or []:
+            codes[f.get("code", "?")] = codes.get(f.get("code", "?"), 0) + 1
     s = f"{n - err} of {n} trials measured"
     s += f", {err} missing (reasons under Quality flags)" if err else ""
     if codes:
@@ -147,11 +166,10 @@ def quality_sentence(trials: Iterable[TrialRecord | Mapping]) -> str:
     return s + "."
 
 
-def _rule_sets(run: dict, trials: Iterable[TrialRecord | Mapping]) -> str:
+def _rule_sets(run: dict, trials: list[dict]) -> str:
     acc: dict[tuple, set[int]] = {}
-    for t in as_records(trials):
-        i = t.identity
-        acc.setdefault((i.backend, i.layout, i.stateful_shortcut), set()).add(i.rules)
+    for t in trials:
+        acc.setdefault((t.get("backend"), t.get("layout"), bool(t.get("stateful_shortcut"))), set()).add(int(t.get("rules") or 0))
     parts = []
     for (be, lay, sc), ns in sorted(acc.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
         if be == "none":

@@ -21,6 +21,7 @@ from fwlab.results.curves import (  # noqa: F401  (re-exported for older import 
     curves,
     primary_metric,
 )
+from fwlab.results.identity import size_words  # noqa: F401  (re-exported for older import paths)
 from fwlab.stats import fit_per_packet_cost, summarize
 from fwlab.stats.quality import flag_cv
 
@@ -79,15 +80,19 @@ def summary_rows(cs: list[Curve]) -> list[dict]:
     return rows
 
 
+#: per-metric statistics in summary.csv, in column order
+SUMMARY_STATS = ("median", "mean", "min", "max", "cv", "ci95_low", "ci95_high", "pct_of_0_rules")
+#: summary.csv's columns, always all and in this order whatever the suite (docs/record-format.md)
+SUMMARY_COLUMNS = (CURVE_FIELDS + ("rules", "n", "errors")
+                   + tuple(f"{m}_{s}" for m in METRICS for s in SUMMARY_STATS) + ("quality_flags",))
+
+
 def summary_csv(cs: list[Curve]) -> str:
+    """summary.csv text: `SUMMARY_COLUMNS` in that order, a cell left empty where a configuration
+    has no value (e.g. loss for TCP)."""
     rows = summary_rows(cs)
-    cols: list[str] = []
-    for r in rows:
-        for k in r:
-            if k not in cols:
-                cols.append(k)
     buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=cols)
+    w = csv.DictWriter(buf, fieldnames=list(SUMMARY_COLUMNS))  # a field not listed raises: add it there
     w.writeheader()
     for r in rows:
         w.writerow(r)

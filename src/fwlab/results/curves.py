@@ -21,7 +21,7 @@ METRICS = ("throughput_bps", "rx_pps", "loss_ratio", "transactions_per_s", "thro
 #: metric -> (what it is, display unit, scale from the stored unit to the display unit)
 METRIC_INFO = {"throughput_bps": ("throughput", "Gbit/s", 1e-9), "rx_pps": ("packet rate", "kpps", 1e-3),
                "transactions_per_s": ("transaction rate", "1/s", 1.0), "loss_ratio": ("loss", "%", 100.0),
-               "throughput_pps": ("zero-loss throughput", "kpps", 1e-3),
+               "throughput_pps": ("search throughput", "kpps", 1e-3),
                "throughput_pct_of_max": ("throughput", "% of max", 1.0)}
 
 
@@ -60,7 +60,7 @@ class Curve:
 
     @property
     def traffic_label(self) -> str:
-        return traffic_label(self.k)
+        return traffic_label(self.k, self.kind)
 
     def pct_of_zero(self, metric: str, rules: int) -> float | None:
         base = self.points.get(0)

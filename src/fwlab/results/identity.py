@@ -25,10 +25,11 @@ BED_FIELDS = ("mode", "backend")
 
 
 def background_id_part(background: Mapping) -> str:
-    """A flood's trial-id part, e.g. ``udpflood9500pps`` or ``burst.synflood0pps``."""
-    tag = str(background.get("kind", "")).replace("_", "")
-    lb = f"{background['label']}." if background.get("label") else ""
-    return f"{lb}{tag}{float(background.get('rate_pps') or 0):g}pps"
+    """A flood's trial-id part, e.g. ``udpflood9500pps`` or ``burst.synflood0pps`` (the flood
+    names itself: ``FloodSpec.id_part``; imported here only when a trial has a flood)."""
+    from fwlab.floods.model import FloodSpec
+
+    return FloodSpec.from_dict(dict(background)).id_part
 
 
 def trial_id(t: Mapping) -> str:
@@ -65,9 +66,19 @@ def config_label(t: Mapping) -> str:
     return s
 
 
-def traffic_label(t: Mapping) -> str:
-    """The traffic of a curve, e.g. ``IPv4 UDP 64 B x4 (routed)``."""
-    size = f" {t['size_bytes']} B" if t.get("size_bytes") else ""
+def size_words(size_bytes, traffic, kind) -> str:
+    """'64 B frames' or '64 B payload': fwlab-engine (traffic engine, RFC 2544 and latency kinds)
+    sizes Ethernet frames incl. FCS; iperf3, netperf and the other tools size the payload
+    (datagram or write)."""
+    framed = traffic == "engine" or str(kind) == "rfc2544"
+    return f"{size_bytes} B {'frames' if framed else 'payload'}"
+
+
+def traffic_label(t: Mapping, kind: str | None = None) -> str:
+    """The traffic of a curve, e.g. ``IPv4 UDP 64 B payload x4 (routed)``; ``kind`` (default: the
+    mapping's own) says whether the size is a frame or a payload."""
+    kind = kind if kind is not None else t.get("kind")
+    size = f" {size_words(t['size_bytes'], t.get('traffic'), kind)}" if t.get("size_bytes") else ""
     streams = f" x{t['streams']}" if (t.get("streams") or 1) > 1 else ""
     label = f" [{t['label']}]" if t.get("label") else ""
     return f"IPv{t.get('ip_version')} {str(t.get('traffic')).upper()}{label}{size}{streams} ({t.get('mode')})"

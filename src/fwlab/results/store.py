@@ -153,6 +153,8 @@ class RecordState:
             s += f"; {TRIALS_FILE} lines {', '.join(str(n) for n in self.bad_lines)} could not be read"
         if self.torn_tail:
             s += "; its last line was cut off (a kill mid-write)"
+        if self.planned_ids is None and self.planned is not None and self.present < self.planned:
+            s += " (this record's version does not store the planned trial ids)"
         if self.missing_ids:
             shown = self.missing_ids[:20]
             more = f" and {len(self.missing_ids) - len(shown)} more" if len(self.missing_ids) > len(shown) else ""
@@ -309,24 +311,11 @@ class RunRecord:
 
     # -- what the record is -------------------------------------------------------------------
     def planned_ids(self) -> list[str] | None:
-        """The planned trial ids: stored since 1.1; for older records expanded again from the
-        stored suite (None when that no longer expands or gives another trial count)."""
-        plan = self.run.get("plan") or {}
-        if isinstance(plan.get("trial_ids"), list):
-            return [str(x) for x in plan["trial_ids"]]
-        parsed = (self.run.get("suite") or {}).get("parsed")
-        if not isinstance(parsed, dict):
-            return None
-        from fwlab.errors import FwlabError
-        from fwlab.suites import expand, parse_suite
-
-        try:
-            ids = [t.trial_id for t in expand(parse_suite(parsed, f"stored in {self.path}")).trials]
-        except (FwlabError, ValueError, TypeError, KeyError):
-            return None
-        # expanded here, not where it ran (a remote DUT may allow other backends): trust it only
-        # when it gives the stored trial count
-        return ids if plan.get("trials") == len(ids) else None
+        """The planned trial ids, stored since 1.1 (None for older records: the plan is expanded
+        by layers above the record, which it does not import)."""
+        plan = self.run.get("plan") if isinstance(self.run.get("plan"), dict) else {}
+        ids = plan.get("trial_ids")
+        return [str(x) for x in ids] if isinstance(ids, list) else None
 
     def state(self, read: TrialsRead | None = None) -> RecordState:
         return record_state(self.run, read or self.read(), self.planned_ids())
