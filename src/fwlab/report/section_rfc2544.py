@@ -11,7 +11,7 @@ import statistics
 from fwlab.report import latency, plots
 from fwlab.report.html import _fmt, _table, esc
 from fwlab.report.sections import Section, register
-from fwlab.report.summary import curves
+from fwlab.results.curves import curves
 from fwlab.stats.goal_label import result_label
 
 
