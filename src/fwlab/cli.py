@@ -25,25 +25,35 @@ def cmd_run(args) -> int:
     from fwlab.suites import load_suite
 
     if args.resume:
+        if args.suite or args.quick or args.repetitions is not None or args.duration is not None or args.hosts:
+            raise FwlabError("--resume finishes a run as it was planned: it takes no SUITE, --quick, "
+                             "--repetitions, --duration or --hosts",
+                             fix=f"fwlab run --resume {args.resume}")
+        if args.dry_run:
+            return _dry_run_resume(Path(args.resume))
         rec = resume_run(Path(args.resume), quiet=args.quiet)
     else:
         if not args.suite:
             raise FwlabError("no suite given", fix="fwlab run SUITE (see 'fwlab list'), or --resume DIR")
         suite, text = load_suite(quick_variant(args.suite) if args.quick else args.suite)
-        if args.repetitions or args.duration:
+        if args.repetitions is not None or args.duration is not None:
             data = suite.model_dump()
-            if args.repetitions:
+            if args.repetitions is not None:
                 data["repetitions"] = args.repetitions
-            if args.duration:
+            if args.duration is not None:
                 data["duration_s"] = args.duration
             from fwlab.suites import parse_suite
-            suite = parse_suite(data, f"'{args.suite}' with command-line overrides")
-        if args.dry_run:
-            return _dry_run(suite)
+            suite = parse_suite(data, f"'{args.suite}' with --repetitions/--duration",
+                                fix="--repetitions takes 1..100, --duration seconds in (0, 3600]")
         hosts = None
         if args.hosts:
             from fwlab.testbed.hosts import load_hosts
             hosts, _ = load_hosts(args.hosts)
+        if not (hosts or suite.hosts):  # local namespaces: the pinned CPUs must be this host's
+            from fwlab.suites import check_cpus
+            check_cpus(suite)
+        if args.dry_run:
+            return _dry_run(suite)
         rec = start_run(suite, text, Path(args.out), quiet=args.quiet, hosts=hosts)
     report = write_report(rec.path)
     print_summary(rec.path, sys.stdout)
@@ -51,17 +61,37 @@ def cmd_run(args) -> int:
     return 0
 
 
-def _dry_run(suite) -> int:
-    """Print the plan's size and its rough wall-time estimate (fwlab.suites.estimate); run nothing."""
-    from fwlab.suites import expand
+def _dry_run(suite, done: set[str] = frozenset()) -> int:
+    """Print the plan's size, the combinations it leaves out (with the reason) and its rough
+    wall-time estimate (fwlab.suites.estimate); change nothing. `done`: trial ids a resume would skip."""
+    from fwlab.suites import Plan, expand
     from fwlab.suites.estimate import estimate_s
 
     plan = expand(suite)
-    est = estimate_s(suite, plan)
-    beds = len({t.bed_key for t in plan.trials})
-    print(f"{suite.name}: {len(plan.trials)} trials on {beds} test bed(s), {len(plan.skipped)} combination(s) "
-          f"skipped; estimated {est / 60:.1f} min (rough, longer on a loaded machine)")
+    todo = Plan(tuple(t for t in plan.trials if t.trial_id not in done), plan.skipped)
+    est = estimate_s(suite, todo)
+    beds = len({t.bed_key for t in todo.trials})
+    already = f" ({len(plan.trials) - len(todo.trials)} of {len(plan.trials)} already done)" if done else ""
+    print(f"{suite.name}: {len(todo.trials)} trials to run{already} on {beds} test bed(s), "
+          f"{len(plan.skipped)} combination(s) skipped; estimated {est / 60:.1f} min "
+          f"(rough, longer on a loaded machine)")
+    for s in plan.skipped:
+        print(f"  skipped: {s['mode']} {s['backend']} {s['layout']}"
+              f"{' stateful-shortcut' if s['stateful_shortcut'] else ''}: {s['reason']}")
     return 0
+
+
+def _dry_run_resume(path: Path) -> int:
+    """What ``run --resume DIR`` would still run, read from the record without writing to it."""
+    from fwlab.results.record import RunRecord
+    from fwlab.suites import parse_suite
+
+    rec = RunRecord.open(path)
+    parsed = rec.run.get("suite", {}).get("parsed") if isinstance(rec.run.get("suite"), dict) else None
+    if not isinstance(parsed, dict):
+        raise FwlabError(f"{path}/run.json holds no parsed suite", fix="resume a directory written by 'fwlab run'")
+    suite = parse_suite(parsed, f"stored in {path}")
+    return _dry_run(suite, done=rec.finished_ids())
 
 
 def quick_variant(suite: str) -> str:
@@ -256,7 +286,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                    "([hosts.dut] ssh = \"root@host\", ...; docs/remote-hosts.md)")
     r.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     r.add_argument("--dry-run", action="store_true",
-                   help="print the number of trials and a rough wall-time estimate; run nothing")
+                   help="print the number of trials, the combinations left out (and why) and a rough "
+                        "wall-time estimate; change nothing (with --resume: what is still to run)")
     r.set_defaults(func=cmd_run)
 
     rp = sub.add_parser("report", help="(re)build report.html and summary.csv from a run record")

@@ -3,7 +3,7 @@ expansion into an ordered trial plan (``plan``)."""
 
 from fwlab.suites.loader import builtin_names, describe_builtins, load_suite, parse_suite
 from fwlab.suites.plan import Plan, TrialSpec, expand
-from fwlab.suites.schema import Suite, TrafficItem
+from fwlab.suites.schema import Suite, TrafficItem, check_cpus
 
 __all__ = ["builtin_names", "describe_builtins", "load_suite", "parse_suite", "Plan", "TrialSpec",
-           "expand", "Suite", "TrafficItem"]
+           "expand", "Suite", "TrafficItem", "check_cpus"]
