@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 from pathlib import Path
@@ -415,6 +416,15 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     try:
         return args.func(args)
+    except BrokenPipeError:
+        # the reader went away (`fwlab list | head`): what it wanted was written; say nothing more,
+        # and point stdout at /dev/null so the interpreter's final flush does not fail again
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):  # stdout is not a file (captured in tests)
+            pass
+        return 0
     except KeyboardInterrupt:
         print("fwlab: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

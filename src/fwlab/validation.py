@@ -15,7 +15,7 @@ from fwlab.errors import FwlabError
 def one_line(exc: ValidationError, limit: int = 3) -> str:
     parts = []
     for e in exc.errors()[:limit]:
-        loc = ".".join(str(x) for x in e["loc"])
+        loc = ".".join(str(x)[:40] for x in e["loc"])
         msg = e["msg"].removeprefix("Value error, ")
         parts.append(f"{loc}: {msg}" if loc else msg)
     more = f" (+{exc.error_count() - limit} more)" if exc.error_count() > limit else ""

@@ -11,10 +11,13 @@ from fwlab.results import RunRecord, trial_record
 
 
 def test_append_read_and_torn_tail(tmp_path):
-    rec = RunRecord.create(tmp_path, "s", {"suite": {}})
+    rec = RunRecord.create(tmp_path, "s", {"suite": {"name": "s"}})
+    ident = {"suite": "s", "mode": "routed", "backend": "nftables", "layout": "linear", "rules": 0,
+             "stateful_shortcut": False, "ip_version": 4, "traffic": "tcp", "tool": "iperf3", "size_bytes": None,
+             "streams": 1, "rate_bps": None, "duration_s": 1.0, "repetition": 1}
     for i in range(3):
-        rec.append_trial(trial_record({"trial_id": f"t{i}"}, metrics={"x": i}, started_utc="now"))
-    rec.append_trial(trial_record({"trial_id": "t1"}, metrics=None, started_utc="now", error="boom"))
+        rec.append_trial(trial_record({**ident, "trial_id": f"t{i}"}, metrics={"x": i}, started_utc="now"))
+    rec.append_trial(trial_record({**ident, "trial_id": "t1"}, metrics=None, started_utc="now", error="boom"))
     with open(rec.path / "trials.jsonl", "a") as fh:
         fh.write('{"trial_id": "t9", "kind"')  # killed mid-write
     again = RunRecord.open(rec.path)

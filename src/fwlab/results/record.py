@@ -80,11 +80,20 @@ class RunRecord:
         if not f.exists():
             raise RecordError(f"{path} holds no fwlab run record ({RUN_FILE} missing)",
                               fix="pass a directory written by 'fwlab run'")
+        from fwlab.results.shape import run_problem
+        from fwlab.validation import read_text
+
+        text = read_text(f, "record file", RecordError, fix="pass a directory written by 'fwlab run'")
         try:
-            run = json.loads(f.read_text())
-        except json.JSONDecodeError as exc:
-            raise RecordError(f"{f} is not valid JSON: {exc.msg}", fix="restore it from a backup") from None
-        v = run.get("record_version")
+            run = json.loads(text)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            raise RecordError(f"{f} is not valid JSON: {getattr(exc, 'msg', 'nested too deeply')}",
+                              fix="restore it from a backup") from None
+        v = run.get("record_version") if isinstance(run, dict) else None
+        if v == RECORD_VERSION and (why := run_problem(run)):
+            raise RecordError(f"{f} is damaged: {why}", fix="restore it from a backup, or correct the field")
+        if not isinstance(run, dict):
+            raise RecordError(f"{f} is damaged: {run_problem(run)}", fix="restore it from a backup")
         if v != RECORD_VERSION:
             raise RecordError(f"{f} has record version {v}, this fwlab reads {RECORD_VERSION}",
                               fix="use the fwlab version that wrote it")
@@ -113,16 +122,23 @@ class RunRecord:
         if not f.exists():
             return []
         by_id: dict[str, dict] = {}
-        lines = f.read_text().splitlines()
+        from fwlab.results.shape import trial_problem
+        from fwlab.validation import read_text
+
+        lines = read_text(f, "record file", RecordError, fix="restore it from a backup").split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
         for i, line in enumerate(lines):
             if not line.strip():
                 continue
             try:
                 t = json.loads(line)
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):
                 if i == len(lines) - 1:
                     continue  # torn by a kill mid-write
                 raise RecordError(f"{f} line {i + 1} is not valid JSON", fix="remove the line") from None
+            if why := trial_problem(t):
+                raise RecordError(f"{f} line {i + 1} is damaged: {why}", fix="remove or correct the line")
             by_id.pop(t["trial_id"], None)
             by_id[t["trial_id"]] = t
         out = list(by_id.values())
