@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import signal
@@ -262,8 +263,16 @@ def cmd_bench_search(args) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with fwlab's error line: one line on stderr, exit 2 (subcommands inherit it)."""
+
+    def error(self, message: str):
+        line = " ".join(f"{self.prog}: {message}".splitlines())
+        self.exit(EXIT_USAGE, f"fwlab: error: {line} (fix: see '{self.prog} --help')\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="fwlab",
         description="Firewall performance lab: builds a namespace test bed, loads generated rule "
                     "sets into a firewall, drives real traffic through it and reports.",
@@ -404,11 +413,17 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+@functools.cache
+def _parser() -> argparse.ArgumentParser:
+    return build_parser()  # built once per process: parse_args leaves it unchanged
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    parser = _parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
+        print("fwlab: error: no command given (fix: fwlab COMMAND; the commands are listed above)", file=sys.stderr)
         return EXIT_USAGE
     # Install both handlers explicitly: a job started in the background by a non-interactive
     # shell inherits SIGINT as ignored, and Python would then never raise KeyboardInterrupt.

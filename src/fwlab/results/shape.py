@@ -66,7 +66,7 @@ class _RunShape(_Shape):
 
 class _TrialShape(_Shape):
     trial_id: str = Field(min_length=1)
-    kind: str = "stream"
+    kind: str
     suite: str
     mode: str
     backend: str
@@ -76,9 +76,9 @@ class _TrialShape(_Shape):
     ip_version: int
     traffic: str
     tool: str
-    size_bytes: int | None = None
-    streams: int = Field(1, ge=1)
-    rate_bps: Number | None = None
+    size_bytes: int | None
+    streams: int = Field(ge=1)
+    rate_bps: Number | None
     duration_s: Number
     repetition: int
     label: str | None = None
