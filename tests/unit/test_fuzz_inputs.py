@@ -144,33 +144,36 @@ BASE_SUITE = {"name": "fz", "backends": ["nftables"], "layouts": ["linear", "set
 BASE_TRAFFIC = [{"kind": "tcp"}, {"kind": "engine", "sizes": [64], "rate_pps": 1000}]
 GOOD = {
     "mode": st.sampled_from([["routed"], ["bridge"], ["direct"], "routed", ["routed", "direct"]]),
-    "backends": st.sampled_from([["nftables"], ["iptables"], ["xdp"], ["none"], ["nftables", "xdp"]]),
+    "backends": st.sampled_from([["nftables"], ["iptables-nft"], ["xdp"], ["none"], ["nftables", "xdp"]]),
     "layouts": st.sampled_from([["linear"], ["set"], ["linear", "set"]]),
     "rules": st.lists(st.integers(0, 1000), min_size=1, max_size=3),
     "ip_versions": st.sampled_from([[4], [6], [4, 6]]),
     "stateful_shortcut": st.sampled_from([[False], [True], [False, True]]),
-    "pinning": st.fixed_dictionaries({}, optional={"client_cpu": st.one_of(st.none(), st.integers(-1, 99)),
-                                                   "dut_cpu": st.integers(0, 3)}),
+    "pinning": st.fixed_dictionaries({}, optional={"client_cpu": st.one_of(st.none(), st.integers(-1, 2)),
+                                                   "dut_cpu": st.sampled_from([0, 1, 99])}),
 }
 
 
 @st.composite
 def suites(draw) -> dict:
     top = dict(BASE_SUITE)
-    for k in draw(st.lists(st.sampled_from(SUITE_KEYS), max_size=4, unique=True)):
-        choice = draw(st.integers(0, 3))
+    odd = draw(st.integers(0, 2)) > 0  # a third of the suites get only valid changes
+    keys = SUITE_KEYS if odd else sorted(GOOD)
+    for k in draw(st.lists(st.sampled_from(keys), max_size=draw(st.sampled_from([0, 1, 2, 4])), unique=True)):
+        choice = draw(st.integers(0, 3)) if odd else 1
         if choice == 0:
             top.pop(k, None)
         elif choice == 1 and k in GOOD:
             top[k] = draw(GOOD[k])
         else:
             top[k] = draw(odd_value)
-    traffic = [dict(t) for t in draw(st.lists(st.sampled_from(BASE_TRAFFIC), max_size=3))]
+    traffic = [dict(BASE_TRAFFIC[i]) for i in draw(st.lists(st.sampled_from(range(len(BASE_TRAFFIC))),
+                                                           min_size=0 if odd else 1, max_size=2, unique=odd is False))]
     for item in traffic:
-        for k in draw(st.lists(st.sampled_from(TRAFFIC_KEYS), max_size=2, unique=True)):
+        for k in draw(st.lists(st.sampled_from(TRAFFIC_KEYS), max_size=2 if odd else 0, unique=True)):
             item[k] = draw(odd_value)
     background = []
-    if draw(st.integers(0, 4)) == 0:
+    if odd and draw(st.integers(0, 4)) == 0:
         bg = {"kind": draw(st.sampled_from(["udp_flood", "syn_flood", "x"]))}
         for k in draw(st.lists(st.sampled_from(BACKGROUND_KEYS), max_size=2, unique=True)):
             bg[k] = draw(odd_value)
@@ -208,11 +211,14 @@ def hosts_files(draw) -> str:
     for role in draw(st.lists(st.sampled_from(["client", "server", "dut", "attacker", "moon", "a b"]),
                               max_size=3, unique=True)):
         lines.append(f"[hosts.{json.dumps(role)}]")
-        entry = {"ssh": draw(st.sampled_from(["root@h1", "h2", "-oProxyCommand=x", "a b"]))}
-        for k in draw(st.lists(st.sampled_from(HOST_KEYS), max_size=3, unique=True)):
+        entry = {"ssh": draw(st.sampled_from(["root@h1", "h2", "-oProxyCommand=x", "a b", None]))}
+        if entry["ssh"] is not None and draw(st.integers(0, 2)):  # a valid remote entry, then maybe odd keys
+            entry["ifaces"] = ["eth1", "eth2"] if role == "dut" else ["eth1"]
+        for k in draw(st.lists(st.sampled_from(HOST_KEYS), max_size=draw(st.sampled_from([0, 0, 1, 3])),
+                               unique=True)):
             entry[k] = draw(odd_value)
         lines += [f"{json.dumps(k)} = {toml_value(v)}" for k, v in entry.items() if v is not None]
-    if draw(st.booleans()):
+    if not draw(st.integers(0, 4)):
         lines.append(f"top = {toml_value(draw(odd_value))}")
     return "\n".join(lines) + "\n"
 
@@ -291,7 +297,7 @@ def test_fuzz_records(tmp_path_factory, rec):
     before = {p.name: p.read_bytes() for p in d.iterdir()}
     check(["run", "--resume", str(d), "--dry-run"], "records")
     assert {p.name: p.read_bytes() for p in d.iterdir()} == before  # a dry run changes nothing
-    check(["export", str(d), "--format", "csv", "--out", str(d.parent / "out.csv")])
+    check(["export", str(d), "--format", "csv", "--out", str(d.parent / "out.csv")], "export")
 
 
 @fuzz(REPORT_EXAMPLES)
@@ -346,7 +352,7 @@ def test_enough_inputs_both_ways():
     if not OUTCOMES:
         pytest.skip("run with the fuzz tests above")
     print(dict(OUTCOMES))
-    for test in ("suites", "hosts", "records", "report", "cli"):
+    for test in ("suites", "hosts", "records", "export", "cli"):
         if any(t == test for t, _ in OUTCOMES):
             assert OUTCOMES[test, 0] and OUTCOMES[test, 2], (test, dict(OUTCOMES))
 
