@@ -304,3 +304,11 @@ def test_list_into_a_closed_pipe():
     err = p.stderr.read().decode()
     assert p.wait(timeout=60) == 0, err
     assert "Traceback" not in err and "Broken pipe" not in err, err
+
+
+def test_binary_or_directory_noise_file(tmp_path, capsys):
+    g = str(GOLDEN / "run-tiny")
+    f = tmp_path / "noise.json"
+    f.write_bytes(b"\x90\x91")
+    fails(capsys, ["compare", g, g, "--noise", str(f)], "noise file", "not UTF-8 text")
+    fails(capsys, ["compare", g, g, "--noise", str(tmp_path)], "noise file", "is a directory")
