@@ -19,6 +19,7 @@ from fwlab.report.summary import (
     load_times,
     per_rule_costs,
     primary_metric,
+    size_words,
 )
 
 CSS = """
@@ -119,7 +120,8 @@ def _latency_table(trials: list[dict]) -> str:
     rows = []
     for (mode, be, lay, sc, ipv, tr, size, n), lats in sorted(acc.items(), key=lambda kv: tuple(str(x) for x in kv[0][:-1]) + (kv[0][-1],)):
         conf = "none (no firewall)" if be == "none" else f"{be} {lay}" + (" +established" if sc else "")
-        cells = [esc(conf), esc(f"IPv{ipv} {str(tr).upper()} {size or ''} B ({mode})"), n, len(lats)]
+        cells = [esc(conf), esc(f"IPv{ipv} {str(tr).upper()} {size_words(size, tr, 'stream') if size else ''} ({mode})"),
+                 n, len(lats)]
         for k, _ in LATENCY_COLS:
             vals = [v[k] for v in lats if v.get(k) is not None]
             cells.append(_fmt(statistics.median(vals) / 1e3 if vals else None, 1))
@@ -196,9 +198,13 @@ def render(run: dict, trials: list[dict], cs: list[Curve], summary_csv_name: str
     from fwlab.report.datapaths import render as render_datapaths
 
     parts.append(render_datapaths(run, trials))
-    lt = load_times(cs)
+    lt_all = load_times(cs)
     parts.append("<h2>Rule-set load time</h2>")
-    if lt:
+    modes = sorted({str(r["mode"]) for r in lt_all})
+    for mode in modes:  # one table per mode: routed and bridge rule sets load into different families
+        lt = [r for r in lt_all if str(r["mode"]) == mode]
+        if len(modes) > 1:
+            parts.append(f"<h3>{esc(mode)} mode</h3>")
         svg = plots.load_time_plot(lt)
         if svg:
             parts.append("<div class='plot'>" + svg + "</div>")
@@ -228,9 +234,17 @@ def render(run: dict, trials: list[dict], cs: list[Curve], summary_csv_name: str
                             [[esc(s["mode"]), esc(s["backend"]), esc(s["layout"]), "yes" if s["stateful_shortcut"] else "no",
                               esc(s["reason"])] for s in skipped], left=5))
     parts.append("<h2>Conditions</h2>")
-    parts.append("<p class='muted'>On veth, a namespace has no CPU of its own: the DUT's forwarding "
-                 "runs in the sender's softirq. Rates here are the generator and the firewall path together; "
-                 "compare configurations against the same run's 0-rule reference (the % tables).</p>")
+    models = {(b.get("device") or {}).get("device_model") or "veth" for b in run.get("beds", [])} or {"veth"}
+    if models - {"napi"}:
+        parts.append("<p class='muted'>" + ("Beds with device model 'veth': " if "napi" in models else "On veth, ")
+                     + "a namespace has no CPU of its own: the DUT's forwarding "
+                     "runs in the sender's softirq. Rates here are the generator and the firewall path together; "
+                     "compare configurations against the same run's 0-rule reference (the % tables).</p>")
+    if "napi" in models:
+        parts.append("<p class='muted'>" + ("Beds with device model 'napi': " if models - {"napi"} else "")
+                     + "the DUT's veths receive through threaded NAPI on a CPU of their own, so the DUT's "
+                     "forwarding does not run on the sender's CPU and an overloaded DUT drops frames "
+                     "(docs/device-model.md).</p>")
     for bed in run.get("beds", []):
         topo = bed.get("topology", {})
         parts.append(f"<details><summary>test bed {esc(topo.get('run_id'))}: {esc(topo.get('mode'))}, "

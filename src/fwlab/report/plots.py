@@ -16,7 +16,7 @@ from fwlab.report.summary import Curve  # noqa: E402
 
 UNITS = {"throughput_bps": ("Throughput [Gbit/s]", 1e-9), "rx_pps": ("Received packet rate [kpps]", 1e-3),
          "loss_ratio": ("Loss [%]", 100.0), "transactions_per_s": ("Transactions [1/s]", 1.0),
-         "throughput_pps": ("Zero-loss throughput [kpps]", 1e-3),
+         "throughput_pps": ("Search throughput [kpps]", 1e-3),
          "throughput_pct_of_max": ("Throughput [% of the bed's maximum load]", 1.0)}
 
 
@@ -52,7 +52,12 @@ def rate_vs_rules(cs: list[Curve], metric: str, title: str) -> str:
         if c.k["backend"] == "none" and len(ns) == 1:
             ax.axhline(med[0], color="grey", linestyle=":", label=c.label)
             continue
-        ax.errorbar(ns, med, yerr=[lo, hi], marker="o", markersize=4, capsize=3, label=c.label)
+        line = ax.errorbar(ns, med, yerr=[lo, hi], marker="o", markersize=4, capsize=3, label=c.label)
+        # every repetition as a small hollow point beside its median, in the curve's colour
+        reps = [(n, v * scale) for n, p in c.points.items() for v in p.values.get(metric) or []]
+        if reps:
+            ax.scatter([n * 1.06 if n else 0.06 for n, _ in reps], [v for _, v in reps], s=9,
+                       facecolors="none", edgecolors=line.lines[0].get_color(), linewidths=0.7, alpha=0.8)
     ax.set_xscale("symlog", linthresh=1)
     ax.set_xlim(-0.1, max_n * 1.3)
     ticks = sorted(all_ns)
@@ -63,7 +68,8 @@ def rate_vs_rules(cs: list[Curve], metric: str, title: str) -> str:
     ax.set_ylabel(label)
     ax.set_ylim(bottom=0)
     reps = max((len(p.values.get(metric) or []) for c in cs for p in c.points.values()), default=0)
-    ax.set_title(f"{title}\nmedian of {reps} repetition{'s' if reps != 1 else ''}; bars: min–max", fontsize=10)
+    ax.set_title(f"{title}\nmedian of {reps} repetition{'s' if reps != 1 else ''}; bars: min–max; "
+                 "hollow points: each repetition", fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8, loc="best")
     return _svg(fig)
