@@ -52,8 +52,13 @@ BOTTOM = 0
 KNOWN: dict[tuple[str, str], str] = {
     ("fwlab.runners.iperf3", "fwlab.stats.streams"): "per-stream spread still derived in the runner",
     ("fwlab.runners.ping", "fwlab.stats.streams"): "RTT summaries still derived in the runner",
+    ("fwlab.runners.ping", "fwlab.stats.latency"): "RTT histogram encoded in the runner (the codec "
+                                                   "belongs beside the record format)",
     ("fwlab.analysis.compare", "fwlab.report.summary"): "curves move to results/curves.py (i14-record)",
     ("fwlab.analysis.figures", "fwlab.report.summary"): "curves move to results/curves.py (i14-record)",
+    ("fwlab.analysis.trend_page", "fwlab.report.summary"): "curves move to results/curves.py (i14-record)",
+    ("fwlab", "fwlab.analysis.load"): "fwlab.load(run_dir), the notebook entry point issue 17 asks for, "
+                                     "is a lazy re-export in the package root",
 }
 
 

@@ -129,7 +129,28 @@ def _latency_table(trials: list[dict]) -> str:
     return ("<h2>Latency</h2><p class='muted'>One-way latency of every received test packet "
             "(fwlab-engine: send time in the packet, kernel receive time; HDR histogram), median over "
             "repetitions of each percentile, in µs. At the maximum rate this is mostly queueing.</p>"
-            + _table(["configuration", "traffic", "rules", "trials"] + [f"{h} [µs]" for _, h in LATENCY_COLS], rows, left=2))
+            + _table(["configuration", "traffic", "rules", "trials"] + [f"{h} [µs]" for _, h in LATENCY_COLS], rows, left=2)
+            + _latency_cdfs(trials))
+
+
+def _latency_cdfs(trials: list[dict]) -> str:
+    """The same trials' HDR histograms merged over repetitions: one CDF per configuration."""
+    from fwlab.report import latency
+
+    groups: dict[tuple, latency.CdfGroup] = {}
+    for t in trials:
+        m = t.get("metrics") or {}
+        if t.get("error") or not m.get("latency_hdr_b64"):
+            continue
+        key = (t.get("mode"), t.get("ip_version"), t.get("traffic"), t.get("size_bytes"), t.get("rate_bps"))
+        rate = f", {t['rate_bps'] / 1e6:g} Mbit/s" if t.get("rate_bps") else ", maximum rate"
+        g = groups.setdefault(key, latency.CdfGroup(
+            title=f"IPv{key[1]} {str(key[2]).upper()} {key[3] or ''} B ({key[0]}){rate}",
+            unit=m.get("latency_hdr_unit") or "ns"))
+        label, order = latency.config_label(t)
+        g.add(label, order, m["latency_hdr_b64"])
+    return latency.render(list(groups.values()), "<h3>Latency distributions</h3><p class='muted'>Repetitions "
+                          "merged (histogram counts added); percentiles of the merged histogram.</p>")
 
 
 def render(run: dict, trials: list[dict], cs: list[Curve], summary_csv_name: str) -> str:

@@ -96,3 +96,38 @@ def load_time_plot(rows: list[dict]) -> str | None:
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     return _svg(fig)
+
+
+def latency_ccdf(curves: list[tuple[str, list[tuple[float, float]], int]], title: str,
+                 quantity: str = "One-way latency", unit_name: str = "packets") -> str:
+    """Latency distributions on a log tail: x = latency [µs] (log), y = fraction of packets
+    slower than x (log), so p90/p99/p99.9 are the crossings of 10^-1/-2/-3. ``curves``: (label,
+    CDF points (latency_ns, fraction <= it) in increasing order, samples)."""
+    fig, ax = plt.subplots(figsize=(8.0, 4.4), dpi=100)
+    floor = 1.0
+    for label, cdf, samples in curves:
+        if not cdf:
+            continue
+        xs = [v / 1e3 for v, _ in cdf]
+        ys = [1.0 - f for _, f in cdf]
+        if len(ys) > 1:
+            ys[-1] = ys[-2]  # the step reaches the maximum (1 - F = 0 there is off a log axis)
+        else:
+            ys[-1] = 1.0
+        ax.step([xs[0]] + xs, [1.0] + ys, where="post", label=f"{label} ({samples} {unit_name})")
+        floor = min(floor, 1.0 / max(samples, 1))
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_ylim(floor / 2, 1.5)
+    ticks = [10.0 ** -k for k in range(0, 12) if 10.0 ** -k >= floor / 2]
+    names = {1: "p90", 2: "p99", 3: "p99.9", 4: "p99.99", 5: "p99.999"}
+    ax.set_yticks(ticks)
+    ax.set_yticklabels(["1 (min)" if k == 0 else f"1e-{k} ({names[k]})" if k in names else f"1e-{k}"
+                        for k in range(len(ticks))],
+                       fontsize=8)
+    ax.set_xlabel(f"{quantity} [µs] (log scale)")
+    ax.set_ylabel(f"Fraction of {unit_name} slower (log scale)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8, loc="best")
+    return _svg(fig)
