@@ -14,6 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from fwlab.validation import one_line
 
+#: metric names ending so carry a unit, hence a number
+UNIT_SUFFIXES = ("_bps", "_pps", "_cps", "_ratio", "_pct", "_s", "_ms", "_us", "_ns", "_packets", "_bytes", "_size",
+                 "_trials", "bytes", "retransmits")
 Number = float  # strict: an int passes, a bool or a string does not
 
 
@@ -93,7 +96,12 @@ class _TrialShape(_Shape):
     @field_validator("metrics")
     @classmethod
     def _metrics(cls, v: dict[str, Any] | None) -> dict[str, Any] | None:
+        """A metric with a unit in its name (``throughput_bps``, ``loss_ratio``, ``latency_ns``)
+        is a number or null, or a table of them (percentiles); others (``algorithm``,
+        ``device_model``) may be text."""
         for k, x in (v or {}).items():
+            if not k.endswith(UNIT_SUFFIXES):
+                continue
             inner = x.values() if isinstance(x, dict) else [x]  # e.g. latency_ns percentiles
             if not all(y is None or _is_number(y) for y in inner):
                 raise ValueError(f"metric {k[:40]!r} is {type(x).__name__}, not a number or null")
