@@ -26,7 +26,7 @@ from fwlab.runners import TrafficSpec, TrialEnv, get_runner
 from fwlab.testbed.linkseries import LinkSampler, as_stream_series
 from fwlab.stats.quality import flag_cpu_saturated, flag_link_limited
 from fwlab.suites import Suite, parse_suite
-from fwlab.suites.plan import TrialSpec, expand
+from fwlab.suites.plan import TrialSpec, check_suite, expand
 from fwlab.testbed import Offloads, Pinning, Testbed, Topology, new_run_id, require_root, require_tool
 from fwlab.testbed.hosts import HostEntry, Placement, parse_hosts
 
@@ -106,6 +106,7 @@ def _fmt_result(m: dict | None, error: str | None) -> str:
 def preflight(suite: Suite, placement: Placement | None = None) -> None:
     """Fail before anything is built: not root, a missing program, an unavailable runner.
     A remote DUT's firewall tools are checked on its host (once connected)."""
+    check_suite(suite)  # the items' default tools are filled in here (expand does it again)
     require_root()
     for prog in ("ip", "ethtool", "ping", "ss", "sysctl"):
         require_tool(prog)
