@@ -312,3 +312,14 @@ def test_binary_or_directory_noise_file(tmp_path, capsys):
     f.write_bytes(b"\x90\x91")
     fails(capsys, ["compare", g, g, "--noise", str(f)], "noise file", "not UTF-8 text")
     fails(capsys, ["compare", g, g, "--noise", str(tmp_path)], "noise file", "is a directory")
+
+
+def test_every_golden_trial_has_a_readable_shape():
+    """The shape check refuses damage, not records fwlab writes (text metrics such as rfc2544's
+    'algorithm' included)."""
+    from fwlab.results.shape import run_problem, trial_problem
+
+    lines = [x for f in GOLDEN.glob("**/*.jsonl") for x in f.read_text().splitlines() if x.strip()]
+    assert lines
+    assert [trial_problem(json.loads(x)) for x in lines] == [None] * len(lines)
+    assert run_problem(json.loads((GOLDEN / "run-tiny" / "run.json").read_text())) is None
