@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from fwlab.errors import RecordError
 from fwlab.results.trial import TrialRecord, utc_now
+from fwlab.results.shape import trial_problem
 
 #: the version this fwlab writes; readers open any "1.x" and upgrade older minors in memory
 RECORD_VERSION = "1.1"
@@ -198,14 +199,21 @@ class RunRecord:
         if not f.is_file():
             raise RecordError(f"{path} holds no fwlab run record ({RUN_FILE} missing)",
                               fix="pass a directory written by 'fwlab run'")
+        from fwlab.results.shape import run_problem
+        from fwlab.validation import read_text
+
+        text = read_text(f, "record file", RecordError, fix="pass a directory written by 'fwlab run'")
         try:
-            run = json.loads(f.read_text())
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            why = exc.msg if isinstance(exc, json.JSONDecodeError) else "not UTF-8 text"
+            run = json.loads(text)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            why = getattr(exc, "msg", "nested too deeply")
             raise RecordError(f"{f} is not valid JSON: {why}", fix="restore it from a backup") from None
         if not isinstance(run, dict):
             raise RecordError(f"{f} holds a JSON {type(run).__name__}, not an object", fix="restore it from a backup")
-        return cls(path, upgrade_run(run, str(f)))
+        run = upgrade_run(run, str(f))
+        if why := run_problem(run):
+            raise RecordError(f"{f} is damaged: {why}", fix="restore it from a backup, or correct the field")
+        return cls(path, run)
 
     def info(self) -> RunInfo:
         """``run.json`` as a typed model (raises RecordError naming the first bad field)."""
@@ -260,13 +268,13 @@ class RunRecord:
                 continue
             try:
                 t = json.loads(line)
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):
                 if i == len(lines) - 1:
                     torn = True  # cut by a kill mid-write
                 else:
                     bad.append(i + 1)
                 continue
-            if not isinstance(t, dict) or not _fits(t):
+            if not isinstance(t, dict) or not _fits(t) or trial_problem(t):
                 bad.append(i + 1)
                 continue
             by_id.pop(t["trial_id"], None)

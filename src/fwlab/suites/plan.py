@@ -130,6 +130,12 @@ def expand(suite: Suite, dut_system: str | None = None) -> Plan:
                                         tool=item.tool, size_bytes=size, streams=item.streams,
                                         rate_bps=item.rate_bps, duration_s=suite.duration_s, repetition=rep,
                                         label=item.label, options=dict(item.options), background=flood))
+    if not trials:
+        why = "; ".join(sorted({s["reason"] for s in skipped}))[:300]
+        raise SuiteError(f"suite '{suite.name}' plans 0 trials"
+                         + (f": every combination is skipped ({why})" if why else
+                            ": the traffic items' 'only' tables exclude every configuration"),
+                         fix="add a backend, layout or mode that applies, or widen the 'only' tables")
     ids: set[str] = set()
     for t in trials:
         if t.trial_id in ids:
