@@ -18,7 +18,7 @@ def _ident(trial_id: str, rep: int = 1) -> dict:
 
 
 def test_append_read_and_torn_tail(tmp_path):
-    rec = RunRecord.create(tmp_path, "s", {"suite": {}})
+    rec = RunRecord.create(tmp_path, "s", {"suite": {"name": "s"}})
     for i in range(3):
         rec.append_trial(trial_record(_ident(f"t{i}"), metrics={"x": i}, started_utc="now"))
     rec.append_trial(trial_record(_ident("t1"), metrics=None, started_utc="now", error="boom"))

@@ -55,7 +55,7 @@ class _BedShape(_Shape):
 
 
 class _RunShape(_Shape):
-    record_version: int
+    record_version: int | str  # "major.minor" since 1.1 (results.store.upgrade_run)
     suite: _SuiteShape
     plan: _PlanShape = Field(default_factory=_PlanShape)
     host: dict[str, Any] = Field(default_factory=dict)

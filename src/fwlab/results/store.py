@@ -196,6 +196,8 @@ class RunRecord:
     def open(cls, path: Path | str) -> "RunRecord":
         path = Path(path)
         f = path / RUN_FILE
+        if f.is_dir():
+            raise RecordError(f"{f} is a directory, not a run record file", fix="restore it from a backup")
         if not f.is_file():
             raise RecordError(f"{path} holds no fwlab run record ({RUN_FILE} missing)",
                               fix="pass a directory written by 'fwlab run'")
