@@ -1,4 +1,4 @@
-"""Comparing two runs figure by figure: % change, 2-sigma verdict, Welch p-value.
+"""Comparing two runs figure by figure: % change, Welch t-test verdict and p-value.
 
 Owns: matching the figures of run A (the baseline) and run B, choosing the spread the verdict
 uses (the noise model of a baseline when given and it models the figure, else run A's own
@@ -22,6 +22,7 @@ from fwlab.analysis.figures import PRIMARY, Figure, run_figures
 from fwlab.errors import FwlabError
 from fwlab.results.record import RunRecord
 from fwlab.stats import (
+    MIN_REPETITIONS,
     SIGNIFICANT,
     Comparison,
     NoiseModel,
@@ -75,15 +76,16 @@ class RunComparison:
     def summary_line(self) -> str:
         """One line: N figures, K significant, and how many were in one run only."""
         s = f"{len(self.comparisons)} figures compared, {self.significant} significant"
-        undecided = sum(1 for c in self.comparisons if c.significant_2sigma is None)
+        undecided = sum(1 for c in self.comparisons if c.significant is None)
         if undecided:
-            s += f", {undecided} undecided (no spread: give --noise or repeat run A)"
+            s += (f", {undecided} insufficient data (a decision needs >= {MIN_REPETITIONS} repetitions "
+                  "per run, or --noise)")
         if self.only_a or self.only_b:
             s += f"; {len(self.only_a)} only in A, {len(self.only_b)} only in B"
         return s
 
     def table(self) -> str:
-        """Seed 002 Table 2 shape, then the Welch p-values where both runs have repetitions."""
+        """Seed 002 Table 2 shape with each figure's p-value and the test's note."""
         title = f"A (base): {self.run_a}\nB:        {self.run_b}"
         if self.suite_a != self.suite_b:
             title += f"\nsuites differ: {self.suite_a} vs {self.suite_b}; common figures only"
@@ -95,11 +97,6 @@ class RunComparison:
             title += ("\n  (repetitions inside one run agree more than whole runs do: without --noise, "
                       "run-to-run noise can show as significant; measure one with 'fwlab baseline')")
         _, text = comparison_table(self.comparisons, title=title, value_format=human_value)
-        ps = [(c.label, c.p_value) for c in self.comparisons if c.p_value is not None]
-        if ps:
-            width = max(len(label) for label, _ in ps)
-            text += "Welch t-test, two-sided (both runs with >= 2 repetitions):\n"
-            text += "".join(f"  {label.ljust(width)}  p = {p:.3g}\n" for label, p in ps)
         return text
 
     def to_dict(self) -> dict[str, Any]:
