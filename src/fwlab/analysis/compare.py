@@ -6,7 +6,9 @@ repetitions), and the result in two forms: the seed 002 Table-2-shaped text (ren
 `fwlab.stats.comparison_table`) and a JSON-safe dict. Never touches: the test bed, traffic,
 plots or the CLI; the statistics are `fwlab.stats.compare`'s.
 
-Only figures present in both runs are compared; those present in one run only are counted and
+Every record kind is compared (stream and rfc2544 curves, parallel, attack, connections,
+transactions, rtt; see `fwlab.analysis.figures.KIND_METRICS`). Only figures present in both runs
+are compared; those present in one run only are counted and
 listed. Runs of different suites compare on their common figures. `ignore` leaves curve fields
 out of the figure key, so a run of layout linear can be compared with a run of layout set.
 """
@@ -33,6 +35,13 @@ from fwlab.stats import (
 __all__ = ["RunComparison", "compare_figures", "compare_runs", "human_value"]
 
 
+#: units of the figures of the kinds that form no curve (metric -> display unit, scale)
+_KIND_UNITS = {"conn_rate_cps": ("conn/s", 1.0), "capacity_connections": ("connections", 1.0),
+               "completion_s": ("s", 1.0), "recovery_s": ("s", 1.0), "first_probe_bps": ("Gbit/s", 1e-9),
+               "stream_min_bps": ("Gbit/s", 1e-9), "tpm": ("TPM", 1.0), "failure_pct": ("%", 1.0),
+               "rtt_p50_ms": ("ms", 1.0), "rtt_p99_ms": ("ms", 1.0), "rtt_mean_ms": ("ms", 1.0)}
+
+
 def human_value(key, value: float) -> str:
     """A figure's value in the report's unit, from the metric that ends its key
     (``... rx_pps`` -> '123.4 kpps', ``... throughput_bps`` -> '1.23 Gbit/s')."""
@@ -40,9 +49,12 @@ def human_value(key, value: float) -> str:
 
     metric = str(key).rsplit(" ", 1)[-1]
     info = METRIC_INFO.get(metric)
-    if info is None:
+    if info is not None:
+        _, unit, scale = info
+    elif metric in _KIND_UNITS:
+        unit, scale = _KIND_UNITS[metric]
+    else:
         return f"{value:.4g}"
-    _, unit, scale = info
     v = value * scale
     digits = 3 if abs(v) < 10 else 2 if abs(v) < 100 else 1
     return f"{v:.{digits}f} {unit}"
@@ -134,8 +146,8 @@ def compare_runs(run_a: Path | str, run_b: Path | str, *, noise: NoiseModel | No
     fb = run_figures(run_b, metric, ignore)
     if not fa or not fb:
         empty = run_a if not fa else run_b
-        raise FwlabError(f"{empty} holds no stream figures for metric {metric!r}",
-                         fix="pass runs with finished stream trials, or another --metric")
+        raise FwlabError(f"{empty} holds no figures for metric {metric!r}",
+                         fix="pass runs with finished trials, or another --metric")
     comparisons = compare_figures(fa, fb, noise)
     if not comparisons:
         raise FwlabError(f"the runs have no figure in common ({len(fa)} in A, {len(fb)} in B)",
