@@ -29,6 +29,7 @@ from fwlab.stats.quality import (
     flag_generator_short,
     quality_flags,
 )
+from fwlab.stats.ratio import RATIO_METHOD, RatioInterval, ratio_interval
 from fwlab.stats.summary import Summary, percentile_ci, summarize
 
 __all__ = [
@@ -38,4 +39,5 @@ __all__ = [
     "SIGNIFICANT", "NOT_SIGNIFICANT", "INSUFFICIENT_DATA", "ALPHA", "MIN_REPETITIONS", "reps_to_detect",
     "Flag", "flag_cv", "flag_generator_short", "flag_cpu_saturated", "quality_flags",
     "CostFit", "fit_per_packet_cost", "per_packet_cost_ns",
+    "RatioInterval", "ratio_interval", "RATIO_METHOD",
 ]
