@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 import statistics
 
-from fwlab.report.summary import METRIC_INFO, Curve, primary_metric
+from fwlab.report.summary import METRIC_INFO, Curve, noise_floor, primary_metric
 
 _RATE_WORD = {"rx_pps": "forwards", "throughput_bps": "carries", "throughput_pps": "passes without loss",
               "transactions_per_s": "completes"}
@@ -24,10 +24,32 @@ def _pct(v: float) -> str:
     return f"{v:.0f} %" if v >= 10 else f"{v:.1f} %"
 
 
+def _pct_ci(r) -> str:
+    """'7 % (95 % CI 5–9 %)' from a `RatioInterval` (mean over the 0-rule reference's mean)."""
+    v, lo, hi = r.pct()
+    if lo is None or hi is None:
+        return f"{_pct(v)} (no interval: {r.why})"
+    return f"{_pct(v)} (95 % CI {_pct(lo).removesuffix(' %')}–{_pct(hi)})"
+
+
+def noise_floor_sentences(cs: list[Curve]) -> list[str]:
+    """Per shared 0-rule reference: how far apart the layouts' identical 0-rule sets measured."""
+    out = []
+    for r in noise_floor(cs):
+        if r["spread_pct"] is None:
+            continue
+        what = METRIC_INFO[r["metric"]][0]
+        p = f"Welch p = {r['p_value']:.2g}" if r["p_value"] is not None else r["verdict"]
+        out.append(f"{r['traffic']}: {r['backend']} {' and '.join(r['layouts'])} load the same rule set at 0 "
+                   f"rules, yet their 0-rule {what} measured {r['spread_pct']:.1f} % apart ({p}): the run's noise "
+                   f"floor; they share one 0-rule reference ({r['n']} repetitions).")
+    return out
+
+
 def headline_sentences(cs: list[Curve], limit: int = 12) -> list[str]:
     """Per traffic and configuration with rules: the largest rule count's rate as % of the same
-    configuration's 0-rule rate, e.g. 'nftables linear at 10000 rules forwards 7 % of its 0-rule
-    packet rate (IPv4 UDP 64 B, routed)'."""
+    configuration's 0-rule reference, with the Fieller interval, e.g. 'nftables linear at 10000
+    rules forwards 7 % (95 % CI 5–9 %) of its 0-rule packet rate (IPv4 UDP 64 B, routed)'."""
     out: list[str] = []
     by_traffic: dict[str, list[Curve]] = {}
     for c in cs:
@@ -41,17 +63,17 @@ def headline_sentences(cs: list[Curve], limit: int = 12) -> list[str]:
             if not ns or c.points.get(0) is None:
                 continue
             top = max(ns)
-            pct = c.pct_of_zero(m, top)
-            if pct is None:
+            r = c.ratio_to_zero(m, top)
+            if r is None:
                 continue
-            parts.append((c.label, top, pct, m))
+            parts.append((c.label, top, _pct_ci(r), m))
         if not parts:
             continue
         m = parts[0][3]
         what = METRIC_INFO[m][0]
         first = parts[0]
-        s = f"{first[0]} at {first[1]:,} rules {_RATE_WORD.get(m, 'reaches')} {_pct(first[2])} of its 0-rule {what}"
-        rest = [f"{lab} at {n:,} rules {_pct(p)}" for lab, n, p, _ in parts[1:]]
+        s = f"{first[0]} at {first[1]:,} rules {_RATE_WORD.get(m, 'reaches')} {first[2]} of its 0-rule {what}"
+        rest = [f"{lab} at {n:,} rules {p}" for lab, n, p, _ in parts[1:]]
         if rest:
             s += "; " + "; ".join(rest)
         out.append(f"{tl}: {s}.")
@@ -185,8 +207,13 @@ def render_overview(run: dict, trials: list[dict], cs: list[Curve], published_ht
     else:
         out.append("<p class='muted'>No configuration with both a 0-rule reference and a larger rule count "
                    "was measured, so there is no rule-count finding to state.</p>")
-    out.append("<p class='muted'>Rates are medians over repetitions, relative to the same configuration's "
-               "0-rule reference in this run. Taken on a shared machine: compare within a run.</p>")
+    floor = noise_floor_sentences(cs)
+    if floor:
+        out.append("<h3>Noise floor</h3><ul>" + "".join(f"<li>{_e(x)}</li>" for x in floor) + "</ul>")
+    out.append("<p class='muted'>Percentages are means over repetitions relative to the 0-rule reference "
+               "in this run (pooled over layouts that load the same 0-rule set), with a 95 % Fieller "
+               "interval that carries the noise of both figures (t, Welch-Satterthwaite degrees of "
+               "freedom). Taken on a shared machine: compare within a run.</p>")
     if published_html:
         out.append("<p>This run is set beside a published study: see <a href='#published'>As published</a>.</p>")
     return "\n".join(out)

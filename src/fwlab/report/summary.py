@@ -1,7 +1,10 @@
 """Condensing a record's stream trials into per-configuration figures.
 
-Owns: grouping repetitions, the ratio to the same run's 0-rule reference (seed 001 Table 1),
-the per-rule cost fit of linear layouts and rule load times. Reads only the stored record.
+Owns: grouping repetitions, the shared 0-rule reference (curves that differ only in layout load
+the same rule set at 0 rules, so their 0-rule repetitions are pooled into one reference and
+their spread is the run's noise floor), the ratio to that reference with its Fieller interval
+(seed 001 Table 1), the per-rule cost fit of linear layouts and rule load times. Reads only the
+stored record.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import io
 import statistics
 from dataclasses import dataclass, field
 
-from fwlab.stats import fit_per_packet_cost, summarize
+from fwlab.stats import RatioInterval, compare_figure, fit_per_packet_cost, ratio_interval, summarize
 from fwlab.stats.quality import flag_cv
 
 #: fields that identify a curve (everything but the rule count and the repetition)
@@ -36,6 +39,7 @@ class Point:
     errors: list[str] = field(default_factory=list)
     load_s: list[float] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)
+    digests: set[str] = field(default_factory=set)  #: rule-set digests read back from the kernel
 
     def median(self, metric: str) -> float | None:
         v = self.values.get(metric) or []
@@ -51,6 +55,12 @@ class Curve:
     key: tuple
     points: dict[int, Point] = field(default_factory=dict)
     kind: str = "stream"  #: the trials' record kind (one of CURVE_KINDS)
+    shared_ref: Point | None = None  #: the pooled 0-rule reference when other layouts share it
+    shared_with: tuple[str, ...] = ()  #: the layouts whose 0-rule repetitions `shared_ref` pools
+
+    def reference(self) -> Point | None:
+        """The 0-rule reference: pooled over layouts that load the same 0-rule set, else own."""
+        return self.shared_ref if self.shared_ref is not None else self.points.get(0)
 
     @property
     def k(self) -> dict:
@@ -79,7 +89,8 @@ class Curve:
         return f"IPv{k['ip_version']} {k['traffic'].upper()}{label}{size}{streams} ({k['mode']})"
 
     def pct_of_zero(self, metric: str, rules: int) -> float | None:
-        base = self.points.get(0)
+        """Median at `rules` as % of the 0-rule reference's median."""
+        base = self.reference()
         p = self.points.get(rules)
         if base is None or p is None:
             return None
@@ -87,6 +98,15 @@ class Curve:
         if not b or v is None:
             return None
         return 100.0 * v / b
+
+    def ratio_to_zero(self, metric: str, rules: int) -> RatioInterval | None:
+        """Mean at `rules` over the 0-rule reference's mean, with the Fieller interval (noise of
+        both); None where either has no values."""
+        base = self.reference()
+        p = self.points.get(rules)
+        if base is None or p is None or not p.values.get(metric) or not base.values.get(metric):
+            return None
+        return ratio_interval(p.values[metric], base.values[metric])
 
 
 def curves(trials: list[dict], kinds: tuple[str, ...] = CURVE_KINDS) -> list[Curve]:
@@ -108,9 +128,67 @@ def curves(trials: list[dict], kinds: tuple[str, ...] = CURVE_KINDS) -> list[Cur
             p.load_s.append(float(t["rule_load_s"]))
         for f in t.get("flags") or []:
             p.flags.append(f.get("code", "?"))
+        if t.get("ruleset_digest"):
+            p.digests.add(t["ruleset_digest"])
     for c in out.values():
         c.points = dict(sorted(c.points.items()))
-    return sorted(out.values(), key=lambda c: tuple(str(x) for x in c.key))
+    cs = sorted(out.values(), key=lambda c: tuple(str(x) for x in c.key))
+    _share_references(cs)
+    return cs
+
+
+_LAYOUT = CURVE_FIELDS.index("layout")
+#: layouts whose 0-rule sets are the same rule set (no entries: no list, no set)
+SHARED_LAYOUTS = ("linear", "set")
+
+
+def _share_references(cs: list[Curve]) -> None:
+    """Pool the 0-rule points of curves that differ only in layout (linear vs set) into one
+    reference, when the rule sets read back from the kernel agree (same digest, or none recorded)."""
+    groups: dict[tuple, list[Curve]] = {}
+    for c in cs:
+        if c.k["layout"] in SHARED_LAYOUTS and c.points.get(0) is not None:
+            groups.setdefault(c.key[:_LAYOUT] + c.key[_LAYOUT + 1:], []).append(c)
+    for group in groups.values():
+        if len(group) < 2 or len(set().union(*(c.points[0].digests for c in group))) > 1:
+            continue
+        pooled = Point(0)
+        for c in group:
+            p0 = c.points[0]
+            for m, vs in p0.values.items():
+                pooled.values.setdefault(m, []).extend(vs)
+            pooled.errors.extend(p0.errors)
+            pooled.flags.extend(p0.flags)
+            pooled.digests |= p0.digests
+        layouts = tuple(c.k["layout"] for c in group)
+        for c in group:
+            c.shared_ref, c.shared_with = pooled, layouts
+
+
+def noise_floor(cs: list[Curve]) -> list[dict]:
+    """Per shared 0-rule reference: each layout's 0-rule mean of the primary metric, their spread
+    (max - min) as % of the pooled mean, and the Welch test between the first two layouts. Identical
+    configurations measured apart: the spread is the run's noise floor."""
+    rows, seen = [], set()
+    for c in cs:
+        if c.shared_ref is None or id(c.shared_ref) in seen:
+            continue
+        seen.add(id(c.shared_ref))
+        m = primary_metric(c)
+        group = [o for o in cs if o.shared_ref is c.shared_ref]
+        means = {o.k["layout"]: statistics.fmean(o.points[0].values[m])
+                 for o in group if o.points[0].values.get(m)}
+        pooled = c.shared_ref.values.get(m) or []
+        if len(means) < 2 or not pooled:
+            continue
+        mean = statistics.fmean(pooled)
+        a, b = group[0].points[0].values.get(m) or [], group[1].points[0].values.get(m) or []
+        cmp = compare_figure("0-rule", a, b)
+        rows.append({"traffic": c.traffic_label, "backend": c.k["backend"], "metric": m,
+                     "layouts": list(means), "means": means, "n": len(pooled),
+                     "spread_pct": 100.0 * (max(means.values()) - min(means.values())) / mean if mean else None,
+                     "p_value": cmp.p_value, "verdict": cmp.verdict})
+    return rows
 
 
 def primary_metric(curve: Curve) -> str:
@@ -121,17 +199,21 @@ def primary_metric(curve: Curve) -> str:
 
 
 def per_rule_costs(cs: list[Curve]) -> list[dict]:
-    """Fit 1/rate = a + b N on every linear curve with >= 2 rule counts (rate in packets/s)."""
+    """Fit 1/rate = a + b N on every linear curve with >= 2 rule counts (rate in packets/s), the
+    0-rule point being the shared reference; with the slope's 95 % t interval."""
     rows = []
     for c in cs:
         if c.k["layout"] != "linear" or c.k["backend"] == "none":
             continue
-        pts = [(n, v) for n, p in c.points.items() for v in p.values.get("rx_pps", []) if v > 0]
+        # the 0-rule point is the shared reference (pooled over layouts with the same 0-rule set)
+        pts = [(n, v) for n, p in c.points.items() for v in ((c.reference() if n == 0 else p) or p).values.get(
+            "rx_pps", []) if v > 0]
         if len({n for n, _ in pts}) < 2:
             continue
         f = fit_per_packet_cost(pts)
         rows.append({"curve": c.label, "traffic": c.traffic_label, "per_rule_ns": f.per_rule_ns,
-                     "base_ns": f.base_ns, "r_squared": f.r_squared, "points": f.n_points})
+                     "per_rule_ns_ci": f.per_rule_ns_ci, "base_ns": f.base_ns, "r_squared": f.r_squared,
+                     "points": f.n_points})
     return rows
 
 
