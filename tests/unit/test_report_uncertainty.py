@@ -77,3 +77,11 @@ def test_cost_fit_slope_interval_and_report_tables(tmp_path):
     html = write_report(run).read_text()
     assert "b 95 % interval" in html and "Fieller" in html and "95 % CI" in html
     assert "pooled over linear and set" in html and "Noise floor" in html
+
+
+def test_summary_rows_carry_the_ratio_interval(tmp_path):
+    from fwlab.report.summary import summary_rows
+
+    rows = summary_rows(_curves(variant(tmp_path / "r", reps=3, jitter=0.02, seed=8)))
+    row = next(r for r in rows if r["layout"] == "linear" and r["traffic"] == "udp" and r["rules"] == 1000)
+    assert row["rx_pps_pct_of_0_rules_ci95_low"] < row["rx_pps_pct_of_0_rules"] < row["rx_pps_pct_of_0_rules_ci95_high"]
