@@ -108,8 +108,12 @@ def preflight(suite: Suite, placement: Placement | None = None) -> None:
     for prog in ("ip", "ethtool", "ping", "ss", "sysctl"):
         require_tool(prog)
     dut_host = placement.hosts.get("dut") if placement else None
+    system = dut_host.system() if dut_host is not None else None
     for b in suite.backends:
-        for prog in get_backend(b).tools:
+        be = get_backend(b)
+        if be.unsupported_here(system):
+            continue  # the plan skips it, with this reason: it needs nothing
+        for prog in be.tools:
             if dut_host is None:
                 require_tool(prog)
             elif dut_host.run(["sh", "-c", 'command -v "$1" || PATH=$PATH:/usr/sbin:/sbin command -v "$1"',
@@ -271,6 +275,12 @@ def _placement(suite: Suite, hosts: dict[str, HostEntry] | None) -> Placement | 
     return Placement(entries)
 
 
+def dut_system(placement: Placement | None) -> str | None:
+    """The remote DUT host's ``uname -s`` (None: the DUT is on this machine)."""
+    host = placement.hosts.get("dut") if placement is not None else None
+    return host.system() if host is not None else None
+
+
 def _remote_hosts_info(placement: Placement) -> dict:
     return {"entries": {r: e.model_dump(exclude_defaults=True) for r, e in placement.entries.items()},
             "clock_offsets": {r: c.to_dict() for r, c in placement.clocks.items()},
@@ -281,13 +291,13 @@ def _remote_hosts_info(placement: Placement) -> dict:
 def start_run(suite: Suite, suite_text: str, out_root: Path, *, quiet: bool = False,
               hosts: dict[str, HostEntry] | None = None) -> RunRecord:
     """Run ``suite``; ``hosts`` (from ``--hosts FILE``) places roles on remote hosts."""
-    plan = expand(suite)
     placement = _placement(suite, hosts)
     if placement is None:
         preflight(suite)
     with placement or _Nothing():
         if placement is not None:
             preflight(suite, placement)
+        plan = expand(suite, dut_system(placement))
         rec = RunRecord.create(out_root, suite.name, {
             "suite": {"name": suite.name, "toml": suite_text, "parsed": suite.model_dump()},
             "plan": {"trials": len(plan.trials), "skipped": list(plan.skipped)},
@@ -301,11 +311,11 @@ def start_run(suite: Suite, suite_text: str, out_root: Path, *, quiet: bool = Fa
 def resume_run(path: Path, *, quiet: bool = False) -> RunRecord:
     rec = RunRecord.open(path)
     suite = parse_suite(rec.run["suite"]["parsed"], f"from {path}")
-    plan = expand(suite)
     stored = (rec.run.get("remote_hosts") or {}).get("entries")
     placement = _placement(suite, parse_hosts({"hosts": stored}, f"stored in {path}") if stored else None)
     with placement or _Nothing():
         preflight(suite, placement)
+        plan = expand(suite, dut_system(placement))
         rec.repair_torn_tail()
         rec.run.setdefault("resumed_utc", []).append(utc_now())
         rec.run["status"] = "running"

@@ -8,6 +8,7 @@ picks a backend by name. Never touches test traffic or the test bed's links.
 from __future__ import annotations
 
 import hashlib
+import platform
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
@@ -75,14 +76,24 @@ class Backend(ABC):
     #: False for a reference that loads no rules (like `none`): planned once, at 0 rules
     loads_rules: bool = True
 
-    def unsupported_here(self) -> str | None:
-        """Why this backend cannot load anything on this host (platform, kernel), or None.
-        Its rule sets can still be rendered (`fwlab rules`)."""
+    #: operating systems (``uname -s``, lower case) it runs on; None: any (a reference)
+    platforms: tuple[str, ...] | None = ("linux",)
+
+    def unsupported_here(self, system: str | None = None) -> str | None:
+        """Why this backend cannot load anything on the DUT host, or None. ``system`` is that
+        host's ``uname -s`` (None: this machine, the DUT is local). Its rule sets can still be
+        rendered (`fwlab rules`)."""
+        system = system or platform.system()
+        if self.platforms is not None and system.lower() not in self.platforms:
+            return (f"{self.name} runs on {', '.join(self.platforms)}, not {system}: its rule sets "
+                    f"can be rendered ('fwlab rules --backend {self.name}') but not loaded there")
         return None
 
-    def unsupported(self, layout: str, mode: str, stateful_shortcut: bool) -> str | None:
-        """Why this combination cannot run, or None when it can."""
-        here = self.unsupported_here()
+    def unsupported(self, layout: str, mode: str, stateful_shortcut: bool,
+                    system: str | None = None) -> str | None:
+        """Why this combination cannot run on a DUT host running ``system`` (None: this
+        machine), or None when it can."""
+        here = self.unsupported_here(system)
         if here:
             return here
         if layout not in self.layouts:
@@ -121,7 +132,8 @@ class Backend(ABC):
         return self.name
 
     def load(self, ctx: DutContext, rs: RuleSet) -> LoadResult:
-        why = self.unsupported(rs.layout, ctx.mode, rs.stateful_shortcut)
+        why = self.unsupported(rs.layout, ctx.mode, rs.stateful_shortcut,
+                               system=ctx.host.system() if ctx.host.remote else None)
         if why:
             raise BackendError(why, fix="remove this combination from the suite")
         text = self.render(rs, ctx.mode)

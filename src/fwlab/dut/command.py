@@ -2,9 +2,10 @@
 
 Owns: reading and validating firewall description files, rendering the generator's rule set with
 their template, and running their commands (apply, flush, list, counters, version) through the
-host interface in the DUT namespace. Each description is registered as backend
+host interface in the DUT namespace (or on a remote DUT host). Whether a firewall can run is
+decided by the DUT host's ``uname -s`` (``platforms``), not by the machine fwlab runs on. Each description is registered as backend
 ``command:<name>``: the ones shipped in ``dut/commands/`` (nftables — a self-test against the
-native backend —, iptables, pf) and any ``*.toml`` in the directories listed in
+native backend —, iptables, pf, ipfw) and any ``*.toml`` in the directories listed in
 ``$FWLAB_FIREWALLS`` (colon-separated), so a suite names them like any other backend
 (``backends = ["command:nftables"]``). Never knows any firewall's syntax itself.
 
@@ -16,7 +17,7 @@ A description file::
     layouts = ["linear", "set"]          # generator layouts the template handles
     modes = ["routed", "bridge"]         # test-bed modes it can run in
     stateful = true                      # handles the 'established,related accept' shortcut
-    platforms = ["linux"]                # platform.system() values it runs on (others: plan skip)
+    platforms = ["linux"]                # `uname -s` of the DUT host it runs on (others: plan skip)
     tools = ["nft"]                      # programs it needs (checked before a run)
     bridge_nf_call = "{{ ... }}"         # optional: br_netfilter in bridge mode (bool or template)
     [commands]                           # argv lists, or lists of argv lists run in order;
@@ -27,6 +28,8 @@ A description file::
     version = ["nft", "--version"]       # run on the host, outside the DUT namespace
     [counters]
     pattern = 'packets (?P<packets>\\d+) .*comment "(?P<tag>[^"]+)"'   # per line of counters
+    # packets_pattern = '...(?P<packets>\\d+)'  # when the packets are on a line after the
+    #                                         # rule's ('pattern' then names only the tag)
     [listing]
     strip = ['^#.*$']                    # regexes removed from list's output before the digest
 
@@ -40,16 +43,14 @@ counters command shows it, so counters can be summed per class.
 from __future__ import annotations
 
 import os
-import platform
 import re
-import tempfile
 import tomllib
 from functools import cached_property
 from pathlib import Path
 from typing import Union
 
 import jinja2
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from fwlab.dut.base import BACKENDS, Backend, DutContext, register, sum_by_class
 from fwlab.errors import BackendError
@@ -83,20 +84,31 @@ class CommandsModel(_Strict):
         return [v] if isinstance(v[0], str) else v
 
 
+def _regex(v: str, groups: set[str]) -> str:
+    try:
+        rx = re.compile(v)
+    except re.error as exc:
+        raise ValueError(f"not a regular expression: {exc}") from None
+    if not groups <= set(rx.groupindex):
+        raise ValueError("needs the named groups " + " and ".join(f"(?P<{g}>...)" for g in sorted(groups)))
+    return v
+
+
 class CountersModel(_Strict):
     pattern: str = Field(description="regex applied to every line of the counters command's output; "
-                                     "named groups 'tag' and 'packets'")
+                                     "named groups 'tag' and 'packets' (only 'tag' with packets_pattern)")
+    packets_pattern: str | None = Field(default=None, description="for tools that print a rule's counters "
+                                        "on the lines after it: regex with the named group 'packets', "
+                                        "applied to the lines following a 'pattern' match")
 
-    @field_validator("pattern")
-    @classmethod
-    def _groups(cls, v: str) -> str:
-        try:
-            rx = re.compile(v)
-        except re.error as exc:
-            raise ValueError(f"not a regular expression: {exc}") from None
-        if not {"tag", "packets"} <= set(rx.groupindex):
-            raise ValueError("needs the named groups (?P<tag>...) and (?P<packets>...)")
-        return v
+    @model_validator(mode="after")
+    def _groups(self) -> "CountersModel":
+        if self.packets_pattern is None:
+            _regex(self.pattern, {"tag", "packets"})
+        else:
+            _regex(self.pattern, {"tag"})
+            _regex(self.packets_pattern, {"packets"})
+        return self
 
 
 class ListingModel(_Strict):
@@ -195,26 +207,26 @@ class CommandBackend(Backend):
         self._env = _env(self.path.parent)
 
     @property
-    def runs_here(self) -> bool:
-        return platform.system().lower() in [p.lower() for p in self.fw.platforms]
+    def platforms(self) -> tuple[str, ...]:  # type: ignore[override]
+        return tuple(p.lower() for p in self.fw.platforms)
 
     @property
     def tools(self) -> tuple[str, ...]:  # type: ignore[override]
-        # a firewall that cannot run on this platform is skipped by the plan: need nothing
-        return tuple(self.fw.tools) if self.runs_here else ()
+        # checked on the DUT host, and only for a backend the plan keeps (see orchestrate.preflight)
+        return tuple(self.fw.tools)
 
     @cached_property
     def _pattern(self) -> re.Pattern:
         return re.compile(self.fw.counters.pattern)
 
-    def unsupported_here(self) -> str | None:
-        if not self.runs_here:
-            return (f"{self.name} runs on {', '.join(self.fw.platforms)}, not {platform.system()}: its "
-                    f"template can be rendered ('fwlab rules --backend {self.name}') but not loaded here")
-        return None
+    @cached_property
+    def _packets_pattern(self) -> re.Pattern | None:
+        p = self.fw.counters.packets_pattern
+        return re.compile(p) if p else None
 
-    def unsupported(self, layout: str, mode: str, stateful_shortcut: bool) -> str | None:
-        why = super().unsupported(layout, mode, stateful_shortcut)
+    def unsupported(self, layout: str, mode: str, stateful_shortcut: bool,
+                    system: str | None = None) -> str | None:
+        why = super().unsupported(layout, mode, stateful_shortcut, system)
         if why:
             return why
         if mode not in self.fw.modes:
@@ -261,13 +273,11 @@ class CommandBackend(Backend):
             for argv in self._argvs("apply", variables):
                 ctx.host.run(argv, ns=ctx.ns, input=text)
             return
-        with tempfile.NamedTemporaryFile("w", prefix="fwlab-rules-", suffix=".conf", delete=False) as f:
-            f.write(text)
-        try:
-            for argv in self._argvs("apply", {**variables, "file": f.name}):
-                ctx.host.run(argv, ns=ctx.ns)
-        finally:
-            os.unlink(f.name)
+        # the file lives on the DUT host (a remote DUT reads its own file system); the host
+        # removes its scratch directory when it is closed
+        path = ctx.host.put_file(text, f"fwlab-rules-{self.fw.name}.conf", mode=0o600)
+        for argv in self._argvs("apply", {**variables, "file": path}):
+            ctx.host.run(argv, ns=ctx.ns)
 
     def listing(self, ctx: DutContext) -> str:
         text = self._run(ctx, "list")
@@ -275,14 +285,30 @@ class CommandBackend(Backend):
             text = re.sub(rx, "", text, flags=re.M)
         return "\n".join(line for line in text.splitlines() if line.strip()) + "\n"
 
-    def rule_counters(self, ctx: DutContext) -> dict[str, int]:
-        """Packets per rule tag, as the counters command shows them."""
+    def parse_counters(self, text: str) -> dict[str, int]:
+        """Packets per rule tag in the counters command's output: a line matching ``pattern``
+        gives both, or (with ``packets_pattern``) names the tag whose packets are on the first
+        following line that matches ``packets_pattern`` (``pfctl -vvsr``)."""
         out: dict[str, int] = {}
-        for line in self._run(ctx, "counters").splitlines():
+        pending: str | None = None
+        for line in text.splitlines():
             m = self._pattern.search(line)
             if m:
-                out[m.group("tag")] = out.get(m.group("tag"), 0) + int(m.group("packets"))
+                if self._packets_pattern is None:
+                    out[m.group("tag")] = out.get(m.group("tag"), 0) + int(m.group("packets"))
+                else:
+                    pending = m.group("tag")
+                continue
+            if pending is not None and self._packets_pattern is not None:
+                p = self._packets_pattern.search(line)
+                if p:
+                    out[pending] = out.get(pending, 0) + int(p.group("packets"))
+                    pending = None
         return out
+
+    def rule_counters(self, ctx: DutContext) -> dict[str, int]:
+        """Packets per rule tag, as the counters command shows them."""
+        return self.parse_counters(self._run(ctx, "counters"))
 
     def counters(self, ctx: DutContext) -> dict[str, int]:
         return sum_by_class(self.rule_counters(ctx).items())
@@ -316,7 +342,7 @@ class BrokenCommand(Backend):
     def tools(self) -> tuple[str, ...]:  # type: ignore[override]
         raise self.error  # preflight: the run stops with the file's one-line error
 
-    def unsupported_here(self) -> str | None:
+    def unsupported_here(self, system: str | None = None) -> str | None:
         return self.error.one_line()
 
     def render(self, rs: RuleSet, mode: str) -> str:

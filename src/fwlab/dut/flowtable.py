@@ -84,11 +84,12 @@ class NftablesFlowtable(Nftables):
     summary = ("nftables plus a flowtable offloading established TCP/UDP flows (routed mode; skipped where "
                "the kernel lacks NF_FLOW_TABLE)")
 
-    def unsupported_here(self) -> str | None:
-        return flowtable_unsupported()
+    def unsupported_here(self, system: str | None = None) -> str | None:
+        return super().unsupported_here(system) or flowtable_unsupported()
 
-    def unsupported(self, layout: str, mode: str, stateful_shortcut: bool) -> str | None:
-        why = super().unsupported(layout, mode, stateful_shortcut)
+    def unsupported(self, layout: str, mode: str, stateful_shortcut: bool,
+                    system: str | None = None) -> str | None:
+        why = super().unsupported(layout, mode, stateful_shortcut, system)
         if why:
             return why
         if mode != "routed":

@@ -13,8 +13,10 @@ class NoFirewall(Backend):
     name = "none"
     layouts = ("linear", "set")
     summary = "no firewall: plain forwarding/bridging, the 0-rule reference"
+    platforms = None  # forwarding with nothing loaded: any DUT host
 
-    def unsupported(self, layout: str, mode: str, stateful_shortcut: bool) -> str | None:
+    def unsupported(self, layout: str, mode: str, stateful_shortcut: bool,
+                    system: str | None = None) -> str | None:
         return None
 
     def bridge_nf_call(self, mode: str, rs: RuleSet) -> bool | None:

@@ -130,8 +130,9 @@ class Proxy(Backend):
     def __init__(self) -> None:
         self._running: dict[str, _Running] = {}
 
-    def unsupported(self, layout: str, mode: str, stateful_shortcut: bool) -> str | None:
-        why = super().unsupported(layout, mode, stateful_shortcut)
+    def unsupported(self, layout: str, mode: str, stateful_shortcut: bool,
+                    system: str | None = None) -> str | None:
+        why = super().unsupported(layout, mode, stateful_shortcut, system)
         if why:
             return why
         if mode != "routed":

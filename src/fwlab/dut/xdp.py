@@ -94,10 +94,11 @@ class Xdp(Backend):
         self._loaded: dict[str, dict[str, str]] = {}  # DUT namespace -> the loader's load output
 
     # -- what it can do ---------------------------------------------------------------------------
-    def unsupported(self, layout: str, mode: str, stateful_shortcut: bool) -> str | None:
+    def unsupported(self, layout: str, mode: str, stateful_shortcut: bool,
+                    system: str | None = None) -> str | None:
         if self.empty:
             return None
-        why = super().unsupported(layout, mode, stateful_shortcut)
+        why = super().unsupported(layout, mode, stateful_shortcut, system)
         if why:
             return why
         if stateful_shortcut:

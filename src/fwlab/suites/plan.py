@@ -70,7 +70,10 @@ class Plan:
     skipped: tuple[dict, ...]  #: combinations left out, each with its reason
 
 
-def expand(suite: Suite) -> Plan:
+def expand(suite: Suite, dut_system: str | None = None) -> Plan:
+    """The suite's trials, in run order, and the combinations left out with their reasons.
+    ``dut_system``: the DUT host's ``uname -s`` when the DUT is a remote host (None: this
+    machine), which decides the firewalls that can run there."""
     trials: list[TrialSpec] = []
     skipped: list[dict] = []
     seen_skip: set[tuple] = set()
@@ -84,7 +87,7 @@ def expand(suite: Suite) -> Plan:
             else:
                 for layout in suite.layouts:
                     for sc in suite.stateful_shortcut:
-                        why = be.unsupported(layout, mode, sc)
+                        why = be.unsupported(layout, mode, sc, system=dut_system)
                         if why:
                             k = (mode, backend_name, layout, sc)
                             if k not in seen_skip:

@@ -12,6 +12,7 @@ name (or None), never build ``ip netns exec`` or ``ssh`` command lines themselve
 from __future__ import annotations
 
 import os
+import platform
 import shutil
 import signal
 import subprocess
@@ -134,6 +135,13 @@ class Host(ABC):
         """Store ``data`` as file ``name`` in this host's fwlab scratch directory; return its
         path on that host (removed by :meth:`close`)."""
 
+    def system(self) -> str:
+        """The host's operating system as ``uname -s`` names it (Linux, OpenBSD, FreeBSD, ...):
+        what decides which firewalls can run there. Asked once per host."""
+        if "_system" not in self.__dict__:
+            self.__dict__["_system"] = self.run(["uname", "-s"], timeout_s=30).stdout.strip() or "unknown"
+        return self.__dict__["_system"]
+
     def forget(self, sp: Spawned) -> None:
         if sp in self.spawned:
             self.spawned.remove(sp)
@@ -159,6 +167,9 @@ class LocalHost(Host):
     name: str = "local"
     spawned: list[Spawned] = field(default_factory=list)
     _scratch: str | None = field(default=None, repr=False)
+
+    def system(self) -> str:
+        return platform.system()
 
     def _argv(self, argv: list[str], ns: str | None) -> list[str]:
         if ns is None:
