@@ -51,3 +51,10 @@ def test_no_interval_cases():
     assert ratio_interval([], [1.0]) is None and ratio_interval([1.0], [0.0]) is None
     flat = ratio_interval([50.0, 50.0], [100.0, 100.0])
     assert (flat.low, flat.high) == (0.5, 0.5)
+
+
+def test_a_ratio_of_rates_is_never_below_zero():
+    r = ratio_interval([10.0, 90.0], [100.0, 101.0])     # very noisy numerator at 2 repetitions
+    assert r.low == 0.0 and r.high > r.ratio
+    signed = ratio_interval([-10.0, 90.0], [100.0, 101.0])   # signed figures keep the raw bound
+    assert signed.low < 0.0

@@ -8,7 +8,8 @@ Fieller (1954) for independent means a (n_a values) and b (n_b values), with
 v_a = s_a^2/n_a and v_b = s_b^2/n_b: the interval is every rho with
 (a - rho b)^2 <= t^2 (v_a + rho^2 v_b), t the two-sided t quantile at `confidence` with the
 Welch-Satterthwaite degrees of freedom of a - r b (r = a/b). When b is not clearly away from 0
-(g = t^2 v_b / b^2 >= 1) the set is unbounded and no interval is given.
+(g = t^2 v_b / b^2 >= 1) the set is unbounded and no interval is given. For non-negative
+figures (rates) a negative lower bound is clipped to 0.
 """
 
 from __future__ import annotations
@@ -99,4 +100,7 @@ def ratio_interval(num: Iterable[float], den: Iterable[float], *, confidence: fl
     disc = a * a * vb + b * b * va - t * t * va * vb
     half = t * math.sqrt(max(disc, 0.0))
     lo, hi = (a * b - half) / den_q, (a * b + half) / den_q
-    return RatioInterval(low=min(lo, hi), high=max(lo, hi), df=df, **base)
+    lo, hi = min(lo, hi), max(lo, hi)
+    if np.all(a_arr >= 0.0) and np.all(b_arr > 0.0):
+        lo = max(lo, 0.0)   # a ratio of rates is not negative: clipping keeps the coverage
+    return RatioInterval(low=lo, high=hi, df=df, **base)
