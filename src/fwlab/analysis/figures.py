@@ -143,7 +143,12 @@ def _kind_figures(trials: list[dict], metric: str | Sequence[str], ignore: set[s
         fields = {f: t.get(f) for f in CURVE_FIELDS}
         extra = [str(t["kind"])]
         if t.get("background"):
-            extra.append(FloodSpec.from_dict(t["background"]).id_part)
+            try:
+                extra.append(FloodSpec.from_dict(t["background"]).id_part)
+            except (FwlabError, KeyError, TypeError, ValueError):
+                bg = t["background"]
+                extra.append(f"{bg.get('kind', 'flood')}{bg.get('rate_pps', '?')}pps" if isinstance(bg, dict)
+                             else "flood")
         failed = bool(t.get("error") or not t.get("metrics"))
         for m in _kind_metrics_for(t, metric):
             key = figure_key(fields, t.get("rules"), m, ignore).rsplit(" ", 1)[0] + f" {' '.join(extra)} {m}"
