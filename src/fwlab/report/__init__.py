@@ -42,6 +42,6 @@ def print_summary(run_dir: Path, stream: TextIO) -> None:
             pct = ""
             if r is not None and n:
                 pct = f" ({100 * r.ratio:.0f}%"
-                pct += f" [{100 * r.low:.0f}–{100 * r.high:.0f}])" if r.has_interval else ")"
+                pct += f" [{100 * r.low:.0f}–{100 * r.high:.0f}])" if r.has_interval else " [no interval])"
             cells.append(f"{n}r {v * scale:.1f}{pct}")
         stream.write(f"{c.traffic_label:<28} {c.label:<28} [{unit}] " + "  ".join(cells) + "\n")

@@ -96,7 +96,8 @@ def ratio_interval(num: Iterable[float], den: Iterable[float], *, confidence: fl
     den_q = b * b - t * t * vb
     if den_q <= 0.0:
         return RatioInterval(low=None, high=None, df=df,
-                             why="the reference is not clearly away from 0 at this noise", **base)
+                             why="no bounded interval at this noise (the reference is not clearly "
+                                 "away from 0 at these degrees of freedom)", **base)
     disc = a * a * vb + b * b * va - t * t * va * vb
     half = t * math.sqrt(max(disc, 0.0))
     lo, hi = (a * b - half) / den_q, (a * b + half) / den_q
