@@ -30,12 +30,14 @@ def cmd_run(args) -> int:
         if not args.suite:
             raise FwlabError("no suite given", fix="fwlab run SUITE (see 'fwlab list'), or --resume DIR")
         suite, text = load_suite(quick_variant(args.suite) if args.quick else args.suite)
-        if args.repetitions or args.duration:
+        if args.repetitions or args.duration or args.link_rate:
             data = suite.model_dump()
             if args.repetitions:
                 data["repetitions"] = args.repetitions
             if args.duration:
                 data["duration_s"] = args.duration
+            if args.link_rate:
+                data["link_rate"] = None if args.link_rate == "none" else args.link_rate
             from fwlab.suites import parse_suite
             suite = parse_suite(data, f"'{args.suite}' with command-line overrides")
         if args.dry_run:
@@ -53,7 +55,7 @@ def cmd_run(args) -> int:
 
 def _dry_run(suite) -> int:
     """Print the plan's size and its rough wall-time estimate (fwlab.suites.estimate); run nothing."""
-    from fwlab.suites import expand
+    from fwlab.suites.plan import expand
     from fwlab.suites.estimate import estimate_s
 
     plan = expand(suite)
@@ -81,7 +83,18 @@ def quick_variant(suite: str) -> str:
 def cmd_report(args) -> int:
     from fwlab.report import print_summary, write_report
 
-    path = write_report(Path(args.run_dir))
+    appendix = None
+    if args.noise and not args.against:
+        raise FwlabError("--noise needs --against", fix="fwlab report RUN --against OLD --noise FILE")
+    if args.against:
+        from fwlab.analysis.changed_since import changed_since_html
+
+        noise = None
+        if args.noise:
+            from fwlab.analysis.baseline import load_noise
+            noise = load_noise(args.noise)
+        appendix = changed_since_html(Path(args.run_dir), Path(args.against), noise)
+    path = write_report(Path(args.run_dir), appendix)
     if not args.quiet:
         print_summary(Path(args.run_dir), sys.stdout)
     print(f"report: {path}")
@@ -90,6 +103,7 @@ def cmd_report(args) -> int:
 
 def cmd_list(args) -> int:
     from fwlab.dut import backend_names, get_backend
+    import fwlab.methods  # noqa: F401  (registers the test methods beside the tools)
     from fwlab.runners import get_runner, runner_names
     from fwlab.suites import describe_builtins
 
@@ -147,7 +161,8 @@ def cmd_version(args) -> int:
 
 
 def cmd_baseline(args) -> int:
-    from fwlab.analysis.baseline import baseline_from_runs, measure_baseline
+    from fwlab.analysis.baseline import baseline_from_runs
+    from fwlab.orchestrate import measure_baseline
 
     if args.from_runs:
         if args.suite:
@@ -194,6 +209,25 @@ def cmd_export(args) -> int:
         print(f"{len(paths)} flent files in {paths[0].parent}")
     else:
         print(f"{args.format}: {paths[0]}")
+    return 0
+
+
+def cmd_trend(args) -> int:
+    from fwlab.analysis.trend import trend
+    from fwlab.analysis.trend_page import render
+
+    metric = args.metric or "primary"
+    tr = trend(args.runs, metric[0] if len(metric) == 1 else metric, suite=args.suite)
+    out = Path(args.out) if args.out else Path(tr.runs[-1].path).parent / f"trend-{tr.suite}.html"
+    out.write_text(render(tr))
+    if args.json:
+        print(json.dumps(tr.to_dict(), indent=1))
+        return 0
+    print(f"{tr.suite}: {len(tr.runs)} runs, {len(tr.figures)} figures, {len(tr.changes)} change(s)")
+    for c in tr.changes:
+        ci = f" [{c.change_ci95_pct[0]:+.1f}, {c.change_ci95_pct[1]:+.1f}]" if c.change_ci95_pct else ""
+        print(f"  run {c.run_index}: {c.figure}: {c.direction} {c.change_pct:+.1f}%{ci} {c.verdict}")
+    print(f"trend: {out}")
     return 0
 
 
@@ -252,6 +286,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "'fwlab run seed-001 --quick' runs seed-001-quick")
     r.add_argument("--repetitions", type=int, help="override the suite's repetitions")
     r.add_argument("--duration", type=float, metavar="S", help="override the suite's trial duration [s]")
+    r.add_argument("--link-rate", metavar="RATE",
+                   help="emulate the wires at this line rate, e.g. 100mbit or 1gbit ('none': unshaped); "
+                        "overrides the suite's link_rate")
     r.add_argument("--hosts", metavar="FILE", help="TOML file placing roles on remote hosts over SSH "
                                                    "([hosts.dut] ssh = \"root@host\", ...; docs/remote-hosts.md)")
     r.add_argument("-q", "--quiet", action="store_true", help="no progress output")
@@ -262,6 +299,9 @@ def build_parser() -> argparse.ArgumentParser:
     rp = sub.add_parser("report", help="(re)build report.html and summary.csv from a run record")
     rp.add_argument("run_dir")
     rp.add_argument("-q", "--quiet", action="store_true", help="do not print the summary table")
+    rp.add_argument("--against", metavar="OLD", help="add a 'changed since' section: this run against the "
+                                                     "earlier run OLD, by 'fwlab compare's significance rules")
+    rp.add_argument("--noise", metavar="FILE", help="with --against: noise model from 'fwlab baseline'")
     rp.set_defaults(func=cmd_report)
 
     ls = sub.add_parser("list", help="list built-in suites, firewall backends and traffic tools")
@@ -359,13 +399,29 @@ def build_parser() -> argparse.ArgumentParser:
     cp.add_argument("--json", action="store_true", help="print the comparison as JSON")
     cp.set_defaults(func=cmd_compare)
 
-    ex = sub.add_parser("export", help="export a run as CSV, JSON or flent data files",
+    tr = sub.add_parser("trend", help="trend of a suite over many runs: changes marked with jumpavg",
+                        description="Runs of one suite in the order of their recorded start time; each "
+                                    "figure's per-run median grouped with jumpavg (FD.io CSIT's trending); "
+                                    "each group boundary a regression or progression with its size, "
+                                    "interval and significance (2-sigma rule over the per-run medians). "
+                                    "Writes one HTML page (plot per figure, table of changes).")
+    tr.add_argument("runs", nargs="+", metavar="RUN", help="run directories, or results directories holding them")
+    tr.add_argument("--suite", help="the suite to follow when the runs are of several suites")
+    tr.add_argument("--metric", action="append", metavar="NAME",
+                    help="metric: throughput_bps, rx_pps, loss_ratio, transactions_per_s, or 'all' "
+                         "(default: each curve's primary metric); may be repeated")
+    tr.add_argument("--out", metavar="FILE", help="HTML page (default: trend-SUITE.html beside the last run)")
+    tr.add_argument("--json", action="store_true", help="print the trend as JSON")
+    tr.set_defaults(func=cmd_trend)
+
+    ex = sub.add_parser("export", help="export a run as CSV, JSON, flent data files or long-format series",
                         description="csv: one row per trial (identity, metrics.*, flags, error); "
                                     "json: the record as one document; flent: one .flent.gz per "
-                                    "stream trial with its per-interval series.")
+                                    "stream/parallel/attack/rtt trial with its per-interval series; series: long-format "
+                                    "CSV of every trial's per-interval samples (trial_id,t_s,field,value).")
     ex.add_argument("run_dir")
-    ex.add_argument("--format", required=True, choices=["csv", "json", "flent"])
-    ex.add_argument("--out", metavar="PATH", help="csv/json: file (default stdout); "
+    ex.add_argument("--format", required=True, choices=["csv", "json", "flent", "series"])
+    ex.add_argument("--out", metavar="PATH", help="csv/json/series: file (default stdout); "
                                                   "flent: directory (default RUN/flent)")
     ex.set_defaults(func=cmd_export)
     return p

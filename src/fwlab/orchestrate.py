@@ -21,10 +21,12 @@ from fwlab.floods import FloodSpec, run_with_background
 from fwlab.results import RunRecord, host_metadata, trial_record, utc_now
 from fwlab.results.metadata import remote_host_metadata
 from fwlab.rules import generate
+import fwlab.methods  # noqa: F401  (registers the test methods beside the tools)
 from fwlab.runners import TrafficSpec, TrialEnv, get_runner
-from fwlab.runners.linkseries import LinkSampler, as_stream_series
-from fwlab.stats.quality import flag_cpu_saturated
-from fwlab.suites import Suite, TrialSpec, expand, parse_suite
+from fwlab.testbed.linkseries import LinkSampler, as_stream_series
+from fwlab.stats.quality import flag_cpu_saturated, flag_link_limited
+from fwlab.suites import Suite, parse_suite
+from fwlab.suites.plan import TrialSpec, check_suite, expand
 from fwlab.testbed import Offloads, Pinning, Testbed, Topology, new_run_id, require_root, require_tool
 from fwlab.testbed.hosts import HostEntry, Placement, parse_hosts
 
@@ -104,6 +106,7 @@ def _fmt_result(m: dict | None, error: str | None) -> str:
 def preflight(suite: Suite, placement: Placement | None = None) -> None:
     """Fail before anything is built: not root, a missing program, an unavailable runner.
     A remote DUT's firewall tools are checked on its host (once connected)."""
+    check_suite(suite)  # the items' default tools are filled in here (expand does it again)
     require_root()
     for prog in ("ip", "ethtool", "ping", "ss", "sysctl"):
         require_tool(prog)
@@ -148,7 +151,8 @@ class Executor:
                         offloads=Offloads(**s.offloads.model_dump()),
                         pinning=Pinning(**s.pinning.model_dump()), device_model=s.device_model,
                         plan_overrides=self.placement.plan_overrides() if self.placement else (),
-                        attacker=bool(s.background) and mode != "direct")
+                        attacker=bool(s.background) and mode != "direct",
+                        link_rate_bps=s.link_rate_bps)
 
     def _run_bed(self, bed_key: tuple, trials: list[TrialSpec]) -> None:
         mode, backend_name = bed_key
@@ -167,6 +171,7 @@ class Executor:
                 "offloads": desc["offloads"],
                 "pinning": bed.topo.to_dict()["pinning"],
                 "device": desc.get("device"),
+                "link": desc.get("link"),
                 "testbed_run_id": bed.topo.run_id,
                 "backend_version": desc["backend_version"],
                 "tool_versions": {r.name: r.version() for r in runners},
@@ -226,6 +231,7 @@ class Executor:
         started = utc_now()
         cb = backend.counters(ctx) if ctx else None
         lb = self._links(bed)
+        shaped_before = bed.link_state()
         metrics, series, raw, flags, error = None, [], {}, [], None
         kind, extra = "stream", {}
         flood = FloodSpec.from_dict(spec.background) if spec.background else None
@@ -247,6 +253,10 @@ class Executor:
             extra["background"] = flood_rec
         la = self._links(bed)
         ca = backend.counters(ctx) if ctx else None
+        if shaped_before is not None:
+            extra["link_shapers"] = _shaper_deltas(shaped_before, bed.link_state())
+            for f in flag_link_limited(extra["link_shapers"], bed.topo.link_rate_bps):
+                flags.append(f.to_dict())
         if metrics:
             for f in flag_cpu_saturated(metrics.get("cpu_sender_pct") or 0, who="sender CPU"):
                 d = f.to_dict()
@@ -265,6 +275,15 @@ class Executor:
             self.on_trial(rec)
         self.progress.trial_done(spec, _fmt_result(metrics, error))
         time.sleep(self.suite.settle_s)
+
+
+def _shaper_deltas(before: dict, after: dict) -> dict[str, dict | None]:
+    """Per shaped interface: what its shaper sent, dropped and held back during one trial."""
+    out: dict[str, dict | None] = {}
+    for dev, a in (after.get("shapers") or {}).items():
+        b = (before.get("shapers") or {}).get(dev)
+        out[dev] = {k: a[k] - b.get(k, 0) for k in a} if a and b else None
+    return out
 
 
 def _placement(suite: Suite, hosts: dict[str, HostEntry] | None) -> Placement | None:
@@ -351,3 +370,22 @@ def _execute(suite: Suite, plan, rec: RunRecord, quiet: bool, placement: Placeme
         rec.set_status("failed")
         raise
     rec.set_status("complete")
+
+
+def measure_baseline(suite_name_or_path: str, runs: int, out_root: Path | str, *, quiet: bool = False,
+                     start_run: Callable | None = None) -> "Baseline":
+    """Run the suite `runs` times (needs root and real traffic), then build the baseline.
+
+    `start_run` defaults to :func:`start_run` (suite, text, out_root, quiet=...); the records are
+    read back by `fwlab.analysis.baseline.baseline_from_runs`.
+    """
+    if runs < 2:
+        raise FwlabError(f"a noise baseline needs at least 2 runs, got {runs}",
+                         fix="use --runs 2 or more (seed 002 used ten)")
+    from fwlab.analysis.baseline import baseline_from_runs
+    from fwlab.suites import load_suite
+
+    start_run = start_run or globals()["start_run"]
+    suite, text = load_suite(suite_name_or_path)
+    dirs = [start_run(suite, text, Path(out_root), quiet=quiet).path for _ in range(runs)]
+    return baseline_from_runs(dirs)

@@ -9,7 +9,7 @@ from fwlab.dut import DutContext, get_backend
 from fwlab.rules import generate
 from fwlab.runners import conn
 from fwlab.runners.base import TrafficSpec, TrialEnv
-from fwlab.runners.connections import ConnRunner
+from fwlab.methods.connections import ConnRunner
 from fwlab.testbed import Testbed, Topology, new_run_id
 
 if conn.find_engine() is None:

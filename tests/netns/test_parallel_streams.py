@@ -3,6 +3,7 @@ data path; and a bidirectional trial that moves traffic both ways."""
 
 import pytest
 
+import fwlab.methods  # noqa: F401  (registers the parallel method)
 from fwlab.runners import TrafficSpec, get_runner
 from fwlab.testbed import Testbed, Topology, new_run_id
 
@@ -25,9 +26,9 @@ def test_more_streams_than_one_iperf3_process_allows(bed):
 
 
 def test_parallel_kind_has_baseline_run_and_probes(bed):
-    spec = TrafficSpec("parallel", "iperf3", streams=130, duration_s=1.5,
+    spec = TrafficSpec("parallel", "parallel", streams=130, duration_s=2,
                        options={"interval_s": 1.5, "probe_s": 1, "max_probes": 2, "tolerance": 0.1})
-    m = get_runner("iperf3").measure(bed, spec)
+    m = get_runner("parallel").measure(bed, spec)
     assert m.kind == "parallel"
     assert m.metrics["baseline_bps"] > 0 and m.metrics["stream_count"] == 130
     probes = m.extra["probes"]

@@ -13,7 +13,8 @@ import pytest
 from goldens import GOLDEN
 
 from fwlab import cli
-from fwlab.analysis.baseline import baseline_from_runs, load_noise, measure_baseline
+from fwlab.analysis.baseline import baseline_from_runs, load_noise
+from fwlab.orchestrate import measure_baseline
 from fwlab.analysis.compare import compare_runs
 from fwlab.analysis.figures import ALL, run_figures
 from fwlab.errors import FwlabError

@@ -8,8 +8,9 @@ import pytest
 from fwlab.errors import FwlabError
 from fwlab.report.section_connections import render
 from fwlab.runners import conn
-from fwlab.runners.connections import limit_cause
-from fwlab.suites import expand, parse_suite
+from fwlab.methods.connections import limit_cause
+from fwlab.suites import parse_suite
+from fwlab.suites.plan import expand
 from fwlab.testbed import host_sysctl
 
 
@@ -135,7 +136,7 @@ def test_capacity_search_with_fractional_loads_completes(monkeypatch):
     """Ramp to the first failure, then a binary search whose loads are fractions (e.g. 135822.45):
     the measurer holds the nearest whole count and reports the load as asked, so the search's
     consistency check passes and the result is a count that was really held."""
-    from fwlab.runners.connections import ConnRunner
+    from fwlab.methods.connections import ConnRunner
 
     limit = 135_509                      # the simulated DUT table: more connections fail
 

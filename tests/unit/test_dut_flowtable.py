@@ -7,7 +7,8 @@ import pytest
 
 from fwlab.dut import flowtable, get_backend
 from fwlab.rules import generate
-from fwlab.suites import expand, parse_suite
+from fwlab.suites import parse_suite
+from fwlab.suites.plan import expand
 
 
 def test_config_reason():

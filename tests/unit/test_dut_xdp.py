@@ -10,7 +10,8 @@ from fwlab.dut import get_backend
 from fwlab.dut import xdp_build
 from fwlab.dut.xdp import parse_kv, render_rules, slot_tag
 from fwlab.rules import generate
-from fwlab.suites import expand, parse_suite
+from fwlab.suites import parse_suite
+from fwlab.suites.plan import expand
 
 
 def _rs(n, layout, v=4):

@@ -12,6 +12,7 @@ from fwlab.runners import engine as eng
 from fwlab.runners import get_runner
 from fwlab.runners.base import TrafficSpec
 from fwlab.suites import parse_suite
+from fwlab.suites.plan import check_suite
 from fwlab.testbed.topology import Pinning, Topology
 
 
@@ -158,24 +159,30 @@ def _suite(**traffic):
     return {"name": "t", "backends": ["nftables"], "traffic": [{"kind": "engine", **traffic}]}
 
 
+def checked(data, origin):
+    """A suite as the run sees it: parsed, then checked against the registered tools."""
+    return check_suite(parse_suite(data, origin))
+
+
 def test_suite_engine_item():
-    s = parse_suite(_suite(sizes=[64], rate_pps="max"), "test")
+    s = checked(_suite(sizes=[64], rate_pps="max"), "test")
     assert s.traffic[0].tool == "engine" and s.traffic[0].rate_bps is None
-    s = parse_suite(_suite(sizes=[64], rate_pps=100000), "test")
+    s = checked(_suite(sizes=[64], rate_pps=100000), "test")
     assert s.traffic[0].rate_bps == 64 * 8 * 100000
     # a dumped suite parses again (resume)
-    assert parse_suite(s.model_dump(), "again") == s
+    assert checked(s.model_dump(), "again") == s
     for bad in (_suite(sizes=[64, 128], rate_pps=1000), _suite(sizes=[63]), _suite(sizes=[9019])):
         with pytest.raises(SuiteError):
-            parse_suite(bad, "test")
+            checked(bad, "test")
     with pytest.raises(SuiteError):
-        parse_suite({**_suite(sizes=[64]), "ip_versions": [6]}, "test")
+        checked({**_suite(sizes=[64]), "ip_versions": [6]}, "test")
     with pytest.raises(SuiteError):
-        parse_suite({"name": "t", "traffic": [{"kind": "udp", "rate_pps": 5}]}, "test")
+        checked({"name": "t", "traffic": [{"kind": "udp", "rate_pps": 5}]}, "test")
 
 
 def test_builtin_rule_scaling_engine():
-    from fwlab.suites import expand, load_suite
+    from fwlab.suites import load_suite
+    from fwlab.suites.plan import expand
 
     s, _ = load_suite("rule-scaling-engine")
     plan = expand(s)

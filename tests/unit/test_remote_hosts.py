@@ -10,6 +10,7 @@ import pytest
 from fwlab.errors import HostError
 from fwlab.results.metadata import parse_remote_metadata
 from fwlab.suites import parse_suite
+from fwlab.suites.plan import check_suite
 from fwlab.errors import SuiteError
 from fwlab.testbed.clock import (ClockOffset, ClockSample, offset_from_samples, one_way_correction_s,
                                  parse_remote_time)
@@ -152,7 +153,7 @@ def test_a_suite_may_carry_hosts_and_they_are_checked():
     s = parse_suite({**base, "hosts": {"dut": DUT}}, "t")
     assert s.hosts["dut"]["ssh"] == "root@198.51.100.7"
     with pytest.raises(SuiteError) as ei:
-        parse_suite({**base, "hosts": {"dut": {"ssh": "root@h"}}}, "t")
+        check_suite(parse_suite({**base, "hosts": {"dut": {"ssh": "root@h"}}}, "t"))
     assert "needs ifaces" in ei.value.one_line() and "\n" not in ei.value.one_line()
 
 

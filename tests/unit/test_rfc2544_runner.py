@@ -6,10 +6,11 @@ import pytest
 from fwlab.bench.search import compare, goals, SearchBenchConfig
 from fwlab.errors import SuiteError
 from fwlab.report.section_rfc2544 import render
-from fwlab.runners.rfc2544 import frame_loss_steps, longest_burst, parse_options
+from fwlab.methods.rfc2544 import frame_loss_steps, longest_burst, parse_options
 from fwlab.search import run_search
 from fwlab.search.simulated import FixedCapacity
-from fwlab.suites import expand, load_suite, parse_suite
+from fwlab.suites import load_suite, parse_suite
+from fwlab.suites.plan import check_suite, expand
 
 
 def test_options_defaults_and_one_line_errors():
@@ -25,15 +26,15 @@ def test_options_defaults_and_one_line_errors():
 
 def test_suite_implies_the_tool_and_checks_options():
     base = {"name": "t", "backends": ["nftables"], "device_model": "napi"}
-    s = parse_suite({**base, "traffic": [{"kind": "throughput", "sizes": [64, 1518],
-                                          "options": {"algorithm": "binary"}}]}, "x")
+    s = check_suite(parse_suite({**base, "traffic": [{"kind": "throughput", "sizes": [64, 1518],
+                                                      "options": {"algorithm": "binary"}}]}, "x"))
     assert s.traffic[0].tool == "rfc2544" and s.traffic[0].options["algorithm"] == "binary"
     ids = [t.trial_id for t in expand(s).trials]
     assert "ip4throughput-64B-nftables-0r-linear-routed-r1" in ids
     with pytest.raises(SuiteError, match="rfc2544 option latency_at"):
-        parse_suite({**base, "traffic": [{"kind": "throughput", "options": {"latency_at": [0]}}]}, "x")
+        check_suite(parse_suite({**base, "traffic": [{"kind": "throughput", "options": {"latency_at": [0]}}]}, "x"))
     with pytest.raises(SuiteError, match="outside 64..9018"):
-        parse_suite({**base, "traffic": [{"kind": "throughput", "sizes": [40]}]}, "x")
+        check_suite(parse_suite({**base, "traffic": [{"kind": "throughput", "sizes": [40]}]}, "x"))
 
 
 def test_builtin_rfc2544_suites_use_the_device_model():

@@ -9,7 +9,8 @@ import pytest
 from fwlab import cli
 from fwlab.errors import FwlabError
 from fwlab.published import study_names
-from fwlab.suites import expand, load_suite
+from fwlab.suites import load_suite
+from fwlab.suites.plan import expand
 from fwlab.suites.estimate import estimate_s
 
 SEEDS = [f"seed-00{i}" for i in range(5)]

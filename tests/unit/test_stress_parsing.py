@@ -9,9 +9,9 @@ from fwlab.floods.flood import dut_drops, flood_args, flood_metrics, parse_count
 from fwlab.floods.model import BackgroundItem, FloodSpec
 from fwlab.runners import TrafficSpec
 from fwlab.runners.iperf3 import add_stream_spread, build_client_args, combine, parse_json, split_streams
-from fwlab.runners.linkseries import as_stream_series, rates
+from fwlab.testbed.linkseries import as_stream_series, rates
 from fwlab.runners.ping import parse_ping
-from fwlab.runners.recovery import ProbePlan, probe_metrics, run_probes
+from fwlab.methods.recovery import ProbePlan, probe_metrics, run_probes
 from fwlab.stats.streams import jain_index, rtt_summary, stream_spread
 
 
@@ -180,7 +180,8 @@ def test_flood_counts_come_from_counters():
 
 
 def test_suite_with_background_plans_one_trial_per_rate():
-    from fwlab.suites import expand, parse_suite
+    from fwlab.suites import parse_suite
+    from fwlab.suites.plan import expand
     s = parse_suite({"name": "a", "backends": ["nftables"], "rules": [0, 100], "repetitions": 1,
                      "traffic": [{"kind": "tcp"}],
                      "background": [{"kind": "udp_flood", "rates_pps": [0, 9500]}]}, "test")

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from fwlab.errors import RunnerError
-from fwlab.runners.webserver import object_bytes, parse_stub_status, render_nginx_conf, write_objects
+from fwlab.testbed.webserver import object_bytes, parse_stub_status, render_nginx_conf, write_objects
 
 
 def test_conf_keeps_everything_in_its_prefix():

@@ -3,8 +3,8 @@
 Owns: building a `fwlab.stats.NoiseModel` over the per-run medians of each figure (seed 002: ten
 runs of the base system give each figure's spread), the baseline file
 ``baseline-<suite>-<UTC>.json`` (the model plus the run directories it came from) and reading it
-back. `measure_baseline` asks `fwlab.orchestrate.start_run` for the N runs (root, real traffic);
-`baseline_from_runs` only reads existing records. Never touches: the test bed or firewalls
+back. `baseline_from_runs` only reads existing records; running the N runs is the orchestrator's
+(`fwlab.orchestrate.measure_baseline`). Never touches: the test bed or firewalls
 directly, plots, the CLI.
 
 Every metric of every figure is modelled (not only the primary one), so a later comparison can
@@ -14,7 +14,7 @@ pick any metric. A figure present in fewer than two of the runs is left out and 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,7 +25,7 @@ from fwlab.errors import FwlabError
 from fwlab.results.record import RunRecord, utc_now
 from fwlab.stats import NoiseModel
 
-__all__ = ["BASELINE_FORMAT", "Baseline", "baseline_from_runs", "load_noise", "measure_baseline"]
+__all__ = ["BASELINE_FORMAT", "Baseline", "baseline_from_runs", "load_noise"]
 
 BASELINE_FORMAT = "fwlab.baseline"
 BASELINE_VERSION = 1
@@ -90,24 +90,6 @@ def baseline_from_runs(run_dirs: Sequence[Path | str]) -> Baseline:
     return Baseline(suite=str(suites.pop()), runs=tuple(str(d) for d in run_dirs),
                     noise=NoiseModel.from_runs(enough), created_utc=utc_now(),
                     left_out=tuple(sorted(set(per_run) - set(enough))))
-
-
-def measure_baseline(suite_name_or_path: str, runs: int, out_root: Path | str, *, quiet: bool = False,
-                     start_run: Callable | None = None) -> Baseline:
-    """Run the suite `runs` times (needs root and real traffic), then build the baseline.
-
-    `start_run` defaults to `fwlab.orchestrate.start_run(suite, text, out_root, quiet=...)`.
-    """
-    if runs < 2:
-        raise FwlabError(f"a noise baseline needs at least 2 runs, got {runs}",
-                         fix="use --runs 2 or more (seed 002 used ten)")
-    from fwlab.suites import load_suite
-
-    if start_run is None:
-        from fwlab.orchestrate import start_run
-    suite, text = load_suite(suite_name_or_path)
-    dirs = [start_run(suite, text, Path(out_root), quiet=quiet).path for _ in range(runs)]
-    return baseline_from_runs(dirs)
 
 
 def load_noise(path: Path | str) -> NoiseModel:

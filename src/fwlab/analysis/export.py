@@ -1,8 +1,10 @@
-"""Exports of a run record: CSV of all trials, the record as one JSON document, flent files.
+"""Exports of a run record: CSV of all trials, the record as one JSON document, flent files, and
+the long-format series CSV (trial id, t_s, field, value).
 
 Owns: flattening trials into CSV rows (identity fields, ``metrics.*`` columns, flag codes, error;
-never the raw tool output), the ``{run, trials}`` JSON document, and writing each stream trial's
-per-interval series as a flent data file (``.flent.gz``: gzipped JSON, file format version 3),
+never the raw tool output), the ``{run, trials}`` JSON document, and writing the per-interval
+series of every trial of a kind that has one (`FLENT_KINDS`: stream, parallel, attack, rtt) as a
+flent data file (``.flent.gz``: gzipped JSON, file format version 3),
 plus `read_flent`, a small reader that checks a file the way flent's loader does. Reads records
 only through `RunRecord`. Never touches: statistics, plots, the test bed or traffic.
 
@@ -12,11 +14,17 @@ flent's format (tohojo/flent, flent/resultset.py): a JSON object with ``version`
 seconds since T0), ``results`` (series name -> y values, one per x value, null where missing) and
 ``raw_values`` (series name -> list of ``{"t": epoch seconds, "val": value}``). We write file
 format version 3 (flent 1.x reads it as is; flent 2.x, whose version is 4, upgrades it on load,
-a no-op for our series). flent picks its plot definitions by the test ``NAME``, so a TCP trial is
-written as flent's single-stream test ``tcp_1up_noping`` (series ``TCP upload``, Mbits/s) and a
-UDP trial as ``udp_flood`` (series ``UDP upload``, Mbits/s): ``flent -i FILE -p totals`` plots
-them. The other series (``tx packet rate``, ``TCP retransmits``) and fwlab's identity fields
-(``TEST_PARAMETERS``) ride along.
+a no-op for our series). flent picks its plot definitions by the test ``NAME`` (`_flent_test`): a
+single TCP stream is ``tcp_1up_noping`` (series ``TCP upload``, Mbits/s), or ``tcp_1up`` when an
+RTT probe ran beside it (its per-second median RTT as ``Ping (ms) ICMP``); several streams and
+kind ``parallel`` are ``tcp_nup`` (``TCP upload sum`` and ``TCP upload avg``, test parameter
+``upload_streams``); UDP is ``udp_flood`` (``UDP upload``); kind ``rtt`` (ping through the DUT) is
+``ping`` (``Ping (ms) ICMP``); kind ``attack`` is its traffic's test with the flood in
+``FWLAB_BACKGROUND``. ``flent -i FILE -p totals`` (``-p ping`` for ping) plots them. The other
+series (``tx packet rate``, ``TCP retransmits``, any other numeric field under its own name) and
+fwlab's identity fields (``TEST_PARAMETERS``) ride along; flent's own metadata fields (``NAME``,
+``TITLE``, ``NOTE``, ``TIME``, ``T0``, ``LENGTH``, ``TOTAL_LENGTH``, ``STEP_SIZE``, ``IP_VERSION``,
+``LOCAL_HOST``, ``KERNEL_NAME``, ``KERNEL_RELEASE``, ``DATA_FILENAME``, ``SERIES_META``) are set.
 """
 
 from __future__ import annotations
@@ -46,11 +54,12 @@ __all__ = [
     "flent_documents",
     "read_flent",
     "record_json",
+    "series_csv",
     "trials_csv",
     "write_flent",
 ]
 
-FORMATS = ("csv", "json", "flent")
+FORMATS = ("csv", "json", "flent", "series")
 
 #: identity and per-trial scalar fields, in CSV column order (docs/record-format.md)
 IDENTITY_FIELDS = ("kind", "trial_id", "suite", "mode", "backend", "layout", "rules", "stateful_shortcut",
@@ -63,13 +72,40 @@ FLENT_READS = (3, 4)
 FLENT_SUFFIX = ".flent.gz"
 #: traffic -> (flent test NAME whose plot definitions fit, name of the throughput series)
 FLENT_TESTS = {"tcp": ("tcp_1up_noping", "TCP upload"), "udp": ("udp_flood", "UDP upload")}
+#: record kinds with a per-interval series that export as flent files
+FLENT_KINDS = ("stream", "parallel", "attack", "rtt")
+PING_SERIES = "Ping (ms) ICMP"
+"""flent's name for ICMP round-trip times (its ``ping`` runner), in ms."""
 _FLENT_TIME = "%Y-%m-%dT%H:%M:%S.%fZ"
 _FLENT_TIME_KEYS = ("TIME", "BATCH_TIME", "T0")
 
-#: record series field -> (flent series name, scale from the stored unit, unit)
-_SERIES = {"throughput_bps": (None, 1e-6, "Mbits/s"),  # name: FLENT_TESTS
+#: record series field -> (flent series name, scale from the stored unit, unit); None: the
+#: throughput series of the trial's flent test (`_flent_test`)
+_SERIES = {"throughput_bps": (None, 1e-6, "Mbits/s"),
            "tx_pps": ("tx packet rate", 1.0, "packets/s"),
-           "retransmits": ("TCP retransmits", 1.0, "count")}
+           "retransmits": ("TCP retransmits", 1.0, "count"),
+           "rtt_p50_ms": (PING_SERIES, 1.0, "ms"),
+           "rtt_max_ms": ("Ping max (ms) ICMP", 1.0, "ms"),
+           "rtt_ipdv_ms": ("Ping IPDV (ms) ICMP", 1.0, "ms")}
+#: other numeric series fields ride along under their own name, unit from the name's suffix
+_SUFFIX_UNITS = (("_bps", 1e-6, "Mbits/s"), ("_pps", 1.0, "packets/s"), ("_ms", 1.0, "ms"), ("_s", 1.0, "s"))
+
+
+def _flent_test(trial: dict) -> tuple[str, str | None]:
+    """(flent test NAME, name of the throughput series) whose plots fit the trial: one TCP stream
+    as ``tcp_1up`` (``tcp_1up_noping`` without an RTT probe), N streams as ``tcp_nup`` (total as
+    ``TCP upload sum``), UDP as ``udp_flood``, a ping trial as ``ping``."""
+    kind, traffic = trial.get("kind"), trial.get("traffic")
+    has_rtt = any("rtt_p50_ms" in s for s in trial.get("series") or [])
+    if kind == "rtt":
+        return "ping", None
+    if kind == "parallel" or (traffic == "tcp" and (trial.get("streams") or 1) > 1):
+        return "tcp_nup", "TCP upload sum"
+    if traffic == "tcp":
+        return ("tcp_1up" if has_rtt else "tcp_1up_noping"), "TCP upload"
+    if traffic == "udp":
+        return "udp_flood", "UDP upload"
+    return "fwlab", "throughput"
 
 
 # --- CSV -------------------------------------------------------------------------------------------
@@ -95,6 +131,18 @@ def trials_csv(trials: list[dict]) -> str:
         row["flags"] = ";".join(f.get("code", "?") if isinstance(f, dict) else str(f) for f in t.get("flags") or [])
         row["error"] = t.get("error")
         w.writerow(row)
+    return buf.getvalue()
+
+
+def series_csv(trials: list[dict]) -> str:
+    """Long-format CSV of every trial's per-interval series: ``trial_id,t_s,field,value``, one row
+    per sample and field (`fwlab.analysis.load.series_rows`)."""
+    from fwlab.analysis.load import SERIES_COLUMNS, series_rows
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(SERIES_COLUMNS)
+    w.writerows(series_rows(trials))
     return buf.getvalue()
 
 
@@ -126,27 +174,50 @@ def _safe_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", text)
 
 
+def _series_spec(field: str, throughput_name: str | None) -> tuple[str, float, str] | None:
+    if field in _SERIES:
+        name, scale, unit = _SERIES[field]
+        return (name or throughput_name or "throughput"), scale, unit
+    for suffix, scale, unit in _SUFFIX_UNITS:
+        if field.endswith(suffix):
+            return field, scale, unit
+    return field, 1.0, ""
+
+
 def flent_document(trial: dict, run: dict) -> dict | None:
-    """flent data file (format version 3) for one stream trial; None when it has no series."""
-    series = trial.get("series") or []
-    if trial.get("kind") != "stream" or not series:
+    """flent data file (format version 3) for one trial of a `FLENT_KINDS` kind with a
+    per-interval series; None otherwise."""
+    series = [s for s in trial.get("series") or [] if s.get("t_s") is not None]
+    if trial.get("kind") not in FLENT_KINDS or not series:
         return None
     t0 = _parse_utc(trial.get("started_utc")) or datetime.now(UTC).replace(tzinfo=None)
     x = [float(s["t_s"]) for s in series]
     results: dict[str, list] = {}
     raw: dict[str, list] = {}
     series_meta: dict[str, dict] = {}
-    test_name, throughput_series = FLENT_TESTS.get(trial.get("traffic"), ("fwlab", "throughput"))
-    for field, (name, scale, unit) in _SERIES.items():
-        name = name or throughput_series
-        if not any(field in s for s in series):
+    test_name, throughput_series = _flent_test(trial)
+    fields = [f for f in _SERIES if any(f in s for s in series)]
+    fields += sorted({f for s in series for f, v in s.items()
+                      if f != "t_s" and f not in _SERIES and isinstance(v, (int, float)) and not isinstance(v, bool)})
+    for field in fields:
+        name, scale, unit = _series_spec(field, throughput_series)
+        if name in results:
             continue
-        ys = [None if s.get(field) is None else float(s[field]) * scale for s in series]
+        ys = [None if not isinstance(s.get(field), (int, float)) else float(s[field]) * scale for s in series]
         results[name] = ys
         raw[name] = [{"t": _epoch(t0) + xi, "val": y} for xi, y in zip(x, ys) if y is not None]
         series_meta[name] = {"UNITS": unit, "FWLAB_FIELD": field}
+    streams = int(trial.get("streams") or 1)
+    if test_name == "tcp_nup" and throughput_series in results:
+        name = "TCP upload avg"  # flent's tcp_nup plots the per-stream average beside the sum
+        results[name] = [None if y is None else y / streams for y in results[throughput_series]]
+        raw[name] = [{"t": v["t"], "val": v["val"] / streams} for v in raw[throughput_series]]
+        series_meta[name] = {"UNITS": "Mbits/s", "FWLAB_FIELD": f"throughput_bps / {streams}"}
     stamp = t0.strftime(_FLENT_TIME)
     host = run.get("host") or {}
+    params = {f: trial.get(f) for f in IDENTITY_FIELDS[:16]}
+    if test_name == "tcp_nup":
+        params["upload_streams"] = streams
     metadata = {
         "NAME": test_name,
         "TITLE": trial["trial_id"],
@@ -157,30 +228,34 @@ def flent_document(trial: dict, run: dict) -> dict | None:
         "STEP_SIZE": (x[1] - x[0]) if len(x) > 1 else (x[0] or 1.0),
         "HOST": None,
         "HOSTS": [],
-        "LOCAL_HOST": None,
+        "LOCAL_HOST": host.get("hostname"),
         "IP_VERSION": trial.get("ip_version"),
-        "NOTE": f"fwlab {trial.get('tool')} {trial.get('traffic')} trial through {trial.get('backend')} "
-                f"{trial.get('layout')} with {trial.get('rules')} rules ({trial.get('mode')})",
+        "NOTE": f"fwlab {trial.get('kind')} trial: {trial.get('tool')} {trial.get('traffic')} through "
+                f"{trial.get('backend')} {trial.get('layout')} with {trial.get('rules')} rules ({trial.get('mode')})",
         "DATA_FILENAME": _safe_name(trial["trial_id"]) + FLENT_SUFFIX,
-        "TEST_PARAMETERS": {f: trial.get(f) for f in IDENTITY_FIELDS[:16]},
+        "TEST_PARAMETERS": params,
         "SERIES_META": series_meta,
+        "KERNEL_NAME": "Linux",
+        "KERNEL_RELEASE": host.get("kernel"),
         "FWLAB_VERSION": host.get("fwlab_version", fwlab.__version__),
         "FWLAB_SUITE": (run.get("suite") or {}).get("name"),
-        "KERNEL_RELEASE": host.get("kernel"),
+        "FWLAB_KIND": trial.get("kind"),
         "FWLAB_METRICS": trial.get("metrics"),
     }
+    if trial.get("kind") == "attack":
+        metadata["FWLAB_BACKGROUND"] = (trial.get("extra") or {}).get("background") or trial.get("background")
     return {"version": FLENT_FILEFORMAT_VERSION, "metadata": metadata, "x_values": x,
             "results": results, "raw_values": raw}
 
 
 def flent_documents(rec: RunRecord) -> list[dict]:
-    """flent documents for every stream trial of the record that has a per-interval series."""
-    docs = [flent_document(t, rec.run) for t in rec.trials("stream")]
+    """flent documents for every trial of a `FLENT_KINDS` kind that has a per-interval series."""
+    docs = [flent_document(t, rec.run) for t in rec.trials() if t.get("kind") in FLENT_KINDS]
     return [d for d in docs if d is not None]
 
 
 def write_flent(rec: RunRecord, out_dir: Path | str) -> list[Path]:
-    """Write one ``<trial id>.flent.gz`` per stream trial with series into `out_dir`."""
+    """Write one ``<trial id>.flent.gz`` per trial with a series (`flent_documents`) into `out_dir`."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
@@ -269,10 +344,10 @@ def export_run(run_dir: Path | str, fmt: str, out: Path | str | None = None) -> 
     if fmt == "flent":
         paths = write_flent(rec, Path(out) if out else rec.path / "flent")
         if not paths:
-            raise FwlabError(f"{run_dir} has no stream trial with a per-interval series",
+            raise FwlabError(f"{run_dir} has no {'/'.join(FLENT_KINDS)} trial with a per-interval series",
                              fix="export csv or json instead")
         return None, paths
-    text = trials_csv(rec.trials()) if fmt == "csv" else record_json(rec)
+    text = {"csv": trials_csv, "series": series_csv}[fmt](rec.trials()) if fmt != "json" else record_json(rec)
     if out is None:
         return text, []
     out = Path(out)

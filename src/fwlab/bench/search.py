@@ -27,7 +27,7 @@ from typing import TextIO
 from fwlab.dut import DutContext, get_backend
 from fwlab.rules import generate
 from fwlab.runners.engine import EngineMeasurer
-from fwlab.runners.rfc2544 import Rfc2544Options, Rfc2544Runner
+from fwlab.methods.rfc2544 import Rfc2544Options, Rfc2544Runner
 from fwlab.search import run_search
 from fwlab.testbed import Testbed, Topology, new_run_id
 

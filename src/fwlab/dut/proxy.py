@@ -45,7 +45,7 @@ from fwlab.dut.base import COUNTER_CLASSES, Backend, DutContext, register
 from fwlab.errors import BackendError
 from fwlab.rules.model import RuleSet
 from fwlab.rules.urls import block_list
-from fwlab.runners.txmix import N_SERVERS, nth_address, server_host
+from fwlab.testbed.servers import N_SERVERS, nth_address, server_host
 from fwlab.testbed.host import LocalHost, Spawned
 from fwlab.testbed.topology import ROUTED_PLAN
 

@@ -8,11 +8,15 @@ helpers to pick values out of stored trials. Never touches the test bed; reads t
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
+import json
 import pkgutil
+import re
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from fwlab.errors import FwlabError
 from fwlab.published.model import Study, load_study
@@ -23,8 +27,24 @@ REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
 NOT_MEASURED = "not measured"
 INCONCLUSIVE = "inconclusive"
-"""A 'no effect' finding whose fwlab threshold is too wide to confirm it (a noisy run)."""
-VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_MEASURED)
+"""The run cannot decide: a quality flag on the trials used says the generator or a CPU was the
+limit, or the difference is within the noise of the repetitions; the reason says which."""
+NOT_TESTABLE = "not testable here"
+"""This bed cannot produce a negative verdict (or any) for the finding; the reason says why."""
+VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_MEASURED, NOT_TESTABLE)
+DECIDED = (REPRODUCED, NOT_REPRODUCED)
+NEEDS_REASON = (INCONCLUSIVE, NOT_MEASURED, NOT_TESTABLE)
+
+LIMIT_FLAGS = {
+    "generator-short": "the traffic generator fell short of its intended load",
+    "cpu-saturated": "the sender's CPU was saturated (on veth it also does the DUT's forwarding)",
+    "client-cpu-bound": "the clients' CPU was the limit",
+    "flood-generator-short": "the flood generator fell short of its intended rate",
+    "max-load-passed": "the search passed its largest load, so the figure is the generator's, a lower bound",
+    "receiver-bound": "the receiving process, not the DUT, dropped packets",
+}
+"""Quality flags (codes the runners write on a trial) that say the generator or a CPU, not the
+firewall, set the figure: a finding reading such a trial cannot be reproduced or not reproduced."""
 
 
 @dataclass(frozen=True)
@@ -50,13 +70,64 @@ class Finding:
     criterion: str
     """When fwlab counts it as reproduced."""
     verdict: str
+    reason: str = ""
+    """Why the verdict is inconclusive, not measured or not testable here (empty when decided)."""
+    trial_ids: tuple[str, ...] = ()
+    """The trials whose figures the verdict read."""
+    id: str = ""
+    """A stable machine name, e.g. 'seed-001/rules-flat' (set by `compare_study` when empty)."""
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
             raise FwlabError(f"verdict {self.verdict!r} is not one of {VERDICTS}", fix="use the constants")
+        if self.verdict == NOT_MEASURED and not self.reason:
+            object.__setattr__(self, "reason", self.fwlab)
+        if self.verdict in NEEDS_REASON and not self.reason:
+            raise FwlabError(f"finding {self.claim!r} is {self.verdict} without a reason", fix="give the reason")
+
+    @classmethod
+    def judge(cls, *, claim: str, published: str, fwlab: str, criterion: str, verdict: str,
+              used: list[dict] = (), reason: str = "", weighed: tuple[str, ...] = (), id: str = "") -> "Finding":
+        """A finding whose decided verdict (reproduced / not reproduced) turns inconclusive when a
+        trial in `used` carries a limiting quality flag (`LIMIT_FLAGS`) the finding has not
+        itself `weighed`; the reason names the flags and the trials."""
+        ids = tuple(str(t.get("trial_id")) for t in used if t.get("trial_id") is not None)
+        if verdict in DECIDED:
+            lim = limit_reason(used, ignore=weighed)
+            if lim:
+                reason = f"{lim}; the numbers alone would say '{verdict}'"
+                verdict = INCONCLUSIVE
+        return cls(claim=claim, published=published, fwlab=fwlab, criterion=criterion, verdict=verdict,
+                   reason=reason, trial_ids=ids, id=id)
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "statement": self.claim, "verdict": self.verdict, "reason": self.reason,
+                "trial_ids": list(self.trial_ids), "published": self.published, "fwlab": self.fwlab,
+                "criterion": self.criterion}
 
     def sentence(self) -> str:
-        return f"{self.claim}: {self.verdict}. {self.fwlab}"
+        why = f" ({self.reason})" if self.reason and self.reason != self.fwlab else ""
+        return f"{self.claim}: {self.verdict}{why}. {self.fwlab}"
+
+
+def limit_reason(trials, ignore: tuple[str, ...] = ()) -> str:
+    """'cpu-saturated on 3 of 8 trials (t1, t2, t5): the sender's CPU ...; ...', or '' when no
+    trial carries a limiting flag (`LIMIT_FLAGS`, minus `ignore`)."""
+    trials = list(trials)
+    by_code: dict[str, list[str]] = {}
+    for t in trials:
+        for f in t.get("flags") or []:
+            code = f.get("code") if isinstance(f, dict) else None
+            if code in LIMIT_FLAGS and code not in ignore:
+                ids = by_code.setdefault(code, [])
+                tid = str(t.get("trial_id") or "?")
+                if tid not in ids:
+                    ids.append(tid)
+    parts = []
+    for code, ids in sorted(by_code.items()):
+        shown = ", ".join(ids[:4]) + (", ..." if len(ids) > 4 else "")
+        parts.append(f"{code} on {len(ids)} of {len(trials)} trials used ({shown}): {LIMIT_FLAGS[code]}")
+    return "; ".join(parts)
 
 
 @dataclass
@@ -71,6 +142,11 @@ class StudyComparison:
 
     def counts(self) -> dict[str, int]:
         return {v: sum(1 for f in self.findings if f.verdict == v) for v in VERDICTS}
+
+    def findings_json(self) -> dict:
+        """The verdicts as a program reads them (written beside the record as findings.json)."""
+        return {"study": self.study.study, "verdicts": list(VERDICTS),
+                "counts": self.counts(), "findings": [f.to_dict() for f in self.findings]}
 
 
 Comparator = Callable[[Study, dict, list[dict]], StudyComparison]
@@ -105,13 +181,46 @@ def compare_study(run: dict, trials: list[dict], study: str | None = None) -> St
     _load_builtin()
     if study not in COMPARATORS:
         raise FwlabError(f"no comparison for study '{study}'", fix=f"use one of {', '.join(COMPARATORS.names())}")
-    return COMPARATORS.get(study)(load_study(study), run, trials)
+    out = COMPARATORS.get(study)(load_study(study), run, trials)
+    seen: dict[str, int] = {}
+    for i, f in enumerate(out.findings):
+        base = f.id or f"{study}/{_slug(f.claim)}"
+        seen[base] = seen.get(base, 0) + 1
+        fid = base if seen[base] == 1 else f"{base}-{seen[base]}"
+        if fid != f.id:
+            out.findings[i] = dataclasses.replace(f, id=fid)
+    return out
+
+
+def _slug(text: str) -> str:
+    words = re.findall(r"[a-z0-9]+", text.lower())
+    return "-".join(words[:8])
+
+
+FINDINGS_FILE = "findings.json"
+
+
+def write_findings(run_dir, run: dict, trials: list[dict]):
+    """Write the run's verdicts as ``findings.json`` beside the record (None, and nothing written,
+    when the run names no study). Returns the path."""
+    path = Path(run_dir) / FINDINGS_FILE
+    cmp = compare_study(run, trials)
+    if cmp is None:
+        path.unlink(missing_ok=True)   # a stale file from an earlier study setting would mislead
+        return None
+    path.write_text(json.dumps(cmp.findings_json(), indent=1, sort_keys=True) + "\n")
+    return path
 
 
 # --- picking values out of stored trials -----------------------------------------------------------
 
 def values(trials: list[dict], metric: str, **match) -> list[float]:
     """`metric` of every successful trial whose fields equal `match` (a callable matches by test)."""
+    return [float(t["metrics"][metric]) for t in pick(trials, metric, **match)]
+
+
+def pick(trials: list[dict], metric: str, **match) -> list[dict]:
+    """The successful trials `values` reads (those with `metric`, fields equal to `match`)."""
     out = []
     for t in trials:
         if t.get("error") or not t.get("metrics"):
@@ -126,7 +235,7 @@ def values(trials: list[dict], metric: str, **match) -> list[float]:
             if not ok:
                 break
         if ok and t["metrics"].get(metric) is not None:
-            out.append(float(t["metrics"][metric]))
+            out.append(t)
     return out
 
 
@@ -176,15 +285,17 @@ def config_name(backend: str, layout: str | None = None, shortcut: bool = False)
     return s + (" +established" if shortcut else "")
 
 
-def no_effect_verdict(pairs: list[tuple[list[float], list[float]]], floor_pct: float) -> str:
-    """Verdict on a 'no effect' finding from (reference, changed) repetitions per point.
+def no_effect_verdict(pairs: list[tuple[list[float], list[float]]], floor_pct: float) -> tuple[str, str]:
+    """(verdict, reason) on a 'no effect' finding from (reference, changed) repetitions per point.
 
     Reproduced when every point keeps at least `floor_pct` % of its reference; not reproduced
     when a point falls below it and the drop is significant (fwlab.stats: outside two standard
     errors of the difference) or cannot be tested (one repetition: the ratio decides, as the
-    seeds did); inconclusive when every point below the floor is within the noise.
+    seeds did); inconclusive ("difference within noise at n repetitions") when every point
+    below the floor is within the noise.
     """
-    below_sig = below_noise = False
+    below_sig = False
+    noisy: list[int] = []
     for ref, other in pairs:
         r = ratio_pct(other, ref)
         if r is None or r >= floor_pct:
@@ -193,7 +304,25 @@ def no_effect_verdict(pairs: list[tuple[list[float], list[float]]], floor_pct: f
         if c is None or c.significant_2sigma is None or c.significant_2sigma:
             below_sig = True
         else:
-            below_noise = True
+            noisy.append(min(len(ref), len(other)))
     if below_sig:
-        return NOT_REPRODUCED
-    return INCONCLUSIVE if below_noise else REPRODUCED
+        return NOT_REPRODUCED, ""
+    if noisy:
+        return INCONCLUSIVE, (f"below {floor_pct:g} % but the difference is within the noise at "
+                              f"{min(noisy)} repetitions")
+    return REPRODUCED, ""
+
+
+def direction_verdict(c, b_above: bool) -> tuple[str, str]:
+    """(verdict, reason) on a 'B is above A' (or below, `b_above` False) finding from a
+    `change(a, b)`: reproduced / not reproduced when the difference is significant; inconclusive
+    when it is within the noise or the repetitions give no spread to judge it by."""
+    if c is None or c.change_pct is None:
+        return NOT_MEASURED, "no figures on both sides"
+    n = min(c.n_a, c.n_b)
+    if c.significant_2sigma is None:
+        return INCONCLUSIVE, f"no spread to judge the difference by at {n} repetition(s)"
+    if not c.significant_2sigma:
+        return INCONCLUSIVE, (f"difference within noise at {n} repetitions ({c.change_pct:+.1f} % against a "
+                              f"threshold of {c.threshold_pct:.1f} %)")
+    return (REPRODUCED if (c.mean_b > c.mean_a) == b_above else NOT_REPRODUCED), ""

@@ -11,6 +11,7 @@ rate-0 trial of the same flood item), firewall off (backend none) and on.
 from __future__ import annotations
 
 from fwlab.published.compare import (
+    INCONCLUSIVE,
     NOT_MEASURED,
     NOT_REPRODUCED,
     REPRODUCED,
@@ -25,7 +26,6 @@ from fwlab.published.compare import (
     no_effect_verdict,
     ratio_pct,
     register,
-    values,
 )
 from fwlab.published.model import Study
 
@@ -53,6 +53,18 @@ def _tcp_flood(trials):
 def _payload(t: dict) -> int | None:
     s = t.get("size_bytes")
     return FRAME_TO_PAYLOAD.get(s, s) if t.get("traffic") == "engine" else s
+
+
+def _payload_bps(t: dict) -> float | None:
+    """The trial's throughput in UDP/TCP payload bits per second, as netperf counts: fwlab-engine
+    reports Ethernet frame bits incl. FCS, scaled here by payload / frame size."""
+    m = (t.get("metrics") or {}).get(METRIC)
+    if m is None:
+        return None
+    s = t.get("size_bytes")
+    if t.get("traffic") == "engine" and s in FRAME_TO_PAYLOAD:
+        return float(m) * FRAME_TO_PAYLOAD[s] / s
+    return float(m)
 
 
 @register("seed-000")
@@ -83,11 +95,15 @@ def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
                  if x.get("backend") != "none" and x.get("mode") != "direct"})
     rules = sorted({int(x.get("rules") or 0) for x in st if x.get("backend") != "none"})
 
-    def v(traffic, payload, cfg, n):
+    def used(traffic, payload, cfg, *ns):
         be, lay, sc = cfg
-        return [val for x in st if x.get("traffic") == traffic and _payload(x) == payload and x.get("backend") == be
-                and x.get("layout") == lay and bool(x.get("stateful_shortcut")) == sc and int(x.get("rules") or 0) == n
-                and not x.get("error") and x.get("metrics") for val in [x["metrics"].get(METRIC)] if val is not None]
+        return [x for x in st if x.get("traffic") == traffic and _payload(x) == payload and x.get("backend") == be
+                and x.get("layout") == lay and bool(x.get("stateful_shortcut")) == sc and int(x.get("rules") or 0) in ns
+                and not x.get("error") and x.get("metrics") and _payload_bps(x) is not None]
+
+    def v(traffic, payload, cfg, n):
+        """Payload bit/s of the matching trials (ratios are the same in frame or payload bits)."""
+        return [_payload_bps(x) for x in used(traffic, payload, cfg, n)]
 
     rows = []
     for traffic, label in (("tcp", "TCP"), ("engine", "UDP one-way")):
@@ -98,16 +114,21 @@ def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
                     continue
                 rows.append((f"{label} {size} B", config_name(*cfg), fmt(mean(z) / 1e6, 0),
                              *[fmt(ratio_pct(v(traffic, size, cfg, n), z), 0) for n in rules if n > 0]))
-    direct = {tr: values(st, METRIC, mode="direct", traffic=tr) for tr in ("tcp", "engine")}
+    direct = {tr: [b for x in st if x.get("mode") == "direct" and x.get("traffic") == tr and not x.get("error")
+                   for b in [_payload_bps(x)] if b is not None] for tr in ("tcp", "engine")}
     out.tables.append(SideTable(
-        title="fwlab: throughput as % of 0 rules (0-rule figure in Mbit/s)",
-        header=("traffic", "firewall", "0 rules [Mbit/s]", *[f"{n:,} rules [%]" for n in rules if n > 0]),
+        title="fwlab: throughput as % of 0 rules (0-rule figure in payload Mbit/s)",
+        header=("traffic (payload size)", "firewall", "0 rules [payload Mbit/s]",
+                *[f"{n:,} rules [%]" for n in rules if n > 0]),
         rows=tuple(rows), left=2,
-        note="Means over repetitions. UDP one-way: fwlab-engine frames, throughput in frame bits incl. FCS."))
+        note="Means over repetitions. Payload bits as netperf counts them: fwlab-engine's UDP frames (110/558/1446 B "
+             "incl. FCS) are measured in frame bits and converted by payload / frame size; % of 0 rules is the same "
+             "in either unit."))
     pub_rows = [(label, fmt(vals[0], 0)) for label, vals in t.rows]
     pub_rows += [("fwlab direct, TCP maximum over write sizes", fmt(max(direct["tcp"]) / 1e6 if direct["tcp"] else None, 0)),
                  ("fwlab direct, UDP one-way maximum over sizes", fmt(max(direct["engine"]) / 1e6 if direct["engine"] else None, 0))]
-    out.tables.append(SideTable(title=f"{t.ref}: as published, and fwlab's direct figures", header=("figure", "Mbit/s"),
+    out.tables.append(SideTable(title=f"{t.ref}: as published, and fwlab's direct figures",
+                                header=("figure", "payload Mbit/s (netperf's unit)"),
                                 rows=tuple(pub_rows),
                                 note="Absolute rates do not compare (32-bit PCI NICs then, veth here)."))
 
@@ -119,26 +140,31 @@ def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
         r = {s: ratio_pct(v("tcp", s, cfg, top), v("tcp", s, cfg, 0)) for s in tcp_sizes}
         r = {s: x for s, x in r.items() if x is not None}
         if top and r:
-            out.findings.append(Finding(
+            verdict, why = no_effect_verdict([(v("tcp", s, cfg, 0), v("tcp", s, cfg, top)) for s in r], 90.0)
+            out.findings.append(Finding.judge(
+                id=f"seed-000/tcp-flat/{name}", used=[x for s in r for x in used("tcp", s, cfg, 0, top)], reason=why,
                 claim="TCP throughput is the same at every rule count (stateful netfilter)",
                 published="Fig. 4: the curves with and without rules 'coincide one to one'",
                 fwlab=f"fwlab {name} at {top:,} rules: {fmt_range(list(r.values()))} of its 0-rule TCP throughput "
                       f"(write sizes {', '.join(str(s) for s in r)} B).",
                 criterion="at least 90 % of 0 rules at every write size (inconclusive when a lower figure is "
                           "within the noise of the repetitions)",
-                verdict=no_effect_verdict([(v("tcp", s, cfg, 0), v("tcp", s, cfg, top)) for s in r], 90.0)))
+                verdict=verdict))
         below = [n for n in rules if 0 < n <= 200]
         above = [n for n in rules if n >= 500]
         z = v("engine", 1400, cfg, 0)
         if z and below:
             n200 = max(below)
             p200 = ratio_pct(v("engine", 1400, cfg, n200), z)
-            out.findings.append(Finding(
+            verdict, why = (NOT_MEASURED, "no 1400 B figure at 200 rules") if p200 is None else \
+                no_effect_verdict([(z, v("engine", 1400, cfg, n200))], 90.0)
+            out.findings.append(Finding.judge(
+                id=f"seed-000/udp-flat-to-200/{name}", used=used("engine", 1400, cfg, 0, n200), reason=why,
                 claim="One-way UDP of 1400 B is not slowed up to 200 rules",
                 published=f"{t.value('netfilter, UDP_STREAM 1400 B, up to 200 rules (Fig. 5)', 'value'):.0f} Mbit/s up to 200 rules",
                 fwlab=f"fwlab {name}: {fmt(p200, 0)} % of the 0-rule rate at {n200} rules.",
                 criterion="at least 90 % of the 0-rule rate (inconclusive when lower but within the noise)",
-                verdict=NOT_MEASURED if p200 is None else no_effect_verdict([(z, v("engine", 1400, cfg, n200))], 90.0)))
+                verdict=verdict))
         if z and below and above:
             n200 = max(below)
             ref = v("engine", 1400, cfg, n200)
@@ -147,21 +173,32 @@ def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
             pub = 100.0 * t.value("netfilter, UDP_STREAM, 500 and 1000 rules: below (Fig. 5)", "value") / \
                 t.value("netfilter, UDP_STREAM 1400 B, up to 200 rules (Fig. 5)", "value")
             if drops:
-                out.findings.append(Finding(
+                collapsed = max(drops.values()) < pub
+                noisy = [n for n in drops if (c := change(ref, v("engine", 1400, cfg, n))) is not None
+                         and c.significant_2sigma is False]
+                verdict, why = (REPRODUCED if collapsed else NOT_REPRODUCED), ""
+                if collapsed and noisy:
+                    verdict = INCONCLUSIVE
+                    why = (f"the drop at {', '.join(f'{n:,}' for n in noisy)} rules is within the noise at "
+                           f"{min(len(ref), min(len(v('engine', 1400, cfg, n)) for n in noisy))} repetitions")
+                out.findings.append(Finding.judge(
+                    id=f"seed-000/udp-collapse/{name}", used=used("engine", 1400, cfg, n200, *drops), reason=why,
                     claim="One-way UDP collapses at 500 and 1000 rules (every packet walks the rule base)",
                     published=f"below 100 Mbit/s at 500 and 1000 rules, i.e. under {pub:.0f} % of the 200-rule rate",
                     fwlab=f"fwlab {name}, as % of its {n200}-rule rate: "
                           + ", ".join(f"{n:,} rules {x:.0f} %" for n, x in sorted(drops.items())) + ".",
                     criterion=f"under {pub:.0f} % of the {n200}-rule rate at every rule count >= 500",
-                    verdict=REPRODUCED if max(drops.values()) < pub else NOT_REPRODUCED))
+                    verdict=verdict))
     if not out.findings:
-        out.findings.append(Finding(claim="TCP flat, UDP collapsing with the rule count",
+        out.findings.append(Finding(id="seed-000/rule-count", claim="TCP flat, UDP collapsing with the rule count",
                                     published="Figs. 4 and 5", fwlab="no firewall configuration with 0 and more rules in this run.",
                                     criterion="–", verdict=NOT_MEASURED))
     _attack(out, trials)
     return out
 
 
+ATTACK_IDS: dict[str, str] = {}
+"""Finding id of each §3.3 claim (filled where the claims are defined)."""
 HALF_RANGE = (30.0, 70.0)
 """'About half' ('yarı yarıya'): fwlab counts 30-70 % of the no-flood figure as half."""
 LOW_RULES = 200
@@ -175,9 +212,11 @@ def _attack(out: StudyComparison, trials: list[dict]) -> None:
     c_half = "Under the flood, netfilter (up to 200 rules) keeps forwarding TCP at about half its no-attack throughput"
     c_off = "Under the flood, TCP without the firewall is lower than through netfilter with up to 200 rules"
     c_many = "Under the flood, 500 and 1000 rules make netfilter's TCP throughput worse than up to 200 rules"
+    ATTACK_IDS.update({c_half: "seed-000/attack-about-half", c_off: "seed-000/attack-firewall-off-lower",
+                       c_many: "seed-000/attack-many-rules-worse"})
     if not rates:
         for claim in (c_half, c_off, c_many):
-            out.findings.append(Finding(claim=claim, published="Fig. 8, §3.3 text (no numbers printed)",
+            out.findings.append(Finding(id=ATTACK_IDS[claim], claim=claim, published="Fig. 8, §3.3 text (no numbers printed)",
                                         fwlab="not measured: no TCP trial beside a UDP flood in this run.",
                                         criterion="–", verdict=NOT_MEASURED))
         return
@@ -185,12 +224,15 @@ def _attack(out: StudyComparison, trials: list[dict]) -> None:
                    key=lambda c: (c[0] != "none", c))
     sizes = sorted({t.get("size_bytes") for t in at}, key=lambda s: s or 0)
 
-    def tp(cfg, n, size, rate):
+    def tp_trials(cfg, n, size, rate):
         be, lay, sc = cfg
-        return [float(t["metrics"]["throughput_bps"]) for t in at if t.get("backend") == be and t.get("layout") == lay
+        return [t for t in at if t.get("backend") == be and t.get("layout") == lay
                 and bool(t.get("stateful_shortcut")) == sc and int(t.get("rules") or 0) == n
                 and t.get("size_bytes") == size and _flood_rate(t) == rate
                 and t["metrics"].get("throughput_bps") is not None]
+
+    def tp(cfg, n, size, rate):
+        return [float(t["metrics"]["throughput_bps"]) for t in tp_trials(cfg, n, size, rate)]
 
     def offered(cfg, n, rate):
         be, lay, sc = cfg
@@ -230,23 +272,32 @@ def _attack(out: StudyComparison, trials: list[dict]) -> None:
     high = [n for n in rules_fw if n >= 500]
     where = f"at {top:,.0f} pps"
 
-    def against(ref, ref_n, cands, higher: bool) -> tuple[bool, list[str]]:
+    def against(ref, ref_n, cands, higher: bool) -> tuple[str, str, list[str], list[dict]]:
         """Each candidate (config, rules) against the reference under the top flood, per write
-        size: whether every one moved the expected way (significantly when repetitions allow),
-        and one "<size> B <n> rules <pct> %" cell each."""
-        ok, cells = True, []
+        size: the verdict (reproduced when every one moved the expected way significantly, or by
+        the ratio with one repetition; inconclusive when the expected way but within the noise),
+        its reason, one "<size> B <n> rules <pct> %" cell each and the trials used."""
+        wrong, noisy, cells, used = False, [], [], []
         for s in sizes:
             a = tp(ref, ref_n, s, top)
             for cfg, n in cands:
                 b = tp(cfg, n, s, top)
                 if not a or not b:
                     continue
+                used += tp_trials(ref, ref_n, s, top) + tp_trials(cfg, n, s, top)
                 c = change(a, b)
                 moved = mean(b) > mean(a) if higher else mean(b) < mean(a)
                 sig = c is None or c.significant_2sigma is None or c.significant_2sigma
-                ok &= moved and sig
+                if not moved:
+                    wrong = True
+                elif not sig:
+                    noisy.append(min(len(a), len(b)))
                 cells.append(f"{s} B {n:,} rules {100.0 * mean(b) / mean(a):.0f} %")
-        return ok, cells
+        if wrong:
+            return NOT_REPRODUCED, "", cells, used
+        if noisy:
+            return INCONCLUSIVE, f"difference within noise at {min(noisy)} repetitions", cells, used
+        return REPRODUCED, "", cells, used
 
     # 1: about half, still forwarding
     pairs = [(cfg, n, s, tp(cfg, n, s, 0.0), tp(cfg, n, s, top)) for cfg in fw for n in low for s in sizes]
@@ -254,7 +305,8 @@ def _attack(out: StudyComparison, trials: list[dict]) -> None:
     if pairs:
         pcts = [ratio_pct(p[4], p[3]) for p in pairs]
         ok = all(HALF_RANGE[0] <= x <= HALF_RANGE[1] for x in pcts) and all(min(p[4]) > 0 for p in pairs)
-        out.findings.append(Finding(
+        out.findings.append(Finding.judge(
+            id="seed-000/attack-about-half", used=[t for cfg, n, s, _, _ in pairs for r in (0.0, top) for t in tp_trials(cfg, n, s, r)],
             claim=c_half, published="Fig. 8 text: with the firewall on, performance fell to about half of the "
                                     "no-attack tests ('yarı yarıya'); both firewalls kept working (§4)",
             fwlab=f"fwlab {', '.join(config_name(*c) for c in fw)}, {', '.join(str(n) for n in low)} rules, {where}: "
@@ -264,41 +316,43 @@ def _attack(out: StudyComparison, trials: list[dict]) -> None:
                       f"and write size, and never 0",
             verdict=REPRODUCED if ok else NOT_REPRODUCED))
     else:
-        out.findings.append(Finding(claim=c_half, published="Fig. 8 text: about half", criterion="–",
+        out.findings.append(Finding(id="seed-000/attack-about-half", claim=c_half, published="Fig. 8 text: about half", criterion="–",
                                     fwlab="not measured: no netfilter trial up to 200 rules with and without the flood.",
                                     verdict=NOT_MEASURED))
 
     # 2: firewall off is worse under the flood
     off = next((c for c in confs if c[0] == "none"), None)
     if off and fw and low:
-        sig_all, cells = against(off, 0, [(fw[0], n) for n in low], higher=True)  # netfilter vs no firewall
+        verdict, why, cells, used = against(off, 0, [(fw[0], n) for n in low], higher=True)  # netfilter vs none
         if cells:
-            out.findings.append(Finding(
+            out.findings.append(Finding.judge(
+                id="seed-000/attack-firewall-off-lower", used=used, reason=why,
                 claim=c_off, published="Fig. 8 text: without the firewall the transfer rate was very low under attack; "
                                        "netfilter helped up to 200 rules",
                 fwlab=f"fwlab {where}, netfilter as % of no firewall: " + ", ".join(cells) + ".",
                 criterion="netfilter above no firewall under the same flood at every write size and rule count up to "
                           f"{LOW_RULES}, significantly when repetitions allow",
-                verdict=REPRODUCED if sig_all else NOT_REPRODUCED))
+                verdict=verdict))
     if not any(f.claim == c_off for f in out.findings):
-        out.findings.append(Finding(claim=c_off, published="Fig. 8 text: very low without the firewall", criterion="–",
+        out.findings.append(Finding(id="seed-000/attack-firewall-off-lower", claim=c_off, published="Fig. 8 text: very low without the firewall", criterion="–",
                                     fwlab="not measured: this run lacks the flood beside no firewall or beside netfilter "
                                           "up to 200 rules.", verdict=NOT_MEASURED))
 
     # 3: 500/1000 rules worse than up to 200 under the flood
     if fw and low and high:
         n_low = max(low)
-        worse_all, cells = against(fw[0], n_low, [(fw[0], n) for n in high], higher=False)
+        verdict, why, cells, used = against(fw[0], n_low, [(fw[0], n) for n in high], higher=False)
         if cells:
-            out.findings.append(Finding(
+            out.findings.append(Finding.judge(
+                id="seed-000/attack-many-rules-worse", used=used, reason=why,
                 claim=c_many, published="Fig. 8 text: netfilter helped under attack up to 200 rules; at 500 or 1000 "
                                         "rules it had a negative effect",
                 fwlab=f"fwlab {config_name(*fw[0])} {where}, as % of {n_low} rules under the same flood: "
                       + ", ".join(cells) + ".",
                 criterion=f"below {n_low} rules under the same flood at every rule count >= 500 and write size, "
                           "significantly when repetitions allow",
-                verdict=REPRODUCED if worse_all else NOT_REPRODUCED))
+                verdict=verdict))
     if not any(f.claim == c_many for f in out.findings):
-        out.findings.append(Finding(claim=c_many, published="Fig. 8 text: worse at 500 and 1000 rules", criterion="–",
+        out.findings.append(Finding(id="seed-000/attack-many-rules-worse", claim=c_many, published="Fig. 8 text: worse at 500 and 1000 rules", criterion="–",
                                     fwlab="not measured: this run lacks netfilter under the flood at up to 200 and at "
                                           "500 or more rules.", verdict=NOT_MEASURED))

@@ -1,5 +1,10 @@
 """Seed 001 (Park 2003, FreeBSD firewall on SmartBits): Table 1, zero-loss throughput per frame
-size and rule count, beside fwlab's RFC 2544 throughput searches.
+size and rule count, beside fwlab's RFC 2544 throughput searches (named by their goal: only a
+goal of loss 0 and exceed ratio 0 is "zero-loss").
+
+The study's finding on the rule count (§3.3 and the conclusion): up to 5000 rules the rule count
+hardly affects throughput; above 5000 it does. fwlab checks both halves: the largest rule count up
+to 5000 against 0 rules, and the largest above 5000 against that.
 
 Normalisation: the seed's % of line rate cannot compare with a veth bed (no line rate), so both
 sides are compared as the throughput at the largest rule count relative to the smallest (the
@@ -13,7 +18,9 @@ bridge / gateway and as what stopped each search (the DUT's connection table or 
 from __future__ import annotations
 
 from fwlab.published.compare import (
+    INCONCLUSIVE,
     NOT_MEASURED,
+    NOT_TESTABLE,
     NOT_REPRODUCED,
     REPRODUCED,
     Finding,
@@ -22,13 +29,20 @@ from fwlab.published.compare import (
     change,
     fmt,
     mean,
+    pick,
     ratio_pct,
     register,
     values,
 )
 from fwlab.published.model import Study
+from fwlab.stats.goal_label import result_label
 
 METRIC = "throughput_pps"
+FLAT_UP_TO = 5000
+"""The study: up to 5000 rules the rule count hardly affects throughput; above 5000 it does."""
+EFFECT_PCT = 2.0
+"""'An effect' above 5000 rules: more than this % below the figure at 5000 (or fewer) rules (the
+study's own largest drop, 128 B frames: 4.2 %)."""
 
 
 CAP_METRIC = "capacity_connections"
@@ -67,7 +81,7 @@ def _capacity(study: Study, out: StudyComparison, trials: list[dict]) -> None:
     claim = "Bridge mode holds more concurrent connections than gateway mode"
     published = f"bridge {pub['bridge']:,.0f}, gateway {pub['routed']:,.0f} sessions (bridge / gateway {pub_ratio:.2f})"
     if not cap:
-        out.findings.append(Finding(
+        out.findings.append(Finding(id="seed-001/bridge-holds-more",
             claim=claim, published=published, fwlab="not measured: no connection-capacity search in this run.",
             criterion="bridge above gateway by more than the search's width", verdict=NOT_MEASURED))
         return
@@ -99,7 +113,7 @@ def _capacity(study: Study, out: StudyComparison, trials: list[dict]) -> None:
     crit = "bridge above gateway by more than the search's width (and significantly, with repetitions)"
     if not vals["routed"] or not vals["bridge"]:
         have = [MODE_NAMES[m] for m in MODE_NAMES if vals[m]]
-        out.findings.append(Finding(
+        out.findings.append(Finding(id="seed-001/bridge-holds-more",
             claim=claim, published=published, fwlab=f"only {', '.join(have) or 'no'} mode has a capacity figure in this run.",
             criterion=crit, verdict=NOT_MEASURED))
     else:
@@ -112,6 +126,7 @@ def _capacity(study: Study, out: StudyComparison, trials: list[dict]) -> None:
                   for m in MODE_NAMES}
         why = "; ".join(f"{MODE_NAMES[m]} stopped by: {' / '.join(c)}" for m, c in causes.items() if c)
         c = change(vals["routed"], vals["bridge"])
+        reason = ""
         if cap_r and cap_b:
             verdict = NOT_MEASURED
             text += "; both searches held every connection they asked for, so neither mode's limit was found."
@@ -126,31 +141,56 @@ def _capacity(study: Study, out: StudyComparison, trials: list[dict]) -> None:
             sig = c is None or c.significant_2sigma is None or c.significant_2sigma
             verdict = REPRODUCED if above and sig else NOT_REPRODUCED
             both_full = all(_table_full(t["metrics"].get("limit_cause")) for t in by_mode["routed"] + by_mode["bridge"])
+            reason = ""
+            if above and not sig:
+                verdict = INCONCLUSIVE
+                reason = f"difference within noise at {min(len(vals['routed']), len(vals['bridge']))} repetitions"
+            elif verdict == NOT_REPRODUCED and both_full:
+                # one host-wide table (nf_conntrack_max) stopped both modes: equal by construction
+                limits = sorted({int(t["metrics"]["conntrack_max"]) for t in cap if t["metrics"].get("conntrack_max")})
+                verdict = INCONCLUSIVE
+                reason = ("the bed cannot reach the seed's regime: both modes stopped at the same host-wide connection "
+                          f"table (nf_conntrack_max {', '.join(f'{x:,}' for x in limits) or '?'}), so they come out "
+                          "equal whatever the mode costs")
             text += (f"; {'within' if not above else 'beyond'} the search's {100 * width:.0f} % width"
                      + (", not significant over the repetitions" if above and not sig else "")
                      + ("; both stopped at the DUT's full connection table" if both_full else
                         (f" ({why})" if why else "")) + ".")
-        out.findings.append(Finding(claim=claim, published=published, fwlab=text, criterion=crit, verdict=verdict))
+        # max-load-passed is weighed above: a held-every-connection search is read as a lower bound
+        out.findings.append(Finding.judge(
+            id="seed-001/bridge-holds-more", claim=claim, published=published, fwlab=text, criterion=crit,
+            verdict=verdict, used=by_mode["routed"] + by_mode["bridge"], weighed=("max-load-passed",),
+            reason="both searches held every connection they asked for: neither mode's limit was found"
+            if verdict == NOT_MEASURED else reason))
 
-    # §3.5: the concurrent session count is a matter of memory (the session table), not of the packet path
+    # §3.5: the concurrent session count is a matter of memory (the session table), not of the packet path.
+    # On this bed the table's size is the host's nf_conntrack_max (read-only in a namespace, never
+    # varied with memory): a search whose target lies above it can only stop at the table, so "set by
+    # memory" cannot be confirmed here; it can be refuted (a search stopped by something else first).
     claim2 = "The number of concurrent sessions is set by the session table's memory, not by the packet path (§3.5)"
+    pub2 = "§3.5: the concurrent session number depends on the system's RAM"
+    crit2 = ("refuted when a search stops below the DUT's connection table for another cause; confirming it needs "
+             "the table size varied with memory, which this bed cannot do")
     failed = [t for t in cap if not _capped(t) and t["metrics"].get(CAP_METRIC) is not None]
     if not failed:
-        out.findings.append(Finding(
-            claim=claim2, published="§3.5: the concurrent session number depends on the system's RAM",
+        out.findings.append(Finding(id="seed-001/sessions-set-by-memory",
+            claim=claim2, published=pub2,
             fwlab="not measured: no capacity search in this run found a limit (every connection asked for was held).",
-            criterion="every search stopped at the DUT's full connection table", verdict=NOT_MEASURED))
+            criterion=crit2, verdict=NOT_MEASURED))
     else:
         full = [t for t in failed if _table_full(t["metrics"].get("limit_cause"))]
         other = sorted({str(t["metrics"].get("limit_cause") or "no cause recorded") for t in failed if t not in full})
         text = (f"fwlab: {len(full)} of {len(failed)} capacity searches stopped at the DUT's full connection table "
                 f"(nf_conntrack_count at nf_conntrack_max)")
         text += (f"; the others: {'; '.join(other)}." if other else ".")
-        out.findings.append(Finding(
-            claim=claim2, published="§3.5: the concurrent session number depends on the system's RAM",
-            fwlab=text, criterion="every search that found a limit stopped at the DUT's full connection table "
-                                  "(whose default size Linux derives from RAM)",
-            verdict=REPRODUCED if len(full) == len(failed) else NOT_REPRODUCED))
+        limits = sorted({int(t["metrics"]["conntrack_max"]) for t in failed if t["metrics"].get("conntrack_max")})
+        why = (f"the DUT's connection table is the host's nf_conntrack_max ({', '.join(f'{x:,}' for x in limits) or '?'}), "
+               "fixed and not derived from the DUT's memory here; a search whose target lies above it can only stop at "
+               "the table, so stopping there does not show that memory sets the count")
+        out.findings.append(Finding.judge(
+            id="seed-001/sessions-set-by-memory", claim=claim2, published=pub2, fwlab=text, criterion=crit2,
+            used=failed, verdict=NOT_TESTABLE if len(full) == len(failed) else NOT_REPRODUCED,
+            reason=why if len(full) == len(failed) else ""))
 
 
 @register("seed-001")
@@ -187,15 +227,16 @@ def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
     def v(size, n, layout, mode=gw):
         return values(tp, METRIC, mode=mode, size_bytes=size, rules=n, layout=layout)
 
+    label = result_label(tp) if tp else "throughput"
     rows = []
     pub_ratios = {}
-    for label, vals in t1.rows:
+    for lab, vals in t1.rows:
         first, last = vals[0], vals[-1]
         r = None if not first else 100.0 * last / first
-        pub_ratios[int(label)] = r
-        cells = [label, fmt(first, 2), fmt(last, 2), fmt(r, 1)]
+        pub_ratios[int(lab)] = r
+        cells = [lab, fmt(first, 2), fmt(last, 2), fmt(r, 1)]
         for lay in layouts:
-            size = int(label)
+            size = int(lab)
             if size in sizes and top:
                 z, m = v(size, 0, lay), v(size, top, lay)
                 cells += [fmt(mean(z) and mean(z) / 1e3, 1), fmt(mean(m) and mean(m) / 1e3, 1), fmt(ratio_pct(m, z), 1)]
@@ -208,50 +249,135 @@ def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
         header += [f"fwlab {lay}: 0 rules [kpps]", f"fwlab {lay}: {top:,} rules [kpps]", f"fwlab {lay}: {top:,} / 0 rules [%]"]
     out.tables.append(SideTable(
         title=f"{t1.ref}, gateway mode: effect of the rule count", header=tuple(header), rows=tuple(rows),
-        note="The seed's last printed value is 5000 or 10000 rules (one column is lost in the source); fwlab: "
-             "zero-loss throughput, mean over repetitions."))
+        note="The seed's last printed value is 5000 or 10000 rules (one column is lost in the source); the seed: "
+             f"zero-loss throughput; fwlab: {label} (frame sizes incl. FCS), mean over repetitions."))
     if rules and len(rules) > 2:
         rows = []
         for lay in layouts:
             for size in sizes:
                 z = v(size, 0, lay)
-                rows.append((f"{lay}, {size} B", *[fmt(ratio_pct(v(size, n, lay), z), 1) for n in rules]))
-        out.tables.append(SideTable(title="fwlab: zero-loss throughput as % of 0 rules, per rule count",
+                rows.append((f"{lay}, {size} B frames", *[fmt(ratio_pct(v(size, n, lay), z), 1) for n in rules]))
+        out.tables.append(SideTable(title=f"fwlab: {label} as % of 0 rules, per rule count",
                                     header=("configuration", *[f"{n:,} rules" for n in rules]), rows=tuple(rows)))
 
     pub_worst = min(r for r in pub_ratios.values() if r is not None)
+    crit = pub_worst - 5.0
+    flat_claim = f"Up to {FLAT_UP_TO:,} rules the rule count has almost no effect on throughput (§3.3)"
+    more_claim = f"Above {FLAT_UP_TO:,} rules the rule count affects throughput (conclusion)"
+    mid = max((n for n in rules if 0 < n <= FLAT_UP_TO), default=None)
+    high = max((n for n in rules if n > FLAT_UP_TO), default=None)
+    flat_crit = f"at every frame size at least {crit:.1f} % of 0 rules (the published worst case minus 5 points)"
+    more_crit = (f"at some frame size the largest rule count above {FLAT_UP_TO:,} is more than {EFFECT_PCT:g} % below "
+                 f"the largest up to {FLAT_UP_TO:,} (0 rules when the run has none), significantly when repetitions allow")
     for lay in layouts:
-        ratios = {s: ratio_pct(v(s, top, lay), v(s, 0, lay)) for s in sizes} if top else {}
-        ratios = {s: r for s, r in ratios.items() if r is not None}
-        if not ratios:
-            continue
-        worst = min(ratios.values())
-        crit = pub_worst - 5.0
-        out.findings.append(Finding(
-            claim="Up to 10000 rules the rule count has almost no effect on throughput",
-            published=f"largest rule count over 1 rule: {pub_worst:.1f} % at worst (128 B), 100 % at 64 B and 512-1518 B",
-            fwlab=f"fwlab nftables {lay}, {top:,} rules over 0: " + ", ".join(f"{s} B {r:.1f} %" for s, r in sorted(ratios.items())) + ".",
-            criterion=f"at every frame size at least {crit:.1f} % (the published worst case minus 5 points)",
-            verdict=REPRODUCED if worst >= crit else NOT_REPRODUCED))
-    if not out.findings:
-        out.findings.append(Finding(
-            claim="Up to 10000 rules the rule count has almost no effect on throughput",
-            published=f"{pub_worst:.1f} % at worst", fwlab="no throughput search with 0 and more rules in this run.",
-            criterion="at least the published worst case minus 5 points", verdict=NOT_MEASURED))
+        def used(*ns, lay=lay):
+            return [t for s in sizes for n in ns for t in pick(tp, METRIC, mode=gw, size_bytes=s, rules=n, layout=lay)]
+        if mid is not None:
+            verdict, why, ratios = _judge(sizes, lambda s: v(s, 0, lay), lambda s: v(s, mid, lay), crit, below_is_bad=True)
+            out.findings.append(Finding.judge(
+                id=f"seed-001/flat-up-to-{FLAT_UP_TO}/{lay}", used=used(0, mid), reason=why, claim=flat_claim,
+                published=f"Table 1 and §3.3: the rule count hardly affects throughput up to {FLAT_UP_TO:,} rules; "
+                          f"largest printed rule count over 1 rule {pub_worst:.1f} % at worst (128 B)",
+                fwlab=f"fwlab nftables {lay}, {mid:,} rules over 0: "
+                      + ", ".join(f"{s} B {r:.1f} %" for s, r in sorted(ratios.items())) + ".",
+                criterion=flat_crit, verdict=verdict))
+        if high is not None:
+            ref_n = mid if mid is not None else 0
+            verdict, why, ratios = _judge(sizes, lambda s: v(s, ref_n, lay), lambda s: v(s, high, lay),
+                                          100.0 - EFFECT_PCT, below_is_bad=False)
+            out.findings.append(Finding.judge(
+                id=f"seed-001/effect-above-{FLAT_UP_TO}/{lay}", used=used(ref_n, high), reason=why, claim=more_claim,
+                published=f"conclusion: above {FLAT_UP_TO:,} rules the rule count affects performance (a faster "
+                          f"algorithm is needed); Table 1's last column is at most {100 - pub_worst:.1f} % below the first",
+                fwlab=f"fwlab nftables {lay}, {high:,} rules over {ref_n:,}: "
+                      + ", ".join(f"{s} B {r:.1f} %" for s, r in sorted(ratios.items())) + ".",
+                criterion=more_crit, verdict=verdict))
+    if not any(f.claim == flat_claim for f in out.findings):
+        out.findings.append(Finding(id="seed-001/flat-up-to-5000/linear",
+            claim=flat_claim, published=f"{pub_worst:.1f} % at worst",
+            fwlab=f"no throughput search at 0 and at 1 to {FLAT_UP_TO:,} rules in this run.",
+            criterion=flat_crit, verdict=NOT_MEASURED))
+    if not any(f.claim == more_claim for f in out.findings):
+        out.findings.append(Finding(id="seed-001/effect-above-5000/linear",
+            claim=more_claim, published="conclusion, no figure above 5000 beyond Table 1's last column",
+            fwlab=f"no throughput search above {FLAT_UP_TO:,} rules in this run.", criterion=more_crit,
+            verdict=NOT_MEASURED))
     if "bridge" in modes and "routed" in modes:
         lay = layouts[0]
-        ratios = {s: ratio_pct(v(s, 0, lay, "bridge"), v(s, 0, lay, "routed")) for s in sizes}
-        ratios = {s: r for s, r in ratios.items() if r is not None}
-        ok = bool(ratios) and all(r > 100.0 for r in ratios.values())
-        out.findings.append(Finding(
+        verdict, why, ratios = _above(sizes, lambda s: v(s, 0, lay, "routed"), lambda s: v(s, 0, lay, "bridge"))
+        out.findings.append(Finding.judge(
+            id="seed-001/bridge-above-gateway", reason=why,
+            used=[t for s in sizes for m in ("routed", "bridge") for t in pick(tp, METRIC, mode=m, size_bytes=s,
+                                                                                rules=0, layout=lay)],
             claim="Bridge mode forwards more than gateway mode",
             published="Fig. 5: bridge above gateway at every frame size (no numbers printed)",
             fwlab="fwlab, 0 rules, bridge as % of routed: " + ", ".join(f"{s} B {r:.0f} %" for s, r in sorted(ratios.items())) + ".",
-            criterion="bridge above routed at every frame size", verdict=REPRODUCED if ok else NOT_REPRODUCED))
+            criterion="bridge above routed at every frame size, significantly when repetitions allow", verdict=verdict))
     else:
-        out.findings.append(Finding(
+        out.findings.append(Finding(id="seed-001/bridge-above-gateway",
             claim="Bridge mode forwards more than gateway mode", published="Fig. 5 (no numbers printed)",
             fwlab="this run's throughput searches cover one mode only (the full seed-001 suite runs both).",
             criterion="bridge above routed at every frame size", verdict=NOT_MEASURED))
     _capacity(study, out, trials)
     return out
+
+
+def _above(sizes, ref_of, other_of):
+    """(verdict, reason, {size: other as % of ref}): reproduced when `other` is above `ref` at
+    every size (significantly, or by the ratio with one repetition); not reproduced when it is at
+    or below at some size (significantly, or with one repetition); else inconclusive."""
+    ratios, wrong, noisy = {}, False, []
+    for s in sizes:
+        a, b = ref_of(s), other_of(s)
+        r = ratio_pct(b, a)
+        if r is None:
+            continue
+        ratios[s] = r
+        c = change(a, b)
+        sig = c is None or c.significant_2sigma is None or c.significant_2sigma
+        if not sig:
+            noisy.append(min(len(a), len(b)))
+        elif r <= 100.0:
+            wrong = True
+    if not ratios:
+        return NOT_MEASURED, "no frame size measured in both modes", ratios
+    if wrong:
+        return NOT_REPRODUCED, "", ratios
+    if noisy:
+        return INCONCLUSIVE, f"difference within noise at {min(noisy)} repetitions", ratios
+    return REPRODUCED, "", ratios
+
+
+def _judge(sizes, ref_of, other_of, floor_pct: float, *, below_is_bad: bool, strict: bool = False):
+    """(verdict, reason, {size: other as % of ref}) over frame sizes.
+
+    below_is_bad (a 'no effect' / 'above' claim): reproduced when every size is at or above
+    `floor_pct` (above it when `strict`); a size below it is a negative verdict when the
+    difference is significant (or by the ratio with one repetition), else inconclusive.
+    Otherwise (an 'effect' claim): reproduced when some size falls below `floor_pct`
+    significantly (or by the ratio with one repetition); inconclusive when the only such sizes are
+    within the noise; not reproduced when none falls below it.
+    """
+    ratios, hit, noisy = {}, [], []
+    for s in sizes:
+        a, b = ref_of(s), other_of(s)
+        r = ratio_pct(b, a)
+        if r is None:
+            continue
+        ratios[s] = r
+        if r < floor_pct or (strict and r <= floor_pct):
+            c = change(a, b)
+            if c is None or c.significant_2sigma is None or c.significant_2sigma:
+                hit.append(s)
+            else:
+                noisy.append(min(len(a), len(b)))
+    if not ratios:
+        return NOT_MEASURED, "no frame size measured at both rule counts", ratios
+    noise = f"difference within noise at {min(noisy)} repetitions" if noisy else ""
+    if below_is_bad:
+        if hit:
+            return NOT_REPRODUCED, "", ratios
+        return (INCONCLUSIVE, noise, ratios) if noisy else (REPRODUCED, "", ratios)
+    if hit:
+        return REPRODUCED, "", ratios
+    return (INCONCLUSIVE, noise, ratios) if noisy else (NOT_REPRODUCED, "", ratios)

@@ -11,7 +11,9 @@ stream (``rtt_probe``, delay under load), IPv4 against IPv6.
 from __future__ import annotations
 
 from fwlab.published.compare import (
+    INCONCLUSIVE,
     NOT_MEASURED,
+    NOT_TESTABLE,
     NOT_REPRODUCED,
     REPRODUCED,
     SIGNIFICANT,
@@ -20,12 +22,20 @@ from fwlab.published.compare import (
     StudyComparison,
     change,
     config_name,
+    direction_verdict,
     fmt,
     mean,
+    pick,
     register,
     values,
 )
 from fwlab.published.model import Study
+
+REGIME_SHARE = 0.10
+"""The seed's 1 Mbit/s UDP tests a path only when it is a fair share of what the path carries: at
+least this fraction of the same configuration's TCP throughput (else the offered rate, not the
+path, sets the figure and 'the same over IPv4 and IPv6' cannot come out otherwise)."""
+UDP_SAME_PCT = 5.0
 
 
 def _st(trials):
@@ -58,6 +68,11 @@ def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
                        "jitter of the round trips.")
     out.missing = ["Windows 7 as the sender: one kernel here."]
     cfgs = sorted({(t.get("backend"), t.get("layout"), int(t.get("rules") or 0)) for t in st + rtt})
+
+    def used(cfg, traffic, label=None, metric="throughput_bps"):
+        be, lay, n = cfg
+        return [t for ipv in (4, 6) for t in pick(st, metric, backend=be, layout=lay, rules=n, traffic=traffic,
+                                                  ip_version=ipv, label=label)]
 
     def v(cfg, traffic, ipv, metric="throughput_bps", label=None):
         be, lay, n = cfg
@@ -103,42 +118,63 @@ def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
     ref = next((c for c in cfgs if c[0] == "none"), cfgs[0] if cfgs else None)
     tcp = change(v(ref, "tcp", 4), v(ref, "tcp", 6)) if ref else None
     if tcp is None or tcp.change_pct is None:
-        out.findings.append(Finding(claim="IPv6 TCP throughput is higher than IPv4 (Tablo 1)",
+        out.findings.append(Finding(id="seed-003/ipv6-tcp-higher", claim="IPv6 TCP throughput is higher than IPv4 (Tablo 1)",
                                     published=f"IPv6/IPv4 {pub_tcp['KByte/s']:.2f} and {pub_tcp['MByte/s']:.2f}",
                                     fwlab="no TCP over both IP versions in this run.", criterion="–", verdict=NOT_MEASURED))
     else:
         sig = tcp.verdict == SIGNIFICANT
         desc = (f"fwlab ({name(ref)}): IPv6 {tcp.change_pct:+.1f} % against IPv4 "
                 f"({'significant' if sig else 'within the noise'}, threshold {fmt(tcp.threshold_pct, 1)} %).")
-        out.findings.append(Finding(
+        verdict, why = direction_verdict(tcp, b_above=True)
+        out.findings.append(Finding.judge(
+            id="seed-003/ipv6-tcp-higher", used=used(ref, "tcp"), reason=why,
             claim="IPv6 TCP throughput is higher than IPv4 (Tablo 1)",
             published=f"IPv6/IPv4 = {pub_tcp['KByte/s']:.2f} (KByte/s run), {pub_tcp['MByte/s']:.2f} (MByte/s run)",
-            fwlab=desc, criterion="IPv6 above IPv4 and the difference significant",
-            verdict=REPRODUCED if sig and tcp.change_pct > 0 else NOT_REPRODUCED))
-        out.findings.append(Finding(
+            fwlab=desc, criterion="IPv6 above IPv4 and the difference significant", verdict=verdict))
+        verdict, why = direction_verdict(tcp, b_above=False)
+        out.findings.append(Finding.judge(
+            id="seed-003/ipv4-better", used=used(ref, "tcp"), reason=why,
             claim="IPv4 performs better than IPv6 because of IPv6's larger overhead (the paper's conclusion)",
             published="stated in §3.2/4 without a figure; contradicts Tablo 1",
-            fwlab=desc, criterion="IPv4 above IPv6 and the difference significant",
-            verdict=REPRODUCED if sig and tcp.change_pct < 0 else NOT_REPRODUCED))
+            fwlab=desc, criterion="IPv4 above IPv6 and the difference significant", verdict=verdict))
     udp = change(v(ref, "udp", 4, label="1m"), v(ref, "udp", 6, label="1m")) if ref else None
     if udp is not None and udp.change_pct is not None:
-        out.findings.append(Finding(
+        path = mean(v(ref, "tcp", 4)) if ref else None
+        offered = udp.mean_a
+        crit = (f"within ±{UDP_SAME_PCT:g} % (a larger difference must be significant), on a path where 1 Mbit/s is at "
+                f"least {100 * REGIME_SHARE:.0f} % of what TCP carries")
+        if not path:
+            verdict, why = NOT_TESTABLE, ("no TCP figure on the same path to tell whether 1 Mbit/s loads it: the bed "
+                                          "cannot show that it reaches the seed's regime")
+        elif offered < REGIME_SHARE * path:
+            verdict, why = NOT_TESTABLE, (f"the bed cannot reach the seed's regime: 1 Mbit/s offered on a path that "
+                                          f"carries {path / 1e6:,.0f} Mbit/s of TCP ({100 * offered / path:.2g} % of "
+                                          f"it), so the offered rate, not the path, sets both figures")
+        elif abs(udp.change_pct) <= UDP_SAME_PCT:
+            verdict, why = REPRODUCED, ""
+        elif udp.significant_2sigma is False:
+            verdict, why = INCONCLUSIVE, f"difference within noise at {min(udp.n_a, udp.n_b)} repetitions"
+        else:
+            verdict, why = NOT_REPRODUCED, ""
+        out.findings.append(Finding.judge(
+            id="seed-003/udp-1m-same", used=used(ref, "udp", "1m") + used(ref, "tcp"), reason=why,
             claim="At iperf's default 1 Mbit/s, UDP throughput is the same over IPv4 and IPv6",
             published=f"117 vs 121 KByte/s (IPv6/IPv4 {pub_udp:.2f})",
             fwlab=f"fwlab ({name(ref)}): IPv6 {udp.change_pct:+.2f} % against IPv4.",
-            criterion="within ±5 %", verdict=REPRODUCED if abs(udp.change_pct) <= 5 else NOT_REPRODUCED))
+            criterion=crit, verdict=verdict))
     jit = change(v(ref, "udp", 4, "jitter_ms", "1m"), v(ref, "udp", 6, "jitter_ms", "1m")) if ref else None
     pub4 = mean([t2.value(f"IPv4 {u}", "average jitter [ms]") for u in ("KByte/s", "MByte/s", "GBit/s")])
     pub6 = mean([t2.value(f"IPv6 {u}", "average jitter [ms]") for u in ("KByte/s", "MByte/s", "GBit/s")])
     if jit is not None and jit.mean_a is not None:
         sig = jit.verdict == SIGNIFICANT
-        out.findings.append(Finding(
+        verdict, why = direction_verdict(jit, b_above=True)
+        out.findings.append(Finding.judge(
+            id="seed-003/ipv4-less-jitter", used=used(ref, "udp", "1m", "jitter_ms"), reason=why,
             claim="IPv4 has less jitter than IPv6 (the paper's conclusion)",
             published=f"mean of the three runs {pub4:.2f} ms (IPv4) vs {pub6:.2f} ms (IPv6); IPv6 lower in the KByte/s run",
             fwlab=f"fwlab ({name(ref)}): {jit.mean_a:.3f} ms (IPv4) vs {jit.mean_b:.3f} ms (IPv6), "
                   f"{'significant' if sig else 'within the noise'}.",
-            criterion="IPv4 below IPv6 and the difference significant",
-            verdict=REPRODUCED if sig and jit.mean_a < jit.mean_b else NOT_REPRODUCED))
+            criterion="IPv4 below IPv6 and the difference significant", verdict=verdict))
     out.findings.append(_delay_finding(rtt, ref, name))
     return out
 
@@ -181,13 +217,15 @@ def _delay_finding(rtt: list[dict], ref, name) -> Finding:
     b = values(rtt, "rtt_p50_ms", ip_version=6, traffic="rtt", **_cfg_match(cfg)) if cfg else []
     c = change(a, b)
     if c is None or c.change_pct is None:
-        return Finding(claim=claim, published=published,
+        return Finding(id="seed-003/ipv4-shorter-delay", claim=claim, published=published,
                        fwlab="not measured: no idle round-trip trials (kind rtt) over both IP versions in this run.",
                        criterion=crit, verdict=NOT_MEASURED)
     sig = c.verdict == SIGNIFICANT
-    return Finding(
-        claim=claim, published=published,
+    verdict, why = direction_verdict(c, b_above=True)
+    return Finding.judge(
+        id="seed-003/ipv4-shorter-delay", reason=why, claim=claim, published=published,
+        used=[t for ipv in (4, 6) for t in pick(rtt, "rtt_p50_ms", ip_version=ipv, traffic="rtt", **_cfg_match(cfg))],
         fwlab=f"fwlab ({name(cfg)}), idle median round trip: {c.mean_a:.3f} ms (IPv4) vs {c.mean_b:.3f} ms (IPv6), "
               f"IPv6 {c.change_pct:+.1f} % ({'significant' if sig else 'within the noise'}, threshold "
               f"{fmt(c.threshold_pct, 1)} %).",
-        criterion=crit, verdict=REPRODUCED if sig and c.mean_a < c.mean_b else NOT_REPRODUCED)
+        criterion=crit, verdict=verdict)

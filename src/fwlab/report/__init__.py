@@ -9,7 +9,10 @@ from typing import TextIO
 from fwlab.results.record import REPORT_FILE, SUMMARY_FILE, RunRecord
 
 
-def write_report(run_dir: Path) -> Path:
+def write_report(run_dir: Path, appendix_html: str | None = None) -> Path:
+    """report.html and summary.csv; `appendix_html` (e.g. the "changed since" section that
+    `fwlab report --against` builds) goes at the end of the page."""
+    from fwlab.published.compare import write_findings
     from fwlab.report import html
     from fwlab.report.summary import curves, summary_csv
 
@@ -17,8 +20,13 @@ def write_report(run_dir: Path) -> Path:
     trials = rec.trials()
     cs = curves(trials)
     (rec.path / SUMMARY_FILE).write_text(summary_csv(cs))
+    write_findings(rec.path, rec.run, trials)   # findings.json: the published findings' verdicts
     out = rec.path / REPORT_FILE
-    out.write_text(html.render(rec.run, trials, cs, SUMMARY_FILE))
+    page = html.render(rec.run, trials, cs, SUMMARY_FILE)
+    if appendix_html:
+        end = page.rfind("</body>")
+        page = page[:end] + appendix_html + "\n" + page[end:] if end >= 0 else page + appendix_html
+    out.write_text(page)
     return out
 
 

@@ -19,6 +19,7 @@ from fwlab.report.summary import (
     load_times,
     per_rule_costs,
     primary_metric,
+    size_words,
 )
 from fwlab.stats import RATIO_METHOD
 
@@ -133,7 +134,8 @@ def _latency_table(trials: list[dict]) -> str:
     rows = []
     for (mode, be, lay, sc, ipv, tr, size, n), lats in sorted(acc.items(), key=lambda kv: tuple(str(x) for x in kv[0][:-1]) + (kv[0][-1],)):
         conf = "none (no firewall)" if be == "none" else f"{be} {lay}" + (" +established" if sc else "")
-        cells = [esc(conf), esc(f"IPv{ipv} {str(tr).upper()} {size or ''} B ({mode})"), n, len(lats)]
+        cells = [esc(conf), esc(f"IPv{ipv} {str(tr).upper()} {size_words(size, tr, 'stream') if size else ''} ({mode})"),
+                 n, len(lats)]
         for k, _ in LATENCY_COLS:
             vals = [v[k] for v in lats if v.get(k) is not None]
             cells.append(_fmt(statistics.median(vals) / 1e3 if vals else None, 1))
@@ -141,7 +143,28 @@ def _latency_table(trials: list[dict]) -> str:
     return ("<h2>Latency</h2><p class='muted'>One-way latency of every received test packet "
             "(fwlab-engine: send time in the packet, kernel receive time; HDR histogram), median over "
             "repetitions of each percentile, in µs. At the maximum rate this is mostly queueing.</p>"
-            + _table(["configuration", "traffic", "rules", "trials"] + [f"{h} [µs]" for _, h in LATENCY_COLS], rows, left=2))
+            + _table(["configuration", "traffic", "rules", "trials"] + [f"{h} [µs]" for _, h in LATENCY_COLS], rows, left=2)
+            + _latency_cdfs(trials))
+
+
+def _latency_cdfs(trials: list[dict]) -> str:
+    """The same trials' HDR histograms merged over repetitions: one CDF per configuration."""
+    from fwlab.report import latency
+
+    groups: dict[tuple, latency.CdfGroup] = {}
+    for t in trials:
+        m = t.get("metrics") or {}
+        if t.get("error") or not m.get("latency_hdr_b64"):
+            continue
+        key = (t.get("mode"), t.get("ip_version"), t.get("traffic"), t.get("size_bytes"), t.get("rate_bps"))
+        rate = f", {t['rate_bps'] / 1e6:g} Mbit/s" if t.get("rate_bps") else ", maximum rate"
+        g = groups.setdefault(key, latency.CdfGroup(
+            title=f"IPv{key[1]} {str(key[2]).upper()} {key[3] or ''} B ({key[0]}){rate}",
+            unit=m.get("latency_hdr_unit") or "ns"))
+        label, order = latency.config_label(t)
+        g.add(label, order, m["latency_hdr_b64"])
+    return latency.render(list(groups.values()), "<h3>Latency distributions</h3><p class='muted'>Repetitions "
+                          "merged (histogram counts added); percentiles of the merged histogram.</p>")
 
 
 def render(run: dict, trials: list[dict], cs: list[Curve], summary_csv_name: str) -> str:
@@ -215,9 +238,13 @@ def render(run: dict, trials: list[dict], cs: list[Curve], summary_csv_name: str
     from fwlab.report.datapaths import render as render_datapaths
 
     parts.append(render_datapaths(run, trials))
-    lt = load_times(cs)
+    lt_all = load_times(cs)
     parts.append("<h2>Rule-set load time</h2>")
-    if lt:
+    modes = sorted({str(r["mode"]) for r in lt_all})
+    for mode in modes:  # one table per mode: routed and bridge rule sets load into different families
+        lt = [r for r in lt_all if str(r["mode"]) == mode]
+        if len(modes) > 1:
+            parts.append(f"<h3>{esc(mode)} mode</h3>")
         svg = plots.load_time_plot(lt)
         if svg:
             parts.append("<div class='plot'>" + svg + "</div>")
@@ -247,9 +274,17 @@ def render(run: dict, trials: list[dict], cs: list[Curve], summary_csv_name: str
                             [[esc(s["mode"]), esc(s["backend"]), esc(s["layout"]), "yes" if s["stateful_shortcut"] else "no",
                               esc(s["reason"])] for s in skipped], left=5))
     parts.append("<h2>Conditions</h2>")
-    parts.append("<p class='muted'>On veth, a namespace has no CPU of its own: the DUT's forwarding "
-                 "runs in the sender's softirq. Rates here are the generator and the firewall path together; "
-                 "compare configurations against the same run's 0-rule reference (the % tables).</p>")
+    models = {(b.get("device") or {}).get("device_model") or "veth" for b in run.get("beds", [])} or {"veth"}
+    if models - {"napi"}:
+        parts.append("<p class='muted'>" + ("Beds with device model 'veth': " if "napi" in models else "On veth, ")
+                     + "a namespace has no CPU of its own: the DUT's forwarding "
+                     "runs in the sender's softirq. Rates here are the generator and the firewall path together; "
+                     "compare configurations against the same run's 0-rule reference (the % tables).</p>")
+    if "napi" in models:
+        parts.append("<p class='muted'>" + ("Beds with device model 'napi': " if models - {"napi"} else "")
+                     + "the DUT's veths receive through threaded NAPI on a CPU of their own, so the DUT's "
+                     "forwarding does not run on the sender's CPU and an overloaded DUT drops frames "
+                     "(docs/device-model.md).</p>")
     for bed in run.get("beds", []):
         topo = bed.get("topology", {})
         parts.append(f"<details><summary>test bed {esc(topo.get('run_id'))}: {esc(topo.get('mode'))}, "

@@ -10,10 +10,24 @@ from __future__ import annotations
 import html
 import statistics
 
+from fwlab.published.compare import LIMIT_FLAGS
 from fwlab.report.summary import METRIC_INFO, Curve, noise_floor, primary_metric
 
-_RATE_WORD = {"rx_pps": "forwards", "throughput_bps": "carries", "throughput_pps": "passes without loss",
+_RATE_WORD = {"rx_pps": "forwards", "throughput_bps": "carries", "throughput_pps": "passes",
               "transactions_per_s": "completes"}
+_LIMITED = {"cpu-saturated": "sender-CPU-bound", "client-cpu-bound": "client-CPU-bound",
+            "generator-short": "generator-short", "flood-generator-short": "flood-generator-short",
+            "max-load-passed": "at the search's maximum load", "receiver-bound": "receiver-bound"}
+
+
+def reference_limit(codes) -> str:
+    """' [0-rule reference sender-CPU-bound (cpu-saturated)]' when a limiting quality flag
+    (`fwlab.published.compare.LIMIT_FLAGS`) is among the 0-rule reference's flag `codes`, else ''.
+    Such a percentage is the generator's or a CPU's as much as the firewall's."""
+    hit = sorted({c for c in codes if c in LIMIT_FLAGS})
+    if not hit:
+        return ""
+    return " [0-rule reference " + ", ".join(f"{_LIMITED.get(c, c)} ({c})" for c in hit) + "]"
 
 
 def _e(x) -> str:
@@ -66,14 +80,15 @@ def headline_sentences(cs: list[Curve], limit: int = 12) -> list[str]:
             r = c.ratio_to_zero(m, top)
             if r is None:
                 continue
-            parts.append((c.label, top, _pct_ci(r), m))
+            parts.append((c.label, top, _pct_ci(r), m, reference_limit(c.reference().flags)))
         if not parts:
             continue
         m = parts[0][3]
         what = METRIC_INFO[m][0]
         first = parts[0]
-        s = f"{first[0]} at {first[1]:,} rules {_RATE_WORD.get(m, 'reaches')} {first[2]} of its 0-rule {what}"
-        rest = [f"{lab} at {n:,} rules {p}" for lab, n, p, _ in parts[1:]]
+        s = (f"{first[0]} at {first[1]:,} rules {_RATE_WORD.get(m, 'reaches')} {first[2]} of its 0-rule {what}"
+             f"{first[4]}")
+        rest = [f"{lab} at {n:,} rules {p}{lim}" for lab, n, p, _, lim in parts[1:]]
         if rest:
             s += "; " + "; ".join(rest)
         out.append(f"{tl}: {s}.")
@@ -90,17 +105,21 @@ def transaction_sentences(trials: list[dict], limit: int = 6) -> list[str]:
         return []
     load = max(int(t.get("streams") or 1) for t in tx)
     acc: dict[tuple, dict[int, list[float]]] = {}
+    ref_flags: dict[tuple, list[str]] = {}
     for t in tx:
         if int(t.get("streams") or 1) != load or t["metrics"].get("tpm") is None or t.get("backend") == "none":
             continue
         key = (t.get("backend"), t.get("layout"), t.get("size_bytes"), t.get("traffic"))
         acc.setdefault(key, {}).setdefault(int(t.get("rules") or 0), []).append(float(t["metrics"]["tpm"]))
+        if int(t.get("rules") or 0) == 0:
+            ref_flags.setdefault(key, []).extend(f.get("code", "?") for f in t.get("flags") or [])
     out = []
-    for (be, lay, size, traffic), top, base, v in _largest_vs_zero(acc, limit):
+    for key, top, base, v in _largest_vs_zero(acc, limit):
+        be, lay, size, traffic = key
         what = "blocked URLs" if be == "proxy" else "rules"
         out.append(f"{be} {lay} at {top:,} {what} completes {_pct(100 * v / base)} of the transactions per "
-                   f"minute it completes with 0 {what}, at {load} clients ({traffic}"
-                   + (f", {size / 1000:g} kB objects)." if size else ")."))
+                   f"minute it completes with 0 {what}{reference_limit(ref_flags.get(key, []))}, at {load} clients "
+                   f"({traffic}" + (f", {size / 1000:g} kB objects)." if size else ")."))
     return out
 
 
@@ -125,6 +144,7 @@ def connection_sentences(trials: list[dict], limit: int = 6) -> list[str]:
     """Per firewall configuration with rules: the connection setup rate at the largest rule count
     as % of 0 rules (medians over repetitions)."""
     acc: dict[tuple, dict[int, list[float]]] = {}
+    ref_flags: dict[tuple, list[str]] = {}
     for t in trials:
         m = t.get("metrics") or {}
         if t.get("kind") != "connections" or t.get("error") or m.get("conn_rate_cps") is None \
@@ -132,10 +152,12 @@ def connection_sentences(trials: list[dict], limit: int = 6) -> list[str]:
             continue
         key = (t.get("mode"), t.get("backend"), t.get("layout"), bool(t.get("stateful_shortcut")))
         acc.setdefault(key, {}).setdefault(int(t.get("rules") or 0), []).append(float(m["conn_rate_cps"]))
-    return [f"{be} {lay} ({mode}{', stateful shortcut on' if sc else ''}) at {top:,} rules sets up "
+        if int(t.get("rules") or 0) == 0:
+            ref_flags.setdefault(key, []).extend(f.get("code", "?") for f in t.get("flags") or [])
+    return [f"{key[1]} {key[2]} ({key[0]}{', stateful shortcut on' if key[3] else ''}) at {top:,} rules sets up "
             f"{_pct(100 * v / base)} of the connections per second it sets up with 0 rules "
-            f"({v:,.0f} vs {base:,.0f}/s)."
-            for (mode, be, lay, sc), top, base, v in _largest_vs_zero(acc, limit)]
+            f"({v:,.0f} vs {base:,.0f}/s){reference_limit(ref_flags.get(key, []))}."
+            for key, top, base, v in _largest_vs_zero(acc, limit)]
 
 
 def quality_sentence(trials: list[dict]) -> str:

@@ -13,6 +13,7 @@ from fwlab.published.compare import (
     INCONCLUSIVE,
     NOT_MEASURED,
     NOT_REPRODUCED,
+    NOT_TESTABLE,
     REPRODUCED,
     compare_study,
     study_of,
@@ -24,7 +25,7 @@ def _e(x) -> str:
     return html.escape(str(x))
 
 
-_CLASS = {REPRODUCED: "ok", NOT_REPRODUCED: "err", INCONCLUSIVE: "warn", NOT_MEASURED: "muted"}
+_CLASS = {REPRODUCED: "ok", NOT_REPRODUCED: "err", INCONCLUSIVE: "warn", NOT_MEASURED: "muted", NOT_TESTABLE: "muted"}
 
 
 def _table(t) -> str:
@@ -51,15 +52,19 @@ def render(run: dict, trials: list[dict]) -> str | None:
              f"<code>{_e(st.source)}</code>.</span></p>",
              f"<p class='muted'>Published setup: {_e(st.setup)}</p>"]
     parts.append(f"<p>Of {len(cmp.findings)} published findings checked, {n[REPRODUCED]} reproduced, "
-                 f"{n[NOT_REPRODUCED]} not reproduced, {n[INCONCLUSIVE]} inconclusive (too noisy to decide) and "
-                 f"{n[NOT_MEASURED]} not measured in this run.</p>")
+                 f"{n[NOT_REPRODUCED]} not reproduced, {n[INCONCLUSIVE]} inconclusive (a limit or the noise "
+                 f"decided, the reason is given), {n[NOT_TESTABLE]} not testable on this bed and "
+                 f"{n[NOT_MEASURED]} not measured in this run. The verdicts are also in <code>findings.json</code> "
+                 f"beside the record.</p>")
     if cmp.findings:
         parts.append("<div class='scroll'><table><tr><th class='l'>published finding</th><th class='l'>as published</th>"
                      "<th class='l'>fwlab (this run)</th><th class='l'>criterion</th><th class='l'>verdict</th></tr>")
         for f in cmp.findings:
             parts.append(f"<tr><td class='l'>{_e(f.claim)}</td><td class='l'>{_e(f.published)}</td>"
                          f"<td class='l'>{_e(f.fwlab)}</td><td class='l'>{_e(f.criterion)}</td>"
-                         f"<td class='l {_CLASS[f.verdict]}'><b>{_e(f.verdict)}</b></td></tr>")
+                         f"<td class='l {_CLASS[f.verdict]}'><b>{_e(f.verdict)}</b>"
+                         + (f"<br><span class='muted'>{_e(f.reason)}</span>" if f.reason and f.reason != f.fwlab
+                            else "") + "</td></tr>")
         parts.append("</table></div>")
     if cmp.scaling:
         parts.append("<details open><summary>How the study was scaled to this test bed</summary><ul>"

@@ -1,16 +1,18 @@
-"""Report section for RFC 2544 trials (kind "rfc2544"): the bed's maximum load, zero-loss
-throughput against rule count per frame size and mode (pps, bit/s, % of the maximum), the
-searches' cost, latency at fractions of the throughput, frame loss rate and back-to-back bursts.
-Reads the record only."""
+"""Report section for RFC 2544 trials (kind "rfc2544"): the bed's maximum load, search throughput
+(named by its goal: "zero-loss" only for loss ratio 0 and exceed ratio 0) against rule count per
+frame size and mode (pps, bit/s, % of the maximum), the searches' cost, latency at fractions of
+the throughput (flagged where frames were lost), frame loss rate and back-to-back bursts. Reads
+the record only."""
 
 from __future__ import annotations
 
 import statistics
 
-from fwlab.report import plots
+from fwlab.report import latency, plots
 from fwlab.report.html import _fmt, _table, esc
 from fwlab.report.sections import Section, register
 from fwlab.report.summary import curves
+from fwlab.stats.goal_label import result_label
 
 
 def _med(vals):
@@ -48,7 +50,8 @@ def _throughput(trials: list[dict]) -> list[str]:
         groups.setdefault(c.traffic_label, []).append(c)
     for tl, group in groups.items():
         parts.append(f"<h3>{esc(tl)}</h3>")
-        parts.append("<div class='plot'>" + plots.rate_vs_rules(group, "throughput_pps", f"{tl}: zero-loss throughput "
+        what = result_label([t for t in tp if curves([t], kinds=("rfc2544",))[0].traffic_label == tl])
+        parts.append("<div class='plot'>" + plots.rate_vs_rules(group, "throughput_pps", f"{tl}: {what} "
                                                                  "vs rule count") + "</div>")
         parts.append("<div class='plot'>" + plots.rate_vs_rules(group, "throughput_pct_of_max", f"{tl}: % of the "
                                                                  "bed's maximum load") + "</div>")
@@ -85,15 +88,43 @@ def _latency(trials: list[dict]) -> str:
     for t in trials:
         for lt in ((t.get("extra") or {}).get("rfc2544") or {}).get("latency") or []:
             lat = lt.get("latency") or {}
+            note = []
+            if lt.get("loss_ratio"):
+                note.append(f"<span class='warn'>loss {100 * lt['loss_ratio']:.2g} %: latency of the frames that "
+                            "survived an overloaded DUT (RFC 2544 measures latency at a load without loss)</span>")
+            if lt.get("generator_short"):
+                note.append("<span class='warn'>generator-short: the intended load was not offered</span>")
             rows.append([esc(t["trial_id"]), _fmt(100 * lt["fraction"], 0), _fmt(lt["load_pps"] / 1e3, 1),
                          _fmt(100 * (lt.get("loss_ratio") or 0), 3),
                          *[_fmt(lat.get(f"{k}_ns") / 1e3, 1) if lat.get(f"{k}_ns") is not None else ""
-                           for k in ("min", "p50", "p99", "max")]])
+                           for k in ("min", "p50", "p99", "max")], "; ".join(note)])
     if not rows:
         return ""
     return ("<h3>Latency at fractions of the throughput (RFC 2544 §26.2)</h3><p class='muted'>One-way latency "
-            "of every test frame (send timestamp in the frame, kernel receive time), in µs.</p>"
-            + _table(["trial", "% of throughput", "load [kpps]", "loss [%]", "min", "p50", "p99", "max"], rows, left=1))
+            "of every test frame (send timestamp in the frame, kernel receive time), in µs. A load at which "
+            "frames were lost is flagged: its latency is not the latency of a DUT that keeps up.</p>"
+            + _table(["trial", "% of throughput", "load [kpps]", "loss [%]", "min", "p50", "p99", "max", "flag"],
+                     rows, left=1))
+
+
+def _latency_cdfs(trials: list[dict]) -> str:
+    """Per frame size, mode and fraction of the throughput: every configuration's latency trials
+    merged over repetitions into one distribution."""
+    groups: dict[tuple, latency.CdfGroup] = {}
+    for t in trials:
+        for lt in ((t.get("extra") or {}).get("rfc2544") or {}).get("latency") or []:
+            if not lt.get("latency_hdr_b64"):
+                continue
+            key = (t.get("mode"), t.get("ip_version"), t.get("size_bytes"), lt["fraction"])
+            g = groups.setdefault(key, latency.CdfGroup(
+                title=f"{key[0]}, IPv{key[1]}, {key[2]} B frames, {100 * key[3]:g} % of each one's throughput",
+                unit=lt.get("latency_hdr_unit") or "ns"))
+            label, order = latency.config_label(t)
+            g.add(label, order, lt["latency_hdr_b64"])
+    return latency.render(list(groups.values()), (
+        "<h3>Latency distributions</h3><p class='muted'>Every test frame's one-way latency in each latency "
+        "trial, as the engine's HDR histogram; the repetitions of a configuration merged (counts added), "
+        "percentiles read from the merged histogram. Each configuration runs at its own throughput.</p>"))
 
 
 def _frame_loss(trials: list[dict]) -> str:
@@ -130,7 +161,7 @@ def render(run: dict, trials: list[dict]) -> str | None:
     models = {(b.get("device") or {}).get("device_model") for b in run.get("beds", [])}
     if "veth" in models:
         parts.append("<p class='warn'>Some beds used device model 'veth': there, DUT overload slows the sender "
-                     "instead of losing frames, and a zero-loss search describes the sender.</p>")
+                     "instead of losing frames, and a loss-ratio search describes the sender.</p>")
     else:
         parts.append("<p class='muted'>Device model 'napi': the DUT's veths receive through threaded NAPI on their "
                      "own CPU (real-time priority), so an overloaded DUT drops frames at its 256-frame ingress ring, "
@@ -138,6 +169,7 @@ def render(run: dict, trials: list[dict]) -> str | None:
     parts.append(_max_load_table(run))
     parts.extend(_throughput(trials))
     parts.append(_latency(trials))
+    parts.append(_latency_cdfs(trials))
     parts.append(_frame_loss(trials))
     parts.append(_back_to_back(trials))
     return "\n".join(p for p in parts if p)

@@ -26,7 +26,7 @@ CURVE_KINDS = ("stream", "rfc2544")
 #: metric -> (what it is, display unit, scale from the stored unit to the display unit)
 METRIC_INFO = {"throughput_bps": ("throughput", "Gbit/s", 1e-9), "rx_pps": ("packet rate", "kpps", 1e-3),
                "transactions_per_s": ("transaction rate", "1/s", 1.0), "loss_ratio": ("loss", "%", 100.0),
-               "throughput_pps": ("zero-loss throughput", "kpps", 1e-3),
+               "throughput_pps": ("search throughput", "kpps", 1e-3),
                "throughput_pct_of_max": ("throughput", "% of max", 1.0)}
 
 
@@ -83,7 +83,7 @@ class Curve:
     @property
     def traffic_label(self) -> str:
         k = self.k
-        size = f" {k['size_bytes']} B" if k["size_bytes"] else ""
+        size = f" {size_words(k['size_bytes'], k['traffic'], self.kind)}" if k["size_bytes"] else ""
         streams = f" x{k['streams']}" if k["streams"] > 1 else ""
         label = f" [{k['label']}]" if k.get("label") else ""
         return f"IPv{k['ip_version']} {k['traffic'].upper()}{label}{size}{streams} ({k['mode']})"
@@ -107,6 +107,14 @@ class Curve:
         if base is None or p is None or not p.values.get(metric) or not base.values.get(metric):
             return None
         return ratio_interval(p.values[metric], base.values[metric])
+
+
+def size_words(size_bytes, traffic, kind) -> str:
+    """'64 B frames' or '64 B payload': fwlab-engine (traffic engine, RFC 2544 and latency kinds)
+    sizes Ethernet frames incl. FCS; iperf3, netperf and the other tools size the payload
+    (datagram or write)."""
+    framed = traffic == "engine" or kind == "rfc2544"
+    return f"{size_bytes} B {'frames' if framed else 'payload'}"
 
 
 def curves(trials: list[dict], kinds: tuple[str, ...] = CURVE_KINDS) -> list[Curve]:
@@ -259,15 +267,20 @@ def summary_rows(cs: list[Curve]) -> list[dict]:
     return rows
 
 
+#: per-metric statistics in summary.csv, in column order
+SUMMARY_STATS = ("median", "mean", "min", "max", "cv", "ci95_low", "ci95_high", "pct_of_0_rules",
+                 "pct_of_0_rules_ci95_low", "pct_of_0_rules_ci95_high")
+#: summary.csv's columns, always all and in this order whatever the suite (docs/record-format.md)
+SUMMARY_COLUMNS = (CURVE_FIELDS + ("rules", "n", "errors")
+                   + tuple(f"{m}_{s}" for m in METRICS for s in SUMMARY_STATS) + ("quality_flags",))
+
+
 def summary_csv(cs: list[Curve]) -> str:
+    """summary.csv text: `SUMMARY_COLUMNS` in that order, a cell left empty where a configuration
+    has no value (e.g. loss for TCP)."""
     rows = summary_rows(cs)
-    cols: list[str] = []
-    for r in rows:
-        for k in r:
-            if k not in cols:
-                cols.append(k)
     buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=cols)
+    w = csv.DictWriter(buf, fieldnames=list(SUMMARY_COLUMNS))  # a field not listed raises: add it there
     w.writeheader()
     for r in rows:
         w.writerow(r)

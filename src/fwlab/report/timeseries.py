@@ -10,6 +10,7 @@ import statistics
 from collections.abc import Iterable
 
 from fwlab.report.plots import _svg, plt
+from fwlab.report.summary import size_words
 
 
 def config_label(t: dict) -> str:
@@ -20,7 +21,7 @@ def config_label(t: dict) -> str:
 
 
 def traffic_name(t: dict) -> str:
-    size = f" {t['size_bytes']} B" if t.get("size_bytes") else ""
+    size = f" {size_words(t['size_bytes'], t.get('traffic'), t.get('kind'))}" if t.get("size_bytes") else ""
     lb = f" [{t['label']}]" if t.get("label") else ""
     d = (t.get("metrics") or {}).get("direction")
     dr = f" {d}" if d and not t.get("label") else ""

@@ -103,6 +103,9 @@ class Runner(ABC):
     summary: str = ""
     #: a traffic item's ``sizes`` are Ethernet frame sizes incl. FCS (64..9018), not payload sizes
     frame_sizes: bool = False
+    #: the option through which the tool takes its run time, when it takes whole seconds only
+    #: (e.g. "iperf3 -t"): a suite's fractional ``duration_s`` is refused for it, never rounded
+    whole_seconds_option: str | None = None
 
     def unavailable(self) -> str | None:
         """Why this runner cannot run on this host (missing tool), or None."""
@@ -134,6 +137,15 @@ class Runner(ABC):
 
     @abstractmethod
     def measure(self, bed: "Testbed", spec: TrafficSpec, env: TrialEnv | None = None) -> Measurement: ...
+
+
+def whole_seconds(duration_s: float, option: str) -> int:
+    """``duration_s`` as the whole number of seconds a tool's ``option`` takes; a fractional or
+    sub-second duration is an error (the suite check refuses it first), never silently rounded."""
+    if not float(duration_s).is_integer() or duration_s < 1:
+        raise RunnerError(f"{option} takes whole seconds, not {duration_s} s",
+                          fix="give duration_s as a whole number of seconds (1 or more)")
+    return int(duration_s)
 
 
 RUNNERS: Registry[Runner] = Registry("traffic tool", RunnerError)

@@ -45,7 +45,7 @@ from fwlab.errors import RunnerError
 from fwlab.runners import txmix
 from fwlab.runners.base import Measurement, Runner, TrafficSpec, TrialEnv, register
 from fwlab.runners.txmix import nth_address, server_host
-from fwlab.runners.webserver import HTTP_PORT, WebServer, nginx_version, object_name
+from fwlab.testbed.webserver import HTTP_PORT, WebServer, nginx_version, object_name
 from fwlab.testbed.host import Spawned, require_tool
 
 if TYPE_CHECKING:

@@ -30,6 +30,7 @@ from fwlab.runners.base import (
     TrafficSpec,
     apply_link_counts,
     register,
+    whole_seconds,
 )
 from fwlab.stats.streams import stream_spread
 from fwlab.testbed.host import CommandTimeout, Spawned, require_tool
@@ -61,7 +62,7 @@ def build_client_args(spec: TrafficSpec, server_addr: str, cpu: int | None, *,
     streams = spec.streams if streams is None else streams
     port = spec.port if port is None else port
     # iperf3 reads -t as an integer (atoi): 0.5 would become 0, i.e. run forever
-    args = ["iperf3", "-c", server_addr, "-p", str(port), "-J", "-t", str(max(1, round(spec.duration_s))),
+    args = ["iperf3", "-c", server_addr, "-p", str(port), "-J", "-t", str(whole_seconds(spec.duration_s, "iperf3 -t")),
             f"-{spec.ip_version}", "--connect-timeout", "3000"]
     if streams > 1:
         args += ["-P", str(streams)]
@@ -285,9 +286,10 @@ def check_direction(options: dict) -> str:
 
 class Iperf3(Runner):
     name = "iperf3"
-    traffics = ("tcp", "udp", "parallel")
+    traffics = ("tcp", "udp")
+    whole_seconds_option = "iperf3 -t"
     summary = ("iperf3: TCP streams (any number: >128 split over processes), UDP streams with payload "
-               "size and rate; up, down or both directions; kind parallel adds recovery probes")
+               "size and rate; up, down or both directions (kind parallel: tool parallel)")
 
     def __init__(self) -> None:
         self._servers: dict[tuple[str, int], Spawned] = {}
@@ -303,10 +305,6 @@ class Iperf3(Runner):
     def check_options(self, kind: str, options: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}
         known = {"direction", "rtt_probe"}
-        if kind == "parallel":
-            from fwlab.runners.recovery import ProbePlan
-            known |= set(ProbePlan.__dataclass_fields__)
-            out.update(ProbePlan.from_options(options).to_dict())
         extra = set(options) - known
         if extra:
             raise ValueError(f"iperf3 {kind} takes options {', '.join(sorted(known))} "
@@ -445,9 +443,6 @@ class Iperf3(Runner):
         return m
 
     def measure(self, bed: "Testbed", spec: TrafficSpec, env=None) -> Measurement:
-        if spec.traffic == "parallel":
-            from fwlab.runners.recovery import measure_with_probes
-            return measure_with_probes(self, bed, spec)
         probe = None
         if spec.options.get("rtt_probe"):
             from fwlab.runners.ping import PingProbe

@@ -20,6 +20,7 @@ from fwlab.runners.base import (
     TrafficSpec,
     apply_link_counts,
     register,
+    whole_seconds,
 )
 from fwlab.testbed.host import CommandTimeout, Spawned, require_tool
 
@@ -78,6 +79,7 @@ def parse_output(text: str, traffic: str) -> Measurement:
 class Netperf(Runner):
     name = "netperf"
     traffics = tuple(TESTS)
+    whole_seconds_option = "netperf -l"
     summary = "netperf: TCP_STREAM/UDP_STREAM with send sizes, TCP_RR and TCP_CRR (needs 'make netperf')"
 
     def __init__(self) -> None:
@@ -115,7 +117,7 @@ class Netperf(Runner):
 
     def client_args(self, spec: TrafficSpec, server: str, pin: tuple[int | None, int | None]) -> list[str]:
         args = ["netperf", "-H", server, "-p", str(CONTROL_PORT), "-t", TESTS[spec.traffic],
-                "-l", f"{max(1, round(spec.duration_s))}", "-P", "0", "-c", "-C", f"-{spec.ip_version}"]
+                "-l", str(whole_seconds(spec.duration_s, "netperf -l")), "-P", "0", "-c", "-C", f"-{spec.ip_version}"]
         if pin[0] is not None and pin[1] is not None:
             args += ["-T", f"{pin[0]},{pin[1]}"]
         args.append("--")

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from fwlab.errors import RunnerError
-from fwlab.runners.base import Measurement, Runner, TrafficSpec, register
+from fwlab.runners.base import Measurement, Runner, TrafficSpec, register, whole_seconds
+from fwlab.stats.latency import encode
 from fwlab.stats.streams import rtt_summary
 from fwlab.testbed.host import CommandTimeout, Spawned, require_tool
 
@@ -31,7 +32,7 @@ def ping_args(dst: str, ip_version: int, duration_s: float, interval_ms: float,
               size_bytes: int | None = None) -> list[str]:
     """ping with a deadline (it stops by itself after ``duration_s``), timestamps, quiet DNS."""
     args = ["ping", f"-{ip_version}", "-n", "-D", "-i", f"{interval_ms / 1000:.3f}",
-            "-w", str(max(1, round(duration_s))), "-W", "1"]
+            "-w", str(whole_seconds(duration_s, "ping -w")), "-W", "1"]
     if size_bytes:
         args += ["-s", str(size_bytes)]
     return args + [dst]
@@ -55,6 +56,9 @@ class PingSamples:
         out = rtt_summary([s[2] for s in self.samples], prefix)
         out[f"{prefix}_loss_ratio"] = self.loss_ratio
         out[f"{prefix}_sent"] = self.transmitted
+        # every sample, as the engine keeps its latencies (ping prints µs: exact in ns)
+        out[f"{prefix}_hdr_b64"] = encode(s[2] * 1e6 for s in self.samples)
+        out[f"{prefix}_hdr_unit"] = "ns" if out[f"{prefix}_hdr_b64"] else None
         return out
 
     def series(self, t0_unix: float | None = None, prefix: str = "rtt") -> list[dict]:
@@ -123,6 +127,7 @@ class PingProbe:
 class Ping(Runner):
     name = "ping"
     traffics = ("rtt",)
+    whole_seconds_option = "ping -w"
     summary = "ping: round-trip delay percentiles, IPDV/RFC 3550 jitter and loss, per-second series"
 
     def unavailable(self) -> str | None:

@@ -20,13 +20,10 @@ NSTL spread its virtual clients over eight physical clients; so does fwlab (roun
 
 from __future__ import annotations
 
-import ipaddress
 import random
 from dataclasses import dataclass
 
-HOST_SUFFIX = "fwlab.test"
-#: addresses of the virtual servers / clients are spaced this far apart in their subnet
-ADDRESS_STRIDE = 16
+from fwlab.testbed.servers import ADDRESS_STRIDE, HOST_SUFFIX, N_SERVERS, nth_address, server_host  # noqa: F401
 
 #: seed 002 Table 7: (physical clients, share of requests per server 01..06)
 MATRIX: tuple[tuple[str, int, tuple[float, ...]], ...] = (
@@ -35,7 +32,6 @@ MATRIX: tuple[tuple[str, int, tuple[float, ...]], ...] = (
 )
 #: seed 002 Table 8: share of FTP requests per server 01..06 (the rest is HTTP)
 FTP_SHARE: tuple[float, ...] = (0.10, 0.90, 0.10, 0.90, 0.10, 0.90)
-N_SERVERS = 6
 N_CLIENTS = sum(n for _, n, _ in MATRIX)  # 8
 #: requests in one client's repeating cycle (shares are exact to 1/CYCLE)
 CYCLE = 1000
@@ -48,18 +44,6 @@ class Request:
     server: int
     protocol: str  # "http" | "ftp"
     size_bytes: int
-
-
-def server_host(k: int) -> str:
-    """Host name of virtual server ``k`` (0-based): srv01.fwlab.test ... (clients resolve it with
-    curl --resolve, the proxy with a map: no DNS, and IPv6 literals never meet URL globbing)."""
-    return f"srv{k + 1:02d}.{HOST_SUFFIX}"
-
-
-def nth_address(base: str, k: int) -> str:
-    """The k-th address after ``base`` (k=0 is ``base`` itself), ADDRESS_STRIDE apart: the
-    extra addresses of virtual servers (after the server's) and physical clients."""
-    return str(ipaddress.ip_address(base) + ADDRESS_STRIDE * k)
 
 
 def spread(load: int, slots: int) -> list[int]:

@@ -148,3 +148,16 @@ def quality_flags(values: Iterable[float] | None = None, *,
     if cpu_percent is not None:
         flags += flag_cpu_saturated(cpu_percent, cpu_threshold)
     return flags
+
+
+def flag_link_limited(shapers: dict[str, dict | None], rate_bps: int) -> list[Flag]:
+    """Flag a trial whose emulated wire (testbed.shaping) held packets back: the line rate, not
+    the firewall, limited what was offered beyond it. ``shapers``: per interface, the shaper's
+    counter deltas over the trial (overlimits, dropped)."""
+    held = {k: v for k, v in shapers.items() if v and (v.get("overlimits") or v.get("dropped"))}
+    if not held:
+        return []
+    parts = ", ".join(f"{k}: {v.get('dropped', 0)} dropped, {v.get('overlimits', 0)} over the limit"
+                      for k, v in sorted(held.items()))
+    return [Flag("link-limited", f"the emulated {rate_bps / 1e6:g} Mbit/s wire was the limit ({parts})",
+                 "info")]

@@ -1,6 +1,7 @@
-"""Expanding a suite into the ordered list of trials to run.
+"""Checking a suite against the plug-ins, then expanding it into the ordered list of trials to run.
 
-Owns: the trial grid, each trial's stable id (``ip4udp-64B-nftables-1000r-linear-sf-routed-r1``,
+Owns: the checks a suite cannot make on its own (known backends and traffic tools, the kinds a
+tool generates and its options, frame sizes of frame-sized tools, the hosts tables), the trial grid, each trial's stable id (``ip4udp-64B-nftables-1000r-linear-sf-routed-r1``,
 read like FD.io CSIT test ids), and the order: per mode and backend one fresh test bed (a fresh
 DUT namespace per firewall family); inside it repetitions are the outer loop, so every rule
 count of one repetition is measured close in time to its 0-rule reference.
@@ -11,10 +12,66 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from fwlab.dut import get_backend
+from pydantic import ValidationError
+
+from fwlab.dut import backend_names, get_backend
 from fwlab.errors import SuiteError
 from fwlab.floods.model import FloodSpec
-from fwlab.suites.schema import Suite
+import fwlab.methods  # noqa: F401  (registers the test methods beside the tools)
+from fwlab.runners import get_runner, runner_names
+from fwlab.runners.base import default_tool
+from fwlab.suites.schema import Suite, TrafficItem
+from fwlab.testbed.hosts import HostsFile
+from fwlab.validation import one_line
+
+
+def frame_sizes(item: TrafficItem) -> bool:
+    """Are the item's ``sizes`` Ethernet frame sizes (its tool's runner says so)?"""
+    return item.tool in runner_names() and get_runner(item.tool).frame_sizes
+
+
+def _check(suite: Suite) -> None:
+    known = backend_names()
+    for b in suite.backends:
+        if b not in known:
+            raise ValueError(f"unknown backend '{b}' (known: {', '.join(known)})")
+    for t in suite.traffic:
+        if t.tool is None:
+            object.__setattr__(t, "tool", default_tool(t.kind))
+        if t.tool not in runner_names():
+            raise ValueError(f"unknown traffic tool '{t.tool}' (known: {', '.join(runner_names())})")
+        runner = get_runner(t.tool)
+        if t.kind not in runner.traffics:
+            raise ValueError(f"tool '{t.tool}' cannot generate '{t.kind}' (it can: {', '.join(runner.traffics)})")
+        object.__setattr__(t, "options", runner.check_options(t.kind, dict(t.options)))
+        if runner.whole_seconds_option and not float(suite.duration_s).is_integer():
+            raise ValueError(f"tool '{t.tool}' runs whole seconds ({runner.whole_seconds_option}), not duration_s = "
+                             f"{suite.duration_s:g}: give a whole number of seconds")
+        if frame_sizes(t):
+            for s in t.sizes:
+                if s is not None and not 64 <= s <= 9018:
+                    raise ValueError(f"engine frame size {s} B is outside 64..9018")
+            if 6 in suite.ip_versions and any(s is not None and s < 78 for s in t.sizes):
+                raise ValueError("IPv6 engine frames are at least 78 B (RFC 5180): raise sizes or drop IPv6")
+        elif t.rate_pps is not None:
+            raise ValueError("rate_pps is for kind = \"engine\" (use rate_bps)")
+    if suite.hosts:
+        try:
+            HostsFile.model_validate({"hosts": suite.hosts})
+        except ValidationError as exc:
+            raise ValueError(one_line(exc)) from None
+
+
+def check_suite(suite: Suite) -> Suite:
+    """Check ``suite`` against the registered backends and traffic tools (the step after the
+    schema): fill in each item's default tool and normalise its options in place; a problem is a
+    one-line :class:`SuiteError`. Idempotent; :func:`expand` runs it first."""
+    try:
+        _check(suite)
+    except ValueError as exc:
+        raise SuiteError(f"suite '{suite.name}' is invalid: {exc}",
+                         fix="correct the suite file; 'fwlab list' shows the backends and traffic tools") from None
+    return suite
 
 
 @dataclass(frozen=True)
@@ -73,7 +130,8 @@ class Plan:
 def expand(suite: Suite, dut_system: str | None = None) -> Plan:
     """The suite's trials, in run order, and the combinations left out with their reasons.
     ``dut_system``: the DUT host's ``uname -s`` when the DUT is a remote host (None: this
-    machine), which decides the firewalls that can run there."""
+    machine), which decides the firewalls that can run there. Runs :func:`check_suite` first."""
+    check_suite(suite)
     trials: list[TrialSpec] = []
     skipped: list[dict] = []
     seen_skip: set[tuple] = set()

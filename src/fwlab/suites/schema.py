@@ -1,7 +1,9 @@
 """The suite schema: what a TOML suite may say, validated before anything runs.
 
-Owns: the pydantic models of a suite and the checks against the registries (backends,
-runners). Never touches the kernel. A suite is data: it can be hashed, diffed and checked.
+Owns: the pydantic models of a suite and the checks a suite can make on its own. The checks
+against the plug-ins (known backends and tools, each tool's options and frame sizes, the hosts
+file) come later, in ``fwlab.suites.plan.check_suite``: a suite is upstream of the plug-ins and
+imports none of them. Never touches the kernel. A suite is data: it can be hashed, diffed and checked.
 """
 
 from __future__ import annotations
@@ -11,9 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from fwlab.floods.model import BackgroundItem
-from fwlab.rules.model import LAYOUTS
-from fwlab.testbed.topology import MODES
-from fwlab.validation import check_only_keys, only_matches
+from fwlab.validation import check_only_keys, only_matches, parse_rate_bps
 
 
 class Strict(BaseModel):
@@ -46,7 +46,8 @@ class TrafficItem(Strict):
 
     kind: str = Field(description="what to measure; each tool lists the kinds it can (fwlab list): "
                                   "tcp, udp, tcp_rr, tcp_crr, engine, ...")
-    tool: str = "iperf3"
+    tool: str | None = Field(None, description="the traffic tool; null = iperf3 where it can generate "
+                                                "kind, else the one tool that can (set by check_suite)")
     label: str | None = Field(None, pattern=r"^[a-z0-9][a-z0-9_.]{0,23}$",
                               description="short tag added to the trial ids; needed when two items of "
                                           "the same kind and size would otherwise share an id")
@@ -64,20 +65,9 @@ class TrafficItem(Strict):
         None, description="kind engine: intended rate [frames/s]; null or \"max\" = the generator's maximum. "
                           "Stored as rate_bps = rate_pps x frame size x 8 (one size only)")
 
-    @property
-    def frame_sizes(self) -> bool:
-        """Are ``sizes`` Ethernet frame sizes (the tool's runner says so)?"""
-        from fwlab.runners import get_runner, runner_names
-
-        return self.tool in runner_names() and get_runner(self.tool).frame_sizes
-
     @model_validator(mode="before")
     @classmethod
     def _engine_rate(cls, data):
-        if isinstance(data, dict) and "tool" not in data and isinstance(data.get("kind"), str):
-            from fwlab.runners.base import default_tool
-
-            data = {**data, "tool": default_tool(data["kind"])}
         if not isinstance(data, dict) or data.get("rate_pps") in (None, "max"):
             return data
         if data.get("kind") != "engine":
@@ -89,16 +79,6 @@ class TrafficItem(Strict):
         if data.get("rate_bps") not in (None, bps):
             raise ValueError(f"rate_bps {data['rate_bps']} contradicts rate_pps {data['rate_pps']}")
         return {**data, "rate_bps": bps}
-
-    @model_validator(mode="after")
-    def _engine_sizes(self) -> "TrafficItem":
-        if self.frame_sizes:
-            for s in self.sizes:
-                if s is not None and not 64 <= s <= 9018:
-                    raise ValueError(f"engine frame size {s} B is outside 64..9018")
-        elif self.rate_pps is not None:
-            raise ValueError("rate_pps is for kind = \"engine\" (use rate_bps)")
-        return self
 
     @field_validator("only")
     @classmethod
@@ -146,12 +126,27 @@ class Suite(Strict):
                             "CPU, so overload shows as loss at its ingress ring (use for RFC 2544 searches)")
     offloads: OffloadsModel = Field(default_factory=OffloadsModel)
     pinning: PinningModel = Field(default_factory=PinningModel)
+    link_rate: str | None = Field(
+        None, description="emulated line rate of the client's and server's wires, as tc writes it "
+                          "(\"100mbit\", \"1gbit\"): a shaper on their egress, outside the DUT, counting "
+                          "frames as on Ethernet (+24 B each); unset: the bed's own speed (see testbed.shaping)")
     hosts: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="[hosts.<role>] tables placing roles on remote hosts over SSH "
                                           "(checked by fwlab.testbed.hosts; `fwlab run --hosts FILE` adds to them)")
     background: list[BackgroundItem] = Field(
         default_factory=list, description="floods from an attacker namespace while each trial runs; every "
                                           "trial is repeated per flood rate (see fwlab.floods)")
+
+    @field_validator("link_rate")
+    @classmethod
+    def _link_rate(cls, v: str | None) -> str | None:
+        if v is not None:
+            parse_rate_bps(v)
+        return v
+
+    @property
+    def link_rate_bps(self) -> int | None:
+        return parse_rate_bps(self.link_rate) if self.link_rate else None
 
     @field_validator("mode", mode="before")
     @classmethod
@@ -169,39 +164,9 @@ class Suite(Strict):
         return sorted(set(v))
 
     @model_validator(mode="after")
-    def _registries(self) -> "Suite":
-        from fwlab.dut import backend_names
-        from fwlab.runners import get_runner, runner_names
-
-        for m in self.mode:
-            assert m in MODES
-        for l in self.layouts:
-            assert l in LAYOUTS
-        known = backend_names()
-        for b in self.backends:
-            if b not in known:
-                raise ValueError(f"unknown backend '{b}' (known: {', '.join(known)})")
-        for t in self.traffic:
-            if t.tool not in runner_names():
-                raise ValueError(f"unknown traffic tool '{t.tool}' (known: {', '.join(runner_names())})")
-            runner = get_runner(t.tool)
-            if t.kind not in runner.traffics:
-                raise ValueError(f"tool '{t.tool}' cannot generate '{t.kind}' (it can: {', '.join(runner.traffics)})")
-            checked = runner.check_options(t.kind, dict(t.options))
-            object.__setattr__(t, "options", checked)
-            if t.frame_sizes and 6 in self.ip_versions and any(s is not None and s < 78 for s in t.sizes):
-                raise ValueError("IPv6 engine frames are at least 78 B (RFC 5180): raise sizes or drop IPv6")
+    def _whole(self) -> "Suite":
         if not self.traffic:
             raise ValueError("needs at least one [[traffic]] item")
-        if self.hosts:
-            from pydantic import ValidationError
-
-            from fwlab.testbed.hosts import HostsFile
-            from fwlab.validation import one_line
-            try:
-                HostsFile.model_validate({"hosts": self.hosts})
-            except ValidationError as exc:
-                raise ValueError(one_line(exc)) from None
         if "direct" in self.mode and any(b.may_apply_to_mode("direct") for b in self.background):
             raise ValueError("a [[background]] flood needs a DUT: use mode routed or bridge, not direct "
                              "(or restrict the flood with only = { mode = [\"routed\"] })")

@@ -25,6 +25,7 @@ from fwlab.testbed import links
 from fwlab.testbed.clock import measure_offset
 from fwlab.testbed.host import CommandFailed, Host, LocalHost, kill_namespace_pids, require_tool
 from fwlab.testbed.hosts import IFACE_COUNT, Placement
+from fwlab.testbed.shaping import LinkShape, parse_qdisc_stats
 from fwlab.testbed.topology import PREFIX, Topology
 
 #: sysctls recorded for every namespace of the bed
@@ -302,9 +303,35 @@ class Testbed:
                     self.sh(role, "ip", "-6", "route", "add", "default", "via", gw6)
         if t.attacker:
             self._build_attacker()
+        if t.link_rate_bps:
+            self._shape()
         if t.has_dut and t.device_model == "napi" and not self.is_remote("dut"):
             self._napi_device()
         self._wait_link_ready()
+
+    def shaped_interfaces(self) -> list[tuple[str, str]]:
+        """(role, interface) whose egress carries the emulated line rate: the client's and the
+        server's data interfaces, outside the DUT (local roles only)."""
+        if not self.topo.link_rate_bps:
+            return []
+        return [(r, d) for r, d in (("client", self.topo.client_if), ("server", self.topo.server_if))
+                if not self.is_remote(r)]
+
+    def _shape(self) -> None:
+        shape = LinkShape(self.topo.link_rate_bps)
+        for role, dev in self.shaped_interfaces():
+            self.sh(role, *shape.tc_args(dev))
+
+    def link_state(self) -> dict | None:
+        """The emulated links as configured and their shapers' counters so far (None: unshaped)."""
+        if not self.topo.link_rate_bps:
+            return None
+        state = LinkShape(self.topo.link_rate_bps).to_dict()
+        state["shapers"] = {}
+        for role, dev in self.shaped_interfaces():
+            cp = self.sh(role, "tc", "-s", "qdisc", "show", "dev", dev, check=False)
+            state["shapers"][f"{role}:{dev}"] = parse_qdisc_stats(cp.stdout) if cp.returncode == 0 else None
+        return state
 
     def _napi_device(self) -> None:
         """Device model "napi": each DUT veth receives through its own threaded NAPI instance,
@@ -481,6 +508,7 @@ class Testbed:
             "interfaces": [f"{r}:{d}" for r, d in self.interfaces()],
             "offloads": self.offload_state(),
             "device": self.device_state(),
+            "link": self.link_state(),
             "sysctls": self.sysctls(),
             "build_s": round(self.build_s, 4),
         }

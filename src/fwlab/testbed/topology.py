@@ -134,6 +134,9 @@ class Topology:
     plan_overrides: tuple[tuple[str, str], ...] = ()
     #: add an attacker namespace (role ``atk``) linked to the DUT's client side (not in direct mode)
     attacker: bool = False
+    #: emulated line rate of the client's and server's wires [bit/s, Ethernet L1]; None: unshaped
+    #: (see testbed.shaping)
+    link_rate_bps: int | None = None
 
     def ns(self, role: str) -> str:
         return f"{PREFIX}{self.run_id}-{role}"

@@ -15,10 +15,10 @@ from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable
 
 from fwlab.errors import RunnerError
-from fwlab.runners.base import Measurement, TrafficSpec
+from fwlab.runners.base import Measurement, Runner, TrafficSpec, get_runner, register
+from fwlab.runners.iperf3 import Iperf3
 
 if TYPE_CHECKING:
-    from fwlab.runners.iperf3 import Iperf3
     from fwlab.testbed.bed import Testbed
 
 
@@ -122,3 +122,46 @@ def measure_with_probes(runner: "Iperf3", bed: "Testbed", spec: TrafficSpec) -> 
                         "message": f"a single stream stayed below {100 * (1 - plan.tolerance):.0f} % of its "
                                    f"baseline for {len(probes)} probes after the multi-stream run"})
     return m
+
+
+class ParallelStreams(Runner):
+    """Kind ``parallel`` (seed 004): many iperf3 TCP streams framed by single-stream recovery
+    probes. A method on the iperf3 tool: its servers, version and availability are iperf3's."""
+
+    name = "parallel"
+    traffics = ("parallel",)
+    summary = ("parallel TCP streams (iperf3) with a single-stream baseline before and recovery "
+               "probes after (seed 004)")
+    whole_seconds_option = "iperf3 -t"
+
+    @property
+    def tool(self) -> Iperf3:
+        return get_runner("iperf3")  # type: ignore[return-value]
+
+    def unavailable(self) -> str | None:
+        return self.tool.unavailable()
+
+    def version(self) -> str:
+        return self.tool.version()
+
+    def check_options(self, kind: str, options: dict[str, Any]) -> dict[str, Any]:
+        probe_keys = set(ProbePlan.__dataclass_fields__)
+        extra = set(options) - probe_keys - {"direction"}
+        if extra:
+            raise ValueError(f"parallel takes options {', '.join(sorted(probe_keys | {'direction'}))} "
+                             f"(unknown: {', '.join(sorted(extra))})")
+        out = ProbePlan.from_options(options).to_dict()
+        out.update(self.tool.check_options("tcp", {k: v for k, v in options.items() if k == "direction"}))
+        return out
+
+    def start(self, bed: "Testbed", spec: TrafficSpec) -> None:
+        self.tool.start(bed, spec)
+
+    def stop(self, bed: "Testbed") -> None:
+        self.tool.stop(bed)
+
+    def measure(self, bed: "Testbed", spec: TrafficSpec, env=None) -> Measurement:
+        return measure_with_probes(self.tool, bed, spec)
+
+
+register(ParallelStreams())

@@ -1,0 +1,144 @@
+"""Loading a run record for notebooks: `fwlab.load(run_dir)` and pandas frames of it.
+
+Owns: `Run` (the record's ``run.json`` plus its trials, each a `Trial`: the stored dict behind a
+small read-only class with the identity fields as attributes), the tidy per-trial table
+(`Run.to_dataframe`: one row per trial, identity columns first in `IDENTITY_FIELDS` order, then
+``metrics.<name>`` columns, ``flags``, ``error``) and the long-format series table
+(`series_rows` / `Run.series_dataframe`: trial id, t_s, field, value). pandas is optional (the
+``[analysis]`` extra); everything but the two ``*dataframe`` methods works without it. Reads
+records only through `RunRecord`. Never touches statistics, plots, the test bed or traffic.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fwlab.analysis.export import IDENTITY_FIELDS
+from fwlab.errors import FwlabError
+from fwlab.results.record import RunRecord
+
+__all__ = ["IDENTITY_FIELDS", "SERIES_COLUMNS", "Run", "Trial", "load", "series_rows", "trial_row"]
+
+SERIES_COLUMNS = ("trial_id", "t_s", "field", "value")
+"""Columns of the long-format series table."""
+
+
+class Trial(Mapping):
+    """One stored trial: read-only mapping over the ``trials.jsonl`` line, identity as attributes."""
+
+    __slots__ = ("_d",)
+
+    def __init__(self, data: dict) -> None:
+        self._d = data
+
+    def __getitem__(self, key: str) -> Any:
+        return self._d[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._d)
+
+    def __len__(self) -> int:
+        return len(self._d)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if name in IDENTITY_FIELDS or name in ("metrics", "series", "flags", "error", "extra"):
+            return self._d.get(name)
+        raise AttributeError(f"trial has no field {name!r}")
+
+    def __repr__(self) -> str:
+        return f"Trial({self._d.get('kind')!r}, {self._d.get('trial_id')!r})"
+
+    @property
+    def ok(self) -> bool:
+        """Ended without error and with metrics."""
+        return not self._d.get("error") and bool(self._d.get("metrics"))
+
+    def metric(self, name: str) -> float | None:
+        return (self._d.get("metrics") or {}).get(name)
+
+    def as_dict(self) -> dict:
+        return dict(self._d)
+
+
+def trial_row(t: Mapping) -> dict[str, Any]:
+    """A trial as one flat row: identity fields, ``metrics.<name>``, flags (codes, ';'), error."""
+    row: dict[str, Any] = {f: t.get(f) for f in IDENTITY_FIELDS}
+    for m, v in (t.get("metrics") or {}).items():
+        row[f"metrics.{m}"] = v
+    row["flags"] = ";".join(f.get("code", "?") if isinstance(f, dict) else str(f) for f in t.get("flags") or [])
+    row["error"] = t.get("error")
+    return row
+
+
+def series_rows(trials: list[Mapping]) -> list[tuple[str, float, str, float]]:
+    """Every per-interval sample of every trial as (trial id, t_s, field, value) rows, in trial
+    and time order; non-numeric and missing values are left out."""
+    out = []
+    for t in trials:
+        for point in t.get("series") or []:
+            ts = point.get("t_s")
+            if ts is None:
+                continue
+            for field, v in point.items():
+                if field == "t_s" or isinstance(v, bool) or not isinstance(v, (int, float)):
+                    continue
+                if isinstance(v, float) and math.isnan(v):
+                    continue
+                out.append((t["trial_id"], float(ts), field, float(v)))
+    return out
+
+
+def _pandas():
+    try:
+        import pandas
+    except ImportError:
+        raise FwlabError("pandas is not installed", fix="pip install 'fwlab[analysis]'") from None
+    return pandas
+
+
+@dataclass(frozen=True)
+class Run:
+    """A loaded run record."""
+
+    path: Path
+    run: dict
+    """``run.json`` as stored."""
+    trials: tuple[Trial, ...]
+    """Every trial, the last line per trial id winning (as `RunRecord.trials`)."""
+
+    @property
+    def suite(self) -> str | None:
+        return (self.run.get("suite") or {}).get("name")
+
+    @property
+    def status(self) -> str | None:
+        return self.run.get("status")
+
+    def of_kind(self, kind: str) -> list[Trial]:
+        return [t for t in self.trials if t.get("kind") == kind]
+
+    def to_dataframe(self):
+        """Tidy pandas DataFrame, one row per trial: identity columns first (`IDENTITY_FIELDS`),
+        then ``metrics.<name>`` (sorted), ``flags``, ``error``. Needs the ``[analysis]`` extra."""
+        pd = _pandas()
+        rows = [trial_row(t) for t in self.trials]
+        metric_cols = sorted({k for r in rows for k in r if k.startswith("metrics.")})
+        cols = list(IDENTITY_FIELDS) + metric_cols + ["flags", "error"]
+        return pd.DataFrame.from_records(rows, columns=cols)
+
+    def series_dataframe(self):
+        """Long-format DataFrame of every trial's series: trial_id, t_s, field, value."""
+        pd = _pandas()
+        return pd.DataFrame.from_records(series_rows(list(self.trials)), columns=list(SERIES_COLUMNS))
+
+
+def load(run_dir: Path | str) -> Run:
+    """Load the run record in `run_dir` (``fwlab.load``)."""
+    rec = RunRecord.open(run_dir)
+    return Run(path=rec.path, run=rec.run, trials=tuple(Trial(t) for t in rec.trials()))

@@ -1,0 +1,67 @@
+"""Emulated links: the wires of the test bed limited to a line rate, as the seeds' 100 Mbit/s and
+1 Gbit/s Ethernet links were (issue: compare like with like, where the wire capped the 0-rule
+figure).
+
+Owns: the shaper put on the client's and the server's data interface (egress), i.e. on the two
+wires *outside* the DUT, so the shaping's CPU cost never lands on the DUT; how it counts a frame;
+reading its counters back for the record. Never touches the DUT's own interfaces or anything on a
+remote host.
+
+How a frame is counted: as on Ethernet. A veth frame's length (what tc sees) is the L2 frame
+without FCS; the size table adds 24 bytes per frame (FCS 4 + preamble and start delimiter 8 +
+inter-frame gap 12), so a 64-byte frame costs 84 bytes of line time, and 100 Mbit/s carries at
+most 148,810 such frames per second, as a 100BASE-TX wire does.
+
+The shaper is tbf with a queue of 256 full-size frames (a NIC's transmit ring; about 31 ms at
+100 Mbit/s) and a burst of two full-size frames, so the rate holds within one frame time. A
+one-way delay (netem) is not offered: this lab's kernel has no sch_netem (docs say how to check).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from fwlab.validation import parse_rate_bps  # noqa: F401  (re-exported: the unit's one parser)
+
+#: bytes of line time an Ethernet frame costs beyond what tc sees: FCS + preamble/SFD + IFG
+ETHERNET_OVERHEAD_BYTES = 4 + 8 + 12
+#: a full-size frame as tc sees it (1500 B of IP + 14 B Ethernet header)
+FULL_FRAME_BYTES = 1514
+#: the shaper's queue, in full-size frames (a NIC's transmit ring)
+QUEUE_FRAMES = 256
+
+
+@dataclass(frozen=True)
+class LinkShape:
+    """One emulated line rate, applied to the egress of a data interface."""
+
+    rate_bps: int  #: line rate [bit/s], Ethernet L1 (every frame + 24 bytes)
+
+    def tc_args(self, dev: str) -> list[str]:
+        burst = 2 * (FULL_FRAME_BYTES + ETHERNET_OVERHEAD_BYTES)
+        limit = QUEUE_FRAMES * (FULL_FRAME_BYTES + ETHERNET_OVERHEAD_BYTES)
+        return ["tc", "qdisc", "replace", "dev", dev, "root",
+                "stab", "overhead", str(ETHERNET_OVERHEAD_BYTES), "linklayer", "ethernet",
+                "tbf", "rate", f"{self.rate_bps}bit", "burst", str(burst), "limit", str(limit)]
+
+    def line_rate_pps(self, frame_bytes: int) -> float:
+        """Frames per second of ``frame_bytes`` (an Ethernet frame incl. FCS) the wire carries."""
+        return self.rate_bps / ((frame_bytes + 8 + 12) * 8)
+
+    def to_dict(self) -> dict:
+        return {"rate_bps": self.rate_bps, "overhead_bytes": ETHERNET_OVERHEAD_BYTES,
+                "queue_frames": QUEUE_FRAMES, "qdisc": "tbf", "where": "client and server egress"}
+
+
+_STATS = re.compile(r"Sent (?P<bytes>\d+) bytes (?P<pkts>\d+) pkt \(dropped (?P<dropped>\d+), "
+                    r"overlimits (?P<overlimits>\d+)")
+
+
+def parse_qdisc_stats(text: str) -> dict[str, int] | None:
+    """`tc -s qdisc show dev X` -> sent bytes/packets, dropped, overlimits of its root qdisc."""
+    m = _STATS.search(text)
+    if not m:
+        return None
+    return {"sent_bytes": int(m["bytes"]), "sent_packets": int(m["pkts"]),
+            "dropped": int(m["dropped"]), "overlimits": int(m["overlimits"])}

@@ -1,0 +1,47 @@
+"""Emulated links (testbed.shaping) on the real data path: a 10 Mbit/s wire carries no more 64-byte
+frames than 10 Mbit/s of Ethernet can (84 bytes of line time each), the shaper sits on the
+client's and server's egress (not on the DUT), and the bed records it."""
+
+import pytest
+
+from fwlab.runners import engine as eng
+from fwlab.testbed import Testbed, Topology, new_run_id
+from fwlab.testbed.shaping import ETHERNET_OVERHEAD_BYTES, QUEUE_FRAMES, FULL_FRAME_BYTES, LinkShape
+
+if eng.find_engine() is None:
+    pytest.skip("fwlab-engine is not built (make engine)", allow_module_level=True)
+
+RATE_BPS = 10_000_000
+
+
+def test_a_shaped_wire_carries_at_most_its_line_rate():
+    shape = LinkShape(RATE_BPS)
+    line_pps = shape.line_rate_pps(64)  # 14,881 frames/s
+    assert round(line_pps) == 14881
+    duration_s, offered_pps = 2, 40_000  # well above the wire, far below what the bed forwards
+    with Testbed(Topology(run_id=new_run_id(), mode="routed", link_rate_bps=RATE_BPS)) as bed:
+        assert [r for r, _ in bed.shaped_interfaces()] == ["client", "server"]
+        before = bed.link_state()
+        send, recv = eng.default_cpus(bed, 1)
+        t = eng.EngineTrial(send_cpus=send, recv_cpus=recv, duration_s=duration_s, rate_pps=offered_pps,
+                            frame_size=64, ip_version=4)
+        m = eng.run_trial(bed, t, offered_pps * duration_s).metrics
+        after = bed.link_state()
+        desc = bed.describe()
+        dut_qdisc = bed.sh("dut", "tc", "qdisc", "show", "dev", bed.topo.dut_client_if).stdout
+    client = f"client:{bed.topo.client_if}"
+    dropped = after["shapers"][client]["dropped"] - before["shapers"][client]["dropped"]
+    # what the wire can carry in the trial, plus what its queue held when the sender stopped
+    queue_small_frames = QUEUE_FRAMES * (FULL_FRAME_BYTES + ETHERNET_OVERHEAD_BYTES) // (60 + ETHERNET_OVERHEAD_BYTES)
+    ceiling = line_pps * duration_s * 1.01 + queue_small_frames + 2
+    assert m["offered_count"] > 1.5 * line_pps * duration_s  # the sender offered more than the wire
+    assert 0.5 * line_pps * duration_s <= m["forwarded_count"] <= ceiling
+    assert dropped > 0 and m["forwarded_count"] + dropped <= m["offered_count"]
+    assert desc["link"]["rate_bps"] == RATE_BPS and desc["topology"]["link_rate_bps"] == RATE_BPS
+    assert "tbf" not in dut_qdisc  # the shaping cost is not the DUT's
+
+
+def test_an_unshaped_bed_has_no_shaper():
+    with Testbed(Topology(run_id=new_run_id(), mode="direct")) as bed:
+        assert bed.link_state() is None and bed.shaped_interfaces() == []
+        assert "tbf" not in bed.sh("client", "tc", "qdisc", "show", "dev", bed.topo.client_if).stdout

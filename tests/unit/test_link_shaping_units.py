@@ -1,0 +1,54 @@
+"""Emulated links without root: rates parse as tc writes them, bad ones are one line, the shaper's
+arguments count Ethernet overhead, its counters parse, a link-limited trial is flagged."""
+
+import pytest
+
+from fwlab.stats.quality import flag_link_limited
+from fwlab.suites import parse_suite
+from fwlab.errors import SuiteError
+from fwlab.testbed.shaping import LinkShape, parse_qdisc_stats
+from fwlab.validation import parse_rate_bps
+
+
+@pytest.mark.parametrize("text,bps", [("100mbit", 100_000_000), ("1gbit", 10**9), ("2.5gbit", 2_500_000_000),
+                                      ("64000bit", 64_000), (" 10Mbit ", 10**7)])
+def test_rates(text, bps):
+    assert parse_rate_bps(text) == bps
+
+
+@pytest.mark.parametrize("text", ["100mbps", "fast", "", "1kbit", "1000gbit", "-5mbit"])
+def test_bad_rates(text):
+    with pytest.raises(ValueError):
+        parse_rate_bps(text)
+
+
+def test_a_suite_link_rate_is_checked_and_kept_as_bits():
+    s = parse_suite({"name": "t", "traffic": [{"kind": "udp"}], "link_rate": "100mbit"}, "test")
+    assert s.link_rate_bps == 100_000_000
+    assert parse_suite({"name": "t", "traffic": [{"kind": "udp"}]}, "test").link_rate_bps is None
+    with pytest.raises(SuiteError) as ei:
+        parse_suite({"name": "t", "traffic": [{"kind": "udp"}], "link_rate": "100 Mb/s"}, "test")
+    assert "link_rate" in ei.value.one_line() and "100mbit" in ei.value.one_line()
+
+
+def test_the_shaper_counts_frames_as_on_ethernet():
+    args = LinkShape(100_000_000).tc_args("eth9")
+    assert args[:6] == ["tc", "qdisc", "replace", "dev", "eth9", "root"]
+    assert args[args.index("overhead") + 1] == "24" and "tbf" in args and "100000000bit" in args
+    assert round(LinkShape(100_000_000).line_rate_pps(64)) == 148810  # 100BASE-TX, 64 B frames
+    assert round(LinkShape(10**9).line_rate_pps(1518)) == 81274
+
+
+def test_qdisc_counters_parse():
+    text = ("qdisc tbf 8002: root refcnt 3 rate 100Mbit burst 3076b lat 30.8ms \n"
+            " Sent 2520000 bytes 30000 pkt (dropped 512, overlimits 8110 requeues 0) \n backlog 0b 0p requeues 0\n")
+    assert parse_qdisc_stats(text) == {"sent_bytes": 2520000, "sent_packets": 30000, "dropped": 512,
+                                       "overlimits": 8110}
+    assert parse_qdisc_stats("qdisc noqueue 0: root refcnt 2\n") is None
+
+
+def test_link_limited_flag():
+    rate = 100_000_000
+    assert flag_link_limited({"client:c0": {"dropped": 0, "overlimits": 0}, "server:s0": None}, rate) == []
+    (f,) = flag_link_limited({"client:c0": {"dropped": 3, "overlimits": 40}}, rate)
+    assert f.code == "link-limited" and "100 Mbit/s" in f.message and "3 dropped" in f.message

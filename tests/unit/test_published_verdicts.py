@@ -1,0 +1,343 @@
+"""Every published finding reaches all three verdicts: for each finding of each seed study there are
+synthetic records that make it reproduced, not reproduced and inconclusive (the findings this bed
+cannot decide are 'not testable here' with their reason instead of 'reproduced'). A limiting
+quality flag on the trials a finding reads makes any decided verdict inconclusive, naming the flag
+and the trials; the verdicts land in findings.json beside the record. No root, no traffic."""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+
+import pytest
+from goldens import GOLDEN
+from test_published import seed002_trials, tr
+from test_published_new_kinds import (  # noqa: F401  (fast_probes is a fixture)
+    capacity_trial,
+    fast_probes,
+    probed_during,
+    seed000_trials,
+    seed004_trials,
+    stalled_trials,
+)
+
+from fwlab.published.compare import (
+    FINDINGS_FILE,
+    INCONCLUSIVE,
+    LIMIT_FLAGS,
+    NOT_REPRODUCED,
+    NOT_TESTABLE,
+    REPRODUCED,
+    Finding,
+    compare_study,
+    limit_reason,
+    write_findings,
+)
+from fwlab.report import write_report
+
+THREE = {REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE}
+NOT_TESTABLE_HERE = {
+    # the host's fixed nf_conntrack_max: stopping at the table cannot show that memory sets it
+    "seed-001/sessions-set-by-memory": {NOT_TESTABLE, NOT_REPRODUCED, INCONCLUSIVE},
+    # probes after the load: can be decided only for probes during it (probe_plan.during)
+    "seed-004/probe-recovers-in-20s": {NOT_TESTABLE} | THREE,
+    # 1 Mbit/s on a multi-Gbit/s path: decided only where 1 Mbit/s is a fair share of the path
+    "seed-003/udp-1m-same": {NOT_TESTABLE} | THREE,
+}
+
+
+def run_of(study):
+    return {"suite": {"name": study, "parsed": {"name": study, "study": study}}}
+
+
+def spread(k, noise):
+    return 1.0 + noise * (k - 1)
+
+
+def flagged(trials, code="cpu-saturated"):
+    out = copy.deepcopy(trials)
+    for t in out:
+        t["flags"] = list(t.get("flags") or []) + [{"code": code, "severity": "warning", "message": "test"}]
+    return out
+
+
+def reached(study, scenarios) -> dict[str, set[str]]:
+    """{finding id: verdicts reached} over scenarios (trial lists, or (run, trials) pairs)."""
+    got: dict[str, set[str]] = {}
+    for ts in scenarios:
+        run, ts = ts if isinstance(ts, tuple) else (run_of(study), ts)
+        for f in compare_study(run, ts).findings:
+            got.setdefault(f.id, set()).add(f.verdict)
+    return got
+
+
+def check_all_three(got: dict[str, set[str]]) -> None:
+    for fid, verdicts in got.items():
+        want = NOT_TESTABLE_HERE.get(fid, THREE)
+        assert want <= verdicts, f"{fid} reaches only {sorted(verdicts)}, needs {sorted(want)}"
+
+
+# --- seed 000 -------------------------------------------------------------------------------------
+
+def s000(tcp_top: float = 1.0, udp: dict | None = None, noise: float = 0.01, udp_noise: float | None = None):
+    """Rule-count trials of one netfilter configuration, 3 repetitions: TCP (64 and 1400 B writes)
+    at `tcp_top` x the 0-rule rate at 1000 rules; one-way UDP of 1400 B payload at `udp` x."""
+    udp = udp or {0: 1.0, 10: 1.0, 200: 0.95, 1000: 0.05}
+    un = noise if udp_noise is None else udp_noise
+    ts = []
+    for k in range(3):
+        for n in (0, 10, 200, 1000):
+            for s in (64, 1400):
+                f = tcp_top if n == 1000 else 1.0
+                ts.append(tr("stream", "tcp", "iptables-legacy", n, size=s, sc=True, rep=k,
+                             throughput_bps=3e9 * f * spread(k, noise)))
+            ts.append(tr("stream", "engine", "iptables-legacy", n, size=1446, sc=True, rep=k,
+                         throughput_bps=4e9 * udp[n] * spread(k, un if n in (0, 200) else 0.01)))
+    return ts
+
+
+def test_seed_000_every_finding_reaches_all_three():
+    scenarios = [
+        s000(),                                                        # flat TCP, flat UDP to 200, collapse
+        s000(tcp_top=0.5, udp={0: 1.0, 10: 1.0, 200: 0.5, 1000: 0.49}),  # TCP drops, UDP drops early, no collapse
+        s000(tcp_top=0.8, noise=0.6, udp={0: 1.0, 10: 1.0, 200: 0.85, 1000: 0.05}, udp_noise=0.9),  # noisy
+        seed000_trials(0.5, 0.2, 0.6), seed000_trials(0.97, 1.0, 1.0),
+    ]
+    scenarios.append(flagged(scenarios[0]))
+    scenarios.append(flagged(scenarios[3], "flood-generator-short"))
+    got = reached("seed-000", scenarios)
+    assert len(got) == 6
+    check_all_three(got)
+    noisy = {f.id: f for f in compare_study(run_of("seed-000"), scenarios[2]).findings}
+    assert "within the noise at 3 repetitions" in noisy["seed-000/tcp-flat/iptables-legacy linear +established"].reason
+
+
+def test_seed_000_udp_table_is_in_payload_bits_like_netperf():
+    cmp = compare_study(run_of("seed-000"), s000())
+    t = next(t for t in cmp.tables if t.title.startswith("fwlab: throughput"))
+    assert t.header[2] == "0 rules [payload Mbit/s]"
+    row = next(r for r in t.rows if r[0] == "UDP one-way 1400 B")
+    assert row[2] == f"{4e9 * 1400 / 1446 / 1e6:,.0f}"          # frame bits incl. FCS -> payload bits
+    pub = next(t for t in cmp.tables if "as published" in t.title)
+    assert "payload" in pub.header[1]
+
+
+# --- seed 001 -------------------------------------------------------------------------------------
+
+def s001(mid: float, high: float, *, bridge: float = 1.2, noise: float = 0.0, reps: int = 1):
+    """Throughput searches, frames 64/512/1518 B, both layouts: 1000 rules at `mid` x 0 rules and
+    10000 rules at `high` x the 1000-rule figure; bridge mode at `bridge` x routed, 0 rules."""
+    ts = []
+    for k in range(reps):
+        j = spread(k, noise)
+        for size, mx in ((64, 500e3), (512, 450e3), (1518, 300e3)):
+            for lay in ("linear", "set"):
+                for n, f in ((0, 1.0), (1000, mid), (10000, mid * high)):
+                    ts.append(tr("rfc2544", "throughput", "nftables", n, layout=lay, size=size, rep=k,
+                                 throughput_pps=mx * f * j))
+                ts.append(tr("rfc2544", "throughput", "nftables", 0, layout=lay, size=size, mode="bridge", rep=k,
+                             throughput_pps=mx * bridge * j))
+    return ts
+
+
+def test_seed_001_every_finding_reaches_all_three():
+    scenarios = [
+        s001(0.99, 0.5, bridge=1.2),                         # flat to 5000, effect above, bridge above
+        s001(0.6, 1.0, bridge=0.8),                          # an effect at 1000, none above, bridge below
+        s001(0.85, 0.97, bridge=1.02, noise=0.5, reps=3),    # all within the noise
+        [capacity_trial("routed", r, c) for r, c in ((1, 200000), (2, 201000))]
+        + [capacity_trial("bridge", r, c) for r, c in ((1, 250000), (2, 251000))],
+        [capacity_trial("routed", 1, 259000), capacity_trial("bridge", 1, 260000)],
+        [capacity_trial("routed", 1, 100000, table_full=False), capacity_trial("bridge", 1, 150000)],
+        [capacity_trial("routed", 1, 150000, table_full=False), capacity_trial("bridge", 1, 151000, table_full=False)],
+    ]
+    scenarios += [flagged(scenarios[0]), flagged(scenarios[3], "generator-short"),
+                  flagged(scenarios[5], "generator-short")]
+    got = reached("seed-001", scenarios)
+    assert set(got) == {"seed-001/flat-up-to-5000/linear", "seed-001/flat-up-to-5000/set",
+                        "seed-001/effect-above-5000/linear", "seed-001/effect-above-5000/set",
+                        "seed-001/bridge-above-gateway", "seed-001/bridge-holds-more",
+                        "seed-001/sessions-set-by-memory"}
+    check_all_three(got)
+
+
+def test_seed_001_quotes_the_study_and_names_the_goal():
+    ts = s001(0.99, 0.5)
+    for t in ts:
+        t["extra"] = {"rfc2544": {"results": [{"algorithm": "mlr", "goal": {"name": "csit", "loss_ratio": 0.0,
+                                                                             "exceed_ratio": 0.5}}]}}
+    cmp = compare_study(run_of("seed-001"), ts)
+    claims = {f.claim for f in cmp.findings}
+    assert "Up to 5,000 rules the rule count has almost no effect on throughput (§3.3)" in claims
+    assert "Above 5,000 rules the rule count affects throughput (conclusion)" in claims
+    per_rule = next(t for t in cmp.tables if t.title.startswith("fwlab:"))
+    assert per_rule.title == "fwlab: NDR, exceed 0.5 throughput as % of 0 rules, per rule count"
+    assert "zero-loss" not in per_rule.title
+
+
+# --- seed 002 -------------------------------------------------------------------------------------
+
+def s002(noise=0.01, rules_effect=1.0, url_effect=1.0, many_clients=4.0):
+    ts = seed002_trials(noise, url_effect)
+    for t in ts:
+        if t["backend"] == "nftables" and t["rules"] == 100:
+            t["metrics"]["tpm"] *= rules_effect
+        if t["backend"] == "proxy" and t["rules"] == 0 and t["streams"] == 72:
+            t["metrics"]["tpm"] *= many_clients / 4.0
+    return ts
+
+
+def test_seed_002_every_finding_reaches_all_three():
+    delayed = run_of("seed-002")
+    delayed["suite"]["parsed"]["link_delay"] = "0.5ms"
+    scenarios = [s002(), (delayed, s002(rules_effect=0.7, url_effect=0.7, many_clients=1.2)), s002(noise=0.3),
+                 flagged(s002(), "client-cpu-bound")]
+    got = reached("seed-002", scenarios)
+    assert len(got) == 3
+    check_all_three(got)
+
+
+def test_seed_002_flat_client_curve_without_link_delay_is_the_beds_regime():
+    f = next(f for f in compare_study(run_of("seed-002"), s002(many_clients=1.02)).findings
+             if f.id == "seed-002/more-clients-more-tpm")
+    assert f.verdict == INCONCLUSIVE and "cannot reach the seed's regime" in f.reason
+
+
+def test_seed_002_no_effect_needs_the_studys_own_threshold():
+    # a spread giving fwlab thresholds between 7.76 % and 15.5 % no longer confirms 'no effect'
+    cmp = compare_study(run_of("seed-002"), s002(noise=0.06))
+    f = next(f for f in cmp.findings if f.id == "seed-002/100-rules-no-effect")
+    assert f.verdict == INCONCLUSIVE and "wider than the seed's 7.76 %" in f.reason
+    assert "at most 7.76 %" in f.criterion
+
+
+# --- seed 003 -------------------------------------------------------------------------------------
+
+def s003(tcp6=1.2, jit6=2.0, rtt6=1.25, udp6=1.0, path_bps=5e6, noise=0.01):
+    """IPv4 and IPv6, no firewall, 3 repetitions: TCP on a path of `path_bps`, UDP at 1 Mbit/s,
+    jitter and idle round trips; the IPv6 figures at the given multiples of IPv4's."""
+    ts = []
+    for k in range(3):
+        j = spread(k, noise)
+        for ipv, f_tcp, f_j, f_rtt, f_udp in ((4, 1, 1, 1, 1), (6, tcp6, jit6, rtt6, udp6)):
+            ts.append(tr("stream", "tcp", "none", 0, ipv=ipv, rep=k, throughput_bps=path_bps * f_tcp * j))
+            ts.append(tr("stream", "udp", "none", 0, ipv=ipv, rep=k, size=1470, label="1m",
+                         throughput_bps=1e6 * f_udp * j, jitter_ms=0.05 * f_j * j))
+            ts.append(tr("rtt", "rtt", "none", 0, ipv=ipv, rep=k, rtt_p50_ms=0.4 * f_rtt * j))
+    return ts
+
+
+def test_seed_003_every_finding_reaches_all_three():
+    scenarios = [
+        s003(), s003(tcp6=0.8, jit6=0.5, rtt6=0.8, udp6=0.8),
+        s003(tcp6=1.0, jit6=1.0, rtt6=1.0, udp6=0.9, noise=0.3),
+        s003(path_bps=5e9),                                   # 1 Mbit/s on a 5 Gbit/s path
+    ]
+    scenarios.append(flagged(scenarios[0], "receiver-bound"))
+    got = reached("seed-003", scenarios)
+    assert len(got) == 5
+    check_all_three(got)
+    wide = {f.id: f for f in compare_study(run_of("seed-003"), scenarios[3]).findings}
+    assert wide["seed-003/udp-1m-same"].verdict == NOT_TESTABLE
+    assert "5,000 Mbit/s" in wide["seed-003/udp-1m-same"].reason
+
+
+# --- seed 004 -------------------------------------------------------------------------------------
+
+def s004(small=0.96, big_drops=True, direct_top=1.0, zero=None):
+    ts = []
+    for rep in range(3):
+        j = 1.0 + 0.01 * (rep - 1)
+        for s in (1, 100, 128):
+            if zero is not None:
+                ts.append(tr("stream", "tcp", "nftables", 0, mode="bridge", streams=s, rep=rep,
+                             throughput_bps=10e9 * zero * j))
+            ts.append(tr("stream", "tcp", "none", 0, mode="direct", streams=s, rep=rep,
+                         throughput_bps=10e9 * (direct_top if s == 128 else 1.0) * j))
+            ts.append(tr("stream", "tcp", "nftables", 5, mode="bridge", streams=s, rep=rep, throughput_bps=10e9 * small * j))
+            big = {1: 6e9, 100: 4e9, 128: 2e9}[s] if big_drops else 6e9
+            ts.append(tr("stream", "tcp", "nftables", 10000, mode="bridge", streams=s, rep=rep,
+                         throughput_bps=big * (direct_top if s == 128 else 1.0) * j))
+    return ts
+
+
+def test_seed_004_every_finding_reaches_all_three(fast_probes):
+    scenarios = [
+        s004(), s004(small=0.5, big_drops=False, direct_top=0.5),
+        stalled_trials(stall=True), stalled_trials(stall=False),
+        probed_during(seed004_trials([0.4e9, 0.7e9, 0.95e9])), probed_during(seed004_trials([0.3e9] * 5)),
+        seed004_trials([0.4e9, 0.7e9, 0.95e9]),              # probes after the load: not testable here
+    ]
+    scenarios += [flagged(scenarios[0]), flagged(scenarios[2]), flagged(scenarios[4])]
+    got = reached("seed-004", scenarios)
+    assert len(got) == 5
+    check_all_three(got)
+
+
+def test_seed_004_small_set_on_an_unshaped_bed_whose_hop_itself_costs():
+    def small(run, ts):
+        return next(f for f in compare_study(run, ts).findings if f.id == "seed-004/small-set-keeps-cross")
+
+    ts = s004(small=0.5, zero=0.55)
+    f = small(run_of("seed-004"), ts)
+    assert f.verdict == INCONCLUSIVE and "cannot reach the seed's regime" in f.reason and "55 %" in f.reason
+    shaped = run_of("seed-004")
+    shaped["suite"]["parsed"]["link_rate"] = "100mbit"
+    assert small(shaped, ts).verdict == NOT_REPRODUCED
+    assert small(run_of("seed-004"), s004(small=0.5, zero=0.99)).verdict == NOT_REPRODUCED
+
+
+# --- the rule: limiting flags, reasons, findings.json ---------------------------------------------
+
+@pytest.mark.parametrize("code", sorted(LIMIT_FLAGS))
+def test_a_limit_flag_on_a_used_trial_makes_a_decided_verdict_inconclusive(code):
+    ts = s000()
+    clean = compare_study(run_of("seed-000"), ts)
+    assert {f.verdict for f in clean.findings if f.trial_ids} == {REPRODUCED}
+    bad = flagged(ts[:1], code) + ts[1:]                      # one flagged trial
+    cmp = compare_study(run_of("seed-000"), bad)
+    for f in cmp.findings:
+        if ts[0]["trial_id"] in f.trial_ids:
+            assert f.verdict == INCONCLUSIVE and f.reason.startswith(f"{code} on 1 of {len(f.trial_ids)} trials used")
+            assert ts[0]["trial_id"] in f.reason and "would say 'reproduced'" in f.reason
+        else:
+            assert f.verdict == REPRODUCED or not f.trial_ids
+
+
+def test_a_flag_that_is_not_a_limit_leaves_the_verdict_alone():
+    ts = flagged(s000(), "high-cv")
+    assert limit_reason(ts) == ""
+    assert all(f.verdict == REPRODUCED for f in compare_study(run_of("seed-000"), ts).findings if f.trial_ids)
+
+
+def test_an_undecided_verdict_needs_its_reason():
+    from fwlab.errors import FwlabError
+
+    with pytest.raises(FwlabError, match="without a reason"):
+        Finding(claim="x", published="p", fwlab="f", criterion="c", verdict=INCONCLUSIVE)
+    with pytest.raises(FwlabError, match="without a reason"):
+        Finding(claim="x", published="p", fwlab="f", criterion="c", verdict=NOT_TESTABLE)
+
+
+def test_findings_json_is_written_with_the_report(tmp_path):
+    run = tmp_path / "r"
+    shutil.copytree(GOLDEN / "run-tiny", run)
+    write_report(run)
+    assert not (run / FINDINGS_FILE).exists()                 # no study named
+    meta = json.loads((run / "run.json").read_text())
+    meta["suite"]["parsed"]["study"] = "seed-000"
+    (run / "run.json").write_text(json.dumps(meta))
+    write_report(run)
+    doc = json.loads((run / FINDINGS_FILE).read_text())
+    trials = [json.loads(x) for x in (run / "trials.jsonl").read_text().splitlines() if x.strip()]
+    ids = {t["trial_id"] for t in trials}
+    assert doc["study"] == "seed-000" and doc["findings"]
+    for f in doc["findings"]:
+        assert {"id", "statement", "verdict", "reason", "trial_ids"} <= set(f)
+        assert f["verdict"] in doc["verdicts"] and set(f["trial_ids"]) <= ids
+        assert f["reason"] or f["verdict"] in (REPRODUCED, NOT_REPRODUCED)
+    assert len({f["id"] for f in doc["findings"]}) == len(doc["findings"])
+    # the same record gives the same file
+    before = (run / FINDINGS_FILE).read_text()
+    assert write_findings(run, meta, trials).read_text() == before
