@@ -41,6 +41,8 @@ def _pct(v: float) -> str:
 def _pct_ci(r) -> str:
     """'7 % (95 % CI 5–9 %)' from a `RatioInterval` (mean over the 0-rule reference's mean)."""
     v, lo, hi = r.pct()
+    if min(r.n_num, r.n_den) < 2:
+        return f"{_pct(v)} (no interval: {min(r.n_num, r.n_den)} repetition)"
     if lo is None or hi is None:
         return f"{_pct(v)} (no interval: {r.why})"
     return f"{_pct(v)} (95 % CI {_pct(lo).removesuffix(' %')}–{_pct(hi)})"
