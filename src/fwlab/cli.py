@@ -24,7 +24,11 @@ def cmd_run(args) -> int:
     from fwlab.report import print_summary, write_report
     from fwlab.suites import load_suite
 
-    if args.resume:
+    ruleset_cfg = _ruleset_config(args)
+    if ruleset_cfg is not None:
+        from fwlab.ruleset_run import run_ruleset
+        rec = run_ruleset(ruleset_cfg, Path(args.out), log=None if args.quiet else sys.stderr)
+    elif args.resume:
         rec = resume_run(Path(args.resume), quiet=args.quiet)
     else:
         if not args.suite:
@@ -51,6 +55,21 @@ def cmd_run(args) -> int:
     print_summary(rec.path, sys.stdout)
     print(f"report: {report}")
     return 0
+
+
+def _ruleset_config(args):
+    """The imported-rule-set run asked for by --ruleset FILE or a suite file with a [ruleset]
+    table (fwlab.ruleset_run), or None for an ordinary suite run."""
+    from fwlab.ruleset_run import config_from_args, config_from_suite_file
+
+    if args.ruleset:
+        if args.suite or args.resume:
+            raise FwlabError("--ruleset runs a rule set, not a suite", fix="give either a suite or --ruleset FILE")
+        return config_from_args(args.ruleset, ipset=args.ipset, interfaces=args.interfaces,
+                                repetitions=args.repetitions, no_rate=args.no_rate)
+    if args.suite and args.suite.endswith(".toml") and not args.resume:
+        return config_from_suite_file(Path(args.suite), repetitions=args.repetitions)
+    return None
 
 
 def _dry_run(suite) -> int:
@@ -294,6 +313,14 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     r.add_argument("--dry-run", action="store_true",
                    help="print the number of trials and a rough wall-time estimate; run nothing")
+    r.add_argument("--ruleset", metavar="FILE",
+                   help="measure your own rule set: nft syntax ('nft list ruleset' output) or iptables-save "
+                        "output, loaded unchanged; derives one traffic class per rule, checks each class's "
+                        "verdict, then measures each class's rate and cost (a suite's [ruleset] table does the same)")
+    r.add_argument("--ipset", metavar="FILE", help="with an iptables-save --ruleset: 'ipset save' output loaded first")
+    r.add_argument("--interfaces", metavar="MAP",
+                   help="the rule set's interface names for the DUT's sides (default eth0=client,eth1=server)")
+    r.add_argument("--no-rate", action="store_true", help="with --ruleset: functional check only, no rates")
     r.set_defaults(func=cmd_run)
 
     rp = sub.add_parser("report", help="(re)build report.html and summary.csv from a run record")

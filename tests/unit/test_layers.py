@@ -43,6 +43,7 @@ RANKS: dict[str, int] = {
     # on top: planning a suite against the plug-ins, running it, the CLI, benches
     "fwlab.suites.plan": 13,
     "fwlab.suites.estimate": 14, "fwlab.orchestrate": 14, "fwlab.bench": 14, "fwlab.baseline": 14,
+    "fwlab.ruleset_run": 14,      # fwlab run --ruleset: runs an imported rule set, like orchestrate
     "fwlab.cli": 15,
 }
 BOTTOM = 0
