@@ -453,11 +453,10 @@ def build_parser() -> argparse.ArgumentParser:
     b.set_defaults(func=cmd_baseline)
 
     cp = sub.add_parser("compare", help="compare two runs figure by figure (%% change, significance)",
-                        description="Per figure in both runs: % change of B against A, significant "
-                                    "when the difference exceeds 2 standard errors (the --noise "
-                                    "model's spread x sqrt(2) for two single runs, else from both "
-                                    "runs' repetitions), and a Welch t-test p-value when both runs "
-                                    "have >= 2 repetitions.")
+                        description="Per figure in both runs (every record kind): % change of B "
+                                    "against A, significant when a two-sided test gives p < 0.05 "
+                                    "(Welch's t-test on both runs' repetitions, >= 2 per run; a "
+                                    "t-test on the --noise model's spread where it has the figure).")
     cp.add_argument("run_a", help="run A, the baseline (a run directory)")
     cp.add_argument("run_b", help="run B, the changed run")
     cp.add_argument("--noise", metavar="FILE", help="baseline file written by 'fwlab baseline'")

@@ -1,4 +1,5 @@
 import json
+import statistics
 import shutil
 
 import pytest
@@ -53,12 +54,18 @@ def test_report_from_recorded_run(tmp_path):
     assert len(csv) == 1 + 8  # 4 curves x 2 rule counts
 
 
-def test_summary_ratios_come_from_the_same_curve():
+def test_summary_ratios_use_the_shared_zero_rule_reference():
     rec = RunRecord.open(GOLDEN / "run-tiny")
     cs = curves(rec.trials())
     lin = [c for c in cs if c.k["layout"] == "linear" and c.k["traffic"] == "udp"][0]
-    p0, p1 = lin.points[0].median("rx_pps"), lin.points[1000].median("rx_pps")
+    st = [c for c in cs if c.k["layout"] == "set" and c.k["traffic"] == "udp"][0]
+    # linear and set load the same rule set at 0 rules (same digest): one pooled reference
+    assert lin.shared_ref is st.shared_ref and lin.shared_with == ("linear", "set")
+    pooled = lin.points[0].values["rx_pps"] + st.points[0].values["rx_pps"]
+    p0, p1 = statistics.median(pooled), lin.points[1000].median("rx_pps")
     assert lin.pct_of_zero("rx_pps", 1000) == pytest.approx(100 * p1 / p0)
+    r = lin.ratio_to_zero("rx_pps", 1000)      # one repetition at 1000 rules: no interval
+    assert r.ratio == pytest.approx(p1 / statistics.fmean(pooled)) and not r.has_interval
     rows = summary_rows(cs)
     assert all("rx_pps_median" in r for r in rows)
     costs = per_rule_costs(cs)

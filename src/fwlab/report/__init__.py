@@ -32,7 +32,8 @@ def write_report(run_dir: Path, appendix_html: str | None = None) -> Path:
 
 
 def print_summary(run_dir: Path, stream: TextIO) -> None:
-    """A short terminal table: per curve, the primary figure per rule count and % of 0 rules."""
+    """A short terminal table: per curve, the primary figure per rule count and % of the 0-rule
+    reference (mean ratio) with its 95 % Fieller interval in brackets."""
     from fwlab.results.curves import METRIC_INFO, curves, primary_metric
 
     rec = RunRecord.open(run_dir)
@@ -48,6 +49,10 @@ def print_summary(run_dir: Path, stream: TextIO) -> None:
             if v is None:
                 cells.append(f"{n}r: missing")
                 continue
-            pct = c.pct_of_zero(m, n)
-            cells.append(f"{n}r {v * scale:.1f}" + (f" ({pct:.0f}%)" if pct is not None and n else ""))
+            r = c.ratio_to_zero(m, n)
+            pct = ""
+            if r is not None and n:
+                pct = f" ({100 * r.ratio:.0f}%"
+                pct += f" [{100 * r.low:.0f}–{100 * r.high:.0f}])" if r.has_interval else " [no interval])"
+            cells.append(f"{n}r {v * scale:.1f}{pct}")
         stream.write(f"{c.traffic_label:<28} {c.label:<28} [{unit}] " + "  ".join(cells) + "\n")

@@ -16,6 +16,7 @@ from fwlab.report.summary import load_times, per_rule_costs
 from fwlab.results.curves import METRIC_INFO, Curve, Point, primary_metric
 from fwlab.results.identity import size_words
 from fwlab.results.store import RecordState, state_without_plan
+from fwlab.stats import RATIO_METHOD
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1200px;margin:1.5em auto;padding:0 1em;color:#222}
@@ -76,9 +77,22 @@ def _pct_table(group: list[Curve]) -> str:
     if not with_rules:
         return ""
     what = METRIC_INFO[primary_metric(group[0])][0]
-    table = _rules_table(with_rules, lambda c, p: _fmt(c.pct_of_zero(primary_metric(c), p.rules), 1))
-    return (f"<p class='muted'>{what} as % of the same configuration's 0-rule {what} (median of "
-            f"repetitions)</p>" + table)
+
+    def cell(c: Curve, p: Point) -> str:
+        r = c.ratio_to_zero(primary_metric(c), p.rules)
+        if r is None:
+            return "–"
+        v, lo, hi = r.pct()
+        ci = f"{lo:.1f}–{hi:.1f}" if lo is not None and hi is not None else "no interval"
+        return f"{v:.1f}<br><span class='muted' title='{esc(r.why or RATIO_METHOD)}'>{ci}</span>"
+
+    table = _rules_table(with_rules, cell)
+    shared = sorted({" and ".join(c.shared_with) for c in with_rules if c.shared_with})
+    note = (f"; the 0-rule reference is pooled over {', '.join(shared)} (the same rule set at 0 rules)"
+            if shared else "")
+    return (f"<p class='muted'>{what} as % of the 0-rule {what}: mean of repetitions, below it the 95 % "
+            f"interval ({RATIO_METHOD}: Fieller's interval carries the noise of both the figure and "
+            f"the 0-rule reference; 'no interval' with fewer than 2 repetitions){note}</p>" + table)
 
 
 def _abs_cell(c: Curve, p: Point) -> str:
@@ -219,9 +233,14 @@ def render(run: dict, trials: list[dict], cs: list[Curve], summary_csv_name: str
         parts.append("<p class='muted'>Least-squares fit of 1/rate = a + b·N over all repetitions "
                      "(rate = received packets/s). b is the cost of one non-matching rule per packet; "
                      "a the cost of the path with no rules.</p>")
-        parts.append(_table(["configuration", "traffic", "b [ns/rule/packet]", "a [ns/packet]", "r²", "points"],
-                            [[esc(r["curve"]), esc(r["traffic"]), _fmt(r["per_rule_ns"], 2), _fmt(r["base_ns"], 0),
-                              _fmt(r["r_squared"], 3), r["points"]] for r in costs], left=2))
+        parts.append("<p class='muted'>b 95 % interval: ordinary least-squares t interval of the slope "
+                     "(points - 2 degrees of freedom); – with only 2 points.</p>")
+        parts.append(_table(["configuration", "traffic", "b [ns/rule/packet]", "b 95 % interval", "a [ns/packet]",
+                             "r²", "points"],
+                            [[esc(r["curve"]), esc(r["traffic"]), _fmt(r["per_rule_ns"], 2),
+                              "–" if r["per_rule_ns_ci"] is None else
+                              f"{r['per_rule_ns_ci'][0]:.2f}–{r['per_rule_ns_ci'][1]:.2f}",
+                              _fmt(r["base_ns"], 0), _fmt(r["r_squared"], 3), r["points"]] for r in costs], left=2))
     else:
         parts.append("<p class='muted'>No linear layout with two or more rule counts and a packet rate.</p>")
 

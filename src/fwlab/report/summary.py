@@ -1,8 +1,9 @@
 """Condensing a record's stream trials into per-configuration figures.
 
-Owns: the per-rule cost fit of linear layouts, rule load times and summary.csv rows over the
-curves of ``fwlab.results.curves`` (grouping repetitions, the ratio to the same run's 0-rule
-reference, seed 001 Table 1). Reads only the stored record.
+Owns: the per-rule cost fit of linear layouts, rule load times, the noise floor of a shared
+0-rule reference and summary.csv rows over the curves of ``fwlab.results.curves`` (which group
+repetitions and pool the 0-rule reference of layouts that load the same rule set; the ratio to it
+carries its Fieller interval, seed 001 Table 1). Reads only the stored record.
 """
 
 from __future__ import annotations
@@ -22,22 +23,53 @@ from fwlab.results.curves import (  # noqa: F401  (re-exported for older import 
     primary_metric,
 )
 from fwlab.results.identity import size_words  # noqa: F401  (re-exported for older import paths)
-from fwlab.stats import fit_per_packet_cost, summarize
+from fwlab.stats import compare_figure, fit_per_packet_cost, summarize
 from fwlab.stats.quality import flag_cv
 
 
+def noise_floor(cs: list[Curve]) -> list[dict]:
+    """Per shared 0-rule reference: each layout's 0-rule mean of the primary metric, their spread
+    (max - min) as % of the pooled mean, and the Welch test between the first two layouts. Identical
+    configurations measured apart: the spread is the run's noise floor."""
+    rows, seen = [], set()
+    for c in cs:
+        if c.shared_ref is None or id(c.shared_ref) in seen:
+            continue
+        seen.add(id(c.shared_ref))
+        m = primary_metric(c)
+        group = [o for o in cs if o.shared_ref is c.shared_ref]
+        means = {o.k["layout"]: statistics.fmean(o.points[0].values[m])
+                 for o in group if o.points[0].values.get(m)}
+        pooled = c.shared_ref.values.get(m) or []
+        if len(means) < 2 or not pooled:
+            continue
+        mean = statistics.fmean(pooled)
+        a, b = group[0].points[0].values.get(m) or [], group[1].points[0].values.get(m) or []
+        cmp = compare_figure("0-rule", a, b)
+        rows.append({"traffic": c.traffic_label, "backend": c.k["backend"], "metric": m,
+                     "layouts": list(means), "means": means, "n": len(pooled),
+                     "spread_pct": 100.0 * (max(means.values()) - min(means.values())) / mean if mean else None,
+                     "p_value": cmp.p_value, "verdict": cmp.verdict})
+    return rows
+
+
+
 def per_rule_costs(cs: list[Curve]) -> list[dict]:
-    """Fit 1/rate = a + b N on every linear curve with >= 2 rule counts (rate in packets/s)."""
+    """Fit 1/rate = a + b N on every linear curve with >= 2 rule counts (rate in packets/s), the
+    0-rule point being the shared reference; with the slope's 95 % t interval."""
     rows = []
     for c in cs:
         if c.k["layout"] != "linear" or c.k["backend"] == "none":
             continue
-        pts = [(n, v) for n, p in c.points.items() for v in p.values.get("rx_pps", []) if v > 0]
+        # the 0-rule point is the shared reference (pooled over layouts with the same 0-rule set)
+        pts = [(n, v) for n, p in c.points.items() for v in ((c.reference() if n == 0 else p) or p).values.get(
+            "rx_pps", []) if v > 0]
         if len({n for n, _ in pts}) < 2:
             continue
         f = fit_per_packet_cost(pts)
         rows.append({"curve": c.label, "traffic": c.traffic_label, "per_rule_ns": f.per_rule_ns,
-                     "base_ns": f.base_ns, "r_squared": f.r_squared, "points": f.n_points})
+                     "per_rule_ns_ci": f.per_rule_ns_ci, "base_ns": f.base_ns, "r_squared": f.r_squared,
+                     "points": f.n_points})
     return rows
 
 
@@ -74,6 +106,9 @@ def summary_rows(cs: list[Curve]) -> list[dict]:
                     row[f"{m}_cv"] = s.cv
                     row[f"{m}_ci95_low"], row[f"{m}_ci95_high"] = s.ci_mean if s.ci_mean else (None, None)
                 row[f"{m}_pct_of_0_rules"] = c.pct_of_zero(m, n)
+                r = c.ratio_to_zero(m, n)   # mean ratio with its Fieller interval
+                row[f"{m}_pct_of_0_rules_ci95_low"], row[f"{m}_pct_of_0_rules_ci95_high"] = (
+                    (100.0 * r.low, 100.0 * r.high) if r is not None and r.has_interval else (None, None))
             prim = p.values.get(primary_metric(c)) or []
             row["quality_flags"] = ";".join(sorted(set(p.flags) | {f.code for f in flag_cv(prim)}))
             rows.append(row)
@@ -81,7 +116,8 @@ def summary_rows(cs: list[Curve]) -> list[dict]:
 
 
 #: per-metric statistics in summary.csv, in column order
-SUMMARY_STATS = ("median", "mean", "min", "max", "cv", "ci95_low", "ci95_high", "pct_of_0_rules")
+SUMMARY_STATS = ("median", "mean", "min", "max", "cv", "ci95_low", "ci95_high", "pct_of_0_rules",
+                 "pct_of_0_rules_ci95_low", "pct_of_0_rules_ci95_high")
 #: summary.csv's columns, always all and in this order whatever the suite (docs/record-format.md)
 SUMMARY_COLUMNS = (CURVE_FIELDS + ("rules", "n", "errors")
                    + tuple(f"{m}_{s}" for m in METRICS for s in SUMMARY_STATS) + ("quality_flags",))

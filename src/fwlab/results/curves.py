@@ -34,6 +34,7 @@ class Point:
     errors: list[str] = field(default_factory=list)
     load_s: list[float] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)
+    digests: set[str] = field(default_factory=set)  #: rule-set digests read back from the kernel
 
     def median(self, metric: str) -> float | None:
         v = self.values.get(metric) or []
@@ -49,6 +50,8 @@ class Curve:
     key: tuple
     points: dict[int, Point] = field(default_factory=dict)
     kind: str = "stream"  #: the trials' record kind (one of CURVE_KINDS)
+    shared_ref: Point | None = None  #: the pooled 0-rule reference when other layouts share it
+    shared_with: tuple[str, ...] = ()  #: the layouts whose 0-rule repetitions `shared_ref` pools
 
     @property
     def k(self) -> dict:
@@ -62,8 +65,13 @@ class Curve:
     def traffic_label(self) -> str:
         return traffic_label(self.k, self.kind)
 
+    def reference(self) -> Point | None:
+        """The 0-rule reference: pooled over layouts that load the same 0-rule set, else own."""
+        return self.shared_ref if self.shared_ref is not None else self.points.get(0)
+
     def pct_of_zero(self, metric: str, rules: int) -> float | None:
-        base = self.points.get(0)
+        """Median at `rules` as % of the 0-rule reference's median."""
+        base = self.reference()
         p = self.points.get(rules)
         if base is None or p is None:
             return None
@@ -71,6 +79,17 @@ class Curve:
         if not b or v is None:
             return None
         return 100.0 * v / b
+
+    def ratio_to_zero(self, metric: str, rules: int):
+        """Mean at `rules` over the 0-rule reference's mean, with the Fieller interval (noise of
+        both; ``fwlab.stats.ratio_interval``); None where either has no values."""
+        from fwlab.stats.ratio import ratio_interval
+
+        base = self.reference()
+        p = self.points.get(rules)
+        if base is None or p is None or not p.values.get(metric) or not base.values.get(metric):
+            return None
+        return ratio_interval(p.values[metric], base.values[metric])
 
 
 def curves(trials: Iterable[Mapping], kinds: tuple[str, ...] = CURVE_KINDS) -> list[Curve]:
@@ -92,9 +111,41 @@ def curves(trials: Iterable[Mapping], kinds: tuple[str, ...] = CURVE_KINDS) -> l
             p.load_s.append(float(t["rule_load_s"]))
         for f in t.get("flags") or []:
             p.flags.append(f.get("code", "?"))
+        if t.get("ruleset_digest"):
+            p.digests.add(t["ruleset_digest"])
     for c in out.values():
         c.points = dict(sorted(c.points.items()))
-    return sorted(out.values(), key=lambda c: tuple(str(x) for x in c.key))
+    cs = sorted(out.values(), key=lambda c: tuple(str(x) for x in c.key))
+    _share_references(cs)
+    return cs
+
+
+#: layouts whose 0-rule sets are the same rule set (no entries: no list, no set)
+SHARED_LAYOUTS = ("linear", "set")
+
+
+def _share_references(cs: list[Curve]) -> None:
+    """Pool the 0-rule points of curves that differ only in layout (linear vs set) into one
+    reference, when the rule sets read back from the kernel agree (same digest, or none recorded)."""
+    at = CURVE_FIELDS.index("layout")
+    groups: dict[tuple, list[Curve]] = {}
+    for c in cs:
+        if c.k["layout"] in SHARED_LAYOUTS and c.points.get(0) is not None:
+            groups.setdefault(c.key[:at] + c.key[at + 1:], []).append(c)
+    for group in groups.values():
+        if len(group) < 2 or len(set().union(*(c.points[0].digests for c in group))) > 1:
+            continue
+        pooled = Point(0)
+        for c in group:
+            p0 = c.points[0]
+            for m, vs in p0.values.items():
+                pooled.values.setdefault(m, []).extend(vs)
+            pooled.errors.extend(p0.errors)
+            pooled.flags.extend(p0.flags)
+            pooled.digests |= p0.digests
+        layouts = tuple(c.k["layout"] for c in group)
+        for c in group:
+            c.shared_ref, c.shared_with = pooled, layouts
 
 
 def primary_metric(curve: Curve) -> str:
