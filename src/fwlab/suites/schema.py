@@ -111,8 +111,10 @@ class Suite(Strict):
                                           "see fwlab.published)")
     mode: list[Literal["routed", "bridge", "direct"]] = Field(default_factory=lambda: ["routed"])
     backends: list[str] = Field(default_factory=lambda: ["nftables"])
-    layouts: list[Literal["linear", "set"]] = Field(default_factory=lambda: ["linear"])
+    layouts: list[Literal["linear", "set", "kube-proxy"]] = Field(default_factory=lambda: ["linear"])
     rules: list[int] = Field(default_factory=lambda: [0])
+    kube_endpoints: int = Field(2, ge=1, le=64, description="layout kube-proxy: endpoints per Service "
+                                                            "(`rules` is then the number of Services)")
     stateful_shortcut: list[bool] = Field(default_factory=lambda: [False])
     ip_versions: list[Literal[4, 6]] = Field(default_factory=lambda: [4])
     traffic: list[TrafficItem]
