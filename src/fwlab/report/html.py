@@ -12,15 +12,10 @@ import statistics
 from collections.abc import Callable
 
 from fwlab.report import plots
-from fwlab.report.summary import (
-    METRIC_INFO,
-    Curve,
-    Point,
-    load_times,
-    per_rule_costs,
-    primary_metric,
-    size_words,
-)
+from fwlab.report.summary import load_times, per_rule_costs
+from fwlab.results.curves import METRIC_INFO, Curve, Point, primary_metric
+from fwlab.results.identity import size_words
+from fwlab.results.store import RecordState, state_without_plan
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1200px;margin:1.5em auto;padding:0 1em;color:#222}
@@ -129,10 +124,45 @@ def _latency_table(trials: list[dict]) -> str:
     return ("<h2>Latency</h2><p class='muted'>One-way latency of every received test packet "
             "(fwlab-engine: send time in the packet, kernel receive time; HDR histogram), median over "
             "repetitions of each percentile, in µs. At the maximum rate this is mostly queueing.</p>"
-            + _table(["configuration", "traffic", "rules", "trials"] + [f"{h} [µs]" for _, h in LATENCY_COLS], rows, left=2))
+            + _table(["configuration", "traffic", "rules", "trials"] + [f"{h} [µs]" for _, h in LATENCY_COLS], rows, left=2)
+            + _latency_cdfs(trials))
 
 
-def render(run: dict, trials: list[dict], cs: list[Curve], summary_csv_name: str) -> str:
+def _latency_cdfs(trials: list[dict]) -> str:
+    """The same trials' HDR histograms merged over repetitions: one CDF per configuration."""
+    from fwlab.report import latency
+
+    groups: dict[tuple, latency.CdfGroup] = {}
+    for t in trials:
+        m = t.get("metrics") or {}
+        if t.get("error") or not m.get("latency_hdr_b64"):
+            continue
+        key = (t.get("mode"), t.get("ip_version"), t.get("traffic"), t.get("size_bytes"), t.get("rate_bps"))
+        rate = f", {t['rate_bps'] / 1e6:g} Mbit/s" if t.get("rate_bps") else ", maximum rate"
+        g = groups.setdefault(key, latency.CdfGroup(
+            title=f"IPv{key[1]} {str(key[2]).upper()} {key[3] or ''} B ({key[0]}){rate}",
+            unit=m.get("latency_hdr_unit") or "ns"))
+        label, order = latency.config_label(t)
+        g.add(label, order, m["latency_hdr_b64"])
+    return latency.render(list(groups.values()), "<h3>Latency distributions</h3><p class='muted'>Repetitions "
+                          "merged (histogram counts added); percentiles of the merged histogram.</p>")
+
+
+def record_state_html(state: RecordState) -> str:
+    """The record's status line: complete, or what is missing, damaged, interrupted, resumed."""
+    text = esc(state.sentence())
+    if state.complete:
+        return f"<span class='ok'>{text}</span>"
+    hint = ""
+    if state.status in ("incomplete", "interrupted", "running", "failed") and not state.bad_lines:
+        hint = " — resume with <code>fwlab run --resume DIR</code>"
+    return f"<span class='warn'>{text}</span>{hint}"
+
+
+def render(run: dict, trials: list[dict], cs: list[Curve], summary_csv_name: str,
+           state: RecordState | None = None) -> str:
+    """The page. ``state`` (RunRecord.state) says what the record is; without it, the stated
+    status and the trial count are all the page knows."""
     suite = run.get("suite", {}).get("parsed", {})
     host = run.get("host", {})
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>fwlab report: {esc(suite.get('name'))}</title>"
@@ -141,10 +171,10 @@ def render(run: dict, trials: list[dict], cs: list[Curve], summary_csv_name: str
     parts.append(f"<p>{esc(suite.get('description', ''))}</p>")
     n_ok = sum(1 for t in trials if not t.get("error"))
     n_err = sum(1 for t in trials if t.get("error"))
-    status = run.get("status")
+    if state is None:
+        state = state_without_plan(run, trials)
     status_html = _table(None, [
-        ["status", esc(status) + (" — <span class='warn'>incomplete: resume with <code>fwlab run --resume DIR</code></span>"
-                                   if status != "complete" else "")],
+        ["status", record_state_html(state)],
         ["trials", f"{n_ok} measured, {n_err} failed, {run.get('plan', {}).get('trials', '?')} planned"],
         ["started / ended (UTC)", f"{esc(run.get('started_utc'))} / {esc(run.get('ended_utc'))}"],
         ["host", esc(f"{host.get('cpu_model')} — {host.get('cpus')} CPUs, "
@@ -159,10 +189,10 @@ def render(run: dict, trials: list[dict], cs: list[Curve], summary_csv_name: str
     from fwlab.report.sections import render_sections
 
     top = render_sections(run, trials, run_level=True)
-    if status != "complete":
+    if not state.complete:
         parts.append(status_html)  # an incomplete run says so before anything else
-    parts.append(render_overview(run, trials, cs, top))
-    if status == "complete":
+    parts.append(render_overview(run, trials, cs, top, state=state))
+    if state.complete:
         parts.append("<h3>Run</h3>" + status_html)
     parts.extend(top)
 

@@ -212,6 +212,9 @@ def metrics_from(send: dict, recv: dict, frame_size: int, intended_count: int | 
         "frame_size": frame_size,
         "latency_ns": latency,
         "latency_samples": lat.get("samples"),
+        # every packet's latency: HdrHistogram V2 compressed, base64 (fwlab.stats.latency reads it)
+        "latency_hdr_b64": total.get("latency_hdr_b64") if latency else None,
+        "latency_hdr_unit": total.get("latency_hdr_unit") if latency and total.get("latency_hdr_b64") else None,
         "jitter_ns": total.get("jitter_ns"),
         "reordered": total.get("reordered"),
         "duplicated": total.get("duplicated"),
@@ -434,6 +437,7 @@ class EngineMeasurer:
     last: Measurement | None = field(default=None, repr=False)
 
     def measure(self, duration_s: float, load_pps: float) -> TrialResult:
+        self.last = None  # never a previous trial's measurement
         intended = round(load_pps * duration_s)
         if intended <= 0:
             return TrialResult(duration_s=duration_s, intended_load_pps=max(0.0, load_pps),
