@@ -16,13 +16,14 @@ from pathlib import Path
 from typing import Callable, TextIO
 
 from fwlab.dut import DutContext, get_backend
-from fwlab.errors import FwlabError, RecordError, RunnerError, ToolMissing
+from fwlab.errors import FwlabError, RecordError, RunnerError, SuiteError, ToolMissing
 from fwlab.floods import FloodSpec, run_with_background
 from fwlab.results import RunRecord, build_trial, host_metadata, utc_now
 from fwlab.results.metadata import remote_host_metadata
-from fwlab.rules import generate
+from fwlab.rules import generate, generate_kube_proxy
 import fwlab.methods  # noqa: F401  (registers the test methods beside the tools)
 from fwlab.runners import TrafficSpec, TrialEnv, get_runner
+from fwlab.runners.engine import ENGINE_PORT
 from fwlab.testbed.linkseries import LinkSampler, as_stream_series
 from fwlab.stats.quality import flag_cpu_saturated, flag_link_limited
 from fwlab.suites import Suite, parse_suite
@@ -209,15 +210,28 @@ class Executor:
         if ctx is None:
             return {"digest": None, "family": None, "load_s": None, "bridge_nf_call": None}
         plan = bed.topo.plan
-        rs = generate(spec.rules, spec.layout if spec.layout in ("linear", "set") else "linear",
-                      ip_version=spec.ip_version, client_net=plan.client_net(spec.ip_version),
-                      server_net=plan.server_net(spec.ip_version),
-                      stateful_shortcut=spec.stateful_shortcut, seed=self.suite.seed)
+        if spec.layout == "kube-proxy":
+            if spec.tool != "engine":
+                raise SuiteError(f"layout kube-proxy sends the test traffic to a Service ClusterIP, "
+                                 f"which only the engine does (not {spec.tool})",
+                                 fix="use tool = \"engine\" with layout kube-proxy")
+            rs = generate_kube_proxy(spec.rules, endpoints=self.suite.kube_endpoints,
+                                     server_addr=plan.server(spec.ip_version), port=ENGINE_PORT,
+                                     client_net=plan.client_net(spec.ip_version),
+                                     server_net=plan.server_net(spec.ip_version), seed=self.suite.seed)
+        else:
+            rs = generate(spec.rules, spec.layout if spec.layout in ("linear", "set") else "linear",
+                          ip_version=spec.ip_version, client_net=plan.client_net(spec.ip_version),
+                          server_net=plan.server_net(spec.ip_version),
+                          stateful_shortcut=spec.stateful_shortcut, seed=self.suite.seed)
         backend.flush(ctx)
         res = backend.load(ctx, rs)
         time.sleep(self.suite.settle_s)
-        return {"digest": res.digest, "family": res.family, "load_s": res.load_s,
+        info = {"digest": res.digest, "family": res.family, "load_s": res.load_s,
                 "bridge_nf_call": res.bridge_nf_call, "rendered_lines": res.rendered_lines}
+        if rs.layout == "kube-proxy":
+            info["target"] = rs.target  # the test service (None at 0 services: the server itself)
+        return info
 
     def _links(self, bed: Testbed) -> dict:
         return {f"{role}:{dev}": bed.link_counters(role, dev) for role, dev in bed.interfaces()}
@@ -227,7 +241,12 @@ class Executor:
         backend, ctx = env.backend, env.dut
         tspec = TrafficSpec(traffic=spec.traffic, tool=spec.tool, size_bytes=spec.size_bytes,
                             streams=spec.streams, rate_bps=spec.rate_bps, ip_version=spec.ip_version,
-                            duration_s=spec.duration_s, options=dict(spec.options))
+                            duration_s=spec.duration_s, options=dict(spec.options),
+                            target=load_info.get("target"))
+        if spec.layout == "kube-proxy" and ctx is not None:
+            # NAT rules see only a flow's first packet: every trial starts without flows, so its
+            # packets (distinct source ports, option new_flows) all walk the Service rules
+            ctx.host.run(["conntrack", "-F"], ns=ctx.ns)
         started = utc_now()
         cb = backend.counters(ctx) if ctx else None
         lb = self._links(bed)
