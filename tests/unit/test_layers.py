@@ -53,8 +53,6 @@ BOTTOM = 0
 KNOWN: dict[tuple[str, str], str] = {
     ("fwlab.runners.iperf3", "fwlab.stats.streams"): "per-stream spread still derived in the runner",
     ("fwlab.runners.ping", "fwlab.stats.streams"): "RTT summaries still derived in the runner",
-    ("fwlab.results.curves", "fwlab.stats.ratio"): "Curve.ratio_to_zero's Fieller interval (the ratio "
-                                                   "belongs in stats once readers call it there)",
     ("fwlab.runners.ping", "fwlab.stats.latency"): "RTT histogram encoded in the runner (the codec "
                                                    "belongs beside the record format)",
     ("fwlab", "fwlab.analysis.load"): "fwlab.load(run_dir), the notebook entry point issue 17 asks for, "

@@ -5,6 +5,7 @@ import shutil
 import pytest
 
 from goldens import GOLDEN
+from fwlab.stats.ratio import ratio_to_zero
 from fwlab.errors import RecordError
 from fwlab.report import write_report
 from fwlab.report.summary import curves, per_rule_costs, summary_rows
@@ -64,7 +65,7 @@ def test_summary_ratios_use_the_shared_zero_rule_reference():
     pooled = lin.points[0].values["rx_pps"] + st.points[0].values["rx_pps"]
     p0, p1 = statistics.median(pooled), lin.points[1000].median("rx_pps")
     assert lin.pct_of_zero("rx_pps", 1000) == pytest.approx(100 * p1 / p0)
-    r = lin.ratio_to_zero("rx_pps", 1000)      # one repetition at 1000 rules: no interval
+    r = ratio_to_zero(lin, "rx_pps", 1000)      # one repetition at 1000 rules: no interval
     assert r.ratio == pytest.approx(p1 / statistics.fmean(pooled)) and not r.has_interval
     rows = summary_rows(cs)
     assert all("rx_pps_median" in r for r in rows)

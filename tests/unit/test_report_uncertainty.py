@@ -11,6 +11,7 @@ import re
 import pytest
 from test_analysis_compare import variant
 
+from fwlab.stats.ratio import ratio_to_zero
 from fwlab.report import write_report
 from fwlab.report.overview import headline_sentences, noise_floor_sentences
 from fwlab.report.summary import curves, noise_floor, per_rule_costs
@@ -30,7 +31,7 @@ def test_headline_states_each_percentage_with_its_interval(tmp_path):
             assert int(lo) <= int(pct) <= int(hi)
         assert len(re.findall(r"95 % CI", line)) == 2, line   # linear and set, each with its interval
     udp = next(c for c in cs if c.k["traffic"] == "udp" and c.k["layout"] == "linear")
-    r = udp.ratio_to_zero("rx_pps", 1000)
+    r = ratio_to_zero(udp, "rx_pps", 1000)
     assert r.has_interval and r.low < r.ratio < r.high and r.n_den == 6   # pooled linear + set reference
 
 
@@ -66,7 +67,7 @@ def test_different_zero_rule_sets_are_not_pooled(tmp_path):
     cs = _curves(run)
     assert all(c.shared_ref is None for c in cs) and noise_floor(cs) == []
     lin = next(c for c in cs if c.k["traffic"] == "udp" and c.k["layout"] == "linear")
-    assert lin.ratio_to_zero("rx_pps", 1000).n_den == 2
+    assert ratio_to_zero(lin, "rx_pps", 1000).n_den == 2
 
 
 def test_cost_fit_slope_interval_and_report_tables(tmp_path):

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TextIO
 
+from fwlab.stats.ratio import ratio_to_zero
 from fwlab.results.record import REPORT_FILE, SUMMARY_FILE, RunRecord
 
 
@@ -49,7 +50,7 @@ def print_summary(run_dir: Path, stream: TextIO) -> None:
             if v is None:
                 cells.append(f"{n}r: missing")
                 continue
-            r = c.ratio_to_zero(m, n)
+            r = ratio_to_zero(c, m, n)
             pct = ""
             if r is not None and n:
                 pct = f" ({100 * r.ratio:.0f}%"

@@ -11,6 +11,7 @@ import json
 import statistics
 from collections.abc import Callable
 
+from fwlab.stats.ratio import ratio_to_zero
 from fwlab.report import plots
 from fwlab.report.summary import load_times, per_rule_costs
 from fwlab.results.curves import METRIC_INFO, Curve, Point, primary_metric
@@ -79,7 +80,7 @@ def _pct_table(group: list[Curve]) -> str:
     what = METRIC_INFO[primary_metric(group[0])][0]
 
     def cell(c: Curve, p: Point) -> str:
-        r = c.ratio_to_zero(primary_metric(c), p.rules)
+        r = ratio_to_zero(c, primary_metric(c), p.rules)
         if r is None:
             return "–"
         v, lo, hi = r.pct()

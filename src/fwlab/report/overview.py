@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 import statistics
 
+from fwlab.stats.ratio import ratio_to_zero
 from fwlab.published.compare import LIMIT_FLAGS
 from fwlab.results.curves import METRIC_INFO, Curve, primary_metric
 from fwlab.results.store import RecordState, state_without_plan
@@ -81,7 +82,7 @@ def headline_sentences(cs: list[Curve], limit: int = 12) -> list[str]:
         measured = []  # (curve, metric, rule counts > 0 with a ratio to the 0-rule point)
         for c in group:
             m = primary_metric(c)
-            ns = {n for n in c.points if n > 0 and c.ratio_to_zero(m, n) is not None}
+            ns = {n for n in c.points if n > 0 and ratio_to_zero(c, m, n) is not None}
             if ns:
                 measured.append((c, m, ns))
         if not measured:
@@ -90,7 +91,7 @@ def headline_sentences(cs: list[Curve], limit: int = 12) -> list[str]:
         by_rules: dict[int, list[tuple]] = {}
         for c, m, ns in measured:
             n = max(common) if common else max(ns)
-            by_rules.setdefault(n, []).append((c.label, n, _pct_ci(c.ratio_to_zero(m, n)), m,
+            by_rules.setdefault(n, []).append((c.label, n, _pct_ci(ratio_to_zero(c, m, n)), m,
                                                reference_limit(c.reference().flags)))
         for n in sorted(by_rules, reverse=True):
             out.append(_headline(tl, by_rules[n]))

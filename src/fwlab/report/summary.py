@@ -12,6 +12,7 @@ import csv
 import io
 import statistics
 
+from fwlab.stats.ratio import ratio_to_zero
 from fwlab.results.curves import (  # noqa: F401  (re-exported for older import paths)
     CURVE_FIELDS,
     CURVE_KINDS,
@@ -106,7 +107,7 @@ def summary_rows(cs: list[Curve]) -> list[dict]:
                     row[f"{m}_cv"] = s.cv
                     row[f"{m}_ci95_low"], row[f"{m}_ci95_high"] = s.ci_mean if s.ci_mean else (None, None)
                 row[f"{m}_pct_of_0_rules"] = c.pct_of_zero(m, n)
-                r = c.ratio_to_zero(m, n)   # mean ratio with its Fieller interval
+                r = ratio_to_zero(c, m, n)   # mean ratio with its Fieller interval
                 row[f"{m}_pct_of_0_rules_ci95_low"], row[f"{m}_pct_of_0_rules_ci95_high"] = (
                     (100.0 * r.low, 100.0 * r.high) if r is not None and r.has_interval else (None, None))
             prim = p.values.get(primary_metric(c)) or []

@@ -80,17 +80,6 @@ class Curve:
             return None
         return 100.0 * v / b
 
-    def ratio_to_zero(self, metric: str, rules: int):
-        """Mean at `rules` over the 0-rule reference's mean, with the Fieller interval (noise of
-        both; ``fwlab.stats.ratio_interval``); None where either has no values."""
-        from fwlab.stats.ratio import ratio_interval
-
-        base = self.reference()
-        p = self.points.get(rules)
-        if base is None or p is None or not p.values.get(metric) or not base.values.get(metric):
-            return None
-        return ratio_interval(p.values[metric], base.values[metric])
-
 
 def curves(trials: Iterable[Mapping], kinds: tuple[str, ...] = CURVE_KINDS) -> list[Curve]:
     out: dict[tuple, Curve] = {}

@@ -105,3 +105,14 @@ def ratio_interval(num: Iterable[float], den: Iterable[float], *, confidence: fl
     if np.all(a_arr >= 0.0) and np.all(b_arr > 0.0):
         lo = max(lo, 0.0)   # a ratio of rates is not negative: clipping keeps the coverage
     return RatioInterval(low=lo, high=hi, df=df, **base)
+
+
+def ratio_to_zero(curve, metric: str, rules: int) -> RatioInterval | None:
+    """A curve's (``fwlab.results.curves.Curve``) mean at ``rules`` over its 0-rule reference's
+    mean (pooled over layouts that share it), with the Fieller interval carrying the noise of
+    both; None where either has no values."""
+    base = curve.reference()
+    p = curve.points.get(rules)
+    if base is None or p is None or not p.values.get(metric) or not base.values.get(metric):
+        return None
+    return ratio_interval(p.values[metric], base.values[metric])
