@@ -206,3 +206,21 @@ def test_combined_rate_is_all_bytes_over_the_trial_not_a_sum_of_rates():
     assert m.metrics["duration_s"] == b.metrics["duration_s"]
     assert m.metrics["throughput_bps"] == pytest.approx(8 * 2 * a.metrics["bytes"] / b.metrics["duration_s"])
     assert m.metrics["throughput_bps"] < a.metrics["throughput_bps"] + b.metrics["throughput_bps"]
+
+
+def test_a_run_that_overran_its_length_is_rated_over_the_whole_run():
+    from fwlab.runners.iperf3 import account_overrun
+
+    m = parse_json(golden("tcp_p4"), "tcp")
+    nominal, nbytes = m.metrics["throughput_bps"], m.metrics["bytes"]
+    d = m.metrics["duration_s"]
+    account_overrun(m, "tcp", "up", d, d + 1.0)  # within the slack: unchanged
+    assert m.metrics["throughput_bps"] == nominal and not m.flags
+    account_overrun(m, "tcp", "up", d, 3 * d)
+    assert m.metrics["throughput_bps"] == pytest.approx(8 * nbytes / (3 * d))
+    assert m.metrics["throughput_nominal_bps"] == nominal and m.metrics["throughput_up_bps"] == m.metrics["throughput_bps"]
+    assert [f["code"] for f in m.flags] == ["overran"]
+    u = parse_json(golden("udp64"), "udp")
+    before = dict(u.metrics)
+    account_overrun(u, "udp", "up", 1.0, 10.0)  # UDP is counted on the link: left alone
+    assert u.metrics == before and not u.flags
