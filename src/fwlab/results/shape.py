@@ -112,23 +112,21 @@ def _is_number(x: Any) -> bool:
     return isinstance(x, int | float) and not isinstance(x, bool)
 
 
-def run_problem(run: Any) -> str | None:
-    """Why ``run.json``'s content cannot be read (one line), or None."""
-    if not isinstance(run, dict):
-        return f"holds a JSON {type(run).__name__}, not an object"
+def _problem(model: type[BaseModel], data: Any) -> str | None:
+    if not isinstance(data, dict):
+        return f"holds a JSON {type(data).__name__}, not an object"
     try:
-        _RunShape.model_validate(run)
+        model.model_validate(data)
     except ValidationError as exc:
         return one_line(exc)
     return None
+
+
+def run_problem(run: Any) -> str | None:
+    """Why ``run.json``'s content cannot be read (one line), or None."""
+    return _problem(_RunShape, run)
 
 
 def trial_problem(trial: Any) -> str | None:
     """Why one ``trials.jsonl`` line's content cannot be read (one line), or None."""
-    if not isinstance(trial, dict):
-        return f"holds a JSON {type(trial).__name__}, not an object"
-    try:
-        _TrialShape.model_validate(trial)
-    except ValidationError as exc:
-        return one_line(exc)
-    return None
+    return _problem(_TrialShape, trial)
