@@ -334,7 +334,11 @@ def _rate_trial(rec: RunRecord, b: Bed, engine: str, c: TrafficClass, cond: str,
     spec = {"trial_id": f"{c.class_id}-{cond}-r{k}", "suite": rec.run["suite"]["name"], "mode": "routed",
             "backend": "imported" if cond == "rules" else "none", "class_id": c.class_id, "condition": cond,
             "repetition": k, "ip_version": c.packet.family, "traffic": "ruleset-class", "tool": "fwlab-engine",
-            "size_bytes": 64 if c.packet.family == 4 else 78}
+            "size_bytes": 64 if c.packet.family == 4 else 78,
+            # the record's identity fields: an imported rule set has no generated rule count or
+            # layout (backend "imported" vs "none" tells the two conditions apart)
+            "layout": "imported" if cond == "rules" else "none", "rules": 0, "stateful_shortcut": False,
+            "streams": 1, "rate_bps": None, "duration_s": float(elapsed or 0.0)}
     rec.append_trial(trial_record(
         spec, kind="ruleset-class", started_utc=started,
         metrics={"tx_pps": rate, "offered_count": offered, "duration_s": elapsed or None,

@@ -77,7 +77,7 @@ def test_a_new_record_validates_and_a_bad_trial_does_not(tmp_path):
 
 
 def _documented() -> set[str]:
-    return set(re.findall(r"`([a-z0-9_]+)`", DOC.read_text()))
+    return set(re.findall(r"`([a-z0-9_-]+)`", DOC.read_text()))
 
 
 def test_record_format_doc_names_every_kind_and_field():

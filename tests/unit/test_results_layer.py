@@ -73,7 +73,7 @@ def _kinds_in_source(readers: bool) -> set[str]:
         if p.relative_to(SRC).parts[0] == "rules":
             continue  # an imported rule set's kind ("nft", "iptables") is not a trial kind
         text = p.read_text()
-        found |= set(re.findall(r"\bkind=\"(\w+)\"", text))
+        found |= set(re.findall(r"\bkind=\"([\w-]+)\"", text))
         if not readers:
             found |= set(re.findall(r"\bm\.kind = \"(\w+)\"", text))
             found |= set(re.findall(r"\bkind = \"(\w+)\" if kind ==", text))

@@ -20,6 +20,7 @@ class TrialKind(str, Enum):
     PARALLEL = "parallel"  #: many parallel streams with recovery probes
     ATTACK = "attack"  #: a stream trial with a flood beside it
     RTT = "rtt"  #: ping round-trip times
+    RULESET_CLASS = "ruleset-class"  #: one traffic class of an imported rule set (fwlab run --ruleset)
 
     def __str__(self) -> str:
         return self.value
