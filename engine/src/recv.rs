@@ -386,6 +386,8 @@ pub fn run(cfg: RecvConfig) -> Result<RecvResult, String> {
             Some(h) => Latency::from_hist(h, lat_sum),
             None => Latency::from_hist(&hdrhistogram::Histogram::new(3).unwrap(), 0),
         },
+        latency_hdr_b64: hist.as_ref().and_then(crate::stats::hist_b64),
+        latency_hdr_unit: crate::stats::HIST_UNIT,
         jitter_ns: if received > 0 {
             jw / received as f64
         } else {

@@ -117,6 +117,11 @@ pub struct RecvTotals {
     pub late: u64,
     pub negative_latency: u64,
     pub latency_ns: Latency,
+    /// The latency histogram of every stream merged (HdrHistogram V2
+    /// compressed, base64; see `stats::hist_b64`); null when no sample.
+    pub latency_hdr_b64: Option<String>,
+    /// Unit of the histogram's values ("ns").
+    pub latency_hdr_unit: &'static str,
     /// Mean of per-stream RFC 3550 jitter weighted by packets received [ns].
     pub jitter_ns: f64,
     /// unique / (last - first receive time) [packets/s].

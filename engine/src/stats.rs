@@ -1,8 +1,12 @@
 //! Receiver-side statistics: per-stream sequence tracking (loss, reordering,
 //! duplicates with a bitmap window), latency (HDR histogram) and RFC 3550
-//! inter-arrival jitter. Pure computation: no sockets, no clocks.
+//! inter-arrival jitter, and the histogram's serialisation for the JSON result
+//! (HdrHistogram V2 compressed, base64, the form HdrHistogram's other ports
+//! decode). Pure computation: no sockets, no clocks.
 
+use base64::Engine as _;
 use hdrhistogram::Histogram;
+use hdrhistogram::serialization::{Serializer as _, V2DeflateSerializer};
 use serde::Serialize;
 
 /// Sequence numbers remembered behind the highest one seen (bits).
@@ -10,6 +14,23 @@ pub const WINDOW: u64 = 1 << 16;
 const WORDS: usize = (WINDOW / 64) as usize;
 /// Largest latency the histogram holds exactly (larger ones saturate) [ns].
 pub const HIST_MAX_NS: u64 = 60_000_000_000;
+/// Unit of the values in a serialised latency histogram.
+pub const HIST_UNIT: &str = "ns";
+
+/// A latency histogram as HdrHistogram's V2 compressed serialisation
+/// (cookie 0x1c849314, zlib payload), base64 (standard alphabet, padded):
+/// the same text as Java's `encodeIntoCompressedByteBuffer` + base64, or
+/// HdrHistogram_py's `encode()`. None when the histogram is empty.
+pub fn hist_b64(h: &Histogram<u64>) -> Option<String> {
+    if h.is_empty() {
+        return None;
+    }
+    let mut buf = Vec::new();
+    V2DeflateSerializer::new()
+        .serialize(h, &mut buf)
+        .expect("serialising to a Vec cannot fail");
+    Some(base64::engine::general_purpose::STANDARD.encode(buf))
+}
 
 /// Per-stream state.
 pub struct StreamStats {
@@ -411,6 +432,36 @@ mod tests {
         assert!((s.jitter - 2000.0).abs() < 1.0, "jitter {}", s.jitter);
         s.record(2000, false, None, 0);
         assert_eq!(s.negative_latency, 1);
+    }
+
+    #[test]
+    fn hist_b64_round_trips_and_merges() {
+        use hdrhistogram::serialization::Deserializer;
+        let mut s = StreamStats::new(1);
+        for i in 0..1000u64 {
+            s.record(i, false, Some(1_000 + i * 1_000), i);
+        }
+        assert_eq!(hist_b64(StreamStats::new(2).hist()), None);
+        let text = hist_b64(s.hist()).unwrap();
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(&text)
+            .unwrap();
+        // V2 compressed cookie (word size 8), big-endian.
+        assert_eq!(&bytes[..4], &[0x1c, 0x84, 0x93, 0x14]);
+        let back: Histogram<u64> = Deserializer::new()
+            .deserialize(&mut bytes.as_slice())
+            .unwrap();
+        assert_eq!(back.len(), 1000);
+        assert_eq!(back.min(), s.hist().min());
+        assert_eq!(back.max(), s.hist().max());
+        for q in [0.5, 0.9, 0.99, 0.999] {
+            assert_eq!(back.value_at_quantile(q), s.hist().value_at_quantile(q));
+        }
+        // Merging two decoded histograms equals recording both sample sets.
+        let mut both = back.clone();
+        both.add(&back).unwrap();
+        assert_eq!(both.len(), 2000);
+        assert_eq!(both.value_at_quantile(0.5), back.value_at_quantile(0.5));
     }
 
     #[test]

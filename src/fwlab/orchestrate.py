@@ -16,17 +16,18 @@ from pathlib import Path
 from typing import Callable, TextIO
 
 from fwlab.dut import DutContext, get_backend
-from fwlab.errors import FwlabError, RecordError, RunnerError, ToolMissing
+from fwlab.errors import FwlabError, RecordError, RunnerError, SuiteError, ToolMissing
 from fwlab.floods import FloodSpec, run_with_background
-from fwlab.results import RunRecord, host_metadata, trial_record, utc_now
+from fwlab.results import RunRecord, build_trial, host_metadata, utc_now
 from fwlab.results.metadata import remote_host_metadata
-from fwlab.rules import generate
+from fwlab.rules import generate, generate_kube_proxy
 import fwlab.methods  # noqa: F401  (registers the test methods beside the tools)
 from fwlab.runners import TrafficSpec, TrialEnv, get_runner
+from fwlab.runners.engine import ENGINE_PORT
 from fwlab.testbed.linkseries import LinkSampler, as_stream_series
 from fwlab.stats.quality import flag_cpu_saturated, flag_link_limited
 from fwlab.suites import Suite, parse_suite
-from fwlab.suites.plan import TrialSpec, expand
+from fwlab.suites.plan import TrialSpec, check_suite, expand
 from fwlab.testbed import Offloads, Pinning, Testbed, Topology, new_run_id, require_root, require_tool
 from fwlab.testbed.hosts import HostEntry, Placement, parse_hosts
 
@@ -106,6 +107,7 @@ def _fmt_result(m: dict | None, error: str | None) -> str:
 def preflight(suite: Suite, placement: Placement | None = None) -> None:
     """Fail before anything is built: not root, a missing program, an unavailable runner.
     A remote DUT's firewall tools are checked on its host (once connected)."""
+    check_suite(suite)  # the items' default tools are filled in here (expand does it again)
     require_root()
     for prog in ("ip", "ethtool", "ping", "ss", "sysctl"):
         require_tool(prog)
@@ -208,15 +210,28 @@ class Executor:
         if ctx is None:
             return {"digest": None, "family": None, "load_s": None, "bridge_nf_call": None}
         plan = bed.topo.plan
-        rs = generate(spec.rules, spec.layout if spec.layout in ("linear", "set") else "linear",
-                      ip_version=spec.ip_version, client_net=plan.client_net(spec.ip_version),
-                      server_net=plan.server_net(spec.ip_version),
-                      stateful_shortcut=spec.stateful_shortcut, seed=self.suite.seed)
+        if spec.layout == "kube-proxy":
+            if spec.tool != "engine":
+                raise SuiteError(f"layout kube-proxy sends the test traffic to a Service ClusterIP, "
+                                 f"which only the engine does (not {spec.tool})",
+                                 fix="use tool = \"engine\" with layout kube-proxy")
+            rs = generate_kube_proxy(spec.rules, endpoints=self.suite.kube_endpoints,
+                                     server_addr=plan.server(spec.ip_version), port=ENGINE_PORT,
+                                     client_net=plan.client_net(spec.ip_version),
+                                     server_net=plan.server_net(spec.ip_version), seed=self.suite.seed)
+        else:
+            rs = generate(spec.rules, spec.layout if spec.layout in ("linear", "set") else "linear",
+                          ip_version=spec.ip_version, client_net=plan.client_net(spec.ip_version),
+                          server_net=plan.server_net(spec.ip_version),
+                          stateful_shortcut=spec.stateful_shortcut, seed=self.suite.seed)
         backend.flush(ctx)
         res = backend.load(ctx, rs)
         time.sleep(self.suite.settle_s)
-        return {"digest": res.digest, "family": res.family, "load_s": res.load_s,
+        info = {"digest": res.digest, "family": res.family, "load_s": res.load_s,
                 "bridge_nf_call": res.bridge_nf_call, "rendered_lines": res.rendered_lines}
+        if rs.layout == "kube-proxy":
+            info["target"] = rs.target  # the test service (None at 0 services: the server itself)
+        return info
 
     def _links(self, bed: Testbed) -> dict:
         return {f"{role}:{dev}": bed.link_counters(role, dev) for role, dev in bed.interfaces()}
@@ -226,7 +241,12 @@ class Executor:
         backend, ctx = env.backend, env.dut
         tspec = TrafficSpec(traffic=spec.traffic, tool=spec.tool, size_bytes=spec.size_bytes,
                             streams=spec.streams, rate_bps=spec.rate_bps, ip_version=spec.ip_version,
-                            duration_s=spec.duration_s, options=dict(spec.options))
+                            duration_s=spec.duration_s, options=dict(spec.options),
+                            target=load_info.get("target"))
+        if spec.layout == "kube-proxy" and ctx is not None:
+            # NAT rules see only a flow's first packet: every trial starts without flows, so its
+            # packets (distinct source ports, option new_flows) all walk the Service rules
+            ctx.host.run(["conntrack", "-F"], ns=ctx.ns)
         started = utc_now()
         cb = backend.counters(ctx) if ctx else None
         lb = self._links(bed)
@@ -262,7 +282,7 @@ class Executor:
                 d["message"] += (" — on veth the DUT's forwarding runs in the sender's softirq, "
                                  "so this rate is the generator and the firewall path together")
                 flags.append(d)
-        rec = trial_record(
+        rec = build_trial(
             spec.to_dict(), kind=kind, metrics=metrics, series=series, started_utc=started, ruleset=load_info,
             dut_counters_before=cb, dut_counters_after=ca, links_before=lb, links_after=la,
             conditions={**cond, "bridge_nf_call": load_info.get("bridge_nf_call"),
@@ -271,7 +291,7 @@ class Executor:
             extra={"rendered_lines": load_info.get("rendered_lines"), **extra})
         self.record.append_trial(rec)
         if self.on_trial:
-            self.on_trial(rec)
+            self.on_trial(rec.to_json())
         self.progress.trial_done(spec, _fmt_result(metrics, error))
         time.sleep(self.suite.settle_s)
 
@@ -318,7 +338,8 @@ def start_run(suite: Suite, suite_text: str, out_root: Path, *, quiet: bool = Fa
         plan = expand(suite, dut_system(placement))
         rec = RunRecord.create(out_root, suite.name, {
             "suite": {"name": suite.name, "toml": suite_text, "parsed": suite.model_dump()},
-            "plan": {"trials": len(plan.trials), "skipped": list(plan.skipped)},
+            "plan": {"trials": len(plan.trials), "trial_ids": [t.trial_id for t in plan.trials],
+                     "skipped": list(plan.skipped)},
             "host": host_metadata(),
             **({"remote_hosts": _remote_hosts_info(placement)} if placement else {}),
         })
@@ -335,9 +356,10 @@ def resume_run(path: Path, *, quiet: bool = False) -> RunRecord:
         preflight(suite, placement)
         plan = expand(suite, dut_system(placement))
         rec.repair_torn_tail()
-        rec.run.setdefault("resumed_utc", []).append(utc_now())
-        rec.run["status"] = "running"
-        rec.save_run()
+        if not isinstance(rec.run.get("plan"), dict):
+            rec.run["plan"] = {"trials": len(plan.trials), "skipped": list(plan.skipped)}
+        rec.run["plan"].setdefault("trial_ids", [t.trial_id for t in plan.trials])  # a 1.0 record has none
+        rec.note_resume()
         _execute(suite, plan, rec, quiet, placement)
     return rec
 

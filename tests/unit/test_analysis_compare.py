@@ -139,7 +139,8 @@ def test_one_repetition_and_no_noise_model_is_undecided():
     res = compare_runs(GOLDEN / "run-tiny", GOLDEN / "run-tiny")
     assert all(c.verdict == INSUFFICIENT_DATA for c in res.comparisons)
     assert all(c.change_pct == 0.0 for c in res.comparisons)
-    assert "8 undecided" in res.summary_line()
+    assert "8 insufficient data (a decision needs >= 2 repetitions per run" in res.summary_line()
+    assert "has 1 in A and 1 in B" in res.table()
 
 
 def test_runs_of_different_suites_compare_their_common_figures(tmp_path):
@@ -233,7 +234,7 @@ def test_cli_baseline_and_compare(tmp_path, capsys):
     changed = str(variant(tmp_path / "changed", jitter=0.01, seed=7, scale=0.7))
     assert cli.main(["compare", runs[0], changed, "--noise", noise_file]) == 0
     out = capsys.readouterr().out
-    assert "Base mean" in out and "2σ threshold %" in out
+    assert "Base mean" in out and "threshold %" in out and "p < 0.05" in out
     assert out.strip().splitlines()[-1] == "8 figures compared, 8 significant"
 
     assert cli.main(["compare", runs[0], changed, "--noise", noise_file, "--json", "--metric", "all"]) == 0

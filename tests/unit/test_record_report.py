@@ -1,4 +1,5 @@
 import json
+import statistics
 import shutil
 
 import pytest
@@ -7,14 +8,21 @@ from goldens import GOLDEN
 from fwlab.errors import RecordError
 from fwlab.report import write_report
 from fwlab.report.summary import curves, per_rule_costs, summary_rows
-from fwlab.results import RunRecord, trial_record
+from fwlab.results import RunRecord, TrialIdentity, trial_record
+
+
+def _ident(trial_id: str, rep: int = 1) -> dict:
+    ident = TrialIdentity(suite="s", mode="routed", backend="nftables", layout="linear", rules=0,
+                          stateful_shortcut=False, ip_version=4, traffic="udp", tool="iperf3", size_bytes=64,
+                          streams=1, rate_bps=None, duration_s=1.0, repetition=rep).to_dict()
+    return {**ident, "trial_id": trial_id}
 
 
 def test_append_read_and_torn_tail(tmp_path):
-    rec = RunRecord.create(tmp_path, "s", {"suite": {}})
+    rec = RunRecord.create(tmp_path, "s", {"suite": {"name": "s"}})
     for i in range(3):
-        rec.append_trial(trial_record({"trial_id": f"t{i}"}, metrics={"x": i}, started_utc="now"))
-    rec.append_trial(trial_record({"trial_id": "t1"}, metrics=None, started_utc="now", error="boom"))
+        rec.append_trial(trial_record(_ident(f"t{i}"), metrics={"x": i}, started_utc="now"))
+    rec.append_trial(trial_record(_ident("t1"), metrics=None, started_utc="now", error="boom"))
     with open(rec.path / "trials.jsonl", "a") as fh:
         fh.write('{"trial_id": "t9", "kind"')  # killed mid-write
     again = RunRecord.open(rec.path)
@@ -46,12 +54,18 @@ def test_report_from_recorded_run(tmp_path):
     assert len(csv) == 1 + 8  # 4 curves x 2 rule counts
 
 
-def test_summary_ratios_come_from_the_same_curve():
+def test_summary_ratios_use_the_shared_zero_rule_reference():
     rec = RunRecord.open(GOLDEN / "run-tiny")
     cs = curves(rec.trials())
     lin = [c for c in cs if c.k["layout"] == "linear" and c.k["traffic"] == "udp"][0]
-    p0, p1 = lin.points[0].median("rx_pps"), lin.points[1000].median("rx_pps")
+    st = [c for c in cs if c.k["layout"] == "set" and c.k["traffic"] == "udp"][0]
+    # linear and set load the same rule set at 0 rules (same digest): one pooled reference
+    assert lin.shared_ref is st.shared_ref and lin.shared_with == ("linear", "set")
+    pooled = lin.points[0].values["rx_pps"] + st.points[0].values["rx_pps"]
+    p0, p1 = statistics.median(pooled), lin.points[1000].median("rx_pps")
     assert lin.pct_of_zero("rx_pps", 1000) == pytest.approx(100 * p1 / p0)
+    r = lin.ratio_to_zero("rx_pps", 1000)      # one repetition at 1000 rules: no interval
+    assert r.ratio == pytest.approx(p1 / statistics.fmean(pooled)) and not r.has_interval
     rows = summary_rows(cs)
     assert all("rx_pps_median" in r for r in rows)
     costs = per_rule_costs(cs)

@@ -83,7 +83,8 @@ def test_headline_names_what_limited_the_0_rule_reference():
                 "metrics": {"rx_pps": rx, "throughput_bps": rx * 512}}
 
     limited = headline_sentences(curves([udp(0, 400e3, ["cpu-saturated"]), udp(1000, 100e3)]))
-    assert limited == ["IPv4 UDP 64 B payload (routed): nftables linear at 1,000 rules forwards 25 % of its 0-rule "
+    assert limited == ["IPv4 UDP 64 B payload (routed): nftables linear at 1,000 rules forwards 25 % (no interval: 1 repetition) "
+                       "of its 0-rule "
                        "packet rate [0-rule reference sender-CPU-bound (cpu-saturated)]."]
     clean = headline_sentences(curves([udp(0, 400e3, ["high-cv"]), udp(1000, 100e3, ["cpu-saturated"])]))
     assert "0-rule reference" not in clean[0]                  # only the reference's limit is named

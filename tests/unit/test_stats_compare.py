@@ -1,4 +1,5 @@
-"""Known-value tests of fwlab.stats.compare: the 2-sigma rule, Welch p-values, the noise model."""
+"""Known-value tests of fwlab.stats.compare: Welch's t-test, the noise-model t-test, the
+permutation fallback, repetitions needed, the noise model and the table."""
 
 from __future__ import annotations
 
@@ -14,6 +15,10 @@ from fwlab.stats.compare import (
     INSUFFICIENT_DATA,
     NOT_SIGNIFICANT,
     SIGNIFICANT,
+    TEST_NOISE,
+    TEST_PERMUTATION,
+    TEST_PREDICTION,
+    TEST_WELCH,
     FigureNoise,
     NoiseModel,
     compare_figure,
@@ -22,6 +27,7 @@ from fwlab.stats.compare import (
     comparison_table,
     figure_label,
     render_comparison_table,
+    reps_to_detect,
 )
 
 # Seed 002, Table 1: TPM of ten base runs per client load, and the paper's "2 stdev %" column.
@@ -97,9 +103,10 @@ def test_noise_model_is_read_only():
         noise.figures["y"] = FigureNoise(n=2, mean=1.0, std=0.0, cv=0.0)  # type: ignore[index]
 
 
-# --- the 2-sigma rule -------------------------------------------------------------------------
+# --- the test with a noise model ---------------------------------------------------------------
 
 NOISE_STD_10 = NoiseModel({"tput": FigureNoise(n=10, mean=100.0, std=10.0, cv=0.1)})
+T9 = sps.t.ppf(0.975, 9)   # the noise model's sigma comes from 10 runs: t with 9 degrees of freedom
 
 
 def test_shift_of_one_sigma_is_not_significant():
@@ -108,21 +115,27 @@ def test_shift_of_one_sigma_is_not_significant():
     assert c.baseline_source == "noise model" and c.baseline_std == 10.0
     # two single runs: the difference has sd 10 * sqrt(2)
     assert c.se_diff == pytest.approx(10.0 * 2 ** 0.5)
-    assert c.threshold == pytest.approx(20.0 * 2 ** 0.5) and c.threshold_pct == pytest.approx(20.0 * 2 ** 0.5)
-    assert c.significant_2sigma is False and c.verdict == NOT_SIGNIFICANT
+    assert c.df == 9 and c.test == TEST_NOISE
+    assert c.threshold == pytest.approx(T9 * 10.0 * 2 ** 0.5)
+    assert c.threshold_pct == pytest.approx(T9 * 10.0 * 2 ** 0.5)
+    assert c.p_value == pytest.approx(2 * sps.t.sf(10.0 / (10.0 * 2 ** 0.5), 9))
+    assert c.diff_ci == pytest.approx((10.0 - c.threshold, 10.0 + c.threshold))
+    assert c.significant is False and c.verdict == NOT_SIGNIFICANT
 
 
 def test_shift_of_three_sigma_is_significant():
-    c = compare_figure("tput", [100.0], [70.0], NOISE_STD_10)
-    assert c.change_pct == pytest.approx(-30.0)
-    assert c.significant_2sigma is True and c.verdict == SIGNIFICANT
+    c = compare_figure("tput", [100.0], [55.0], NOISE_STD_10)
+    assert c.change_pct == pytest.approx(-45.0)
+    assert c.p_value < 0.05 and c.significant is True and c.verdict == SIGNIFICANT
+    assert c.significant_2sigma is True   # the former name still answers
 
 
-def test_exactly_two_sigma_is_not_significant():
-    # A stands for a practically exact base average: the threshold is 2 sigma of B alone
-    c = compare_figure("tput", [100.0], [120.0], NOISE_STD_10, runs_a=10**9)
-    assert c.threshold == pytest.approx(20.0)
-    assert c.verdict == NOT_SIGNIFICANT  # "more than two standard deviations"
+def test_the_threshold_is_the_edge_of_significance():
+    # A stands for a practically exact base average: the threshold is t_9 sigma of B alone
+    just_in = compare_figure("tput", [100.0], [100.0 + 0.999 * T9 * 10.0], NOISE_STD_10, runs_a=10**9)
+    just_out = compare_figure("tput", [100.0], [100.0 + 1.001 * T9 * 10.0], NOISE_STD_10, runs_a=10**9)
+    assert just_in.threshold == pytest.approx(T9 * 10.0)
+    assert just_in.verdict == NOT_SIGNIFICANT and just_out.verdict == SIGNIFICANT
 
 
 def test_runs_must_be_positive():
@@ -157,28 +170,53 @@ def test_insufficient_data():
 
 def test_zero_baseline_mean_has_no_percentages():
     c = compare_figure("drops", [0.0, 0.0, 0.0], [1.0, 1.0, 1.0])
-    assert c.change_pct is None and c.threshold_pct is None
-    assert c.baseline_std == 0.0 and c.verdict == SIGNIFICANT
-    # B's own spread counts too: 0, 1, 0 is within 2 standard errors of 0
+    assert c.change_pct is None and c.threshold_pct is None and c.baseline_std == 0.0
+    # neither run varies: the exact permutation test, whose smallest p at 3 + 3 is 2/20
+    assert c.test == TEST_PERMUTATION and c.p_value == pytest.approx(0.1) and c.verdict == NOT_SIGNIFICANT
+    four = compare_figure("drops", [0.0] * 4, [1.0] * 4)
+    assert four.p_value == pytest.approx(2 / 70) and four.verdict == SIGNIFICANT
+    # B's own spread counts too: 0, 1, 0 is within the noise of 0
     assert compare_figure("drops", [0.0, 0.0, 0.0], [0.0, 1.0, 0.0]).verdict == NOT_SIGNIFICANT
 
 
 # --- Welch ------------------------------------------------------------------------------------
 
-def test_welch_p_value_textbook():
+def test_welch_textbook():
     c = compare_figure("x", WELCH_A1, WELCH_A2)
     t, df, p = _welch_by_hand(WELCH_A1, WELCH_A2)
     assert round(t, 2) == -2.46 and df == pytest.approx(24.9, abs=0.1)
+    assert c.test == TEST_WELCH and c.df == pytest.approx(df, rel=1e-10)
     assert c.p_value == pytest.approx(p, rel=1e-10)
-    assert round(c.p_value, 3) == 0.021
+    assert c.p_value == pytest.approx(sps.ttest_ind(WELCH_A2, WELCH_A1, equal_var=False).pvalue, rel=1e-10)
+    assert round(c.p_value, 3) == 0.021 and c.verdict == SIGNIFICANT
 
 
-def test_welch_needs_two_values_each_side_and_some_spread():
-    assert compare_figure("x", [1.0, 2.0], [3.0]).p_value is None
-    assert compare_figure("x", [1.0], [3.0, 4.0]).p_value is None
-    assert compare_figure("x", [1.0, 1.0], [3.0, 3.0]).p_value is None   # d/0: undefined
-    assert compare_figure("x", [1.0, 1.0], [1.0, 1.0]).p_value is None   # 0/0: undefined
-    assert compare_figure("x", [1.0, 1.0], [3.0, 4.0]).p_value is not None
+def test_welch_at_two_repetitions_uses_its_few_degrees_of_freedom():
+    # |t| = 3.2 > 2 (the former rule called this significant), but with ~2 degrees of freedom p > 0.05
+    c = compare_figure("x", [100.0, 102.0], [104.0, 106.0])
+    t, df, p = _welch_by_hand([100.0, 102.0], [104.0, 106.0])
+    assert abs(t) > 2.0 and df == pytest.approx(2.0)
+    assert c.p_value == pytest.approx(p) and c.p_value > 0.05 and c.verdict == NOT_SIGNIFICANT
+    assert c.reps_to_detect is not None and c.reps_to_detect > 2
+    assert "reps_to_detect" in c.to_dict()
+
+
+def test_which_test_decides_by_repetitions():
+    one_b = compare_figure("x", [1.0, 2.0], [3.0])
+    assert one_b.test == TEST_PREDICTION and one_b.df == 1
+    assert one_b.se_diff == pytest.approx(np.std([1.0, 2.0], ddof=1) * math.sqrt(1 / 2 + 1))
+    one_a = compare_figure("x", [1.0], [3.0, 4.0])
+    assert one_a.p_value is None and one_a.verdict == INSUFFICIENT_DATA and "1 in A" in one_a.reason
+    flat = compare_figure("x", [1.0, 1.0], [3.0, 3.0])   # t = d/0: permutation, p = 2/6
+    assert flat.test == TEST_PERMUTATION and flat.p_value == pytest.approx(1 / 3)
+    same = compare_figure("x", [1.0, 1.0], [1.0, 1.0])
+    assert same.p_value == 1.0 and same.verdict == NOT_SIGNIFICANT
+
+
+def test_reps_to_detect():
+    assert reps_to_detect(1.0, 1.0) == 17    # the textbook n = 17 per group for d = 1 sigma at 80 %
+    assert reps_to_detect(1.0, 0.0) is None and reps_to_detect(0.0, 1.0) is None
+    assert reps_to_detect(1.0, 0.01) is None   # more than 1000
 
 
 # --- tables -----------------------------------------------------------------------------------
@@ -200,9 +238,10 @@ def test_seed_style_table_rows_and_text():
     # "BS using PCI": +22 % everywhere, "BS + 100 rules": +1.8 % everywhere
     pci = {k: [v[0] * 1.22] for k, v in a.items()}
     rules = {k: [v[0] * 1.018] for k, v in a.items()}
-    assert all(c.significant_2sigma for c in compare_tables(a, pci, noise))
-    comps = compare_tables(a, rules, noise, runs_a=10)   # A is the average of the ten base runs
-    assert not any(c.significant_2sigma for c in comps)
+    # A is the average of the ten base runs
+    assert all(c.significant for c in compare_tables(a, pci, noise, runs_a=10))
+    comps = compare_tables(a, rules, noise, runs_a=10)
+    assert not any(c.significant for c in comps)
 
     rows, text = comparison_table(comps, title="BS + 100 rules vs base")
     assert rows == comparison_rows(comps)
@@ -210,23 +249,25 @@ def test_seed_style_table_rows_and_text():
     assert set(rows[0]) >= {"figure", "base_mean", "changed_mean", "change_pct", "threshold_pct",
                             "significant"}
     assert rows[0]["change_pct"] == pytest.approx(1.8)
-    # seed 002's 2 stdev % (3.42 at one client) widened for the difference: x sqrt(1/10 + 1/1)
-    assert rows[0]["threshold_pct"] == pytest.approx(3.42 * 1.1 ** 0.5, abs=0.01)
+    # seed 002's 2 stdev % (3.42 at one client) as t_9 standard errors of the difference:
+    # sigma x t_9 x sqrt(1/10 + 1/1)
+    assert rows[0]["threshold_pct"] == pytest.approx(3.42 / 2 * T9 * 1.1 ** 0.5, abs=0.01)
     json.dumps(rows, allow_nan=False)
 
     lines = text.splitlines()
     assert lines[0] == "BS + 100 rules vs base"
-    assert lines[1].split("  ")[0].strip() == "Figure" and "2σ threshold %" in lines[1]
+    assert lines[1].split("  ")[0].strip() == "Figure" and "threshold %" in lines[1]
     assert "Significant?" in lines[1]
     assert set(lines[2].replace(" ", "")) == {"-"}
     assert lines[3].startswith("tpm / 1 ") and "+1.80" in lines[3] and lines[3].endswith("no")
-    assert len(lines) == 3 + 8 + 1
+    assert "p < 0.05" in lines[3 + 8] and len(lines) == 3 + 8 + 1
 
 
 def test_render_missing_values_as_na():
     text = render_comparison_table([compare_figure("x", [1.0], [])])
     row = text.splitlines()[2]
-    assert row.split() == ["x", "1.00", "n/a", "n/a", "n/a", "n/a"]
+    assert row.split() == ["x", "1.00", "n/a", "n/a", "n/a", "n/a", "n/a"]
+    assert "x: insufficient data, no values in B" in text
 
 
 def test_figure_label():

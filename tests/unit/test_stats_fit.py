@@ -91,5 +91,22 @@ def test_per_packet_cost_ns():
 def test_to_dict():
     d = fit_per_packet_cost([(n, _rate(n)) for n in RULES]).to_dict()
     assert set(d) == {"per_rule_ns", "base_ns", "r_squared", "n_points", "n_rule_counts",
-                      "per_rule_ns_stderr", "base_ns_stderr"}
+                      "per_rule_ns_stderr", "base_ns_stderr", "per_rule_ns_ci", "confidence"}
     json.dumps(d, allow_nan=False)
+
+
+def test_slope_interval_matches_scipy_linregress_and_covers():
+    from scipy import stats as sps
+
+    rng = np.random.default_rng(4)
+    rules = np.repeat([0, 1000, 5000, 10000], 3)
+    hits = 0
+    for _ in range(500):
+        t_ns = 700.0 + 0.5 * rules + rng.normal(0.0, 50.0, rules.size)
+        fit = fit_per_packet_cost(zip(rules, 1e9 / t_ns))
+        lr = sps.linregress(rules, t_ns)
+        half = sps.t.ppf(0.975, rules.size - 2) * lr.stderr
+        assert fit.per_rule_ns_ci == pytest.approx((lr.slope - half, lr.slope + half), rel=1e-9)
+        hits += fit.per_rule_ns_ci[0] <= 0.5 <= fit.per_rule_ns_ci[1]
+    assert 0.92 <= hits / 500 <= 0.98       # a 95 % interval covers the true 0.5 ns/rule
+    assert fit_per_packet_cost([(0, 1e6), (100, 9e5)]).per_rule_ns_ci is None   # 2 points: no spread

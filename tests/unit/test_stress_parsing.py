@@ -190,3 +190,19 @@ def test_suite_with_background_plans_one_trial_per_rate():
     with pytest.raises(Exception, match="needs a DUT"):
         parse_suite({"name": "a", "mode": "direct", "traffic": [{"kind": "tcp"}],
                      "background": [{"kind": "udp_flood"}]}, "test")
+
+
+def test_combined_rate_is_all_bytes_over_the_trial_not_a_sum_of_rates():
+    """Processes that ran over unequal spans (one stalled and ended late) must not add their own
+    rates: the aggregate is every byte over the longest span, so it can never exceed what the
+    path carried (900 streams once summed to 160 Mbit/s through a 100 Mbit/s wire)."""
+    import copy
+
+    a = parse_json(golden("tcp_p4"), "tcp")
+    b = copy.deepcopy(a)
+    b.metrics["duration_s"] = 2 * a.metrics["duration_s"]  # same bytes, twice as long
+    b.metrics["throughput_bps"] = a.metrics["throughput_bps"] / 2
+    m = combine([a, b])
+    assert m.metrics["duration_s"] == b.metrics["duration_s"]
+    assert m.metrics["throughput_bps"] == pytest.approx(8 * 2 * a.metrics["bytes"] / b.metrics["duration_s"])
+    assert m.metrics["throughput_bps"] < a.metrics["throughput_bps"] + b.metrics["throughput_bps"]

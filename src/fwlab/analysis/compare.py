@@ -1,4 +1,4 @@
-"""Comparing two runs figure by figure: % change, 2-sigma verdict, Welch p-value.
+"""Comparing two runs figure by figure: % change, Welch t-test verdict and p-value.
 
 Owns: matching the figures of run A (the baseline) and run B, choosing the spread the verdict
 uses (the noise model of a baseline when given and it models the figure, else run A's own
@@ -6,7 +6,9 @@ repetitions), and the result in two forms: the seed 002 Table-2-shaped text (ren
 `fwlab.stats.comparison_table`) and a JSON-safe dict. Never touches: the test bed, traffic,
 plots or the CLI; the statistics are `fwlab.stats.compare`'s.
 
-Only figures present in both runs are compared; those present in one run only are counted and
+Every record kind is compared (stream and rfc2544 curves, parallel, attack, connections,
+transactions, rtt; see `fwlab.analysis.figures.KIND_METRICS`). Only figures present in both runs
+are compared; those present in one run only are counted and
 listed. Runs of different suites compare on their common figures. `ignore` leaves curve fields
 out of the figure key, so a run of layout linear can be compared with a run of layout set.
 """
@@ -22,6 +24,7 @@ from fwlab.analysis.figures import PRIMARY, Figure, run_figures
 from fwlab.errors import FwlabError
 from fwlab.results.record import RunRecord
 from fwlab.stats import (
+    MIN_REPETITIONS,
     SIGNIFICANT,
     Comparison,
     NoiseModel,
@@ -32,16 +35,26 @@ from fwlab.stats import (
 __all__ = ["RunComparison", "compare_figures", "compare_runs", "human_value"]
 
 
+#: units of the figures of the kinds that form no curve (metric -> display unit, scale)
+_KIND_UNITS = {"conn_rate_cps": ("conn/s", 1.0), "capacity_connections": ("connections", 1.0),
+               "completion_s": ("s", 1.0), "recovery_s": ("s", 1.0), "first_probe_bps": ("Gbit/s", 1e-9),
+               "stream_min_bps": ("Gbit/s", 1e-9), "tpm": ("TPM", 1.0), "failure_pct": ("%", 1.0),
+               "rtt_p50_ms": ("ms", 1.0), "rtt_p99_ms": ("ms", 1.0), "rtt_mean_ms": ("ms", 1.0)}
+
+
 def human_value(key, value: float) -> str:
     """A figure's value in the report's unit, from the metric that ends its key
     (``... rx_pps`` -> '123.4 kpps', ``... throughput_bps`` -> '1.23 Gbit/s')."""
-    from fwlab.report.summary import METRIC_INFO
+    from fwlab.results.curves import METRIC_INFO
 
     metric = str(key).rsplit(" ", 1)[-1]
     info = METRIC_INFO.get(metric)
-    if info is None:
+    if info is not None:
+        _, unit, scale = info
+    elif metric in _KIND_UNITS:
+        unit, scale = _KIND_UNITS[metric]
+    else:
         return f"{value:.4g}"
-    _, unit, scale = info
     v = value * scale
     digits = 3 if abs(v) < 10 else 2 if abs(v) < 100 else 1
     return f"{v:.{digits}f} {unit}"
@@ -75,15 +88,16 @@ class RunComparison:
     def summary_line(self) -> str:
         """One line: N figures, K significant, and how many were in one run only."""
         s = f"{len(self.comparisons)} figures compared, {self.significant} significant"
-        undecided = sum(1 for c in self.comparisons if c.significant_2sigma is None)
+        undecided = sum(1 for c in self.comparisons if c.significant is None)
         if undecided:
-            s += f", {undecided} undecided (no spread: give --noise or repeat run A)"
+            s += (f", {undecided} insufficient data (a decision needs >= {MIN_REPETITIONS} repetitions "
+                  "per run, or --noise)")
         if self.only_a or self.only_b:
             s += f"; {len(self.only_a)} only in A, {len(self.only_b)} only in B"
         return s
 
     def table(self) -> str:
-        """Seed 002 Table 2 shape, then the Welch p-values where both runs have repetitions."""
+        """Seed 002 Table 2 shape with each figure's p-value and the test's note."""
         title = f"A (base): {self.run_a}\nB:        {self.run_b}"
         if self.suite_a != self.suite_b:
             title += f"\nsuites differ: {self.suite_a} vs {self.suite_b}; common figures only"
@@ -95,11 +109,6 @@ class RunComparison:
             title += ("\n  (repetitions inside one run agree more than whole runs do: without --noise, "
                       "run-to-run noise can show as significant; measure one with 'fwlab baseline')")
         _, text = comparison_table(self.comparisons, title=title, value_format=human_value)
-        ps = [(c.label, c.p_value) for c in self.comparisons if c.p_value is not None]
-        if ps:
-            width = max(len(label) for label, _ in ps)
-            text += "Welch t-test, two-sided (both runs with >= 2 repetitions):\n"
-            text += "".join(f"  {label.ljust(width)}  p = {p:.3g}\n" for label, p in ps)
         return text
 
     def to_dict(self) -> dict[str, Any]:
@@ -137,8 +146,8 @@ def compare_runs(run_a: Path | str, run_b: Path | str, *, noise: NoiseModel | No
     fb = run_figures(run_b, metric, ignore)
     if not fa or not fb:
         empty = run_a if not fa else run_b
-        raise FwlabError(f"{empty} holds no stream figures for metric {metric!r}",
-                         fix="pass runs with finished stream trials, or another --metric")
+        raise FwlabError(f"{empty} holds no figures for metric {metric!r}",
+                         fix="pass runs with finished trials, or another --metric")
     comparisons = compare_figures(fa, fb, noise)
     if not comparisons:
         raise FwlabError(f"the runs have no figure in common ({len(fa)} in A, {len(fb)} in B)",

@@ -3,12 +3,15 @@
 Owns: the figure key (e.g. ``"routed nftables linear 1000r ip4 udp 64B rx_pps"``), the choice of
 metric per curve (default: the curve's primary metric, as the report uses), and the mapping
 ``figure key -> list of per-repetition values`` that `fwlab.stats` compares. Grouping of trials
-into curves and points is `fwlab.report.summary.curves`; this module only names what it finds.
+into curves and points is `fwlab.results.curves.curves`; this module only names what it finds.
 Never touches: files other than through `RunRecord`, statistics, the test bed or traffic.
 
 Figure key parts, in order (each omitted when listed in ``ignore``): mode, backend, layout,
 ``+established`` when the stateful shortcut is on, rule count (``1000r``), IP version (``ip4``),
 traffic, size (``64B``, ``dflt`` for the tool's default), stream count when > 1 (``x4``), metric.
+Trials of the kinds that form no rule-count curve (`KIND_METRICS`: parallel, attack, connections,
+transactions, rtt) get the same key with their kind and any background flood (``udpflood9500pps``)
+before the metric; their primary metric is the first of `KIND_METRICS` the trial holds.
 """
 
 from __future__ import annotations
@@ -19,12 +22,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fwlab.errors import FwlabError
-from fwlab.report.summary import CURVE_FIELDS, METRICS, Curve, curves, primary_metric
+from fwlab.floods.model import FloodSpec
+from fwlab.results.curves import CURVE_FIELDS, METRICS, Curve, curves, primary_metric
 from fwlab.results.record import RunRecord
 
 __all__ = [
     "ALL",
     "IGNORABLE",
+    "KIND_METRICS",
     "PRIMARY",
     "Figure",
     "figure_key",
@@ -38,6 +43,16 @@ PRIMARY = "primary"
 """Metric selection: each curve's primary metric (packet rate for UDP, throughput for TCP)."""
 ALL = "all"
 """Metric selection: every metric the record holds (throughput_bps, rx_pps, loss_ratio, ...)."""
+
+#: figures of the trial kinds that form no rule-count curve, primary metric first (the first one a
+#: trial holds is its primary: connections hold either a rate or a capacity)
+KIND_METRICS = {
+    "parallel": ("throughput_bps", "completion_s", "recovery_s", "first_probe_bps", "stream_min_bps"),
+    "attack": ("throughput_bps", "rx_pps", "loss_ratio"),
+    "connections": ("conn_rate_cps", "capacity_connections"),
+    "transactions": ("transactions_per_s", "tpm", "failure_pct", "throughput_bps"),
+    "rtt": ("rtt_p50_ms", "rtt_p99_ms", "rtt_mean_ms", "loss_ratio"),
+}
 
 #: curve fields a comparison may leave out of the key (e.g. compare a linear run with a set run)
 IGNORABLE = tuple(f for f in CURVE_FIELDS if f not in ("traffic",)) + ("rules",)
@@ -85,17 +100,75 @@ def figure_key(fields: Mapping, rules: int | None, metric: str, ignore: Iterable
     return " ".join(parts)
 
 
+def _known_metrics() -> list[str]:
+    return list(dict.fromkeys([*METRICS, *(m for ms in KIND_METRICS.values() for m in ms)]))
+
+
 def _metrics_for(curve: Curve, metric: str | Sequence[str]) -> list[str]:
     if metric == PRIMARY:
         return [primary_metric(curve)]
     if metric == ALL:
         return list(METRICS)
     names = [metric] if isinstance(metric, str) else list(metric)
-    unknown = [m for m in names if m not in METRICS]
+    unknown = [m for m in names if m not in _known_metrics()]
     if unknown:
         raise FwlabError(f"unknown metric {', '.join(unknown)}",
-                         fix=f"use one of {', '.join(METRICS)}, '{PRIMARY}' or '{ALL}'")
+                         fix=f"use one of {', '.join(_known_metrics())}, '{PRIMARY}' or '{ALL}'")
     return names
+
+
+def _kind_metrics_for(trial: dict, metric: str | Sequence[str]) -> list[str]:
+    kind = trial.get("kind")
+    own = KIND_METRICS[kind]
+    if kind == "attack" and trial.get("traffic") in ("udp", "engine"):
+        own = ("rx_pps", "throughput_bps", "loss_ratio")
+    if metric == PRIMARY:
+        held = [m for m in own if (trial.get("metrics") or {}).get(m) is not None]
+        return held[:1] or [own[0]]
+    if metric == ALL:
+        return list(own)
+    _metrics_for(Curve(()), [metric] if isinstance(metric, str) else list(metric))  # checks the names
+    return [metric] if isinstance(metric, str) else list(metric)
+
+
+def _kind_figures(trials: list[dict], metric: str | Sequence[str], ignore: set[str]) -> dict[str, Figure]:
+    """Figures of the trials whose kind forms no curve, grouped over repetitions."""
+    out: dict[str, Figure] = {}
+    values: dict[str, list[float]] = {}
+    errors: dict[str, int] = {}
+    meta: dict[str, tuple[str, str]] = {}
+    for t in trials:
+        if t.get("kind") not in KIND_METRICS:
+            continue
+        fields = {f: t.get(f) for f in CURVE_FIELDS}
+        extra = [str(t["kind"])]
+        if t.get("background"):
+            try:
+                extra.append(FloodSpec.from_dict(t["background"]).id_part)
+            except (FwlabError, KeyError, TypeError, ValueError):
+                bg = t["background"]
+                extra.append(f"{bg.get('kind', 'flood')}{bg.get('rate_pps', '?')}pps" if isinstance(bg, dict)
+                             else "flood")
+        failed = bool(t.get("error") or not t.get("metrics"))
+        for m in _kind_metrics_for(t, metric):
+            key = figure_key(fields, t.get("rules"), m, ignore).rsplit(" ", 1)[0] + f" {' '.join(extra)} {m}"
+            full = figure_key(fields, t.get("rules"), m).rsplit(" ", 1)[0] + f" {' '.join(extra)} {m}"
+            if key in meta and meta[key][0] != full:
+                raise FwlabError(f"two configurations of one run share the figure {key!r} once "
+                                 f"{', '.join(sorted(ignore))} is left out",
+                                 fix="leave out only fields that take one value in each run")
+            meta[key] = (full, m)
+            values.setdefault(key, [])
+            errors.setdefault(key, 0)
+            v = None if failed else t["metrics"].get(m)
+            if failed:
+                errors[key] += 1
+            elif isinstance(v, (int, float)) and not isinstance(v, bool):
+                values[key].append(float(v))
+    for key, (full, m) in meta.items():
+        if values[key] or errors[key]:
+            out[key] = Figure(key=key, full_key=full, metric=m, values=tuple(values[key]), errors=errors[key])
+    return out
 
 
 def _check_ignore(ignore: Iterable[str]) -> set[str]:
@@ -109,7 +182,7 @@ def _check_ignore(ignore: Iterable[str]) -> set[str]:
 
 def trial_figures(trials: list[dict], metric: str | Sequence[str] = PRIMARY,
                   ignore: Iterable[str] = ()) -> dict[str, Figure]:
-    """Figures of a list of stored trials (stream trials only), keyed by their readable key.
+    """Figures of a list of stored trials (every kind), keyed by their readable key.
 
     `metric`: `PRIMARY` (default), `ALL`, one metric name or a list of names; a figure appears
     only where the record holds that metric. `ignore`: curve fields to leave out of the key;
@@ -130,6 +203,7 @@ def trial_figures(trials: list[dict], metric: str | Sequence[str] = PRIMARY,
                                      fix="leave out only fields that take one value in each run")
                 out[key] = Figure(key=key, full_key=figure_key(c.k, n, m), metric=m,
                                   values=tuple(values or ()), errors=len(p.errors))
+    out.update(_kind_figures(trials, metric, ignore))
     return out
 
 

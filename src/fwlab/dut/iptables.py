@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from fwlab.dut.base import Backend, DutContext, register, sum_by_class
+from fwlab.rules.kubeproxy import probability, sep_chain, svc_chain
 from fwlab.rules.model import RuleSet
 from fwlab.testbed.host import LocalHost
 
@@ -18,11 +19,12 @@ SET_NAME = "fwl-deny"
 ND_TYPES = ("neighbour-solicitation", "neighbour-advertisement", "router-solicitation",
             "router-advertisement")
 _COUNTER_LINE = re.compile(r"^\[(\d+):(\d+)\]\s+-A\s+FORWARD\s+(.*)$")
+_NAT_COUNTER_LINE = re.compile(r"^\[(\d+):(\d+)\]\s+-A\s+\S+\s+(.*)$")
 _COMMENT = re.compile(r'--comment\s+"?([A-Za-z0-9_.-]+)"?')
 
 
 class Iptables(Backend):
-    layouts = ("linear",)
+    layouts = ("linear", "kube-proxy")
 
     def __init__(self, name: str, variant: str, summary: str) -> None:
         self.name = name
@@ -36,7 +38,48 @@ class Iptables(Backend):
         return f"{base}-{self.variant}{what}"
 
     def family(self, rs: RuleSet, mode: str) -> str:
-        return f"{'iptables' if rs.ip_version == 4 else 'ip6tables'}-{self.variant} filter"
+        table = "nat" if rs.layout == "kube-proxy" else "filter"
+        return f"{'iptables' if rs.ip_version == 4 else 'ip6tables'}-{self.variant} {table}"
+
+    def unsupported(self, layout: str, mode: str, stateful_shortcut: bool,
+                    system: str | None = None) -> str | None:
+        if layout == "kube-proxy" and mode != "routed":
+            return "the kube-proxy layout DNATs at the DUT's IP layer: routed mode only"
+        return super().unsupported(layout, mode, stateful_shortcut, system)
+
+    def render_kube_proxy(self, rs: RuleSet) -> str:
+        """kube-proxy's iptables mode (pkg/proxy/iptables/proxier.go), nat table: PREROUTING ->
+        KUBE-SERVICES (one rule per ClusterIP:port, walked in order) -> KUBE-SVC-* (endpoint k of
+        M with probability 1/(M-k), the last unconditionally) -> KUBE-SEP-* (DNAT). The filter
+        table stays empty (policy ACCEPT, as on a node). The test service's DNAT rules carry the
+        comment permit-dnat (kube-proxy's own comment there is the service port name) so its
+        counter is read back."""
+        chains = ["KUBE-SERVICES"]
+        rules = ['-A PREROUTING -m comment --comment "kubernetes service portals" -j KUBE-SERVICES']
+        svc_rules: list[str] = []
+        last = len(rs.services) - 1
+        for i, s in enumerate(rs.services):
+            svc = svc_chain(s)
+            chains.append(svc)
+            rules.append(f'-A KUBE-SERVICES -d {s.cluster_ip}/32 -p {s.proto} -m comment --comment '
+                         f'"{s.port_name} cluster IP" -m {s.proto} --dport {s.port} -j {svc}')
+            m = len(s.endpoints)
+            for k, ep in enumerate(s.endpoints):
+                sep = sep_chain(s, k)
+                chains.append(sep)
+                dest = f"{ep}:{s.endpoint_port}"
+                stat = (f" -m statistic --mode random --probability {probability(k, m)}"
+                        if k < m - 1 else "")
+                svc_rules.append(f'-A {svc} -m comment --comment "{s.port_name} -> {dest}"{stat} -j {sep}')
+                comment = "permit-dnat" if i == last else f'"{s.port_name}"'
+                svc_rules.append(f"-A {sep} -p {s.proto} -m comment --comment {comment} -m {s.proto} "
+                                 f"-j DNAT --to-destination {dest}")
+        out = ["*nat", ":PREROUTING ACCEPT [0:0]", ":INPUT ACCEPT [0:0]", ":OUTPUT ACCEPT [0:0]",
+               ":POSTROUTING ACCEPT [0:0]"]
+        out += [f":{c} - [0:0]" for c in chains]
+        out += rules + svc_rules + ["COMMIT"]
+        out += ["*filter", ":INPUT ACCEPT [0:0]", ":FORWARD ACCEPT [0:0]", ":OUTPUT ACCEPT [0:0]", "COMMIT"]
+        return "\n".join(out) + "\n"
 
     def _deny_lines(self, rs: RuleSet) -> list[str]:
         plen = 32 if rs.ip_version == 4 else 128
@@ -44,6 +87,8 @@ class Iptables(Backend):
                 f"-m comment --comment deny-{i} -j DROP" for i, e in enumerate(rs.entries)]
 
     def render(self, rs: RuleSet, mode: str) -> str:
+        if rs.layout == "kube-proxy":
+            return self.render_kube_proxy(rs)
         out = ["*filter", ":INPUT ACCEPT [0:0]", ":FORWARD DROP [0:0]", ":OUTPUT ACCEPT [0:0]"]
         if rs.stateful_shortcut:
             out.append("-A FORWARD -m conntrack --ctstate RELATED,ESTABLISHED "
@@ -64,14 +109,21 @@ class Iptables(Backend):
     def _apply(self, ctx: DutContext, text: str, rs: RuleSet) -> None:
         ctx.host.run([self._prog(rs, "-restore")], ns=ctx.ns, input=text)
 
-    def _save(self, ctx: DutContext, v: int, counters: bool) -> str:
-        args = [self._prog(v, "-save"), "-t", "filter"]
+    def _save(self, ctx: DutContext, v: int, counters: bool, table: str = "filter") -> str:
+        args = [self._prog(v, "-save"), "-t", table]
         if counters:
             args.append("-c")
         return ctx.host.run(args, ns=ctx.ns).stdout
 
+    def _has_nat(self, ctx: DutContext) -> bool:
+        """Whether the DUT has an IPv4 nat table (kube-proxy layout); asked without naming the
+        table, which would create it (and with it connection tracking) in the namespace."""
+        return "*nat" in ctx.host.run([self._prog(4, "-save")], ns=ctx.ns).stdout.splitlines()
+
     def listing(self, ctx: DutContext) -> str:
         text = self._save(ctx, 4, False) + self._save(ctx, 6, False)
+        if self._has_nat(ctx):
+            text += self._save(ctx, 4, False, "nat")
         return "\n".join(l for l in text.splitlines() if not l.startswith("#"))
 
     def counters(self, ctx: DutContext) -> dict[str, int]:
@@ -82,12 +134,21 @@ class Iptables(Backend):
                 if m:
                     c = _COMMENT.search(m.group(3))
                     tagged.append((c.group(1) if c else "", int(m.group(1))))
+        if self._has_nat(ctx):  # kube-proxy layout: only the test service's DNAT rules are tagged
+            for line in self._save(ctx, 4, True, "nat").splitlines():
+                m = _NAT_COUNTER_LINE.match(line)
+                if m and "--comment permit-dnat " in m.group(3) + " ":
+                    tagged.append(("permit-dnat", int(m.group(1))))
         return sum_by_class(tagged)
 
     def flush(self, ctx: DutContext) -> None:
         for v in (4, 6):
             empty = "*filter\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\nCOMMIT\n"
             ctx.host.run([self._prog(v, "-restore")], ns=ctx.ns, input=empty)
+        if self._has_nat(ctx):  # emptied, not removed: iptables cannot unregister a table
+            empty = ("*nat\n:PREROUTING ACCEPT [0:0]\n:INPUT ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n"
+                     ":POSTROUTING ACCEPT [0:0]\nCOMMIT\n")
+            ctx.host.run([self._prog(4, "-restore")], ns=ctx.ns, input=empty)
 
     def version(self, host: LocalHost) -> str:
         return host.run([f"iptables-{self.variant}", "--version"]).stdout.strip()

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 
 from fwlab.dut.base import Backend, DutContext, register, sum_by_class
+from fwlab.rules.kubeproxy import nft_endpoint_chain, nft_service_chain
 from fwlab.rules.model import RuleSet
 from fwlab.testbed.host import LocalHost
 
@@ -29,11 +30,19 @@ def _ipkw(v: int) -> str:
 
 class Nftables(Backend):
     name = "nftables"
-    layouts = ("linear", "set")
+    layouts = ("linear", "set", "kube-proxy")
     tools = ("nft",)
     summary = "nftables forward chain (ip/ip6; bridge family in bridge mode), linear rules or one set"
 
+    def unsupported(self, layout: str, mode: str, stateful_shortcut: bool,
+                    system: str | None = None) -> str | None:
+        if layout == "kube-proxy" and mode != "routed":
+            return "the kube-proxy layout DNATs at the DUT's IP layer: routed mode only"
+        return super().unsupported(layout, mode, stateful_shortcut, system)
+
     def table_family(self, rs: RuleSet, mode: str) -> str:
+        if rs.layout == "kube-proxy":
+            return "ip"
         if mode == "bridge" and not rs.stateful_shortcut:
             return "bridge"
         return "ip" if rs.ip_version == 4 else "ip6"
@@ -46,7 +55,45 @@ class Nftables(Backend):
             return None
         return self.table_family(rs, mode) != "bridge"
 
+    def render_kube_proxy(self, rs: RuleSet) -> str:
+        """kube-proxy's nftables mode (pkg/proxy/nftables/proxier.go): nat-prerouting -> services
+        (one verdict-map lookup on ClusterIP . proto . port) -> per-service chain (numgen random
+        mod M vmap) -> endpoint chain (dnat). The test service's dnat rules count (permit-dnat)."""
+        out = ["flush ruleset", "table ip kube-proxy {", '  comment "rules for kube-proxy"']
+        out.append("  chain nat-prerouting {")
+        out.append("    type nat hook prerouting priority dstnat; policy accept;")
+        out.append("    jump services")
+        out.append("  }")
+        out.append("  map service-ips {")
+        out.append("    type ipv4_addr . inet_proto . inet_service : verdict")
+        out.append('    comment "ClusterIP, ExternalIP and LoadBalancer IP traffic"')
+        if rs.services:
+            elems = ", ".join(f'{s.cluster_ip} . {s.proto} . {s.port} : goto {nft_service_chain(s)}'
+                              for s in rs.services)
+            out.append(f"    elements = {{ {elems} }}")
+        out.append("  }")
+        out.append("  chain services {")
+        out.append("    ip daddr . meta l4proto . th dport vmap @service-ips")
+        out.append("  }")
+        last = len(rs.services) - 1
+        for i, s in enumerate(rs.services):
+            m = len(s.endpoints)
+            vmap = ", ".join(f'{k} : goto {nft_endpoint_chain(s, k)}' for k in range(m))
+            out.append(f"  chain {nft_service_chain(s)} {{")
+            out.append(f"    numgen random mod {m} vmap {{ {vmap} }}")
+            out.append("  }")
+            for k, ep in enumerate(s.endpoints):
+                tag = ' comment "permit-dnat"' if i == last else ""
+                out.append(f"  chain {nft_endpoint_chain(s, k)} {{")
+                cnt = " counter" if i == last else ""
+                out.append(f"    meta l4proto {s.proto}{cnt} dnat to {ep}:{s.endpoint_port}{tag}")
+                out.append("  }")
+        out.append("}")
+        return "\n".join(out) + "\n"
+
     def render(self, rs: RuleSet, mode: str) -> str:
+        if rs.layout == "kube-proxy":
+            return self.render_kube_proxy(rs)
         fam = self.table_family(rs, mode)
         ip = _ipkw(rs.ip_version)
         addr_type = "ipv4_addr" if rs.ip_version == 4 else "ipv6_addr"

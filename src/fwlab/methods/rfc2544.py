@@ -39,7 +39,7 @@ KINDS = ("throughput", "frame_loss", "back_to_back")
 class Rfc2544Options(BaseModel):
     """``options`` of an ``rfc2544`` traffic item (all optional)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     algorithm: Literal["binary", "mlr"] = Field("mlr", description="throughput search")
     goal: str | dict | list | None = Field(
@@ -261,10 +261,16 @@ class Rfc2544Runner(Runner):
         if tput and opts.latency_at:
             for f in opts.latency_at:
                 r = measurer.measure(opts.latency_duration_s, tput * f)
+                # the trial's whole latency histogram (the search trials keep percentiles only)
+                last = measurer.last.metrics if measurer.last is not None else {}
+                hdr = {"latency_hdr_b64": last.get("latency_hdr_b64"),
+                       "latency_hdr_unit": last.get("latency_hdr_unit")} if last.get("latency_hdr_b64") else {}
                 latency.append({"fraction": f, "load_pps": tput * f, "loss_ratio": r.loss_ratio,
-                                "generator_short": r.generator_short, "latency": r.latency})
+                                "generator_short": r.generator_short, "latency": r.latency,
+                                "latency_samples": last.get("latency_samples"), **hdr})
                 if f == 1.0 and r.latency:
                     metrics["latency_ns"] = {k.removesuffix("_ns"): v for k, v in r.latency.items()}
+                    metrics.update(hdr)
         series, t_s = [], 0.0
         for t in main.trials:  # the search's trials on a time axis of trial seconds
             t_s += t.result.duration_s

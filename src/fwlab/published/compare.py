@@ -323,6 +323,7 @@ def direction_verdict(c, b_above: bool) -> tuple[str, str]:
     if c.significant_2sigma is None:
         return INCONCLUSIVE, f"no spread to judge the difference by at {n} repetition(s)"
     if not c.significant_2sigma:
-        return INCONCLUSIVE, (f"difference within noise at {n} repetitions ({c.change_pct:+.1f} % against a "
-                              f"threshold of {c.threshold_pct:.1f} %)")
+        against = (f"against a threshold of {c.threshold_pct:.1f} %" if c.threshold_pct is not None
+                   else f"p = {c.p_value:.2g}")   # the permutation test (no spread) has no threshold
+        return INCONCLUSIVE, f"difference within noise at {n} repetitions ({c.change_pct:+.1f} % {against})"
     return (REPRODUCED if (c.mean_b > c.mean_a) == b_above else NOT_REPRODUCED), ""

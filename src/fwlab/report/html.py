@@ -12,15 +12,11 @@ import statistics
 from collections.abc import Callable
 
 from fwlab.report import plots
-from fwlab.report.summary import (
-    METRIC_INFO,
-    Curve,
-    Point,
-    load_times,
-    per_rule_costs,
-    primary_metric,
-    size_words,
-)
+from fwlab.report.summary import load_times, per_rule_costs
+from fwlab.results.curves import METRIC_INFO, Curve, Point, primary_metric
+from fwlab.results.identity import size_words
+from fwlab.results.store import RecordState, state_without_plan
+from fwlab.stats import RATIO_METHOD
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1200px;margin:1.5em auto;padding:0 1em;color:#222}
@@ -81,9 +77,22 @@ def _pct_table(group: list[Curve]) -> str:
     if not with_rules:
         return ""
     what = METRIC_INFO[primary_metric(group[0])][0]
-    table = _rules_table(with_rules, lambda c, p: _fmt(c.pct_of_zero(primary_metric(c), p.rules), 1))
-    return (f"<p class='muted'>{what} as % of the same configuration's 0-rule {what} (median of "
-            f"repetitions)</p>" + table)
+
+    def cell(c: Curve, p: Point) -> str:
+        r = c.ratio_to_zero(primary_metric(c), p.rules)
+        if r is None:
+            return "–"
+        v, lo, hi = r.pct()
+        ci = f"{lo:.1f}–{hi:.1f}" if lo is not None and hi is not None else "no interval"
+        return f"{v:.1f}<br><span class='muted' title='{esc(r.why or RATIO_METHOD)}'>{ci}</span>"
+
+    table = _rules_table(with_rules, cell)
+    shared = sorted({" and ".join(c.shared_with) for c in with_rules if c.shared_with})
+    note = (f"; the 0-rule reference is pooled over {', '.join(shared)} (the same rule set at 0 rules)"
+            if shared else "")
+    return (f"<p class='muted'>{what} as % of the 0-rule {what}: mean of repetitions, below it the 95 % "
+            f"interval ({RATIO_METHOD}: Fieller's interval carries the noise of both the figure and "
+            f"the 0-rule reference; 'no interval' with fewer than 2 repetitions){note}</p>" + table)
 
 
 def _abs_cell(c: Curve, p: Point) -> str:
@@ -129,10 +138,45 @@ def _latency_table(trials: list[dict]) -> str:
     return ("<h2>Latency</h2><p class='muted'>One-way latency of every received test packet "
             "(fwlab-engine: send time in the packet, kernel receive time; HDR histogram), median over "
             "repetitions of each percentile, in µs. At the maximum rate this is mostly queueing.</p>"
-            + _table(["configuration", "traffic", "rules", "trials"] + [f"{h} [µs]" for _, h in LATENCY_COLS], rows, left=2))
+            + _table(["configuration", "traffic", "rules", "trials"] + [f"{h} [µs]" for _, h in LATENCY_COLS], rows, left=2)
+            + _latency_cdfs(trials))
 
 
-def render(run: dict, trials: list[dict], cs: list[Curve], summary_csv_name: str) -> str:
+def _latency_cdfs(trials: list[dict]) -> str:
+    """The same trials' HDR histograms merged over repetitions: one CDF per configuration."""
+    from fwlab.report import latency
+
+    groups: dict[tuple, latency.CdfGroup] = {}
+    for t in trials:
+        m = t.get("metrics") or {}
+        if t.get("error") or not m.get("latency_hdr_b64"):
+            continue
+        key = (t.get("mode"), t.get("ip_version"), t.get("traffic"), t.get("size_bytes"), t.get("rate_bps"))
+        rate = f", {t['rate_bps'] / 1e6:g} Mbit/s" if t.get("rate_bps") else ", maximum rate"
+        g = groups.setdefault(key, latency.CdfGroup(
+            title=f"IPv{key[1]} {str(key[2]).upper()} {key[3] or ''} B ({key[0]}){rate}",
+            unit=m.get("latency_hdr_unit") or "ns"))
+        label, order = latency.config_label(t)
+        g.add(label, order, m["latency_hdr_b64"])
+    return latency.render(list(groups.values()), "<h3>Latency distributions</h3><p class='muted'>Repetitions "
+                          "merged (histogram counts added); percentiles of the merged histogram.</p>")
+
+
+def record_state_html(state: RecordState) -> str:
+    """The record's status line: complete, or what is missing, damaged, interrupted, resumed."""
+    text = esc(state.sentence())
+    if state.complete:
+        return f"<span class='ok'>{text}</span>"
+    hint = ""
+    if state.status in ("incomplete", "interrupted", "running", "failed") and not state.bad_lines:
+        hint = " — resume with <code>fwlab run --resume DIR</code>"
+    return f"<span class='warn'>{text}</span>{hint}"
+
+
+def render(run: dict, trials: list[dict], cs: list[Curve], summary_csv_name: str,
+           state: RecordState | None = None) -> str:
+    """The page. ``state`` (RunRecord.state) says what the record is; without it, the stated
+    status and the trial count are all the page knows."""
     suite = run.get("suite", {}).get("parsed", {})
     host = run.get("host", {})
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>fwlab report: {esc(suite.get('name'))}</title>"
@@ -141,10 +185,10 @@ def render(run: dict, trials: list[dict], cs: list[Curve], summary_csv_name: str
     parts.append(f"<p>{esc(suite.get('description', ''))}</p>")
     n_ok = sum(1 for t in trials if not t.get("error"))
     n_err = sum(1 for t in trials if t.get("error"))
-    status = run.get("status")
+    if state is None:
+        state = state_without_plan(run, trials)
     status_html = _table(None, [
-        ["status", esc(status) + (" — <span class='warn'>incomplete: resume with <code>fwlab run --resume DIR</code></span>"
-                                   if status != "complete" else "")],
+        ["status", record_state_html(state)],
         ["trials", f"{n_ok} measured, {n_err} failed, {run.get('plan', {}).get('trials', '?')} planned"],
         ["started / ended (UTC)", f"{esc(run.get('started_utc'))} / {esc(run.get('ended_utc'))}"],
         ["host", esc(f"{host.get('cpu_model')} — {host.get('cpus')} CPUs, "
@@ -159,10 +203,10 @@ def render(run: dict, trials: list[dict], cs: list[Curve], summary_csv_name: str
     from fwlab.report.sections import render_sections
 
     top = render_sections(run, trials, run_level=True)
-    if status != "complete":
+    if not state.complete:
         parts.append(status_html)  # an incomplete run says so before anything else
-    parts.append(render_overview(run, trials, cs, top))
-    if status == "complete":
+    parts.append(render_overview(run, trials, cs, top, state=state))
+    if state.complete:
         parts.append("<h3>Run</h3>" + status_html)
     parts.extend(top)
 
@@ -189,9 +233,14 @@ def render(run: dict, trials: list[dict], cs: list[Curve], summary_csv_name: str
         parts.append("<p class='muted'>Least-squares fit of 1/rate = a + b·N over all repetitions "
                      "(rate = received packets/s). b is the cost of one non-matching rule per packet; "
                      "a the cost of the path with no rules.</p>")
-        parts.append(_table(["configuration", "traffic", "b [ns/rule/packet]", "a [ns/packet]", "r²", "points"],
-                            [[esc(r["curve"]), esc(r["traffic"]), _fmt(r["per_rule_ns"], 2), _fmt(r["base_ns"], 0),
-                              _fmt(r["r_squared"], 3), r["points"]] for r in costs], left=2))
+        parts.append("<p class='muted'>b 95 % interval: ordinary least-squares t interval of the slope "
+                     "(points - 2 degrees of freedom); – with only 2 points.</p>")
+        parts.append(_table(["configuration", "traffic", "b [ns/rule/packet]", "b 95 % interval", "a [ns/packet]",
+                             "r²", "points"],
+                            [[esc(r["curve"]), esc(r["traffic"]), _fmt(r["per_rule_ns"], 2),
+                              "–" if r["per_rule_ns_ci"] is None else
+                              f"{r['per_rule_ns_ci'][0]:.2f}–{r['per_rule_ns_ci'][1]:.2f}",
+                              _fmt(r["base_ns"], 0), _fmt(r["r_squared"], 3), r["points"]] for r in costs], left=2))
     else:
         parts.append("<p class='muted'>No linear layout with two or more rule counts and a packet rate.</p>")
 

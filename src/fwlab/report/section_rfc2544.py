@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import statistics
 
-from fwlab.report import plots
+from fwlab.report import latency, plots
 from fwlab.report.html import _fmt, _table, esc
 from fwlab.report.sections import Section, register
-from fwlab.report.summary import curves
+from fwlab.results.curves import curves
 from fwlab.stats.goal_label import result_label
 
 
@@ -107,6 +107,26 @@ def _latency(trials: list[dict]) -> str:
                      rows, left=1))
 
 
+def _latency_cdfs(trials: list[dict]) -> str:
+    """Per frame size, mode and fraction of the throughput: every configuration's latency trials
+    merged over repetitions into one distribution."""
+    groups: dict[tuple, latency.CdfGroup] = {}
+    for t in trials:
+        for lt in ((t.get("extra") or {}).get("rfc2544") or {}).get("latency") or []:
+            if not lt.get("latency_hdr_b64"):
+                continue
+            key = (t.get("mode"), t.get("ip_version"), t.get("size_bytes"), lt["fraction"])
+            g = groups.setdefault(key, latency.CdfGroup(
+                title=f"{key[0]}, IPv{key[1]}, {key[2]} B frames, {100 * key[3]:g} % of each one's throughput",
+                unit=lt.get("latency_hdr_unit") or "ns"))
+            label, order = latency.config_label(t)
+            g.add(label, order, lt["latency_hdr_b64"])
+    return latency.render(list(groups.values()), (
+        "<h3>Latency distributions</h3><p class='muted'>Every test frame's one-way latency in each latency "
+        "trial, as the engine's HDR histogram; the repetitions of a configuration merged (counts added), "
+        "percentiles read from the merged histogram. Each configuration runs at its own throughput.</p>"))
+
+
 def _frame_loss(trials: list[dict]) -> str:
     fl = [t for t in trials if t.get("traffic") == "frame_loss" and t.get("metrics")]
     if not fl:
@@ -149,6 +169,7 @@ def render(run: dict, trials: list[dict]) -> str | None:
     parts.append(_max_load_table(run))
     parts.extend(_throughput(trials))
     parts.append(_latency(trials))
+    parts.append(_latency_cdfs(trials))
     parts.append(_frame_loss(trials))
     parts.append(_back_to_back(trials))
     return "\n".join(p for p in parts if p)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from fwlab.report import latency
 from fwlab.report.html import _table, esc
 from fwlab.report.sections import Section, register
 from fwlab.report.timeseries import config_label, fmt, med, plot_div, series_plot
@@ -32,7 +33,24 @@ def render(run: dict, trials: list[dict]) -> str | None:
              for t in sorted(ok, key=lambda t: (config_label(t), t.get("ip_version"))) if t.get("repetition") == 1]
     parts.append(plot_div(series_plot(lines, "rtt_p50_ms", "median RTT per second [µs]", 1e3,
                                       "Round-trip time per second (repetition 1)")))
-    return "\n".join(parts)
+    parts.append(_rtt_cdfs(ok))
+    return "\n".join(p for p in parts if p)
+
+
+def _rtt_cdfs(trials: list[dict]) -> str:
+    """Every reply's RTT (``rtt_hdr_b64``), repetitions merged: one CDF per configuration."""
+    groups: dict[tuple, latency.CdfGroup] = {}
+    for t in trials:
+        m = t["metrics"]
+        if not m.get("rtt_hdr_b64"):
+            continue
+        key = (t.get("mode"), t.get("ip_version"))
+        g = groups.setdefault(key, latency.CdfGroup(title=f"{key[0]}, IPv{key[1]}", quantity="Round-trip time",
+                                                    unit_name="replies", unit=m.get("rtt_hdr_unit") or "ns"))
+        label, order = latency.config_label(t)
+        g.add(label, order, m["rtt_hdr_b64"])
+    return latency.render(list(groups.values()), "<h3>Round-trip time distributions</h3><p class='muted'>Every "
+                          "reply's RTT; a configuration's repetitions merged (histogram counts added).</p>")
 
 
 register(Section(kind="rtt", title="Round-trip delay", render=render, order=30))

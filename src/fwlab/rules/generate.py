@@ -49,6 +49,9 @@ def generate(count: int, layout: str = "linear", *, ip_version: int = 4,
     65,536 for IPv4; random ports 1024-65535, tcp or udp), deterministic for a given seed."""
     if layout not in LAYOUTS:
         raise SuiteError(f"unknown rule layout '{layout}'", fix=f"use one of {', '.join(LAYOUTS)}")
+    if layout == "kube-proxy":
+        raise SuiteError("the kube-proxy layout is a set of Services, not deny entries",
+                         fix="build it with fwlab.rules.generate_kube_proxy")
     if not 0 <= count <= MAX_RULES:
         raise SuiteError(f"rule count {count} is out of range", fix=f"use 0..{MAX_RULES}")
     if ip_version not in (4, 6):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-LAYOUTS = ("linear", "set")
+LAYOUTS = ("linear", "set", "kube-proxy")
 
 
 @dataclass(frozen=True)
@@ -22,12 +22,33 @@ class DenyEntry:
 
 
 @dataclass(frozen=True)
+class Service:
+    """One Kubernetes Service port as kube-proxy programs it: a ClusterIP:port (``proto``) that
+    is DNATed to one of ``endpoints`` (pod addresses) on ``endpoint_port``, picked at random."""
+
+    namespace: str
+    name: str
+    cluster_ip: str
+    proto: str  # "tcp" or "udp"
+    port: int
+    endpoints: tuple[str, ...]
+    endpoint_port: int
+
+    @property
+    def port_name(self) -> str:
+        """kube-proxy's ServicePortName text, e.g. 'default/svc-7:p5555'."""
+        return f"{self.namespace}/{self.name}:p{self.port}"
+
+
+@dataclass(frozen=True)
 class RuleSet:
     """N deny entries that never match the test traffic, then the permit, default policy drop
     (RFC 2544 §11.4, RFC 3511 §4.7: the matching rule is last).
 
     ``layout`` linear: one rule per entry (walked in order); set: the N entries in one set lookup.
     ``stateful_shortcut`` puts "established,related accept" first.
+    Layout kube-proxy is different: no deny entries, ``services`` (the last one is the one the
+    test traffic is addressed to) rendered as kube-proxy's NAT rules; its count is the services.
     The permit allows ``client_net`` <-> ``server_net`` both ways (replies and ACKs also walk the
     rule set unless the shortcut catches them).
     """
@@ -39,11 +60,20 @@ class RuleSet:
     server_net: str
     stateful_shortcut: bool = False
     seed: int = 0
+    services: tuple[Service, ...] = ()
     meta: dict = field(default_factory=dict, compare=False, hash=False)
 
     @property
     def count(self) -> int:
-        return len(self.entries)
+        return len(self.services) if self.layout == "kube-proxy" else len(self.entries)
+
+    @property
+    def target(self) -> tuple[str, int] | None:
+        """Where test traffic must be addressed (the test service's ClusterIP and port), or None:
+        to the server itself."""
+        if self.layout == "kube-proxy" and self.services:
+            return self.services[-1].cluster_ip, self.services[-1].port
+        return None
 
     def describe(self) -> dict:
         return {"ip_version": self.ip_version, "layout": self.layout, "rules": self.count,

@@ -32,6 +32,9 @@ class TrafficSpec:
     duration_s: float = 3.0
     port: int = 5201
     options: dict = field(default_factory=dict, hash=False)  #: runner-specific, checked by Runner.check_options
+    #: address and port to send to instead of the server's (a Service ClusterIP the DUT DNATs to
+    #: the server, layout kube-proxy); None: the server itself. Only the engine runner honours it.
+    target: tuple[str, int] | None = None
 
 
 @dataclass
@@ -61,7 +64,7 @@ class Measurement:
     series: list[dict] = field(default_factory=list)
     raw: dict = field(default_factory=dict)
     flags: list[dict] = field(default_factory=list)
-    kind: str = "stream"  #: the trial record's kind: "stream", "search", "connections", "http"...
+    kind: str = "stream"  #: the trial record's kind: a fwlab.results.kinds.TrialKind value
     extra: dict = field(default_factory=dict)  #: kind-specific structured results (e.g. a search's trials)
 
 

@@ -45,6 +45,9 @@ READY_TIMEOUT_S = 5.0
 BACKENDS = ("udp", "packet", "packet-mmsg")
 #: backends that send raw Ethernet frames (need the interface, a source address and the next hop's MAC)
 RAW_BACKENDS = ("packet", "packet-mmsg")
+#: option new_flows: source ports from here on, one per packet, so each packet opens a new flow
+NEW_FLOW_PORT0 = 1024
+MAX_NEW_FLOWS = 65535 - NEW_FLOW_PORT0 + 1
 LATENCY_KEYS = ("min", "mean", "p50", "p90", "p99", "p999", "max")
 
 
@@ -102,6 +105,10 @@ class EngineTrial:
     max_lag: int | None = None  #: catch-up limit [packets]: beyond it packets are skipped, not burst (None: catch up)
     rt_priority: int | None = None  #: run the sender under SCHED_FIFO at this priority (None: normal scheduling)
     spin_us: int | None = None  #: longest busy-wait before a send time [us] (None: the engine's default, 60)
+    dst: str | None = None  #: send to this address instead of the server's (e.g. a DNATed Service ClusterIP)
+    dst_port: int | None = None  #: ... and this port (None: ``port``)
+    #: source ports LO-HI walked in order (one flow each); None: one fixed source port
+    src_ports: tuple[int, int] | None = None
 
 
 # -- command lines -----------------------------------------------------------------------------
@@ -129,8 +136,10 @@ def build_send_args(engine: str, t: EngineTrial, *, dst: str, src: str | None = 
     if t.backend not in BACKENDS:
         raise RunnerError(f"unknown engine backend '{t.backend}'", fix=f"use one of {', '.join(BACKENDS)}")
     rate = "max" if t.rate_pps is None else _num(round(t.rate_pps, 3))
-    args = [engine, "send", "--backend", t.backend, "--dst", dst, "--dst-port", str(t.port),
-            "--frame-size", str(t.frame_size), "--rate-pps", rate]
+    args = [engine, "send", "--backend", t.backend, "--dst", t.dst or dst,
+            "--dst-port", str(t.dst_port or t.port), "--frame-size", str(t.frame_size), "--rate-pps", rate]
+    if t.src_ports:
+        args += ["--src-port", f"{t.src_ports[0]}-{t.src_ports[1]}"]
     args += ["--count", str(t.count)] if t.count else ["--duration-s", _num(t.duration_s)]
     if t.threads > 1:
         args += ["--threads", str(t.threads)]
@@ -203,6 +212,9 @@ def metrics_from(send: dict, recv: dict, frame_size: int, intended_count: int | 
         "frame_size": frame_size,
         "latency_ns": latency,
         "latency_samples": lat.get("samples"),
+        # every packet's latency: HdrHistogram V2 compressed, base64 (fwlab.stats.latency reads it)
+        "latency_hdr_b64": total.get("latency_hdr_b64") if latency else None,
+        "latency_hdr_unit": total.get("latency_hdr_unit") if latency and total.get("latency_hdr_b64") else None,
         "jitter_ns": total.get("jitter_ns"),
         "reordered": total.get("reordered"),
         "duplicated": total.get("duplicated"),
@@ -349,9 +361,15 @@ def trial_from_spec(bed: Testbed, spec: TrafficSpec, backend: str = "udp") -> En
     frame = spec.size_bytes or default_frame_size(spec.ip_version)
     rate_pps = spec.rate_bps / (8 * frame) if spec.rate_bps else None
     send_cpus, recv_cpus = default_cpus(bed, spec.streams)
+    new_flows = spec.options.get("new_flows")
+    if new_flows:  # the udp backend opens a socket per source port (at most 4096)
+        backend = "packet"
+    dst, dst_port = spec.target if spec.target else (None, None)
     return EngineTrial(duration_s=spec.duration_s, rate_pps=rate_pps, frame_size=frame,
                        ip_version=spec.ip_version, backend=backend, threads=spec.streams,
-                       send_cpus=send_cpus, recv_cpus=recv_cpus)
+                       send_cpus=send_cpus, recv_cpus=recv_cpus, dst=dst, dst_port=dst_port,
+                       count=new_flows or None,
+                       src_ports=(NEW_FLOW_PORT0, NEW_FLOW_PORT0 + new_flows - 1) if new_flows else None)
 
 
 class EngineRunner(Runner):
@@ -366,6 +384,18 @@ class EngineRunner(Runner):
 
     def version(self) -> str:
         return engine_version()
+
+    def check_options(self, kind: str, options: dict[str, Any]) -> dict[str, Any]:
+        """``new_flows = N``: send exactly N frames (packet backend), each from its own source port (1024 on), so
+        every frame is a connection-tracking flow's first packet (what NAT rules see); the
+        trial then lasts as long as the N frames take, ``duration_s`` is not used."""
+        extra = sorted(set(options) - {"new_flows"})
+        if extra:
+            raise ValueError(f"tool 'engine' takes only the option new_flows (got: {', '.join(extra)})")
+        n = options.get("new_flows")
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_NEW_FLOWS):
+            raise ValueError(f"engine option new_flows must be an integer 1..{MAX_NEW_FLOWS} (got {n!r})")
+        return options
 
     def measure(self, bed: Testbed, spec: TrafficSpec, env=None) -> Measurement:
         if spec.traffic != "engine":
@@ -407,6 +437,7 @@ class EngineMeasurer:
     last: Measurement | None = field(default=None, repr=False)
 
     def measure(self, duration_s: float, load_pps: float) -> TrialResult:
+        self.last = None  # never a previous trial's measurement
         intended = round(load_pps * duration_s)
         if intended <= 0:
             return TrialResult(duration_s=duration_s, intended_load_pps=max(0.0, load_pps),

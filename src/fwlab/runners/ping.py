@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from fwlab.errors import RunnerError
 from fwlab.runners.base import Measurement, Runner, TrafficSpec, register, whole_seconds
+from fwlab.stats.latency import encode
 from fwlab.stats.streams import rtt_summary
 from fwlab.testbed.host import CommandTimeout, Spawned, require_tool
 
@@ -55,6 +56,9 @@ class PingSamples:
         out = rtt_summary([s[2] for s in self.samples], prefix)
         out[f"{prefix}_loss_ratio"] = self.loss_ratio
         out[f"{prefix}_sent"] = self.transmitted
+        # every sample, as the engine keeps its latencies (ping prints µs: exact in ns)
+        out[f"{prefix}_hdr_b64"] = encode(s[2] * 1e6 for s in self.samples)
+        out[f"{prefix}_hdr_unit"] = "ns" if out[f"{prefix}_hdr_b64"] else None
         return out
 
     def series(self, t0_unix: float | None = None, prefix: str = "rtt") -> list[dict]:

@@ -6,7 +6,9 @@ those layers call in here with numbers they have already loaded.
 """
 
 from fwlab.stats.compare import (
+    ALPHA,
     INSUFFICIENT_DATA,
+    MIN_REPETITIONS,
     NOT_SIGNIFICANT,
     SIGNIFICANT,
     Comparison,
@@ -17,6 +19,7 @@ from fwlab.stats.compare import (
     comparison_rows,
     comparison_table,
     render_comparison_table,
+    reps_to_detect,
 )
 from fwlab.stats.fit import CostFit, fit_per_packet_cost, per_packet_cost_ns
 from fwlab.stats.quality import (
@@ -26,13 +29,15 @@ from fwlab.stats.quality import (
     flag_generator_short,
     quality_flags,
 )
+from fwlab.stats.ratio import RATIO_METHOD, RatioInterval, ratio_interval
 from fwlab.stats.summary import Summary, percentile_ci, summarize
 
 __all__ = [
     "Summary", "percentile_ci", "summarize",
     "Comparison", "FigureNoise", "NoiseModel", "compare_figure", "compare_tables",
     "comparison_rows", "comparison_table", "render_comparison_table",
-    "SIGNIFICANT", "NOT_SIGNIFICANT", "INSUFFICIENT_DATA",
+    "SIGNIFICANT", "NOT_SIGNIFICANT", "INSUFFICIENT_DATA", "ALPHA", "MIN_REPETITIONS", "reps_to_detect",
     "Flag", "flag_cv", "flag_generator_short", "flag_cpu_saturated", "quality_flags",
     "CostFit", "fit_per_packet_cost", "per_packet_cost_ns",
+    "RatioInterval", "ratio_interval", "RATIO_METHOD",
 ]

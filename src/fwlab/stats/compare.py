@@ -1,10 +1,11 @@
 """Significance of a change: run A (baseline) against run B, figure by figure.
 
-Owns: the 2-sigma rule of seed 002 (ten runs of a base system give each figure's spread; a change
-counts only if it moves the figure by more than two standard deviations; here: two standard
-errors of the difference of the two means, see `compare_figure`), the `NoiseModel` that
-stores those spreads, a Welch t-test p-value as a second opinion, and the Table-2-shaped
-comparison table (rows as dicts and a plain-text rendering).
+Owns: the two-sided test at alpha = 0.05 that decides whether a figure changed (Welch's t-test
+with the Welch-Satterthwaite degrees of freedom on the runs' repetitions; a t-test on a noise
+model's spread when one is given; an exact permutation test when neither run varies), the
+`NoiseModel` that stores per-figure run-to-run spreads (seed 002: ten runs of a base system give
+each figure's spread, its "2 stdev %"), how many repetitions a decision needs, and the
+Table-2-shaped comparison table (rows as dicts and a plain-text rendering).
 Never touches: run records on disk, plots, the CLI or the test bed. Input is plain dicts of
 `figure key -> list of repetition values`; output is frozen dataclasses with JSON-safe dicts.
 
@@ -16,7 +17,6 @@ A figure key names one configuration plus one metric, either a string
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -31,7 +31,8 @@ from fwlab.stats.summary import as_finite_array
 __all__ = [
     "FigureKey", "FigureNoise", "NoiseModel", "Comparison", "compare_figure", "compare_tables",
     "comparison_rows", "render_comparison_table", "comparison_table", "figure_label",
-    "SIGNIFICANT", "NOT_SIGNIFICANT", "INSUFFICIENT_DATA",
+    "SIGNIFICANT", "NOT_SIGNIFICANT", "INSUFFICIENT_DATA", "ALPHA", "MIN_REPETITIONS", "reps_to_detect",
+    "TEST_NOISE", "TEST_WELCH", "TEST_PREDICTION", "TEST_PERMUTATION",
 ]
 
 FigureKey = str | tuple[Any, ...]
@@ -196,6 +197,26 @@ class NoiseModel:
 
 # --- comparison ----------------------------------------------------------------------------------
 
+ALPHA = 0.05
+"""Significance level of every comparison: an unchanged figure is called significant in at most
+5 % of comparisons, at any number of repetitions (2 or more per side)."""
+
+MIN_REPETITIONS = 2
+"""Repetitions each run needs for a decision from the runs alone (Welch's t-test); with a noise
+model one repetition per run is enough, since the spread comes from the model."""
+
+POWER = 0.8
+"""Power the repetition estimate `Comparison.reps_to_detect` aims at."""
+
+_MAX_REPS = 1000
+
+# how the decision was taken (Comparison.test)
+TEST_NOISE = "t-test on the noise model's spread"
+TEST_WELCH = "Welch t-test"
+TEST_PREDICTION = "t-test of B's one value against A's spread"
+TEST_PERMUTATION = "exact permutation test"
+
+
 @dataclass(frozen=True)
 class Comparison:
     """Run B against baseline run A for one figure."""
@@ -213,23 +234,54 @@ class Comparison:
     change_pct: float | None
     """100 * (mean_b - mean_a) / |mean_a| [%]; None when a mean is missing or mean_a is 0."""
     baseline_std: float | None
-    """Standard deviation the rule uses [figure unit]: the noise model's, else A's (ddof=1)."""
+    """Standard deviation of one value of A [figure unit]: the noise model's, else A's (ddof=1)."""
     baseline_source: str | None
     """'noise model', 'run A', or None when no spread is known."""
     se_diff: float | None
     """Standard error of mean_b - mean_a [figure unit]: with a noise model
     baseline_std * sqrt(1/runs_a + 1/runs_b), else sqrt(s_a^2/n_a + s_b^2/n_b) over the
-    repetitions (s_b = s_a when B has fewer than 2)."""
+    repetitions (s_b = s_a when B has one value)."""
+    df: float | None
+    """Degrees of freedom of the t distribution the test uses: the noise model's N - 1, Welch's
+    Welch-Satterthwaite value, or n_a - 1 for B's single value; None for the permutation test."""
     threshold: float | None
-    """2 * se_diff [figure unit]."""
+    """Smallest |mean_b - mean_a| the test calls significant, t_(1-alpha/2, df) * se_diff
+    [figure unit]; None when the test has no such bound (permutation test, undecided)."""
     threshold_pct: float | None
     """100 * threshold / |mean_a| [%], so |change_pct| > threshold_pct exactly when significant."""
-    significant_2sigma: bool | None
-    """|mean_b - mean_a| > threshold; None when it cannot be decided."""
+    diff_ci: tuple[float, float] | None
+    """Interval of mean_b - mean_a at 1 - alpha (t, `df`) [figure unit]; None when undecided."""
     p_value: float | None
-    """Two-sided Welch t-test p-value; None unless both sides have >= 2 values and some spread."""
+    """Two-sided p-value of `test`; None when undecided."""
+    significant: bool | None
+    """p_value < alpha; None when it cannot be decided."""
+    test: str | None
+    """Which test decided (TEST_* constants); None when undecided."""
     verdict: str
-    """'significant', 'not significant' or 'insufficient data' (by the 2-sigma rule)."""
+    """'significant', 'not significant' or 'insufficient data'."""
+    reason: str | None = None
+    """Why the verdict is 'insufficient data' (which repetitions are missing)."""
+    std_b: float | None = None
+    """Standard deviation of one value of B the test used [figure unit] (A's when B has one)."""
+    alpha: float = ALPHA
+    """Significance level [probability]."""
+
+    @property
+    def reps_to_detect(self) -> int | None:
+        """Not significant on the runs' repetitions: repetitions per run at which a change as large
+        as the one observed would be found with probability `POWER` at this spread; None when
+        significant, undecided, the change or spread is 0, the runs already had that many (the
+        change is within the noise), or more than 1000 would be needed."""
+        if self.significant is not False or self.baseline_source != "run A" or self.std_b is None:
+            return None
+        pooled = math.sqrt((self.baseline_std ** 2 + self.std_b ** 2) / 2.0)
+        reps = reps_to_detect(pooled, self.mean_b - self.mean_a, alpha=self.alpha)
+        return None if reps is None or reps <= min(self.n_a, self.n_b) else reps
+
+    @property
+    def significant_2sigma(self) -> bool | None:
+        """The decision (the name of the former 2-sigma rule, kept for callers)."""
+        return self.significant
 
     @property
     def label(self) -> str:
@@ -248,49 +300,92 @@ class Comparison:
             "baseline_std": self.baseline_std,
             "baseline_source": self.baseline_source,
             "se_diff": self.se_diff,
+            "df": self.df,
             "threshold": self.threshold,
             "threshold_pct": self.threshold_pct,
-            "significant_2sigma": self.significant_2sigma,
+            "diff_ci": None if self.diff_ci is None else list(self.diff_ci),
+            "alpha": self.alpha,
             "p_value": self.p_value,
+            "significant": self.significant,
+            "test": self.test,
             "verdict": self.verdict,
+            "reason": self.reason,
+            "std_b": self.std_b,
+            "reps_to_detect": self.reps_to_detect,
         }
 
 
-def _welch_p(a: np.ndarray, b: np.ndarray) -> float | None:
-    if a.size < 2 or b.size < 2:
+def _sd(arr: np.ndarray) -> float:
+    return 0.0 if arr.size < 2 or np.all(arr == arr[0]) else float(np.std(arr, ddof=1))
+
+
+def _permutation_p(a: np.ndarray, b: np.ndarray) -> float:
+    """Exact two-sided permutation p-value of |mean_b - mean_a| over every split of the pooled
+    values (at most C(14, 7) = 3432 splits here; larger groups use scipy's resampling)."""
+    res = _sps.permutation_test((a, b), lambda x, y, axis: np.mean(y, axis=axis) - np.mean(x, axis=axis),
+                                permutation_type="independent", alternative="two-sided",
+                                n_resamples=20000, vectorized=True, random_state=0)
+    return float(min(1.0, res.pvalue))
+
+
+def reps_to_detect(sd: float, diff: float, *, alpha: float = ALPHA, power: float = POWER,
+                   max_reps: int = _MAX_REPS) -> int | None:
+    """Repetitions per run (equal on both sides) at which a two-sample t-test at `alpha` finds a
+    true difference `diff` with probability `power`, for a per-repetition spread `sd` (noncentral
+    t). None when sd or diff is 0 or more than `max_reps` would be needed."""
+    if sd <= 0.0 or diff == 0.0 or not math.isfinite(sd / diff):
         return None
-    if np.all(a == a[0]) and np.all(b == b[0]):
-        return None  # t = d/0: undefined; the 2-sigma rule still decides
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        p = float(_sps.ttest_ind(a, b, equal_var=False).pvalue)
-    return None if math.isnan(p) else p
+
+    def power_at(n: int) -> float:
+        df = 2 * n - 2
+        nc = abs(diff) / (sd * math.sqrt(2.0 / n))
+        crit = float(_sps.t.ppf(1.0 - alpha / 2.0, df))
+        return float(_sps.nct.sf(crit, df, nc) + _sps.nct.cdf(-crit, df, nc))
+
+    # the normal approximation as a start, then step to the exact (noncentral t) answer
+    z = float(_sps.norm.ppf(1.0 - alpha / 2.0) + _sps.norm.ppf(power))
+    n = max(MIN_REPETITIONS, math.ceil(2.0 * (z * sd / diff) ** 2))
+    if n > max_reps:
+        return None
+    while n > MIN_REPETITIONS and power_at(n - 1) >= power:
+        n -= 1
+    while power_at(n) < power:
+        n += 1
+        if n > max_reps:
+            return None
+    return n
 
 
 def compare_figure(key: FigureKey, a: Iterable[float], b: Iterable[float],
-                   noise: NoiseModel | None = None, *, runs_a: int = 1, runs_b: int = 1) -> Comparison:
-    """Compare repetitions `b` against baseline repetitions `a` for one figure.
+                   noise: NoiseModel | None = None, *, runs_a: int = 1, runs_b: int = 1,
+                   alpha: float = ALPHA) -> Comparison:
+    """Compare repetitions `b` against baseline repetitions `a` for one figure, at level `alpha`.
 
-    The decision is seed 002's two-sigma rule applied to the *difference* of the two means:
-    significant when |mean_B - mean_A| > 2 * SE, where SE is the standard error of that
-    difference, so that an unchanged configuration comes out significant in about 5 % of
-    comparisons whatever the number of runs or repetitions on each side:
+    The difference of the means is significant when a two-sided test gives p < alpha, so an
+    unchanged figure comes out significant in at most `alpha` of comparisons at any number of
+    repetitions (`tests/unit/test_stats_false_positives.py` checks this on simulated noise):
 
-    - with a noise model that has `key` (sigma = spread of one run's figure over N unchanged runs):
-      SE = sigma * sqrt(1/runs_a + 1/runs_b), where `runs_a`/`runs_b` are how many independent
-      runs each side's mean stands for (1 for one run directory; seed 002 compared one run of a
-      changed configuration against the average of its ten base runs: runs_a = 10, runs_b = 1);
-    - else from the repetitions: SE = sqrt(s_A^2/n_A + s_B^2/n_B) (needs n_A >= 2; s_B = s_A when
-      B has fewer than two repetitions).
+    - a noise model that has `key` (sigma = spread of one run's figure over N unchanged runs):
+      t = d / (sigma * sqrt(1/runs_a + 1/runs_b)) with N - 1 degrees of freedom, where
+      `runs_a`/`runs_b` are how many independent runs each side's mean stands for (seed 002
+      compared one changed run with the average of its ten base runs: runs_a = 10, runs_b = 1);
+    - else, both runs with >= 2 repetitions: Welch's t-test with the Welch-Satterthwaite degrees
+      of freedom; when neither run varies at all (t = d/0), the exact permutation test, which
+      can only decide from 4 repetitions per run (p = 2/C(2n, n));
+    - else, B with one repetition and A with >= 2: B's value against A's spread,
+      t = d / (s_A * sqrt(1/n_A + 1)), n_A - 1 degrees of freedom (assumes B varies as A does);
+    - else 'insufficient data' with the reason (at least 2 repetitions per run are needed,
+      `MIN_REPETITIONS`, or a noise model).
 
-    Comparing two single runs with a threshold of 2 sigma (not 2 sigma * sqrt 2) would call about
-    16 % of unchanged figures significant: the difference of two noisy figures is noisier than
-    either. With sigma known the false-positive rate is P(|Z| > 2) = 4.6 %; with sigma estimated
-    from N baseline runs it is P(|t_(N-1)| > 2), e.g. 7.7 % for N = 10 (seed 002's rule).
+    Two single runs compared with a 2-sigma band around A (ignoring A's own noise) called about
+    16 % of unchanged figures significant; the former |t| > 2 rule on two standard errors still
+    called 12-18 % at 2-3 repetitions, because t with 1-4 degrees of freedom has heavy tails.
     """
     if runs_a < 1 or runs_b < 1:
         raise FwlabError(f"runs_a and runs_b must be >= 1, got {runs_a} and {runs_b}",
                          fix="count the independent runs each side's mean stands for (1 for one run)")
+    if not 0.0 < alpha < 1.0:
+        raise FwlabError(f"alpha must be between 0 and 1, got {alpha}", fix="use e.g. 0.05")
     arr_a = as_finite_array(a, what=f"run A values of {figure_label(key)!r}")
     arr_b = as_finite_array(b, what=f"run B values of {figure_label(key)!r}")
     mean_a = float(np.mean(arr_a)) if arr_a.size else None
@@ -300,50 +395,78 @@ def compare_figure(key: FigureKey, a: Iterable[float], b: Iterable[float],
     if mean_a is not None and mean_b is not None and mean_a != 0.0:
         change_pct = 100.0 * (mean_b - mean_a) / abs(mean_a)
 
-    def _sd(arr: np.ndarray) -> float:
-        return 0.0 if np.all(arr == arr[0]) else float(np.std(arr, ddof=1))
-
-    baseline_std: float | None = None
-    se_diff: float | None = None
-    source: str | None = None
+    baseline_std = se_diff = df = p = None
+    source = test = reason = None
+    sd_b = None
     if noise is not None and key in noise:
-        baseline_std, source = noise.std_for(key), "noise model"
-        se_diff = baseline_std * math.sqrt(1.0 / runs_a + 1.0 / runs_b)
-    elif arr_a.size >= 2:
-        baseline_std = _sd(arr_a)
-        source = "run A"
-        if arr_b.size:
-            sd_b = _sd(arr_b) if arr_b.size >= 2 else baseline_std
-            se_diff = math.sqrt(baseline_std ** 2 / arr_a.size + sd_b ** 2 / arr_b.size)
+        model = noise.get(key)
+        baseline_std, source = model.std, "noise model"
+        if arr_a.size and arr_b.size:
+            se_diff = model.std * math.sqrt(1.0 / runs_a + 1.0 / runs_b)
+            df, test = float(max(1, model.n - 1)), TEST_NOISE
+            sd_b = model.std
+    elif arr_a.size >= MIN_REPETITIONS:
+        baseline_std, source = _sd(arr_a), "run A"
+        if arr_b.size >= MIN_REPETITIONS:
+            sd_b = _sd(arr_b)
+            va, vb = baseline_std ** 2 / arr_a.size, sd_b ** 2 / arr_b.size
+            se_diff = math.sqrt(va + vb)
+            if se_diff > 0.0:
+                df = (va + vb) ** 2 / ((va ** 2 / (arr_a.size - 1) if va else 0.0)
+                                       + (vb ** 2 / (arr_b.size - 1) if vb else 0.0))
+                test = TEST_WELCH
+            else:
+                test, se_diff = TEST_PERMUTATION, None
+                p = 1.0 if mean_a == mean_b else _permutation_p(arr_a, arr_b)
+        elif arr_b.size == 1:
+            sd_b = baseline_std
+            se_diff = baseline_std * math.sqrt(1.0 / arr_a.size + 1.0)
+            df, test = float(arr_a.size - 1), TEST_PREDICTION
+    if test is None:
+        if not arr_a.size or not arr_b.size:
+            reason = f"no values in {'A' if not arr_a.size else 'B'}"
+        else:
+            reason = (f"needs >= {MIN_REPETITIONS} repetitions in each run, or a noise model "
+                      f"('fwlab baseline'); has {arr_a.size} in A and {arr_b.size} in B")
 
-    threshold = None if se_diff is None else _SIGMAS * se_diff
+    threshold = diff_ci = None
+    if test is not None and test != TEST_PERMUTATION:
+        d = mean_b - mean_a
+        crit = float(_sps.t.ppf(1.0 - alpha / 2.0, df))
+        threshold = crit * se_diff
+        diff_ci = (d - threshold, d + threshold)
+        if se_diff > 0.0:
+            p = float(2.0 * _sps.t.sf(abs(d) / se_diff, df))
+        else:
+            p = 1.0 if d == 0.0 else 0.0
     threshold_pct = None
     if threshold is not None and mean_a is not None and mean_a != 0.0:
         threshold_pct = 100.0 * threshold / abs(mean_a)
 
-    significant: bool | None = None
-    if threshold is not None and mean_a is not None and mean_b is not None:
-        significant = bool(abs(mean_b - mean_a) > threshold)
+    significant = None if p is None else bool(p < alpha)
     verdict = (INSUFFICIENT_DATA if significant is None
                else SIGNIFICANT if significant else NOT_SIGNIFICANT)
 
     return Comparison(
         key=key, n_a=int(arr_a.size), n_b=int(arr_b.size), mean_a=mean_a, mean_b=mean_b,
         change_pct=change_pct, baseline_std=baseline_std, baseline_source=source, se_diff=se_diff,
-        threshold=threshold, threshold_pct=threshold_pct, significant_2sigma=significant,
-        p_value=_welch_p(arr_a, arr_b), verdict=verdict,
+        df=df, threshold=threshold, threshold_pct=threshold_pct, diff_ci=diff_ci, p_value=p,
+        significant=significant, test=test, verdict=verdict, reason=reason, std_b=sd_b,
+        alpha=alpha,
     )
 
 
 def compare_tables(a: Mapping[FigureKey, Sequence[float]], b: Mapping[FigureKey, Sequence[float]],
-                   noise: NoiseModel | None = None, *, runs_a: int = 1, runs_b: int = 1) -> list[Comparison]:
+                   noise: NoiseModel | None = None, *, runs_a: int = 1, runs_b: int = 1,
+                   alpha: float = ALPHA) -> list[Comparison]:
     """Compare every figure of run B against run A.
 
     Order: A's keys as given, then keys only B has. A key missing on one side is compared with
     no values there, so it shows up as 'insufficient data' instead of vanishing.
     """
     keys = list(a.keys()) + [k for k in b.keys() if k not in a]
-    return [compare_figure(k, a.get(k, ()), b.get(k, ()), noise, runs_a=runs_a, runs_b=runs_b) for k in keys]
+    return [compare_figure(k, a.get(k, ()), b.get(k, ()), noise, runs_a=runs_a, runs_b=runs_b, alpha=alpha)
+            for k in keys]
 
 
 # --- the table (seed 002, Table 2 shape) ----------------------------------------------------------
@@ -353,14 +476,16 @@ _COLUMNS = (
     ("base_mean", "Base mean"),
     ("changed_mean", "Changed mean"),
     ("change_pct", "% change"),
-    ("threshold_pct", "2σ threshold %"),
+    ("threshold_pct", "threshold %"),
+    ("p_value", "p"),
     ("significant", "Significant?"),
 )
 
 
 def comparison_rows(comparisons: Iterable[Comparison]) -> list[dict[str, Any]]:
     """One JSON-safe dict per figure: figure, base_mean, changed_mean, change_pct [%],
-    threshold_pct [%], significant (bool or None), plus verdict and p_value."""
+    threshold_pct [%], p_value, significant (bool or None), plus verdict, test, reason and
+    reps_to_detect."""
     return [
         {
             "figure": c.label,
@@ -368,9 +493,12 @@ def comparison_rows(comparisons: Iterable[Comparison]) -> list[dict[str, Any]]:
             "changed_mean": c.mean_b,
             "change_pct": c.change_pct,
             "threshold_pct": c.threshold_pct,
-            "significant": c.significant_2sigma,
-            "verdict": c.verdict,
             "p_value": c.p_value,
+            "significant": c.significant,
+            "verdict": c.verdict,
+            "test": c.test,
+            "reason": c.reason,
+            "reps_to_detect": c.reps_to_detect,
         }
         for c in comparisons
     ]
@@ -383,6 +511,8 @@ def _cell(name: str, value: Any) -> str:
         return "yes" if value else "no"
     if name == "change_pct":
         return f"{value:+.2f}"
+    if name == "p_value":
+        return f"{value:.3g}"
     if isinstance(value, float):
         return f"{value:.2f}"
     return str(value)
@@ -394,7 +524,7 @@ ValueFormat = Callable[[FigureKey, float], str]
 
 def render_comparison_table(comparisons: Iterable[Comparison], *, title: str | None = None,
                             value_format: ValueFormat | None = None) -> str:
-    """Plain-text table: Figure | Base mean | Changed mean | % change | 2σ threshold % | Significant?
+    """Plain-text table: Figure | Base mean | Changed mean | % change | threshold % | p | Significant?
 
     Text in the first column is left-aligned, numbers right-aligned; undefined cells read 'n/a'.
     `value_format` renders the two means (default: the raw number with two decimals).
@@ -422,8 +552,18 @@ def render_comparison_table(comparisons: Iterable[Comparison], *, title: str | N
     out.append(line(header))
     out.append("  ".join("-" * w for w in widths))
     out.extend(line(r) for r in body)
-    out.append("significant: |changed - base| > 2 x the standard error of the difference "
-               "(noise model spread x sqrt(1/runs_A + 1/runs_B), else both runs' repetitions)")
+    alpha = comparisons[0].alpha if comparisons else ALPHA
+    out.append(f"significant: two-sided p < {alpha:g} (Welch t-test with Welch-Satterthwaite degrees of "
+               f"freedom on both runs' repetitions; t-test on the noise model's spread where one is given); "
+               f"threshold %: the smallest change that would be significant. A decision needs >= "
+               f"{MIN_REPETITIONS} repetitions per run, or a noise model.")
+    notes = [c for c in comparisons if c.reason or c.reps_to_detect]
+    for c in notes:
+        if c.reason:
+            out.append(f"  {c.label}: insufficient data, {c.reason}")
+        else:
+            out.append(f"  {c.label}: a change this large needs ~{c.reps_to_detect} repetitions per run "
+                       f"to be found ({POWER:.0%} power)")
     return "\n".join(out) + "\n"
 
 

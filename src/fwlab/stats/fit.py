@@ -2,7 +2,7 @@
 
 Owns: the linear cost model `1/rate = a + b * N` (time per packet grows by b per rule), fitted by
 ordinary least squares over every (rules N, rate pps) point, and the two-rate difference
-`per_packet_cost_ns`. Never touches: run records, searches or traffic; callers pass in rates they
+`per_packet_cost_ns`, with the slope's t interval. Never touches: run records, searches or traffic; callers pass in rates they
 already measured (e.g. the NDR of each rule-set size).
 
 Units: rates in packets per second [pps]; times in nanoseconds [ns]; rule counts are plain counts.
@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from scipy import stats as _sps
 
 from fwlab.errors import FwlabError
 from fwlab.stats.summary import as_finite_array
@@ -43,6 +44,11 @@ class CostFit:
     """Standard error of per_rule_ns [ns/rule/packet]; None with only 2 points."""
     base_ns_stderr: float | None
     """Standard error of base_ns [ns/packet]; None with only 2 points."""
+    per_rule_ns_ci: tuple[float, float] | None = None
+    """Student t interval of per_rule_ns at `confidence`, per_rule_ns +- t_(n-2) * stderr
+    [ns/rule/packet]; None with only 2 points."""
+    confidence: float = 0.95
+    """Confidence level of `per_rule_ns_ci` [probability]."""
 
     def predict_ns(self, rules: float) -> float:
         """Modelled time per packet at `rules` rules [ns/packet]."""
@@ -63,6 +69,8 @@ class CostFit:
             "n_rule_counts": self.n_rule_counts,
             "per_rule_ns_stderr": self.per_rule_ns_stderr,
             "base_ns_stderr": self.base_ns_stderr,
+            "per_rule_ns_ci": None if self.per_rule_ns_ci is None else list(self.per_rule_ns_ci),
+            "confidence": self.confidence,
         }
 
 
@@ -74,12 +82,13 @@ def _positive_rates(rates: Iterable[float]) -> np.ndarray:
     return arr
 
 
-def fit_per_packet_cost(points: Iterable[tuple[float, float]]) -> CostFit:
+def fit_per_packet_cost(points: Iterable[tuple[float, float]], *, confidence: float = 0.95) -> CostFit:
     """Fit 1/rate = a + b * N over (rules N, rate pps) points by ordinary least squares.
 
     The fit is done on time per packet, 1e9/rate [ns], so b comes out in ns per rule per packet
     and a in ns per packet. Repeated rule counts are fine (each repetition is one point). Needs at
     least two distinct rule counts; raises `FwlabError` otherwise, or for non-positive rates.
+    The slope's interval is the ordinary least-squares t interval (n - 2 degrees of freedom).
     """
     pairs = [tuple(p) for p in points]
     if any(len(p) != 2 for p in pairs):
@@ -110,14 +119,17 @@ def fit_per_packet_cost(points: Iterable[tuple[float, float]]) -> CostFit:
     ss_tot = float(np.dot(dy, dy))
     r_squared = None if ss_tot == 0.0 else 1.0 - ss_res / ss_tot
 
-    se_b = se_a = None
+    se_b = se_a = ci = None
     if n > 2:
         s2 = ss_res / (n - 2)
         se_b = math.sqrt(s2 / sxx)
         se_a = math.sqrt(s2 * (1.0 / n + x_mean * x_mean / sxx))
+        t = float(_sps.t.ppf(0.5 + confidence / 2.0, n - 2))
+        ci = (b - t * se_b, b + t * se_b)
 
     return CostFit(per_rule_ns=b, base_ns=a, r_squared=r_squared, n_points=n,
-                   n_rule_counts=distinct, per_rule_ns_stderr=se_b, base_ns_stderr=se_a)
+                   n_rule_counts=distinct, per_rule_ns_stderr=se_b, base_ns_stderr=se_a,
+                   per_rule_ns_ci=ci, confidence=confidence)
 
 
 def per_packet_cost_ns(r1: float, r2: float) -> float:
