@@ -13,7 +13,7 @@ BIN := $(VENV)/bin
 # starts its own sshd in a test namespace; on a systemd host installing it also enables the host's ssh service);
 # conntrack (flushes the DUT's connection table between connection trials).
 APT_PKGS := iproute2 iputils-ping nftables iptables ipset iperf3 ethtool procps netsniff-ng \
-            util-linux clang llvm libbpf-dev python3-venv curl nginx haproxy openssh-client openssh-server \
+            util-linux clang llvm libbpf-dev python3-venv curl nginx haproxy openssh-client openssh-server vsftpd \
             conntrack
 ENGINE_BIN := engine/target/release/fwlab-engine
 

@@ -37,7 +37,8 @@ def traffic_label(t: dict) -> str:
     if t.get("traffic") == "mix":
         objs = (t.get("extra") or {}).get("objects_bytes") or []
         return "request matrix (seed 002 appendix), objects " + "/".join(f"{o / 1000:g}" for o in objs) + " kB"
-    return f"HTTP, {size / 1000:g} kB objects" if size else "HTTP"
+    proto = "FTP" if t.get("traffic") == "ftp" else "HTTP"
+    return f"{proto}, {size / 1000:g} kB objects" if size else proto
 
 
 def _groups(trials: list[dict]) -> dict[str, dict[tuple, dict[int, list[dict]]]]:
@@ -193,7 +194,15 @@ def _matrix_table(trials: list[dict]) -> str:
 def render(run: dict, trials: list[dict]) -> str | None:
     if not trials:
         return None
-    parts = ["<h2>Transactions per minute (HTTP through the DUT)</h2>",
+    has_ftp = any(t.get("traffic") == "ftp" for t in trials)
+    ftp_note = ("<p class='muted'>FTP rows: one transaction = connect, anonymous login, passive RETR of one "
+                "object, quit (curl against vsftpd in the server namespace; a fresh login per transaction, so "
+                "two connections — control and data — cross the DUT each). The HTTP proxy does not relay FTP: "
+                "FTP is measured through packet filters only. The request matrix still runs HTTP only.</p>"
+                if has_ftp else
+                "<p class='muted'>FTP: not measured in this run. The request matrix runs HTTP only (every "
+                "request of Table 8 goes to HTTP; the server shares of Table 7 stay).</p>")
+    parts = ["<h2>Transactions per minute (" + ("HTTP and FTP" if has_ftp else "HTTP") + " through the DUT)</h2>",
              "<p class='muted'>One transaction = connect, request one object, read it, close (seed 002's NSTL "
              "definition; HTTP/1.1 with <code>Connection: close</code>). Client load = concurrent virtual clients, "
              "each starting its next transaction when the last ends (curl, closed loop); servers = nginx in the "
@@ -204,8 +213,7 @@ def render(run: dict, trials: list[dict]) -> str | None:
              "relays. The proxy rows: HAProxy as explicit proxy in the DUT (IP forwarding off), matching the "
              "block list linearly (list) or in a tree. 'stdev %' and '2 stdev %' are seed 002 Table 1's columns; "
              "their average is the band seed 002 treated as noise. Figures from a shared 2-CPU machine.</p>",
-             "<p class='muted'>FTP: not measured. The request matrix runs HTTP only (every request of Table 8 "
-             "goes to HTTP; the server shares of Table 7 stay).</p>"]
+             ftp_note]
     for label, groups in _groups(trials).items():
         parts.append(f"<h3>{_esc(label)}</h3>")
         parts.append("<div class='plot'>" + _plot_vs_clients(groups, label) + "</div>")

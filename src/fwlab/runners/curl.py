@@ -15,6 +15,11 @@ rate (the record keeps the client CPU's share of the trial).
 A client load of N is N concurrent virtual clients (closed loop: each starts its next
 transaction when the previous ends, as NSTL's). Kinds:
 - ``http``: every client fetches one object of ``size_bytes`` (default 1000 B) from the server.
+- ``ftp``: every client fetches one object of ``size_bytes`` from vsftpd (``testbed.ftpserver``):
+  connect, anonymous login, passive RETR, quit. curl keeps FTP control connections for reuse and
+  has no command-line switch against it, but reuses one only for the same user and password, so
+  every transaction's URL carries its own anonymous password: one login per transaction (the
+  record's ``connections_per_transaction`` is then 2: control + data).
 - ``mix``: seed 002's request matrix and protocol mix (``runners.txmix``): eight physical clients
   (eight source addresses), six virtual servers (six server addresses), objects of
   ``options.objects_bytes``; HTTP only (``options.ftp = true`` is refused: FTP is not
@@ -45,6 +50,7 @@ from fwlab.errors import RunnerError
 from fwlab.runners import txmix
 from fwlab.runners.base import Measurement, Runner, TrafficSpec, TrialEnv, register
 from fwlab.runners.txmix import nth_address, server_host
+from fwlab.testbed.ftpserver import FTP_PORT, FtpServer, vsftpd_version
 from fwlab.testbed.webserver import HTTP_PORT, WebServer, nginx_version, object_name
 from fwlab.testbed.host import Spawned, require_tool
 
@@ -58,8 +64,10 @@ PERCENTILES = (50, 90, 99)
 #: curl --write-out line per transfer; "T" marks it (curl may print other lines on stderr only)
 WRITE_OUT = ("T %{exitcode} %{response_code} %{size_download} %{time_connect} "
              "%{time_starttransfer} %{time_total} %{num_connects} %{url_effective}\\n")
-#: expected reply code of a complete transfer per protocol
-OK_CODE = {"http": 200, "ftp": 226}
+#: reply codes of a complete transfer per protocol. FTP: 226 (transfer complete), or 221 (goodbye):
+#: curl reports the last reply its handle read, and a handle that closed an idle cached control
+#: connection (QUIT) on its way reports that connection's 221; exit 0 and the whole object decide.
+OK_CODES = {"http": (200,), "ftp": (226, 221)}
 
 
 @dataclass(frozen=True)
@@ -82,7 +90,7 @@ class Transaction:
 
     @property
     def server(self) -> str:
-        m = re.match(r"^\w+://([^/:]+)", self.url)
+        m = re.match(r"^\w+://(?:[^@/]*@)?([^/:]+)", self.url)
         return m.group(1) if m else "?"
 
     @property
@@ -92,7 +100,7 @@ class Transaction:
 
     @property
     def ok(self) -> bool:
-        return (self.exitcode == 0 and self.code == OK_CODE.get(self.protocol, 200)
+        return (self.exitcode == 0 and self.code in OK_CODES.get(self.protocol, (200,))
                 and self.size_bytes == self.expected_size)
 
     @property
@@ -100,7 +108,7 @@ class Transaction:
         """Why this transaction failed ("" when it did not)."""
         if self.exitcode:
             return f"curl exit {self.exitcode}"
-        if self.code != OK_CODE.get(self.protocol, 200):
+        if self.code not in OK_CODES.get(self.protocol, (200,)):
             return f"{self.protocol} status {self.code}"
         if self.size_bytes != self.expected_size:
             return "short object"
@@ -223,6 +231,13 @@ def http_config(size_bytes: int, count: int) -> str:
     return f'url = "{url_for("http", 0, size_bytes, f"[1-{count}]")}"\noutput = "/dev/null"\n'
 
 
+def ftp_config(size_bytes: int, count: int) -> str:
+    """-K text for ``count`` FTP retrievals of one object, each logging in anew: the anonymous
+    password (globbed 1..count) differs per URL, so curl never reuses a control connection."""
+    url = f"ftp://anonymous:[1-{count}]@{server_host(0)}/obj/{object_name(size_bytes)}"
+    return f'url = "{url}"\noutput = "/dev/null"\n'
+
+
 def mix_config(reqs: list[txmix.Request], repeats: int) -> str:
     lines = []
     for r in range(repeats):
@@ -239,7 +254,7 @@ def curl_argv(cp: ClientProc, cfg: Path, *, resolve: list[str], proxy: str | Non
     argv += ["curl", "--silent", "--no-progress-meter", "--parallel", "--parallel-immediate",
              "--parallel-max", str(cp.concurrency), "--header", "Connection: close",
              "--connect-timeout", f"{connect_timeout_s:g}", "--max-time", f"{timeout_s:g}",
-             "--write-out", WRITE_OUT.replace("\\n", "\n")]
+             "--ftp-pasv", "--write-out", WRITE_OUT.replace("\\n", "\n")]
     for r in resolve:
         argv += ["--resolve", r]
     if proxy:
@@ -252,15 +267,16 @@ def curl_argv(cp: ClientProc, cfg: Path, *, resolve: list[str], proxy: str | Non
 
 class Curl(Runner):
     name = "curl"
-    traffics = ("http", "mix")
+    traffics = ("http", "ftp", "mix")
     summary = ("curl against nginx: HTTP transactions per minute, failure %, connect time and time to first "
                "byte percentiles at a client load (streams = concurrent clients); 'mix' = seed 002's "
-               "request matrix and protocol mix")
+               "request matrix and protocol mix; 'ftp' = anonymous FTP retrievals from vsftpd (one login each)")
 
     OPTIONS = {"objects_bytes", "ftp", "connect_timeout_s", "timeout_s"}
 
     def __init__(self) -> None:
         self._servers: dict[str, WebServer] = {}
+        self._ftp: dict[str, FtpServer] = {}
 
     def unavailable(self) -> str | None:
         for prog, pkg in (("curl", "curl"), ("nginx", "nginx"), ("stdbuf", "coreutils")):
@@ -271,7 +287,9 @@ class Curl(Runner):
     def version(self) -> str:
         require_tool("curl")
         cv = subprocess.run(["curl", "--version"], capture_output=True, text=True).stdout.split()
-        return f"curl {cv[1] if len(cv) > 1 else '?'}; {nginx_version()}"
+        ftpd = f"; {vsftpd_version()}" if shutil.which("vsftpd", path="/usr/sbin:/sbin:/usr/bin") else ""
+        return f"curl {cv[1] if len(cv) > 1 else '?'}; {nginx_version()}{ftpd}"
+
 
     def check_options(self, kind: str, options: dict[str, Any]) -> dict[str, Any]:
         unknown = set(options) - self.OPTIONS
@@ -311,6 +329,9 @@ class Curl(Runner):
         ws = self._servers.pop(bed.ns("server"), None)
         if ws is not None:
             ws.stop()
+        fs = self._ftp.pop(bed.ns("server"), None)
+        if fs is not None:
+            fs.stop()
 
     # -- a trial -------------------------------------------------------------------------------
     def _clients(self, bed: "Testbed", spec: TrafficSpec, duration_s: float) -> tuple[list[ClientProc], list[int], int]:
@@ -320,6 +341,10 @@ class Curl(Runner):
             size = spec.size_bytes or DEFAULT_SIZE
             count = max(10_000, int(200_000 * (duration_s + WARMUP_S)))
             return [ClientProc("client01", spec.streams, None, http_config(size, count))], [size], 1
+        if spec.traffic == "ftp":
+            size = spec.size_bytes or DEFAULT_SIZE
+            count = max(5_000, int(20_000 * (duration_s + WARMUP_S)))
+            return [ClientProc("client01", spec.streams, None, ftp_config(size, count))], [size], 1
         sizes = list(spec.options.get("objects_bytes") or DEFAULT_OBJECTS)
         ftp = bool(spec.options.get("ftp"))  # always false: check_options refuses true
         procs = []
@@ -346,6 +371,11 @@ class Curl(Runner):
         servers = [nth_address(plan.server(v), k) for k in range(n_servers)]
         ws = self._web(bed)
         ws.ensure(sizes, [(a, plen) for a in servers[1:]])
+        if spec.traffic == "ftp":
+            ns = bed.ns("server")
+            if ns not in self._ftp:
+                self._ftp[ns] = FtpServer(bed)
+            self._ftp[ns].ensure(sizes)
         cplen = int(plan.client_net(v).split("/")[1])
         for p in procs:
             if p.source and p.source != plan.client(v):
@@ -355,7 +385,11 @@ class Curl(Runner):
         proxy_of = getattr(env.backend, "proxy_url", None) if env.backend is not None else None
         if callable(proxy_of) and env.dut is not None:
             proxy = proxy_of(env.dut, v)
-        resolve = [f"{server_host(k)}:{HTTP_PORT}:{a if v == 4 else '[' + a + ']'}" for k, a in enumerate(servers)]
+        resolve = [f"{server_host(k)}:{port}:{a if v == 4 else '[' + a + ']'}"
+                   for k, a in enumerate(servers) for port in (HTTP_PORT, FTP_PORT)]
+        if spec.traffic == "ftp" and proxy:
+            raise RunnerError("the application proxy DUT relays HTTP only: FTP transactions cannot pass it",
+                              fix="measure kind 'ftp' with a packet-filter backend (nftables, iptables, ...)")
         tmp = Path(tempfile.mkdtemp(prefix="fwlab-curl-"))
         before = ws.status()
         link0 = bed.link_counters("server", bed.topo.server_if)

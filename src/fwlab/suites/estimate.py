@@ -12,7 +12,7 @@ from fwlab.suites.plan import Plan
 from fwlab.suites.schema import Suite
 
 #: seconds added to each trial's duration, by traffic kind
-TRIAL_OVERHEAD_S = {"tcp": 1.0, "udp": 1.0, "engine": 1.2, "http": 1.8, "mix": 2.5, "tcp_rr": 1.0, "tcp_crr": 1.0,
+TRIAL_OVERHEAD_S = {"tcp": 1.0, "udp": 1.0, "engine": 1.2, "http": 1.8, "ftp": 1.8, "mix": 2.5, "tcp_rr": 1.0, "tcp_crr": 1.0,
                     "frame_loss": 2.0, "back_to_back": 5.0}
 BED_S = 3.0           #: building and tearing down one test bed
 RULE_LOAD_S = 0.5     #: loading (and flushing) one rule set of up to 10000 rules
