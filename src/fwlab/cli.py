@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+import os
 import signal
 import sys
 from pathlib import Path
@@ -24,28 +26,44 @@ def cmd_run(args) -> int:
     from fwlab.report import print_summary, write_report
     from fwlab.suites import load_suite
 
-    if args.resume:
+    ruleset_cfg = _ruleset_config(args)
+    if ruleset_cfg is not None:
+        from fwlab.ruleset_run import run_ruleset
+        rec = run_ruleset(ruleset_cfg, Path(args.out), log=None if args.quiet else sys.stderr)
+    elif args.resume:
+        if args.suite or args.quick or args.repetitions is not None or args.duration is not None or args.hosts \
+                or args.link_rate:
+            raise FwlabError("--resume finishes a run as it was planned: it takes no SUITE, --quick, --link-rate, "
+                             "--repetitions, --duration or --hosts",
+                             fix=f"fwlab run --resume {args.resume}")
+        if args.dry_run:
+            return _dry_run_resume(Path(args.resume))
         rec = resume_run(Path(args.resume), quiet=args.quiet)
     else:
         if not args.suite:
             raise FwlabError("no suite given", fix="fwlab run SUITE (see 'fwlab list'), or --resume DIR")
         suite, text = load_suite(quick_variant(args.suite) if args.quick else args.suite)
-        if args.repetitions or args.duration or args.link_rate:
+        if args.repetitions is not None or args.duration is not None or args.link_rate:
             data = suite.model_dump()
-            if args.repetitions:
+            if args.repetitions is not None:
                 data["repetitions"] = args.repetitions
-            if args.duration:
+            if args.duration is not None:
                 data["duration_s"] = args.duration
             if args.link_rate:
                 data["link_rate"] = None if args.link_rate == "none" else args.link_rate
             from fwlab.suites import parse_suite
-            suite = parse_suite(data, f"'{args.suite}' with command-line overrides")
-        if args.dry_run:
-            return _dry_run(suite)
+            suite = parse_suite(data, f"'{args.suite}' with --repetitions/--duration/--link-rate",
+                                fix="--repetitions takes 1..100, --duration seconds in (0, 3600], "
+                                    "--link-rate a rate such as 10gbit or none")
         hosts = None
         if args.hosts:
             from fwlab.testbed.hosts import load_hosts
             hosts, _ = load_hosts(args.hosts)
+        if not (hosts or suite.hosts):  # local namespaces: the pinned CPUs must be this host's
+            from fwlab.suites import check_cpus
+            check_cpus(suite)
+        if args.dry_run:
+            return _dry_run(suite)
         rec = start_run(suite, text, Path(args.out), quiet=args.quiet, hosts=hosts)
     report = write_report(rec.path)
     print_summary(rec.path, sys.stdout)
@@ -53,17 +71,52 @@ def cmd_run(args) -> int:
     return 0
 
 
-def _dry_run(suite) -> int:
-    """Print the plan's size and its rough wall-time estimate (fwlab.suites.estimate); run nothing."""
-    from fwlab.suites.plan import expand
+def _ruleset_config(args):
+    """The imported-rule-set run asked for by --ruleset FILE or a suite file with a [ruleset]
+    table (fwlab.ruleset_run), or None for an ordinary suite run."""
+    from fwlab.ruleset_run import config_from_args, config_from_suite_file
+
+    if args.ruleset:
+        if args.suite or args.resume:
+            raise FwlabError("--ruleset runs a rule set, not a suite", fix="give either a suite or --ruleset FILE")
+        return config_from_args(args.ruleset, ipset=args.ipset, interfaces=args.interfaces,
+                                repetitions=args.repetitions, no_rate=args.no_rate)
+    if args.suite and args.suite.endswith(".toml") and not args.resume:
+        return config_from_suite_file(Path(args.suite), repetitions=args.repetitions)
+    return None
+
+
+def _dry_run(suite, done: set[str] = frozenset()) -> int:
+    """Print the plan's size, the combinations it leaves out (with the reason) and its rough
+    wall-time estimate (fwlab.suites.estimate); change nothing. `done`: trial ids a resume would skip."""
+    from fwlab.suites.plan import Plan, expand
     from fwlab.suites.estimate import estimate_s
 
     plan = expand(suite)
-    est = estimate_s(suite, plan)
-    beds = len({t.bed_key for t in plan.trials})
-    print(f"{suite.name}: {len(plan.trials)} trials on {beds} test bed(s), {len(plan.skipped)} combination(s) "
-          f"skipped; estimated {est / 60:.1f} min (rough, longer on a loaded machine)")
+    todo = Plan(tuple(t for t in plan.trials if t.trial_id not in done), plan.skipped)
+    est = estimate_s(suite, todo)
+    beds = len({t.bed_key for t in todo.trials})
+    already = f" ({len(plan.trials) - len(todo.trials)} of {len(plan.trials)} already done)" if done else ""
+    print(f"{suite.name}: {len(todo.trials)} trials to run{already} on {beds} test bed(s), "
+          f"{len(plan.skipped)} combination(s) skipped; estimated {est / 60:.1f} min "
+          f"(rough, longer on a loaded machine)")
+    for s in plan.skipped:
+        print(f"  skipped: {s['mode']} {s['backend']} {s['layout']}"
+              f"{' stateful-shortcut' if s['stateful_shortcut'] else ''}: {s['reason']}")
     return 0
+
+
+def _dry_run_resume(path: Path) -> int:
+    """What ``run --resume DIR`` would still run, read from the record without writing to it."""
+    from fwlab.results.record import RunRecord
+    from fwlab.suites import parse_suite
+
+    rec = RunRecord.open(path)
+    parsed = rec.run.get("suite", {}).get("parsed") if isinstance(rec.run.get("suite"), dict) else None
+    if not isinstance(parsed, dict):
+        raise FwlabError(f"{path}/run.json holds no parsed suite", fix="resume a directory written by 'fwlab run'")
+    suite = parse_suite(parsed, f"stored in {path}")
+    return _dry_run(suite, done=rec.finished_ids())
 
 
 def quick_variant(suite: str) -> str:
@@ -265,8 +318,16 @@ def cmd_bench_search(args) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with fwlab's error line: one line on stderr, exit 2 (subcommands inherit it)."""
+
+    def error(self, message: str):
+        line = " ".join(f"{self.prog}: {message}".splitlines())
+        self.exit(EXIT_USAGE, f"fwlab: error: {line} (fix: see '{self.prog} --help')\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="fwlab",
         description="Firewall performance lab: builds a namespace test bed, loads generated rule "
                     "sets into a firewall, drives real traffic through it and reports.",
@@ -293,7 +354,16 @@ def build_parser() -> argparse.ArgumentParser:
                                                    "([hosts.dut] ssh = \"root@host\", ...; docs/remote-hosts.md)")
     r.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     r.add_argument("--dry-run", action="store_true",
-                   help="print the number of trials and a rough wall-time estimate; run nothing")
+                   help="print the number of trials, the combinations left out (and why) and a rough "
+                        "wall-time estimate; change nothing (with --resume: what is still to run)")
+    r.add_argument("--ruleset", metavar="FILE",
+                   help="measure your own rule set: nft syntax ('nft list ruleset' output) or iptables-save "
+                        "output, loaded unchanged; derives one traffic class per rule, checks each class's "
+                        "verdict, then measures each class's rate and cost (a suite's [ruleset] table does the same)")
+    r.add_argument("--ipset", metavar="FILE", help="with an iptables-save --ruleset: 'ipset save' output loaded first")
+    r.add_argument("--interfaces", metavar="MAP",
+                   help="the rule set's interface names for the DUT's sides (default eth0=client,eth1=server)")
+    r.add_argument("--no-rate", action="store_true", help="with --ruleset: functional check only, no rates")
     r.set_defaults(func=cmd_run)
 
     rp = sub.add_parser("report", help="(re)build report.html and summary.csv from a run record")
@@ -428,11 +498,17 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+@functools.cache
+def _parser() -> argparse.ArgumentParser:
+    return build_parser()  # built once per process: parse_args leaves it unchanged
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    parser = _parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
+        print("fwlab: error: no command given (fix: fwlab COMMAND; the commands are listed above)", file=sys.stderr)
         return EXIT_USAGE
     # Install both handlers explicitly: a job started in the background by a non-interactive
     # shell inherits SIGINT as ignored, and Python would then never raise KeyboardInterrupt.
@@ -440,6 +516,15 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     try:
         return args.func(args)
+    except BrokenPipeError:
+        # the reader went away (`fwlab list | head`): what it wanted was written; say nothing more,
+        # and point stdout at /dev/null so the interpreter's final flush does not fail again
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):  # stdout is not a file (captured in tests)
+            pass
+        return 0
     except KeyboardInterrupt:
         print("fwlab: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -16,9 +16,9 @@ class FwlabError(Exception):
         self.fix = fix
 
     def one_line(self) -> str:
-        text = self.message.replace("\n", " ").strip()
+        text = " ".join(self.message.splitlines()).strip()
         if self.fix:
-            text += f" (fix: {self.fix})"
+            text += f" (fix: {' '.join(self.fix.splitlines())})"
         return text
 
 

@@ -18,7 +18,7 @@ from typing import Callable, TextIO
 from fwlab.dut import DutContext, get_backend
 from fwlab.errors import FwlabError, RecordError, RunnerError, ToolMissing
 from fwlab.floods import FloodSpec, run_with_background
-from fwlab.results import RunRecord, host_metadata, trial_record, utc_now
+from fwlab.results import RunRecord, build_trial, host_metadata, utc_now
 from fwlab.results.metadata import remote_host_metadata
 from fwlab.rules import generate
 import fwlab.methods  # noqa: F401  (registers the test methods beside the tools)
@@ -266,7 +266,7 @@ class Executor:
                 d["message"] += (" — on veth the DUT's forwarding runs in the sender's softirq, "
                                  "so this rate is the generator and the firewall path together")
                 flags.append(d)
-        rec = trial_record(
+        rec = build_trial(
             spec.to_dict(), kind=kind, metrics=metrics, series=series, started_utc=started, ruleset=load_info,
             dut_counters_before=cb, dut_counters_after=ca, links_before=lb, links_after=la,
             conditions={**cond, "bridge_nf_call": load_info.get("bridge_nf_call"),
@@ -275,7 +275,7 @@ class Executor:
             extra={"rendered_lines": load_info.get("rendered_lines"), **extra})
         self.record.append_trial(rec)
         if self.on_trial:
-            self.on_trial(rec)
+            self.on_trial(rec.to_json())
         self.progress.trial_done(spec, _fmt_result(metrics, error))
         time.sleep(self.suite.settle_s)
 
@@ -322,7 +322,8 @@ def start_run(suite: Suite, suite_text: str, out_root: Path, *, quiet: bool = Fa
         plan = expand(suite, dut_system(placement))
         rec = RunRecord.create(out_root, suite.name, {
             "suite": {"name": suite.name, "toml": suite_text, "parsed": suite.model_dump()},
-            "plan": {"trials": len(plan.trials), "skipped": list(plan.skipped)},
+            "plan": {"trials": len(plan.trials), "trial_ids": [t.trial_id for t in plan.trials],
+                     "skipped": list(plan.skipped)},
             "host": host_metadata(),
             **({"remote_hosts": _remote_hosts_info(placement)} if placement else {}),
         })
@@ -339,9 +340,10 @@ def resume_run(path: Path, *, quiet: bool = False) -> RunRecord:
         preflight(suite, placement)
         plan = expand(suite, dut_system(placement))
         rec.repair_torn_tail()
-        rec.run.setdefault("resumed_utc", []).append(utc_now())
-        rec.run["status"] = "running"
-        rec.save_run()
+        if not isinstance(rec.run.get("plan"), dict):
+            rec.run["plan"] = {"trials": len(plan.trials), "skipped": list(plan.skipped)}
+        rec.run["plan"].setdefault("trial_ids", [t.trial_id for t in plan.trials])  # a 1.0 record has none
+        rec.note_resume()
         _execute(suite, plan, rec, quiet, placement)
     return rec
 

@@ -17,7 +17,7 @@ from fwlab.errors import FwlabError
 def one_line(exc: ValidationError, limit: int = 3) -> str:
     parts = []
     for e in exc.errors()[:limit]:
-        loc = ".".join(str(x) for x in e["loc"])
+        loc = ".".join(str(x)[:40] for x in e["loc"])
         msg = e["msg"].removeprefix("Value error, ")
         parts.append(f"{loc}: {msg}" if loc else msg)
     more = f" (+{exc.error_count() - limit} more)" if exc.error_count() > limit else ""
@@ -29,6 +29,10 @@ def check_only_keys(v: dict, known: tuple[str, ...]) -> dict:
     bad = sorted(set(v) - set(known))
     if bad:
         raise ValueError(f"only: unknown key(s) {', '.join(bad)} (known: {', '.join(known)})")
+    empty = sorted(k for k, vals in v.items() if not vals)
+    if empty:
+        raise ValueError(f"only: empty list for {', '.join(empty)} (it would exclude everything; "
+                         "remove the key to allow all)")
     return v
 
 
@@ -37,12 +41,30 @@ def only_matches(only: dict, have: dict) -> bool:
     return all(have[k] in vals for k, vals in only.items())
 
 
+def read_text(path: Path, what: str, error: type[FwlabError], fix: str) -> str:
+    """The UTF-8 text of a file that must exist; `error` (one line) if it is missing, a directory,
+    unreadable or not text. `fix` says what the file should be."""
+    try:
+        exists, is_dir = path.exists(), path.is_dir()
+    except (OSError, ValueError) as exc:  # a name too long, a NUL byte
+        raise error(f"{what} path {str(path)[:80]!r} is not usable: {getattr(exc, 'strerror', None) or exc}",
+                    fix="check the path") from None
+    if not exists:
+        raise error(f"{what} {str(path)[:200]} does not exist", fix="check the path")
+    if is_dir:
+        raise error(f"{what} {path} is a directory, not a file", fix=fix)
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise error(f"{what} {path} is not UTF-8 text (byte {exc.start} cannot be decoded)", fix=fix) from None
+    except OSError as exc:
+        raise error(f"{what} {path} cannot be read: {exc.strerror or exc}", fix="check its permissions") from None
+
+
 def read_toml(path: Path, what: str, error: type[FwlabError]) -> tuple[dict[str, Any], str]:
     """(parsed data, text) of a TOML file that must exist; `error` (one line, with the fix) if not.
     `what` names the file in the message, e.g. "suite" or "hosts file"."""
-    if not path.exists():
-        raise error(f"{what} {path} does not exist", fix="check the path")
-    text = path.read_text()
+    text = read_text(path, what, error, fix="give a TOML text file")
     try:
         return tomllib.loads(text), text
     except tomllib.TOMLDecodeError as exc:

@@ -110,6 +110,9 @@ def test_orchestrated_trial_records_latency(tmp_path):
     rec = start_run(suite, text, tmp_path / "results", quiet=True)
     trials = rec.trials()
     assert len(trials) == 2 and all(not t.get("error") for t in trials)
+    from record_schema import assert_record_valid
+
+    assert assert_record_valid(rec.path) == 2
     for t in trials:
         m = t["metrics"]
         assert t["tool"] == "engine" and t["size_bytes"] == 64

@@ -91,6 +91,9 @@ def test_attack_suite_records_flood_counts(tmp_path):
                                          "tail_s": 1.0}]}, "test")
     rec = start_run(suite, "", tmp_path, quiet=True)
     trials = {t["trial_id"]: t for t in RunRecord.open(rec.path).trials()}
+    from record_schema import assert_record_valid
+
+    assert assert_record_valid(rec.path) == len(trials)
     assert len(trials) == 4 and all(t["kind"] == "attack" and not t["error"] for t in trials.values())
     on = trials["ip4tcp-dflt-udpflood5000pps-nftables-100r-linear-routed-r1"]
     off = trials["ip4tcp-dflt-udpflood5000pps-none-0r-none-routed-r1"]

@@ -7,6 +7,7 @@ from fwlab.orchestrate import start_run
 from fwlab.results import RunRecord
 from fwlab.runners.engine import find_engine
 from fwlab.suites import parse_suite
+from record_schema import assert_record_valid
 
 
 @pytest.mark.parametrize("backend,layout", [("nftables", "linear"), ("iptables-legacy", "linear"),
@@ -21,6 +22,7 @@ def test_ipv6_stream_rtt_and_series_on_every_backend(tmp_path, backend, layout):
                          "traffic": traffic}, "test")
     rec = start_run(suite, "", tmp_path, quiet=True)
     trials = RunRecord.open(rec.path).trials()
+    assert assert_record_valid(rec.path) == len(trials)
     assert trials and all(not t["error"] for t in trials), [t["error"] for t in trials]
     by = {t["traffic"]: t for t in trials}
     tcp = by["tcp"]["metrics"]

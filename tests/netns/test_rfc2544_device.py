@@ -13,6 +13,7 @@ from fwlab.report import write_report
 from fwlab.rules import generate
 from fwlab.runners.engine import EngineMeasurer, find_engine
 from fwlab.suites import parse_suite
+from record_schema import assert_record_valid
 from fwlab.testbed import Testbed, Topology, new_run_id
 
 pytestmark = pytest.mark.skipif(find_engine() is None, reason="fwlab-engine not built (make engine)")
@@ -56,6 +57,7 @@ SUITE = {
 def test_throughput_search_records_max_load_search_and_device(tmp_path):
     suite = parse_suite(SUITE, "tiny")
     rec = start_run(suite, json.dumps(SUITE), tmp_path, quiet=True)
+    assert assert_record_valid(rec.path) == len(rec.trials())
     (bed,) = rec.run["beds"]
     mx = bed["runner_info"]["rfc2544"]["ip4-64B-udp"]
     assert mx["mrr_pps"] > 1000 and len(mx["runs"]) == 2

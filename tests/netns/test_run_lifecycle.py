@@ -16,6 +16,7 @@ from fwlab.dut.nftables import Nftables
 from fwlab.errors import BackendError
 from fwlab.rules import generate
 from fwlab.testbed import LocalHost, Testbed, Topology, list_fwl_namespaces, new_run_id
+from record_schema import assert_record_valid
 
 SUITE = """
 name = "lifecycle"
@@ -81,7 +82,13 @@ def test_interrupt_then_resume(tmp_path, sig):
     assert len(set(ids)) == 6  # 3 rule counts x 2 repetitions
     for tid in kept:  # finished trials were not measured again
         assert ids.count(tid) == 1
-    assert json.loads((run_dir / "run.json").read_text())["status"] == "complete"
+    run = json.loads((run_dir / "run.json").read_text())
+    assert run["status"] == "complete" and run["record_version"] == "1.1"
+    assert [e["trials_done"] for e in run["resume_events"]] == [len(kept)]
+    assert run["plan"]["trial_ids"] and set(run["plan"]["trial_ids"]) == set(ids)
+    assert assert_record_valid(run_dir) == 6
+    page = (run_dir / "report.html").read_text()
+    assert "resumed 1 time" in page and "complete: 6 of 6 planned trials" in page
     assert (run_dir / "report.html").exists() and (run_dir / "summary.csv").exists()
     t = final[-1]
     for field in ("suite", "mode", "backend", "layout", "rules", "stateful_shortcut", "traffic", "size_bytes",

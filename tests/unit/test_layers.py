@@ -43,6 +43,7 @@ RANKS: dict[str, int] = {
     # on top: planning a suite against the plug-ins, running it, the CLI, benches
     "fwlab.suites.plan": 13,
     "fwlab.suites.estimate": 14, "fwlab.orchestrate": 14, "fwlab.bench": 14, "fwlab.baseline": 14,
+    "fwlab.ruleset_run": 14,      # fwlab run --ruleset: runs an imported rule set, like orchestrate
     "fwlab.cli": 15,
 }
 BOTTOM = 0
@@ -54,9 +55,6 @@ KNOWN: dict[tuple[str, str], str] = {
     ("fwlab.runners.ping", "fwlab.stats.streams"): "RTT summaries still derived in the runner",
     ("fwlab.runners.ping", "fwlab.stats.latency"): "RTT histogram encoded in the runner (the codec "
                                                    "belongs beside the record format)",
-    ("fwlab.analysis.compare", "fwlab.report.summary"): "curves move to results/curves.py (i14-record)",
-    ("fwlab.analysis.figures", "fwlab.report.summary"): "curves move to results/curves.py (i14-record)",
-    ("fwlab.analysis.trend_page", "fwlab.report.summary"): "curves move to results/curves.py (i14-record)",
     ("fwlab", "fwlab.analysis.load"): "fwlab.load(run_dir), the notebook entry point issue 17 asks for, "
                                      "is a lazy re-export in the package root",
 }

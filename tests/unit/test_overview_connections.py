@@ -1,12 +1,15 @@
 """The overview's headline sentence for connection setup rates."""
 
 from fwlab.report.overview import connection_sentences
+from fwlab.results import TrialIdentity, trial_record
 
 
 def _t(rules, cps, mode="routed", shortcut=True, kind="connections", error=None):
-    return {"kind": kind, "traffic": "conn_rate", "mode": mode, "backend": "nftables", "layout": "linear",
-            "stateful_shortcut": shortcut, "rules": rules, "error": error,
-            "metrics": {"conn_rate_cps": cps} if cps is not None else {}}
+    ident = TrialIdentity(suite="s", mode=mode, backend="nftables", layout="linear", rules=rules,
+                          stateful_shortcut=shortcut, ip_version=4, traffic="conn_rate", tool="conn",
+                          size_bytes=None, streams=1, rate_bps=None, duration_s=1.0, repetition=1)
+    return trial_record(ident.to_dict(), kind=kind, started_utc="t", error=error,
+                        metrics={"conn_rate_cps": cps} if cps is not None else {})
 
 
 def test_rate_at_largest_rule_count_relative_to_zero_rules():

@@ -7,14 +7,21 @@ from goldens import GOLDEN
 from fwlab.errors import RecordError
 from fwlab.report import write_report
 from fwlab.report.summary import curves, per_rule_costs, summary_rows
-from fwlab.results import RunRecord, trial_record
+from fwlab.results import RunRecord, TrialIdentity, trial_record
+
+
+def _ident(trial_id: str, rep: int = 1) -> dict:
+    ident = TrialIdentity(suite="s", mode="routed", backend="nftables", layout="linear", rules=0,
+                          stateful_shortcut=False, ip_version=4, traffic="udp", tool="iperf3", size_bytes=64,
+                          streams=1, rate_bps=None, duration_s=1.0, repetition=rep).to_dict()
+    return {**ident, "trial_id": trial_id}
 
 
 def test_append_read_and_torn_tail(tmp_path):
-    rec = RunRecord.create(tmp_path, "s", {"suite": {}})
+    rec = RunRecord.create(tmp_path, "s", {"suite": {"name": "s"}})
     for i in range(3):
-        rec.append_trial(trial_record({"trial_id": f"t{i}"}, metrics={"x": i}, started_utc="now"))
-    rec.append_trial(trial_record({"trial_id": "t1"}, metrics=None, started_utc="now", error="boom"))
+        rec.append_trial(trial_record(_ident(f"t{i}"), metrics={"x": i}, started_utc="now"))
+    rec.append_trial(trial_record(_ident("t1"), metrics=None, started_utc="now", error="boom"))
     with open(rec.path / "trials.jsonl", "a") as fh:
         fh.write('{"trial_id": "t9", "kind"')  # killed mid-write
     again = RunRecord.open(rec.path)

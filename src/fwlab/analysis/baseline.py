@@ -95,10 +95,11 @@ def baseline_from_runs(run_dirs: Sequence[Path | str]) -> Baseline:
 def load_noise(path: Path | str) -> NoiseModel:
     """The noise model of a baseline file (or of a bare `NoiseModel.to_dict()` JSON file)."""
     path = Path(path)
+    from fwlab.validation import read_text
+
+    text = read_text(path, "noise file", FwlabError, fix="give a baseline file written by 'fwlab baseline'")
     try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise FwlabError(f"noise file {path} does not exist", fix="check the path") from None
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise FwlabError(f"noise file {path} is not valid JSON: {exc.msg}",
                          fix="rebuild it with 'fwlab baseline'") from None

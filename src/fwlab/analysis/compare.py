@@ -35,7 +35,7 @@ __all__ = ["RunComparison", "compare_figures", "compare_runs", "human_value"]
 def human_value(key, value: float) -> str:
     """A figure's value in the report's unit, from the metric that ends its key
     (``... rx_pps`` -> '123.4 kpps', ``... throughput_bps`` -> '1.23 Gbit/s')."""
-    from fwlab.report.summary import METRIC_INFO
+    from fwlab.results.curves import METRIC_INFO
 
     metric = str(key).rsplit(" ", 1)[-1]
     info = METRIC_INFO.get(metric)

@@ -42,6 +42,7 @@ from typing import Any
 
 import fwlab
 from fwlab.errors import FwlabError
+from fwlab.results.identity import IDENTITY_FIELDS as TRIAL_IDENTITY_FIELDS
 from fwlab.results.record import RunRecord
 
 __all__ = [
@@ -62,9 +63,8 @@ __all__ = [
 FORMATS = ("csv", "json", "flent", "series")
 
 #: identity and per-trial scalar fields, in CSV column order (docs/record-format.md)
-IDENTITY_FIELDS = ("kind", "trial_id", "suite", "mode", "backend", "layout", "rules", "stateful_shortcut",
-                   "ip_version", "traffic", "tool", "size_bytes", "streams", "rate_bps", "duration_s",
-                   "repetition", "started_utc", "ended_utc", "ruleset_digest", "ruleset_family", "rule_load_s")
+IDENTITY_FIELDS = (("kind", "trial_id") + tuple(f for f in TRIAL_IDENTITY_FIELDS if f not in ("options", "background"))
+                   + ("started_utc", "ended_utc", "ruleset_digest", "ruleset_family", "rule_load_s"))
 
 FLENT_FILEFORMAT_VERSION = 3
 """The version we write; `read_flent` also reads 4 (flent 2.x), which has the same layout."""

@@ -3,7 +3,7 @@
 Owns: the figure key (e.g. ``"routed nftables linear 1000r ip4 udp 64B rx_pps"``), the choice of
 metric per curve (default: the curve's primary metric, as the report uses), and the mapping
 ``figure key -> list of per-repetition values`` that `fwlab.stats` compares. Grouping of trials
-into curves and points is `fwlab.report.summary.curves`; this module only names what it finds.
+into curves and points is `fwlab.results.curves.curves`; this module only names what it finds.
 Never touches: files other than through `RunRecord`, statistics, the test bed or traffic.
 
 Figure key parts, in order (each omitted when listed in ``ignore``): mode, backend, layout,
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fwlab.errors import FwlabError
-from fwlab.report.summary import CURVE_FIELDS, METRICS, Curve, curves, primary_metric
+from fwlab.results.curves import CURVE_FIELDS, METRICS, Curve, curves, primary_metric
 from fwlab.results.record import RunRecord
 
 __all__ = [

@@ -17,7 +17,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from fwlab.analysis.trend import INCONCLUSIVE, REGRESSION, FigureTrend, Trend  # noqa: E402
-from fwlab.report.summary import METRIC_INFO  # noqa: E402
+from fwlab.results.curves import METRIC_INFO  # noqa: E402
 
 _COLOURS = {REGRESSION: "#c0392b", "progression": "#1e8449"}
 

@@ -56,7 +56,7 @@ from fwlab.dut.base import BACKENDS, Backend, DutContext, register, sum_by_class
 from fwlab.errors import BackendError
 from fwlab.rules.model import LAYOUTS, RuleSet
 from fwlab.testbed.host import LocalHost
-from fwlab.validation import one_line
+from fwlab.validation import one_line, read_text
 
 SHIPPED_DIR = Path(__file__).resolve().parent / "commands"
 PREFIX = "command:"
@@ -66,7 +66,7 @@ Commands = Union[Argv, list[Argv]]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class CommandsModel(_Strict):
@@ -158,8 +158,8 @@ def _env(base: Path) -> jinja2.Environment:
 def read_firewall(path: Path) -> FirewallFile:
     """Parse and validate one description; BackendError naming the file and the problem."""
     try:
-        data = tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+        data = tomllib.loads(read_text(path, "firewall description", BackendError, fix="give a TOML text file"))
+    except tomllib.TOMLDecodeError as exc:
         raise BackendError(f"firewall description {path}: {exc}", fix="fix the TOML syntax") from None
     try:
         fw = FirewallFile.model_validate(data)
@@ -171,7 +171,7 @@ def read_firewall(path: Path) -> FirewallFile:
         raise BackendError(f"firewall description {path}: template {fw.template} does not exist",
                            fix="put the template next to the description or fix 'template'")
     try:
-        _env(path.parent).parse(tpl.read_text())
+        _env(path.parent).parse(read_text(tpl, "firewall template", BackendError, fix="give a Jinja2 text file"))
     except jinja2.TemplateSyntaxError as exc:
         raise BackendError(f"firewall template {tpl}:{exc.lineno}: {exc.message}", fix="fix the template") from None
     return fw

@@ -39,7 +39,7 @@ KINDS = ("throughput", "frame_loss", "back_to_back")
 class Rfc2544Options(BaseModel):
     """``options`` of an ``rfc2544`` traffic item (all optional)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     algorithm: Literal["binary", "mlr"] = Field("mlr", description="throughput search")
     goal: str | dict | list | None = Field(

@@ -17,12 +17,13 @@ def write_report(run_dir: Path, appendix_html: str | None = None) -> Path:
     from fwlab.report.summary import curves, summary_csv
 
     rec = RunRecord.open(run_dir)
-    trials = rec.trials()
+    read = rec.read()  # tolerant: a damaged line is named in the report, not fatal
+    trials = read.trials
     cs = curves(trials)
     (rec.path / SUMMARY_FILE).write_text(summary_csv(cs))
     write_findings(rec.path, rec.run, trials)   # findings.json: the published findings' verdicts
     out = rec.path / REPORT_FILE
-    page = html.render(rec.run, trials, cs, SUMMARY_FILE)
+    page = html.render(rec.run, trials, cs, SUMMARY_FILE, state=rec.state(read))
     if appendix_html:
         end = page.rfind("</body>")
         page = page[:end] + appendix_html + "\n" + page[end:] if end >= 0 else page + appendix_html
@@ -32,10 +33,12 @@ def write_report(run_dir: Path, appendix_html: str | None = None) -> Path:
 
 def print_summary(run_dir: Path, stream: TextIO) -> None:
     """A short terminal table: per curve, the primary figure per rule count and % of 0 rules."""
-    from fwlab.report.summary import METRIC_INFO, curves, primary_metric
+    from fwlab.results.curves import METRIC_INFO, curves, primary_metric
 
     rec = RunRecord.open(run_dir)
-    cs = curves(rec.trials())
+    read = rec.read()
+    stream.write(f"record: {rec.state(read).sentence()}\n")
+    cs = curves(read.trials)
     for c in cs:
         m = primary_metric(c)
         _, unit, scale = METRIC_INFO[m]

@@ -12,15 +12,10 @@ import statistics
 from collections.abc import Callable
 
 from fwlab.report import plots
-from fwlab.report.summary import (
-    METRIC_INFO,
-    Curve,
-    Point,
-    load_times,
-    per_rule_costs,
-    primary_metric,
-    size_words,
-)
+from fwlab.report.summary import load_times, per_rule_costs
+from fwlab.results.curves import METRIC_INFO, Curve, Point, primary_metric
+from fwlab.results.identity import size_words
+from fwlab.results.store import RecordState, state_without_plan
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1200px;margin:1.5em auto;padding:0 1em;color:#222}
@@ -153,7 +148,21 @@ def _latency_cdfs(trials: list[dict]) -> str:
                           "merged (histogram counts added); percentiles of the merged histogram.</p>")
 
 
-def render(run: dict, trials: list[dict], cs: list[Curve], summary_csv_name: str) -> str:
+def record_state_html(state: RecordState) -> str:
+    """The record's status line: complete, or what is missing, damaged, interrupted, resumed."""
+    text = esc(state.sentence())
+    if state.complete:
+        return f"<span class='ok'>{text}</span>"
+    hint = ""
+    if state.status in ("incomplete", "interrupted", "running", "failed") and not state.bad_lines:
+        hint = " — resume with <code>fwlab run --resume DIR</code>"
+    return f"<span class='warn'>{text}</span>{hint}"
+
+
+def render(run: dict, trials: list[dict], cs: list[Curve], summary_csv_name: str,
+           state: RecordState | None = None) -> str:
+    """The page. ``state`` (RunRecord.state) says what the record is; without it, the stated
+    status and the trial count are all the page knows."""
     suite = run.get("suite", {}).get("parsed", {})
     host = run.get("host", {})
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>fwlab report: {esc(suite.get('name'))}</title>"
@@ -162,10 +171,10 @@ def render(run: dict, trials: list[dict], cs: list[Curve], summary_csv_name: str
     parts.append(f"<p>{esc(suite.get('description', ''))}</p>")
     n_ok = sum(1 for t in trials if not t.get("error"))
     n_err = sum(1 for t in trials if t.get("error"))
-    status = run.get("status")
+    if state is None:
+        state = state_without_plan(run, trials)
     status_html = _table(None, [
-        ["status", esc(status) + (" — <span class='warn'>incomplete: resume with <code>fwlab run --resume DIR</code></span>"
-                                   if status != "complete" else "")],
+        ["status", record_state_html(state)],
         ["trials", f"{n_ok} measured, {n_err} failed, {run.get('plan', {}).get('trials', '?')} planned"],
         ["started / ended (UTC)", f"{esc(run.get('started_utc'))} / {esc(run.get('ended_utc'))}"],
         ["host", esc(f"{host.get('cpu_model')} — {host.get('cpus')} CPUs, "
@@ -180,10 +189,10 @@ def render(run: dict, trials: list[dict], cs: list[Curve], summary_csv_name: str
     from fwlab.report.sections import render_sections
 
     top = render_sections(run, trials, run_level=True)
-    if status != "complete":
+    if not state.complete:
         parts.append(status_html)  # an incomplete run says so before anything else
-    parts.append(render_overview(run, trials, cs, top))
-    if status == "complete":
+    parts.append(render_overview(run, trials, cs, top, state=state))
+    if state.complete:
         parts.append("<h3>Run</h3>" + status_html)
     parts.extend(top)
 

@@ -1,8 +1,9 @@
 """The overview at the top of every report: what was tested, on what host, with which rule
 sets, and the headline findings in plain sentences computed from the record.
 
-Owns: those sentences and the overview's HTML. Reads the record (run.json, the trials and the
-curves of `report.summary`) only; the numbers are medians over repetitions.
+Owns: those sentences and the overview's HTML. Reads the record (run.json, the trials, its
+``RecordState`` and the curves of ``fwlab.results.curves``) only; the numbers are medians over
+repetitions.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ import html
 import statistics
 
 from fwlab.published.compare import LIMIT_FLAGS
-from fwlab.report.summary import METRIC_INFO, Curve, primary_metric
+from fwlab.results.curves import METRIC_INFO, Curve, primary_metric
+from fwlab.results.store import RecordState, state_without_plan
 
 _RATE_WORD = {"rx_pps": "forwards", "throughput_bps": "carries", "throughput_pps": "passes",
               "transactions_per_s": "completes"}
@@ -39,40 +41,50 @@ def _pct(v: float) -> str:
 
 
 def headline_sentences(cs: list[Curve], limit: int = 12) -> list[str]:
-    """Per traffic and configuration with rules: the largest rule count's rate as % of the same
+    """Per traffic and configuration with rules: a rule count's rate as % of the same
     configuration's 0-rule rate, e.g. 'nftables linear at 10000 rules forwards 7 % of its 0-rule
-    packet rate (IPv4 UDP 64 B, routed)'."""
+    packet rate (IPv4 UDP 64 B, routed)'. One sentence never sets configurations at different
+    rule counts side by side: all are stated at the largest rule count they all measured; with
+    none in common (e.g. a truncated record), one sentence per rule count."""
     out: list[str] = []
     by_traffic: dict[str, list[Curve]] = {}
     for c in cs:
         if c.k["backend"] != "none":
             by_traffic.setdefault(c.traffic_label, []).append(c)
     for tl, group in by_traffic.items():
-        parts = []
+        measured = []  # (curve, metric, rule counts > 0 with a ratio to the 0-rule point)
         for c in group:
             m = primary_metric(c)
-            ns = [n for n, p in c.points.items() if n > 0 and p.median(m) is not None]
-            if not ns or c.points.get(0) is None:
-                continue
-            top = max(ns)
-            pct = c.pct_of_zero(m, top)
-            if pct is None:
-                continue
-            parts.append((c.label, top, pct, m, reference_limit(c.points[0].flags)))
-        if not parts:
+            ns = {n for n in c.points if n > 0 and c.pct_of_zero(m, n) is not None}
+            if ns:
+                measured.append((c, m, ns))
+        if not measured:
             continue
-        m = parts[0][3]
-        what = METRIC_INFO[m][0]
-        first = parts[0]
-        s = (f"{first[0]} at {first[1]:,} rules {_RATE_WORD.get(m, 'reaches')} {_pct(first[2])} of its 0-rule {what}"
-             f"{first[4]}")
-        rest = [f"{lab} at {n:,} rules {_pct(p)}{lim}" for lab, n, p, _, lim in parts[1:]]
-        if rest:
-            s += "; " + "; ".join(rest)
-        out.append(f"{tl}: {s}.")
-        if len(out) >= limit:
-            break
+        common = set.intersection(*(ns for _, _, ns in measured))
+        by_rules: dict[int, list[tuple]] = {}
+        for c, m, ns in measured:
+            n = max(common) if common else max(ns)
+            by_rules.setdefault(n, []).append((c.label, n, c.pct_of_zero(m, n), m,
+                                               reference_limit(c.points[0].flags)))
+        for n in sorted(by_rules, reverse=True):
+            out.append(_headline(tl, by_rules[n]))
+            if len(out) >= limit:
+                return out
     return out
+
+
+def _headline(tl: str, parts: list[tuple]) -> str:
+    """One sentence over configurations at one rule count: (label, rules, % of 0 rules, metric,
+    reference limit)."""
+    m = parts[0][3]
+    what = METRIC_INFO[m][0]
+    first = parts[0]
+    s = (f"{first[0]} at {first[1]:,} rules {_RATE_WORD.get(m, 'reaches')} {_pct(first[2])} of its 0-rule {what}"
+         f"{first[4]}")
+    rest = [f"{lab} at {n:,} rules {_pct(p)}{lim}" for lab, n, p, _, lim in parts[1:]]
+    if rest:
+        s += "; " + "; ".join(rest)
+    return f"{tl}: {s}."
 
 
 def transaction_sentences(trials: list[dict], limit: int = 6) -> list[str]:
@@ -184,10 +196,13 @@ def _traffic(suite: dict) -> str:
     return "; ".join(items)
 
 
-def render_overview(run: dict, trials: list[dict], cs: list[Curve], published_html: list[str]) -> str:
+def render_overview(run: dict, trials: list[dict], cs: list[Curve], published_html: list[str],
+                    state: RecordState | None = None) -> str:
     suite = (run.get("suite") or {}).get("parsed") or {}
     host = run.get("host") or {}
+    state = state or state_without_plan(run, trials)
     rows = [
+        ("record", f"<span class='{'ok' if state.complete else 'warn'}'>{_e(state.sentence())}</span>"),
         ("tested", f"{_e(suite.get('description') or suite.get('name'))}"),
         ("test bed", _e(f"modes {', '.join(suite.get('mode') or [])}; IPv{'/'.join(str(v) for v in suite.get('ip_versions') or [])}; "
                         f"device model {suite.get('device_model', 'veth')}; offloads {suite.get('offloads')}")),
@@ -202,6 +217,11 @@ def render_overview(run: dict, trials: list[dict], cs: list[Curve], published_ht
     out.append("</table>")
     sentences = headline_sentences(cs) + transaction_sentences(trials) + connection_sentences(trials)
     out.append("<h3>Headline findings</h3>")
+    if not state.complete:
+        article = "an" if state.status[0] in "aeiou" else "a"
+        out.append(f"<p class='warn'>From {article} {_e(state.status)} record ({state.present} of "
+                   f"{'?' if state.planned is None else state.planned} planned trials): what is missing is "
+                   "not compared.</p>")
     if sentences:
         out.append("<ul>" + "".join(f"<li>{_e(s)}</li>" for s in sentences) + "</ul>")
     else:

@@ -1,6 +1,7 @@
 """Plots as inline SVG text (matplotlib, Agg backend), from report.summary curves only.
 
-Owns: how figures look. Never reads the live run or the record directly.
+Owns: how figures look, and that they come out the same bytes from the same record (fixed SVG
+id salt, no creation date in the SVG metadata). Never reads the live run or the record directly.
 """
 
 from __future__ import annotations
@@ -12,7 +13,10 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from fwlab.report.summary import Curve  # noqa: E402
+#: SVG element ids are hashes salted with this (by default a random salt per process)
+SVG_HASH_SALT = "fwlab"
+
+from fwlab.results.curves import Curve  # noqa: E402
 
 UNITS = {"throughput_bps": ("Throughput [Gbit/s]", 1e-9), "rx_pps": ("Received packet rate [kpps]", 1e-3),
          "loss_ratio": ("Loss [%]", 100.0), "transactions_per_s": ("Transactions [1/s]", 1.0),
@@ -22,7 +26,8 @@ UNITS = {"throughput_bps": ("Throughput [Gbit/s]", 1e-9), "rx_pps": ("Received p
 
 def _svg(fig) -> str:
     buf = io.StringIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight")
+    with matplotlib.rc_context({"svg.hashsalt": SVG_HASH_SALT}):
+        fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
     plt.close(fig)
     text = buf.getvalue()
     return text[text.find("<svg"):]

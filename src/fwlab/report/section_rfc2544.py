@@ -11,8 +11,8 @@ import statistics
 from fwlab.report import latency, plots
 from fwlab.report.html import _fmt, _table, esc
 from fwlab.report.sections import Section, register
-from fwlab.report.summary import curves
 from fwlab.report.timeseries import xy_plot
+from fwlab.results.curves import curves
 from fwlab.stats.goal_label import goal_name, result_label
 
 

@@ -61,7 +61,7 @@ class Measurement:
     series: list[dict] = field(default_factory=list)
     raw: dict = field(default_factory=dict)
     flags: list[dict] = field(default_factory=list)
-    kind: str = "stream"  #: the trial record's kind: "stream", "search", "connections", "http"...
+    kind: str = "stream"  #: the trial record's kind: a fwlab.results.kinds.TrialKind value
     extra: dict = field(default_factory=dict)  #: kind-specific structured results (e.g. a search's trials)
 
 

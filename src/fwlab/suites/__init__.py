@@ -3,6 +3,7 @@ the plug-ins and the expansion into an ordered trial plan (``plan``) sit on top 
 layers: import them from ``fwlab.suites.plan``."""
 
 from fwlab.suites.loader import builtin_names, describe_builtins, load_suite, parse_suite
-from fwlab.suites.schema import Suite, TrafficItem
+from fwlab.suites.schema import Suite, TrafficItem, check_cpus
 
-__all__ = ["builtin_names", "describe_builtins", "load_suite", "parse_suite", "Suite", "TrafficItem"]
+__all__ = ["builtin_names", "describe_builtins", "load_suite", "parse_suite", "Suite", "TrafficItem",
+           "check_cpus"]

@@ -25,22 +25,32 @@ def builtin_names() -> list[str]:
     return sorted(p.stem for p in builtin_dir().glob("*.toml"))
 
 
-def parse_suite(data: dict, origin: str) -> Suite:
+def parse_suite(data: dict, origin: str,
+                fix: str = "correct the suite file; 'fwlab list' shows the built-ins to copy from") -> Suite:
+    if not isinstance(data, dict):
+        raise SuiteError(f"suite {origin} is not a table of settings", fix=fix)
     try:
         return Suite.model_validate(data)
     except ValidationError as exc:
-        raise SuiteError(f"suite {origin} is invalid: {one_line(exc)}",
-                         fix="correct the suite file; 'fwlab list' shows the built-ins to copy from") from None
+        raise SuiteError(f"suite {origin} is invalid: {one_line(exc)}", fix=fix) from None
+
+
+def _exists(name: str) -> bool:
+    try:
+        return Path(name).exists()
+    except (OSError, ValueError):  # a name too long for a path, a NUL byte
+        return False
 
 
 def load_suite(name_or_path: str) -> tuple[Suite, str]:
     """Return (suite, TOML text) for a built-in name or a path to a .toml file."""
-    path = Path(name_or_path)
-    if not (path.suffix == ".toml" or path.exists()):
+    if name_or_path.endswith(".toml") or "/" in name_or_path or _exists(name_or_path):
+        path = Path(name_or_path)
+    elif name_or_path in builtin_names():  # never a path built from the name
         path = builtin_dir() / f"{name_or_path}.toml"
-        if not path.exists():
-            raise SuiteError(f"no built-in suite named '{name_or_path}'",
-                             fix=f"use one of {', '.join(builtin_names())} or a path to a .toml file")
+    else:
+        raise SuiteError(f"no built-in suite named {name_or_path[:80]!r}",
+                         fix=f"use one of {', '.join(builtin_names())} or a path to a .toml file")
     data, text = read_toml(path, "suite file", SuiteError)
     return parse_suite(data, f"'{path.name}'"), text
 

@@ -10,14 +10,14 @@ Never touches the kernel.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 
 from pydantic import ValidationError
 
 from fwlab.dut import backend_names, get_backend
 from fwlab.errors import SuiteError
-from fwlab.floods.model import FloodSpec
 import fwlab.methods  # noqa: F401  (registers the test methods beside the tools)
+from fwlab.results.identity import TrialIdentity
 from fwlab.runners import get_runner, runner_names
 from fwlab.runners.base import default_tool
 from fwlab.suites.schema import Suite, TrafficItem
@@ -74,51 +74,8 @@ def check_suite(suite: Suite) -> Suite:
     return suite
 
 
-@dataclass(frozen=True)
-class TrialSpec:
-    """Everything that identifies one trial."""
-
-    suite: str
-    mode: str
-    backend: str
-    layout: str
-    rules: int
-    stateful_shortcut: bool
-    ip_version: int
-    traffic: str
-    tool: str
-    size_bytes: int | None
-    streams: int
-    rate_bps: int | None
-    duration_s: float
-    repetition: int
-    label: str | None = None  #: the traffic item's tag, part of the id
-    options: dict = field(default_factory=dict, hash=False)  #: the traffic item's runner options
-    background: dict | None = field(default=None, hash=False)  #: a flood beside the trial (FloodSpec dict)
-
-    @property
-    def trial_id(self) -> str:
-        size = f"{self.size_bytes}B" if self.size_bytes else "dflt"
-        st = f"-{self.streams}s" if self.streams > 1 else ""
-        sc = "-sf" if self.stateful_shortcut else ""
-        lb = f"-{self.label}" if self.label else ""
-        bg = f"-{FloodSpec.from_dict(self.background).id_part}" if self.background else ""
-        return (f"ip{self.ip_version}{self.traffic}{lb}-{size}{st}{bg}-{self.backend}-{self.rules}r-"
-                f"{self.layout}{sc}-{self.mode}-r{self.repetition}")
-
-    @property
-    def config_key(self) -> tuple:
-        """The firewall configuration: trials with equal keys share one loaded rule set."""
-        return (self.mode, self.backend, self.layout, self.rules, self.stateful_shortcut, self.ip_version)
-
-    @property
-    def bed_key(self) -> tuple:
-        return (self.mode, self.backend)
-
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["trial_id"] = self.trial_id
-        return d
+#: one planned trial: its identity (the record stores it flat in each trial line)
+TrialSpec = TrialIdentity
 
 
 @dataclass(frozen=True)
@@ -173,6 +130,12 @@ def expand(suite: Suite, dut_system: str | None = None) -> Plan:
                                         tool=item.tool, size_bytes=size, streams=item.streams,
                                         rate_bps=item.rate_bps, duration_s=suite.duration_s, repetition=rep,
                                         label=item.label, options=dict(item.options), background=flood))
+    if not trials:
+        why = "; ".join(sorted({s["reason"] for s in skipped}))[:300]
+        raise SuiteError(f"suite '{suite.name}' plans 0 trials"
+                         + (f": every combination is skipped ({why})" if why else
+                            ": the traffic items' 'only' tables exclude every configuration"),
+                         fix="add a backend, layout or mode that applies, or widen the 'only' tables")
     ids: set[str] = set()
     for t in trials:
         if t.trial_id in ids:

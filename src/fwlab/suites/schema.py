@@ -8,6 +8,8 @@ imports none of them. Never touches the kernel. A suite is data: it can be hashe
 
 from __future__ import annotations
 
+import os
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -17,7 +19,14 @@ from fwlab.validation import check_only_keys, only_matches, parse_rate_bps
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    """No unknown keys, no coercion: ``true`` is not a number and ``"3"`` is not an integer."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+#: a suite name becomes part of a directory name under results/: letters, digits, ``_ . -``, at
+#: most 64 characters, starting with a letter or digit (no ``/``, no ``..``, no NUL)
+SUITE_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 
 
 class OffloadsModel(Strict):
@@ -31,9 +40,9 @@ class OffloadsModel(Strict):
 class PinningModel(Strict):
     """CPU the client (sender) and server (receiver) tools are pinned to; null = not pinned."""
 
-    client_cpu: int | None = 0
-    server_cpu: int | None = 1
-    dut_cpu: int | None = Field(1, description="CPU of the DUT's NAPI threads (device_model \"napi\")")
+    client_cpu: int | None = Field(0, ge=0, le=4095)
+    server_cpu: int | None = Field(1, ge=0, le=4095)
+    dut_cpu: int | None = Field(1, ge=0, le=4095, description="CPU of the DUT's NAPI threads (device_model \"napi\")")
 
 
 
@@ -72,10 +81,15 @@ class TrafficItem(Strict):
             return data
         if data.get("kind") != "engine":
             raise ValueError("rate_pps is for kind = \"engine\" (use rate_bps)")
+        pps = data["rate_pps"]
+        if isinstance(pps, bool) or not isinstance(pps, int | float) or not 0 < pps < 1e12:
+            raise ValueError(f"rate_pps must be a positive number or \"max\" (got {pps!r:.40})")
         sizes = data.get("sizes") or []
-        if len(sizes) != 1 or sizes[0] is None:
+        if not isinstance(sizes, list) or len(sizes) != 1 or sizes[0] is None:
             raise ValueError("a numeric rate_pps needs exactly one frame size in sizes")
-        bps = round(float(data["rate_pps"]) * 8 * int(sizes[0]))
+        if isinstance(sizes[0], bool) or not isinstance(sizes[0], int):
+            return data  # the size's own check names the problem
+        bps = round(pps * 8 * sizes[0])
         if data.get("rate_bps") not in (None, bps):
             raise ValueError(f"rate_bps {data['rate_bps']} contradicts rate_pps {data['rate_pps']}")
         return {**data, "rate_bps": bps}
@@ -104,18 +118,19 @@ class TrafficItem(Strict):
 class Suite(Strict):
     """A suite: the grid of test-bed modes, backends, rule sets and traffic to measure."""
 
-    name: str
-    description: str = ""
+    name: str = Field(description="letters, digits, _ . - (at most 64); names the run "
+                                                      "directory results/<name>-<UTC time>")
+    description: str = Field("", max_length=2000)
     study: str | None = Field(None, pattern=r"^[a-z0-9][a-z0-9-]{0,39}$",
                               description="published study the report sets this run beside (e.g. \"seed-001\"; "
                                           "see fwlab.published)")
-    mode: list[Literal["routed", "bridge", "direct"]] = Field(default_factory=lambda: ["routed"])
-    backends: list[str] = Field(default_factory=lambda: ["nftables"])
-    layouts: list[Literal["linear", "set"]] = Field(default_factory=lambda: ["linear"])
-    rules: list[int] = Field(default_factory=lambda: [0])
-    stateful_shortcut: list[bool] = Field(default_factory=lambda: [False])
-    ip_versions: list[Literal[4, 6]] = Field(default_factory=lambda: [4])
-    traffic: list[TrafficItem]
+    mode: list[Literal["routed", "bridge", "direct"]] = Field(min_length=1, default_factory=lambda: ["routed"])
+    backends: list[str] = Field(min_length=1, default_factory=lambda: ["nftables"])
+    layouts: list[Literal["linear", "set"]] = Field(min_length=1, default_factory=lambda: ["linear"])
+    rules: list[int] = Field(min_length=1, default_factory=lambda: [0])
+    stateful_shortcut: list[bool] = Field(min_length=1, default_factory=lambda: [False])
+    ip_versions: list[Literal[4, 6]] = Field(min_length=1, default_factory=lambda: [4])
+    traffic: list[TrafficItem] = Field(min_length=1)
     duration_s: float = Field(3.0, gt=0, le=3600, description="length of one trial [s]")
     repetitions: int = Field(3, ge=1, le=100)
     settle_s: float = Field(0.2, ge=0, le=60, description="pause between trials [s]")
@@ -136,6 +151,14 @@ class Suite(Strict):
     background: list[BackgroundItem] = Field(
         default_factory=list, description="floods from an attacker namespace while each trial runs; every "
                                           "trial is repeated per flood rate (see fwlab.floods)")
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not re.fullmatch(SUITE_NAME, v):
+            raise ValueError(f"suite name {v[:40]!r}{'...' if len(v) > 40 else ''} is not allowed: use letters, "
+                             "digits, _ . - (1 to 64, starting with a letter or digit; no / or spaces)")
+        return v
 
     @field_validator("link_rate")
     @classmethod
@@ -171,3 +194,29 @@ class Suite(Strict):
             raise ValueError("a [[background]] flood needs a DUT: use mode routed or bridge, not direct "
                              "(or restrict the flood with only = { mode = [\"routed\"] })")
         return self
+
+
+def host_cpus() -> set[int]:
+    """The CPUs this process may run on (its affinity mask; all online CPUs where there is none)."""
+    try:
+        return set(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return set(range(os.cpu_count() or 1))
+
+
+def check_cpus(suite: Suite, cpus: set[int] | None = None) -> None:
+    """SuiteError (one line) when the suite pins a tool, the DUT or a flood to a CPU this host
+    does not have (`cpus`: default :func:`host_cpus`). Checked when a suite is about to run here,
+    not when it is parsed: a record made on a larger host still opens."""
+    from fwlab.errors import SuiteError
+
+    cpus = host_cpus() if cpus is None else cpus
+    p = suite.pinning
+    wanted = [(f"pinning.{k}", getattr(p, k)) for k in ("client_cpu", "server_cpu", "dut_cpu")]
+    wanted += [(f"background.{i}.cpu", b.cpu) for i, b in enumerate(suite.background)]
+    bad = [(k, c) for k, c in wanted if c is not None and c not in cpus]
+    if bad:
+        have = ", ".join(str(c) for c in sorted(cpus))
+        raise SuiteError(f"suite '{suite.name}' pins to CPU(s) this host does not have: "
+                         + ", ".join(f"{k} = {c}" for k, c in bad) + f" (this host: CPUs {have})",
+                         fix="pin to one of this host's CPUs, or set the key to null (not pinned)")

@@ -73,7 +73,7 @@ _IFNAME = re.compile(r"^[A-Za-z0-9_.:@-]{1,15}$")
 class HostEntry(BaseModel):
     """One role's placement. Without ``ssh`` the role is local."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     ssh: str | None = Field(None, description="[user@]host of the remote host; absent = local role")
     port: int = Field(22, ge=1, le=65535)
@@ -134,7 +134,7 @@ class HostEntry(BaseModel):
 
 
 class HostsFile(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     hosts: dict[str, HostEntry]
 

@@ -1,0 +1,134 @@
+"""The shape a record must have before anything reads it: ``run.json`` and each ``trials.jsonl`` line.
+
+Owns: the read-side check that turns a damaged or hand-edited record (``host: null``, a metric
+that is a string, a trial without ``trial_id``) into one RecordError naming the file, the line and
+the field, instead of a traceback deep in the report. Only types are checked, and only of the
+fields the readers use; unknown fields pass (a later fwlab may add them).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from fwlab.validation import one_line
+
+#: metric names ending so carry a unit, hence a number
+UNIT_SUFFIXES = ("_bps", "_pps", "_cps", "_ratio", "_pct", "_s", "_ms", "_us", "_ns", "_packets", "_bytes", "_size",
+                 "_trials", "bytes", "retransmits")
+Number = float  # strict: an int passes, a bool or a string does not
+
+
+class _Shape(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True)
+
+
+class _Flag(_Shape):
+    code: str
+    severity: str = "warning"
+    message: str = ""
+
+
+class _SuiteShape(_Shape):
+    name: str
+    toml: str = ""
+    parsed: dict[str, Any] = Field(default_factory=dict)
+
+
+class _Skipped(_Shape):
+    mode: str
+    backend: str
+    layout: str
+    stateful_shortcut: bool
+    reason: str
+
+
+class _PlanShape(_Shape):
+    trials: int | None = None
+    skipped: list[_Skipped] = Field(default_factory=list)
+
+
+class _BedShape(_Shape):
+    backend: str | None = None
+    topology: dict[str, Any] = Field(default_factory=dict)
+
+
+class _RunShape(_Shape):
+    record_version: int | str  # "major.minor" since 1.1 (results.store.upgrade_run)
+    suite: _SuiteShape
+    plan: _PlanShape = Field(default_factory=_PlanShape)
+    host: dict[str, Any] = Field(default_factory=dict)
+    status: str | None = None
+    started_utc: str | None = None
+    ended_utc: str | None = None
+    beds: list[_BedShape] = Field(default_factory=list)
+    remote_hosts: dict[str, Any] | None = None
+    resumed_utc: list[str] = Field(default_factory=list)
+
+
+class _TrialShape(_Shape):
+    trial_id: str = Field(min_length=1)
+    kind: str
+    suite: str
+    mode: str
+    backend: str
+    layout: str
+    rules: int = Field(ge=0)
+    stateful_shortcut: bool
+    ip_version: int
+    traffic: str
+    tool: str
+    size_bytes: int | None
+    streams: int = Field(ge=1)
+    rate_bps: Number | None
+    duration_s: Number
+    repetition: int
+    label: str | None = None
+    metrics: dict[str, Any] | None = None
+    series: list[dict[str, Any]] = Field(default_factory=list)
+    flags: list[_Flag] = Field(default_factory=list)
+    error: str | None = None
+    conditions: dict[str, Any] = Field(default_factory=dict)
+    extra: dict[str, Any] = Field(default_factory=dict)
+    raw: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("metrics")
+    @classmethod
+    def _metrics(cls, v: dict[str, Any] | None) -> dict[str, Any] | None:
+        """A metric with a unit in its name (``throughput_bps``, ``loss_ratio``, ``latency_ns``)
+        is a number or null, or a table of them (percentiles); others (``algorithm``,
+        ``device_model``) may be text."""
+        for k, x in (v or {}).items():
+            if not k.endswith(UNIT_SUFFIXES):
+                continue
+            inner = x.values() if isinstance(x, dict) else [x]  # e.g. latency_ns percentiles
+            if not all(y is None or _is_number(y) for y in inner):
+                raise ValueError(f"metric {k[:40]!r} is {type(x).__name__}, not a number or null")
+        return v
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool)
+
+
+def run_problem(run: Any) -> str | None:
+    """Why ``run.json``'s content cannot be read (one line), or None."""
+    if not isinstance(run, dict):
+        return f"holds a JSON {type(run).__name__}, not an object"
+    try:
+        _RunShape.model_validate(run)
+    except ValidationError as exc:
+        return one_line(exc)
+    return None
+
+
+def trial_problem(trial: Any) -> str | None:
+    """Why one ``trials.jsonl`` line's content cannot be read (one line), or None."""
+    if not isinstance(trial, dict):
+        return f"holds a JSON {type(trial).__name__}, not an object"
+    try:
+        _TrialShape.model_validate(trial)
+    except ValidationError as exc:
+        return one_line(exc)
+    return None

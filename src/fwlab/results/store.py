@@ -1,0 +1,364 @@
+"""The run directory on disk: ``RunRecord`` (append, read, resume state), versioned with upgrades.
+
+Owns: ``run.json`` (``RunInfo``) and ``trials.jsonl`` (one ``TrialRecord`` per line): creating a
+run directory, writing each trial the moment it ends (write + flush + fsync), reading a record
+back (a torn last line from a killed run is skipped; other lines that fail to parse are named,
+not hidden), the record version (``major.minor``: a reader opens every minor of its major and
+upgrades older minors in memory), the resume events, and what the record is (``RecordState``:
+complete / incomplete / damaged / interrupted, resumed or not). Never runs traffic.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from fwlab.errors import RecordError
+from fwlab.results.trial import TrialRecord, utc_now
+from fwlab.results.shape import trial_problem
+
+#: the version this fwlab writes; readers open any "1.x" and upgrade older minors in memory
+RECORD_VERSION = "1.1"
+RECORD_MAJOR, RECORD_MINOR = (int(x) for x in RECORD_VERSION.split("."))
+RUN_FILE = "run.json"
+TRIALS_FILE = "trials.jsonl"
+SUMMARY_FILE = "summary.csv"
+REPORT_FILE = "report.html"
+
+RunStatus = Literal["running", "complete", "interrupted", "failed"]
+
+
+class ResumeEvent(BaseModel):
+    """One ``fwlab run --resume`` of this record."""
+
+    model_config = ConfigDict(extra="allow")
+    at_utc: str
+    trials_done: int | None = Field(default=None, description="trials that had ended without error before it")
+
+
+class Plan(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    trials: int = Field(description="planned trial count")
+    trial_ids: list[str] | None = Field(default=None, description="planned trial ids in run order (since 1.1)")
+    skipped: list[dict[str, Any]] = Field(default_factory=list, description="combinations left out, with reason")
+
+
+class RunInfo(BaseModel):
+    """``run.json``. Unknown keys are kept (a newer minor may add some)."""
+
+    model_config = ConfigDict(extra="allow")
+    record_version: str = Field(description="major.minor; readers accept their major and upgrade older minors")
+    status: RunStatus
+    started_utc: str
+    ended_utc: str | None = None
+    resumed_utc: list[str] = Field(default_factory=list, description="when each resume started")
+    resume_events: list[ResumeEvent] = Field(default_factory=list, description="each resume (since 1.1)")
+    suite: dict[str, Any] = Field(description="name, toml (as given), parsed (validated, with defaults)")
+    plan: Plan
+    host: dict[str, Any] = Field(default_factory=dict, description="host metadata")
+    beds: list[dict[str, Any]] = Field(default_factory=list, description="one per test bed built")
+    remote_hosts: dict[str, Any] | None = None
+
+
+def parse_version(v: Any) -> tuple[int, int] | None:
+    """``1`` (records before 1.1) -> (1, 0); ``"1.1"`` -> (1, 1); anything else None."""
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return (v, 0)
+    if isinstance(v, str):
+        parts = v.split(".")
+        if len(parts) == 2 and all(p.isdigit() for p in parts):
+            return (int(parts[0]), int(parts[1]))
+    return None
+
+
+def upgrade_run(run: dict, where: str) -> dict:
+    """``run.json`` of any version this fwlab reads, as the current version (in memory)."""
+    v = parse_version(run.get("record_version"))
+    if v is None or v[0] != RECORD_MAJOR:
+        raise RecordError(f"{where} has record version {run.get('record_version')!r}, "
+                          f"this fwlab reads {RECORD_MAJOR}.x", fix="use the fwlab version that wrote it")
+    run = dict(run)
+    if v < (1, 1):
+        # 1.0 -> 1.1: version as "major.minor", resume events beside the resume times
+        run.setdefault("resume_events", [{"at_utc": t, "trials_done": None} for t in run.get("resumed_utc") or []])
+    run["record_version"] = RECORD_VERSION if v[1] <= RECORD_MINOR else f"{v[0]}.{v[1]}"
+    return run
+
+
+def _fits(line: dict) -> bool:
+    try:
+        TrialRecord.model_validate(line)
+    except ValidationError:
+        return False
+    return True
+
+
+def run_dir_name(suite: str, when: datetime | None = None) -> str:
+    when = when or datetime.now(timezone.utc)
+    return f"{suite}-{when.strftime('%Y%m%dT%H%M%SZ')}"
+
+
+def _atomic_write_json(path: Path, data: dict) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
+    os.replace(tmp, path)
+
+
+@dataclass
+class TrialsRead:
+    """What ``trials.jsonl`` holds, read tolerantly."""
+
+    trials: list[dict]  #: the last line per trial id, in file order
+    bad_lines: list[int] = field(default_factory=list)  #: 1-based lines that are not a trial record (not the torn tail)
+    torn_tail: bool = False  #: the last line was cut by a kill mid-write
+    file_missing: bool = False
+
+
+@dataclass
+class RecordState:
+    """What the record is, for the report's overview and headline."""
+
+    status: Literal["complete", "incomplete", "damaged", "interrupted", "running", "failed"]
+    stated: str | None  #: the status run.json states
+    planned: int | None
+    planned_ids: list[str] | None
+    present: int  #: distinct trial ids in trials.jsonl
+    failed: int  #: of those, ended with an error
+    missing_ids: list[str]  #: planned but not in trials.jsonl (empty when the plan's ids are unknown)
+    bad_lines: list[int]
+    torn_tail: bool
+    file_missing: bool
+    resumes: list[dict]  #: {at_utc, trials_done}
+
+    @property
+    def complete(self) -> bool:
+        return self.status == "complete"
+
+    def sentence(self) -> str:
+        """One line, e.g. 'incomplete: 6 of 8 planned trials (missing: a, b)'."""
+        planned = "?" if self.planned is None else str(self.planned)
+        s = f"{self.status}: {self.present} of {planned} planned trials in the record"
+        if self.failed:
+            s += f" ({self.failed} failed)"
+        if self.file_missing:
+            s += f"; {TRIALS_FILE} is missing"
+        if self.bad_lines:
+            s += f"; {TRIALS_FILE} lines {', '.join(str(n) for n in self.bad_lines)} could not be read"
+        if self.torn_tail:
+            s += "; its last line was cut off (a kill mid-write)"
+        if self.planned_ids is None and self.planned is not None and self.present < self.planned:
+            s += " (this record's version does not store the planned trial ids)"
+        if self.missing_ids:
+            shown = self.missing_ids[:20]
+            more = f" and {len(self.missing_ids) - len(shown)} more" if len(self.missing_ids) > len(shown) else ""
+            s += f"; missing: {', '.join(shown)}{more}"
+        if self.stated and self.stated != self.status:
+            s += f"; run.json says '{self.stated}'"
+        if self.resumes:
+            n = len(self.resumes)
+            s += f"; resumed {n} time{'s' if n > 1 else ''} ({', '.join(str(r.get('at_utc')) for r in self.resumes)})"
+        return s
+
+
+@dataclass
+class RunRecord:
+    """An open run directory."""
+
+    path: Path
+    run: dict = field(default_factory=dict)
+
+    # -- creation and loading --------------------------------------------------------------
+    @classmethod
+    def create(cls, root: Path, suite_name: str, run: dict) -> "RunRecord":
+        root.mkdir(parents=True, exist_ok=True)
+        base = run_dir_name(suite_name)
+        path = root / base
+        k = 1
+        while path.exists():
+            k += 1
+            path = root / f"{base}-{k}"
+        path.mkdir()
+        run = {"record_version": RECORD_VERSION, **run, "status": "running", "started_utc": utc_now()}
+        rec = cls(path, run)
+        rec.save_run()
+        (path / TRIALS_FILE).touch()
+        return rec
+
+    @classmethod
+    def open(cls, path: Path | str) -> "RunRecord":
+        path = Path(path)
+        f = path / RUN_FILE
+        if f.is_dir():
+            raise RecordError(f"{f} is a directory, not a run record file", fix="restore it from a backup")
+        if not f.is_file():
+            raise RecordError(f"{path} holds no fwlab run record ({RUN_FILE} missing)",
+                              fix="pass a directory written by 'fwlab run'")
+        from fwlab.results.shape import run_problem
+        from fwlab.validation import read_text
+
+        text = read_text(f, "record file", RecordError, fix="pass a directory written by 'fwlab run'")
+        try:
+            run = json.loads(text)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            why = getattr(exc, "msg", "nested too deeply")
+            raise RecordError(f"{f} is not valid JSON: {why}", fix="restore it from a backup") from None
+        if not isinstance(run, dict):
+            raise RecordError(f"{f} holds a JSON {type(run).__name__}, not an object", fix="restore it from a backup")
+        run = upgrade_run(run, str(f))
+        if why := run_problem(run):
+            raise RecordError(f"{f} is damaged: {why}", fix="restore it from a backup, or correct the field")
+        return cls(path, run)
+
+    def info(self) -> RunInfo:
+        """``run.json`` as a typed model (raises RecordError naming the first bad field)."""
+        try:
+            return RunInfo.model_validate(self.run)
+        except ValidationError as exc:
+            e = exc.errors()[0]
+            loc = ".".join(str(x) for x in e["loc"]) or "(top)"
+            raise RecordError(f"{self.path / RUN_FILE}: {loc}: {e['msg']}", fix="restore it from a backup") from None
+
+    def save_run(self) -> None:
+        _atomic_write_json(self.path / RUN_FILE, self.run)
+
+    def set_status(self, status: str) -> None:
+        self.run["status"] = status
+        self.run["ended_utc"] = utc_now()
+        self.save_run()
+
+    def note_resume(self) -> None:
+        """Record that a resume starts now (time and how many trials were done before it)."""
+        now = utc_now()
+        self.run.setdefault("resumed_utc", []).append(now)
+        self.run.setdefault("resume_events", []).append({"at_utc": now, "trials_done": len(self.finished_ids())})
+        self.run["record_version"] = RECORD_VERSION
+        self.run["status"] = "running"
+        self.save_run()
+
+    # -- trials ------------------------------------------------------------------------------
+    def append_trial(self, trial: TrialRecord | dict) -> None:
+        """Append one finished trial and make it durable before returning."""
+        if isinstance(trial, TrialRecord):
+            trial = trial.to_json()
+        line = json.dumps(trial, separators=(",", ":"), default=str)
+        with open(self.path / TRIALS_FILE, "a") as fh:
+            fh.write(line + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def read(self) -> TrialsRead:
+        """Every trial line, tolerantly: the last line per trial id wins, a torn last line is
+        skipped, other lines that are not a trial record (not JSON, or not fitting
+        ``TrialRecord``) are listed in ``bad_lines``."""
+        f = self.path / TRIALS_FILE
+        if not f.is_file():
+            return TrialsRead([], file_missing=True)
+        by_id: dict[str, dict] = {}
+        bad: list[int] = []
+        torn = False
+        lines = f.read_bytes().decode("utf-8", errors="replace").splitlines()
+        for i, line in enumerate(lines):
+            if not line.strip():
+                continue
+            try:
+                t = json.loads(line)
+            except (json.JSONDecodeError, RecursionError):
+                if i == len(lines) - 1:
+                    torn = True  # cut by a kill mid-write
+                else:
+                    bad.append(i + 1)
+                continue
+            if not isinstance(t, dict) or not _fits(t) or trial_problem(t):
+                bad.append(i + 1)
+                continue
+            by_id.pop(t["trial_id"], None)
+            by_id[t["trial_id"]] = t
+        return TrialsRead(list(by_id.values()), bad, torn)
+
+    def trials(self, kind: str | None = None) -> list[dict]:
+        """All trials, the last line per trial id winning; a torn last line is skipped, any other
+        unreadable line is an error (RecordError naming it)."""
+        r = self.read()
+        if r.bad_lines:
+            raise RecordError(f"{self.path / TRIALS_FILE} line {r.bad_lines[0]} is not a trial record",
+                              fix="remove the line")
+        return [t for t in r.trials if kind is None or t.get("kind") == kind]
+
+    def records(self, kind: str | None = None) -> list[TrialRecord]:
+        """All trials as ``TrialRecord`` (RecordError naming the first that does not fit the schema)."""
+        out = []
+        for t in self.trials(kind):
+            try:
+                out.append(TrialRecord.from_json(t))
+            except ValidationError as exc:
+                e = exc.errors()[0]
+                loc = ".".join(str(x) for x in e["loc"])
+                raise RecordError(f"{self.path / TRIALS_FILE}: trial {t.get('trial_id')}: {loc}: {e['msg']}",
+                                  fix="remove the line or restore it from a backup") from None
+        return out
+
+    def finished_ids(self) -> set[str]:
+        """Trials that need not run again on resume (those that ended without error)."""
+        return {t["trial_id"] for t in self.trials() if not t.get("error")}
+
+    def repair_torn_tail(self) -> None:
+        """Drop a torn last line so appends after a resume start on a clean line."""
+        f = self.path / TRIALS_FILE
+        if not f.exists():
+            return
+        data = f.read_bytes()
+        if data and not data.endswith(b"\n"):
+            cut = data.rfind(b"\n")
+            f.write_bytes(data[: cut + 1] if cut >= 0 else b"")
+
+    # -- what the record is -------------------------------------------------------------------
+    def planned_ids(self) -> list[str] | None:
+        """The planned trial ids, stored since 1.1 (None for older records: the plan is expanded
+        by layers above the record, which it does not import)."""
+        plan = self.run.get("plan") if isinstance(self.run.get("plan"), dict) else {}
+        ids = plan.get("trial_ids")
+        return [str(x) for x in ids] if isinstance(ids, list) else None
+
+    def state(self, read: TrialsRead | None = None) -> RecordState:
+        return record_state(self.run, read or self.read(), self.planned_ids())
+
+
+def record_state(run: dict, read: TrialsRead, planned_ids: list[str] | None) -> RecordState:
+    """What the record is: ``damaged`` (lines that are not trials, or trials.jsonl missing while
+    trials were planned), else the stated ``interrupted`` / ``failed`` / ``running``, else
+    ``incomplete`` (planned trials missing: a truncated file), else ``complete``."""
+    stated = run.get("status")
+    plan = run.get("plan") if isinstance(run.get("plan"), dict) else {}
+    planned = len(planned_ids) if planned_ids is not None else (
+        plan.get("trials") if isinstance(plan.get("trials"), int) else None)
+    present = {t["trial_id"] for t in read.trials}
+    missing = [i for i in planned_ids or [] if i not in present]
+    failed = sum(1 for t in read.trials if t.get("error"))
+    resumes = [dict(e) for e in run.get("resume_events") or [] if isinstance(e, dict)]
+    short = bool(missing) or (planned is not None and len(present) < planned)
+    if read.bad_lines or (read.file_missing and (planned or 0) > 0):
+        status = "damaged"
+    elif stated in ("interrupted", "failed", "running"):
+        status = stated
+    elif short:
+        status = "incomplete"
+    else:
+        status = "complete"
+    return RecordState(status=status, stated=stated, planned=planned, planned_ids=planned_ids,
+                       present=len(present), failed=failed, missing_ids=missing, bad_lines=read.bad_lines,
+                       torn_tail=read.torn_tail, file_missing=read.file_missing, resumes=resumes)
+
+
+def state_without_plan(run: dict, trials: list[dict]) -> RecordState:
+    """The state from run.json and the trials alone (planned ids only if run.json stores them)."""
+    plan = run.get("plan") if isinstance(run.get("plan"), dict) else {}
+    ids = plan.get("trial_ids")
+    return record_state(run, TrialsRead(list(trials)), [str(i) for i in ids] if isinstance(ids, list) else None)

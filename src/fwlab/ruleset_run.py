@@ -1,0 +1,393 @@
+"""``fwlab run --ruleset FILE``: a user's own rule set, its derived traffic, verdicts and cost per class.
+
+Owns the order of work of an imported-rule-set run:
+
+1. read the file (nft syntax or iptables-save, optional ipset file) and fail in one line on a
+   malformed one, before anything is built;
+2. build one routed bed and give the DUT's two interfaces the names the rule set uses
+   (``interfaces = {eth0 = "client", eth1 = "server"}``), then load the file verbatim
+   (:mod:`fwlab.dut.imported`); a refusal tears the bed down and says the kernel's message;
+3. read the rule set back from the kernel and derive one traffic class per reachable terminal
+   rule and policy (:mod:`fwlab.rules.derive`);
+4. functional check: send each class as ``PROBE_COUNT`` engine packets (udp, or tcp SYN) from
+   the side the class enters on; observed verdict = did they arrive at the other side's
+   interface (rx counter), and which rule counters moved; compared with the rule set's verdict;
+5. cost: each class at the engine's maximum rate (``RATE_COUNT`` fixed-size frames, packet
+   backend), with the rule set loaded and with no rule set (the reference), alternating, for
+   ``repetitions`` rounds. On veth the DUT's forwarding and firewall run in the sender's softirq,
+   so the sender's packet rate is the path's rate (generator + DUT together); per-class cost =
+   1e9 / rate - 1e9 / reference rate [ns/packet], median of the rounds with their range.
+
+Writes a normal record (run.json with ``ruleset_import``, one trial per class x condition x
+round, kind ``ruleset-class``) and tears everything down on every exit path.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+from fwlab.dut.base import DutContext
+from fwlab.dut.imported import ImportedFirewall
+from fwlab.errors import FwlabError, RunnerError, SuiteError
+from fwlab.results import RunRecord, host_metadata, trial_record, utc_now
+from fwlab.rules.derive import BedAddresses, Derivation, TrafficClass, derive
+from fwlab.runners.engine import engine_version, parse_result, require_engine
+from fwlab.testbed import Testbed, Topology, new_run_id, require_root, require_tool
+
+PROBE_COUNT = 40  #: probe packets per class [packets]
+PROBE_PPS = 2000  #: probe rate [packets/s]
+PASS_MIN = 0.9  #: share of probes that must arrive to call a class passed
+DROP_MAX = 0.1  #: share at most arriving to call it dropped (between: inconclusive)
+RATE_COUNT = 100_000  #: frames per rate measurement (back to back at max)
+SETTLE_S = 0.3  #: wait after a probe burst before reading counters [s]
+DEFAULT_INTERFACES = {"eth0": "client", "eth1": "server"}
+
+
+@dataclass
+class RulesetRunConfig:
+    ruleset: Path
+    ipset: Path | None = None
+    interfaces: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_INTERFACES))
+    repetitions: int = 3
+    rate_count: int = RATE_COUNT
+    probe_count: int = PROBE_COUNT
+    measure_rate: bool = True
+    seed: int = 1
+
+
+def parse_interfaces(text: str | dict) -> dict[str, str]:
+    """'eth0=client,eth1=server' (or a suite's table) -> {name: role}, one name per role."""
+    if isinstance(text, str):
+        pairs = [p.split("=", 1) for p in text.split(",") if p.strip()]
+        if any(len(p) != 2 for p in pairs):
+            raise SuiteError(f"interfaces '{text}' is not NAME=ROLE,NAME=ROLE",
+                             fix="e.g. --interfaces eth0=client,eth1=server")
+        data = {k.strip(): v.strip().strip('"') for k, v in pairs}
+    else:
+        data = dict(text)
+    roles = sorted(data.values())
+    if roles != ["client", "server"] or any(not n or len(n) > 15 or "/" in n or " " in n for n in data):
+        raise SuiteError(f"interfaces {data} must name one interface (<= 15 characters) for 'client' "
+                         f"and one for 'server'", fix='e.g. interfaces = { eth0 = "client", eth1 = "server" }')
+    return data
+
+
+def _read(path: Path, what: str) -> str:
+    try:
+        return path.read_text()
+    except OSError as exc:
+        raise SuiteError(f"cannot read the {what} {path}: {exc.strerror}", fix="give an existing file") from None
+    except UnicodeDecodeError:
+        raise SuiteError(f"the {what} {path} is not text", fix="give nft or iptables-save text") from None
+
+
+# -- the bed -------------------------------------------------------------------------------------
+@dataclass
+class Bed:
+    """The built bed as this run sees it: names as the rule set uses them, MACs, addresses."""
+
+    bed: Testbed
+    ctx: DutContext
+    names: dict[str, str]  #: role -> the DUT's interface name on that side
+    dut_mac: dict[str, str]  #: role -> MAC of the DUT's interface facing that role
+    addrs: BedAddresses
+
+
+def _mac(bed: Testbed, role: str, dev: str) -> str:
+    return json.loads(bed.sh(role, "ip", "-j", "link", "show", dev).stdout)[0]["address"]
+
+
+def prepare(bed: Testbed, interfaces: dict[str, str]) -> Bed:
+    """Rename the DUT's interfaces to the rule set's names (addresses kept), route everything
+    not on the client side to the server, and describe the result."""
+    t, plan = bed.topo, bed.topo.plan
+    names = {role: name for name, role in interfaces.items()}
+    devs = {"client": t.dut_client_if, "server": t.dut_server_if}
+    macs = {role: _mac(bed, "dut", devs[role]) for role in devs}
+    for role, dev in devs.items():
+        bed.sh("dut", "sysctl", "-q", "-w", f"net.ipv6.conf.{dev}.keep_addr_on_down=1")
+        bed.sh("dut", "ip", "link", "set", dev, "down")
+        bed.sh("dut", "ip", "link", "set", dev, "name", names[role])
+        bed.sh("dut", "ip", "link", "set", names[role], "up")
+    for v, gw in ((4, plan.server4), (6, plan.server6)):
+        bed.sh("dut", "ip", f"-{v}", "route", "replace", "default", "via", gw, "dev", names["server"])
+    addrs = BedAddresses(
+        client_if=names["client"], server_if=names["server"],
+        client={4: plan.client4, 6: plan.client6}, server={4: plan.server4, 6: plan.server6},
+        client_net={4: plan.client_net4, 6: plan.client_net6}, server_net={4: plan.server_net4, 6: plan.server_net6},
+        dut_own=(plan.dut_client_side4, plan.dut_server_side4, plan.dut_client_side6, plan.dut_server_side6))
+    ctx = DutContext(bed.host, bed.ns("dut"), "routed")
+    return Bed(bed, ctx, names, macs, addrs)
+
+
+def _route_class(b: Bed, c: TrafficClass) -> None:
+    """Route the class's destination out of the receiving side (to that side's bed host, which
+    sees every frame at its interface) and its source back out of the sending side (so a
+    reject's ICMP error goes back to the sender, not on to the receiver)."""
+    p = c.packet.describe()
+    v = c.packet.family
+    to_side, from_side = ("server", "client") if c.direction == "c2s" else ("client", "server")
+    gw = {"client": b.addrs.client[v], "server": b.addrs.server[v]}
+    for addr, side in ((p["dst"], to_side), (p["src"], from_side)):
+        if addr != gw[side]:
+            b.bed.sh("dut", "ip", f"-{v}", "route", "replace", addr, "via", gw[side], "dev", b.names[side])
+
+
+# -- sending ---------------------------------------------------------------------------------
+def send_args(engine: str, b: Bed, c: TrafficClass, *, count: int, rate: str) -> tuple[str, list[str]]:
+    """(role that sends, fwlab-engine send argv) for ``count`` frames of class ``c``."""
+    p = c.packet.describe()
+    role = "client" if c.direction == "c2s" else "server"
+    iface = b.bed.topo.client_if if role == "client" else b.bed.topo.server_if
+    frame = 64 if c.packet.family == 4 else 78
+    argv = [engine, "send", "--backend", "packet", "--iface", iface, "--dst-mac", b.dut_mac[role],
+            "--src", p["src"], "--dst", p["dst"], "--src-port", str(p["sport"]), "--dst-port", str(p["dport"]),
+            "--proto", "udp" if p["proto"] == "udp" else "tcp-syn", "--frame-size", str(frame),
+            "--count", str(count), "--rate-pps", rate]
+    return role, argv
+
+
+def _send(b: Bed, role: str, argv: list[str]) -> dict:
+    cp = b.bed.host.run(argv, ns=b.bed.ns(role), check=False, timeout_s=120)
+    if cp.returncode != 0:
+        raise RunnerError(f"fwlab-engine send failed (exit {cp.returncode}): {cp.stderr.strip()[:200]}",
+                          fix="check the engine build ('make engine')")
+    return parse_result(cp.stdout, "send")
+
+
+def _rx(b: Bed, role: str) -> int:
+    dev = b.bed.topo.client_if if role == "client" else b.bed.topo.server_if
+    return b.bed.link_counters(role, dev)["rx_packets"]
+
+
+def observed_verdict(sent: int, arrived: int) -> str:
+    """passed | dropped | inconclusive from how many of ``sent`` probes arrived."""
+    if sent <= 0:
+        return "inconclusive"
+    share = arrived / sent
+    if share >= PASS_MIN:
+        return "passed"
+    if share <= DROP_MAX:
+        return "dropped"
+    return "inconclusive"
+
+
+def check_class(expected: str, observed: str, rule_delta: int | None, sent: int, is_policy: bool) -> tuple[str, str]:
+    """(status, why): status match | mismatch | inconclusive."""
+    want = "passed" if expected == "accept" else "dropped"
+    if observed == "inconclusive":
+        return "inconclusive", f"between {DROP_MAX:.0%} and {PASS_MIN:.0%} of the probes arrived"
+    if observed != want:
+        return "mismatch", f"the rule set says {expected}, the probes were {observed}"
+    if rule_delta is not None and rule_delta < sent * PASS_MIN:
+        return "mismatch", f"verdict as expected but the class's rule counter moved by {rule_delta} of {sent}"
+    how = "policy (no rule counter)" if is_policy else (
+        "rule counter moved" if rule_delta is not None else "rule has no counter")
+    return "match", f"{observed} as the rule set says; {how}"
+
+
+def probe(b: Bed, fw: ImportedFirewall, engine: str, c: TrafficClass, count: int) -> dict:
+    _route_class(b, c)
+    role, argv = send_args(engine, b, c, count=count, rate=str(PROBE_PPS))
+    other = "server" if role == "client" else "client"
+    c0, r0 = fw.counters(b.ctx), _rx(b, other)
+    send = _send(b, role, argv)
+    time.sleep(SETTLE_S)
+    c1, r1 = fw.counters(b.ctx), _rx(b, other)
+    sent = int(send.get("offered_count") or 0)
+    arrived = r1 - r0
+    moved = {k: c1.get(k, 0) - c0.get(k, 0) for k in c1 if c1.get(k, 0) != c0.get(k, 0)}
+    rule_delta = moved.get(c.rule_id, 0) if c.rule_id in c1 else None
+    obs = observed_verdict(sent, arrived)
+    status, why = check_class(c.expected, obs, rule_delta, sent, c.rule_id.startswith("policy:"))
+    return {"class_id": c.class_id, "sent": sent, "arrived": arrived, "observed": obs,
+            "expected": c.expected, "rule_counter_delta": rule_delta, "counters_moved": moved,
+            "status": status, "why": why, "argv": argv}
+
+
+# -- the run -----------------------------------------------------------------------------------
+def _median_range(xs: list[float]) -> dict:
+    xs = [x for x in xs if x is not None]
+    if not xs:
+        return {"median": None, "min": None, "max": None, "n": 0}
+    return {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "n": len(xs)}
+
+
+def summarize_costs(classes: list[TrafficClass], rates: dict[tuple[str, str], list[float]]) -> list[dict]:
+    """Per class: rate with rules and without, cost [ns/packet] = 1e9/rate - 1e9/ref (per round,
+    then median and range), sorted most expensive first."""
+    out = []
+    for c in classes:
+        r = rates.get((c.class_id, "rules"), [])
+        ref = rates.get((c.class_id, "reference"), [])
+        costs = [1e9 / a - 1e9 / b for a, b in zip(r, ref) if a and b]
+        out.append({"class_id": c.class_id, "rule_id": c.rule_id, "rule_text": c.rule_text,
+                    "expected": c.expected, "traversed_rules": c.traversed_rules,
+                    "rate_pps": _median_range(r), "reference_rate_pps": _median_range(ref),
+                    "cost_ns_per_packet": _median_range(costs)})
+    out.sort(key=lambda d: -(d["cost_ns_per_packet"]["median"] or float("-inf")))
+    return out
+
+
+def run_ruleset(cfg: RulesetRunConfig, out_root: Path, *, log: TextIO | None = sys.stderr) -> RunRecord:
+    text = _read(cfg.ruleset, "rule set")
+    ipset_text = _read(cfg.ipset, "ipset file") if cfg.ipset else None
+    fw = ImportedFirewall.from_text(text, cfg.ruleset.name, ipset_text)
+    names = parse_interfaces(cfg.interfaces)
+    require_root()
+    for prog in ("ip", "ethtool", ("nft" if fw.kind == "nft" else fw._restore())) + (("ipset",) if ipset_text else ()):
+        require_tool(prog)
+    engine = require_engine()
+
+    def note(s: str) -> None:
+        if log:
+            log.write(s + "\n")
+            log.flush()
+
+    bed = Testbed(Topology(run_id=new_run_id(), mode="routed"))
+    with bed:
+        desc = bed.describe()
+        b = prepare(bed, names)
+        load_s = fw.load(b.ctx)  # a refusal raises here; `with` removes the bed
+        digest = fw.digest(b.ctx)
+        model = fw.readback(b.ctx)
+        deriv: Derivation = derive(model, b.addrs, seed=cfg.seed)
+        note(f"{cfg.ruleset.name}: {fw.family}, loaded in {load_s * 1e3:.1f} ms; "
+             f"{len(deriv.classes)} traffic classes, {len(deriv.not_covered)} not covered")
+        rec = RunRecord.create(out_root, f"ruleset-{cfg.ruleset.stem}", {
+            "suite": {"name": f"ruleset-{cfg.ruleset.stem}", "toml": "", "parsed": {
+                "name": f"ruleset-{cfg.ruleset.stem}", "mode": ["routed"], "repetitions": cfg.repetitions,
+                "ip_versions": sorted(model.families()),
+                "description": f"imported rule set {cfg.ruleset.name}: derived traffic classes, their verdicts "
+                               f"and cost per class"}},
+            "plan": {"trials": 0, "skipped": []},
+            "host": host_metadata(),
+            "beds": [{**desc, "backend": "imported", "backend_version": fw.version(b.ctx),
+                      "dut_interfaces": b.names}],
+        })
+        imp = {"file": str(cfg.ruleset), "ipset_file": str(cfg.ipset) if cfg.ipset else None,
+               "kind": fw.kind, "family": fw.family, "ip_version": fw.ip_version, "digest": digest,
+               "load_s": load_s, "text": text, "interfaces": names, "derivation": deriv.to_dict(),
+               "probe": {"count": cfg.probe_count, "pps": PROBE_PPS, "pass_min": PASS_MIN, "drop_max": DROP_MAX},
+               "rate": {"count": cfg.rate_count, "repetitions": cfg.repetitions, "frame_size": {"4": 64, "6": 78},
+                        "method": "fwlab-engine send --backend packet --rate-pps max; rate = offered / elapsed "
+                                  "(the sender's softirq carries the DUT's forwarding on veth)"},
+               "engine_version": engine_version()}
+        if any(m.field == "ct_state" for ch in model.chains.values() for r in ch.rules for m in r.matches):
+            imp["cost_note"] = ("the rule set matches ct state, so the DUT tracks connections while it is loaded and "
+                                "not in the reference (no rule set): each class's cost includes connection tracking")
+        rec.run["ruleset_import"] = imp
+        rec.save_run()
+        try:
+            probes = [probe(b, fw, engine, c, cfg.probe_count) for c in deriv.classes]
+            imp["probes"] = probes
+            for p in probes:
+                note(f"  {p['class_id']}: expected {p['expected']}, observed {p['observed']} "
+                     f"({p['arrived']}/{p['sent']}) -> {p['status']}")
+            rec.save_run()
+            rates: dict[tuple[str, str], list[float]] = {}
+            if cfg.measure_rate and deriv.classes:
+                for k in range(cfg.repetitions):
+                    for cond in ("rules", "reference") if k % 2 == 0 else ("reference", "rules"):
+                        if cond == "reference":
+                            fw.flush(b.ctx)
+                        else:
+                            fw.flush(b.ctx)
+                            fw.load(b.ctx)
+                        for c in deriv.classes:
+                            rate = _rate_trial(rec, b, engine, c, cond, k, cfg, digest, fw.family)
+                            rates.setdefault((c.class_id, cond), []).append(rate)
+                    note(f"  rate round {k + 1}/{cfg.repetitions} done")
+                imp["costs"] = summarize_costs(deriv.classes, rates)
+            else:
+                imp["costs"] = []
+                imp["rate_missing"] = "not measured (--no-rate)" if deriv.classes else "no traffic class derived"
+            rec.run["plan"]["trials"] = len(rec.trials())
+            rec.set_status("complete")
+        except BaseException:
+            rec.set_status("incomplete")
+            raise
+        finally:
+            fw.flush(b.ctx)
+    return rec
+
+
+def _rate_trial(rec: RunRecord, b: Bed, engine: str, c: TrafficClass, cond: str, k: int,
+                cfg: RulesetRunConfig, digest: str, family: str) -> float | None:
+    _route_class(b, c)
+    role, argv = send_args(engine, b, c, count=cfg.rate_count, rate="max")
+    started = utc_now()
+    error, send = None, {}
+    try:
+        send = _send(b, role, argv)
+    except FwlabError as exc:
+        error = exc.one_line()
+    elapsed = float(send.get("elapsed_s") or 0)
+    offered = int(send.get("offered_count") or 0)
+    rate = offered / elapsed if elapsed and offered else None
+    spec = {"trial_id": f"{c.class_id}-{cond}-r{k}", "suite": rec.run["suite"]["name"], "mode": "routed",
+            "backend": "imported" if cond == "rules" else "none", "class_id": c.class_id, "condition": cond,
+            "repetition": k, "ip_version": c.packet.family, "traffic": "ruleset-class", "tool": "fwlab-engine",
+            "size_bytes": 64 if c.packet.family == 4 else 78}
+    rec.append_trial(trial_record(
+        spec, kind="ruleset-class", started_utc=started,
+        metrics={"tx_pps": rate, "offered_count": offered, "duration_s": elapsed or None,
+                 "ns_per_packet": 1e9 / rate if rate else None},
+        ruleset={"digest": digest if cond == "rules" else None, "family": family if cond == "rules" else None},
+        raw={"engine_send_json": send, "argv": argv}, error=error,
+        extra={"class": c.to_dict()}))
+    return rate
+
+
+# -- configuration ---------------------------------------------------------------------------
+RULESET_KEYS = ("file", "ipset", "interfaces", "rate_count", "probe_count", "measure_rate", "seed")
+
+
+def config_from_args(ruleset: str, *, ipset: str | None = None, interfaces: str | None = None,
+                     repetitions: int | None = None, no_rate: bool = False) -> RulesetRunConfig:
+    if repetitions is not None and repetitions < 1:
+        raise SuiteError(f"--repetitions {repetitions} must be at least 1", fix="e.g. --repetitions 3")
+    return RulesetRunConfig(ruleset=Path(ruleset), ipset=Path(ipset) if ipset else None,
+                            interfaces=parse_interfaces(interfaces) if interfaces else dict(DEFAULT_INTERFACES),
+                            repetitions=repetitions or 3, measure_rate=not no_rate)
+
+
+def config_from_suite_file(path: Path, repetitions: int | None = None) -> RulesetRunConfig | None:
+    """A suite file whose [ruleset] table names a rule set -> its config; None when it has none."""
+    import tomllib
+
+    try:
+        data = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return None  # the ordinary suite loader reports it
+    table = data.get("ruleset")
+    if table is None:
+        return None
+    where = f"suite {path.name} [ruleset]"
+    if not isinstance(table, dict) or "file" not in table:
+        raise SuiteError(f"{where} needs file = \"...\"", fix='[ruleset] file = "my-rules.nft"')
+    unknown = sorted(set(table) - set(RULESET_KEYS))
+    if unknown:
+        raise SuiteError(f"{where} has unknown key(s) {', '.join(unknown)}", fix=f"use {', '.join(RULESET_KEYS)}")
+    other = sorted(set(data) - {"ruleset", "name", "description", "repetitions"})
+    if other:
+        raise SuiteError(f"suite {path.name}: a [ruleset] suite takes only name, description, repetitions "
+                         f"and [ruleset] (found {', '.join(other)})", fix="move the other keys to another suite")
+    base = path.parent
+    reps = repetitions or data.get("repetitions", 3)
+    if not isinstance(reps, int) or reps < 1:
+        raise SuiteError(f"suite {path.name}: repetitions must be a positive integer", fix="repetitions = 3")
+    ints = {k: table[k] for k in ("rate_count", "probe_count", "seed") if k in table}
+    bad = [k for k, v in ints.items() if not isinstance(v, int) or v < 1]
+    if bad:
+        raise SuiteError(f"{where}: {bad[0]} must be a positive integer", fix=f"{bad[0]} = 100000")
+    return RulesetRunConfig(
+        ruleset=base / table["file"], ipset=(base / table["ipset"]) if table.get("ipset") else None,
+        interfaces=parse_interfaces(table.get("interfaces", DEFAULT_INTERFACES)), repetitions=reps,
+        measure_rate=bool(table.get("measure_rate", True)), **ints)

@@ -1,0 +1,89 @@
+"""The published record schema: generated from the models, committed, documented, and it
+validates real records (the golden version-1 record, upgraded on open)."""
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from goldens import GOLDEN
+from record_schema import SCHEMA_DIR, assert_record_valid
+from fwlab.errors import RecordError
+from fwlab.results import RECORD_VERSION, RunRecord, TrialIdentity, trial_record
+from fwlab.results.kinds import TRIAL_KINDS
+from fwlab.results.schema import run_schema, schema_texts, trial_schema
+from fwlab.results.store import parse_version
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "record-format.md"
+
+
+def test_committed_schema_matches_the_models():
+    for name, text in schema_texts().items():
+        committed = (SCHEMA_DIR / name).read_text()
+        assert committed == text, f"docs/schema/{name} is stale: run python -m fwlab.results.schema docs/schema"
+
+
+def test_golden_version_1_record_opens_upgraded_and_validates():
+    raw = json.loads((GOLDEN / "run-tiny" / "run.json").read_text())
+    assert raw["record_version"] == 1  # written before 1.1
+    rec = RunRecord.open(GOLDEN / "run-tiny")
+    assert rec.run["record_version"] == RECORD_VERSION and rec.run["resume_events"] == []
+    assert rec.info().plan.trials == 8
+    assert assert_record_valid(GOLDEN / "run-tiny") == 8
+
+
+def test_version_rules(tmp_path):
+    shutil.copytree(GOLDEN / "run-tiny", tmp_path / "r")
+    f = tmp_path / "r" / "run.json"
+    run = json.loads(f.read_text())
+    for v, ok in [("1.0", True), ("1.1", True), ("1.9", True), (2, False), ("2.0", False), ("x", False),
+                  (True, False), (None, False)]:
+        f.write_text(json.dumps({**run, "record_version": v}))
+        if ok:
+            assert RunRecord.open(tmp_path / "r").run["record_version"] == (v if v == "1.9" else RECORD_VERSION)
+        else:
+            with pytest.raises(RecordError, match="record version"):
+                RunRecord.open(tmp_path / "r")
+    assert parse_version(1) == (1, 0) and parse_version("1.1") == (1, 1) and parse_version("1") is None
+
+
+def test_old_resumes_become_resume_events(tmp_path):
+    shutil.copytree(GOLDEN / "run-tiny", tmp_path / "r")
+    f = tmp_path / "r" / "run.json"
+    f.write_text(json.dumps({**json.loads(f.read_text()), "resumed_utc": ["2026-01-01T00:00:00Z"]}))
+    assert RunRecord.open(tmp_path / "r").run["resume_events"] == [{"at_utc": "2026-01-01T00:00:00Z",
+                                                                    "trials_done": None}]
+
+
+def test_a_new_record_validates_and_a_bad_trial_does_not(tmp_path):
+    rec = RunRecord.create(tmp_path, "s", {"suite": {"name": "s"}, "plan": {"trials": 1, "trial_ids": ["x"]},
+                                           "host": {}})
+    ident = TrialIdentity(suite="s", mode="routed", backend="none", layout="none", rules=0, stateful_shortcut=False,
+                          ip_version=4, traffic="tcp", tool="iperf3", size_bytes=None, streams=1, rate_bps=None,
+                          duration_s=1.0, repetition=1).to_dict()
+    rec.append_trial(trial_record(ident, kind="rtt", metrics={"rtt_p50_ms": 0.1}, started_utc="t"))
+    rec.set_status("complete")
+    assert assert_record_valid(rec.path) == 1
+    with open(rec.path / "trials.jsonl", "a") as fh:
+        fh.write(json.dumps({**trial_record(ident, metrics=None, started_utc="t", error="e"),
+                             "trial_id": "y", "rules": "many"}) + "\n")
+    with pytest.raises(AssertionError, match="rules"):
+        assert_record_valid(rec.path)
+    assert RunRecord.open(rec.path).read().bad_lines == [2]  # fwlab's reader refuses it too
+    with pytest.raises(RecordError, match="line 2 is not a trial record"):
+        RunRecord.open(rec.path).trials()
+
+
+def _documented() -> set[str]:
+    return set(re.findall(r"`([a-z0-9_]+)`", DOC.read_text()))
+
+
+def test_record_format_doc_names_every_kind_and_field():
+    doc = _documented()
+    assert f"record_version {RECORD_VERSION}" in DOC.read_text() or f"`{RECORD_VERSION}`" in DOC.read_text()
+    missing = [f"kind {k}" for k in TRIAL_KINDS if k not in doc]
+    missing += [f"trial field {p}" for p in trial_schema()["properties"] if p not in doc]
+    missing += [f"run.json field {p}" for p in run_schema()["properties"] if p not in doc]
+    assert not missing, "docs/record-format.md does not describe: " + ", ".join(missing)
