@@ -24,6 +24,7 @@ from fwlab.rules import generate, generate_kube_proxy
 import fwlab.methods  # noqa: F401  (registers the test methods beside the tools)
 from fwlab.runners import TrafficSpec, TrialEnv, get_runner
 from fwlab.runners.engine import ENGINE_PORT
+from fwlab.testbed.cpuseries import CpuSampler
 from fwlab.testbed.linkseries import LinkSampler, as_stream_series
 from fwlab.stats.quality import flag_cpu_saturated, flag_link_limited
 from fwlab.suites import Suite, parse_suite
@@ -255,6 +256,7 @@ class Executor:
         kind, extra = "stream", {}
         flood = FloodSpec.from_dict(spec.background) if spec.background else None
         sampler = LinkSampler(bed).start()
+        cpu_sampler = CpuSampler(bed, interval_s=sampler.interval_s).start()
         try:
             m, flood_rec = run_with_background(bed, env, flood, spec.ip_version, spec.duration_s,
                                                lambda: runner.measure(bed, tspec, env))
@@ -265,6 +267,7 @@ class Executor:
             flood_rec = getattr(exc, "flood_record", None)
         link_series = sampler.stop()
         extra["link_series"] = link_series
+        extra["cpu_series"] = cpu_sampler.stop()
         if metrics and not series:
             series = as_stream_series(link_series)
         if flood is not None:

@@ -11,8 +11,9 @@ import statistics
 from fwlab.report import latency, plots
 from fwlab.report.html import _fmt, _table, esc
 from fwlab.report.sections import Section, register
+from fwlab.report.timeseries import xy_plot
 from fwlab.results.curves import curves
-from fwlab.stats.goal_label import result_label
+from fwlab.stats.goal_label import goal_name, result_label
 
 
 def _med(vals):
@@ -67,6 +68,7 @@ def _throughput(trials: list[dict]) -> list[str]:
                              esc(", ".join(sorted(set(p.flags)))) or ""])
         parts.append(_table(["configuration", "rules", "n", "median [kpps]", "range [kpps]", "[Mbit/s]",
                              "% of max", "flags"], rows, left=1))
+    parts.append(ndr_pdr(tp))
     # search cost
     rows = []
     for t in tp:
@@ -81,6 +83,63 @@ def _throughput(trials: list[dict]) -> list[str]:
                  + _table(["trial", "algorithm", "goal", "lower [kpps]", "upper [kpps]", "trials", "trial s"],
                           rows, left=3) + "</details>")
     return parts
+
+
+def _goal_results(t: dict) -> list[tuple[str, str, float | None]]:
+    """(NDR|PDR, goal name, throughput_pps) of every goal a throughput trial searched: loss ratio 0
+    is an NDR goal, above 0 a PDR goal; a goal without a loss ratio is left out."""
+    out = []
+    for r in ((t.get("extra") or {}).get("rfc2544") or {}).get("results") or []:
+        g = r.get("goal") or {}
+        loss = g.get("loss_ratio", 0.0 if r.get("algorithm") == "binary" else None)
+        if loss is None:
+            continue
+        out.append(("NDR" if float(loss) == 0.0 else "PDR", goal_name(loss, g.get("exceed_ratio", 0.0)),
+                    r.get("throughput_pps")))
+    return out
+
+
+def ndr_pdr(tp: list[dict]) -> str:
+    """NDR and PDR side by side for each configuration and rule count where both were searched:
+    medians over repetitions, PDR / NDR, and one plot with both against rule count."""
+    cells: dict[tuple, dict[str, dict]] = {}
+    for t in tp:
+        if t.get("error"):
+            continue
+        c = curves([t], kinds=("rfc2544",))
+        if not c:
+            continue
+        key = (c[0].traffic_label, c[0].label, t.get("rules"))
+        for cls, name, pps in _goal_results(t):
+            d = cells.setdefault(key, {}).setdefault(cls, {"names": set(), "pps": []})
+            d["names"].add(name)
+            if pps is not None:
+                d["pps"].append(float(pps))
+    both = {k: v for k, v in sorted(cells.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or 0))
+            if "NDR" in v and "PDR" in v}
+    if not both:
+        return ""
+    rows, lines = [], {}
+    for (tl, label, rules), v in both.items():
+        ndr, pdr = _med(v["NDR"]["pps"]), _med(v["PDR"]["pps"])
+        ratio = f"{pdr / ndr:.3f}" if ndr and pdr is not None else "missing (no NDR throughput)"
+        rows.append([esc(tl), esc(label), rules,
+                     esc(", ".join(sorted(v["NDR"]["names"]))),
+                     _fmt(ndr / 1e3, 1) if ndr is not None else "missing", len(v["NDR"]["pps"]),
+                     esc(", ".join(sorted(v["PDR"]["names"]))),
+                     _fmt(pdr / 1e3, 1) if pdr is not None else "missing", len(v["PDR"]["pps"]), ratio])
+        for cls, style in (("NDR", "-"), ("PDR", "--")):
+            med = _med(v[cls]["pps"])
+            lines.setdefault((tl, label, cls, style), []).append((rules or 0, med / 1e3 if med is not None else None))
+    plot = xy_plot([(f"{label} {cls}" + (f" ({tl})" if len({k[0] for k in lines}) > 1 else ""), pts, style)
+                    for (tl, label, cls, style), pts in lines.items()],
+                   "rules", "throughput [kpps]", "NDR (solid) and PDR (dashed) vs rule count")
+    return ("<h3>NDR and PDR side by side</h3><p class='muted'>Where a configuration searched both a "
+            "no-drop goal (NDR, loss ratio 0) and a partial-drop goal (PDR, loss ratio above 0): the medians "
+            "over repetitions (n each) and PDR / NDR.</p>"
+            + (f"<div class='plot'>{plot}</div>" if plot else "")
+            + _table(["traffic", "configuration", "rules", "NDR goal", "NDR [kpps]", "n", "PDR goal", "PDR [kpps]",
+                      "n", "PDR / NDR"], rows, left=3))
 
 
 def _latency(trials: list[dict]) -> str:

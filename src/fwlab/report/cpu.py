@@ -1,0 +1,108 @@
+"""The report's "CPU use per role over time" part: client, DUT and server CPU % per second.
+
+Owns: one figure per traffic (one panel per role, one line per configuration: the repetition
+whose mean CPU use is the median of its repetitions) and a table of per-trial means (median over
+repetitions, with the range), from each trial's ``extra.cpu_series`` (``testbed.cpuseries``).
+Roles without a series are named with the recorded reason. Reads the stored record only.
+"""
+
+from __future__ import annotations
+
+import html
+import statistics
+
+from fwlab.report.plots import _svg, plt
+from fwlab.report.timeseries import config_label, traffic_name
+
+ROLES = ("client", "dut", "server")
+
+
+def _mean(samples: list[dict], key: str) -> float | None:
+    v = [s[key] for s in samples if s.get(key) is not None]
+    return sum(v) / len(v) if v else None
+
+
+def role_name(cs: dict, role: str) -> str:
+    cpu = cs.get(f"{role}_cpu")
+    if cpu is None:
+        return role if role != "dut" else "DUT"
+    if role == "dut":
+        return (f"DUT (CPU {cpu} softirq: veth forwarding runs in the sender's softirq)"
+                if cs.get("dut_measure") == "softirq" else f"DUT (NAPI, CPU {cpu})")
+    return f"{role} (CPU {cpu})"
+
+
+def _median_rep(trials: list[dict]) -> dict:
+    def load(t):
+        s = t["extra"]["cpu_series"]["samples"]
+        return sum(_mean(s, f"{r}_busy_pct") or 0.0 for r in ROLES)
+    ordered = sorted(trials, key=load)
+    return ordered[(len(ordered) - 1) // 2]
+
+
+def _figure(title: str, lines: list[tuple[str, dict]]) -> str | None:
+    fig, axes = plt.subplots(1, 3, figsize=(11.0, 3.4), dpi=100, sharey=True)
+    n = 0
+    for ax, role in zip(axes, ROLES):
+        names = set()
+        for label, cs in lines:
+            pts = [(s["t_s"], s[f"{role}_busy_pct"]) for s in cs.get("samples") or []
+                   if s.get(f"{role}_busy_pct") is not None]
+            if pts:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=".", markersize=3, linewidth=1, label=label)
+                names.add(role_name(cs, role))
+                n += 1
+        ax.set_title(" / ".join(sorted(names)) or f"{role}: no series", fontsize=8)
+        ax.set_xlabel("time in the trial [s]")
+        ax.set_ylim(0, 105)
+        ax.grid(True, alpha=0.3)
+    axes[0].set_ylabel("CPU busy [%]")
+    if not n:
+        plt.close(fig)
+        return None
+    axes[-1].legend(fontsize=7, loc="best")
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return _svg(fig)
+
+
+def render(trials: list[dict]) -> str:
+    groups: dict[str, dict[str, list[dict]]] = {}
+    missing: dict[str, set[str]] = {}
+    for t in trials:
+        cs = (t.get("extra") or {}).get("cpu_series")
+        if t.get("error") or not cs:
+            continue
+        for role, why in (cs.get("missing") or {}).items():
+            missing.setdefault(role, set()).add(why)
+        if cs.get("error"):
+            missing.setdefault("all roles", set()).add(cs["error"])
+        if cs.get("samples"):
+            groups.setdefault(traffic_name(t), {}).setdefault(config_label(t), []).append(t)
+    if not groups and not missing:
+        return ""
+    e = html.escape
+    parts = ["<h2>CPU use per role over time</h2><p class='muted'>Per second, the share of time the CPU a role is "
+             "pinned to was busy (from <code>/proc/stat</code>; every process on that CPU counts, not only the "
+             "role's). Plots show, per configuration, the repetition whose mean is the median of its repetitions; "
+             "the table gives each configuration's per-trial means, median over repetitions and range.</p>"]
+    rows = []
+    for tn, by_cfg in groups.items():
+        svg = _figure(f"{tn}: CPU busy per role", [(cfg, _median_rep(ts)["extra"]["cpu_series"])
+                                                    for cfg, ts in by_cfg.items()])
+        if svg:
+            parts.append(f"<div class='plot'>{svg}</div>")
+        for cfg, ts in by_cfg.items():
+            cells = []
+            for role in ROLES:
+                means = [m for m in (_mean(t["extra"]["cpu_series"]["samples"], f"{role}_busy_pct") for t in ts)
+                         if m is not None]
+                cells.append(f"{statistics.median(means):.0f} ({min(means):.0f}–{max(means):.0f})" if means else "–")
+            rows.append(f"<tr><td>{e(tn)}</td><td>{e(cfg)}</td><td>{len(ts)}</td>"
+                        + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    if rows:
+        parts.append("<table><tr><th>traffic</th><th>configuration</th><th>n</th><th>client busy [%]</th>"
+                     "<th>DUT busy [%]</th><th>server busy [%]</th></tr>" + "".join(rows) + "</table>")
+    for role, whys in sorted(missing.items()):
+        parts.append(f"<p class='muted'>{e(role)}: no CPU series — {e('; '.join(sorted(whys)))}.</p>")
+    return "\n".join(parts)
