@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from fwlab.errors import RunnerError
 from fwlab.testbed.host import Spawned, require_tool
-from fwlab.testbed.webserver import write_objects
+from fwlab.testbed.webserver import start_listening, write_objects
 
 if TYPE_CHECKING:
     from fwlab.testbed.bed import Testbed
@@ -108,19 +108,9 @@ class FtpServer:
         conf = self.prefix / "vsftpd.conf"
         conf.write_text(render_vsftpd_conf(self.prefix, self.prefix / "ftp"))
         os.chmod(conf, 0o600)  # vsftpd wants its config owned by root
-        argv = ["vsftpd", str(conf)]
-        cpu = self.bed.topo.pinning.server_cpu
-        if cpu is not None:
-            argv = ["taskset", "-c", str(cpu), *argv]
-        self.proc = self.bed.host.spawn(argv, ns=self.bed.ns("server"))
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline:
-            if self.proc.proc.poll() is not None:
-                break
-            cp = self.bed.sh("server", "ss", "-ltnH", f"sport = :{FTP_PORT}", check=False)
-            if cp.stdout.strip():
-                return
-            time.sleep(0.05)
+        self.proc, listening = start_listening(self.bed, ["vsftpd", str(conf)], FTP_PORT)
+        if listening:
+            return
         err = ""
         if self.proc.proc.poll() is not None and self.proc.proc.stderr is not None:
             err = (self.proc.proc.stderr.read() or "")[-300:]

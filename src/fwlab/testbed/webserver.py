@@ -105,6 +105,22 @@ def nginx_version() -> str:
     return (cp.stderr or cp.stdout).strip().replace("nginx version: ", "")
 
 
+def start_listening(bed: "Testbed", argv: list[str], port: int, wait_s: float = 5.0) -> tuple[Spawned, bool]:
+    """Start a server program in the bed's server namespace, pinned to the server CPU, and wait
+    until something listens on TCP ``port`` there (or it exits, or ``wait_s`` passes). Returns the
+    process and whether it listens; on False the caller reads its own error log and stops it."""
+    cpu = bed.topo.pinning.server_cpu
+    if cpu is not None:
+        argv = ["taskset", "-c", str(cpu), *argv]
+    proc = bed.host.spawn(argv, ns=bed.ns("server"))
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline and proc.proc.poll() is None:
+        if bed.sh("server", "ss", "-ltnH", f"sport = :{port}", check=False).stdout.strip():
+            return proc, True
+        time.sleep(0.05)
+    return proc, False
+
+
 @dataclass
 class WebServer:
     """nginx in one test bed's server namespace, serving the objects of ``sizes_bytes`` on the
@@ -143,18 +159,9 @@ class WebServer:
         conf = self.prefix / "nginx.conf"
         conf.write_text(render_nginx_conf(self.prefix, self.prefix / "www"))
         argv = ["nginx", "-e", str(self.prefix / "error.log"), "-p", str(self.prefix), "-c", str(conf)]
-        cpu = self.bed.topo.pinning.server_cpu
-        if cpu is not None:
-            argv = ["taskset", "-c", str(cpu), *argv]
-        self.proc = self.bed.host.spawn(argv, ns=self.bed.ns("server"))
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline:
-            if self.proc.proc.poll() is not None:
-                break
-            cp = self.bed.sh("server", "ss", "-ltnH", f"sport = :{HTTP_PORT}", check=False)
-            if cp.stdout.strip():
-                return
-            time.sleep(0.05)
+        self.proc, listening = start_listening(self.bed, argv, HTTP_PORT)
+        if listening:
+            return
         err = (self.prefix / "error.log").read_text(errors="replace")[-300:] if (self.prefix / "error.log").exists() else ""
         self.stop()
         raise RunnerError(f"nginx did not listen on port {HTTP_PORT} in the server namespace: {err.strip()}",
