@@ -52,3 +52,12 @@ def test_link_limited_flag():
     assert flag_link_limited({"client:c0": {"dropped": 0, "overlimits": 0}, "server:s0": None}, rate) == []
     (f,) = flag_link_limited({"client:c0": {"dropped": 3, "overlimits": 40}}, rate)
     assert f.code == "link-limited" and "100 Mbit/s" in f.message and "3 dropped" in f.message
+
+
+def test_a_reference_capped_by_the_emulated_wire_is_named_in_the_headline_but_decides_no_verdict():
+    from fwlab.published.compare import LIMIT_FLAGS
+    from fwlab.report.overview import reference_limit
+
+    assert "link-limited" not in LIMIT_FLAGS  # the seeds' own regime: verdicts stay decided
+    assert reference_limit(["link-limited"]) == " [0-rule reference capped by the emulated wire (link-limited)]"
+    assert reference_limit(["high-cv"]) == ""

@@ -21,14 +21,19 @@ _RATE_WORD = {"rx_pps": "forwards", "throughput_bps": "carries", "throughput_pps
               "transactions_per_s": "completes"}
 _LIMITED = {"cpu-saturated": "sender-CPU-bound", "client-cpu-bound": "client-CPU-bound",
             "generator-short": "generator-short", "flood-generator-short": "flood-generator-short",
-            "max-load-passed": "at the search's maximum load", "receiver-bound": "receiver-bound"}
+            "max-load-passed": "at the search's maximum load", "receiver-bound": "receiver-bound",
+            "link-limited": "capped by the emulated wire"}
+#: limits the headline names beside LIMIT_FLAGS: an emulated wire (testbed.shaping) capping the
+#: reference is the seeds' regime, so it leaves verdicts decided, but a percentage must say it
+_NAMED_LIMITS = set(LIMIT_FLAGS) | {"link-limited"}
 
 
 def reference_limit(codes) -> str:
     """' [0-rule reference sender-CPU-bound (cpu-saturated)]' when a limiting quality flag
-    (`fwlab.published.compare.LIMIT_FLAGS`) is among the 0-rule reference's flag `codes`, else ''.
-    Such a percentage is the generator's or a CPU's as much as the firewall's."""
-    hit = sorted({c for c in codes if c in LIMIT_FLAGS})
+    (`fwlab.published.compare.LIMIT_FLAGS`, or `link-limited`) is among the 0-rule reference's
+    flag `codes`, else ''. Such a percentage is the generator's, a CPU's or the wire's as much as
+    the firewall's."""
+    hit = sorted({c for c in codes if c in _NAMED_LIMITS})
     if not hit:
         return ""
     return " [0-rule reference " + ", ".join(f"{_LIMITED.get(c, c)} ({c})" for c in hit) + "]"

@@ -12,11 +12,12 @@ firewall.
 
 from __future__ import annotations
 
-import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from fwlab.testbed.sampler import PeriodicSampler
 
 if TYPE_CHECKING:
     from fwlab.testbed.bed import Testbed
@@ -105,7 +106,7 @@ def cpu_rates(samples: list[tuple[float, dict[int, tuple[int, int, int]]]], role
     return out
 
 
-class CpuSampler:
+class CpuSampler(PeriodicSampler):
     """Reads ``/proc/stat`` every ``interval_s`` (the link sampler's cadence) during a trial."""
 
     def __init__(self, bed: "Testbed", interval_s: float = 1.0, stat_path: Path = PROC_STAT) -> None:
@@ -114,8 +115,6 @@ class CpuSampler:
         self.stat_path = stat_path
         self.samples: list[tuple[float, dict]] = []
         self.error: str | None = None
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
 
     def _read(self) -> None:
         try:
@@ -123,24 +122,9 @@ class CpuSampler:
         except OSError as exc:
             self.error = f"{self.stat_path}: {exc.strerror or exc}"
 
-    def _loop(self) -> None:
-        nxt = time.monotonic()
-        while not self._stop.is_set():
-            self._read()
-            nxt += self.interval_s
-            self._stop.wait(max(0.0, nxt - time.monotonic()))
-
-    def start(self) -> "CpuSampler":
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-        self._thread.start()
-        return self
-
     def stop(self) -> dict:
         """The record's ``extra.cpu_series``: the role -> CPU map, what is missing and why, samples."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(5.0)
-        self._read()
+        self._finish()
         rec = {"interval_s": self.interval_s, **asdict(self.roles), "samples": cpu_rates(self.samples, self.roles)}
         if self.error:
             rec["error"] = self.error

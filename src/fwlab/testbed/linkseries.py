@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import threading
 import time
 from typing import TYPE_CHECKING
+
+from fwlab.testbed.sampler import PeriodicSampler
 
 if TYPE_CHECKING:
     from fwlab.testbed.bed import Testbed
@@ -56,7 +57,7 @@ def as_stream_series(link_rows: list[dict]) -> list[dict]:
              "source": "link"} for r in link_rows if "server_rx_pps" in r]
 
 
-class LinkSampler:
+class LinkSampler(PeriodicSampler):
     """Samples the client, server (and attacker/DUT-attacker) interfaces every ``interval_s``."""
 
     def __init__(self, bed: "Testbed", interval_s: float = 1.0) -> None:
@@ -68,8 +69,6 @@ class LinkSampler:
             self.groups[bed.ns("dut")] = {t.dut_attacker_if: "dut_atk"}
         self.interval_s = interval_s
         self.samples: list[tuple[float, dict]] = []
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
 
     def _read(self) -> None:
         merged: dict = {}
@@ -80,22 +79,7 @@ class LinkSampler:
                 pass
         self.samples.append((time.monotonic(), merged))
 
-    def _loop(self) -> None:
-        nxt = time.monotonic()
-        while not self._stop.is_set():
-            self._read()
-            nxt += self.interval_s
-            self._stop.wait(max(0.0, nxt - time.monotonic()))
-
-    def start(self) -> "LinkSampler":
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-        self._thread.start()
-        return self
-
     def stop(self) -> list[dict]:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(5.0)
-        self._read()
+        self._finish()
         names = {dev: tag for devs in self.groups.values() for dev, tag in devs.items()}
         return rates(self.samples, names)
