@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -21,13 +20,6 @@ from fwlab.suites import check_cpus, parse_suite
 
 TRAFFIC = '[[traffic]]\nkind = "tcp"\n'
 
-
-@pytest.fixture(autouse=True)
-def _keep_signals():
-    saved = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
-    yield
-    signal.signal(signal.SIGINT, saved[0])
-    signal.signal(signal.SIGTERM, saved[1])
 
 
 def fails(capsys, argv: list[str], *needles: str) -> str:

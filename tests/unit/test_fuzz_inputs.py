@@ -15,7 +15,6 @@ import json
 import math
 import os
 import shutil
-import signal
 from collections import Counter
 from pathlib import Path
 
@@ -38,14 +37,6 @@ def fuzz(n: int) -> settings:
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
                                        HealthCheck.data_too_large, HealthCheck.filter_too_much])
 
-
-@pytest.fixture(autouse=True)
-def _keep_signals():
-    """main() installs SIGINT/SIGTERM handlers; give pytest its own back."""
-    saved = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
-    yield
-    signal.signal(signal.SIGINT, saved[0])
-    signal.signal(signal.SIGTERM, saved[1])
 
 
 def cli(argv: list[str]) -> tuple[int, str, str]:
