@@ -42,9 +42,13 @@ LIMIT_FLAGS = {
     "flood-generator-short": "the flood generator fell short of its intended rate",
     "max-load-passed": "the search passed its largest load, so the figure is the generator's, a lower bound",
     "receiver-bound": "the receiving process, not the DUT, dropped packets",
+    "flood-ended-early": "the flood ended before the measurement did, so part of it ran without the flood",
 }
 """Quality flags (codes the runners write on a trial) that say the generator or a CPU, not the
-firewall, set the figure: a finding reading such a trial cannot be reproduced or not reproduced."""
+firewall, set the figure: a finding reading such a trial cannot be reproduced or not reproduced.
+Not here on purpose: `link-limited` (an emulated wire capping the figure is the seeds' own
+regime; the headline still names it) and `overran` (stalled streams are what seed 004's
+"many streams stall" finding looks for)."""
 
 
 @dataclass(frozen=True)
@@ -261,6 +265,13 @@ def change(base: list[float], other: list[float]):
     return compare_figure("x", base, other)
 
 
+def decides(c) -> bool:
+    """Whether a `change` may decide a verdict: the difference is significant (Welch's t-test,
+    alpha 0.05, `fwlab.stats`), or it cannot be tested (no comparison, or one repetition: the
+    ratio decides, as the seeds did)."""
+    return c is None or c.significant is None or c.significant
+
+
 def fmt(v: float | None, digits: int = 1, unit: str = "") -> str:
     if v is None:
         return "–"
@@ -289,8 +300,8 @@ def no_effect_verdict(pairs: list[tuple[list[float], list[float]]], floor_pct: f
     """(verdict, reason) on a 'no effect' finding from (reference, changed) repetitions per point.
 
     Reproduced when every point keeps at least `floor_pct` % of its reference; not reproduced
-    when a point falls below it and the drop is significant (fwlab.stats: outside two standard
-    errors of the difference) or cannot be tested (one repetition: the ratio decides, as the
+    when a point falls below it and the drop is significant (fwlab.stats: Welch's t-test,
+    alpha 0.05) or cannot be tested (one repetition: the ratio decides, as the
     seeds did); inconclusive ("difference within noise at n repetitions") when every point
     below the floor is within the noise.
     """
@@ -301,7 +312,7 @@ def no_effect_verdict(pairs: list[tuple[list[float], list[float]]], floor_pct: f
         if r is None or r >= floor_pct:
             continue
         c = change(ref, other)
-        if c is None or c.significant_2sigma is None or c.significant_2sigma:
+        if decides(c):
             below_sig = True
         else:
             noisy.append(min(len(ref), len(other)))
@@ -320,9 +331,9 @@ def direction_verdict(c, b_above: bool) -> tuple[str, str]:
     if c is None or c.change_pct is None:
         return NOT_MEASURED, "no figures on both sides"
     n = min(c.n_a, c.n_b)
-    if c.significant_2sigma is None:
+    if c.significant is None:
         return INCONCLUSIVE, f"no spread to judge the difference by at {n} repetition(s)"
-    if not c.significant_2sigma:
+    if not c.significant:
         against = (f"against a threshold of {c.threshold_pct:.1f} %" if c.threshold_pct is not None
                    else f"p = {c.p_value:.2g}")   # the permutation test (no spread) has no threshold
         return INCONCLUSIVE, f"difference within noise at {n} repetitions ({c.change_pct:+.1f} % {against})"

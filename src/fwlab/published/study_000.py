@@ -11,6 +11,7 @@ rate-0 trial of the same flood item), firewall off (backend none) and on.
 from __future__ import annotations
 
 from fwlab.published.compare import (
+    decides,
     INCONCLUSIVE,
     NOT_MEASURED,
     NOT_REPRODUCED,
@@ -175,7 +176,7 @@ def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
             if drops:
                 collapsed = max(drops.values()) < pub
                 noisy = [n for n in drops if (c := change(ref, v("engine", 1400, cfg, n))) is not None
-                         and c.significant_2sigma is False]
+                         and c.significant is False]
                 verdict, why = (REPRODUCED if collapsed else NOT_REPRODUCED), ""
                 if collapsed and noisy:
                     verdict = INCONCLUSIVE
@@ -287,10 +288,9 @@ def _attack(out: StudyComparison, trials: list[dict]) -> None:
                 used += tp_trials(ref, ref_n, s, top) + tp_trials(cfg, n, s, top)
                 c = change(a, b)
                 moved = mean(b) > mean(a) if higher else mean(b) < mean(a)
-                sig = c is None or c.significant_2sigma is None or c.significant_2sigma
-                if not moved:
+                if not moved:  # the point estimate went the other way: the data does not support the claim
                     wrong = True
-                elif not sig:
+                elif not decides(c):
                     noisy.append(min(len(a), len(b)))
                 cells.append(f"{s} B {n:,} rules {100.0 * mean(b) / mean(a):.0f} %")
         if wrong:

@@ -18,6 +18,7 @@ bridge / gateway and as what stopped each search (the DUT's connection table or 
 from __future__ import annotations
 
 from fwlab.published.compare import (
+    decides,
     INCONCLUSIVE,
     NOT_MEASURED,
     NOT_TESTABLE,
@@ -138,10 +139,9 @@ def _capacity(study: Study, out: StudyComparison, trials: list[dict]) -> None:
             text += "; bridge mode held every connection asked for (a lower bound)."
         else:
             above = b > r * (1.0 + width)
-            sig = c is None or c.significant_2sigma is None or c.significant_2sigma
+            sig = decides(c)
             verdict = REPRODUCED if above and sig else NOT_REPRODUCED
             both_full = all(_table_full(t["metrics"].get("limit_cause")) for t in by_mode["routed"] + by_mode["bridge"])
-            reason = ""
             if above and not sig:
                 verdict = INCONCLUSIVE
                 reason = f"difference within noise at {min(len(vals['routed']), len(vals['bridge']))} repetitions"
@@ -334,7 +334,7 @@ def _above(sizes, ref_of, other_of):
             continue
         ratios[s] = r
         c = change(a, b)
-        sig = c is None or c.significant_2sigma is None or c.significant_2sigma
+        sig = decides(c)
         if not sig:
             noisy.append(min(len(a), len(b)))
         elif r <= 100.0:
@@ -348,11 +348,11 @@ def _above(sizes, ref_of, other_of):
     return REPRODUCED, "", ratios
 
 
-def _judge(sizes, ref_of, other_of, floor_pct: float, *, below_is_bad: bool, strict: bool = False):
+def _judge(sizes, ref_of, other_of, floor_pct: float, *, below_is_bad: bool):
     """(verdict, reason, {size: other as % of ref}) over frame sizes.
 
     below_is_bad (a 'no effect' / 'above' claim): reproduced when every size is at or above
-    `floor_pct` (above it when `strict`); a size below it is a negative verdict when the
+    `floor_pct`; a size below it is a negative verdict when the
     difference is significant (or by the ratio with one repetition), else inconclusive.
     Otherwise (an 'effect' claim): reproduced when some size falls below `floor_pct`
     significantly (or by the ratio with one repetition); inconclusive when the only such sizes are
@@ -365,9 +365,9 @@ def _judge(sizes, ref_of, other_of, floor_pct: float, *, below_is_bad: bool, str
         if r is None:
             continue
         ratios[s] = r
-        if r < floor_pct or (strict and r <= floor_pct):
+        if r < floor_pct:
             c = change(a, b)
-            if c is None or c.significant_2sigma is None or c.significant_2sigma:
+            if decides(c):
                 hit.append(s)
             else:
                 noisy.append(min(len(a), len(b)))

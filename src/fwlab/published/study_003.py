@@ -152,12 +152,12 @@ def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
                                           f"it), so the offered rate, not the path, sets both figures")
         elif abs(udp.change_pct) <= UDP_SAME_PCT:
             verdict, why = REPRODUCED, ""
-        elif udp.significant_2sigma is False:
+        elif udp.significant is False:
             verdict, why = INCONCLUSIVE, f"difference within noise at {min(udp.n_a, udp.n_b)} repetitions"
         else:
             verdict, why = NOT_REPRODUCED, ""
         out.findings.append(Finding.judge(
-            id="seed-003/udp-1m-same", used=used(ref, "udp", "1m") + used(ref, "tcp"), reason=why,
+            id="seed-003/udp-1m-same", used=used(ref, "udp", "1m"), reason=why,  # TCP only sets the regime
             claim="At iperf's default 1 Mbit/s, UDP throughput is the same over IPv4 and IPv6",
             published=f"117 vs 121 KByte/s (IPv6/IPv4 {pub_udp:.2f})",
             fwlab=f"fwlab ({name(ref)}): IPv6 {udp.change_pct:+.2f} % against IPv4.",
