@@ -50,8 +50,53 @@ pub enum Cmd {
     ConnHold(ConnHoldArgs),
     /// One short transaction per TCP connection at a target rate (connect, send, echo, FIN).
     ConnRate(ConnRateArgs),
+    /// Relay frames between two interfaces after a fixed one-way delay, both directions (a wire
+    /// with latency, for kernels without sch_netem); prints its counters as JSON at exit.
+    Delayline(DelaylineArgs),
     /// Print version, schema version, backends and header constants as JSON.
     Version,
+}
+
+#[derive(Args, Debug)]
+pub struct DelaylineArgs {
+    /// One side of the line (an interface in this namespace)
+    #[arg(long)]
+    pub a: String,
+    /// The other side
+    #[arg(long)]
+    pub b: String,
+    /// One-way delay [us] added to every frame, both directions
+    #[arg(long, value_name = "US")]
+    pub delay_us: f64,
+    /// Stop after this long [s] (else SIGINT/SIGTERM)
+    #[arg(long, value_name = "S")]
+    pub duration_s: Option<f64>,
+    /// Most frames held per direction; more are tail-dropped (and counted)
+    #[arg(long, default_value_t = 65536)]
+    pub queue_frames: usize,
+    /// Most frame bytes held per direction; more are tail-dropped (and counted)
+    #[arg(long, default_value_t = 64 << 20)]
+    pub queue_bytes: usize,
+    /// Frames read / sent per system call
+    #[arg(long, default_value_t = 64)]
+    pub batch: usize,
+    /// Write the counters (JSON) to this file every --stats-interval-s and on SIGUSR1
+    #[arg(long, value_name = "FILE")]
+    pub stats_file: Option<String>,
+    #[arg(long, default_value_t = 1.0, value_name = "S")]
+    pub stats_interval_s: f64,
+    /// Stop when the process that started this one exits
+    #[arg(long)]
+    pub exit_with_parent: bool,
+    /// CPU to pin to
+    #[arg(long)]
+    pub cpu: Option<usize>,
+    /// Busy-wait this long before a due time instead of sleeping [us] (0: always sleep)
+    #[arg(long, default_value_t = 0.0, value_name = "US")]
+    pub spin_us: f64,
+    /// Receive buffer of each side's socket [bytes]
+    #[arg(long, default_value_t = 16 << 20)]
+    pub rcvbuf: i32,
 }
 
 #[derive(Args, Debug)]
@@ -364,6 +409,7 @@ pub fn run(cli: Cli) -> Result<(), String> {
         Cmd::ConnServer(a) => cmd_conn_server(a),
         Cmd::ConnHold(a) => cmd_conn_hold(a),
         Cmd::ConnRate(a) => cmd_conn_rate(a),
+        Cmd::Delayline(a) => cmd_delayline(a),
         Cmd::Version => {
             result::print(&version_json());
             Ok(())
@@ -743,6 +789,41 @@ fn cmd_conn_hold(a: ConnHoldArgs) -> Result<(), String> {
         .expect("object")
         .remove("sources_unused_0");
     result::print(&m);
+    Ok(())
+}
+
+fn cmd_delayline(a: DelaylineArgs) -> Result<(), String> {
+    if !(a.delay_us.is_finite() && (0.0..=10_000_000.0).contains(&a.delay_us)) {
+        return Err(format!("--delay-us {} is outside 0..10000000 (10 s)", a.delay_us));
+    }
+    if let Some(d) = a.duration_s {
+        if !(d.is_finite() && d > 0.0) {
+            return Err(format!("--duration-s {d} must be > 0"));
+        }
+    }
+    if !(a.stats_interval_s.is_finite() && a.stats_interval_s > 0.0) {
+        return Err("--stats-interval-s must be > 0".into());
+    }
+    if !(a.spin_us.is_finite() && a.spin_us >= 0.0) {
+        return Err("--spin-us must be >= 0".into());
+    }
+    let cfg = crate::delay_line::DelayLineConfig {
+        a: a.a,
+        b: a.b,
+        delay_ns: (a.delay_us * 1000.0).round() as u64,
+        duration_ns: a.duration_s.map(|d| (d * 1e9) as u64),
+        limit_frames: a.queue_frames,
+        limit_bytes: a.queue_bytes,
+        batch: a.batch,
+        stats_file: a.stats_file,
+        stats_interval_ns: (a.stats_interval_s * 1e9) as u64,
+        exit_with_parent: a.exit_with_parent,
+        cpu: a.cpu,
+        spin_ns: (a.spin_us * 1000.0) as u64,
+        rcvbuf_bytes: a.rcvbuf,
+    };
+    let out = crate::delay_line::run(cfg)?;
+    result::print(&out);
     Ok(())
 }
 

@@ -5,6 +5,8 @@ mod backend;
 mod checksum;
 mod cli;
 mod conn;
+mod delay_line;
+mod delay_queue;
 mod frame;
 mod header;
 mod pcap;

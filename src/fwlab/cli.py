@@ -32,8 +32,8 @@ def cmd_run(args) -> int:
         rec = run_ruleset(ruleset_cfg, Path(args.out), log=None if args.quiet else sys.stderr)
     elif args.resume:
         if args.suite or args.quick or args.repetitions is not None or args.duration is not None or args.hosts \
-                or args.link_rate:
-            raise FwlabError("--resume finishes a run as it was planned: it takes no SUITE, --quick, --link-rate, "
+                or args.link_rate or args.link_delay:
+            raise FwlabError("--resume finishes a run as it was planned: it takes no SUITE, --quick, --link-rate, --link-delay, "
                              "--repetitions, --duration or --hosts",
                              fix=f"fwlab run --resume {args.resume}")
         if args.dry_run:
@@ -43,7 +43,7 @@ def cmd_run(args) -> int:
         if not args.suite:
             raise FwlabError("no suite given", fix="fwlab run SUITE (see 'fwlab list'), or --resume DIR")
         suite, text = load_suite(quick_variant(args.suite) if args.quick else args.suite)
-        if args.repetitions is not None or args.duration is not None or args.link_rate:
+        if args.repetitions is not None or args.duration is not None or args.link_rate or args.link_delay:
             data = suite.model_dump()
             if args.repetitions is not None:
                 data["repetitions"] = args.repetitions
@@ -51,10 +51,13 @@ def cmd_run(args) -> int:
                 data["duration_s"] = args.duration
             if args.link_rate:
                 data["link_rate"] = None if args.link_rate == "none" else args.link_rate
+            if args.link_delay:
+                data["link_delay"] = None if args.link_delay == "none" else args.link_delay
             from fwlab.suites import parse_suite
-            suite = parse_suite(data, f"'{args.suite}' with --repetitions/--duration/--link-rate",
+            suite = parse_suite(data, f"'{args.suite}' with --repetitions/--duration/--link-rate/--link-delay",
                                 fix="--repetitions takes 1..100, --duration seconds in (0, 3600], "
-                                    "--link-rate a rate such as 10gbit or none")
+                                    "--link-rate a rate such as 10gbit or none, --link-delay a delay "
+                                    "such as 5ms, 250us or none")
         hosts = None
         if args.hosts:
             from fwlab.testbed.hosts import load_hosts
@@ -355,6 +358,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--link-rate", metavar="RATE",
                    help="emulate the wires at this line rate, e.g. 100mbit or 1gbit ('none': unshaped); "
                         "overrides the suite's link_rate")
+    r.add_argument("--link-delay", metavar="DELAY",
+                   help="add this one-way delay to the client's and the server's wire, e.g. 5ms or 250us "
+                        "('none': no delay); overrides the suite's link_delay")
     r.add_argument("--hosts", metavar="FILE", help="TOML file placing roles on remote hosts over SSH "
                                                    "([hosts.dut] ssh = \"root@host\", ...; docs/remote-hosts.md)")
     r.add_argument("-q", "--quiet", action="store_true", help="no progress output")

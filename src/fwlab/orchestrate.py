@@ -23,10 +23,11 @@ from fwlab.results.metadata import remote_host_metadata
 from fwlab.rules import generate, generate_kube_proxy
 import fwlab.methods  # noqa: F401  (registers the test methods beside the tools)
 from fwlab.runners import TrafficSpec, TrialEnv, get_runner
-from fwlab.runners.engine import ENGINE_PORT
+from fwlab.runners.engine import ENGINE_PORT, require_engine
 from fwlab.testbed.cpuseries import CpuSampler
+from fwlab.testbed.delayline import trial_deltas
 from fwlab.testbed.linkseries import LinkSampler, as_stream_series
-from fwlab.stats.quality import flag_cpu_saturated, flag_link_limited
+from fwlab.stats.quality import flag_cpu_saturated, flag_delayline_limited, flag_link_limited
 from fwlab.suites import Suite, parse_suite
 from fwlab.suites.plan import TrialSpec, check_suite, expand
 from fwlab.testbed import Offloads, Pinning, Testbed, Topology, new_run_id, require_root, require_tool
@@ -154,12 +155,13 @@ class Executor:
                         pinning=Pinning(**s.pinning.model_dump()), device_model=s.device_model,
                         plan_overrides=self.placement.plan_overrides() if self.placement else (),
                         attacker=bool(s.background) and mode != "direct",
-                        link_rate_bps=s.link_rate_bps)
+                        link_rate_bps=s.link_rate_bps, link_delay_us=s.link_delay_us)
 
     def _run_bed(self, bed_key: tuple, trials: list[TrialSpec]) -> None:
         mode, backend_name = bed_key
         backend = get_backend(backend_name)
-        bed = Testbed(self._topology(mode), placement=self.placement)
+        topo = self._topology(mode)
+        bed = Testbed(topo, placement=self.placement, engine=require_engine() if topo.wires else None)
         runners = {get_runner(t.tool) for t in trials}
         with bed:
             desc = bed.describe()
@@ -174,6 +176,7 @@ class Executor:
                 "pinning": bed.topo.to_dict()["pinning"],
                 "device": desc.get("device"),
                 "link": desc.get("link"),
+                "link_delay": _delay_conditions(desc.get("delay")),
                 "testbed_run_id": bed.topo.run_id,
                 "backend_version": desc["backend_version"],
                 "tool_versions": {r.name: r.version() for r in runners},
@@ -252,6 +255,7 @@ class Executor:
         cb = backend.counters(ctx) if ctx else None
         lb = self._links(bed)
         shaped_before = bed.link_state()
+        delay_before = bed.delay_counters()
         metrics, series, raw, flags, error = None, [], {}, [], None
         kind, extra = "stream", {}
         flood = FloodSpec.from_dict(spec.background) if spec.background else None
@@ -279,6 +283,10 @@ class Executor:
             extra["link_shapers"] = _shaper_deltas(shaped_before, bed.link_state())
             for f in flag_link_limited(extra["link_shapers"], bed.topo.link_rate_bps):
                 flags.append(f.to_dict())
+        if delay_before:
+            extra["delay_lines"] = trial_deltas(delay_before, bed.delay_counters())
+            for f in flag_delayline_limited(extra["delay_lines"]):
+                flags.append(f.to_dict())
         if metrics:
             for f in flag_cpu_saturated(metrics.get("cpu_sender_pct") or 0, who="sender CPU"):
                 d = f.to_dict()
@@ -297,6 +305,13 @@ class Executor:
             self.on_trial(rec.to_json())
         self.progress.trial_done(spec, _fmt_result(metrics, error))
         time.sleep(self.suite.settle_s)
+
+
+def _delay_conditions(delay: dict | None) -> dict | None:
+    """The delay lines' settings and wiring for each trial's conditions (not their counters)."""
+    if not delay:
+        return None
+    return {k: v for k, v in delay.items() if k != "lines"}
 
 
 def _shaper_deltas(before: dict, after: dict) -> dict[str, dict | None]:

@@ -86,3 +86,23 @@ def parse_rate_bps(text: str) -> int:
     if not 64_000 <= bps <= 400 * 10**9:
         raise ValueError(f"rate {text} is outside 64kbit..400gbit")
     return bps
+
+
+_DELAY_UNITS = {"us": 1.0, "ms": 1e3, "s": 1e6}
+#: bounds of an emulated one-way delay [us]: below 10 us the delay line's own relay time (tens of
+#: us) is most of it; above 1 s its queue would need to hold more than a trial's worth of frames
+DELAY_MIN_US, DELAY_MAX_US = 10.0, 1_000_000.0
+
+
+def parse_delay_us(text: str) -> float:
+    """A one-way delay as tc/netem writes it ("5ms", "500us", "0.25ms", "1s") -> microseconds.
+    ValueError (for the caller's one-line message) on anything else."""
+    if not isinstance(text, str):
+        raise ValueError(f"a delay is a string like \"5ms\" or \"250us\", not {text!r}")
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(us|ms|s)\s*", text.lower())
+    if not m:
+        raise ValueError(f"'{text}' is not a delay: write it like \"5ms\" or \"250us\"")
+    us = float(m[1]) * _DELAY_UNITS[m[2]]
+    if not DELAY_MIN_US <= us <= DELAY_MAX_US:
+        raise ValueError(f"delay {text} is outside 10us..1s")
+    return us

@@ -43,6 +43,7 @@ LIMIT_FLAGS = {
     "max-load-passed": "the search passed its largest load, so the figure is the generator's, a lower bound",
     "receiver-bound": "the receiving process, not the DUT, dropped packets",
     "flood-ended-early": "the flood ended before the measurement did, so part of it ran without the flood",
+    "delayline-limited": "the emulated delay line (link_delay) dropped frames or fell behind, so it set the figure",
 }
 """Quality flags (codes the runners write on a trial) that say the generator or a CPU, not the
 firewall, set the figure: a finding reading such a trial cannot be reproduced or not reproduced.

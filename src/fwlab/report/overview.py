@@ -22,7 +22,8 @@ _RATE_WORD = {"rx_pps": "forwards", "throughput_bps": "carries", "throughput_pps
 _LIMITED = {"cpu-saturated": "sender-CPU-bound", "client-cpu-bound": "client-CPU-bound",
             "generator-short": "generator-short", "flood-generator-short": "flood-generator-short",
             "max-load-passed": "at the search's maximum load", "receiver-bound": "receiver-bound",
-            "link-limited": "capped by the emulated wire", "flood-ended-early": "flood-ended-early"}
+            "link-limited": "capped by the emulated wire", "flood-ended-early": "flood-ended-early",
+            "delayline-limited": "capped by the delay line"}
 #: limits the headline names beside LIMIT_FLAGS: an emulated wire (testbed.shaping) capping the
 #: reference is the seeds' regime, so it leaves verdicts decided, but a percentage must say it
 _NAMED_LIMITS = set(LIMIT_FLAGS) | {"link-limited"}

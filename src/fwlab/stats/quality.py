@@ -161,3 +161,33 @@ def flag_link_limited(shapers: dict[str, dict | None], rate_bps: int) -> list[Fl
                       for k, v in sorted(held.items()))
     return [Flag("link-limited", f"the emulated {rate_bps / 1e6:g} Mbit/s wire was the limit ({parts})",
                  "info")]
+
+
+#: a delay line that sent more than this share of a trial's frames over 1 ms late could not keep up
+DELAYLINE_LATE_SHARE = 0.01
+
+
+def flag_delayline_limited(lines: dict[str, dict | None]) -> list[Flag]:
+    """Flag a trial whose emulated delay (testbed.delayline) was the limit: a line dropped frames
+    (its queue bound, its socket: it could not keep up, or a send error), sent more than 1 % of
+    them over 1 ms late (its own processing added delay), or stopped. ``lines``: per wire, the
+    line's counter deltas over the trial (testbed.delayline.trial_deltas); None: not read."""
+    parts = []
+    for tag, rec in sorted(lines.items()):
+        if rec is None:
+            parts.append(f"wire {tag}: counters not read")
+            continue
+        if not rec.get("running", True):
+            parts.append(f"wire {tag}: the line stopped ({rec.get('stopped_by')})")
+        for d in ("a_to_b", "b_to_a"):
+            c = rec.get(d) or {}
+            dropped, sent, late = c.get("dropped_frames", 0), c.get("sent_frames", 0), c.get("late_over_1ms_frames", 0)
+            if dropped:
+                parts.append(f"wire {tag} {d}: {dropped} dropped ({c.get('tail_drops', 0)} queue full, "
+                             f"{c.get('socket_drops', 0)} socket full)")
+            if sent and late > DELAYLINE_LATE_SHARE * sent:
+                parts.append(f"wire {tag} {d}: {late} of {sent} frames over 1 ms late")
+    if not parts:
+        return []
+    return [Flag("delayline-limited", "the delay line (link_delay) was the limit: " + "; ".join(parts),
+                 "warning")]

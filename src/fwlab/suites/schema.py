@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from fwlab.floods.model import BackgroundItem
-from fwlab.validation import check_only_keys, only_matches, parse_rate_bps
+from fwlab.validation import check_only_keys, only_matches, parse_delay_us, parse_rate_bps
 
 
 class Strict(BaseModel):
@@ -147,6 +147,11 @@ class Suite(Strict):
         None, description="emulated line rate of the client's and server's wires, as tc writes it "
                           "(\"100mbit\", \"1gbit\"): a shaper on their egress, outside the DUT, counting "
                           "frames as on Ethernet (+24 B each); unset: the bed's own speed (see testbed.shaping)")
+    link_delay: str | None = Field(
+        None, description="emulated one-way delay of the client's and server's wires (\"5ms\", \"250us\"; "
+                          "10us..1s): a delay line (fwlab-engine delayline) in a wire namespace spliced "
+                          "into each wire, outside the DUT; a routed or bridged bed's round trip gains "
+                          "4x the delay, a direct bed's 2x; unset: no delay (see testbed.delayline)")
     hosts: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="[hosts.<role>] tables placing roles on remote hosts over SSH "
                                           "(checked by fwlab.testbed.hosts; `fwlab run --hosts FILE` adds to them)")
@@ -172,6 +177,17 @@ class Suite(Strict):
     @property
     def link_rate_bps(self) -> int | None:
         return parse_rate_bps(self.link_rate) if self.link_rate else None
+
+    @field_validator("link_delay")
+    @classmethod
+    def _link_delay(cls, v: str | None) -> str | None:
+        if v is not None:
+            parse_delay_us(v)
+        return v
+
+    @property
+    def link_delay_us(self) -> float | None:
+        return parse_delay_us(self.link_delay) if self.link_delay else None
 
     @field_validator("mode", mode="before")
     @classmethod

@@ -23,6 +23,7 @@ from pathlib import Path
 from fwlab.errors import FwlabError, NotRoot, TestbedError
 from fwlab.testbed import links
 from fwlab.testbed.clock import measure_offset
+from fwlab.testbed.delayline import DelayLine, RunningLine
 from fwlab.testbed.host import CommandFailed, Host, LocalHost, kill_namespace_pids, require_tool
 from fwlab.testbed.hosts import IFACE_COUNT, Placement
 from fwlab.testbed.shaping import LinkShape, parse_qdisc_stats
@@ -109,6 +110,11 @@ class Testbed:
     built: bool = False
     build_s: float = 0.0
     _adopted: list[tuple[str, str, str]] = field(default_factory=list)  # (ns, bed name, own name)
+    #: path of fwlab-engine, which runs the delay lines of ``topo.link_delay_us`` (the runners
+    #: layer locates it: fwlab.runners.engine.require_engine)
+    engine: str | None = None
+    #: the delay lines of the wires (testbed.delayline), by wire tag
+    delay_lines: dict[str, RunningLine] = field(default_factory=dict)
 
     # -- life cycle -------------------------------------------------------------------------
     def __enter__(self) -> "Testbed":
@@ -151,8 +157,11 @@ class Testbed:
             for ns, cur, orig in reversed(self._adopted):
                 links.give_back(self.host, ns, cur, orig)
             self._adopted.clear()
+            self.delay_lines.clear()
             for role in self.local_roles:
                 delete_namespace(self.host, self.topo.ns(role))
+            for w in self.topo.wires:
+                delete_namespace(self.host, w.ns)
             self.built = False
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, old)
@@ -186,6 +195,9 @@ class Testbed:
         ifaces = self.placement.entry(role).ifaces
         return ifaces[std.index(dev)] if dev in std else dev
 
+    def _wire_ns(self, role: str) -> str | None:
+        return next((w.ns for w in self.topo.wires if w.tag == role), None)
+
     def _std_ifaces(self, role: str) -> list[str]:
         t = self.topo
         return {"client": [t.client_if], "server": [t.server_if],
@@ -196,7 +208,7 @@ class Testbed:
         """The namespace of ``role`` on its host (a remote role: the hosts file's ``ns`` or None)."""
         if self.is_remote(role):
             return self.placement.entry(role).ns
-        return self.topo.ns(role)
+        return self._wire_ns(role) or self.topo.ns(role)
 
     def sh(self, role: str, *argv: str, check: bool = True):
         return self.host_for(role).run(list(argv), ns=self.ns(role), check=check)
@@ -253,12 +265,15 @@ class Testbed:
             self._sysctl(role, "net.ipv6.conf.all.accept_dad", 0)
             self._sysctl(role, "net.ipv6.conf.default.accept_dad", 0)
         c, s = t.client_if, t.server_if
-        if t.has_dut:
-            d0, d1 = t.dut_client_if, t.dut_server_if
-            self._link("client", c, "dut", d0)
-            self._link("dut", d1, "server", s)
+        if t.wires:
+            self._build_wires()
+        elif t.has_dut:
+            self._link("client", c, "dut", t.dut_client_if)
+            self._link("dut", t.dut_server_if, "server", s)
         else:
             self._link("client", c, "server", s)
+        if t.has_dut:
+            d0, d1 = t.dut_client_if, t.dut_server_if
 
         plen4_c = int(plan.client_net4.split("/")[1])
         plen4_s = int(plan.server_net4.split("/")[1])
@@ -307,7 +322,61 @@ class Testbed:
             self._shape()
         if t.has_dut and t.device_model == "napi" and not self.is_remote("dut"):
             self._napi_device()
+        if t.wires:
+            self._start_delay_lines()
         self._wait_link_ready()
+
+    # -- emulated delay (testbed.delayline) ---------------------------------------------------
+    def _build_wires(self) -> None:
+        """Each wire: a namespace of its own between two roles, two veth pairs through it."""
+        t = self.topo
+        remote = [r for w in t.wires for r in (w.outer_role, w.inner_role) if self.is_remote(r)]
+        if remote:
+            raise TestbedError(f"link_delay needs both ends of each wire on this host, but "
+                               f"{', '.join(sorted(set(remote)))} is remote",
+                               fix="leave link_delay unset with a hosts file (delay the real link instead)")
+        for w in t.wires:
+            self.host.run(["ip", "netns", "add", w.ns])
+            LIVE_NAMESPACES.add(w.ns)
+            self.sh(w.tag, "ip", "link", "set", "lo", "up")
+            # the wire has no address and must send nothing of its own (no IPv6 link-local,
+            # no router solicitation): only what the delay line relays crosses it
+            for key in ("net.ipv6.conf.all.disable_ipv6", "net.ipv6.conf.default.disable_ipv6"):
+                self._sysctl(w.tag, key, 1)
+            self._veth(w.outer_if, self.ns(w.outer_role), w.a_if, w.ns)
+            self._veth(w.b_if, w.ns, w.inner_if, self.ns(w.inner_role))
+            for role, dev in ((w.outer_role, w.outer_if), (w.tag, w.a_if), (w.tag, w.b_if),
+                              (w.inner_role, w.inner_if)):
+                self._offloads(role, dev)
+            for dev in (w.a_if, w.b_if):
+                self._up(w.tag, dev)
+
+    def _start_delay_lines(self) -> None:
+        if not self.engine:
+            raise TestbedError("link_delay needs fwlab-engine (its delayline subcommand) and none was given "
+                               "to the test bed", fix="run 'make engine' (or set FWLAB_ENGINE)")
+        line = DelayLine(self.topo.link_delay_us)
+        for w in self.topo.wires:
+            stats = self.host.put_file("", f"{self.topo.run_id}-delay-{w.tag}.json")
+            sp = self.host.spawn(line.argv(self.engine, w.a_if, w.b_if, stats), ns=w.ns)
+            self.delay_lines[w.tag] = RunningLine(w.tag, sp, stats)
+        for rl in self.delay_lines.values():
+            rl.wait_ready()
+
+    def delay_state(self) -> dict | None:
+        """The delay lines as configured and their counters now (None: no delay). Per wire, the
+        direction ``a_to_b`` runs from its outer role (client, server) towards the DUT."""
+        if not self.topo.wires:
+            return None
+        state = DelayLine(self.topo.link_delay_us).to_dict()
+        state["wires"] = {w.tag: {"ns": w.ns, "a": f"{w.outer_role}:{w.outer_if}",
+                                  "b": f"{w.inner_role}:{w.inner_if}"} for w in self.topo.wires}
+        state["lines"] = self.delay_counters()
+        return state
+
+    def delay_counters(self) -> dict[str, dict | None]:
+        """Each wire's delay-line counters now (fresh: read on request)."""
+        return {tag: rl.read() for tag, rl in self.delay_lines.items()}
 
     def shaped_interfaces(self) -> list[tuple[str, str]]:
         """(role, interface) whose egress carries the emulated line rate: the client's and the
@@ -452,6 +521,8 @@ class Testbed:
             out += [("dut", t.dut_client_if), ("dut", t.dut_server_if)]
         if "atk" in t.roles:
             out += [("atk", t.attacker_if), ("dut", t.dut_attacker_if)]
+        for w in t.wires:
+            out += [(w.tag, w.a_if), (w.tag, w.b_if)]
         return [(r, self.dev(r, d)) for r, d in out]
 
     def offload_state(self) -> dict[str, dict[str, str]]:
@@ -509,6 +580,7 @@ class Testbed:
             "offloads": self.offload_state(),
             "device": self.device_state(),
             "link": self.link_state(),
+            "delay": self.delay_state(),
             "sysctls": self.sysctls(),
             "build_s": round(self.build_s, 4),
         }

@@ -119,6 +119,22 @@ FLAT_PLAN = AddressPlan(
 
 
 @dataclass(frozen=True)
+class Wire:
+    """One emulated wire with a delay line: ``outer_role``'s ``outer_if`` is cabled to ``a_if`` in
+    namespace ``ns``, ``b_if`` there to ``inner_role``'s ``inner_if`` (the DUT, or the server in a
+    direct bed); the delay line relays frames between ``a_if`` and ``b_if``."""
+
+    tag: str
+    ns: str
+    outer_role: str
+    outer_if: str
+    a_if: str
+    inner_role: str
+    inner_if: str
+    b_if: str
+
+
+@dataclass(frozen=True)
 class Topology:
     """A full description of one test bed."""
 
@@ -137,6 +153,9 @@ class Topology:
     #: emulated line rate of the client's and server's wires [bit/s, Ethernet L1]; None: unshaped
     #: (see testbed.shaping)
     link_rate_bps: int | None = None
+    #: emulated one-way delay of the client's and server's wires [us]; None: no delay line
+    #: (see testbed.delayline)
+    link_delay_us: float | None = None
 
     def ns(self, role: str) -> str:
         return f"{PREFIX}{self.run_id}-{role}"
@@ -191,6 +210,20 @@ class Topology:
     @property
     def bridge_if(self) -> str:
         return self.ifname("br")
+
+    @property
+    def wires(self) -> tuple["Wire", ...]:
+        """The delay-line wires (none without ``link_delay_us``): the client's wire, and with a
+        DUT the server's wire, each a namespace of its own spliced between two roles."""
+        if not self.link_delay_us:
+            return ()
+        out = [Wire("wc", self.ns("wc"), "client", self.client_if, self.ifname("wc0"),
+                    "dut" if self.has_dut else "server",
+                    self.dut_client_if if self.has_dut else self.server_if, self.ifname("wc1"))]
+        if self.has_dut:
+            out.append(Wire("ws", self.ns("ws"), "server", self.server_if, self.ifname("ws0"),
+                            "dut", self.dut_server_if, self.ifname("ws1")))
+        return tuple(out)
 
     def to_dict(self) -> dict:
         return asdict(self)
