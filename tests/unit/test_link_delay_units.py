@@ -58,7 +58,8 @@ def test_wires_exist_only_with_a_delay_and_fit_interface_names():
 
 def test_the_delay_line_command_line():
     argv = DelayLine(250.0).argv("/e", "A", "B", "/tmp/s.json")
-    assert argv[:2] == ["/e", "delayline"]
+    assert argv[:5] == ["chrt", "-f", "50", "/e", "delayline"]  # real-time, as a wire
+    assert DelayLine(250.0, rt_priority=None).argv("/e", "A", "B", "/s")[:2] == ["/e", "delayline"]
     assert argv[argv.index("--delay-us") + 1] == "250" and "--exit-with-parent" in argv
     assert argv[argv.index("--a") + 1] == "A" and argv[argv.index("--stats-file") + 1] == "/tmp/s.json"
     assert float(argv[argv.index("--duration-s") + 1]) > 0  # bounded in time

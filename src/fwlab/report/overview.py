@@ -229,6 +229,13 @@ def _traffic(suite: dict) -> str:
     return "; ".join(items)
 
 
+def _wires(suite: dict) -> str:
+    """'; emulated wires: 100mbit, 250us one-way delay each' when the suite emulates its wires."""
+    parts = [p for p in (suite.get("link_rate"), suite.get("link_delay") and
+                         f"{suite['link_delay']} one-way delay (delay line)") if p]
+    return f"; emulated wires: {', '.join(parts)} each" if parts else ""
+
+
 def render_overview(run: dict, trials: list[dict], cs: list[Curve], published_html: list[str],
                     state: RecordState | None = None) -> str:
     suite = (run.get("suite") or {}).get("parsed") or {}
@@ -238,7 +245,8 @@ def render_overview(run: dict, trials: list[dict], cs: list[Curve], published_ht
         ("record", f"<span class='{'ok' if state.complete else 'warn'}'>{_e(state.sentence())}</span>"),
         ("tested", f"{_e(suite.get('description') or suite.get('name'))}"),
         ("test bed", _e(f"modes {', '.join(suite.get('mode') or [])}; IPv{'/'.join(str(v) for v in suite.get('ip_versions') or [])}; "
-                        f"device model {suite.get('device_model', 'veth')}; offloads {suite.get('offloads')}")),
+                        f"device model {suite.get('device_model', 'veth')}; offloads {suite.get('offloads')}"
+                        f"{_wires(suite)}")),
         ("traffic", _e(f"{_traffic(suite)}; {suite.get('duration_s')} s x {suite.get('repetitions')} repetitions")),
         ("rule sets", _e(_rule_sets(run, trials))),
         ("host", _e(f"{host.get('cpu_model')}, {host.get('cpus')} CPUs, {(host.get('memory_kib') or 0) // 1048576} GiB, "
