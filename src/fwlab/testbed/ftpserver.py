@@ -10,7 +10,6 @@ server namespace pinned to the server CPU, and stopping it. Never parses client 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import tempfile
 import time
@@ -66,10 +65,12 @@ use_sendfile=YES
 
 
 def vsftpd_version() -> str:
-    require_tool("vsftpd")
-    # vsftpd -v writes its version to file descriptor 0
-    cp = subprocess.run(["vsftpd", "-v"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                        stderr=subprocess.STDOUT, text=True, input="")
+    exe = require_tool("vsftpd")
+    # vsftpd -v writes its version to file descriptor 0: point that at the captured stdout
+    # (stdin=PIPE together with input= is a ValueError; a pipe's read end cannot be written)
+    cp = subprocess.run(["sh", "-c", 'exec "$0" -v 0>&1', exe],
+                        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                        text=True, timeout=10)
     out = (cp.stdout or "").strip()
     return out.replace("vsftpd: version ", "vsftpd ") or "vsftpd"
 
