@@ -10,6 +10,7 @@ server namespace pinned to the server CPU, and stopping it. Never parses client 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import tempfile
 import time
