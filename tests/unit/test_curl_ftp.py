@@ -83,3 +83,13 @@ def test_report_labels_ftp_rows_and_drops_not_measured():
     assert "FTP: not measured" not in html
     only_http = render({}, [t for t in trials if t["traffic"] == "http"])
     assert "FTP: not measured" in only_http and "<h3>FTP" not in only_http
+
+
+def test_vsftpd_version_reads_what_vsftpd_writes_to_fd_0():
+    """The curl runner records it with every trial; it raised ValueError (seed-002 crashed)."""
+    import shutil
+
+    from fwlab.testbed.ftpserver import vsftpd_version
+    if not (shutil.which("vsftpd") or shutil.which("vsftpd", path="/usr/sbin:/sbin")):
+        pytest.skip("vsftpd is not installed")
+    assert vsftpd_version().startswith("vsftpd")

@@ -88,12 +88,3 @@ def test_delayline_limited_is_raised_on_drops_lateness_or_a_stopped_line():
     assert flag_delayline_limited({"wc": _line(sent=10, running=False)})
     assert "not read" in flag_delayline_limited({"wc": None})[0].message
 
-
-def test_vsftpd_version_reads_what_vsftpd_writes_to_fd_0():
-    """The curl runner records it with every trial; it raised ValueError (seed-002 crashed)."""
-    import shutil
-
-    from fwlab.testbed.ftpserver import vsftpd_version
-    if not (shutil.which("vsftpd") or shutil.which("vsftpd", path="/usr/sbin:/sbin")):
-        pytest.skip("vsftpd is not installed")
-    assert vsftpd_version().startswith("vsftpd")
