@@ -339,6 +339,14 @@ class Selector:
             return None
         return max(self.min_load, rate)
 
+    def _forwarded(self, load: float) -> float:
+        """The lowest forwarding rate of the trials at `load` [packets/s]: for a DUT with a
+        fixed capacity below `load`, that capacity (CSIT's first MLRsearch stepped to the
+        receive rate of a failed trial). Stepping down from an upper bound never goes above it;
+        a generator-short trial says nothing of the DUT and is left out."""
+        rates = [t.forwarded_pps for t in self.db.by_load.get(load, []) if not t.generator_short]
+        return min(rates, default=load)
+
     def nominate(self) -> tuple[str, float, float] | None:
         """(strategy, load, trial duration) the goal wants next, or None when it is reached."""
         while True:
@@ -363,8 +371,18 @@ class Selector:
         the full-length trial only if that one passed (classification leaves it undecided)."""
         if (target.final and self.index > 0 and target.exceed_ratio == 0.0
                 and not self.db.by_load.get(load)):
-            return self.targets[self.index - 1].trial_duration_s
+            short = self.targets[self.index - 1].trial_duration_s
+            if not self._short_pass_above(load, short, target):
+                return short
         return target.trial_duration_s
+
+    def _short_pass_above(self, load: float, duration_s: float, target: Target) -> bool:
+        """Did some load at or above `load` pass a trial at least `duration_s` long? Then a
+        trial of that length at `load` would pass too (loss grows with load) and tells nothing:
+        the full-length trial is measured at once."""
+        return any(other >= load and any(t.duration_s >= duration_s * (1 - _SLACK) and target.passes(t)
+                                         for t in trials)
+                   for other, trials in self.db.by_load.items())
 
     def won(self, strategy: str, load: float) -> None:
         """The nominated load was measured; remember extensions to grow their step."""
@@ -399,7 +417,7 @@ class Selector:
         if chi is not None and clo is None:
             if chi <= self.min_load:
                 return None  # the minimum load failed
-            return "extend_lo", max(self.min_load, chi * (1.0 - self.ext_width))
+            return "extend_lo", max(self.min_load, min(chi * (1.0 - self.ext_width), self._forwarded(chi)))
         if self._relevant_undecided(self.prev_hi, target, clo, chi):
             return "refine_hi", self.prev_hi
         if clo is not None and chi is None:
@@ -412,6 +430,12 @@ class Selector:
             middle = math.sqrt(clo * chi)
             if not clo < middle < chi:
                 return None
+            # Guided by the upper bound's forwarding rate (the DUT's capacity if it is fixed):
+            # when that lies below the middle, try it, at least one width above the lower
+            # bound, instead of halving an interval the capacity is known to sit low in.
+            guided = max(self._forwarded(chi), clo / (1.0 - target.width))
+            if guided < middle:
+                return "guided", guided
             # Narrowing from a trusted side (a bound carried over unchanged from the previous
             # target, or the forwarding rate at the maximum load) with the expanding step, while
             # that step is closer than the middle: results usually lie near such a bound. A
