@@ -199,6 +199,29 @@ def _results(runs: list[dict], alg: str) -> list[float]:
     return out
 
 
+def spending(runs: list[dict]) -> dict:
+    """Where a contender's trial seconds went (what keeps the ratio up): seconds per trial
+    duration, the full-length trials, and those that failed at a load a shorter trial had
+    passed (the DUT's zero-loss load falls with the trial duration: short trials were
+    optimistic there)."""
+    by_duration: dict[str, float] = {}
+    full = full_failed_after_short = 0
+    for r in runs:
+        for key, sec in (r.get("trial_seconds_by_duration") or {}).items():
+            by_duration[key] = by_duration.get(key, 0.0) + sec
+        trials = r.get("trials") or []
+        longest = max((t["duration_s"] for t in trials), default=0.0)
+        for k, t in enumerate(trials):
+            if t["duration_s"] < longest:
+                continue
+            full += 1
+            if not t["passed"] and any(u["load_pps"] == t["load_pps"] and u["passed"] and u["duration_s"] < longest
+                                       for u in trials[:k]):
+                full_failed_after_short += 1
+    return {"trial_seconds_by_duration": dict(sorted(by_duration.items(), key=lambda kv: float(kv[0]))),
+            "full_length_trials": full, "full_length_failed_after_short_pass": full_failed_after_short}
+
+
 def noise(results: dict[str, list[float]]) -> dict:
     """The DUT's measured noise: the pooled within-contender standard deviation of repeated
     results (each contender's results are the same measurement taken again), relative to the
@@ -244,7 +267,8 @@ def compare(runs: list[dict], relative_width: float = 0.02) -> dict:
                     "trial_seconds_per_search": [r["trial_seconds"] for r in ok],
                     "trial_count_per_search": [r["trial_count"] for r in ok],
                     "wall_s_per_search": [r.get("wall_s") for r in rs],
-                    "irregular": sorted({f for r in rs for f in r["irregular"]})}
+                    "irregular": sorted({f for r in rs for f in r["irregular"]}),
+                    **spending(ok)}
     b, m = out["binary"], out["mlr"]
     complete = b["failed"] == 0 and m["failed"] == 0 and b["searches"] == m["searches"] > 0
     out["mlr_vs_binary"] = (m["trial_seconds_total"] / b["trial_seconds_total"]) \
@@ -307,6 +331,10 @@ def format_table(res: dict) -> str:
                      + (f"  {a['failed']} searches failed" if a["failed"] else ""))
     ratio = s["mlr_vs_binary"]
     lines.append(f"mlr_vs_binary (trial seconds) {ratio:.3f}" if ratio is not None else "mlr_vs_binary: missing")
+    m = s["mlr"]
+    spent = ", ".join(f"{sec:.1f} s in {d} s trials" for d, sec in m["trial_seconds_by_duration"].items())
+    lines.append(f"MLRsearch spent {spent}; {m['full_length_trials']} full-length trials, "
+                 f"{m['full_length_failed_after_short_pass']} failed where a shorter trial had passed")
     nz = s["noise"]
     gap = "missing" if s["result_gap"] is None else f"{100 * s['result_gap']:.1f} %"
     noise_txt = "not measured (fewer than 2 results per contender)" if nz["cv"] is None else \
@@ -318,4 +346,4 @@ def format_table(res: dict) -> str:
 
 
 __all__ = ["CONTENDERS", "MLR_GOALS", "SearchBenchConfig", "abba", "compare", "format_table", "goals", "noise",
-           "run_bench", "runs_from_records", "suite_data", "suite_toml", "trace", "within_noise"]
+           "run_bench", "runs_from_records", "spending", "suite_data", "suite_toml", "trace", "within_noise"]

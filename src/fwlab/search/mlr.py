@@ -26,18 +26,22 @@ How loads are picked (the search's own strategy, CSIT-like):
   load ratio squared), and a duration sum shrinking geometrically from `duration_sum_s` down to
   `initial_trial_duration_s`; its trials last min(final trial duration, its duration sum).
 - The first target starts from the maximum load, then the forwarding rate measured there.
-- Within a target, strategies are tried in order, the first that wants a load gets it:
-  refine the previous target's lower bound while undecided; extend down from the upper bound
-  (external search: steps start at the target width and grow by `expansion_coefficient` per
-  failing step) while there is no lower bound; refine the previous upper bound; extend up likewise
-  while there is no upper bound; then narrow the interval until the width is reached: step in
-  from a trusted bound (carried from the previous target, or the forwarding rate at the maximum
-  load) with the same expanding steps while that lands closer to it than the middle, else bisect
-  at the geometric middle. An undecided load is asked for again until it is decided.
+- Within a target, strategies are tried in order, the first that wants a load gets it: refine the
+  previous target's lower bound while undecided; extend down from the upper bound (external
+  search: steps start at the target width and grow by `expansion_coefficient` per failing step,
+  but never land above the forwarding rate measured at that bound -- the receive rate step of
+  CSIT's first MLRsearch) while there is no lower bound; refine the previous upper bound; extend
+  up likewise while there is no upper bound; then narrow the interval until the width is reached:
+  when the upper bound's forwarding rate (at least one width above the lower bound) lies below the
+  middle, that load; else step in from a trusted bound (carried from the previous target, or the
+  forwarding rate at the maximum load) with the same expanding steps while that lands closer to it
+  than the middle; else bisect at the geometric middle. An undecided load is asked for again until
+  it is decided.
 - In a final target with exceed ratio 0, a load never measured before is first tried at the
   previous target's trial length: a bad trial of any length is an upper bound there, only a
   full-length one can be a lower bound, so failing loads cost a short trial, passing ones a short
-  and a long one.
+  and a long one; a load below one that already passed such a short trial gets the long trial
+  at once (the short one would pass and tell nothing).
 - With several goals, every goal nominates a load; the shortest trial wins (ties: the lower load,
   then the earlier goal), so coarse phases of all goals run before long final trials, and all
   goals share every trial.
@@ -397,7 +401,12 @@ class Selector:
             return
         same_side = (strategy == "extend_lo" and cls == UPPER) or \
                     (strategy == "extend_hi" and cls == LOWER)
-        if same_side:
+        if strategy == "extend_lo_guided":
+            # a step to the forwarding rate: the next regular step keeps its width if this one
+            # failed too, and starts again from the target's width if it passed
+            if cls != UPPER:
+                self.ext_width = target.width
+        elif same_side:
             self.ext_width = _widen(self.ext_width, self.goal.expansion_coefficient)
         else:
             self.ext_width = target.width
@@ -417,7 +426,10 @@ class Selector:
         if chi is not None and clo is None:
             if chi <= self.min_load:
                 return None  # the minimum load failed
-            return "extend_lo", max(self.min_load, min(chi * (1.0 - self.ext_width), self._forwarded(chi)))
+            step, forwarded = chi * (1.0 - self.ext_width), self._forwarded(chi)
+            if forwarded < step:
+                return "extend_lo_guided", max(self.min_load, forwarded)
+            return "extend_lo", max(self.min_load, step)
         if self._relevant_undecided(self.prev_hi, target, clo, chi):
             return "refine_hi", self.prev_hi
         if clo is not None and chi is None:
