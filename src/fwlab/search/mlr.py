@@ -399,14 +399,9 @@ class Selector:
         cls = self.db.classify(load, target)
         if cls == UNDECIDED:
             return
-        same_side = (strategy == "extend_lo" and cls == UPPER) or \
+        same_side = (strategy in ("extend_lo", "extend_lo_guided") and cls == UPPER) or \
                     (strategy == "extend_hi" and cls == LOWER)
-        if strategy == "extend_lo_guided":
-            # a step to the forwarding rate: the next regular step keeps its width if this one
-            # failed too, and starts again from the target's width if it passed
-            if cls != UPPER:
-                self.ext_width = target.width
-        elif same_side:
+        if same_side:
             self.ext_width = _widen(self.ext_width, self.goal.expansion_coefficient)
         else:
             self.ext_width = target.width
