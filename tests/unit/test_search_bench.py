@@ -173,3 +173,15 @@ def test_cli_bad_arguments_are_one_line_and_exit_2(args, capsys):
     assert cli.main(["bench", "search", *args]) == 2
     err = capsys.readouterr().err
     assert err.startswith("fwlab: error:") and len(err.strip().splitlines()) == 1 and "fix:" in err
+
+
+def test_the_orchestrator_takes_an_order_of_the_same_trials_only():
+    from fwlab.errors import FwlabError
+    from fwlab.orchestrate import _reordered
+    from fwlab.suites.plan import Plan
+
+    trials = plan(SearchBenchConfig(rounds=2))
+    p = Plan(tuple(trials), ())
+    assert [t.trial_id for t in _reordered(p, abba).trials] == [t.trial_id for t in abba(trials)]
+    with pytest.raises(FwlabError, match="planned trials"):
+        _reordered(p, lambda ts: ts[:-1])
