@@ -83,6 +83,9 @@ def test_records_of_the_rfc2544_method_give_the_comparison():
     assert list(b["trial_seconds_by_duration"]) == ["3"] and b["full_length_failed_after_short_pass"] == 0
     assert sum(m["trial_seconds_by_duration"].values()) == pytest.approx(m["trial_seconds_total"])
     assert m["trial_seconds_by_duration"]["3"] == 3.0 * m["full_length_trials"]
+    parts = s["mlr_vs_binary_parts"]
+    assert parts["full_length"] + parts["shorter"] == pytest.approx(s["mlr_vs_binary"])
+    assert parts["full_length"] == pytest.approx(3.0 * m["full_length_trials"] / b["trial_seconds_total"])
 
 
 def test_spending_counts_full_length_failures_after_a_short_pass():
@@ -108,6 +111,7 @@ def test_a_failed_search_leaves_the_ratio_missing():
     recs[1] = recs[1].model_copy(update={"error": "engine died", "metrics": None, "extra": {}})
     s = compare(runs_from_records(recs))
     assert s["mlr"]["failed"] == 1 and s["mlr_vs_binary"] is None and s["mlr_at_most_third"] is None
+    assert s["mlr_vs_binary_parts"] is None
 
 
 def test_noise_is_the_pooled_within_contender_spread():
@@ -164,7 +168,7 @@ def test_cli_prints_pairing_trial_seconds_ratio_results_and_noise(monkeypatch, c
     text = capsys.readouterr().out
     assert seen["cfg"].pairing == "binary x3 averaged vs mlr tst009-like"
     assert "pairing: strict" in text and "mlr_vs_binary (trial seconds) 0." in text and "within noise" in text
-    assert "MLRsearch spent" in text and "full-length trials" in text
+    assert "MLRsearch spent" in text and "full-length trials" in text and "ratio = " in text
 
 
 @pytest.mark.parametrize("args", [["--rounds", "0"], ["--trial-s", "0"], ["--width", "1"],

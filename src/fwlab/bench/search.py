@@ -273,6 +273,17 @@ def compare(runs: list[dict], relative_width: float = 0.02) -> dict:
     complete = b["failed"] == 0 and m["failed"] == 0 and b["searches"] == m["searches"] > 0
     out["mlr_vs_binary"] = (m["trial_seconds_total"] / b["trial_seconds_total"]) \
         if complete and b["trial_seconds_total"] else None
+    # the ratio taken apart: MLRsearch's full-length trials (what no short trial can replace:
+    # the lower bound's confirmation, and the full-length trials that failed) and its short ones
+    full_s = None
+    if out["mlr_vs_binary"] is not None:
+        longest = max((float(d) for d in m["trial_seconds_by_duration"]), default=0.0)
+        full_s = sum(sec for d, sec in m["trial_seconds_by_duration"].items() if float(d) >= longest)
+    out["mlr_vs_binary_parts"] = None if full_s is None else {
+        "full_length": full_s / b["trial_seconds_total"],
+        "shorter": (m["trial_seconds_total"] - full_s) / b["trial_seconds_total"],
+        "full_length_trials_per_search": m["full_length_trials"] / m["searches"],
+        "binary_trials_per_search": sum(b["trial_count_per_search"]) / b["searches"]}
     nz = noise({alg: out[alg]["results_pps"] for alg in CONTENDERS})
     gap = gap_sigma = None
     if b["throughput_pps"] and m["throughput_pps"] is not None:
@@ -335,6 +346,11 @@ def format_table(res: dict) -> str:
     spent = ", ".join(f"{sec:.1f} s in {d} s trials" for d, sec in m["trial_seconds_by_duration"].items())
     lines.append(f"MLRsearch spent {spent}; {m['full_length_trials']} full-length trials, "
                  f"{m['full_length_failed_after_short_pass']} failed where a shorter trial had passed")
+    parts = s.get("mlr_vs_binary_parts")
+    if parts:
+        lines.append(f"  ratio = {parts['full_length']:.3f} full-length + {parts['shorter']:.3f} shorter trials; "
+                     f"{parts['full_length_trials_per_search']:.1f} full-length trials per MLRsearch vs "
+                     f"{parts['binary_trials_per_search']:.1f} per binary search")
     nz = s["noise"]
     gap = "missing" if s["result_gap"] is None else f"{100 * s['result_gap']:.1f} %"
     noise_txt = "not measured (fewer than 2 results per contender)" if nz["cv"] is None else \
