@@ -32,9 +32,9 @@ def cmd_run(args) -> int:
         rec = run_ruleset(ruleset_cfg, Path(args.out), log=None if args.quiet else sys.stderr)
     elif args.resume:
         if args.suite or args.quick or args.repetitions is not None or args.duration is not None or args.hosts \
-                or args.link_rate:
+                or args.link_rate or args.precision is not None or args.max_repetitions is not None:
             raise FwlabError("--resume finishes a run as it was planned: it takes no SUITE, --quick, --link-rate, "
-                             "--repetitions, --duration or --hosts",
+                             "--repetitions, --precision, --max-repetitions, --duration or --hosts",
                              fix=f"fwlab run --resume {args.resume}")
         if args.dry_run:
             return _dry_run_resume(Path(args.resume))
@@ -43,18 +43,27 @@ def cmd_run(args) -> int:
         if not args.suite:
             raise FwlabError("no suite given", fix="fwlab run SUITE (see 'fwlab list'), or --resume DIR")
         suite, text = load_suite(quick_variant(args.suite) if args.quick else args.suite)
-        if args.repetitions is not None or args.duration is not None or args.link_rate:
+        if args.repetitions is not None or args.duration is not None or args.link_rate \
+                or args.precision is not None or args.max_repetitions is not None:
             data = suite.model_dump()
             if args.repetitions is not None:
                 data["repetitions"] = args.repetitions
+            if args.precision is not None:
+                data["precision"] = _precision_arg(args.precision)
+                if data["precision"] is None:
+                    data["max_repetitions"] = None
+            if args.max_repetitions is not None:
+                data["max_repetitions"] = args.max_repetitions
             if args.duration is not None:
                 data["duration_s"] = args.duration
             if args.link_rate:
                 data["link_rate"] = None if args.link_rate == "none" else args.link_rate
             from fwlab.suites import parse_suite
-            suite = parse_suite(data, f"'{args.suite}' with --repetitions/--duration/--link-rate",
-                                fix="--repetitions takes 1..100, --duration seconds in (0, 3600], "
-                                    "--link-rate a rate such as 10gbit or none")
+            suite = parse_suite(data, f"'{args.suite}' with --repetitions/--precision/--max-repetitions/"
+                                      "--duration/--link-rate",
+                                fix="--repetitions takes 1..100, --precision a fraction in (0, 1) or none, "
+                                    "--max-repetitions 1..100 and at least --repetitions (with a precision), "
+                                    "--duration seconds in (0, 3600], --link-rate a rate such as 10gbit or none")
         hosts = None
         if args.hosts:
             from fwlab.testbed.hosts import load_hosts
@@ -69,6 +78,17 @@ def cmd_run(args) -> int:
     print_summary(rec.path, sys.stdout)
     print(f"report: {report}")
     return 0
+
+
+def _precision_arg(text: str) -> float | None:
+    """--precision FRACTION (0.03 = 3 %) or 'none' (fixed repetitions); the suite check validates the range."""
+    if text.strip().lower() == "none":
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise FwlabError(f"--precision takes a fraction such as 0.03 (3 %) or none, not {text[:40]!r}",
+                         fix="e.g. --precision 0.03") from None
 
 
 def _ruleset_config(args):
@@ -89,7 +109,7 @@ def _ruleset_config(args):
 def _dry_run(suite, done: set[str] = frozenset()) -> int:
     """Print the plan's size, the combinations it leaves out (with the reason) and its rough
     wall-time estimate (fwlab.suites.estimate); change nothing. `done`: trial ids a resume would skip."""
-    from fwlab.suites.plan import Plan, expand
+    from fwlab.suites.plan import Plan, expand, expand_max
     from fwlab.suites.estimate import estimate_s
 
     plan = expand(suite)
@@ -97,9 +117,19 @@ def _dry_run(suite, done: set[str] = frozenset()) -> int:
     est = estimate_s(suite, todo)
     beds = len({t.bed_key for t in todo.trials})
     already = f" ({len(plan.trials) - len(todo.trials)} of {len(plan.trials)} already done)" if done else ""
-    print(f"{suite.name}: {len(todo.trials)} trials to run{already} on {beds} test bed(s), "
-          f"{len(plan.skipped)} combination(s) skipped; estimated {est / 60:.1f} min "
-          f"(rough, longer on a loaded machine)")
+    if suite.precision is None:
+        print(f"{suite.name}: {len(todo.trials)} trials to run{already} on {beds} test bed(s), "
+              f"{len(plan.skipped)} combination(s) skipped; estimated {est / 60:.1f} min "
+              f"(rough, longer on a loaded machine)")
+    else:  # adaptive: the minimum plan up to every figure at the maximum
+        lo, hi = suite.repetition_range
+        full = expand_max(suite)
+        top = Plan(tuple(t for t in full.trials if t.trial_id not in done), full.skipped)
+        beds = len({t.bed_key for t in top.trials})
+        print(f"{suite.name}: adaptive repetitions, {lo}..{hi} per figure until its 95 % interval half-width "
+              f"is within {100 * suite.precision:g} % of its mean: {len(todo.trials)}..{len(top.trials)} trials to "
+              f"run{already} on {beds} test bed(s), {len(plan.skipped)} combination(s) skipped; estimated "
+              f"{est / 60:.1f}..{estimate_s(suite, top) / 60:.1f} min (rough, longer on a loaded machine)")
     for s in plan.skipped:
         print(f"  skipped: {s['mode']} {s['backend']} {s['layout']}"
               f"{' stateful-shortcut' if s['stateful_shortcut'] else ''}: {s['reason']}")
@@ -351,6 +381,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "sizes and repetitions, shorter trials; under 10 minutes here), e.g. "
                         "'fwlab run seed-001 --quick' runs seed-001-quick")
     r.add_argument("--repetitions", type=int, help="override the suite's repetitions")
+    r.add_argument("--precision", metavar="FRACTION",
+                   help="adaptive repetitions: repeat each figure (interleaved) until its 95 %% t interval's "
+                        "half-width is within FRACTION of its mean (0.03 = 3 %%), from --repetitions up to "
+                        "--max-repetitions; 'none': fixed repetitions. Overrides the suite's precision")
+    r.add_argument("--max-repetitions", type=int, metavar="N",
+                   help="with a precision: the most repetitions of one figure (default 10)")
     r.add_argument("--duration", type=float, metavar="S", help="override the suite's trial duration [s]")
     r.add_argument("--link-rate", metavar="RATE",
                    help="emulate the wires at this line rate, e.g. 100mbit or 1gbit ('none': unshaped); "
