@@ -281,3 +281,39 @@ def test_dry_run_says_adaptive_with_a_range(capsys):
     assert 0 < float(lo) < float(hi)
     assert cli.main(["run", "quick", "--dry-run"]) == 0
     assert "adaptive" not in capsys.readouterr().out
+
+
+def test_report_shows_the_interval_and_flags_figures_at_the_maximum(monkeypatch, tmp_path):
+    import io
+
+    from fwlab.report import print_summary, write_report
+
+    suite = _suite()
+    plan = expand(suite)
+    _fake_executor(monkeypatch, {0: QUIET, 100: NOISY, 1000: MEDIUM})
+    rec = RunRecord.create(tmp_path, suite.name, {"suite": {"name": suite.name, "toml": "", "parsed": suite.model_dump()},
+                                                  "plan": {"trials": len(plan.trials), "skipped": [],
+                                                           "trial_ids": [t.trial_id for t in plan.trials]}})
+    _execute(suite, plan, rec, quiet=True)
+    page = write_report(rec.path).read_text()
+    assert "Precision (adaptive repetitions)" in page
+    assert "2 of 3 figures</b> reached ±3 %" in page
+    assert "1 hit the maximum of 6" in page and "hit the maximum without the precision" in page
+    hw = half_width(NOISY) / 1e3
+    assert f"±{hw:.3f} kpps" in page
+    out = io.StringIO()
+    print_summary(rec.path, out)
+    assert "precision: 2 of 3 figures reached ±3 %" in out.getvalue()
+    assert "ip4udp-64B-nftables-100r-linear-routed" in out.getvalue()
+
+
+def test_report_of_a_fixed_suite_has_no_precision_section(monkeypatch, tmp_path):
+    from fwlab.report import write_report
+
+    suite = _suite(precision=None, max_repetitions=None)
+    plan = expand(suite)
+    _fake_executor(monkeypatch, {0: QUIET, 100: NOISY, 1000: MEDIUM})
+    rec = RunRecord.create(tmp_path, suite.name, {"suite": {"name": suite.name, "toml": "", "parsed": suite.model_dump()},
+                                                  "plan": {"trials": len(plan.trials), "skipped": []}})
+    _execute(suite, plan, rec, quiet=True)
+    assert "Precision (adaptive" not in write_report(rec.path).read_text()
