@@ -353,6 +353,28 @@ def cmd_bench_search(args) -> int:
     return 0
 
 
+def cmd_bench_precision(args) -> int:
+    from fwlab.bench.precision import PrecisionBenchConfig, format_table, run_bench
+    from fwlab.orchestrate import start_run
+    from fwlab.testbed import require_root
+
+    rules = None
+    if args.rules != "all":
+        try:
+            rules = tuple(int(x) for x in args.rules.split(","))
+        except ValueError:
+            raise FwlabError(f"--rules takes rule counts such as 0,1000 or all, not {args.rules[:40]!r}",
+                             fix="e.g. --rules 0,1000") from None
+    cfg = PrecisionBenchConfig(precision=args.precision, fixed_repetitions=args.fixed_repetitions,
+                               min_repetitions=args.min_repetitions, max_repetitions=args.max_repetitions,
+                               rules=rules, rounds=args.rounds, out=args.out)
+    cfg.check()
+    require_root()
+    res = run_bench(cfg, start_run, log=None if args.quiet else sys.stderr)
+    print(json.dumps(res, indent=2) if args.json else format_table(res))
+    return 0
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with fwlab's error line: one line on stderr, exit 2 (subcommands inherit it)."""
 
@@ -477,6 +499,27 @@ def build_parser() -> argparse.ArgumentParser:
     bs.add_argument("--json", action="store_true", help="print one JSON object")
     bs.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     bs.set_defaults(func=cmd_bench_search)
+    bp = bsub.add_parser("precision", help="fixed 3 repetitions vs adaptive repetitions on quick (needs root)",
+                         description="Runs the built-in quick suite (by default a slice: rule counts 0 and 1000, "
+                                     "both layouts and traffic items, 8 figures) twice per round, alternately "
+                                     "(ABBA): with fixed --fixed-repetitions and with adaptive repetitions "
+                                     "(--min-repetitions..--max-repetitions until each figure's 95 %% Student t "
+                                     "interval half-width is within --precision of its mean). Prints each "
+                                     "contender's wall time, the share of figures within the precision (both "
+                                     "judged by the same rule) and adaptive_over_fixed = adaptive / fixed wall time.")
+    bp.add_argument("--precision", type=float, default=0.03, help="goal as a fraction of the mean (default 0.03)")
+    bp.add_argument("--fixed-repetitions", type=int, default=3, help="the fixed contender's repetitions (default 3)")
+    bp.add_argument("--min-repetitions", type=int, default=2,
+                    help="the adaptive contender's minimum (default 2, quick's own repetitions)")
+    bp.add_argument("--max-repetitions", type=int, default=10, help="the adaptive contender's maximum (default 10)")
+    bp.add_argument("--rules", default="0,1000",
+                    help="quick's rule counts to run, comma-separated, or 'all' (default 0,1000: the bench "
+                         "then takes about 8 minutes here, not 20)")
+    bp.add_argument("--rounds", type=int, default=1, help="fixed + adaptive pairs, ABBA order (default 1)")
+    bp.add_argument("--out", default="results", help="directory for the runs' records (default ./results)")
+    bp.add_argument("--json", action="store_true", help="print one JSON object")
+    bp.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    bp.set_defaults(func=cmd_bench_precision)
 
     v = sub.add_parser("version", help="print fwlab's and the tools' versions as JSON")
     v.set_defaults(func=cmd_version)

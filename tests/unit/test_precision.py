@@ -317,3 +317,59 @@ def test_report_of_a_fixed_suite_has_no_precision_section(monkeypatch, tmp_path)
                                                   "plan": {"trials": len(plan.trials), "skipped": []}})
     _execute(suite, plan, rec, quiet=True)
     assert "Precision (adaptive" not in write_report(rec.path).read_text()
+
+
+# -- fwlab bench precision, with simulated runs ----------------------------------------------------
+def test_bench_alternates_contenders_and_judges_both_by_one_rule(monkeypatch, tmp_path):
+    from fwlab.bench.precision import PrecisionBenchConfig, format_table, run_bench
+
+    # UDP quiet, TCP noisy (never within 3 % by 4 repetitions)
+    def value(spec):
+        return (QUIET if spec.traffic == "udp" else NOISY)[spec.repetition - 1]
+
+    def fake_run_bed(self, bed_key, trials, order=None):
+        for spec in (trials if order is None else order):
+            self.record.append_trial(build_trial(spec.to_dict(), metrics={"rx_pps": value(spec),
+                                                                           "throughput_bps": value(spec)},
+                                                 started_utc=utc_now()))
+    monkeypatch.setattr(Executor, "_run_bed", fake_run_bed)
+    order = []
+
+    def run_suite(suite, text, out, quiet=False):
+        order.append(suite.name)
+        plan = expand(suite)
+        rec = RunRecord.create(out, suite.name, {"suite": {"name": suite.name, "toml": text,
+                                                           "parsed": suite.model_dump()},
+                                                 "plan": {"trials": len(plan.trials), "skipped": [],
+                                                          "trial_ids": [t.trial_id for t in plan.trials]}})
+        _execute(suite, plan, rec, quiet=True)
+        return rec
+
+    cfg = PrecisionBenchConfig(rules=(0, 1000), rounds=2, max_repetitions=4, out=str(tmp_path))
+    res = run_bench(cfg, run_suite, log=None)
+    assert order == ["quick-fixed3", "quick-adaptive", "quick-adaptive", "quick-fixed3"]  # ABBA
+    s = res["summary"]
+    assert s["fixed"]["trials"] == 8 * 3 and s["adaptive"]["trials"] == 4 * 2 + 4 * 4
+    assert s["fixed"]["share_met"] == 0.5 and s["adaptive"]["share_met"] == 0.5
+    assert len(s["adaptive"]["not_met"]) == 4 and all("tcp" in f for f in s["adaptive"]["not_met"])
+    assert s["adaptive_over_fixed"] == pytest.approx(s["adaptive"]["wall_s"] / s["fixed"]["wall_s"])
+    assert s["adaptive_all_met"] is False
+    text = format_table(res)
+    assert "adaptive_over_fixed (wall time)" in text and "did not reach ±3 % on every figure" in text
+    json.dumps(res)
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["--rules", "0,5"], "slice of quick's rule counts"),
+    (["--rules", "x"], "--rules takes rule counts"),
+    (["--precision", "1.5"], "precision must be within"),
+    (["--min-repetitions", "5", "--max-repetitions", "3"], "not a range"),
+    (["--fixed-repetitions", "1"], "--fixed-repetitions must be >= 2"),
+])
+def test_bench_refuses_bad_options_before_anything_runs(argv, needle, capsys, monkeypatch):
+    import fwlab.bench.precision as bp
+
+    monkeypatch.setattr(bp, "run_bench", lambda *a, **k: pytest.fail("the bench must not start"))
+    assert cli.main(["bench", "precision", *argv]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.count("\n") == 1
