@@ -152,10 +152,23 @@ class Executor:
                     self._run_bed(bed_key, todo)
                 continue
             # repetitions past the minimum, interleaved, until each figure is precise (stats.precision)
-            order = adaptive_order(group, self.rule, done, self.record.trials, on_round=self._round_note)
+            order = self._planned(adaptive_order(group, self.rule, done, self.record.trials,
+                                                 on_round=self._round_note))
             first = next(order, None)
             if first is not None:
                 self._run_bed(bed_key, group, chain([first], order))
+
+    def _planned(self, order: Iterable[TrialSpec]) -> Iterable[TrialSpec]:
+        """Each adaptive trial joins run.json's plan.trial_ids as it is scheduled (the record's
+        state then counts it: planned, and present once it ends)."""
+        plan = self.record.run.setdefault("plan", {})
+        for spec in order:
+            ids = plan.setdefault("trial_ids", [])
+            if spec.trial_id not in ids:
+                ids.append(spec.trial_id)
+                plan["trials"] = len(ids)
+                self.record.save_run()
+            yield spec
 
     def _round_note(self, rep: int, short: int, figures: int) -> None:
         self.progress.note(f"precision: repetition {rep}: {short} of {figures} figures still short of "

@@ -198,7 +198,9 @@ def test_execute_records_the_repetitions_and_half_width_and_resumes(monkeypatch,
     assert (p["precision"], p["min_repetitions"], p["max_repetitions"], p["met"], p["total"]) == (0.03, 2, 6, 2, 3)
     assert [f["repetitions"] for f in p["figures"]] == [2, 6, 5]
     assert all(f["half_width"] is not None for f in p["figures"])
-    assert rec.state().status == "complete"
+    st = RunRecord.open(rec.path).state()
+    assert (st.status, st.planned, st.present) == ("complete", 13, 13)
+    assert run["plan"]["trial_ids"][:6] == [t.trial_id for t in plan.trials]
     RunRecord.open(rec.path).info()  # run.json fits the typed model (schema)
     # a resume of the finished record runs nothing more; trials past the minimum are known ids
     seen.clear()
@@ -373,3 +375,39 @@ def test_bench_refuses_bad_options_before_anything_runs(argv, needle, capsys, mo
     assert cli.main(["bench", "precision", *argv]) == 2
     err = capsys.readouterr().err
     assert needle in err and err.count("\n") == 1
+
+
+def test_interrupted_in_an_adaptive_round_then_resumed(monkeypatch, tmp_path):
+    from fwlab.orchestrate import Interrupted
+
+    suite = _suite()
+    plan = expand(suite)
+    samples = {0: QUIET, 100: NOISY, 1000: MEDIUM}
+    ran = []
+
+    def run_bed(stop_after):
+        def fake(self, bed_key, trials, order=None):
+            for spec in (trials if order is None else order):
+                if len(ran) == stop_after:
+                    raise KeyboardInterrupt  # mid-trial: this one never ends
+                ran.append(spec.trial_id)
+                v = samples[spec.rules][spec.repetition - 1]
+                self.record.append_trial(build_trial(spec.to_dict(), metrics={"rx_pps": v}, started_utc=utc_now()))
+        return fake
+
+    monkeypatch.setattr(Executor, "_run_bed", run_bed(9))  # stops in repetition 4's round
+    rec = RunRecord.create(tmp_path, suite.name, {"suite": {"name": suite.name, "toml": "", "parsed": suite.model_dump()},
+                                                  "plan": {"trials": len(plan.trials), "skipped": [],
+                                                           "trial_ids": [t.trial_id for t in plan.trials]}})
+    with pytest.raises(Interrupted):
+        _execute(suite, plan, rec, quiet=True)
+    st = RunRecord.open(rec.path).state()
+    assert st.status == "interrupted" and st.missing_ids == ["ip4udp-64B-nftables-1000r-linear-routed-r4"]
+    assert json.loads((rec.path / "run.json").read_text())["precision"]["figures"][1]["status"] == "short"
+    monkeypatch.setattr(Executor, "_run_bed", run_bed(10 ** 6))
+    again = RunRecord.open(rec.path)
+    again.note_resume()
+    _execute(suite, plan, again, quiet=True)
+    assert len(ran) == 13 and len(set(ran)) == 13  # nothing repeated, the same 13 as an uninterrupted run
+    st = RunRecord.open(rec.path).state()
+    assert (st.status, st.planned, st.present) == ("complete", 13, 13)
