@@ -425,15 +425,21 @@ def _execute(suite: Suite, plan, rec: RunRecord, quiet: bool, placement: Placeme
     except BaseException:
         rec.set_status("failed")
         raise
-    _record_precision(rec, rule, plan)
+    p = _record_precision(rec, rule, plan)
+    if p is not None:
+        at_max = sum(1 for f in p["figures"] if f["status"] == "max-reached")
+        progress.note(f"precision: {p['met']} of {p['total']} figures within ±{100 * p['precision']:g} %"
+                      + (f"; {at_max} hit the maximum of {p['max_repetitions']} without it" if at_max else ""))
     rec.set_status("complete")
 
 
-def _record_precision(rec: RunRecord, rule: PrecisionRule | None, plan) -> None:
+def _record_precision(rec: RunRecord, rule: PrecisionRule | None, plan) -> dict | None:
     """run.json's ``precision``: per figure the repetitions it took and the interval reached."""
-    if rule is not None:
-        rec.run["precision"] = outcome(rec.trials(), rule, [figure_id(t.to_dict()) for t in plan.trials]
-                                       ).model_dump(mode="json")
+    if rule is None:
+        return None
+    rec.run["precision"] = outcome(rec.trials(), rule, [figure_id(t.to_dict()) for t in plan.trials]
+                                   ).model_dump(mode="json")
+    return rec.run["precision"]
 
 
 def measure_baseline(suite_name_or_path: str, runs: int, out_root: Path | str, *, quiet: bool = False,
