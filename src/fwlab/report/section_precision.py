@@ -71,4 +71,4 @@ def render(run: dict, trials: list[dict]) -> str | None:
                               "precision"], rows, left=2)])
 
 
-register(Section(kind="precision", title="Precision", render=render, order=5, run_level=True))
+register(Section(kind="@precision", title="Precision", render=render, order=5, run_level=True))
