@@ -356,6 +356,7 @@ def test_bench_alternates_contenders_and_judges_both_by_one_rule(monkeypatch, tm
     assert len(s["adaptive"]["not_met"]) == 4 and all("tcp" in f for f in s["adaptive"]["not_met"])
     assert s["adaptive_over_fixed"] == pytest.approx(s["adaptive"]["wall_s"] / s["fixed"]["wall_s"])
     assert s["adaptive_all_met"] is False
+    assert s["adaptive"]["max_rel_half_width"] == pytest.approx(half_width(NOISY[:4]) / (sum(NOISY[:4]) / 4))
     text = format_table(res)
     assert "adaptive_over_fixed (wall time)" in text and "did not reach ±3 % on every figure" in text
     json.dumps(res)

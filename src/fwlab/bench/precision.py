@@ -75,6 +75,7 @@ def judge(run_dir: Path, rule: PrecisionRule) -> dict:
     o = outcome(trials, rule)
     return {"trials": len(trials), "trial_seconds": sum(float(t.get("duration_s") or 0) for t in trials),
             "figures": o.total, "met": o.met, "share_met": (o.met / o.total) if o.total else None,
+            "rel_half_width": {f.figure: f.rel_half_width for f in o.figures},
             "repetitions": {f.figure: f.repetitions for f in o.figures},
             "not_met": [{"figure": f.figure, "metric": f.metric, "repetitions": f.repetitions,
                          "rel_half_width": f.rel_half_width, "status": f.status}
@@ -110,8 +111,11 @@ def compare(runs: list[dict]) -> dict:
     for name in CONTENDERS:
         rs = [r for r in runs if r["contender"] == name]
         med = (lambda k: statistics.median([r[k] for r in rs if r[k] is not None]) if rs else None)  # noqa: E731
+        hws = [v for r in rs for v in r["rel_half_width"].values() if v is not None]
         out[name] = {"runs": len(rs), "wall_s": med("wall_s"), "trials": med("trials"),
                      "share_met": med("share_met"),
+                     "median_rel_half_width": statistics.median(hws) if hws else None,
+                     "max_rel_half_width": max(hws) if hws else None,
                      "not_met": sorted({f["figure"] for r in rs for f in r["not_met"]})}
     f, a = out["fixed"]["wall_s"], out["adaptive"]["wall_s"]
     out["adaptive_over_fixed"] = a / f if a and f else None
@@ -129,7 +133,10 @@ def format_table(res: dict) -> str:
     for name in CONTENDERS:
         x = s[name]
         share = "missing" if x["share_met"] is None else f"{100 * x['share_met']:.0f} %"
-        lines.append(f"{name:8s}  wall {x['wall_s']:7.1f} s  trials {x['trials']}  figures within the precision {share}")
+        hw = ("" if x["median_rel_half_width"] is None else
+              f"  half-width median ±{100 * x['median_rel_half_width']:.1f} %, widest ±{100 * x['max_rel_half_width']:.1f} %")
+        lines.append(f"{name:8s}  wall {x['wall_s']:7.1f} s  trials {x['trials']}  figures within the precision "
+                     f"{share}{hw}")
         if x["not_met"]:
             lines.append(f"          not within it: {', '.join(x['not_met'])}")
     r = s["adaptive_over_fixed"]
