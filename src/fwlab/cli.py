@@ -106,7 +106,7 @@ def _ruleset_config(args):
     return None
 
 
-def _dry_run(suite, done: set[str] = frozenset()) -> int:
+def _dry_run(suite, done: set[str] = frozenset(), trials: list[dict] | None = None) -> int:
     """Print the plan's size, the combinations it leaves out (with the reason) and its rough
     wall-time estimate (fwlab.suites.estimate); change nothing. `done`: trial ids a resume would skip."""
     from fwlab.suites.plan import Plan, expand, expand_max
@@ -124,7 +124,14 @@ def _dry_run(suite, done: set[str] = frozenset()) -> int:
     else:  # adaptive: the minimum plan up to every figure at the maximum
         lo, hi = suite.repetition_range
         full = expand_max(suite)
-        top = Plan(tuple(t for t in full.trials if t.trial_id not in done), full.skipped)
+        from fwlab.stats.precision import PrecisionRule, figure_id, outcome
+
+        stopped: set[str] = set()
+        if trials is not None:  # a resume: figures the record shows stopped (met, at the maximum) run no more
+            stopped = {f.figure for f in outcome(trials, PrecisionRule.of_suite(suite)).figures if f.status != "short"}
+        base = {t.trial_id for t in plan.trials}
+        top = Plan(tuple(t for t in full.trials if t.trial_id not in done
+                         and (t.trial_id in base or figure_id(t.to_dict()) not in stopped)), full.skipped)
         beds = len({t.bed_key for t in top.trials})
         print(f"{suite.name}: adaptive repetitions, {lo}..{hi} per figure until its 95 % interval half-width "
               f"is within {100 * suite.precision:g} % of its mean: {len(todo.trials)}..{len(top.trials)} trials to "
@@ -146,7 +153,7 @@ def _dry_run_resume(path: Path) -> int:
     if not isinstance(parsed, dict):
         raise FwlabError(f"{path}/run.json holds no parsed suite", fix="resume a directory written by 'fwlab run'")
     suite = parse_suite(parsed, f"stored in {path}")
-    return _dry_run(suite, done=rec.finished_ids())
+    return _dry_run(suite, done=rec.finished_ids(), trials=rec.trials())
 
 
 def quick_variant(suite: str) -> str:

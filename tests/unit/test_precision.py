@@ -412,3 +412,19 @@ def test_interrupted_in_an_adaptive_round_then_resumed(monkeypatch, tmp_path):
     assert len(ran) == 13 and len(set(ran)) == 13  # nothing repeated, the same 13 as an uninterrupted run
     st = RunRecord.open(rec.path).state()
     assert (st.status, st.planned, st.present) == ("complete", 13, 13)
+
+
+def test_resume_dry_run_leaves_out_figures_the_record_shows_stopped(monkeypatch, tmp_path, capsys):
+    suite = _suite()
+    plan = expand(suite)
+    _fake_executor(monkeypatch, {0: QUIET, 100: NOISY, 1000: MEDIUM})
+    rec = RunRecord.create(tmp_path, suite.name, {"suite": {"name": suite.name, "toml": "", "parsed": suite.model_dump()},
+                                                  "plan": {"trials": len(plan.trials), "skipped": [],
+                                                           "trial_ids": [t.trial_id for t in plan.trials]}})
+    _execute(suite, plan, rec, quiet=True)
+    lines = (rec.path / "trials.jsonl").read_text().splitlines()
+    (rec.path / "trials.jsonl").write_text("\n".join(lines[:8]) + "\n")  # stopped after repetition 3's round
+    assert cli.main(["run", "--resume", str(rec.path), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    # 0 rules stopped (met at 2); 100 and 1000 rules may each still run repetitions 4..6
+    assert "0..6 trials to run (6 of 6 already done)" in out, out
