@@ -11,9 +11,9 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import dataclass, field
-from itertools import groupby
+from itertools import chain, groupby
 from pathlib import Path
-from typing import Callable, TextIO
+from typing import Callable, Iterable, TextIO
 
 from fwlab.dut import DutContext, get_backend
 from fwlab.errors import FwlabError, RecordError, RunnerError, SuiteError, ToolMissing
@@ -26,9 +26,10 @@ from fwlab.runners import TrafficSpec, TrialEnv, get_runner
 from fwlab.runners.engine import ENGINE_PORT
 from fwlab.testbed.cpuseries import CpuSampler
 from fwlab.testbed.linkseries import LinkSampler, as_stream_series
+from fwlab.stats.precision import PrecisionRule, adaptive_order, figure_id, outcome
 from fwlab.stats.quality import flag_cpu_saturated, flag_link_limited
 from fwlab.suites import Suite, parse_suite
-from fwlab.suites.plan import TrialSpec, check_suite, expand
+from fwlab.suites.plan import TrialSpec, check_suite, expand, expand_max
 from fwlab.testbed import Offloads, Pinning, Testbed, Topology, new_run_id, require_root, require_tool
 from fwlab.testbed.hosts import HostEntry, Placement, parse_hosts
 
@@ -140,12 +141,38 @@ class Executor:
     progress: Progress
     on_trial: Callable[[dict], None] | None = None
     placement: Placement | None = None  #: roles on remote hosts (None: all local)
+    rule: PrecisionRule | None = None  #: adaptive repetitions (the suite's precision), else fixed
 
     def run(self, trials: list[TrialSpec], done: set[str]) -> None:
         for bed_key, group in groupby(trials, key=lambda t: t.bed_key):
+            group = list(group)
             todo = [t for t in group if t.trial_id not in done]
-            if todo:
-                self._run_bed(bed_key, todo)
+            if self.rule is None:
+                if todo:
+                    self._run_bed(bed_key, todo)
+                continue
+            # repetitions past the minimum, interleaved, until each figure is precise (stats.precision)
+            order = self._planned(adaptive_order(group, self.rule, done, self.record.trials,
+                                                 on_round=self._round_note))
+            first = next(order, None)
+            if first is not None:
+                self._run_bed(bed_key, group, chain([first], order))
+
+    def _planned(self, order: Iterable[TrialSpec]) -> Iterable[TrialSpec]:
+        """Each adaptive trial joins run.json's plan.trial_ids as it is scheduled (the record's
+        state then counts it: planned, and present once it ends)."""
+        plan = self.record.run.setdefault("plan", {})
+        for spec in order:
+            ids = plan.setdefault("trial_ids", [])
+            if spec.trial_id not in ids:
+                ids.append(spec.trial_id)
+                plan["trials"] = len(ids)
+                self.record.save_run()
+            yield spec
+
+    def _round_note(self, rep: int, short: int, figures: int) -> None:
+        self.progress.note(f"precision: repetition {rep}: {short} of {figures} figures still short of "
+                           f"±{100 * self.rule.precision:g} % (at most {self.rule.max_repetitions})")
 
     def _topology(self, mode: str) -> Topology:
         s = self.suite
@@ -156,7 +183,8 @@ class Executor:
                         attacker=bool(s.background) and mode != "direct",
                         link_rate_bps=s.link_rate_bps)
 
-    def _run_bed(self, bed_key: tuple, trials: list[TrialSpec]) -> None:
+    def _run_bed(self, bed_key: tuple, trials: list[TrialSpec], order: Iterable[TrialSpec] | None = None) -> None:
+        """Run ``order`` (default ``trials``) on one bed; ``trials`` tell the runners what it holds."""
         mode, backend_name = bed_key
         backend = get_backend(backend_name)
         bed = Testbed(self._topology(mode), placement=self.placement)
@@ -193,7 +221,7 @@ class Executor:
             loaded_key = None
             load_info: dict = {}
             try:
-                for spec in trials:
+                for spec in (trials if order is None else order):
                     if spec.config_key != loaded_key:
                         load_info = self._load(bed, ctx, backend, spec)
                         loaded_key = spec.config_key
@@ -388,23 +416,41 @@ class _Nothing:
 
 def _execute(suite: Suite, plan, rec: RunRecord, quiet: bool, placement: Placement | None = None) -> None:
     done = rec.finished_ids()
-    known = {t.trial_id for t in plan.trials}
+    rule = PrecisionRule.of_suite(suite)
+    known = {t.trial_id for t in (expand_max(suite, dut_system(placement)) if rule else plan).trials}
     if done - known:
         raise RecordError(f"{rec.path} holds trials this suite does not plan", fix="resume with the fwlab that wrote it")
-    progress = Progress(total=len(plan.trials), already=len(done & known), quiet=quiet)
+    # adaptive: the bar counts to the maximum (figures that reach the precision stop earlier)
+    total = len(known) if rule else len(plan.trials)
+    progress = Progress(total=total, already=len(done & known), quiet=quiet)
     if progress.already:
         progress.note(f"resuming: {progress.already} of {progress.total} trials already done")
-    ex = Executor(suite, rec, progress, placement=placement)
+    ex = Executor(suite, rec, progress, placement=placement, rule=rule)
     try:
         ex.run(list(plan.trials), done)
     except KeyboardInterrupt:
+        _record_precision(rec, rule, plan)
         rec.set_status("interrupted")
         raise Interrupted(f"run interrupted; {len(rec.finished_ids())} finished trials kept in {rec.path}",
                           fix=f"fwlab run --resume {rec.path}") from None
     except BaseException:
         rec.set_status("failed")
         raise
+    p = _record_precision(rec, rule, plan)
+    if p is not None:
+        at_max = sum(1 for f in p["figures"] if f["status"] == "max-reached")
+        progress.note(f"precision: {p['met']} of {p['total']} figures within ±{100 * p['precision']:g} %"
+                      + (f"; {at_max} hit the maximum of {p['max_repetitions']} without it" if at_max else ""))
     rec.set_status("complete")
+
+
+def _record_precision(rec: RunRecord, rule: PrecisionRule | None, plan) -> dict | None:
+    """run.json's ``precision``: per figure the repetitions it took and the interval reached."""
+    if rule is None:
+        return None
+    rec.run["precision"] = outcome(rec.trials(), rule, [figure_id(t.to_dict()) for t in plan.trials]
+                                   ).model_dump(mode="json")
+    return rec.run["precision"]
 
 
 def measure_baseline(suite_name_or_path: str, runs: int, out_root: Path | str, *, quiet: bool = False,

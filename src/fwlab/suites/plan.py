@@ -143,3 +143,10 @@ def expand(suite: Suite, dut_system: str | None = None) -> Plan:
                              fix="give one of them a distinct label = \"...\"")
         ids.add(t.trial_id)
     return Plan(tuple(trials), tuple(skipped))
+
+
+def expand_max(suite: Suite, dut_system: str | None = None) -> Plan:
+    """The plan at the maximum repetitions: every trial an adaptive suite may run (its ids are
+    what a resume may find on disk; its size is the top of the dry run's range)."""
+    lo, hi = suite.repetition_range
+    return expand(suite if hi == lo else suite.model_copy(update={"repetitions": hi}), dut_system)

@@ -27,6 +27,8 @@ class Strict(BaseModel):
 #: a suite name becomes part of a directory name under results/: letters, digits, ``_ . -``, at
 #: most 64 characters, starting with a letter or digit (no ``/``, no ``..``, no NUL)
 SUITE_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+#: the stated maximum of adaptive repetitions when a suite sets precision but no max_repetitions
+DEFAULT_MAX_REPETITIONS = 10
 
 
 class OffloadsModel(Strict):
@@ -134,7 +136,14 @@ class Suite(Strict):
     ip_versions: list[Literal[4, 6]] = Field(min_length=1, default_factory=lambda: [4])
     traffic: list[TrafficItem] = Field(min_length=1)
     duration_s: float = Field(3.0, gt=0, le=3600, description="length of one trial [s]")
-    repetitions: int = Field(3, ge=1, le=100)
+    repetitions: int = Field(3, ge=1, le=100, description="repetitions of every trial; with precision the minimum")
+    precision: float | None = Field(
+        None, gt=0, lt=1, description="adaptive repetitions: repeat each figure (interleaved across configurations) "
+                                      "until its 95 % Student t interval's half-width is at most this fraction of "
+                                      "its mean (0.03 = 3 %), or max_repetitions; null = a fixed `repetitions`")
+    max_repetitions: int | None = Field(
+        None, ge=1, le=100, description="with precision: the stated maximum of repetitions per figure "
+                                        "(default: the larger of 10 and repetitions)")
     settle_s: float = Field(0.2, ge=0, le=60, description="pause between trials [s]")
     seed: int = 1
     device_model: Literal["veth", "napi"] = Field(
@@ -170,6 +179,16 @@ class Suite(Strict):
         return v
 
     @property
+    def repetition_range(self) -> tuple[int, int]:
+        """(minimum, maximum) repetitions per figure: (n, n) for a fixed ``repetitions = n``; with
+        ``precision``: (repetitions, max_repetitions or the larger of 10 and repetitions)."""
+        if self.precision is None:
+            return self.repetitions, self.repetitions
+        top = self.max_repetitions if self.max_repetitions is not None else max(DEFAULT_MAX_REPETITIONS,
+                                                                               self.repetitions)
+        return self.repetitions, top
+
+    @property
     def link_rate_bps(self) -> int | None:
         return parse_rate_bps(self.link_rate) if self.link_rate else None
 
@@ -192,6 +211,13 @@ class Suite(Strict):
     def _whole(self) -> "Suite":
         if not self.traffic:
             raise ValueError("needs at least one [[traffic]] item")
+        if self.max_repetitions is not None:
+            if self.precision is None:
+                raise ValueError("max_repetitions needs precision (it is the maximum of adaptive repetitions): "
+                                 "set precision = 0.03, say, or drop max_repetitions")
+            if self.max_repetitions < self.repetitions:
+                raise ValueError(f"max_repetitions {self.max_repetitions} is below repetitions {self.repetitions} "
+                                 "(the minimum with precision)")
         if "direct" in self.mode and any(b.may_apply_to_mode("direct") for b in self.background):
             raise ValueError("a [[background]] flood needs a DUT: use mode routed or bridge, not direct "
                              "(or restrict the flood with only = { mode = [\"routed\"] })")
