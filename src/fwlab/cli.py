@@ -236,7 +236,8 @@ def cmd_baseline(args) -> int:
     path = base.write(out)
     pooled = base.noise.pooled_threshold_pct()
     print(f"{len(base.noise)} figures from {len(base.runs)} runs of '{base.suite}'"
-          + (f"; mean 2-sigma threshold {pooled:.2f} %" if pooled is not None else "")
+          + (f"; mean 2-stdev band {pooled:.2f} % (seed 002's; compare tests with a t-test on this spread)"
+             if pooled is not None else "")
           + (f"; {len(base.left_out)} figures in fewer than 2 runs left out" if base.left_out else ""))
     print(f"baseline: {path}")
     return 0
@@ -478,7 +479,7 @@ def build_parser() -> argparse.ArgumentParser:
                         description="Runs of one suite in the order of their recorded start time; each "
                                     "figure's per-run median grouped with jumpavg (FD.io CSIT's trending); "
                                     "each group boundary a regression or progression with its size, "
-                                    "interval and significance (2-sigma rule over the per-run medians). "
+                                    "interval and significance (Welch's t-test, alpha 0.05, over the per-run medians). "
                                     "Writes one HTML page (plot per figure, table of changes).")
     tr.add_argument("runs", nargs="+", metavar="RUN", help="run directories, or results directories holding them")
     tr.add_argument("--suite", help="the suite to follow when the runs are of several suites")

@@ -2,8 +2,8 @@
 
 Owns: turning a `fwlab.analysis.compare.RunComparison` (old run = A, the baseline; this run = B)
 into one HTML section - a line counting figures and significant changes, then a table per figure
-(old and new mean in the report's units, % change with its +-2 standard-error interval, the
-2-sigma verdict, Welch p), significant changes first - and the figures only one run holds.
+(old and new mean in the report's units, % change with its 95 % interval, the verdict of Welch's
+t-test at alpha 0.05 and its p), significant changes first - and the figures only one run holds.
 Never computes statistics itself (`fwlab.stats.compare_figure` does) and never touches the page
 around it (`fwlab.report.write_report` places it).
 """
@@ -40,10 +40,11 @@ def render_changed_since(cmp: RunComparison) -> str:
     parts = [
         "<h2 id='changed-since'>Changed since an earlier run</h2>",
         f"<p>This run against <code>{html.escape(cmp.run_a)}</code> (suite {html.escape(str(cmp.suite_a))}), "
-        "by the rules of <code>fwlab compare</code>: a change is significant when it moves the mean by more "
-        "than two standard errors of the difference of the two means (spread from "
-        f"{'the noise model where it has the figure, else ' if cmp.noise_used else ''}the earlier run's "
-        "repetitions); the interval is the change +-2 standard errors. "
+        "by the rules of <code>fwlab compare</code>: a change is significant when Welch's t-test (two-sided, "
+        "Welch-Satterthwaite degrees of freedom) gives p &lt; 0.05 (spread from "
+        f"{'the noise model where it has the figure, else ' if cmp.noise_used else ''}both runs' "
+        "repetitions); the interval is the 95 % interval of the difference of the means (t quantile x its "
+        "standard error). "
         f"{html.escape(cmp.summary_line())}.</p>",
         "<table><tr><th>figure</th><th>earlier run</th><th>this run</th><th>change [interval]</th>"
         "<th>verdict</th><th>Welch p</th></tr>" + "".join(rows) + "</table>",
