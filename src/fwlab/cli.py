@@ -249,7 +249,10 @@ def cmd_compare(args) -> int:
 
     noise = load_noise(args.noise) if args.noise else None
     metric = args.metric if args.metric and len(args.metric) > 1 else (args.metric or ["primary"])[0]
-    result = compare_runs(args.run_a, args.run_b, noise=noise, metric=metric, ignore=args.ignore or ())
+    from fwlab.analysis.compare import ABSOLUTE, RATIO
+
+    result = compare_runs(args.run_a, args.run_b, noise=noise, metric=metric, ignore=args.ignore or (),
+                          mode=ABSOLUTE if args.absolute else (None if noise else RATIO))
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))
     else:
@@ -462,7 +465,11 @@ def build_parser() -> argparse.ArgumentParser:
                         description="Per figure in both runs (every record kind): % change of B "
                                     "against A, significant when a two-sided test gives p < 0.05 "
                                     "(Welch's t-test on both runs' repetitions, >= 2 per run; a "
-                                    "t-test on the --noise model's spread where it has the figure).")
+                                    "t-test on the --noise model's spread where it has the figure). "
+                                    "By default each figure is divided by its own run's same-run "
+                                    "reference (0 rules, or no firewall) and the ratios are compared "
+                                    "(Welch's t-test on the log ratio), so a drift of a whole run "
+                                    "cancels; the references themselves are shown as the drift.")
     cp.add_argument("run_a", help="run A, the baseline (a run directory)")
     cp.add_argument("run_b", help="run B, the changed run")
     cp.add_argument("--noise", metavar="FILE", help="baseline file written by 'fwlab baseline'")
@@ -472,6 +479,9 @@ def build_parser() -> argparse.ArgumentParser:
     cp.add_argument("--ignore", action="append", metavar="FIELD",
                     help="leave a field out of the figure names, e.g. 'layout' to compare a linear "
                          "run with a set run; may be repeated")
+    cp.add_argument("--absolute", action="store_true",
+                    help="compare every figure's own values, not its ratio to its run's own reference "
+                         "(a drift between the runs then shows as changes)")
     cp.add_argument("--json", action="store_true", help="print the comparison as JSON")
     cp.set_defaults(func=cmd_compare)
 

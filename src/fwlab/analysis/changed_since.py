@@ -15,6 +15,7 @@ from pathlib import Path
 
 from fwlab.analysis.compare import RunComparison, compare_runs, human_value
 from fwlab.stats import SIGNIFICANT, NoiseModel
+from fwlab.stats.compare import RATIO_SOURCE
 
 __all__ = ["changed_since_html", "render_changed_since"]
 
@@ -31,8 +32,11 @@ def render_changed_since(cmp: RunComparison) -> str:
             change = f"{c.change_pct:+.1f}%"
         else:
             change = f"{c.change_pct:+.1f}% [{c.change_pct - c.threshold_pct:+.1f}, {c.change_pct + c.threshold_pct:+.1f}]"
-        old = "" if c.mean_a is None else human_value(c.key, c.mean_a)
-        new = "" if c.mean_b is None else human_value(c.key, c.mean_b)
+        def val(v, c=c):
+            if v is None:
+                return ""
+            return f"{100.0 * v:.1f} % of its run's reference" if c.baseline_source == RATIO_SOURCE else human_value(c.key, v)
+        old, new = val(c.mean_a), val(c.mean_b)
         style = " style='font-weight:bold'" if c.verdict == SIGNIFICANT else ""
         p = "" if c.p_value is None else f"{c.p_value:.3g}"
         rows.append(f"<tr{style}><td>{html.escape(c.label)}</td><td>{old} (n={c.n_a})</td><td>{new} (n={c.n_b})</td>"
@@ -45,7 +49,7 @@ def render_changed_since(cmp: RunComparison) -> str:
         f"{'the noise model where it has the figure, else ' if cmp.noise_used else ''}both runs' "
         "repetitions); the interval is the 95 % interval of the difference of the means (t quantile x its "
         "standard error). "
-        f"{html.escape(cmp.summary_line())}.</p>",
+        f"{html.escape(cmp.mode_line())}. {html.escape(cmp.summary_line())}.</p>",
         "<table><tr><th>figure</th><th>earlier run</th><th>this run</th><th>change [interval]</th>"
         "<th>verdict</th><th>Welch p</th></tr>" + "".join(rows) + "</table>",
     ]
