@@ -20,12 +20,16 @@ from fwlab.stats.compare import RATIO_SOURCE
 __all__ = ["changed_since_html", "render_changed_since"]
 
 _ORDER = {SIGNIFICANT: 0, "not significant": 1, "insufficient data": 2}
+DRIFT = "reference: the runs' drift (not tested)"
+"""The verdict cell of a reference in ratio mode (`RunComparison.drift`)."""
 
 
 def render_changed_since(cmp: RunComparison) -> str:
     """HTML section for run B (this run) against run A (the older run)."""
     rows = []
-    for c in sorted(cmp.comparisons, key=lambda c: (_ORDER.get(c.verdict, 3), str(c.label))):
+    ordered = sorted(cmp.comparisons, key=lambda c: (_ORDER.get(c.verdict, 3), str(c.label)))
+    for c in ordered + sorted(cmp.drift, key=lambda c: str(c.label)):
+        drift = c in cmp.drift
         if c.change_pct is None:
             change = "n/a"
         elif c.threshold_pct is None:
@@ -37,10 +41,11 @@ def render_changed_since(cmp: RunComparison) -> str:
                 return ""
             return f"{100.0 * v:.1f} % of its run's reference" if c.baseline_source == RATIO_SOURCE else human_value(c.key, v)
         old, new = val(c.mean_a), val(c.mean_b)
-        style = " style='font-weight:bold'" if c.verdict == SIGNIFICANT else ""
-        p = "" if c.p_value is None else f"{c.p_value:.3g}"
+        style = " style='font-weight:bold'" if c.verdict == SIGNIFICANT and not drift else ""
+        p = "" if c.p_value is None or drift else f"{c.p_value:.3g}"
+        verdict = DRIFT if drift else c.verdict
         rows.append(f"<tr{style}><td>{html.escape(c.label)}</td><td>{old} (n={c.n_a})</td><td>{new} (n={c.n_b})</td>"
-                    f"<td>{change}</td><td>{c.verdict}</td><td>{p}</td></tr>")
+                    f"<td>{change}</td><td>{verdict}</td><td>{p}</td></tr>")
     parts = [
         "<h2 id='changed-since'>Changed since an earlier run</h2>",
         f"<p>This run against <code>{html.escape(cmp.run_a)}</code> (suite {html.escape(str(cmp.suite_a))}), "

@@ -8,7 +8,8 @@ Never touches: files other than through `RunRecord`, statistics, the test bed or
 
 Figure key parts, in order (each omitted when listed in ``ignore``): mode, backend, layout,
 ``+established`` when the stateful shortcut is on, rule count (``1000r``), IP version (``ip4``),
-traffic, size (``64B``, ``dflt`` for the tool's default), stream count when > 1 (``x4``), metric.
+traffic, size (``64B``, ``dflt`` for the tool's default), stream count when > 1 (``x4``), the
+emulated link rate when the bed had one (``@100mbit``), metric.
 Trials of the kinds that form no rule-count curve (`KIND_METRICS`: parallel, attack, connections,
 transactions, rtt) get the same key with their kind and any background flood (``udpflood9500pps``)
 before the metric; their primary metric is the first of `KIND_METRICS` the trial holds.
@@ -30,6 +31,7 @@ from pathlib import Path
 from fwlab.errors import FwlabError
 from fwlab.floods.model import FloodSpec
 from fwlab.results.curves import CURVE_FIELDS, METRICS, Curve, curves, primary_metric
+from fwlab.results.identity import rate_id
 from fwlab.results.record import RunRecord
 
 __all__ = [
@@ -107,6 +109,8 @@ def figure_key(fields: Mapping, rules: int | None, metric: str, ignore: Iterable
     streams = fields.get("streams") or 1
     if streams > 1:
         add("streams", f"x{streams}")
+    if fields.get("link_rate_bps"):
+        add("link_rate_bps", f"@{rate_id(fields['link_rate_bps'])}")
     parts.append(metric)
     return " ".join(parts)
 
@@ -246,7 +250,7 @@ def _unfirewalled(fields: Mapping, candidates: Iterable[tuple[Mapping, object]])
     """Of (fields, x) candidates with backend none and the same traffic as `fields`: the one in the
     same mode, else in direct mode, else any; None."""
     same = [(f, x) for f, x in candidates if f.get("backend") == "none"
-            and all(f.get(k) == fields.get(k) for k in _SAME_TRAFFIC)]
+            and all(f.get(k) == fields.get(k) for k in _SAME_TRAFFIC + ("link_rate_bps",))]
     for want in (fields.get("mode"), "direct", None):
         for f, x in same:
             if want is None or f.get("mode") == want:

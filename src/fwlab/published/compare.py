@@ -178,15 +178,62 @@ def study_of(run: dict) -> str | None:
     return ((run.get("suite") or {}).get("parsed") or {}).get("study")
 
 
+def link_rates_of(trials: list[dict]) -> list[int | None]:
+    """The emulated link rates the trials ran at (``link_rate_bps``; None: unshaped), the run's own
+    first: the order of first appearance, which is the suite's ``link_rate`` order."""
+    return list(dict.fromkeys(t.get("link_rate_bps") or None for t in trials))
+
+
+def _at_rate(run: dict, bps: int | None) -> dict:
+    """`run` as the comparators read it for the trials at one link rate: the suite's ``link_rate``
+    set to that rate (None: unshaped)."""
+    from fwlab.results.identity import rate_id
+
+    out = dict(run)
+    suite = dict(out.get("suite") or {})
+    parsed = dict(suite.get("parsed") or {})
+    parsed["link_rate"] = rate_id(bps) if bps else None
+    suite["parsed"] = parsed
+    out["suite"] = suite
+    return out
+
+
 def compare_study(run: dict, trials: list[dict], study: str | None = None) -> StudyComparison | None:
-    """The comparison for the run's study (or `study`), None when the run names none."""
+    """The comparison for the run's study (or `study`), None when the run names none.
+
+    A run at several link rates (suite ``link_rate = ["100mbit", "none"]``) is compared once per
+    rate: the run's own (first) rate gives the verdicts; every other rate's tables follow, titled
+    with their link ("unshaped bed"), and its findings with ids ending ``@unshaped`` (or ``@1gbit``),
+    so both columns of the study are shown."""
     study = study or study_of(run)
     if not study:
         return None
     _load_builtin()
     if study not in COMPARATORS:
         raise FwlabError(f"no comparison for study '{study}'", fix=f"use one of {', '.join(COMPARATORS.names())}")
-    out = COMPARATORS.get(study)(load_study(study), run, trials)
+    from fwlab.results.identity import link_words, rate_id
+
+    rates = link_rates_of(trials)
+    fn = COMPARATORS.get(study)
+    if len(rates) <= 1:
+        out = fn(load_study(study), run, trials)
+    else:
+        own = rates[0]
+        out = fn(load_study(study), _at_rate(run, own), [t for t in trials if (t.get("link_rate_bps") or None) == own])
+        out.scaling.insert(0, f"This run measured every trial at {len(rates)} link rates: the verdicts are read on the "
+                              f"{link_words(own)} (the run's own, first); "
+                              + "the " + ", ".join(link_words(r) for r in rates[1:]) + " follow"
+                              + ("s" if len(rates) == 2 else "") + " as a second column: its tables and findings "
+                              "are marked so.")
+        same = {(t.title, t.rows) for t in out.tables}      # tables of published figures only: shown once
+        out.tables = [dataclasses.replace(t, title=f"{t.title} [{link_words(own)}]") for t in out.tables]
+        for other in rates[1:]:
+            more = fn(load_study(study), _at_rate(run, other), [t for t in trials if (t.get("link_rate_bps") or None) == other])
+            tag = "unshaped" if other is None else rate_id(other)
+            out.tables += [dataclasses.replace(t, title=f"{t.title} [{link_words(other)}]") for t in more.tables
+                           if (t.title, t.rows) not in same]
+            out.findings += [dataclasses.replace(f, id=f"{_base_id(study, f)}@{tag}",
+                                                 claim=f"{f.claim} [{link_words(other)}]") for f in more.findings]
     seen: dict[str, int] = {}
     for i, f in enumerate(out.findings):
         base = f.id or f"{study}/{_slug(f.claim)}"
@@ -195,6 +242,10 @@ def compare_study(run: dict, trials: list[dict], study: str | None = None) -> St
         if fid != f.id:
             out.findings[i] = dataclasses.replace(f, id=fid)
     return out
+
+
+def _base_id(study: str, f: "Finding") -> str:
+    return f.id or f"{study}/{_slug(f.claim)}"
 
 
 def _slug(text: str) -> str:
