@@ -215,8 +215,10 @@ def compare_study(run: dict, trials: list[dict], study: str | None = None) -> St
 
     rates = link_rates_of(trials)
     fn = COMPARATORS.get(study)
+    listed = isinstance(((run.get("suite") or {}).get("parsed") or {}).get("link_rate"), list)
     if len(rates) <= 1:
-        out = fn(load_study(study), run, trials)
+        # a run of a rate list that holds one rate's trials (interrupted) is read at that rate
+        out = fn(load_study(study), _at_rate(run, rates[0]) if listed and rates else run, trials)
     else:
         own = rates[0]
         out = fn(load_study(study), _at_rate(run, own), [t for t in trials if (t.get("link_rate_bps") or None) == own])
