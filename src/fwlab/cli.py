@@ -273,7 +273,8 @@ def cmd_baseline(args) -> int:
     path = base.write(out)
     pooled = base.noise.pooled_threshold_pct()
     print(f"{len(base.noise)} figures from {len(base.runs)} runs of '{base.suite}'"
-          + (f"; mean 2-sigma threshold {pooled:.2f} %" if pooled is not None else "")
+          + (f"; mean 2-stdev band {pooled:.2f} % (seed 002's; compare tests with a t-test on this spread)"
+             if pooled is not None else "")
           + (f"; {len(base.left_out)} figures in fewer than 2 runs left out" if base.left_out else ""))
     print(f"baseline: {path}")
     return 0
@@ -285,7 +286,10 @@ def cmd_compare(args) -> int:
 
     noise = load_noise(args.noise) if args.noise else None
     metric = args.metric if args.metric and len(args.metric) > 1 else (args.metric or ["primary"])[0]
-    result = compare_runs(args.run_a, args.run_b, noise=noise, metric=metric, ignore=args.ignore or ())
+    from fwlab.analysis.compare import ABSOLUTE, RATIO
+
+    result = compare_runs(args.run_a, args.run_b, noise=noise, metric=metric, ignore=args.ignore or (),
+                          mode=ABSOLUTE if args.absolute else (None if noise else RATIO))
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))
     else:
@@ -555,7 +559,11 @@ def build_parser() -> argparse.ArgumentParser:
                         description="Per figure in both runs (every record kind): % change of B "
                                     "against A, significant when a two-sided test gives p < 0.05 "
                                     "(Welch's t-test on both runs' repetitions, >= 2 per run; a "
-                                    "t-test on the --noise model's spread where it has the figure).")
+                                    "t-test on the --noise model's spread where it has the figure). "
+                                    "By default each figure is divided by its own run's same-run "
+                                    "reference (0 rules, or no firewall) and the ratios are compared "
+                                    "(Welch's t-test on the log ratio), so a drift of a whole run "
+                                    "cancels; the references themselves are shown as the drift.")
     cp.add_argument("run_a", help="run A, the baseline (a run directory)")
     cp.add_argument("run_b", help="run B, the changed run")
     cp.add_argument("--noise", metavar="FILE", help="baseline file written by 'fwlab baseline'")
@@ -565,6 +573,9 @@ def build_parser() -> argparse.ArgumentParser:
     cp.add_argument("--ignore", action="append", metavar="FIELD",
                     help="leave a field out of the figure names, e.g. 'layout' to compare a linear "
                          "run with a set run; may be repeated")
+    cp.add_argument("--absolute", action="store_true",
+                    help="compare every figure's own values, not its ratio to its run's own reference "
+                         "(a drift between the runs then shows as changes)")
     cp.add_argument("--json", action="store_true", help="print the comparison as JSON")
     cp.set_defaults(func=cmd_compare)
 
@@ -572,7 +583,7 @@ def build_parser() -> argparse.ArgumentParser:
                         description="Runs of one suite in the order of their recorded start time; each "
                                     "figure's per-run median grouped with jumpavg (FD.io CSIT's trending); "
                                     "each group boundary a regression or progression with its size, "
-                                    "interval and significance (2-sigma rule over the per-run medians). "
+                                    "interval and significance (Welch's t-test, alpha 0.05, over the per-run medians). "
                                     "Writes one HTML page (plot per figure, table of changes).")
     tr.add_argument("runs", nargs="+", metavar="RUN", help="run directories, or results directories holding them")
     tr.add_argument("--suite", help="the suite to follow when the runs are of several suites")

@@ -174,20 +174,20 @@ class Executor:
         self.progress.note(f"precision: repetition {rep}: {short} of {figures} figures still short of "
                            f"±{100 * self.rule.precision:g} % (at most {self.rule.max_repetitions})")
 
-    def _topology(self, mode: str) -> Topology:
+    def _topology(self, mode: str, link_rate_bps: int | None = None) -> Topology:
         s = self.suite
         return Topology(run_id=new_run_id(), mode=mode,
                         offloads=Offloads(**s.offloads.model_dump()),
                         pinning=Pinning(**s.pinning.model_dump()), device_model=s.device_model,
                         plan_overrides=self.placement.plan_overrides() if self.placement else (),
                         attacker=bool(s.background) and mode != "direct",
-                        link_rate_bps=s.link_rate_bps)
+                        link_rate_bps=link_rate_bps)
 
     def _run_bed(self, bed_key: tuple, trials: list[TrialSpec], order: Iterable[TrialSpec] | None = None) -> None:
         """Run ``order`` (default ``trials``) on one bed; ``trials`` tell the runners what it holds."""
-        mode, backend_name = bed_key
+        mode, backend_name, link_rate_bps = bed_key
         backend = get_backend(backend_name)
-        bed = Testbed(self._topology(mode), placement=self.placement)
+        bed = Testbed(self._topology(mode, link_rate_bps), placement=self.placement)
         runners = {get_runner(t.tool) for t in trials}
         with bed:
             desc = bed.describe()

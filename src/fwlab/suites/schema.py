@@ -152,10 +152,13 @@ class Suite(Strict):
                             "CPU, so overload shows as loss at its ingress ring (use for RFC 2544 searches)")
     offloads: OffloadsModel = Field(default_factory=OffloadsModel)
     pinning: PinningModel = Field(default_factory=PinningModel)
-    link_rate: str | None = Field(
+    link_rate: str | list[str] | None = Field(
         None, description="emulated line rate of the client's and server's wires, as tc writes it "
                           "(\"100mbit\", \"1gbit\"): a shaper on their egress, outside the DUT, counting "
-                          "frames as on Ethernet (+24 B each); unset: the bed's own speed (see testbed.shaping)")
+                          "frames as on Ethernet (+24 B each); unset: the bed's own speed (see testbed.shaping). "
+                          "A list runs every trial at each rate, \"none\" meaning unshaped (e.g. [\"100mbit\", "
+                          "\"none\"]: the seed's wire, and the unshaped bed as a second column); the first is the "
+                          "run's own (the one a published study's verdicts are read at)")
     hosts: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="[hosts.<role>] tables placing roles on remote hosts over SSH "
                                           "(checked by fwlab.testbed.hosts; `fwlab run --hosts FILE` adds to them)")
@@ -173,9 +176,13 @@ class Suite(Strict):
 
     @field_validator("link_rate")
     @classmethod
-    def _link_rate(cls, v: str | None) -> str | None:
-        if v is not None:
-            parse_rate_bps(v)
+    def _link_rate(cls, v: str | list[str] | None) -> str | list[str] | None:
+        rates = v if isinstance(v, list) else [v]
+        if isinstance(v, list) and (not v or len(set(v)) != len(v)):
+            raise ValueError("link_rate as a list needs distinct rates, e.g. [\"100mbit\", \"none\"]")
+        for r in rates:
+            if r is not None and r != "none":
+                parse_rate_bps(r)
         return v
 
     @property
@@ -189,8 +196,15 @@ class Suite(Strict):
         return self.repetitions, top
 
     @property
+    def link_rates_bps(self) -> list[int | None]:
+        """Every link rate the suite runs at, its own first (None: unshaped)."""
+        rates = self.link_rate if isinstance(self.link_rate, list) else [self.link_rate]
+        return [parse_rate_bps(r) if r and r != "none" else None for r in rates]
+
+    @property
     def link_rate_bps(self) -> int | None:
-        return parse_rate_bps(self.link_rate) if self.link_rate else None
+        """The suite's own (first) link rate; None: unshaped."""
+        return self.link_rates_bps[0]
 
     @field_validator("mode", mode="before")
     @classmethod
