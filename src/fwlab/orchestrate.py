@@ -328,7 +328,7 @@ class Executor:
             return last.counters, last.digest, load_info.get("_state_from", "load")
         state = backend.read_state(ctx, load_info["_digest_family"])
         load_info["_state"], load_info["_state_from"] = state, "previous trial's after-read"
-        return state.counters, state.digest, "read"
+        return state.counters, state.digest, state.how
 
     def _trial(self, bed: Testbed, env: TrialEnv, spec: TrialSpec, load_info: dict, cond: dict) -> None:
         runner = get_runner(spec.tool)
@@ -386,13 +386,14 @@ class Executor:
         ca = digest_after = None
         if ctx:
             with ph.timed("dut_read_after"):
-                ca, digest_after, _ = self._rule_read(ctx, backend, load_info, "after")
+                ca, digest_after, read_how = self._rule_read(ctx, backend, load_info, "after")
         ruleset = load_info
         if digest_after is not None:
             # the digest of the listing this trial's counters came with (the load's, unless the
             # rule set changed under the trial: then say so)
             ruleset = {**load_info, "digest": digest_after}
             extra["dut_counters_before_from"] = before_from
+            extra["dut_read"] = read_how  # listing, or netlink (rule set unchanged since the listing)
             for d in {digest_before, digest_after} - {load_info.get("digest")}:
                 flags.append({"code": "ruleset-changed", "severity": "warning",
                               "message": f"the rule set read back during this trial (digest {d[:12]}) is "

@@ -159,3 +159,28 @@ def test_run_reuses_a_bed_only_after_a_clean_reset_and_records_true_digests(tmp_
         if backend != "none":
             assert ts[1]["dut_counters_delta"]["permit"] > 0
     assert by_cfg[("nftables", 0)][0]["ruleset_digest"] != by_cfg[("nftables", 100)][0]["ruleset_digest"]
+
+
+def test_nft_counters_over_netlink_keep_a_true_digest():
+    """While the kernel's rule-set generation is the one listed, reads take the counters from the
+    kernel's rule dump and keep the listing's digest; a change made behind fwlab's back changes the
+    generation, and the next read lists again and finds the new digest."""
+    with Testbed(Topology(run_id=new_run_id(), mode="routed")) as bed:
+        be = get_backend("nftables")
+        ctx, res = _load(bed, be, "linear", False)
+        fam = res.digest_family
+        first = be.read_state(ctx, fam)
+        assert first.how == "netlink" and first.digest == res.digest
+        assert _passes(bed)
+        later = be.read_state(ctx, fam)
+        assert later.how == "netlink" and later.digest == res.digest == listing_digest(fam, be.listing(ctx))
+        assert later.counters == be.counters(ctx)  # the kernel's dump and nft's listing agree
+        assert later.counters["permit"] > first.counters["permit"]
+        bed.sh("dut", "nft", "insert", "rule", "ip", "fwlab", "forward", "counter", "accept",
+               "comment", '"infra-extra"')
+        changed = be.read_state(ctx, fam)
+        assert changed.how == "listing" and changed.digest != res.digest
+        assert changed.digest == listing_digest(fam, be.listing(ctx))
+        again = be.read_state(ctx, fam)
+        assert again.how == "netlink" and again.digest == changed.digest
+        be.flush(ctx)

@@ -245,3 +245,38 @@ def test_bench_alternates_contenders_and_reports_the_goal(tmp_path):
     assert res["suite"] == "quick" and res["wall_over_traffic"] is not None
     assert res["goal_met"] == (res["wall_over_traffic"] <= 1.15)
     assert "wall_over_traffic (lean)" in format_table(res)
+
+
+def _attr(typ, payload: bytes, nested=False) -> bytes:
+    import struct
+    ln = 4 + len(payload)
+    return struct.pack("=HH", ln, typ | (0x8000 if nested else 0)) + payload + b"\0" * ((-ln) % 4)
+
+
+def _rule(comment: str | None, packets: int | None) -> bytes:
+    """A NEWRULE payload (after nfgenmsg) as the kernel sends it: payload and counter expressions."""
+    import struct
+    from fwlab.dut import nft_netlink as nl
+    exprs = _attr(nl.NFTA_LIST_ELEM, _attr(nl.NFTA_EXPR_NAME, b"payload\0") +
+                  _attr(nl.NFTA_EXPR_DATA, _attr(1, b"\0\0\0\1"), nested=True), nested=True)
+    if packets is not None:
+        data = _attr(1, struct.pack(">Q", 999)) + _attr(nl.NFTA_COUNTER_PACKETS, struct.pack(">Q", packets))
+        exprs += _attr(nl.NFTA_LIST_ELEM, _attr(nl.NFTA_EXPR_NAME, b"counter\0") +
+                       _attr(nl.NFTA_EXPR_DATA, data, nested=True), nested=True)
+    out = _attr(1, b"fwlab\0") + _attr(2, b"forward\0") + _attr(nl.NFTA_RULE_EXPRESSIONS, exprs, nested=True)
+    if comment is not None:
+        c = comment.encode() + b"\0"
+        out += _attr(nl.NFTA_RULE_USERDATA, bytes([nl.NFTNL_UDATA_RULE_COMMENT, len(c)]) + c)
+    return out
+
+
+def test_netlink_rule_dump_gives_each_rules_comment_and_packets():
+    import struct
+    from fwlab.dut.nft_netlink import messages, rule_tag_packets
+
+    assert rule_tag_packets(_rule("deny-17", 5)) == ("deny-17", 5)
+    assert rule_tag_packets(_rule(None, 3)) == ("", 3)  # an untagged rule counts as infra
+    assert rule_tag_packets(_rule("permit-fwd", None)) is None  # no counter: nothing to count
+    body = b"".join(struct.pack("=IHHII", 16 + 4 + len(r), (10 << 8) | 6, 2, 1, 0) + b"\2\0\0\0" + r
+                    + b"\0" * ((-(16 + 4 + len(r))) % 4) for r in (_rule("a", 1), _rule("b", 2)))
+    assert [rule_tag_packets(p[4:]) for _, p in messages(body)] == [("a", 1), ("b", 2)]

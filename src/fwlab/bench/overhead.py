@@ -80,6 +80,7 @@ def summarize(run_dir: Path, wall_s: float, report_s: float) -> dict:
         "beds": {"built": sum(1 for b in beds if not b.get("bed_reused")),
                  "reused": sum(1 for b in beds if b.get("bed_reused"))},
         "rule_reads_shared": sum(1 for r in reads if r and r != "read"),
+        "rule_reads_netlink": sum(1 for t in trials if (t.get("extra") or {}).get("dut_read") == "netlink"),
         "breakdown_s": {k: round(v, 3) for k, v in sorted(breakdown.items(), key=lambda kv: -kv[1])},
     }
 

@@ -56,6 +56,10 @@ class RuleState:
 
     counters: dict[str, int]
     digest: str
+    #: how it was read: "listing" (counters and digest from one listing), or "netlink" (counters
+    #: from the kernel's rule dump; the digest of the last listing, the kernel's rule-set
+    #: generation id being unchanged since it)
+    how: str = "listing"
 
 
 def sha256(text: str) -> str:
