@@ -471,13 +471,16 @@ class Testbed:
         return state
 
     def sysctls(self) -> dict[str, dict[str, str | None]]:
+        """:data:`RECORDED_SYSCTLS` per role (None: not on this kernel), one ``sysctl`` per role."""
         out: dict[str, dict[str, str | None]] = {}
         for role in self.topo.roles:
-            vals: dict[str, str | None] = {}
-            for key in RECORDED_SYSCTLS:
-                cp = self.sh(role, "sysctl", "-n", key, check=False)
-                vals[key] = cp.stdout.strip() if cp.returncode == 0 else None
-            out[role] = vals
+            cp = self.sh(role, "sysctl", "-e", *RECORDED_SYSCTLS, check=False)
+            got = {}
+            for line in cp.stdout.splitlines():
+                k, sep, v = line.partition(" = ")
+                if sep:
+                    got[k.strip()] = v.strip()
+            out[role] = {key: got.get(key) for key in RECORDED_SYSCTLS}
         return out
 
     def link_counters(self, role: str, dev: str) -> dict[str, int]:
