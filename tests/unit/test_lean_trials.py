@@ -280,3 +280,16 @@ def test_netlink_rule_dump_gives_each_rules_comment_and_packets():
     body = b"".join(struct.pack("=IHHII", 16 + 4 + len(r), (10 << 8) | 6, 2, 1, 0) + b"\2\0\0\0" + r
                     + b"\0" * ((-(16 + 4 + len(r))) % 4) for r in (_rule("a", 1), _rule("b", 2)))
     assert [rule_tag_packets(p[4:]) for _, p in messages(body)] == [("a", 1), ("b", 2)]
+
+
+def test_bench_reports_a_failed_contender_as_missing_with_its_reason(tmp_path):
+    from fwlab.bench.overhead import OverheadConfig, format_table, run_bench
+    from fwlab.errors import FwlabError
+
+    def start_run(suite, text, out, quiet, lean):
+        raise FwlabError("the DUT fell over", fix="none")
+
+    res = run_bench(OverheadConfig(out=tmp_path), start_run, write_report=lambda p: None)
+    assert res["wall_over_traffic"] is None and res["goal_met"] is None
+    assert "the DUT fell over" in res["runs"][0]["error"]
+    assert "failed: " in format_table(res) and "missing" in format_table(res)

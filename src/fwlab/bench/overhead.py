@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from fwlab.errors import FwlabError
 from fwlab.results.overhead import add_up
 
 GOAL = 1.15  #: issue 18's goal for wall_over_traffic on quick
@@ -77,6 +78,8 @@ def summarize(run_dir: Path, wall_s: float, report_s: float) -> dict:
         "traffic_s": round(traffic_s, 2),
         "overhead_s": round(wall_s - traffic_s, 2),
         "wall_over_traffic": round(wall_s / traffic_s, 4) if traffic_s else None,
+        # the same without the HTML report (what 'fwlab run' adds after the last trial)
+        "wall_over_traffic_without_report": round((wall_s - report_s) / traffic_s, 4) if traffic_s else None,
         "beds": {"built": sum(1 for b in beds if not b.get("bed_reused")),
                  "reused": sum(1 for b in beds if b.get("bed_reused"))},
         "rule_reads_shared": sum(1 for r in reads if r and r != "read"),
@@ -110,9 +113,16 @@ def run_bench(cfg: OverheadConfig, start_run: Callable, log: TextIO | None = Non
                           f"(load {os.getloadavg()[0]:.2f})\n")
                 log.flush()
             t0 = time.monotonic()
-            rec = start_run(suite, text, Path(cfg.out), quiet=log is None, lean=name == "lean")
-            t1 = time.monotonic()
-            write_report(rec.path)
+            try:
+                rec = start_run(suite, text, Path(cfg.out), quiet=log is None, lean=name == "lean")
+                t1 = time.monotonic()
+                write_report(rec.path)
+            except FwlabError as exc:  # this contender's figure is missing, with the reason
+                runs.append({"contender": name, "round": k + 1, "error": exc.one_line(),
+                             "wall_over_traffic": None})
+                if log:
+                    log.write(f"  {name}: failed: {exc.one_line()}\n")
+                continue
             t2 = time.monotonic()
             s = summarize(Path(rec.path), wall_s=t2 - t0, report_s=t2 - t1)
             s.update({"contender": name, "round": k + 1, "loadavg_after": _machine()["loadavg"]})
@@ -124,7 +134,7 @@ def run_bench(cfg: OverheadConfig, start_run: Callable, log: TextIO | None = Non
     out: dict = {"bench": "overhead", "suite": suite.name, "goal_wall_over_traffic": GOAL,
                  "machine_before": machine_before, "machine_after": _machine(), "runs": runs}
     for name in contenders:
-        vals = [r["wall_over_traffic"] for r in runs if r["contender"] == name and r["wall_over_traffic"]]
+        vals = [r["wall_over_traffic"] for r in runs if r["contender"] == name and r["wall_over_traffic"] is not None]
         if vals:
             out[f"{name}_wall_over_traffic"] = min(vals) if len(vals) == 1 else sorted(vals)[len(vals) // 2]
     lean = out.get("lean_wall_over_traffic")
@@ -138,6 +148,9 @@ def format_table(res: dict) -> str:
              f"machine {res['machine_before']['cpus']} CPUs, load {res['machine_before']['loadavg']} before, "
              f"{res['machine_after']['loadavg']} after"]
     for r in res["runs"]:
+        if r.get("error"):
+            lines.append(f"\n{r['contender']} path, round {r['round']}: failed: {r['error']}")
+            continue
         lines.append(f"\n{r['contender']} path, round {r['round']}: wall {r['wall_s']:.1f} s, traffic "
                      f"{r['traffic_s']:.1f} s, wall/traffic {r['wall_over_traffic']} ({r['trials']} trials, "
                      f"{r['failed_trials']} failed; beds built {r['beds']['built']}, reused {r['beds']['reused']})")
