@@ -298,8 +298,9 @@ class Executor:
         res = backend.load(ctx, rs)
         ph.add("load_apply", res.load_s)  # the one load command
         ph.add("load_readback", time.monotonic() - t0 - res.load_s)  # render, digest read, sysctls
-        if self.lean:  # the pause runs out while the next trial prepares (see _trial)
-            self._quiet_until = time.monotonic() + self.suite.settle_s
+        if self.lean:  # the pause runs from the load command's end, while the rule set is read
+            # back and the next trial prepares (see _trial)
+            self._quiet_until = (res.applied_monotonic or time.monotonic()) + self.suite.settle_s
         else:
             with ph.timed("load_settle"):
                 time.sleep(self.suite.settle_s)

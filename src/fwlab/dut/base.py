@@ -47,6 +47,8 @@ class LoadResult:
     digest_family: str = ""
     #: the counters read back with the digest, right after the load (None: not read)
     state: "RuleState | None" = None
+    #: time.monotonic() when the load command returned (the rule set in force from then on)
+    applied_monotonic: float | None = None
 
 
 @dataclass(frozen=True)
@@ -182,11 +184,13 @@ class Backend(ABC):
                                fix="check the rendered rules with 'fwlab rules' and the kernel's "
                                    "netfilter support") from exc
         load_s = time.perf_counter() - t0
+        applied = time.monotonic()
         family = self.family(rs, ctx.mode)
         state = self.read_state(ctx, family)  # the digest and the counters at load, one read
         return LoadResult(load_s=load_s, digest=state.digest,
                           family=family, bridge_nf_call=bnf,
-                          rendered_lines=text.count("\n"), digest_family=family, state=state)
+                          rendered_lines=text.count("\n"), digest_family=family, state=state,
+                          applied_monotonic=applied)
 
 
 BACKENDS: Registry[Backend] = Registry("backend", BackendError)
