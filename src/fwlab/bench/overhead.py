@@ -9,7 +9,9 @@ for is shown as ``unaccounted`` (preflight, planning, record creation, progress)
 and the report included; the goal (issue 18) is <= 1.15. With ``--compare-old`` the previous
 per-trial path (``lean=False``: every interface read on its own, the rule set read twice per
 trial, the pause after the bookkeeping, a fresh bed per backend) runs as a contender, alternated
-with the lean path round by round (A B, B A, ...). Figures depend on the machine and its load,
+with the lean path round by round (A B, B A, ...). It is the previous path's shape, not main's
+code: its reads use today's parsers (nftables' text listing, where main read JSON, which is
+slower at 10,000 rules), so it understates what the lean path saves against main. Figures depend on the machine and its load,
 which the result records; nothing here asserts a figure.
 """
 
