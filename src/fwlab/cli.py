@@ -386,6 +386,20 @@ def cmd_bench_precision(args) -> int:
     return 0
 
 
+def cmd_bench_overhead(args) -> int:
+    from fwlab.bench.overhead import OverheadConfig, format_table, run_bench
+    from fwlab.orchestrate import start_run
+    from fwlab.testbed import require_root
+
+    require_root()
+    if args.rounds < 1:
+        raise FwlabError("--rounds must be >= 1", fix="e.g. --rounds 1")
+    cfg = OverheadConfig(suite=args.suite, out=Path(args.out), rounds=args.rounds, compare_old=args.compare_old)
+    res = run_bench(cfg, start_run, log=None if args.quiet else sys.stderr)
+    print(json.dumps(res, indent=2) if args.json else format_table(res))
+    return 0
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with fwlab's error line: one line on stderr, exit 2 (subcommands inherit it)."""
 
@@ -539,6 +553,20 @@ def build_parser() -> argparse.ArgumentParser:
     bp.add_argument("--json", action="store_true", help="print one JSON object")
     bp.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     bp.set_defaults(func=cmd_bench_precision)
+    bo = bsub.add_parser("overhead", help="a suite run's wall time / traffic time and where the rest goes (needs root)",
+                         description="Run a suite (default quick) as 'fwlab run' does, report included, and "
+                                     "print wall_over_traffic = wall time / the trials' traffic time (bed builds "
+                                     "included; issue 18's goal is <= 1.15) with the breakdown of the rest: per "
+                                     "trial (counter reads, rule-set reads, runner start/stop, waits), per bed "
+                                     "(build, reset, loads, teardown) and the report.")
+    bo.add_argument("--suite", default="quick", help="suite to run (default quick)")
+    bo.add_argument("--rounds", type=int, default=1, help="runs per contender (default 1)")
+    bo.add_argument("--compare-old", action="store_true",
+                    help="also run the previous per-trial path, alternated with the lean one (A B, B A, ...)")
+    bo.add_argument("--out", default="results/bench-overhead", help="directory for the runs' records")
+    bo.add_argument("--json", action="store_true", help="print one JSON object")
+    bo.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    bo.set_defaults(func=cmd_bench_overhead)
 
     v = sub.add_parser("version", help="print fwlab's and the tools' versions as JSON")
     v.set_defaults(func=cmd_version)

@@ -175,7 +175,7 @@ def _fake_executor(monkeypatch, samples):
     """Executor._run_bed replaced by one that 'measures' each spec from ``samples``."""
     seen = []
 
-    def fake_run_bed(self, bed_key, trials, order=None):
+    def fake_run_bed(self, bed_key, trials, kept=None, next_key=None, order=None):
         for spec in (trials if order is None else order):
             seen.append(spec)
             v = samples[spec.rules][spec.repetition - 1]
@@ -329,7 +329,7 @@ def test_bench_alternates_contenders_and_judges_both_by_one_rule(monkeypatch, tm
     def value(spec):
         return (QUIET if spec.traffic == "udp" else NOISY)[spec.repetition - 1]
 
-    def fake_run_bed(self, bed_key, trials, order=None):
+    def fake_run_bed(self, bed_key, trials, kept=None, next_key=None, order=None):
         for spec in (trials if order is None else order):
             self.record.append_trial(build_trial(spec.to_dict(), metrics={"rx_pps": value(spec),
                                                                            "throughput_bps": value(spec)},
@@ -387,7 +387,7 @@ def test_interrupted_in_an_adaptive_round_then_resumed(monkeypatch, tmp_path):
     ran = []
 
     def run_bed(stop_after):
-        def fake(self, bed_key, trials, order=None):
+        def fake(self, bed_key, trials, kept=None, next_key=None, order=None):
             for spec in (trials if order is None else order):
                 if len(ran) == stop_after:
                     raise KeyboardInterrupt  # mid-trial: this one never ends
