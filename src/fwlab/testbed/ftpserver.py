@@ -66,12 +66,11 @@ use_sendfile=YES
 
 
 def vsftpd_version() -> str:
-    exe = require_tool("vsftpd")
-    # vsftpd -v writes its version to file descriptor 0: point that at the captured stdout
-    # (stdin=PIPE together with input= is a ValueError; a pipe's read end cannot be written)
-    cp = subprocess.run(["sh", "-c", 'exec "$0" -v 0>&1', exe],
-                        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                        text=True, timeout=10)
+    require_tool("vsftpd")
+    # vsftpd -v writes its version to file descriptor 0
+    # (so fd 0 is pointed at the captured stdout; stdin= together with input= was a ValueError)
+    cp = subprocess.run(["sh", "-c", "exec vsftpd -v 0>&1"], stdout=subprocess.PIPE,
+                        stderr=subprocess.STDOUT, text=True, check=False)
     out = (cp.stdout or "").strip()
     return out.replace("vsftpd: version ", "vsftpd ") or "vsftpd"
 
