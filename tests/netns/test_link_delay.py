@@ -104,3 +104,54 @@ def test_a_bed_without_the_engine_says_so():
     with pytest.raises(TestbedError, match="fwlab-engine"):
         with Testbed(Topology(run_id=new_run_id(), mode="direct", link_delay_us=DELAY_US)):
             pass
+
+
+REUSE_SUITE = """
+name = "delay-reuse"
+description = "a delayed bed reused for the next backend keeps its delay lines"
+mode = "routed"
+backends = ["nftables", "iptables-nft"]
+layouts = ["linear"]
+rules = [0]
+duration_s = 1
+repetitions = 1
+settle_s = 0.05
+link_delay = "1ms"
+[[traffic]]
+kind = "udp"
+tool = "iperf3"
+sizes = [512]
+"""
+
+
+def test_a_reused_bed_keeps_its_delay_lines(tmp_path, monkeypatch):
+    """Lean runs hand a bed reset clean to the next backend (fwlab.dut.reset): the delay lines are
+    part of the bed (the delay is one per suite), so the reused bed's trials still cross them."""
+    import shutil
+    import tomllib
+
+    from fwlab.orchestrate import start_run
+    from fwlab.suites import parse_suite
+
+    if not shutil.which("iperf3"):
+        pytest.skip("iperf3 is not installed")
+    monkeypatch.setenv("FWLAB_ENGINE", ENGINE)
+    suite = parse_suite(tomllib.loads(REUSE_SUITE), "test")
+    rec = start_run(suite, REUSE_SUITE, tmp_path, quiet=True)
+    run = json.loads((rec.path / "run.json").read_text())
+    trials = [json.loads(line) for line in (rec.path / "trials.jsonl").read_text().splitlines() if line.strip()]
+    beds = {b["backend"]: b for b in run["beds"]}
+    assert [beds[b]["bed_reused"] for b in ("nftables", "iptables-nft")] == [False, True]
+    assert beds["nftables"]["reset_for_next"]["clean"] is True
+    assert {b["topology"]["run_id"] for b in beds.values()} == {trials[0]["conditions"]["testbed_run_id"]}
+    assert {t["backend"] for t in trials} == {"nftables", "iptables-nft"}
+    for t in trials:
+        assert t["error"] is None, t["error"]
+        assert t["conditions"]["link_delay"]["delay_us"] == 1000.0
+        lines = t["extra"]["delay_lines"]
+        assert set(lines) == {"wc", "ws"}
+        # the trial's traffic crossed both lines (the only way from client to server)
+        assert lines["wc"]["a_to_b"]["sent_frames"] > 0 and lines["ws"]["b_to_a"]["sent_frames"] > 0, lines
+        assert lines["wc"]["running"] and lines["ws"]["running"]
+    wire_ns = {w["ns"] for w in beds["nftables"]["delay"]["wires"].values()}
+    assert len(wire_ns) == 2 and not wire_ns & set(list_fwl_namespaces(LocalHost()))  # torn down at the end
