@@ -88,3 +88,12 @@ def test_delayline_limited_is_raised_on_drops_lateness_or_a_stopped_line():
     assert flag_delayline_limited({"wc": _line(sent=10, running=False)})
     assert "not read" in flag_delayline_limited({"wc": None})[0].message
 
+
+
+def test_the_report_overview_names_the_emulated_wires_with_a_rate_or_a_list_of_rates():
+    """A link-rate list (main's link_rate lists) crashed the overview once (join of a list)."""
+    from fwlab.report.overview import _wires
+    assert _wires({}) == ""
+    assert _wires({"link_rate": "100mbit"}) == "; emulated wires: 100mbit each"
+    both = _wires({"link_rate": ["100mbit", "none"], "link_delay": "250us"})
+    assert both == "; emulated wires: 100mbit / unshaped (a bed each), 250us one-way delay (delay line) each"

@@ -230,8 +230,12 @@ def _traffic(suite: dict) -> str:
 
 
 def _wires(suite: dict) -> str:
-    """'; emulated wires: 100mbit, 250us one-way delay each' when the suite emulates its wires."""
-    parts = [p for p in (suite.get("link_rate"), suite.get("link_delay") and
+    """'; emulated wires: 100mbit, 250us one-way delay each' when the suite emulates its wires
+    (a list of link rates: '100mbit / unshaped (a bed each)')."""
+    rate = suite.get("link_rate")
+    if isinstance(rate, list):
+        rate = " / ".join("unshaped" if r in (None, "none") else str(r) for r in rate) + " (a bed each)"
+    parts = [p for p in (rate, suite.get("link_delay") and
                          f"{suite['link_delay']} one-way delay (delay line)") if p]
     return f"; emulated wires: {', '.join(parts)} each" if parts else ""
 
