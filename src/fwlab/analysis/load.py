@@ -1,4 +1,4 @@
-"""Loading a run record for notebooks: `fwlab.load(run_dir)` and pandas frames of it.
+"""Loading a run record for notebooks: `load(run_dir)` and pandas frames of it.
 
 Owns: `Run` (the record's ``run.json`` plus its trials, each a `Trial`: the stored dict behind a
 small read-only class with the identity fields as attributes), the tidy per-trial table
@@ -139,6 +139,6 @@ class Run:
 
 
 def load(run_dir: Path | str) -> Run:
-    """Load the run record in `run_dir` (``fwlab.load``)."""
+    """Load the run record in `run_dir` (the notebook entry point)."""
     rec = RunRecord.open(run_dir)
     return Run(path=rec.path, run=rec.run, trials=tuple(Trial(t) for t in rec.trials()))

@@ -16,8 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 from fwlab.errors import RunnerError
 from fwlab.runners.base import Measurement, Runner, TrafficSpec, register, whole_seconds
-from fwlab.stats.latency import encode
-from fwlab.stats.streams import rtt_summary
 from fwlab.testbed.host import CommandTimeout, Spawned, require_tool
 
 if TYPE_CHECKING:
@@ -52,32 +50,11 @@ class PingSamples:
             return None
         return max(0.0, (self.transmitted - (self.received or 0)) / self.transmitted)
 
-    def metrics(self, prefix: str = "rtt") -> dict[str, Any]:
-        out = rtt_summary([s[2] for s in self.samples], prefix)
-        out[f"{prefix}_loss_ratio"] = self.loss_ratio
-        out[f"{prefix}_sent"] = self.transmitted
-        # every sample, as the engine keeps its latencies (ping prints µs: exact in ns)
-        out[f"{prefix}_hdr_b64"] = encode(s[2] * 1e6 for s in self.samples)
-        out[f"{prefix}_hdr_unit"] = "ns" if out[f"{prefix}_hdr_b64"] else None
-        return out
-
-    def series(self, t0_unix: float | None = None, prefix: str = "rtt") -> list[dict]:
-        """One sample per second: ``t_s`` (end of the second since ``t0_unix``, default the first
-        reply), ``{prefix}_p50_ms``, ``{prefix}_max_ms``, ``{prefix}_ipdv_ms``, ``{prefix}_n``."""
-        if not self.samples:
-            return []
-        t0 = self.samples[0][0] if t0_unix is None else t0_unix
-        buckets: dict[int, list[float]] = {}
-        for ts, _, rtt in self.samples:
-            k = int(max(0.0, ts - t0))
-            buckets.setdefault(k, []).append(rtt)
-        out = []
-        for k in sorted(buckets):
-            s = rtt_summary(buckets[k], prefix)
-            out.append({"t_s": float(k + 1), f"{prefix}_p50_ms": s[f"{prefix}_p50_ms"],
-                        f"{prefix}_max_ms": s[f"{prefix}_max_ms"], f"{prefix}_ipdv_ms": s[f"{prefix}_ipdv_ms"],
-                        f"{prefix}_n": len(buckets[k])})
-        return out
+    def raw(self) -> dict[str, Any]:
+        """The raw figures as a measurement leaves them in ``extra["rtt_samples"][prefix]``
+        (``fwlab.stats.derive`` computes the RTT figures and series from them)."""
+        return {"samples": [list(s) for s in self.samples], "transmitted": self.transmitted,
+                "received": self.received}
 
 
 def parse_ping(text: str) -> PingSamples:
@@ -161,11 +138,11 @@ class Ping(Runner):
         if not ps.samples:
             raise RunnerError(f"ping got no reply from the server ({ps.transmitted} sent)",
                               fix="check the firewall's permit rule (ICMP echo must pass)")
-        metrics = ps.metrics("rtt")
         span = ps.samples[-1][0] - ps.samples[0][0] if len(ps.samples) > 1 else None
-        metrics.update({"throughput_bps": None, "rx_pps": None, "loss_ratio": ps.loss_ratio,
-                        "duration_s": span, "interval_ms": iv})
-        return Measurement(metrics=metrics, series=ps.series(prefix="rtt"), kind="rtt",
+        metrics = {"throughput_bps": None, "rx_pps": None, "loss_ratio": ps.loss_ratio,
+                   "duration_s": span, "interval_ms": iv}
+        # raw samples only: fwlab.stats.derive adds the rtt_* figures and the per-second series
+        return Measurement(metrics=metrics, kind="rtt", extra={"rtt_samples": {"rtt": ps.raw()}},
                            raw={"ping_output": cp.stdout[-200_000:], "argv": args})
 
 
