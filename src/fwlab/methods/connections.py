@@ -69,6 +69,7 @@ def _ip(spec: TrafficSpec) -> int:
 class ConnRunner(Runner):
     name = "conn"
     traffics = ("conn_rate", "conn_capacity")
+    record_kind = "connections"
     summary = ("fwlab-engine conn-*: TCP connection setup/tear-down rate (search, 0.001 % failures) and "
                "concurrent connection capacity through the DUT, with its conntrack table")
 

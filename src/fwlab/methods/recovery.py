@@ -130,6 +130,7 @@ class ParallelStreams(Runner):
 
     name = "parallel"
     traffics = ("parallel",)
+    record_kind = "parallel"
     summary = ("parallel TCP streams (iperf3) with a single-stream baseline before and recovery "
                "probes after (seed 004)")
     whole_seconds_option = "iperf3 -t"

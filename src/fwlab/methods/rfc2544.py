@@ -148,6 +148,7 @@ def longest_burst(burst_ok, max_burst: int, resolution: float, min_burst: int = 
 class Rfc2544Runner(Runner):
     name = "rfc2544"
     traffics = KINDS
+    record_kind = "rfc2544"
     frame_sizes = True
     summary = ("RFC 2544 with fwlab-engine: zero-loss throughput search (binary or MLRsearch) with "
                "latency at fractions of it, frame loss rate, back-to-back bursts; % of the bed's maximum load")

@@ -109,6 +109,9 @@ class Runner(ABC):
     #: the option through which the tool takes its run time, when it takes whole seconds only
     #: (e.g. "iperf3 -t"): a suite's fractional ``duration_s`` is refused for it, never rounded
     whole_seconds_option: str | None = None
+    #: the ``kind`` of the trial records this runner's measurements make (a TrialKind value; a
+    #: stream trial with a flood beside it is recorded as ``attack``)
+    record_kind: str = "stream"
 
     def unavailable(self) -> str | None:
         """Why this runner cannot run on this host (missing tool), or None."""

@@ -104,6 +104,7 @@ class PingProbe:
 class Ping(Runner):
     name = "ping"
     traffics = ("rtt",)
+    record_kind = "rtt"
     whole_seconds_option = "ping -w"
     summary = "ping: round-trip delay percentiles, IPDV/RFC 3550 jitter and loss, per-second series"
 
