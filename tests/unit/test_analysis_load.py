@@ -13,6 +13,7 @@ from fwlab.analysis.export import IDENTITY_FIELDS, export_run
 from fwlab.analysis.load import SERIES_COLUMNS, Trial, load, series_rows
 from fwlab.cli import main
 from fwlab.errors import FwlabError
+from trials import full_trial
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden" / "run-tiny"
@@ -39,7 +40,7 @@ def test_series_rows_long_format():
     rows = series_rows(load(GOLDEN).trials)
     assert rows[0] == ("ip4tcp-dflt-nftables-0r-linear-routed-r1", 1.009, "throughput_bps", 2874054966.5735774)
     assert all(isinstance(v, float) and f != "t_s" for _, _, f, v in rows)
-    skipped = series_rows([{"trial_id": "x", "series": [{"t_s": 1, "a": None, "b": "s", "c": True, "d": 2}]}])
+    skipped = series_rows([full_trial(trial_id="x", series=[{"t_s": 1, "a": None, "b": "s", "c": True, "d": 2}])])
     assert skipped == [("x", 1.0, "d", 2.0)]
 
 

@@ -13,6 +13,7 @@ from hdrh.histogram import HdrHistogram
 import fwlab.runners.engine as eng
 from fwlab.errors import RecordError
 from fwlab.stats.latency import decode, distribution, merge, percentile_ns
+from trials import full_trial
 
 GOLDEN = Path(__file__).parent.parent / "golden"
 RECORDED = Path(__file__).parent.parent / "golden" / "rfc2544-latency-hdr.trials.jsonl"
@@ -116,8 +117,8 @@ def test_engine_report_section_draws_merged_cdfs():
     send = json.loads((GOLDEN / "engine_send_v4_udp_hdr.json").read_text())
     base = {"mode": "routed", "backend": "nftables", "layout": "linear", "stateful_shortcut": False,
             "ip_version": 4, "traffic": "engine", "size_bytes": 64, "rate_bps": None}
-    trials = [{**base, "rules": n, "repetition": r, "error": None,
-               "metrics": eng.metrics_from(send, recv(tag), 64).metrics}
+    trials = [full_trial({**base, "rules": n, "repetition": r, "error": None,
+                          "metrics": eng.metrics_from(send, recv(tag), 64).metrics})
               for n, tag in ((0, "hdr"), (1000, "hdr_b")) for r in (1, 2)]
     html = _latency_table(trials)
     section = html[html.index("<h3>Latency distributions</h3>"):]
@@ -173,7 +174,7 @@ def test_ping_keeps_every_rtt_in_a_histogram_and_the_rtt_section_merges_them():
     assert rtt_figures(parse_ping("2 packets transmitted, 0 received, 100% packet loss\n").raw())["rtt_hdr_b64"] is None
     base = {"kind": "rtt", "mode": "routed", "backend": "nftables", "layout": "linear", "stateful_shortcut": False,
             "ip_version": 4, "traffic": "rtt", "series": [], "error": None}
-    trials = [{**base, "rules": n, "repetition": r, "metrics": m}
+    trials = [full_trial({**base, "rules": n, "repetition": r, "metrics": m})
               for n, m in ((0, m_fast), (1000, m_slow)) for r in (1, 2)]
     html = render({}, trials)
     section = html[html.index("<h3>Round-trip time distributions</h3>"):]
