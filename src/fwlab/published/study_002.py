@@ -29,6 +29,7 @@ from fwlab.published.compare import (
     values,
 )
 from fwlab.published.model import Study
+from fwlab.results.trial import TrialRecord
 
 KIND = "transactions"
 SEED_THRESHOLD_PCT = "mean 2 stdev %"
@@ -38,8 +39,8 @@ RULES_ROW = "BS + 100 rules"
 COL = "%Change over 4.0 Base"
 
 
-def _tx(trials: list[dict]) -> list[dict]:
-    return [t for t in trials if t.get("kind") == KIND and t.get("traffic") == "http"]
+def _tx(trials: list[TrialRecord]) -> list[dict]:
+    return [t for t in trials if t.kind == KIND and t.traffic == "http"]
 
 
 def _cfg(trials, backend, rules, clients, metric="tpm"):
@@ -69,7 +70,7 @@ def _pooled_change(trials, ref: tuple[str, int], cfg: tuple[str, int], loads: li
 
 
 @register("seed-002")
-def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
+def compare(study: Study, run: dict, trials: list[TrialRecord]) -> StudyComparison:
     out = StudyComparison(study)
     tx = _tx(trials)
     out.scaling = [
@@ -90,8 +91,8 @@ def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
     if not tx:
         out.missing.insert(0, "No transaction trials in this run.")
         return out
-    loads = sorted({int(t.get("streams") or 1) for t in tx})
-    backends = {t.get("backend") for t in tx}
+    loads = sorted({int(t.streams or 1) for t in tx})
+    backends = {t.backend for t in tx}
     base = next(((b, 0) for b in ("proxy", "none", "nftables") if b in backends
                  and any(_cfg(tx, b, 0, c) for c in loads)), None)
 
