@@ -54,6 +54,14 @@ class ProbePlan:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    def estimate_s(self) -> float:
+        """Rough wall time of the probes [s]: the baseline and, at worst (no probe recovers),
+        every probe (each probe_s plus 1 s of iperf3 start)."""
+        s = self.probe_s + 1.0 if self.baseline else 0.0
+        if self.max_probes:
+            s += (self.max_probes - 1) * self.interval_s + self.probe_s + 1.0
+        return s
+
 
 def run_probes(measure: Callable[[], float], baseline_bps: float | None, plan: ProbePlan,
                clock: Callable[[], float] = time.monotonic,
@@ -154,6 +162,9 @@ class ParallelStreams(Runner):
         out = ProbePlan.from_options(options).to_dict()
         out.update(self.tool.check_options("tcp", {k: v for k, v in options.items() if k == "direction"}))
         return out
+
+    def estimate_s(self, traffic: str, duration_s: float, streams: int, options: dict[str, Any]) -> float:
+        return super().estimate_s(traffic, duration_s, streams, options) + ProbePlan.from_options(options).estimate_s()
 
     def start(self, bed: "Testbed", spec: TrafficSpec) -> None:
         self.tool.start(bed, spec)

@@ -301,6 +301,7 @@ def check_direction(options: dict) -> str:
 class Iperf3(Runner):
     name = "iperf3"
     traffics = ("tcp", "udp")
+    trial_overhead_s = {"tcp": 1.0, "udp": 1.0}
     whole_seconds_option = "iperf3 -t"
     summary = ("iperf3: TCP streams (any number: >128 split over processes), UDP streams with payload "
                "size and rate; up, down or both directions (kind parallel: tool parallel)")
