@@ -122,3 +122,20 @@ def test_record_format_doc_names_every_kind_and_field():
     missing += [f"trial field {p}" for p in trial_schema()["properties"] if p not in doc]
     missing += [f"run.json field {p}" for p in run_schema()["properties"] if p not in doc]
     assert not missing, "docs/record-format.md does not describe: " + ", ".join(missing)
+
+
+def test_the_netns_hook_check_names_bad_lines_skips_torn_ones_and_keeps_one_example_per_kind(tmp_path):
+    """tests/netns/conftest.py checks every record a netns test writes with trial_line_errors."""
+    from record_schema import trial_line_errors
+
+    ident = TrialIdentity(suite="s", mode="routed", backend="none", layout="none", rules=0, stateful_shortcut=False,
+                          ip_version=4, traffic="rtt", tool="ping", size_bytes=None, streams=1, rate_bps=None,
+                          duration_s=1.0, repetition=1).to_dict()
+    good = trial_record(ident, kind="rtt", started_utc="t",
+                        metrics={"throughput_bps": None, "rx_pps": None, "loss_ratio": 0.0, "rtt_samples": 3,
+                                 "rtt_loss_ratio": 0.0})
+    bad = {**good, "trial_id": "b", "metrics": {**good["metrics"], "rtt_samples": "three"}}
+    (tmp_path / "trials.jsonl").write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n" + '{"kind": "rt')
+    errors, examples = trial_line_errors(tmp_path)
+    assert len(errors) == 1 and "line 2 (rtt)" in errors[0] and "rtt_samples" in errors[0]
+    assert examples == {"rtt": good}
