@@ -14,9 +14,12 @@ import shutil
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
 from fwlab.errors import RunnerError
 from fwlab.runners.base import Measurement, Runner, TrafficSpec, register, whole_seconds
 from fwlab.testbed.host import CommandTimeout, Spawned, require_tool
+from fwlab.validation import one_line
 
 if TYPE_CHECKING:
     from fwlab.testbed.bed import Testbed
@@ -34,6 +37,15 @@ def ping_args(dst: str, ip_version: int, duration_s: float, interval_ms: float,
     if size_bytes:
         args += ["-s", str(size_bytes)]
     return args + [dst]
+
+
+class PingOptions(BaseModel):
+    """``options`` of a ping traffic item (kind ``rtt``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    interval_ms: float = Field(DEFAULT_INTERVAL_MS, ge=2.0, le=1000.0,
+                               description="time between echo requests [ms] (2..1000)")
 
 
 @dataclass(frozen=True)
@@ -117,13 +129,13 @@ class Ping(Runner):
         return (cp.stdout or cp.stderr).strip().splitlines()[0] if (cp.stdout or cp.stderr) else "ping"
 
     def check_options(self, kind: str, options: dict[str, Any]) -> dict[str, Any]:
-        extra = set(options) - {"interval_ms"}
+        extra = set(options) - set(PingOptions.model_fields)
         if extra:
             raise ValueError(f"tool 'ping' takes only interval_ms (got: {', '.join(sorted(extra))})")
-        iv = float(options.get("interval_ms", DEFAULT_INTERVAL_MS))
-        if not 2.0 <= iv <= 1000.0:
-            raise ValueError(f"ping interval_ms {iv} is outside 2..1000")
-        return {"interval_ms": iv}
+        try:
+            return PingOptions(**options).model_dump()
+        except ValidationError as exc:
+            raise ValueError(f"ping option {one_line(exc)}") from None
 
     def measure(self, bed: "Testbed", spec: TrafficSpec, env=None) -> Measurement:
         if spec.traffic != "rtt":
