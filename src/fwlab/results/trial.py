@@ -140,6 +140,10 @@ class TrialRecord(BaseModel):
         return self.identity.background
 
     @property
+    def link_rate_bps(self) -> int | None:
+        return self.identity.link_rate_bps
+
+    @property
     def curve_key(self) -> tuple:
         return self.identity.curve_key
 
