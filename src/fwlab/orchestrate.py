@@ -31,6 +31,7 @@ from fwlab.suites import Suite, parse_suite
 from fwlab.suites.plan import TrialSpec, check_suite, expand
 from fwlab.testbed import Offloads, Pinning, Testbed, Topology, new_run_id, require_root, require_tool
 from fwlab.testbed.hosts import HostEntry, Placement, parse_hosts
+from fwlab.testbed.nic import NicInfo, PathLine, trial_line_rate
 
 
 class Interrupted(FwlabError):
@@ -169,8 +170,11 @@ class Executor:
             self.record.save_run()
             self.progress.note(f"test bed {bed.topo.run_id}: {mode}, backend {backend_name} "
                                f"(built in {bed.build_s:.2f} s)")
+            line = bed.path_line([NicInfo(**n) for n in desc["nics"]])
             conditions_base = {
                 "offloads": desc["offloads"],
+                "nics": desc["nics"],  # speed, driver, firmware, every offload, per interface
+                "line_rate": desc["line_rate"],
                 "pinning": bed.topo.to_dict()["pinning"],
                 "device": desc.get("device"),
                 "link": desc.get("link"),
@@ -197,7 +201,7 @@ class Executor:
                     if spec.config_key != loaded_key:
                         load_info = self._load(bed, ctx, backend, spec)
                         loaded_key = spec.config_key
-                    self._trial(bed, env, spec, load_info, conditions_base)
+                    self._trial(bed, env, spec, load_info, conditions_base, line)
             finally:
                 for r in runners:
                     r.stop(bed)
@@ -237,7 +241,8 @@ class Executor:
     def _links(self, bed: Testbed) -> dict:
         return {f"{role}:{dev}": bed.link_counters(role, dev) for role, dev in bed.interfaces()}
 
-    def _trial(self, bed: Testbed, env: TrialEnv, spec: TrialSpec, load_info: dict, cond: dict) -> None:
+    def _trial(self, bed: Testbed, env: TrialEnv, spec: TrialSpec, load_info: dict, cond: dict,
+               line: PathLine | None = None) -> None:
         runner = get_runner(spec.tool)
         backend, ctx = env.backend, env.dut
         tspec = TrafficSpec(traffic=spec.traffic, tool=spec.tool, size_bytes=spec.size_bytes,
@@ -279,6 +284,8 @@ class Executor:
             extra["link_shapers"] = _shaper_deltas(shaped_before, bed.link_state())
             for f in flag_link_limited(extra["link_shapers"], bed.topo.link_rate_bps):
                 flags.append(f.to_dict())
+        if metrics and line is not None:
+            metrics.update(trial_line_rate(metrics, line))
         if metrics:
             for f in flag_cpu_saturated(metrics.get("cpu_sender_pct") or 0, who="sender CPU"):
                 d = f.to_dict()
@@ -325,6 +332,8 @@ def dut_system(placement: Placement | None) -> str | None:
 def _remote_hosts_info(placement: Placement) -> dict:
     return {"entries": {r: e.model_dump(exclude_defaults=True) for r, e in placement.entries.items()},
             "clock_offsets": {r: c.to_dict() for r, c in placement.clocks.items()},
+            "clock_sync": dict(placement.sync),
+            "clock_warning": placement.latency_clock_warning(),
             "command_overhead_s": dict(placement.overheads_s),
             "metadata": {r: remote_host_metadata(h) for r, h in placement.hosts.items()}}
 
@@ -383,6 +392,9 @@ def _execute(suite: Suite, plan, rec: RunRecord, quiet: bool, placement: Placeme
     progress = Progress(total=len(plan.trials), already=len(done & known), quiet=quiet)
     if progress.already:
         progress.note(f"resuming: {progress.already} of {progress.total} trials already done")
+    warning = placement.latency_clock_warning() if placement is not None else None
+    if warning and any(t.tool in ("engine", "rfc2544") for t in plan.trials):
+        progress.note(f"warning: {warning}")
     ex = Executor(suite, rec, progress, placement=placement)
     try:
         ex.run(list(plan.trials), done)
