@@ -399,7 +399,7 @@ class HostsLab:
 
     def processes(self, n: str) -> list[str]:
         """Command names of the processes in a host's namespace other than its sshd."""
-        pids = self.sh(n, "ip", "netns", "pids", self.ns[n], check=False).stdout.split()
+        pids = self.host.run(["ip", "netns", "pids", self.ns[n]], check=False).stdout.split()
         names = []
         for pid in pids:
             try:
@@ -407,6 +407,16 @@ class HostsLab:
             except OSError:
                 pass
         return [c for c in names if c not in ("sshd", "unshare")]
+
+    def wait_idle(self, timeout_s: float = 5.0) -> dict[str, list[str]]:
+        """Wait until no host runs anything but its sshd (SSH sessions end shortly after the
+        client closes them); return what still runs per host."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            left = {n: self.processes(n) for n in self.names}
+            if not any(left.values()) or time.monotonic() > deadline:
+                return left
+            time.sleep(0.1)
 
     def down(self) -> None:
         for proc in self.sshd.values():

@@ -5,7 +5,6 @@ run there; the record carries the hosts, the NIC fields, the clock offsets and t
 the two generators; afterwards every host is as the hosts file handed it over."""
 
 import json
-import time
 
 import pytest
 
@@ -52,6 +51,7 @@ def test_fwlab_run_over_a_lab_of_ssh_hosts(tmp_path, capsys, monkeypatch):
     lab = HostsLab(tmp_path, clients=2).up()
     try:
         before = {n: lab.state(n) for n in lab.names}
+        local.clear()  # the lab's own set-up and snapshots; from here on: fwlab's commands
         (tmp_path / "hosts.toml").write_text(lab.hosts_toml())
         (tmp_path / "lab-e2e.toml").write_text(SUITE)
         assert main(["run", str(tmp_path / "lab-e2e.toml"), "--hosts", str(tmp_path / "hosts.toml"),
@@ -99,10 +99,7 @@ def test_fwlab_run_over_a_lab_of_ssh_hosts(tmp_path, capsys, monkeypatch):
             assert "% of line rate: missing" in html
 
         # teardown restored what the hosts file handed over, on every host
-        deadline = time.monotonic() + 5
-        while any(lab.processes(n) for n in lab.names) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert {n: lab.processes(n) for n in lab.names} == {n: [] for n in lab.names}
+        assert lab.wait_idle() == {n: [] for n in lab.names}
         assert changed(before, {n: lab.state(n) for n in lab.names}) == []
     finally:
         lab.down()

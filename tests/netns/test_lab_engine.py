@@ -78,7 +78,7 @@ def test_engine_runs_on_the_remote_client_and_server_hosts(tmp_path, spawns):
         after = {n: lab.state(n) for n in lab.names}
         assert changed(before, after) == []
         assert after["cli1"]["cache"] is None and after["srv"]["cache"] is None
-        assert {n: lab.processes(n) for n in lab.names} == {n: [] for n in lab.names}
+        assert lab.wait_idle() == {n: [] for n in lab.names}
     finally:
         lab.down()
 

@@ -223,3 +223,25 @@ def test_chrony_tracking_line_and_latency_clock_warning():
     assert same.latency_clock_warning() is None  # one host, one clock
     assert Placement(parse_hosts({"hosts": {"dut": {**_remote("10.0.0.9"), "ifaces": ["a", "b"]}}},
                                  "t")).latency_clock_warning() is None  # client and server both local
+
+
+def test_remote_probe_scripts_never_exit_127_when_a_tool_is_absent(tmp_path):
+    """A remote exit 127 means 'program missing' to SshHost.run; the probes' own 'absent' answers
+    must use other codes (dash's 'command -v' of a missing name exits 127)."""
+    import subprocess
+    from fwlab.testbed import clock
+    from fwlab.testbed.host import LocalHost
+
+    class Probe(LocalHost):
+        remote = True
+
+    env_path = {"PATH": str(tmp_path)}  # no chronyc, ptp4l, sha256sum there
+    for sh in ("dash", "bash"):
+        import shutil
+        if shutil.which(sh) is None:
+            continue
+        cp = subprocess.run([shutil.which(sh), "-c", "command -v chronyc >/dev/null 2>&1 || exit 3; exec chronyc"],
+                            env=env_path, capture_output=True)
+        assert cp.returncode == 3
+    got = clock.sync_status(Probe())
+    assert got["source"] in (None, "chrony")

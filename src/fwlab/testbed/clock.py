@@ -160,7 +160,9 @@ def sync_status(host: "Host") -> dict:
             return parse_chrony_tracking(cp.stdout.splitlines()[0])
         except ValueError as exc:
             return {"source": None, "reason": f"chronyc answered unreadably: {exc}"}
-    ptp = host.run(["sh", "-c", "command -v ptp4l || command -v phc2sys"], check=False, timeout_s=15)
+    # (exit codes other than 127: a remote 127 means "program missing" to SshHost.run)
+    ptp = host.run(["sh", "-c", "command -v ptp4l >/dev/null 2>&1 || command -v phc2sys >/dev/null 2>&1 "
+                                "|| exit 3; echo present"], check=False, timeout_s=15)
     if ptp.returncode == 0 and ptp.stdout.strip():
         return {"source": None, "reason": "linuxptp is installed but its status is not read by fwlab; "
                                           "the SSH round-trip offset is the recorded figure"}

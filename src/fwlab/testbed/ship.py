@@ -73,7 +73,7 @@ def check_platform(host: Host, what: str) -> None:
 
 
 REMOTE_SHA = ('if command -v sha256sum >/dev/null 2>&1; then sha256sum "$1" | cut -d" " -f1; '
-              'elif command -v sha256 >/dev/null 2>&1; then sha256 -q "$1"; else exit 127; fi')
+              'elif command -v sha256 >/dev/null 2>&1; then sha256 -q "$1"; else exit 4; fi')
 
 
 def remote_sha256(host: Host, path: str) -> str | None:
