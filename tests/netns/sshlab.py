@@ -386,8 +386,10 @@ class HostsLab:
     # -- what fwlab must leave as it found it --------------------------------------------------------
     def state(self, n: str) -> dict:
         """A host's network set-up and fwlab-visible files, to compare before/after a run."""
-        def out(*argv):
-            return self.sh(n, *argv, check=False).stdout
+        def out(*argv):  # IPv6 link-local addresses and routes are the kernel's, not set-up
+            text = self.sh(n, *argv, check=False).stdout
+            return "\n".join(" ".join(w for w in ln.split() if not w.startswith("fe80:"))
+                             for ln in text.splitlines() if not ln.startswith("fe80:"))
         devs = ["eth1", "eth2"] if n == "dut" else ["eth0"]
         cache = self.tmp / f"cache-{n}"
         return {"addr": out("ip", "-br", "addr"), "route4": out("ip", "route"), "route6": out("ip", "-6", "route"),
