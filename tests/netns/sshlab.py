@@ -392,7 +392,11 @@ class HostsLab:
                              for ln in text.splitlines() if not ln.startswith("fe80:"))
         devs = ["eth1", "eth2"] if n == "dut" else ["eth0"]
         cache = self.tmp / f"cache-{n}"
-        return {"addr": out("ip", "-br", "addr"), "route4": out("ip", "route"), "route6": out("ip", "-6", "route"),
+        # the operational state column of 'ip -br' lags a link's coming up (linkwatch): the admin
+        # and carrier flags of 'ip -o link' say what was set
+        addr = "\n".join(" ".join(ln.split()[:1] + ln.split()[2:]) for ln in out("ip", "-br", "addr").splitlines())
+        flags = sorted(ln.split(": ")[1] + " " + ln.split()[2] for ln in out("ip", "-o", "link").splitlines())
+        return {"addr": addr, "links": flags, "route4": out("ip", "route"), "route6": out("ip", "-6", "route"),
                 "nft": out("nft", "list", "ruleset"),
                 "sysctl": out("sysctl", "net.ipv4.ip_forward", "net.ipv6.conf.all.forwarding",
                               "net.ipv4.conf.all.rp_filter"),
