@@ -392,10 +392,13 @@ class HostsLab:
                              for ln in text.splitlines() if not ln.startswith("fe80:"))
         devs = ["eth1", "eth2"] if n == "dut" else ["eth0"]
         cache = self.tmp / f"cache-{n}"
-        # the operational state column of 'ip -br' lags a link's coming up (linkwatch): the admin
-        # and carrier flags of 'ip -o link' say what was set
+        # the operational state column of 'ip -br' lags a link's coming up (linkwatch), and so does
+        # the NO-CARRIER flag (it is IFF_RUNNING's absence): the admin flag UP and the carrier flag
+        # LOWER_UP of 'ip -o link' say what was set
         addr = "\n".join(" ".join(ln.split()[:1] + ln.split()[2:]) for ln in out("ip", "-br", "addr").splitlines())
-        flags = sorted(ln.split(": ")[1] + " " + ln.split()[2] for ln in out("ip", "-o", "link").splitlines())
+        flags = sorted(ln.split(": ")[1] + " " + ",".join(f for f in ln.split()[2].strip("<>").split(",")
+                                                          if f != "NO-CARRIER")
+                       for ln in out("ip", "-o", "link").splitlines())
         return {"addr": addr, "links": flags, "route4": out("ip", "route"), "route6": out("ip", "-6", "route"),
                 "nft": out("nft", "list", "ruleset"),
                 "sysctl": out("sysctl", "net.ipv4.ip_forward", "net.ipv6.conf.all.forwarding",
