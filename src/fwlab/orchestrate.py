@@ -504,6 +504,25 @@ def _placement(suite: Suite, hosts: dict[str, HostEntry] | None) -> Placement | 
     return Placement(entries)
 
 
+def check_remote_roles(plan, placement: Placement | None) -> None:
+    """Refuse, in one line, trials whose tool (or background flood) runs only in this machine's
+    namespaces while the hosts file puts its roles on remote hosts."""
+    if placement is None:
+        return
+    remote = set(placement.remote_roles)
+    ends = sorted(remote & {"client", "server"})
+    for t in plan.trials:
+        if ends and not get_runner(t.tool).remote_roles:
+            raise SuiteError(f"tool '{t.tool}' runs only on this machine, but the hosts file puts "
+                             f"{' and '.join(ends)} on a remote host",
+                             fix="run it on the namespace test bed (no --hosts), or use engine, rfc2544, "
+                                 "iperf3, netperf or parallel in a lab (docs/lab.md)")
+        if t.background and remote & {"client", "server", "attacker"}:
+            raise SuiteError("background floods run only on this machine, but the hosts file puts "
+                             f"{' and '.join(sorted(remote & {'client', 'server', 'attacker'}))} on a remote host",
+                             fix="run the flood suite on the namespace test bed (no --hosts) (docs/lab.md)")
+
+
 def dut_system(placement: Placement | None) -> str | None:
     """The remote DUT host's ``uname -s`` (None: the DUT is on this machine)."""
     host = placement.hosts.get("dut") if placement is not None else None
@@ -533,6 +552,7 @@ def start_run(suite: Suite, suite_text: str, out_root: Path, *, quiet: bool = Fa
         if placement is not None:
             preflight(suite, placement)
         plan = expand(suite, dut_system(placement))
+        check_remote_roles(plan, placement)
         if order is not None:
             plan = _reordered(plan, order)
         rec = RunRecord.create(out_root, suite.name, {
@@ -554,6 +574,7 @@ def resume_run(path: Path, *, quiet: bool = False) -> RunRecord:
     with placement or _Nothing():
         preflight(suite, placement)
         plan = expand(suite, dut_system(placement))
+        check_remote_roles(plan, placement)
         rec.repair_torn_tail()
         if not isinstance(rec.run.get("plan"), dict):
             rec.run["plan"] = {"trials": len(plan.trials), "skipped": list(plan.skipped)}

@@ -245,3 +245,51 @@ def test_remote_probe_scripts_never_exit_127_when_a_tool_is_absent(tmp_path):
         assert cp.returncode == 3
     got = clock.sync_status(Probe())
     assert got["source"] in (None, "chrony")
+
+
+# -- which tools a lab of remote hosts can run ---------------------------------------------------
+_SUITE = """
+name = "t"
+mode = "routed"
+backends = ["nftables"]
+layouts = ["linear"]
+rules = [0]
+duration_s = 1
+repetitions = 1
+[[traffic]]
+kind = "{kind}"
+tool = "{tool}"
+{extra}
+"""
+_FLOOD = '[[background]]\nkind = "udp_flood"\nrates_pps = [1000]\nframe_size = 64\n'
+
+
+def _plan(kind, tool, extra=""):
+    import tomllib
+
+    from fwlab.suites import parse_suite
+    from fwlab.suites.plan import expand
+    return expand(parse_suite(tomllib.loads(_SUITE.format(kind=kind, tool=tool, extra=extra)), "t"), None)
+
+
+@pytest.mark.parametrize("kind, tool, extra, hosts, refused", [
+    ("engine", "engine", "", {"client": _remote("a"), "server": _remote("b")}, None),
+    ("tcp", "iperf3", "", {"client": _remote("a")}, None),
+    ("conn_rate", "conn", "", {"client": _remote("a")}, "tool 'conn' runs only on this machine"),
+    ("conn_rate", "conn", "", {"dut": _remote("a", ifaces=["eth1", "eth2"])}, None),  # client and server local
+    ("http", "curl", "", {"server": _remote("a")}, "tool 'curl' runs only on this machine"),
+    ("tcp", "iperf3", _FLOOD, {"server": _remote("a")}, "background floods run only on this machine"),
+    ("tcp", "iperf3", _FLOOD, {"dut": _remote("a", ifaces=["eth1", "eth2"])}, None),
+])
+def test_remote_roles_only_for_tools_that_run_there(kind, tool, extra, hosts, refused):
+    from fwlab.errors import SuiteError
+    from fwlab.orchestrate import check_remote_roles
+    plan, placement = _plan(kind, tool, extra), Placement(parse_hosts({"hosts": hosts}, "t"))
+    check_remote_roles(plan, None)  # the namespace bed runs everything
+    if refused is None:
+        check_remote_roles(plan, placement)
+        return
+    with pytest.raises(SuiteError) as ei:
+        check_remote_roles(plan, placement)
+    line = ei.value.one_line()
+    assert refused in line and "docs/lab.md" in line and "\n" not in line

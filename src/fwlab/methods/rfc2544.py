@@ -147,6 +147,7 @@ def longest_burst(burst_ok, max_burst: int, resolution: float, min_burst: int = 
 # -- the runner ---------------------------------------------------------------------------------
 class Rfc2544Runner(Runner):
     name = "rfc2544"
+    remote_roles = True
     traffics = KINDS
     frame_sizes = True
     summary = ("RFC 2544 with fwlab-engine: zero-loss throughput search (binary or MLRsearch) with "

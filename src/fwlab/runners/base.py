@@ -109,6 +109,9 @@ class Runner(ABC):
     #: the option through which the tool takes its run time, when it takes whole seconds only
     #: (e.g. "iperf3 -t"): a suite's fractional ``duration_s`` is refused for it, never rounded
     whole_seconds_option: str | None = None
+    #: it runs its client and server ends on the role's own host (remote ones over SSH); False:
+    #: only in this machine's namespaces, so a hosts file placing client or server remotely is refused
+    remote_roles: bool = False
 
     def unavailable(self) -> str | None:
         """Why this runner cannot run on this host (missing tool), or None."""

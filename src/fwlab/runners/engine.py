@@ -605,6 +605,7 @@ def trial_from_spec(bed: Testbed, spec: TrafficSpec, backend: str = "udp") -> En
 
 class EngineRunner(Runner):
     name = "engine"
+    remote_roles = True
     traffics = ("engine",)
     frame_sizes = True
     summary = ("fwlab-engine: UDP test packets at a given rate or max; exact offered/forwarded "

@@ -314,6 +314,7 @@ def check_direction(options: dict) -> str:
 
 class Iperf3(Runner):
     name = "iperf3"
+    remote_roles = True
     traffics = ("tcp", "udp")
     whole_seconds_option = "iperf3 -t"
     summary = ("iperf3: TCP streams (any number: >128 split over processes), UDP streams with payload "

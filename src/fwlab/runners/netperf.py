@@ -78,6 +78,7 @@ def parse_output(text: str, traffic: str) -> Measurement:
 
 class Netperf(Runner):
     name = "netperf"
+    remote_roles = True
     traffics = tuple(TESTS)
     whole_seconds_option = "netperf -l"
     summary = "netperf: TCP_STREAM/UDP_STREAM with send sizes, TCP_RR and TCP_CRR (needs 'make netperf')"
