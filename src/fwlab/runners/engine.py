@@ -607,6 +607,7 @@ class EngineRunner(Runner):
     name = "engine"
     remote_roles = True
     traffics = ("engine",)
+    trial_overhead_s = {"engine": 1.2}
     frame_sizes = True
     summary = ("fwlab-engine: UDP test packets at a given rate or max; exact offered/forwarded "
                "counts, loss, reordering, latency percentiles")
