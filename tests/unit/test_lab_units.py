@@ -14,6 +14,7 @@ from fwlab.testbed.hosts import Placement, parse_hosts
 from fwlab.testbed.nic import (NicInfo, line_rate_pps, parse_ethtool_i, parse_ethtool_k, path_line,
                                pct_of_line_rate, speed_from, trial_line_rate)
 from fwlab.testbed.ship import remote_sha256, sha256_file, ship
+from trials import full_trial
 
 
 # -- shipping -----------------------------------------------------------------------------------
@@ -194,15 +195,19 @@ def test_bad_generator_entries_are_one_line(hosts, words):
 # -- report ------------------------------------------------------------------------------------
 def test_report_shows_pct_of_line_rate_or_the_missing_reason():
     from fwlab.report.line_rate import render
-    base = {"mode": "routed", "backend": "nftables", "layout": "linear", "traffic": "engine", "ip_version": 4,
-            "size_bytes": 64, "rules": 100, "error": None}
-    known = [{**base, "metrics": {"line_rate_pct": v, "line_rate_link": "dut:enp1s0f0", "line_rate_bps": 10e9,
-                                  "frame_size": 64}} for v in (40.0, 50.0, 60.0)]
+
+    def trials(*metrics):
+        return [full_trial({"trial_id": f"t{i}", "kind": "stream", "mode": "routed", "backend": "nftables",
+                            "layout": "linear", "traffic": "engine", "tool": "engine", "ip_version": 4,
+                            "size_bytes": 64, "rules": 100, "repetition": i + 1, "error": None, "metrics": m})
+                for i, m in enumerate(metrics)]
+    known = trials(*({"line_rate_pct": v, "line_rate_link": "dut:enp1s0f0", "line_rate_bps": 10e9,
+                      "frame_size": 64} for v in (40.0, 50.0, 60.0)))
     html = render(known)
     assert "% of line rate" in html and "<td>50.0</td>" in html and "40.0–60.0" in html and "10 Gbit/s" in html
-    miss = [{**base, "metrics": {"line_rate_pct": None, "line_rate_missing": "no link speed known (veth)"}}]
+    miss = trials({"line_rate_pct": None, "line_rate_missing": "no link speed known (veth)"})
     assert "missing — no link speed known (veth)" in render(miss)
-    assert render([{**base, "metrics": {"throughput_bps": 1.0}}]) == ""
+    assert render(trials({"throughput_bps": 1.0})) == ""
 
 
 def test_chrony_tracking_line_and_latency_clock_warning():

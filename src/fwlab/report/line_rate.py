@@ -10,20 +10,21 @@ import html
 import statistics
 
 from fwlab.report.timeseries import config_label
+from fwlab.results.trial import TrialRecord
 
 
-def render(trials: list[dict]) -> str:
+def render(trials: list[TrialRecord]) -> str:
     acc: dict[tuple, list[float]] = {}
     link: dict[tuple, str] = {}
     missing: set[str] = set()
     for t in trials:
-        m = t.get("metrics") or {}
-        if t.get("error") or "line_rate_pct" not in m and "line_rate_missing" not in m:
+        m = t.metrics or {}
+        if t.error or "line_rate_pct" not in m and "line_rate_missing" not in m:
             continue
         if m.get("line_rate_pct") is None:
             missing.add(str(m.get("line_rate_missing")))
             continue
-        key = (config_label(t), t.get("size_bytes") or m.get("frame_size"), t.get("rules"))
+        key = (config_label(t), t.size_bytes or m.get("frame_size"), t.rules)
         acc.setdefault(key, []).append(float(m["line_rate_pct"]))
         link[key] = f"{m.get('line_rate_link')} at {m.get('line_rate_bps', 0) / 1e9:g} Gbit/s"
     if not acc and not missing:
