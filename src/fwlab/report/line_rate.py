@@ -10,10 +10,11 @@ import html
 import statistics
 
 from fwlab.report.timeseries import config_label
-from fwlab.results.trial import TrialRecord
+from fwlab.results.trial import TrialRecord, as_records
 
 
 def render(trials: list[TrialRecord]) -> str:
+    trials = as_records(trials)
     acc: dict[tuple, list[float]] = {}
     link: dict[tuple, str] = {}
     missing: set[str] = set()
