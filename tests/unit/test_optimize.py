@@ -139,3 +139,97 @@ def test_garbage_listing_is_one_line():
     with pytest.raises(BackendError) as e:
         propose("not json")
     assert "\n" not in e.value.one_line()
+
+
+# -- the run's pure parts: choice of measured probes, the gain, the report, bad input ----------------
+def test_pick_measured_takes_deepest_middle_shallowest():
+    from fwlab.ruleset_optimize import pick_measured
+
+    text = listing(linear(20))
+    a = parse_nft_json(text)
+    probes = union_probes(derive(a, BED).classes, [])
+    from fwlab.rules.imported_model import evaluate
+
+    depth = {c.class_id: len(evaluate(a, c.packet).traversed) for c in probes}
+    got = pick_measured(probes, depth, 3)
+    assert [depth[c.class_id] for c in got] == [20, 11, 1]
+    assert len(pick_measured(probes[:2], depth, 3)) == 2
+
+
+def test_gain_has_an_interval_and_the_mix_weights_classes_evenly():
+    from fwlab.ruleset_optimize import summarize_gain
+
+    text = listing(linear(4))
+    probes = union_probes(derive(parse_nft_json(text), BED).classes, [])[:2]
+    trav = {"original": {c.class_id: 4 for c in probes}, "proposal": {c.class_id: 1 for c in probes}}
+    rates = {(probes[0].class_id, "original"): [100.0, 110.0], (probes[0].class_id, "proposal"): [300.0, 310.0],
+             (probes[1].class_id, "original"): [200.0, 190.0], (probes[1].class_id, "proposal"): [200.0, 210.0]}
+    g = summarize_gain(probes, trav, rates)
+    c0 = g["classes"][0]["gain"]
+    assert c0["ratio"] == pytest.approx(305 / 105) and c0["low"] < c0["ratio"] < c0["high"]
+    mix = g["mix"]
+    assert mix["original_rate_pps"]["n"] == 2
+    assert mix["original_rate_pps"]["min"] == pytest.approx(2 / (1 / 100 + 1 / 200))
+    # no difference: the interval spans 1; a single round: no interval, and it says why
+    same = summarize_gain(probes[:1], trav, {(probes[0].class_id, "original"): [100.0, 104.0],
+                                              (probes[0].class_id, "proposal"): [103.0, 101.0]})
+    s = same["classes"][0]["gain"]
+    assert s["low"] < 1 < s["high"]
+    one = summarize_gain(probes[:1], trav, {(probes[0].class_id, "original"): [100.0],
+                                             (probes[0].class_id, "proposal"): [300.0]})
+    assert one["classes"][0]["gain"]["low"] is None and "2 repetitions" in one["classes"][0]["gain"]["why"]
+
+
+def test_report_section_shows_equivalence_and_gain_or_the_withdrawal():
+    from fwlab.report.section_ruleset import render
+
+    opt = {"file": "x.nft", "proposal_file": "p.nft", "proposal_source": "fwlab", "rules_before": 50,
+           "rules_after": 1, "probes": [{}] * 51, "rewrite": {"merges": [{"text": "inet t fwd: 50 rules merged"}]},
+           "equivalence": {"verdict": "equivalent", "probes": 51},
+           "gain": {"classes": [{"class_id": "a51", "rule_text": "policy accept", "rule_id": "policy:x",
+                                 "expected": "accept", "traversed_original": 50, "traversed_proposal": 1,
+                                 "original_rate_pps": {"median": 1e5, "min": 1e5, "max": 1e5, "n": 2},
+                                 "proposal_rate_pps": {"median": 2e5, "min": 2e5, "max": 2e5, "n": 2},
+                                 "gain": {"ratio": 2.0, "low": 1.8, "high": 2.2}}],
+                    "mix": {"classes": ["a51"], "original_rate_pps": {"median": 1e5, "n": 2, "min": 1e5, "max": 1e5},
+                            "proposal_rate_pps": {"median": 2e5, "n": 2, "min": 2e5, "max": 2e5},
+                            "gain": {"ratio": 2.0, "low": 1.8, "high": 2.2}}, "method": "Fieller"}}
+    html = render({"ruleset_optimize": opt}, [])
+    assert "Equivalent on all 51" in html and "×2.00" in html and "1.80" in html and "50 → 1" in html
+    opt2 = dict(opt, gain=None, equivalence={"verdict": "different", "level": "data path", "differences": 1,
+                                             "probes": 51, "first_difference": "probe a30 (...)"})
+    html2 = render({"ruleset_optimize": opt2}, [])
+    assert "Not equivalent" in html2 and "probe a30" in html2 and "withdrawn" in html2
+
+
+@pytest.mark.parametrize("args,words", [
+    (["--repetitions", "1"], "at least 2 rounds"),
+    (["--classes", "0"], "classes must be at least 1"),
+])
+def test_optimize_bad_arguments(tmp_path, args, words):
+    from fwlab.cli import main
+
+    f = tmp_path / "r.nft"
+    f.write_text("table inet t { }\n")
+    import contextlib
+    import io
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        assert main(["optimize", str(f), *args]) == 2
+    assert words in err.getvalue() and len(err.getvalue().strip().splitlines()) == 1
+
+
+def test_optimize_refuses_iptables_save_and_missing_files_before_any_bed(tmp_path):
+    from fwlab.ruleset_optimize import OptimizeConfig, run_optimize
+    from fwlab.errors import FwlabError
+
+    f = tmp_path / "r.iptables"
+    f.write_text("*filter\n:FORWARD DROP [0:0]\n-A FORWARD -s 10.0.0.1 -j DROP\nCOMMIT\n")
+    with pytest.raises(FwlabError) as e:
+        run_optimize(OptimizeConfig(ruleset=f), tmp_path / "out", log=None)
+    assert "iptables-save syntax" in e.value.one_line()
+    with pytest.raises(FwlabError) as e:
+        run_optimize(OptimizeConfig(ruleset=tmp_path / "nope.nft"), tmp_path / "out", log=None)
+    assert "cannot read" in e.value.one_line()
+    assert not (tmp_path / "out").exists()
