@@ -396,7 +396,7 @@ def run_optimize(cfg: OptimizeConfig, out_root: Path, *, log: TextIO | None = sy
                 summary.append(f"gain = proposal rate / original rate ({cfg.rate_count} frames per measurement, "
                                f"{cfg.repetitions} rounds {rounds}, 95 % interval):")
                 for g in gain["classes"]:
-                    summary.append(f"  {g['class_id']} {g['expected']:6} ({g['traversed_original']:>5} -> "
+                    summary.append(f"  {g['class_id']:>6} {g['expected']:<6} ({g['traversed_original']:>5} -> "
                                    f"{g['traversed_proposal']} rules compared): {_kpps(g['original_rate_pps'])} -> "
                                    f"{_kpps(g['proposal_rate_pps'])} kpps  {_fmt_gain(g['gain'])}")
                 mx = gain["mix"]

@@ -233,3 +233,20 @@ def test_optimize_refuses_iptables_save_and_missing_files_before_any_bed(tmp_pat
         run_optimize(OptimizeConfig(ruleset=tmp_path / "nope.nft"), tmp_path / "out", log=None)
     assert "cannot read" in e.value.one_line()
     assert not (tmp_path / "out").exists()
+
+
+def test_ruleset_class_trials_are_figures_per_class_and_condition():
+    """`fwlab compare` reads optimize (and run --ruleset) records: one figure per class and layout."""
+    from fwlab.analysis.figures import trial_figures
+
+    def t(cid, layout, v):
+        return {"kind": "ruleset-class", "mode": "routed", "backend": "imported", "layout": layout, "rules": 0,
+                "ip_version": 4, "traffic": "ruleset-class", "size_bytes": 64, "streams": 1,
+                "stateful_shortcut": False, "metrics": {"tx_pps": v}, "extra": {"class": {"class_id": cid}}}
+
+    figs = trial_figures([t("a1", "original", 100.0), t("a1", "original", 110.0), t("a2", "original", 50.0),
+                          t("a1", "proposal", 300.0)])
+    assert {k: f.values for k, f in figs.items()} == {
+        "routed imported original 0r ip4 ruleset-class 64B ruleset-class a1 tx_pps": (100.0, 110.0),
+        "routed imported original 0r ip4 ruleset-class 64B ruleset-class a2 tx_pps": (50.0,),
+        "routed imported proposal 0r ip4 ruleset-class 64B ruleset-class a1 tx_pps": (300.0,)}

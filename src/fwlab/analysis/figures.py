@@ -60,6 +60,7 @@ KIND_METRICS = {
     "connections": ("conn_rate_cps", "capacity_connections"),
     "transactions": ("transactions_per_s", "tpm", "failure_pct", "throughput_bps"),
     "rtt": ("rtt_p50_ms", "rtt_p99_ms", "rtt_mean_ms", "loss_ratio"),
+    "ruleset-class": ("tx_pps", "ns_per_packet"),  # one traffic class of an imported rule set (its id in the key)
 }
 
 #: curve fields a comparison may leave out of the key (e.g. compare a linear run with a set run)
@@ -158,6 +159,8 @@ def _kind_figures(trials: list[dict], metric: str | Sequence[str], ignore: set[s
             continue
         fields = {f: t.get(f) for f in CURVE_FIELDS}
         extra = [str(t["kind"])]
+        if t.get("kind") == "ruleset-class":
+            extra.append(str(t.get("class_id") or ((t.get("extra") or {}).get("class") or {}).get("class_id")))
         if t.get("background"):
             try:
                 extra.append(FloodSpec.from_dict(t["background"]).id_part)
