@@ -98,3 +98,34 @@ def test_bad_rule_set_one_line_nothing_left(tmp_path, text, words):
     assert len(lines) == 1 and words in lines[0] and "Traceback" not in cp.stderr, cp.stderr
     assert set(list_fwl_namespaces(LocalHost())) <= before
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+DISPATCH = """table inet dispatch {
+    chain ssh {
+        ip saddr 198.18.1.0/28 accept
+    }
+    chain web {
+        ip saddr 203.0.113.9 drop
+        accept
+    }
+    chain forward {
+        type filter hook forward priority filter; policy drop;
+        iifname "eth0" tcp dport 22 jump ssh
+        iifname "eth0" tcp dport 80 jump web
+        iifname "eth0" tcp dport 6000-6063 drop
+        iifname "eth0" tcp dport 443 accept
+    }
+}
+"""
+
+
+def test_port_dispatch_verdict_map_equivalent_on_the_data_path(tmp_path):
+    f = tmp_path / "dispatch.nft"
+    f.write_text(DISPATCH)
+    res = run_optimize(OptimizeConfig(ruleset=f, measure_rate=False), tmp_path / "out", log=None)
+    assert res.verdict == "equivalent", res.summary
+    opt = json.loads((res.record / "run.json").read_text())["ruleset_optimize"]
+    assert [m["verdict"] for m in opt["rewrite"]["merges"]] == ["vmap"]
+    assert "vmap" in (res.record / "proposal.nft").read_text()
+    assert {r["original"]["observed"] for r in opt["live"]} == {"passed", "dropped"}
+    assert len(opt["live"]) >= 6 and opt["gain"] is None

@@ -77,7 +77,7 @@ def test_a_rule_in_between_breaks_the_run_and_order_is_kept():
 
 
 def test_different_verdicts_negations_named_sets_and_other_fields_are_not_merged():
-    rules = [[m("ip", "saddr", "10.9.0.1"), {"drop": None}], [m("ip", "saddr", "10.9.0.2"), {"accept": None}],
+    rules = [[m("ip", "saddr", "10.9.0.1"), {"drop": None}], [m("ip", "saddr", "10.9.0.2"), {"reject": None}],
              [m("ip", "daddr", "10.9.0.3"), {"accept": None}],
              [m("ip", "saddr", "10.9.0.4", "!="), {"drop": None}], [m("ip", "saddr", "10.9.0.5", "!="), {"drop": None}],
              [m("ip", "saddr", "@blocked"), {"drop": None}], [m("ip", "saddr", "@other"), {"drop": None}],
@@ -86,6 +86,61 @@ def test_different_verdicts_negations_named_sets_and_other_fields_are_not_merged
     p = propose(listing(rules))
     assert p.merges == [] and p.rules_after == p.rules_before == len(rules)
     assert "no run" in p.summary()
+
+
+def _chain(name, expr_lists, family="inet"):
+    return [{"chain": {"family": family, "table": "t", "name": name, "handle": 90}}] + [
+        {"rule": {"family": family, "table": "t", "chain": name, "handle": 900 + i, "expr": e}}
+        for i, e in enumerate(expr_lists)]
+
+
+def with_chains(text, *chains):
+    doc = json.loads(text)
+    for c in chains:
+        doc["nftables"] += c
+    return json.dumps(doc)
+
+
+def test_port_dispatch_becomes_a_verdict_map_and_is_equivalent():
+    tcp = lambda p: m("tcp", "dport", p)  # noqa: E731
+    rules = [[m("ip", "daddr", "198.19.1.10"), tcp(22), {"counter": {"packets": 3, "bytes": 9}},
+              {"jump": {"target": "ssh"}}],
+             [m("ip", "daddr", "198.19.1.10"), tcp(80), {"counter": {"packets": 3, "bytes": 9}},
+              {"jump": {"target": "web"}}],
+             [m("ip", "daddr", "198.19.1.10"), tcp({"range": [6000, 6063]}), {"counter": {"packets": 3, "bytes": 9}},
+              {"drop": None}],
+             [m("ip", "daddr", "198.19.1.10"), tcp(443), {"counter": {"packets": 3, "bytes": 9}}, {"accept": None}]]
+    text = with_chains(listing(rules, policy="drop"),
+                       _chain("ssh", [[m("ip", "saddr", "198.18.1.0/28"), {"accept": None}]]),
+                       _chain("web", [[m("ip", "saddr", "203.0.113.9"), {"drop": None}], [{"accept": None}]]))
+    p = propose(text)
+    assert [x.verdict for x in p.merges] == ["vmap"] and p.merges[0].values == 4
+    (rule,) = [r for r in rules_of(p.doc) if r["chain"] == "fwd"]
+    assert rule["expr"][0] == m("ip", "daddr", "198.19.1.10") and rule["expr"][1] == {"counter": {"packets": 0,
+                                                                                                    "bytes": 0}}
+    vm = rule["expr"][2]["vmap"]
+    assert vm["key"] == {"payload": {"protocol": "tcp", "field": "dport"}}
+    assert vm["data"]["set"][0] == [22, {"jump": {"target": "ssh"}}]
+    assert vm["data"]["set"][2] == [{"range": [6000, 6063]}, {"drop": None}]
+    assert "1 into verdict maps" in p.summary() and "vmap {4 elements}" in p.merges[0].describe()
+    probes, diffs = check(text, p.doc)
+    assert diffs == [] and len(probes) >= 6  # every element, the web chain's drop, the policy
+
+
+def test_overlapping_values_with_different_verdicts_are_not_a_map():
+    rules = [[m("tcp", "dport", {"range": [1, 1000]}), {"accept": None}], [m("tcp", "dport", 80), {"drop": None}]]
+    p = propose(listing(rules))
+    assert p.merges == []
+
+
+def test_a_verdict_map_with_a_wrong_element_is_caught_on_the_model():
+    rules = [[m("tcp", "dport", 22), {"accept": None}], [m("tcp", "dport", 80), {"drop": None}]]
+    text = listing(rules)
+    p = propose(text)
+    bad = copy.deepcopy(p.doc)
+    rules_of(bad)[0]["expr"][-1]["vmap"]["data"]["set"][1][1] = {"accept": None}
+    diffs = check(text, bad)[1]
+    assert len(diffs) == 1 and ":80" in diffs[0].one_line() and "original drop" in diffs[0].one_line()
 
 
 def test_overlapping_and_ranged_values_become_disjoint_elements():

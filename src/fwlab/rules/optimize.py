@@ -6,7 +6,10 @@ x N, ``tcp dport P accept`` x N) and end in the same terminal verdict (accept, d
 merging each run into one rule whose match takes an anonymous set of the run's values (the
 union, normalised into disjoint elements, as an interval set needs). Nothing else moves: a run
 is broken by any rule in between, rules are never reordered, rules with other statements
-(limit, log, nat, set updates, ...) or negated matches are left as they are. Merging such a run
+(limit, log, nat, set updates, ...) or negated matches are left as they are. Then runs that are
+identical but for one match's value *and* the verdict (accept, drop, jump, goto), with values that
+do not overlap (port dispatch: ``tcp dport 22 jump ssh; tcp dport 80 jump web``), become one
+verdict map (``tcp dport vmap { 22 : jump ssh, 80 : jump web }``). Merging such a run
 is equivalent by construction (the first matching rule of the run and the merged rule give the
 same verdict to the same packets); :func:`model_differences` still checks it probe by probe on
 the model (:func:`fwlab.rules.imported_model.evaluate`), and the caller checks it on the real
@@ -22,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 
 from fwlab.errors import BackendError
 from fwlab.rules.derive import TrafficClass
-from fwlab.rules.imported_model import ImportedRuleSet, Interval, evaluate, norm
+from fwlab.rules.imported_model import ImportedRuleSet, Interval, evaluate, intersect, norm
 from fwlab.rules.nft_json import _addr_values, _int_values
 
 #: match left sides whose value may become a set: (payload protocol, field)
@@ -33,6 +36,8 @@ TERMINAL_STMTS = ("accept", "drop", "reject")
 #: statements a merged rule may hold (anything else, e.g. limit or quota, keeps per-rule state)
 ALLOWED_STMTS = {"match", "counter", *TERMINAL_STMTS}
 MIN_RUN = 2  #: rules a run needs to be merged
+#: verdicts a verdict map may hold (reject is a statement, not a verdict: not in a map)
+VMAP_VERDICTS = ("accept", "drop", "jump", "goto")
 
 
 @dataclass
@@ -46,6 +51,9 @@ class Merge:
     values: int  #: elements of the set (after merging overlapping values)
 
     def describe(self) -> str:
+        if self.verdict == "vmap":
+            return (f"{self.chain}: {len(self.handles)} rules (handles {self.handles[0]}..{self.handles[-1]}) "
+                    f"'{self.field} X <verdict>' -> one rule '{self.field} vmap {{{self.values} elements}}'")
         return (f"{self.chain}: {len(self.handles)} rules (handles {self.handles[0]}..{self.handles[-1]}) "
                 f"'{self.field} X {self.verdict}' -> one rule '{self.field} {{{self.values} elements}} {self.verdict}'")
 
@@ -62,7 +70,9 @@ class Proposal:
     def summary(self) -> str:
         if not self.merges:
             return f"{self.rules_before} rules: no run of consecutive rules differing in one value to merge"
-        return (f"{self.rules_before} rules -> {self.rules_after} rules; {len(self.merges)} run(s) merged into sets")
+        sets = sum(m.verdict != "vmap" for m in self.merges)
+        return (f"{self.rules_before} rules -> {self.rules_after} rules; {sets} run(s) merged into sets, "
+                f"{len(self.merges) - sets} into verdict maps")
 
     def to_dict(self) -> dict:
         return {"rules_before": self.rules_before, "rules_after": self.rules_after,
@@ -149,7 +159,6 @@ def _merge_run(run: list[dict], idx: int, chain: str) -> tuple[dict, Merge] | No
         union += vals[1]
     union = norm(union)
     merged = copy.deepcopy(run[0])
-    merged.pop("handle", None)
     merged.pop("comment", None)
     merged["expr"][idx]["match"]["right"] = _right_of(proto, ver, union)
     for e in merged["expr"]:
@@ -192,6 +201,66 @@ def _runs(rules: list[dict]) -> list[tuple[list[dict], int | None]]:
     return out
 
 
+def _vmap_ok(rule: dict) -> bool:
+    kinds = [_stmt(e) for e in rule.get("expr") or []]
+    return (bool(kinds) and all(k in ("match", "counter", *VMAP_VERDICTS) for k in kinds)
+            and sum(k in VMAP_VERDICTS for k in kinds) == 1 and kinds[-1] in VMAP_VERDICTS)
+
+
+def _vmap_runs(rules: list[dict]) -> list[tuple[list[dict], int | None]]:
+    """Runs of consecutive rules identical but for one match's value and the verdict, whose values
+    do not overlap (a map's keys never do, so the first match in the run is the only one)."""
+    out: list[tuple[list[dict], int | None]] = []
+    run: list[dict] = []
+    idx: int | None = None
+    union: list[Interval] = []
+    for r in rules:
+        if run and _vmap_ok(r) and _vmap_ok(run[0]):
+            d = _diff(run[0], r)
+            if d is not None:
+                last = len(r["expr"]) - 1
+                dm = [i for i in d if i != last]
+                cand = idx if idx is not None else (dm[0] if len(dm) == 1 else None)
+                if cand is not None and set(dm) <= {cand} and _mergeable_match(run[0]["expr"][cand]) \
+                        and _mergeable_match(r["expr"][cand]) and _same_left(run[0]["expr"][cand], r["expr"][cand]):
+                    proto = _mergeable_match(r["expr"][cand])[0]
+                    first = _values(proto, run[0]["expr"][cand]["match"]["right"]) if idx is None else (None, union)
+                    vals = _values(proto, r["expr"][cand]["match"]["right"])
+                    if first is not None and vals is not None and not intersect(norm(first[1]), vals[1]):
+                        run.append(r)
+                        idx, union = cand, norm(first[1] + vals[1])
+                        continue
+        if run:
+            out.append((run, idx))
+        run, idx, union = [r], None, []
+    if run:
+        out.append((run, idx))
+    return out
+
+
+def _vmap_merge(run: list[dict], idx: int, chain: str) -> tuple[dict, Merge] | None:
+    verdicts = {_canon(r["expr"][-1]) for r in run}
+    if len(run) < MIN_RUN or len(verdicts) < 2:
+        return None
+    proto, fld = _mergeable_match(run[0]["expr"][idx])
+    elems = []
+    for r in run:
+        ver, iv = _values(proto, r["expr"][idx]["match"]["right"])
+        right = _right_of(proto, ver, norm(iv))
+        keys = right["set"] if isinstance(right, dict) and "set" in right else [right]
+        elems += [[k, copy.deepcopy(r["expr"][-1])] for k in keys]
+    merged = copy.deepcopy(run[0])
+    merged.pop("comment", None)
+    left = merged["expr"][idx]["match"]["left"]
+    merged["expr"] = [e for i, e in enumerate(merged["expr"][:-1]) if i != idx]
+    for e in merged["expr"]:
+        if _stmt(e) == "counter":
+            e["counter"] = {"packets": 0, "bytes": 0}
+    merged["expr"].append({"vmap": {"key": left, "data": {"set": elems}}})
+    return merged, Merge(chain=chain, handles=[r.get("handle") for r in run], field=f"{proto} {fld}",
+                         verdict="vmap", values=len(elems))
+
+
 def propose(listing_json: str) -> Proposal:
     """The rewrite of a rule set given as ``nft -j list ruleset`` output."""
     try:
@@ -208,18 +277,22 @@ def propose(listing_json: str) -> Proposal:
     merges: list[Merge] = []
     before = after = 0
     for key, rules in by_chain.items():
-        new: list[dict] = []
         before += len(rules)
-        for run, idx in _runs(rules):
-            done = _merge_run(run, idx, " ".join(key)) if idx is not None and len(run) >= MIN_RUN else None
-            if done:
-                new.append(done[0])
-                merges.append(done[1])
-            else:
-                for r in run:
-                    r = copy.deepcopy(r)
-                    r.pop("handle", None)
-                    new.append(r)
+        chain_merges: list[Merge] = []
+        for runs, merge in ((_runs, _merge_run), (_vmap_runs, _vmap_merge)):
+            new: list[dict] = []
+            for run, idx in runs(rules):
+                done = merge(run, idx, " ".join(key)) if idx is not None and len(run) >= MIN_RUN else None
+                if done:
+                    new.append(done[0])
+                    chain_merges.append(done[1])
+                else:
+                    new += run
+            rules = new
+        merges += chain_merges
+        new = [copy.deepcopy(r) for r in rules]
+        for r in new:
+            r.pop("handle", None)
         after += len(new)
         replaced[key] = new
     out: list[dict] = []
