@@ -294,10 +294,16 @@ def test_ruleset_class_trials_are_figures_per_class_and_condition():
     """`fwlab compare` reads optimize (and run --ruleset) records: one figure per class and layout."""
     from fwlab.analysis.figures import trial_figures
 
+    from fwlab.results import trial_record
+
     def t(cid, layout, v):
-        return {"kind": "ruleset-class", "mode": "routed", "backend": "imported", "layout": layout, "rules": 0,
-                "ip_version": 4, "traffic": "ruleset-class", "size_bytes": 64, "streams": 1,
-                "stateful_shortcut": False, "metrics": {"tx_pps": v}, "extra": {"class": {"class_id": cid}}}
+        spec = {"trial_id": f"{cid}-{layout}-{v}", "suite": "optimize-x", "mode": "routed", "backend": "imported",
+                "class_id": cid, "condition": layout, "repetition": 0, "ip_version": 4, "traffic": "ruleset-class",
+                "tool": "fwlab-engine", "size_bytes": 64, "layout": layout, "rules": 0, "stateful_shortcut": False,
+                "streams": 1, "rate_bps": None, "duration_s": 1.0}
+        return trial_record(spec, kind="ruleset-class", started_utc="2026-11-24T00:00:00Z",
+                            metrics={"tx_pps": v, "offered_count": 100, "duration_s": 1.0, "ns_per_packet": 1e9 / v},
+                            extra={"class": {"class_id": cid}})
 
     figs = trial_figures([t("a1", "original", 100.0), t("a1", "original", 110.0), t("a2", "original", 50.0),
                           t("a1", "proposal", 300.0)])
