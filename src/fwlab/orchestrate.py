@@ -472,7 +472,9 @@ class Executor:
             conditions={**cond, "bridge_nf_call": load_info.get("bridge_nf_call"),
                         "tool_version": cond["tool_versions"][spec.tool]},
             raw=raw, flags=flags, error=error,
-            extra={"rendered_lines": load_info.get("rendered_lines"), **extra})
+            extra={"rendered_lines": load_info.get("rendered_lines"), **extra,
+                   # classbench-acl: the flows' ranges and how many rules they meet first
+                   **{k: load_info[k] for k in ("flows", "flows_rules_met", "flows_unmatched") if k in load_info}})
         self.record.append_trial(rec)
         if self.on_trial:
             self.on_trial(rec.to_json())
