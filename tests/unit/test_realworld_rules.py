@@ -223,3 +223,16 @@ def test_realworld_quick_suite_loads():
     suite, _ = load_suite("realworld-quick")
     assert set(suite.layouts) == set(REALWORLD_LAYOUTS)
     assert suite.rules == [100, 1000]
+
+
+def test_engine_sends_the_flow_ranges():
+    from fwlab.runners.engine import EngineTrial, build_send_args
+    rs = generate_classbench(10, server_addr=SERVER, port=PORT)
+    t = EngineTrial(duration_s=1, backend="packet", dst=rs.flows["dst"], src_range=rs.flows["src"],
+                    dst_port_range=rs.flows["dst_port"])
+    args = build_send_args("fwlab-engine", t, dst=SERVER, src="198.18.1.1", iface="c0", dst_mac="02:00:00:00:00:01")
+    val = {a: args[i + 1] for i, a in enumerate(args[:-1]) if a.startswith("--")}
+    assert val["--dst"] == "100.64.0.0-100.64.0.9" and val["--src"] == "10.0.0.0-10.0.0.9"
+    assert val["--dst-port"] == rs.flows["dst_port"]
+    plain = build_send_args("fwlab-engine", EngineTrial(duration_s=1), dst=SERVER)
+    assert "--src" not in plain and plain[plain.index("--dst-port") + 1] == "5555"

@@ -14,9 +14,10 @@ ACCEPT``, ``-i docker0 -o docker0 -j ACCEPT``; nat ``POSTROUTING -s 172.17.0.0/1
 Here the DUT's server-side interface plays docker0 and the test server plays the LAST
 published port's container: the test traffic is sent to the DUT's own address (the host) at
 that host port, is DNATed to the server and accepted by the last rule of chain DOCKER. Other
-containers (172.17.0.0/16) are never on the wire. NAT and the DOCKER chain see only a flow's
-first packet (the ESTABLISHED rule comes first): measure with new flows (engine option
-``new_flows``). Never touches the kernel.
+containers (172.17.0.0/16) are never on the wire. NAT sees only a flow's first packet (later
+ones follow its conntrack entry), so measure with new flows (engine option ``new_flows``); the
+filter ``DOCKER`` chain is walked until the flow is ESTABLISHED (a reply seen: never, for one-way
+UDP). Never touches the kernel.
 """
 
 from __future__ import annotations

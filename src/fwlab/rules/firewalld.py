@@ -17,8 +17,9 @@ a host the same rules sit in ``filter_IN_public_*``); zone forwarding (``forward
 forwarded packet's verdict is the rich rules' or the final reject. The LAST rich rule is the
 test rule (source = the client's subnet, the engine's UDP port, accept): the test traffic walks
 every deny rule and every earlier allow rule first. ``ct state established,related accept``
-comes first, as firewalld writes it, so only a flow's first packet walks the rich rules: measure
-with new flows (engine option ``new_flows``). Other rules' sources come from the deny pool
+comes first, as firewalld writes it: a flow's packets walk the rich rules until conntrack has
+seen a reply, so one-way UDP test traffic walks them with every packet (the suites still send
+new flows, ``new_flows``, to compare with the NAT layouts on equal terms). Other rules' sources come from the deny pool
 (fwlab.rules.generate), never the test traffic's. Never touches the kernel.
 """
 
