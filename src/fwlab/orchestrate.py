@@ -96,7 +96,8 @@ def _fmt_result(m: dict | None, error: str | None) -> str:
         return f"ERROR {error[:60]}"
     parts = []
     if m.get("throughput_bps") is not None:
-        parts.append(f"{m['throughput_bps'] / 1e9:.2f} Gbit/s")
+        bps = m["throughput_bps"]
+        parts.append(f"{bps / 1e9:.2f} Gbit/s" if bps >= 1e9 else f"{bps / 1e6:.1f} Mbit/s")
     if m.get("rx_pps"):
         parts.append(f"{m['rx_pps'] / 1e3:.1f} kpps")
     if m.get("rtt_p50_ms") is not None and m.get("throughput_bps") is None:
