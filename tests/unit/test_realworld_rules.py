@@ -236,3 +236,21 @@ def test_engine_sends_the_flow_ranges():
     assert val["--dst-port"] == rs.flows["dst_port"]
     plain = build_send_args("fwlab-engine", EngineTrial(duration_s=1), dst=SERVER)
     assert "--src" not in plain and plain[plain.index("--dst-port") + 1] == "5555"
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"rules": [0, 100]}, "needs rules >= 1"),
+    ({"ip_versions": [4, 6], "traffic": [{"kind": "engine", "tool": "engine", "sizes": [78]}]}, "IPv4 only"),
+    ({"traffic": [{"kind": "udp", "tool": "iperf3"}]}, "only the engine"),
+])
+def test_bad_realworld_suites_are_one_line_errors(change, words):
+    from fwlab.suites.loader import parse_suite
+    from fwlab.suites.plan import expand
+    data = {"name": "rw", "layouts": ["docker"], "backends": ["iptables-nft"], "rules": [100],
+            "traffic": [{"kind": "engine", "tool": "engine", "sizes": [64]}], **change}
+    with pytest.raises(SuiteError) as exc:
+        expand(parse_suite(data, "test"))
+    assert words in str(exc.value) and "\n" not in str(exc.value)
+    ok = {**data, **{"rules": [100], "ip_versions": [4],
+                     "traffic": [{"kind": "engine", "tool": "engine", "sizes": [64]}]}}
+    assert len(expand(parse_suite(ok, "test")).trials) == 3  # repetitions default 3
