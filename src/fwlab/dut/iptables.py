@@ -2,7 +2,9 @@
 
 All render the iptables-restore format for the filter table's FORWARD chain (policy DROP) and
 load it with one ``iptables-restore`` (or ``ip6tables-restore``) call; ``ipset`` first loads the
-deny entries with one ``ipset restore``. In bridge mode the rules see bridged packets through
+deny entries with one ``ipset restore``. The real-world layouts render their own tables the
+same way: kube-proxy (nat), firewalld (filter, zone chains), docker (nat and filter) and
+classbench-acl (mangle PREROUTING, nat). In bridge mode the rules see bridged packets through
 br_netfilter, which the backend switches on. Each rule has a comment naming its class.
 Read back with one ``iptables-save -c`` and one ``ip6tables-save -c`` (every table that exists,
 none created by asking): the counters and the canonical listing of the digest (the same text
