@@ -34,6 +34,7 @@ from fwlab.runners import TrafficSpec, TrialEnv, get_runner
 from fwlab.runners.engine import ENGINE_PORT
 from fwlab.testbed.cpuseries import CpuSampler
 from fwlab.testbed.linkseries import LinkSampler, as_stream_series
+from fwlab.stats.derive import derive_figures
 from fwlab.stats.precision import PrecisionRule, adaptive_order, figure_id, outcome
 from fwlab.stats.quality import flag_cpu_saturated, flag_link_limited
 from fwlab.suites import Suite, parse_suite
@@ -422,6 +423,7 @@ class Executor:
                                                lambda: runner.measure(bed, tspec, env))
             metrics, series, raw, flags = m.metrics, m.series, m.raw, list(m.flags)
             kind, extra = m.kind, dict(m.extra)
+            series = derive_figures(metrics, series, extra)  # the runner left raw figures
         except RunnerError as exc:
             error = exc.one_line()
             flood_rec = getattr(exc, "flood_record", None)
