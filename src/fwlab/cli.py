@@ -228,15 +228,21 @@ def cmd_list(args) -> int:
 
 def cmd_rules(args) -> int:
     from fwlab.dut import get_backend
-    from fwlab.rules import generate, generate_kube_proxy
+    from fwlab.rules import REALWORLD_LAYOUTS, generate, generate_kube_proxy, generate_realworld
     from fwlab.runners.engine import ENGINE_PORT
-    from fwlab.testbed.topology import FLAT_PLAN, ROUTED_PLAN
+    from fwlab.testbed.topology import FLAT_PLAN, ROUTED_PLAN, Topology
 
     plan = ROUTED_PLAN if args.mode == "routed" else FLAT_PLAN
     v = args.ip_version
     if args.layout == "kube-proxy":  # --count Services of 2 endpoints, the last one the engine's
         rs = generate_kube_proxy(args.count, server_addr=plan.server(v), port=ENGINE_PORT,
                                  client_net=plan.client_net(v), server_net=plan.server_net(v), seed=args.seed)
+    elif args.layout in REALWORLD_LAYOUTS:  # the DUT's interfaces named as in a bed of run id "x"
+        topo = Topology(run_id="x", mode=args.mode)
+        rs = generate_realworld(args.layout, args.count, ip_version=v, server_addr=plan.server(v),
+                                port=ENGINE_PORT, host_addr=plan.dut_client_side4 or plan.server(v),
+                                dut_client_if=topo.dut_client_if, dut_server_if=topo.dut_server_if,
+                                client_net=plan.client_net(v), server_net=plan.server_net(v), seed=args.seed)
     else:
         rs = generate(args.count, args.layout, ip_version=v, client_net=plan.client_net(v),
                       server_net=plan.server_net(v), stateful_shortcut=args.stateful_shortcut, seed=args.seed)
@@ -503,7 +509,8 @@ def build_parser() -> argparse.ArgumentParser:
     ru = sub.add_parser("rules", help="print a generated rule set in a backend's native syntax")
     ru.add_argument("--backend", default="nftables")
     ru.add_argument("--count", type=int, default=10)
-    ru.add_argument("--layout", default="linear", choices=["linear", "set", "kube-proxy"])
+    ru.add_argument("--layout", default="linear", choices=["linear", "set", "kube-proxy", "firewalld", "docker",
+                                                           "classbench-acl"])
     ru.add_argument("--mode", default="routed", choices=["routed", "bridge"])
     ru.add_argument("--ip-version", type=int, default=4, choices=[4, 6])
     ru.add_argument("--stateful-shortcut", action="store_true")

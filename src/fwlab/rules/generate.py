@@ -52,6 +52,9 @@ def generate(count: int, layout: str = "linear", *, ip_version: int = 4,
     if layout == "kube-proxy":
         raise SuiteError("the kube-proxy layout is a set of Services, not deny entries",
                          fix="build it with fwlab.rules.generate_kube_proxy")
+    if layout not in ("linear", "set"):
+        raise SuiteError(f"the {layout} layout is a real-world rule set, not deny entries",
+                         fix="build it with fwlab.rules.generate_realworld")
     if not 0 <= count <= MAX_RULES:
         raise SuiteError(f"rule count {count} is out of range", fix=f"use 0..{MAX_RULES}")
     if ip_version not in (4, 6):

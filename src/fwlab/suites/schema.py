@@ -128,7 +128,7 @@ class Suite(Strict):
                                           "see fwlab.published)")
     mode: list[Literal["routed", "bridge", "direct"]] = Field(min_length=1, default_factory=lambda: ["routed"])
     backends: list[str] = Field(min_length=1, default_factory=lambda: ["nftables"])
-    layouts: list[Literal["linear", "set", "kube-proxy"]] = Field(min_length=1, default_factory=lambda: ["linear"])
+    layouts: list[Literal["linear", "set", "kube-proxy", "firewalld", "docker", "classbench-acl"]] = Field(min_length=1, default_factory=lambda: ["linear"])
     rules: list[int] = Field(min_length=1, default_factory=lambda: [0])
     kube_endpoints: int = Field(2, ge=1, le=64, description="layout kube-proxy: endpoints per Service "
                                                             "(`rules` is then the number of Services)")
