@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Callable, TextIO
 
 from fwlab.dut import DutContext, get_backend
-from fwlab.errors import FwlabError, RecordError, RunnerError, SuiteError, ToolMissing
+from fwlab.dut.memory import check_headroom, meminfo, need as memory_need
+from fwlab.errors import BackendError, FwlabError, RecordError, RunnerError, SuiteError, ToolMissing
 from fwlab.floods import FloodSpec, run_with_background
 from fwlab.results import RunRecord, build_trial, host_metadata, utc_now
 from fwlab.results.metadata import remote_host_metadata
@@ -29,7 +30,7 @@ from fwlab.testbed.linkseries import LinkSampler, as_stream_series
 from fwlab.stats.quality import flag_cpu_saturated, flag_link_limited
 from fwlab.suites import Suite, parse_suite
 from fwlab.suites.plan import TrialSpec, check_suite, expand
-from fwlab.testbed import Offloads, Pinning, Testbed, Topology, new_run_id, require_root, require_tool
+from fwlab.testbed import LocalHost, Offloads, Pinning, Testbed, Topology, new_run_id, require_root, require_tool
 from fwlab.testbed.hosts import HostEntry, Placement, parse_hosts
 
 
@@ -125,6 +126,19 @@ def preflight(suite: Suite, placement: Placement | None = None) -> None:
                                "sh", prog], check=False).returncode != 0:
                 raise ToolMissing(f"backend '{b}' needs '{prog}', which is not installed on host "
                                  f"{dut_host.name}", fix=f"install it on {dut_host.name}")
+    if dut_host is None and "direct" not in suite.mode:
+        # the largest rule set of each backend must fit in this host's memory (checked again
+        # before each load, when the other users of the host may have taken some)
+        avail_b = meminfo(LocalHost()).get("MemAvailable", 0) * 1024
+        largest: dict[tuple[str, str], int] = {}
+        for t in expand(suite, system).trials:
+            if get_backend(t.backend).loads_rules:
+                k = (t.backend, t.layout)
+                largest[k] = max(largest.get(k, 0), t.rules)
+        for (b, layout), n in sorted(largest.items()):
+            why = memory_need(b, layout, n).shortfall(avail_b)
+            if why:
+                raise BackendError(why, fix="free memory on the DUT host or lower 'rules' in the suite")
     for item in suite.traffic:
         why = get_runner(item.tool).unavailable()
         if why:
@@ -226,10 +240,14 @@ class Executor:
                           server_net=plan.server_net(spec.ip_version),
                           stateful_shortcut=spec.stateful_shortcut, seed=self.suite.seed)
         backend.flush(ctx)
+        check_headroom(ctx.host, backend.name, rs.layout, rs.count)
         res = backend.load(ctx, rs)
         time.sleep(self.suite.settle_s)
         info = {"digest": res.digest, "family": res.family, "load_s": res.load_s,
-                "bridge_nf_call": res.bridge_nf_call, "rendered_lines": res.rendered_lines}
+                "bridge_nf_call": res.bridge_nf_call, "rendered_lines": res.rendered_lines,
+                "kernel_mem_bytes": res.kernel_mem_bytes}
+        if res.notes:
+            info["notes"] = list(res.notes)
         if rs.layout == "kube-proxy":
             info["target"] = rs.target  # the test service (None at 0 services: the server itself)
         return info
@@ -291,7 +309,9 @@ class Executor:
             conditions={**cond, "bridge_nf_call": load_info.get("bridge_nf_call"),
                         "tool_version": cond["tool_versions"][spec.tool]},
             raw=raw, flags=flags, error=error,
-            extra={"rendered_lines": load_info.get("rendered_lines"), **extra})
+            extra={"rendered_lines": load_info.get("rendered_lines"),
+                   "rule_kernel_mem_bytes": load_info.get("kernel_mem_bytes"),
+                   **({"ruleset_notes": load_info["notes"]} if load_info.get("notes") else {}), **extra})
         self.record.append_trial(rec)
         if self.on_trial:
             self.on_trial(rec.to_json())

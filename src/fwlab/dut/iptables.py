@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from fwlab.dut.base import Backend, DutContext, register, sum_by_class
+from fwlab.dut.base import Backend, DutContext, command_timeout_s, register, sum_by_class
 from fwlab.rules.kubeproxy import probability, sep_chain, svc_chain
 from fwlab.rules.model import RuleSet
 from fwlab.testbed.host import LocalHost
@@ -107,13 +107,13 @@ class Iptables(Backend):
         return "\n".join(out) + "\n"
 
     def _apply(self, ctx: DutContext, text: str, rs: RuleSet) -> None:
-        ctx.host.run([self._prog(rs, "-restore")], ns=ctx.ns, input=text)
+        ctx.host.run([self._prog(rs, "-restore")], ns=ctx.ns, input=text, timeout_s=command_timeout_s(rs))
 
     def _save(self, ctx: DutContext, v: int, counters: bool, table: str = "filter") -> str:
         args = [self._prog(v, "-save"), "-t", table]
         if counters:
             args.append("-c")
-        return ctx.host.run(args, ns=ctx.ns).stdout
+        return ctx.host.run(args, ns=ctx.ns, timeout_s=None).stdout
 
     def _has_nat(self, ctx: DutContext) -> bool:
         """Whether the DUT has an IPv4 nat table (kube-proxy layout); asked without naming the
@@ -186,11 +186,12 @@ class Ipset(Iptables):
     def _apply(self, ctx: DutContext, text: str, rs: RuleSet) -> None:
         self.flush(ctx)
         if rs.entries:
-            ctx.host.run(["ipset", "restore"], ns=ctx.ns, input=self.render_set(rs))
-        ctx.host.run([self._prog(rs, "-restore")], ns=ctx.ns, input=Iptables.render(self, rs, ctx.mode))
+            ctx.host.run(["ipset", "restore"], ns=ctx.ns, input=self.render_set(rs), timeout_s=command_timeout_s(rs))
+        ctx.host.run([self._prog(rs, "-restore")], ns=ctx.ns, input=Iptables.render(self, rs, ctx.mode),
+                     timeout_s=command_timeout_s(rs))
 
     def listing(self, ctx: DutContext) -> str:
-        sets = ctx.host.run(["ipset", "save"], ns=ctx.ns).stdout
+        sets = ctx.host.run(["ipset", "save"], ns=ctx.ns, timeout_s=None).stdout
         return "\n".join(sorted(sets.splitlines())) + "\n" + super().listing(ctx)
 
     def flush(self, ctx: DutContext) -> None:

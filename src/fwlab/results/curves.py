@@ -33,6 +33,7 @@ class Point:
     values: dict[str, list[float]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     load_s: list[float] = field(default_factory=list)
+    kernel_mem_bytes: list[int] = field(default_factory=list)  #: per load (see fwlab.dut.memory)
     flags: list[str] = field(default_factory=list)
     digests: set[str] = field(default_factory=set)  #: rule-set digests read back from the kernel
 
@@ -98,6 +99,9 @@ def curves(trials: Iterable[Mapping], kinds: tuple[str, ...] = CURVE_KINDS) -> l
                 p.values.setdefault(m, []).append(float(v))
         if t.get("rule_load_s") is not None and t.get("repetition") is not None:
             p.load_s.append(float(t["rule_load_s"]))
+            mem = (t.get("extra") or {}).get("rule_kernel_mem_bytes")
+            if mem is not None:
+                p.kernel_mem_bytes.append(int(mem))
         for f in t.get("flags") or []:
             p.flags.append(f.get("code", "?"))
         if t.get("ruleset_digest"):
