@@ -163,3 +163,39 @@ def test_load_table_shows_memory_and_rate_beside_load_time():
     assert metric == "rx_pps" and rate == 400e3
     old = load_times(curves([{**_trial(10, 1.0, None), "extra": {}}]))
     assert old[0]["kernel_mem_bytes_median"] is None                  # records without the figure
+
+
+def test_capacity_ceilings_name_what_bounds_1m():
+    from fwlab.methods.connections import PORTS_PER_TUPLE, capacity_ceilings
+    gib = 2 ** 30
+    tracked = capacity_ceilings(addresses=21, server_ports=53, conntrack_max=262144, tracked=True,
+                                mem_available_b=22 * gib)
+    assert tracked["ceiling_connections"] == 262144 and "nf_conntrack_max 262144" in tracked["ceiling_reason"]
+    assert "allow_host_sysctl" in tracked["ceiling_reason"]
+    free = capacity_ceilings(addresses=21, server_ports=53, conntrack_max=262144, tracked=False,
+                             mem_available_b=22 * gib)
+    assert free["ceilings"]["conntrack_table"] is None and free["ceiling_connections"] > 1_000_000
+    assert free["ceiling_reason"].startswith("memory")
+    ports = capacity_ceilings(addresses=1, server_ports=1, conntrack_max=None, tracked=None, mem_available_b=None)
+    assert ports["ceiling_connections"] == PORTS_PER_TUPLE and "1 client addresses" in ports["ceiling_reason"]
+    short = capacity_ceilings(addresses=21, server_ports=53, conntrack_max=None, tracked=None,
+                              mem_available_b=2 * gib)
+    assert short["ceiling_connections"] < 1_000_000 and short["ceiling_reason"].startswith("memory")
+
+
+def test_connections_1m_suite_and_conn_rate_options():
+    from fwlab.runners import conn
+    suite, _ = load_suite("connections-1m")
+    trials = expand(suite).trials
+    assert {t.label for t in trials} == {"stateless", "conntrack"}
+    for t in trials:
+        assert conn.capacity_top(t.options) == 1_000_000
+        assert conn.addresses_needed("conn_capacity", t.options) == 21
+        assert conn.workers_for(1_000_000) == 53
+    assert [t.options["allow_host_sysctl"] for t in trials if t.label == "stateless"] == [False]
+    o = conn.check_options("conn_rate", {"workers": 2, "close": "rst"})
+    assert o["workers"] == 2 and o["close"] == "rst"
+    assert conn.check_options("conn_rate", {})["workers"] == 1
+    for bad in ({"workers": 0}, {"close": "abort"}):
+        with pytest.raises(ValueError):
+            conn.check_options("conn_rate", bad)

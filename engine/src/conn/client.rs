@@ -880,6 +880,27 @@ mod tests {
     }
 
     #[test]
+    fn workers_split_the_sources() {
+        let ep = Endpoints {
+            dst: "198.19.1.1".parse().unwrap(),
+            ports: vec![5601, 5602],
+            srcs: (10..15)
+                .map(|h| format!("198.18.1.{h}").parse().unwrap())
+                .collect(),
+        };
+        let a = split_sources(&ep, 0, 2);
+        let b = split_sources(&ep, 1, 2);
+        assert_eq!(a.srcs.len() + b.srcs.len(), 5);
+        assert_eq!(a.srcs[1].to_string(), "198.18.1.12");
+        assert_eq!(b.srcs[0].to_string(), "198.18.1.11");
+        assert!(a.srcs.iter().all(|x| !b.srcs.contains(x)));
+        // fewer sources than workers: every worker uses all of them
+        assert_eq!(split_sources(&ep, 3, 8).srcs.len(), 5);
+        assert_eq!(split_sources(&ep, 0, 1).srcs, ep.srcs);
+        assert_eq!(a.ports, ep.ports);
+    }
+
+    #[test]
     fn open_loop_schedule() {
         assert_eq!(due(1000.0, 0, 10_000), 1);
         assert_eq!(due(1000.0, 1_000_000_000, 10_000), 1001);

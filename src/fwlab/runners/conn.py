@@ -233,6 +233,15 @@ def read_conntrack(bed: "Testbed") -> dict[str, int | None]:
     return out
 
 
+def mem_available_b(bed: "Testbed") -> int | None:
+    """The host's MemAvailable [bytes] (None when unreadable)."""
+    cp = bed.host.run(["cat", "/proc/meminfo"], check=False)
+    for line in cp.stdout.splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) * 1024
+    return None
+
+
 def flush_conntrack(bed: "Testbed") -> bool:
     """Empty the DUT's connection table (``conntrack -F``); False when the tool is missing."""
     if not bed.topo.has_dut or shutil.which("conntrack") is None:
