@@ -16,6 +16,9 @@ TRIAL_OVERHEAD_S = {"tcp": 1.0, "udp": 1.0, "engine": 1.2, "http": 1.8, "ftp": 1
                     "frame_loss": 2.0, "back_to_back": 5.0}
 BED_S = 3.0           #: building and tearing down one test bed
 RULE_LOAD_S = 0.5     #: loading (and flushing) one rule set of up to 10000 rules
+#: per entry on top: generating, loading and reading back large rule sets (rule-scaling-large
+#: here: a 1M-element nft set ~30 s, ipset restore of 1M ~45 s, 100k linear nft rules ~45 s)
+RULE_LOAD_S_PER_ENTRY = 6e-5
 SEARCH_TRIALS = 12    #: trials of one throughput search, including the maximum-load trials
 CONN_OPEN_CPS = 20000.0   #: connections a capacity trial opens per second (fwlab-engine conn-hold, rough)
 CAPACITY_TRIALS = 6   #: trials of one capacity search (ramp, then binary search below its failure)
@@ -76,5 +79,5 @@ def estimate_s(suite: Suite, plan: Plan) -> float:
                 total += _probes_s(t.options)
             total += _flood_s(t.background)
     beds = {t.bed_key for t in plan.trials}
-    loads = {(t.bed_key, t.config_key, t.repetition) for t in plan.trials}
-    return total + BED_S * len(beds) + RULE_LOAD_S * len(loads)
+    loads = {(t.bed_key, t.config_key, t.repetition, t.rules) for t in plan.trials}
+    return total + BED_S * len(beds) + sum(RULE_LOAD_S + RULE_LOAD_S_PER_ENTRY * n for *_, n in loads)
