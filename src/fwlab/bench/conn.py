@@ -73,7 +73,13 @@ def run_bench(cfg: ConnBenchConfig, log: TextIO | None = sys.stderr) -> dict:
                 say(f"round {r + 1} {name}: {row[name]['succeeded_cps']:.0f} transactions/s "
                     f"({row[name]['succeeded']} ok, failed {row[name]['failed']})")
             rounds.append(row)
-    out: dict = {"config": asdict(cfg), "rounds": rounds, "contenders": {}}
+    return {"config": asdict(cfg), **summarize_rounds(rounds, opts)}
+
+
+def summarize_rounds(rounds: list[dict], opts: dict[str, dict]) -> dict:
+    """Each contender's median and per-round figures, and scaled / baseline per round: the
+    median ratio with its 95 % interval (None with one round or a baseline of 0)."""
+    out: dict = {"rounds": rounds, "contenders": {}}
     for name, o in opts.items():
         v = [float(r[name]["succeeded_cps"] or 0.0) for r in rounds]
         out["contenders"][name] = {"median_cps": statistics.median(v), "cps": v,
