@@ -199,3 +199,12 @@ def test_connections_1m_suite_and_conn_rate_options():
     for bad in ({"workers": 0}, {"close": "abort"}):
         with pytest.raises(ValueError):
             conn.check_options("conn_rate", bad)
+
+
+def test_headroom_is_not_checked_on_a_host_without_meminfo():
+    class NoProc(MemHost):
+        def run(self, argv, ns=None, *, input=None, check=True, timeout_s=120.0, env=None):
+            from fwlab.testbed.host import CommandFailed
+            raise CommandFailed(list(argv), 1, "", "No such file or directory", ns, "bsd")
+
+    check_headroom(NoProc(avail_kib=0), "nftables", "set", 1_000_000)  # no figure: no refusal
