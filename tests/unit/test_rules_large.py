@@ -208,3 +208,15 @@ def test_headroom_is_not_checked_on_a_host_without_meminfo():
             raise CommandFailed(list(argv), 1, "", "No such file or directory", ns, "bsd")
 
     check_headroom(NoProc(avail_kib=0), "nftables", "set", 1_000_000)  # no figure: no refusal
+
+
+def test_report_draws_kernel_memory_and_lists_it():
+    from fwlab.report import plots
+    from fwlab.report.html import render as render_page
+    trials = [_trial(0, 500e3, 0, 0.01), _trial(10_000, 450e3, 2 * 2 ** 20, 0.2),
+              _trial(1_000_000, 400e3, 90 * 2 ** 20, 10.5)]
+    assert plots.kernel_memory_plot(load_times(curves(trials))).startswith("<svg")
+    assert plots.kernel_memory_plot(load_times(curves([_trial(10, 1.0, None)]))) is None
+    page = render_page({"suite": {"parsed": {"name": "x"}}, "status": "complete"}, trials, curves(trials), "s.csv")
+    load = page[page.index("Rule-set load time"):]
+    assert "kernel memory [MiB]" in load and "90.0" in load and "Kernel memory of the load" in load

@@ -263,9 +263,9 @@ def render(run: dict, trials: list[dict], cs: list[Curve], summary_csv_name: str
         lt = [r for r in lt_all if str(r["mode"]) == mode]
         if len(modes) > 1:
             parts.append(f"<h3>{esc(mode)} mode</h3>")
-        svg = plots.load_time_plot(lt)
-        if svg:
-            parts.append("<div class='plot'>" + svg + "</div>")
+        for svg in (plots.load_time_plot(lt), plots.kernel_memory_plot(lt)):
+            if svg:
+                parts.append("<div class='plot'>" + svg + "</div>")
         parts.append(_table(["backend", "layout", "established first", "rules", "load time [ms]", "loads",
                              "kernel memory [MiB]", "rate (median)"],
                             [[esc(r["backend"]), esc(r["layout"]), "yes" if r["stateful_shortcut"] else "no",
