@@ -222,6 +222,13 @@ class ConnRunner(Runner):
                          f"{ceil['ceiling_connections']:,} possible here: {ceil['ceiling_reason']}")
             cap, upper, sr_dict, irregular, ramp = self._capacity_search(m, o)
             conn.flush_conntrack(bed)
+        # now known: did the DUT track the held connections (its table filled during a hold)?
+        held_counts = [(t.get("conntrack_held") or {}).get("nf_conntrack_count") for t in m.trials]
+        if any(c is not None for c in held_counts):
+            ceil = capacity_ceilings(addresses=len(srcs), server_ports=conn.workers_for(conn.capacity_top(o)),
+                                     conntrack_max=ct0["nf_conntrack_max"],
+                                     tracked=any((c or 0) > 100 for c in held_counts),
+                                     mem_available_b=conn.mem_available_b(bed))
         passing = next((t for t in reversed(m.trials) if cap is not None and t["count"] == cap), None)
         failing = None
         if upper is not None:
