@@ -29,6 +29,7 @@ import ipaddress
 import math
 import os
 import shutil
+import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field, replace
@@ -378,11 +379,12 @@ def run_hold(bed: "Testbed", *, ip_version: int, count: int, o: dict, srcs: list
                 if os.path.exists(held):
                     ct_held = read_conntrack(bed)
                 left = max(5.0, deadline - time.monotonic())
+                # read while waiting: with many workers the merged JSON outgrows the pipe's 64 KiB,
+                # and a client blocked writing it never exits (found at 1,000,000 connections)
                 try:
-                    cl.proc.wait(timeout=left)
-                except Exception:  # noqa: BLE001  (timeout: stop it below)
-                    pass
-                out, err = cl.stop(sig=2, wait_s=30.0)
+                    out, err = cl.proc.communicate(timeout=left)
+                except subprocess.TimeoutExpired:
+                    out, err = cl.stop(sig=2, wait_s=30.0)
             finally:
                 if cl.proc.poll() is None:
                     cl.stop()
