@@ -324,16 +324,16 @@ def cmd_bench_search(args) -> int:
     from fwlab.bench.search import SearchBenchConfig, format_table, run_bench
     from fwlab.testbed import require_root
 
+    if args.rounds < 1 or args.repetitions < 1 or args.trial_s <= 0 or not 0 < args.initial_trial_s <= args.trial_s \
+            or not 0 < args.width < 1 or not 0 <= args.loss_ratio < 1 or args.rules < 0:
+        raise FwlabError("--rounds and --repetitions must be >= 1, 0 < --initial-trial-s <= --trial-s, "
+                         "0 < --width < 1, 0 <= --loss-ratio < 1 and --rules >= 0",
+                         fix="e.g. --rounds 2 --repetitions 1 --trial-s 3 --initial-trial-s 0.5 --width 0.02")
     require_root()
-    if args.rounds < 1 or args.repetitions < 1 or args.trial_s <= 0 or not 0 < args.width < 1 \
-            or not 0 <= args.loss_ratio < 1:
-        raise FwlabError("--rounds and --repetitions must be >= 1, --trial-s > 0, 0 < --width < 1 and "
-                         "0 <= --loss-ratio < 1",
-                         fix="e.g. --rounds 3 --repetitions 3 --trial-s 5 --width 0.02 --loss-ratio 0")
     cfg = SearchBenchConfig(rules=args.rules, layout=args.layout, mode=args.mode, trial_s=args.trial_s,
-                            relative_width=args.width, rounds=args.rounds, loss_ratio=args.loss_ratio,
-                            repetitions=args.repetitions, mlr_goal=args.mlr_goal)
-    res = run_bench(cfg, log=None if args.quiet else sys.stderr)
+                            initial_trial_s=args.initial_trial_s, relative_width=args.width, rounds=args.rounds,
+                            loss_ratio=args.loss_ratio, repetitions=args.repetitions, mlr_goal=args.mlr_goal)
+    res = run_bench(cfg, Path(args.out), log=None if args.quiet else sys.stderr)
     print(json.dumps(res, indent=2) if args.json else format_table(res))
     return 0
 
@@ -445,28 +445,36 @@ def build_parser() -> argparse.ArgumentParser:
     bc.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     bc.set_defaults(func=cmd_bench_conn)
     bs = bsub.add_parser("search", help="RFC 2544 binary search vs MLRsearch on the same DUT (needs root)",
-                         description="One routed bed with the device model (DUT on its own CPU), nftables "
-                                     "with --rules rules, its maximum load measured first; then seed 001's "
-                                     "binary search (--repetitions times, averaged) and MLRsearch (once, goal "
-                                     "--mlr-goal) alternately (ABBA order), --rounds times, with the same full trial length, "
-                                     "loss ratio and width. Prints each search's result, trials and trial "
-                                     "seconds and mlr_vs_binary = MLRsearch's trial seconds / the binary "
-                                     "search's.")
+                         description="Runs a suite through the orchestrator, as 'fwlab run' does: one routed bed "
+                                     "with the device model (DUT on its own CPU), nftables with --rules rules, "
+                                     "its maximum load measured first; then the binary search (--repetitions "
+                                     "times, averaged) and MLRsearch (goal --mlr-goal), --rounds times in ABBA "
+                                     "order, with the same full trial length, loss ratio and width. Prints the "
+                                     "pairing, each contender's results and trial seconds, mlr_vs_binary = "
+                                     "MLRsearch's trial seconds / the binary search's, the results' gap and "
+                                     "whether it is within the DUT's noise measured over the rounds; leaves a "
+                                     "run record (fwlab report) and the suite it ran (--json: suite_toml).")
     bs.add_argument("--rules", type=int, default=10000,
                     help="rules before the permit rule (default 10000: the DUT's rate is low enough that its "
                          "256-frame ring outlasts this VM's millisecond stalls; see docs/device-model.md)")
     bs.add_argument("--layout", default="linear", choices=["linear", "set"])
     bs.add_argument("--mode", default="routed", choices=["routed", "bridge"])
-    bs.add_argument("--trial-s", type=float, default=5.0, help="full-length trial duration of both searches [s]")
+    bs.add_argument("--trial-s", type=float, default=3.0, help="full-length trial duration of both searches [s] "
+                                                               "(default 3)")
+    bs.add_argument("--initial-trial-s", type=float, default=0.5,
+                    help="MLRsearch's first, shortest trials [s] (default 0.5)")
     bs.add_argument("--width", type=float, default=0.02, help="relative width both searches stop at (default 0.02)")
-    bs.add_argument("--rounds", type=int, default=3, help="binary+mlr pairs (default 3)")
-    bs.add_argument("--repetitions", type=int, default=3,
-                    help="binary searches per round, results averaged (default 3, as seed 001)")
-    bs.add_argument("--mlr-goal", default="tst009", choices=["tst009", "rfc2544"],
-                    help="MLRsearch goal scaled to --trial-s T: tst009 = T trials, 2T per load, exceed ratio 0.5 "
-                         "(default); rfc2544 = T, T, exceed ratio 0 (pair it with --repetitions 1)")
+    bs.add_argument("--rounds", type=int, default=2,
+                    help="binary+mlr pairs in ABBA order (default 2; the noise needs >= 2 results per contender)")
+    bs.add_argument("--repetitions", type=int, default=1,
+                    help="binary searches per round, results averaged (default 1; seed 001: 3)")
+    bs.add_argument("--mlr-goal", default="rfc2544", choices=["rfc2544", "tst009"],
+                    help="MLRsearch goal scaled to --trial-s T: rfc2544 = T, T, exceed ratio 0 (default; with "
+                         "--repetitions 1 the strict pairing); tst009 = T trials, 2T per load, exceed ratio 0.5 "
+                         "(seed 001's pairing with --repetitions 3)")
     bs.add_argument("--loss-ratio", type=float, default=0.0,
                     help="loss ratio a trial may have and still pass, both searches (default 0: RFC 2544)")
+    bs.add_argument("--out", default="results", help="where the run record goes (default results/)")
     bs.add_argument("--json", action="store_true", help="print one JSON object")
     bs.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     bs.set_defaults(func=cmd_bench_search)

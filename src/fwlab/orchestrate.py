@@ -350,8 +350,10 @@ def _remote_hosts_info(placement: Placement) -> dict:
 
 
 def start_run(suite: Suite, suite_text: str, out_root: Path, *, quiet: bool = False,
-              hosts: dict[str, HostEntry] | None = None) -> RunRecord:
-    """Run ``suite``; ``hosts`` (from ``--hosts FILE``) places roles on remote hosts."""
+              hosts: dict[str, HostEntry] | None = None,
+              order: Callable[[list[TrialSpec]], list[TrialSpec]] | None = None) -> RunRecord:
+    """Run ``suite``; ``hosts`` (from ``--hosts FILE``) places roles on remote hosts; ``order``
+    may reorder the planned trials (the same trials; e.g. ``fwlab bench search``'s ABBA order)."""
     placement = _placement(suite, hosts)
     if placement is None:
         preflight(suite)
@@ -359,6 +361,8 @@ def start_run(suite: Suite, suite_text: str, out_root: Path, *, quiet: bool = Fa
         if placement is not None:
             preflight(suite, placement)
         plan = expand(suite, dut_system(placement))
+        if order is not None:
+            plan = _reordered(plan, order)
         rec = RunRecord.create(out_root, suite.name, {
             "suite": {"name": suite.name, "toml": suite_text, "parsed": suite.model_dump()},
             "plan": {"trials": len(plan.trials), "trial_ids": [t.trial_id for t in plan.trials],
@@ -385,6 +389,13 @@ def resume_run(path: Path, *, quiet: bool = False) -> RunRecord:
         rec.note_resume()
         _execute(suite, plan, rec, quiet, placement)
     return rec
+
+
+def _reordered(plan, order: Callable[[list[TrialSpec]], list[TrialSpec]]):
+    trials = list(order(list(plan.trials)))
+    if sorted(t.trial_id for t in trials) != sorted(t.trial_id for t in plan.trials):
+        raise FwlabError("a trial order must keep exactly the planned trials", fix="report this as a bug")
+    return type(plan)(tuple(trials), plan.skipped)
 
 
 class _Nothing:

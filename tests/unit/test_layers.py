@@ -44,7 +44,8 @@ RANKS: dict[str, int] = {
     "fwlab.suites.plan": 13,
     "fwlab.suites.estimate": 14, "fwlab.orchestrate": 14, "fwlab.bench": 14, "fwlab.baseline": 14,
     "fwlab.ruleset_run": 14,      # fwlab run --ruleset: runs an imported rule set, like orchestrate
-    "fwlab.cli": 15,
+    "fwlab.bench.search": 15,     # runs its suite through the orchestrator
+    "fwlab.cli": 16,
 }
 BOTTOM = 0
 

@@ -3,11 +3,9 @@ bench comparison and the report section (no root, simulated DUTs)."""
 
 import pytest
 
-from fwlab.bench.search import compare, goals, SearchBenchConfig
 from fwlab.errors import SuiteError
 from fwlab.report.section_rfc2544 import render
 from fwlab.methods.rfc2544 import frame_loss_steps, longest_burst, parse_options
-from fwlab.search import run_search
 from fwlab.search.simulated import FixedCapacity
 from fwlab.suites import load_suite, parse_suite
 from fwlab.suites.plan import check_suite, expand
@@ -64,33 +62,6 @@ def test_longest_burst_finds_the_ring_within_resolution(capacity):
     assert longest_burst(lambda n: False, 1000, 0.05)["frames"] is None
 
 
-@pytest.mark.parametrize("mlr_goal,repetitions", [("tst009", 3), ("rfc2544", 1)])
-def test_bench_goals_share_width_and_trial_length(mlr_goal, repetitions):
-    cfg = SearchBenchConfig(trial_s=5.0, relative_width=0.02, mlr_goal=mlr_goal, repetitions=repetitions)
-    g = goals(cfg)
-    assert g["binary"]["final_trial_duration_s"] == g["mlr"]["final_trial_duration_s"] == 5.0
-    assert g["binary"]["relative_width"] == g["mlr"]["relative_width"] == 0.02
-    assert g["binary"]["loss_ratio"] == g["mlr"]["loss_ratio"] == 0.0
-    assert g["binary"]["repetitions"] == repetitions
-    assert (g["mlr"]["duration_sum_s"], g["mlr"]["exceed_ratio"]) == \
-        ({"tst009": (10.0, 0.5), "rfc2544": (5.0, 0.0)}[mlr_goal])
-    # on a simulated DUT both searches find the same capacity, MLRsearch in fewer trial seconds
-    runs = []
-    for alg in ("binary", "mlr"):
-        dut = FixedCapacity(37_000)
-        r = run_search(alg, dut, 100_000, 1000, g[alg])[0]
-        runs.append({"algorithm": alg, "throughput_pps": r.throughput_pps, "trial_count": r.trial_count,
-                     "trial_seconds": r.trial_seconds, "wall_s": 0.0, "irregular": list(r.irregular)})
-    s = compare(runs)
-    assert s["results_agree_5pct"] is True
-    assert s["mlr_vs_binary"] < 1.0
-
-
-def test_bench_rejects_unknown_mlr_goal():
-    with pytest.raises(ValueError, match="mlr_goal"):
-        SearchBenchConfig(mlr_goal="csit")
-
-
 def _record():
     bed = {"topology": {"mode": "routed"}, "backend": "nftables", "device": {"device_model": "napi"},
            "runner_info": {"rfc2544": {"ip4-64B-udp": {"mrr_pps": 200_000.0, "mrr_bps": 1.024e8,
@@ -127,17 +98,3 @@ def test_measurer_batch_follows_the_load():
     m = EngineMeasurer(bed=None, batch_window_us=100.0)
     assert m.batch_for(1000) == 4 and m.batch_for(200_000) == 20 and m.batch_for(5e6) == 64
     assert EngineMeasurer(bed=None, batch=16).batch_for(1e6) == 16
-
-
-def test_bench_reports_the_dut_noise_from_every_binary_repetition():
-    def run(alg, tp, reps=()):
-        return {"algorithm": alg, "throughput_pps": tp, "trial_count": 10, "trial_seconds": 50.0 if alg == "binary" else 10.0,
-                "wall_s": 0.0, "irregular": [], "repetitions_pps": list(reps)}
-    steady = compare([run("binary", 9000, [8900, 9000, 9100]), run("mlr", 9050)])
-    assert steady["binary_results_pps"] == [8900, 9000, 9100]
-    assert steady["binary_cv"] == pytest.approx(100 / 9000)
-    assert steady["gap_within_2_sigma"] is True and steady["results_agree_5pct"] is True
-    shifted = compare([run("binary", 9000, [9000, 9000, 9000]), run("binary", 6000, [6000, 6000, 6000]),
-                       run("mlr", 11000), run("mlr", 7000)])
-    assert shifted["binary_cv"] > 0.15 and shifted["results_agree_5pct"] is False
-    assert compare([run("binary", 9000), run("mlr", 9500)])["binary_cv"] is None

@@ -1,39 +1,52 @@
-"""``fwlab bench search``: the RFC 2544 binary search and MLRsearch on the same DUT.
+"""``fwlab bench search``: the RFC 2544 binary search and MLRsearch on the same DUT, as a suite.
 
-Owns: one real test bed (device model "napi", nftables with one rule count), its measured
-maximum load, and alternating the two searches round by round in ABBA order (binary, mlr; mlr,
-binary; ...) so both see the same machine conditions; the comparison of their results and trial seconds.
-Both searches use the same final trial duration, loss ratio and relative width. The binary
-search is seed 001's procedure: every trial at full length, the whole search repeated
-(`repetitions`, seed 001: 3) and the results averaged. MLRsearch runs once, with one of two goals
-scaled to the trial length T:
-- `tst009` (default; ETSI TST 009's 60 s / 120 s / exceed 50 %): trials of T, 2T per load, a
-  load is a lower bound when at most half of its trial time was bad -- MLRsearch's answer to the
-  noise seed 001 averages repetitions against;
-- `rfc2544` (T / T / exceed 0): one bad trial of any length makes an upper bound, one good
-  full-length trial a lower bound -- the strict one-to-one match of a single binary search
-  (use it with `repetitions` 1).
-MLRsearch starts with short trials and narrows the interval before it spends full-length trials.
+Owns: the bench's suite (one routed bed with the device model "napi", nftables with one rule
+count, one ``rfc2544`` throughput item per search), the ABBA order of its trials, and reading the
+record back into the comparison: each contender's trial seconds, their ratio, both results and
+whether the results' gap lies within the DUT's measured noise.
+It has no bed, DUT or trial loop of its own: the suite runs through the orchestrator exactly as
+``fwlab run`` runs it (:func:`fwlab.orchestrate.start_run`, the ``rfc2544`` method), so a bench
+search and a suite search are the same thing, and the bench leaves an ordinary run record
+(``fwlab report`` reads it) and prints the suite it ran (``fwlab run`` takes it).
+
+Pairings (both searches use the same full trial duration T, loss ratio and relative width):
+- ``strict`` (default: ``mlr_goal`` rfc2544, ``repetitions`` 1): one RFC 2544 binary search,
+  every trial T long, against MLRsearch with the goal T / T / exceed ratio 0 -- one bad trial of
+  any length makes an upper bound, one good full-length trial a lower bound: the one-to-one match.
+- ``tst009`` (``mlr_goal`` tst009, seed 001's ``repetitions`` 3): seed 001's binary search x3
+  averaged against MLRsearch with ETSI TST 009's shape (trials of T, 2T per load, a load is a
+  lower bound when at most half of its trial time was bad).
+MLRsearch starts with trials of ``initial_trial_s`` and spends full-length trials only near the
+end (its coarse-to-fine targets); the binary search's first load is the bed's maximum load.
+
+Noise: every round repeats both searches, so each contender's results are repeated
+measurements of one quantity. Their pooled within-contender spread (and the binary search's own
+repetitions) is the DUT's measured noise; the gap of the two contenders' means is within noise
+when it is at most 2 such sigmas (seed 002's rule) or within the searches' own resolution
+(the relative width), and undecided when fewer than two results of any contender exist.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 import sys
-import time
+import tomllib
 from dataclasses import asdict, dataclass
-from typing import TextIO
+from datetime import datetime
+from pathlib import Path
+from typing import Any, TextIO
 
-from fwlab.dut import DutContext, get_backend
-from fwlab.rules import generate
-from fwlab.runners.engine import EngineMeasurer
-from fwlab.methods.rfc2544 import Rfc2544Options, Rfc2544Runner
-from fwlab.search import run_search
-from fwlab.testbed import Testbed, Topology, new_run_id
+from fwlab.errors import FwlabError
+from fwlab.results.trial import TrialRecord
+from fwlab.search import SearchResult
+from fwlab.suites import parse_suite
 
 
-MLR_GOALS = ("tst009", "rfc2544")
+MLR_GOALS = ("rfc2544", "tst009")
 """Goal shapes `goals` scales to the trial length (see the module docstring)."""
+
+CONTENDERS = ("binary", "mlr")
 
 
 @dataclass(frozen=True)
@@ -42,17 +55,25 @@ class SearchBenchConfig:
     layout: str = "linear"
     mode: str = "routed"
     frame_size: int = 64  #: Ethernet frame incl. FCS [bytes]
-    trial_s: float = 5.0  #: full-length trial duration of both searches [s]
+    trial_s: float = 3.0  #: full-length trial duration of both searches [s]
     initial_trial_s: float = 0.5  #: MLRsearch's first (coarsest) trial duration [s]
     relative_width: float = 0.02  #: both searches stop at this (upper - lower) / upper
-    rounds: int = 3  #: binary + mlr pairs
+    rounds: int = 2  #: binary + mlr pairs, ABBA order
     loss_ratio: float = 0.0  #: a trial passes with at most this loss ratio, in both searches (RFC 2544: 0)
-    repetitions: int = 3  #: binary searches per round, averaged (seed 001: 3)
-    mlr_goal: str = "tst009"  #: one of MLR_GOALS
+    repetitions: int = 1  #: binary searches per round, averaged (seed 001: 3)
+    mlr_goal: str = "rfc2544"  #: one of MLR_GOALS
+    mrr_duration_s: float = 1.0  #: each of the two maximum-load trials of the bed [s]
 
     def __post_init__(self) -> None:
         if self.mlr_goal not in MLR_GOALS:
             raise ValueError(f"mlr_goal must be one of {MLR_GOALS}, not {self.mlr_goal!r}")
+
+    @property
+    def pairing(self) -> str:
+        """"strict" (one binary search vs MLRsearch exceed 0), else a name of what was paired."""
+        if self.mlr_goal == "rfc2544" and self.repetitions == 1:
+            return "strict"
+        return f"binary x{self.repetitions} averaged vs mlr {self.mlr_goal}-like"
 
 
 def goals(cfg: SearchBenchConfig) -> dict:
@@ -67,42 +88,62 @@ def goals(cfg: SearchBenchConfig) -> dict:
     }
 
 
-def compare(runs: list[dict]) -> dict:
-    """Medians per algorithm and the ratios: mlr_vs_binary (trial seconds) and the results' gap."""
-    out: dict = {}
-    for alg in ("binary", "mlr"):
-        rs = [r for r in runs if r["algorithm"] == alg]
-        tp = [r["throughput_pps"] for r in rs if r["throughput_pps"] is not None]
-        out[alg] = {"runs": len(rs), "throughput_pps": statistics.median(tp) if tp else None,
-                    "trial_count": statistics.median([r["trial_count"] for r in rs]) if rs else None,
-                    "trial_seconds": statistics.median([r["trial_seconds"] for r in rs]) if rs else None,
-                    "wall_s": statistics.median([r["wall_s"] for r in rs]) if rs else None,
-                    "irregular": sorted({f for r in rs for f in r["irregular"]})}
-    b, m = out["binary"], out["mlr"]
-    out["mlr_vs_binary"] = (m["trial_seconds"] / b["trial_seconds"]) if b["trial_seconds"] and m["trial_seconds"] else None
-    if b["throughput_pps"] and m["throughput_pps"]:
-        out["result_gap"] = abs(m["throughput_pps"] - b["throughput_pps"]) / b["throughput_pps"]
-        out["results_agree_5pct"] = out["result_gap"] <= 0.05
-    else:
-        out["result_gap"], out["results_agree_5pct"] = None, None
-    out["mlr_at_most_third"] = out["mlr_vs_binary"] is not None and out["mlr_vs_binary"] <= 1 / 3
-    out.update(_noise([r for r in runs if r["algorithm"] == "binary"], out["result_gap"]))
+# -- the suite ------------------------------------------------------------------------------------
+def suite_data(cfg: SearchBenchConfig) -> dict:
+    """The bench as a suite: one bed, one rule set, one throughput item per contender."""
+    g = goals(cfg)
+    return {
+        "name": "bench-search",
+        "description": f"fwlab bench search: RFC 2544 binary search vs MLRsearch, pairing {cfg.pairing}",
+        "mode": [cfg.mode], "backends": ["nftables"], "layouts": [cfg.layout], "rules": [cfg.rules],
+        "ip_versions": [4], "device_model": "napi", "duration_s": cfg.trial_s, "repetitions": cfg.rounds,
+        "settle_s": 0.2,
+        "traffic": [{"kind": "throughput", "tool": "rfc2544", "label": alg, "sizes": [cfg.frame_size],
+                     "options": {"algorithm": alg, "goal": g[alg], "mrr_duration_s": cfg.mrr_duration_s}}
+                    for alg in CONTENDERS],
+    }
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{k} = {_toml_value(x)}" for k, x in v.items()) + " }"
+    raise TypeError(f"no TOML for {v!r}")
+
+
+def suite_toml(data: dict) -> str:
+    """``data`` as suite TOML (scalars, lists, inline tables; ``traffic`` as [[traffic]])."""
+    lines = [f"{k} = {_toml_value(v)}" for k, v in data.items() if k != "traffic"]
+    for item in data.get("traffic", []):
+        lines += ["", "[[traffic]]"] + [f"{k} = {_toml_value(v)}" for k, v in item.items()]
+    return "\n".join(lines) + "\n"
+
+
+def abba(trials: list) -> list:
+    """Rounds in ABBA order: binary, mlr; mlr, binary; ... (a steady drift of the host's speed then
+    favours neither search). ``trials`` are in plan order (repetition-major)."""
+    out: list = []
+    for rnd in sorted({t.repetition for t in trials}):
+        pair = [t for t in trials if t.repetition == rnd]
+        pair.sort(key=lambda t: CONTENDERS.index(t.label) if t.label in CONTENDERS else len(CONTENDERS))
+        out += pair if rnd % 2 else pair[::-1]
     return out
 
 
-def _noise(binary_runs: list[dict], gap: float | None) -> dict:
-    """How steady the DUT was: the spread of every binary search result of the bench (each
-    repetition of every round: the same measurement taken again), as a coefficient of variation,
-    and whether the results' gap lies within two of those sigmas (seed 002's 2-sigma rule). When
-    the host's speed shifts during the bench the spread shows it, and a gap is then not the
-    searches' doing."""
-    values = [v for r in binary_runs
-              for v in (r.get("repetitions_pps") or [r["throughput_pps"]]) if v is not None]
-    if len(values) < 2:
-        return {"binary_results_pps": values, "binary_cv": None, "gap_within_2_sigma": None}
-    cv = statistics.stdev(values) / statistics.fmean(values)
-    return {"binary_results_pps": values, "binary_cv": cv,
-            "gap_within_2_sigma": None if gap is None else gap <= 2 * cv}
+# -- reading the record back ----------------------------------------------------------------------
+def _wall_s(rec: TrialRecord) -> float | None:
+    try:
+        return (datetime.fromisoformat(rec.ended_utc.replace("Z", "+00:00"))
+                - datetime.fromisoformat(rec.started_utc.replace("Z", "+00:00"))).total_seconds()
+    except (AttributeError, ValueError):
+        return None
 
 
 def trace(trial) -> dict:
@@ -112,68 +153,213 @@ def trace(trial) -> dict:
             "loss_ratio": r.loss_ratio, "generator_short": r.generator_short, "passed": trial.passed}
 
 
-def run_bench(cfg: SearchBenchConfig, log: TextIO | None = sys.stderr) -> dict:
-    def say(text: str) -> None:
-        if log:
-            log.write(text + "\n")
-            log.flush()
+def runs_from_records(records: list[TrialRecord]) -> list[dict]:
+    """One entry per search (trial of the record), in the order they ran."""
+    runs = []
+    for rec in sorted(records, key=lambda r: r.started_utc or ""):
+        alg = rec.identity.label
+        if alg not in CONTENDERS:
+            continue
+        base = {"round": rec.identity.repetition, "algorithm": alg, "trial_id": rec.trial_id, "wall_s": _wall_s(rec)}
+        results = ((rec.extra or {}).get("rfc2544") or {}).get("results") or []
+        if rec.error or not results:
+            runs.append({**base, "error": rec.error or "no search result in the record", "throughput_pps": None,
+                         "trial_count": None, "trial_seconds": None, "irregular": [], "repetitions_pps": [],
+                         "trials": []})
+            continue
+        res = SearchResult.from_dict(results[0])
+        runs.append({**base, "throughput_pps": res.throughput_pps, "lower_bound_pps": res.lower_bound_pps,
+                     "upper_bound_pps": res.upper_bound_pps, "trial_count": res.trial_count,
+                     "trial_seconds": res.trial_seconds, "irregular": list(res.irregular),
+                     "relative_width": res.relative_width,
+                     "repetitions_pps": [r.throughput_pps for r in res.repetitions],
+                     "trial_seconds_by_duration": _seconds_by_duration(res),
+                     "trials": [trace(t) for t in res.trials]})
+    return runs
 
-    topo = Topology(run_id=new_run_id(), mode=cfg.mode, device_model="napi")
-    runs: list[dict] = []
-    with Testbed(topo) as bed:
-        opts = Rfc2544Options()
-        runner = Rfc2544Runner()
-        say(f"test bed {topo.run_id}: {cfg.mode}, device model napi; measuring the maximum load")
-        max_info = runner.max_load(bed, 4, cfg.frame_size, opts)
-        if not max_info.get("mrr_pps"):
-            raise RuntimeError(f"maximum load not measured: {max_info.get('error')}")
-        be = get_backend("nftables")
-        ctx = DutContext(bed.host, bed.ns("dut"), cfg.mode)
-        plan = topo.plan
-        be.load(ctx, generate(cfg.rules, cfg.layout, ip_version=4, client_net=plan.client_net(4),
-                              server_net=plan.server_net(4), stateful_shortcut=False, seed=1))
-        measurer = EngineMeasurer(bed=bed, frame_size=cfg.frame_size, max_lag=opts.max_lag,
-                                  batch_window_us=opts.batch_window_us, rt_priority=opts.generator_rt_priority)
-        g = goals(cfg)
-        max_load = max_info["mrr_pps"]
-        for rnd in range(1, cfg.rounds + 1):
-            # ABBA order (binary, mlr; mlr, binary; ...): a steady drift of the host's speed
-            # then favours neither search
-            for alg in ("binary", "mlr") if rnd % 2 else ("mlr", "binary"):
-                t0 = time.monotonic()
-                res = run_search(alg, measurer, max_load, min(1000.0, max_load / 2), g[alg])[0]
-                wall = time.monotonic() - t0
-                runs.append({"round": rnd, "algorithm": alg, "throughput_pps": res.throughput_pps,
-                             "lower_bound_pps": res.lower_bound_pps, "upper_bound_pps": res.upper_bound_pps,
-                             "trial_count": res.trial_count, "trial_seconds": res.trial_seconds, "wall_s": wall,
-                             "irregular": list(res.irregular), "relative_width": res.relative_width,
-                             "repetitions_pps": [r.throughput_pps for r in res.repetitions],
-                             "trials": [trace(t) for t in res.trials]})
-                say(f"round {rnd} {alg:6s}: {(res.throughput_pps or 0) / 1e3:8.1f} kpps  {res.trial_count:3d} trials  "
-                    f"{res.trial_seconds:6.1f} trial s  {wall:6.1f} s wall  {', '.join(res.irregular)}")
-        device = bed.device_state()
-    return {"config": asdict(cfg), "goals": g, "max_load": max_info, "device": device,
-            "runs": runs, "summary": compare(runs)}
+
+def _seconds_by_duration(res: SearchResult) -> dict[str, float]:
+    """Trial seconds per trial duration (where a search spends its time)."""
+    out: dict[str, float] = {}
+    for t in res.trials:
+        key = f"{t.result.duration_s:g}"
+        out[key] = out.get(key, 0.0) + t.result.duration_s
+    return out
+
+
+# -- the comparison -------------------------------------------------------------------------------
+def _results(runs: list[dict], alg: str) -> list[float]:
+    """Every result of one contender: each binary repetition, else each search's result."""
+    out = []
+    for r in runs:
+        if r["algorithm"] != alg:
+            continue
+        reps = [v for v in (r.get("repetitions_pps") or []) if v is not None]
+        out += reps or ([r["throughput_pps"]] if r["throughput_pps"] is not None else [])
+    return out
+
+
+def spending(runs: list[dict]) -> dict:
+    """Where a contender's trial seconds went (what keeps the ratio up): seconds per trial
+    duration, the full-length trials, and those that failed at a load a shorter trial had
+    passed (the DUT's zero-loss load falls with the trial duration: short trials were
+    optimistic there)."""
+    by_duration: dict[str, float] = {}
+    full = full_failed_after_short = 0
+    for r in runs:
+        for key, sec in (r.get("trial_seconds_by_duration") or {}).items():
+            by_duration[key] = by_duration.get(key, 0.0) + sec
+        trials = r.get("trials") or []
+        longest = max((t["duration_s"] for t in trials), default=0.0)
+        for k, t in enumerate(trials):
+            if t["duration_s"] < longest:
+                continue
+            full += 1
+            if not t["passed"] and any(u["load_pps"] == t["load_pps"] and u["passed"] and u["duration_s"] < longest
+                                       for u in trials[:k]):
+                full_failed_after_short += 1
+    return {"trial_seconds_by_duration": dict(sorted(by_duration.items(), key=lambda kv: float(kv[0]))),
+            "full_length_trials": full, "full_length_failed_after_short_pass": full_failed_after_short}
+
+
+def noise(results: dict[str, list[float]]) -> dict:
+    """The DUT's measured noise: the pooled within-contender standard deviation of repeated
+    results (each contender's results are the same measurement taken again), relative to the
+    grand mean; None when no contender has two results."""
+    ss, df = 0.0, 0
+    for values in results.values():
+        if len(values) >= 2:
+            m = statistics.fmean(values)
+            ss += sum((v - m) ** 2 for v in values)
+            df += len(values) - 1
+    every = [v for values in results.values() for v in values]
+    if not df or not every:
+        return {"sigma_pps": None, "cv": None, "df": 0}
+    sigma = math.sqrt(ss / df)
+    return {"sigma_pps": sigma, "cv": sigma / statistics.fmean(every), "df": df}
+
+
+def within_noise(gap: float | None, gap_sigma: float | None, width: float) -> bool | None:
+    """Is the contenders' relative gap within the DUT's noise? Yes when it is at most 2 sigmas
+    of the gap (seed 002's rule) or at most the searches' own resolution (their relative width);
+    no when it exceeds both; undecided (None) when the gap or, beyond the width, its sigma is
+    missing."""
+    if gap is None:
+        return None
+    if gap <= width:
+        return True
+    if gap_sigma is None:
+        return None
+    return gap <= 2 * gap_sigma
+
+
+def compare(runs: list[dict], relative_width: float = 0.02) -> dict:
+    """Per contender: results, trial seconds (total and per search), wall; then mlr_vs_binary
+    (total trial seconds over the same rounds), the results' gap and whether it is within noise."""
+    out: dict = {}
+    for alg in CONTENDERS:
+        rs = [r for r in runs if r["algorithm"] == alg]
+        ok = [r for r in rs if r.get("trial_seconds") is not None]
+        vals = _results(runs, alg)
+        out[alg] = {"searches": len(rs), "failed": len(rs) - len(ok), "results_pps": vals,
+                    "throughput_pps": statistics.fmean(vals) if vals else None,
+                    "trial_seconds_total": sum(r["trial_seconds"] for r in ok) if ok else None,
+                    "trial_seconds_per_search": [r["trial_seconds"] for r in ok],
+                    "trial_count_per_search": [r["trial_count"] for r in ok],
+                    "wall_s_per_search": [r.get("wall_s") for r in rs],
+                    "irregular": sorted({f for r in rs for f in r["irregular"]}),
+                    **spending(ok)}
+    b, m = out["binary"], out["mlr"]
+    complete = b["failed"] == 0 and m["failed"] == 0 and b["searches"] == m["searches"] > 0
+    out["mlr_vs_binary"] = (m["trial_seconds_total"] / b["trial_seconds_total"]) \
+        if complete and b["trial_seconds_total"] else None
+    # the ratio taken apart: MLRsearch's full-length trials (what no short trial can replace:
+    # the lower bound's confirmation, and the full-length trials that failed) and its short ones
+    full_s = None
+    if out["mlr_vs_binary"] is not None:
+        longest = max((float(d) for d in m["trial_seconds_by_duration"]), default=0.0)
+        full_s = sum(sec for d, sec in m["trial_seconds_by_duration"].items() if float(d) >= longest)
+    out["mlr_vs_binary_parts"] = None if full_s is None else {
+        "full_length": full_s / b["trial_seconds_total"],
+        "shorter": (m["trial_seconds_total"] - full_s) / b["trial_seconds_total"],
+        "full_length_trials_per_search": m["full_length_trials"] / m["searches"],
+        "binary_trials_per_search": sum(b["trial_count_per_search"]) / b["searches"]}
+    nz = noise({alg: out[alg]["results_pps"] for alg in CONTENDERS})
+    gap = gap_sigma = None
+    if b["throughput_pps"] and m["throughput_pps"] is not None:
+        gap = abs(m["throughput_pps"] - b["throughput_pps"]) / b["throughput_pps"]
+        if nz["cv"] is not None:
+            # sigma of the difference of the two means, relative
+            gap_sigma = nz["cv"] * math.sqrt(1 / len(b["results_pps"]) + 1 / len(m["results_pps"]))
+    out["result_gap"] = gap
+    out["noise"] = {**nz, "gap_sigma": gap_sigma, "relative_width": relative_width,
+                    "how": "pooled within-contender spread of repeated search results (rounds x repetitions)"}
+    out["within_noise"] = within_noise(gap, gap_sigma, relative_width)
+    out["mlr_at_most_third"] = None if out["mlr_vs_binary"] is None else out["mlr_vs_binary"] <= 0.34
+    return out
+
+
+# -- the bench ------------------------------------------------------------------------------------
+def run_bench(cfg: SearchBenchConfig, out_root: Path | str = "results", log: TextIO | None = sys.stderr) -> dict:
+    """Run the bench's suite through the orchestrator (root, real traffic) and compare."""
+    import time
+
+    from fwlab.orchestrate import start_run  # the one orchestrator (needs the test bed layers)
+
+    data = suite_data(cfg)
+    text = suite_toml(data)
+    suite = parse_suite(tomllib.loads(text), "of fwlab bench search")
+    t0 = time.monotonic()
+    rec = start_run(suite, text, Path(out_root), quiet=log is None, order=abba)
+    wall = time.monotonic() - t0
+    runs = runs_from_records(rec.records(kind="rfc2544"))
+    bed = (rec.run.get("beds") or [{}])[0]
+    max_load = next(iter(((bed.get("runner_info") or {}).get("rfc2544") or {}).values()), None)
+    if not runs:
+        raise FwlabError(f"the bench's run {rec.path} holds no search", fix=f"see fwlab report {rec.path}")
+    return {"pairing": cfg.pairing, "config": asdict(cfg), "goals": goals(cfg), "record": str(rec.path),
+            "suite_toml": text, "wall_s": wall, "max_load": max_load, "device": bed.get("device"),
+            "summary": compare(runs, cfg.relative_width), "runs": runs}
+
+
+def _kpps(v: float | None) -> str:
+    return "missing" if v is None else f"{v / 1e3:.2f} kpps"
 
 
 def format_table(res: dict) -> str:
-    s = res["summary"]
-    c = res["config"]
-    lines = [f"max load {res['max_load']['mrr_pps'] / 1e3:.1f} kpps; {c['rules']} {c['layout']} rules; trials "
-             f"{c['trial_s']} s; width {c['relative_width']}; loss ratio {c['loss_ratio']}; binary x{c['repetitions']} "
-             f"averaged; MLRsearch goal {c['mlr_goal']}"]
-    for alg in ("binary", "mlr"):
+    s, c = res["summary"], res["config"]
+    mx = (res.get("max_load") or {}).get("mrr_pps")
+    lines = [f"pairing: {res['pairing']} (binary x{c['repetitions']} vs MLRsearch goal {c['mlr_goal']}-like); "
+             f"{c['rounds']} rounds ABBA; {c['rules']} {c['layout']} rules; trials {c['trial_s']:g} s "
+             f"(MLRsearch from {c['initial_trial_s']:g} s); width {c['relative_width']}; loss ratio {c['loss_ratio']}; "
+             f"max load {_kpps(mx)}"]
+    for alg in CONTENDERS:
         a = s[alg]
-        lines.append(f"{alg:6s}  throughput {(a['throughput_pps'] or 0) / 1e3:8.1f} kpps  trials {a['trial_count']}  "
-                     f"trial seconds {a['trial_seconds']:.1f}  {', '.join(a['irregular'])}")
+        per = ", ".join(f"{v:.1f}" for v in a["trial_seconds_per_search"])
+        lines.append(f"{alg:6s}  result {_kpps(a['throughput_pps'])} (each: "
+                     f"{', '.join(f'{v / 1e3:.2f}' for v in a['results_pps'])})  trial seconds "
+                     f"{a['trial_seconds_total'] or 0:.1f} ({per})  {', '.join(a['irregular'])}"
+                     + (f"  {a['failed']} searches failed" if a["failed"] else ""))
     ratio = s["mlr_vs_binary"]
     lines.append(f"mlr_vs_binary (trial seconds) {ratio:.3f}" if ratio is not None else "mlr_vs_binary: missing")
-    lines.append(f"result gap {100 * s['result_gap']:.1f} %" if s["result_gap"] is not None else "result gap: missing")
-    if s.get("binary_cv") is not None:
-        lines.append(f"DUT noise: the {len(s['binary_results_pps'])} binary results spread {100 * s['binary_cv']:.1f} % "
-                     f"(coefficient of variation); the gap is {'within' if s['gap_within_2_sigma'] else 'beyond'} "
-                     f"2 sigma")
+    m = s["mlr"]
+    spent = ", ".join(f"{sec:.1f} s in {d} s trials" for d, sec in m["trial_seconds_by_duration"].items())
+    lines.append(f"MLRsearch spent {spent}; {m['full_length_trials']} full-length trials, "
+                 f"{m['full_length_failed_after_short_pass']} failed where a shorter trial had passed")
+    parts = s.get("mlr_vs_binary_parts")
+    if parts:
+        lines.append(f"  ratio = {parts['full_length']:.3f} full-length + {parts['shorter']:.3f} shorter trials; "
+                     f"{parts['full_length_trials_per_search']:.1f} full-length trials per MLRsearch vs "
+                     f"{parts['binary_trials_per_search']:.1f} per binary search")
+    nz = s["noise"]
+    gap = "missing" if s["result_gap"] is None else f"{100 * s['result_gap']:.1f} %"
+    noise_txt = "not measured (fewer than 2 results per contender)" if nz["cv"] is None else \
+        f"{100 * nz['cv']:.1f} % (sigma of one result, {nz['df']} degrees of freedom)"
+    verdict = {True: "within noise", False: "BEYOND noise", None: "undecided"}[s["within_noise"]]
+    lines.append(f"result gap {gap}; DUT noise {noise_txt}; width {100 * nz['relative_width']:g} % -> {verdict}")
+    lines.append(f"wall {res['wall_s']:.0f} s; record {res['record']}")
     return "\n".join(lines)
 
 
-__all__ = ["SearchBenchConfig", "compare", "format_table", "goals", "run_bench", "trace"]
+__all__ = ["CONTENDERS", "MLR_GOALS", "SearchBenchConfig", "abba", "compare", "format_table", "goals", "noise",
+           "run_bench", "runs_from_records", "spending", "suite_data", "suite_toml", "trace", "within_noise"]

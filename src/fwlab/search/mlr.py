@@ -26,18 +26,22 @@ How loads are picked (the search's own strategy, CSIT-like):
   load ratio squared), and a duration sum shrinking geometrically from `duration_sum_s` down to
   `initial_trial_duration_s`; its trials last min(final trial duration, its duration sum).
 - The first target starts from the maximum load, then the forwarding rate measured there.
-- Within a target, strategies are tried in order, the first that wants a load gets it:
-  refine the previous target's lower bound while undecided; extend down from the upper bound
-  (external search: steps start at the target width and grow by `expansion_coefficient` per
-  failing step) while there is no lower bound; refine the previous upper bound; extend up likewise
-  while there is no upper bound; then narrow the interval until the width is reached: step in
-  from a trusted bound (carried from the previous target, or the forwarding rate at the maximum
-  load) with the same expanding steps while that lands closer to it than the middle, else bisect
-  at the geometric middle. An undecided load is asked for again until it is decided.
+- Within a target, strategies are tried in order, the first that wants a load gets it: refine the
+  previous target's lower bound while undecided; extend down from the upper bound (external
+  search: steps start at the target width and grow by `expansion_coefficient` per failing step,
+  but never land above the forwarding rate measured at that bound -- the receive rate step of
+  CSIT's first MLRsearch) while there is no lower bound; refine the previous upper bound; extend
+  up likewise while there is no upper bound; then narrow the interval until the width is reached:
+  when the upper bound's forwarding rate (at least one width above the lower bound) lies below the
+  middle, that load; else step in from a trusted bound (carried from the previous target, or the
+  forwarding rate at the maximum load) with the same expanding steps while that lands closer to it
+  than the middle; else bisect at the geometric middle. An undecided load is asked for again until
+  it is decided.
 - In a final target with exceed ratio 0, a load never measured before is first tried at the
   previous target's trial length: a bad trial of any length is an upper bound there, only a
   full-length one can be a lower bound, so failing loads cost a short trial, passing ones a short
-  and a long one.
+  and a long one; a load below one that already passed such a short trial gets the long trial
+  at once (the short one would pass and tell nothing).
 - With several goals, every goal nominates a load; the shortest trial wins (ties: the lower load,
   then the earlier goal), so coarse phases of all goals run before long final trials, and all
   goals share every trial.
@@ -339,6 +343,14 @@ class Selector:
             return None
         return max(self.min_load, rate)
 
+    def _forwarded(self, load: float) -> float:
+        """The lowest forwarding rate of the trials at `load` [packets/s]: for a DUT with a
+        fixed capacity below `load`, that capacity (CSIT's first MLRsearch stepped to the
+        receive rate of a failed trial). Stepping down from an upper bound never goes above it;
+        a generator-short trial says nothing of the DUT and is left out."""
+        rates = [t.forwarded_pps for t in self.db.by_load.get(load, []) if not t.generator_short]
+        return min(rates, default=load)
+
     def nominate(self) -> tuple[str, float, float] | None:
         """(strategy, load, trial duration) the goal wants next, or None when it is reached."""
         while True:
@@ -363,8 +375,18 @@ class Selector:
         the full-length trial only if that one passed (classification leaves it undecided)."""
         if (target.final and self.index > 0 and target.exceed_ratio == 0.0
                 and not self.db.by_load.get(load)):
-            return self.targets[self.index - 1].trial_duration_s
+            short = self.targets[self.index - 1].trial_duration_s
+            if not self._short_pass_above(load, short, target):
+                return short
         return target.trial_duration_s
+
+    def _short_pass_above(self, load: float, duration_s: float, target: Target) -> bool:
+        """Did some load at or above `load` pass a trial at least `duration_s` long? Then a
+        trial of that length at `load` would pass too (loss grows with load) and tells nothing:
+        the full-length trial is measured at once."""
+        return any(other >= load and any(t.duration_s >= duration_s * (1 - _SLACK) and target.passes(t)
+                                         for t in trials)
+                   for other, trials in self.db.by_load.items())
 
     def won(self, strategy: str, load: float) -> None:
         """The nominated load was measured; remember extensions to grow their step."""
@@ -377,7 +399,7 @@ class Selector:
         cls = self.db.classify(load, target)
         if cls == UNDECIDED:
             return
-        same_side = (strategy == "extend_lo" and cls == UPPER) or \
+        same_side = (strategy in ("extend_lo", "extend_lo_guided") and cls == UPPER) or \
                     (strategy == "extend_hi" and cls == LOWER)
         if same_side:
             self.ext_width = _widen(self.ext_width, self.goal.expansion_coefficient)
@@ -399,7 +421,10 @@ class Selector:
         if chi is not None and clo is None:
             if chi <= self.min_load:
                 return None  # the minimum load failed
-            return "extend_lo", max(self.min_load, chi * (1.0 - self.ext_width))
+            step, forwarded = chi * (1.0 - self.ext_width), self._forwarded(chi)
+            if forwarded < step:
+                return "extend_lo_guided", max(self.min_load, forwarded)
+            return "extend_lo", max(self.min_load, step)
         if self._relevant_undecided(self.prev_hi, target, clo, chi):
             return "refine_hi", self.prev_hi
         if clo is not None and chi is None:
@@ -412,6 +437,12 @@ class Selector:
             middle = math.sqrt(clo * chi)
             if not clo < middle < chi:
                 return None
+            # Guided by the upper bound's forwarding rate (the DUT's capacity if it is fixed):
+            # when that lies below the middle, try it, at least one width above the lower
+            # bound, instead of halving an interval the capacity is known to sit low in.
+            guided = max(self._forwarded(chi), clo / (1.0 - target.width))
+            if guided < middle:
+                return "guided", guided
             # Narrowing from a trusted side (a bound carried over unchanged from the previous
             # target, or the forwarding rate at the maximum load) with the expanding step, while
             # that step is closer than the middle: results usually lie near such a bound. A

@@ -102,3 +102,35 @@ class LossInversion(FixedCapacity):
         if self.rng.random() < self.probability:
             forwarded = min(forwarded, int(offered_count * (1.0 - self.loss_ratio)))
         return forwarded
+
+
+class Stalling(SimulatedDut):
+    """A DUT with a steady capacity whose CPU now and then stalls (as this shared VM's does).
+
+    Stalls arrive at random (`stalls_per_s`, exponential gaps) and last an exponentially
+    distributed time (mean `stall_mean_s`); during one the DUT forwards nothing and its receive
+    ring holds `ring_frames`, so a stall of s seconds at load L loses max(0, L x s - ring)
+    frames. Above `capacity_pps` the excess is lost as well. Longer trials meet longer stalls,
+    so the zero-loss load falls with the trial duration: short trials are optimistic.
+    """
+
+    def __init__(self, capacity_pps: float, stalls_per_s: float = 2.0, stall_mean_s: float = 0.004,
+                 ring_frames: int = 256, seed: int = 0, generator_limit_pps: float | None = None) -> None:
+        super().__init__(generator_limit_pps)
+        self.capacity_pps = capacity_pps
+        self.stalls_per_s = stalls_per_s
+        self.stall_mean_s = stall_mean_s
+        self.ring_frames = ring_frames
+        self.rng = random.Random(seed)
+
+    def capacity(self, duration_s: float, offered_pps: float) -> float:
+        return self.capacity_pps
+
+    def forward(self, duration_s: float, offered_pps: float, offered_count: int) -> int:
+        lost = max(0.0, offered_pps - self.capacity_pps) * duration_s
+        t = self.rng.expovariate(self.stalls_per_s)
+        while t < duration_s:
+            stall = self.rng.expovariate(1.0 / self.stall_mean_s)
+            lost += max(0.0, min(offered_pps, self.capacity_pps) * stall - self.ring_frames)
+            t += self.rng.expovariate(self.stalls_per_s)
+        return max(0, offered_count - math.ceil(lost))

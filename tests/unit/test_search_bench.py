@@ -1,0 +1,191 @@
+"""`fwlab bench search` without root: its suite (what `fwlab run` would run), the ABBA order,
+reading searches back from trial records made by the rfc2544 method itself on a simulated DUT,
+the noise verdict (within / beyond / undecided) and the CLI's output and errors."""
+
+import json
+import tomllib
+
+import pytest
+
+from fwlab import cli
+from fwlab.bench import search as bench
+from fwlab.bench.search import (SearchBenchConfig, abba, compare, goals, noise, runs_from_records, suite_data,
+                                suite_toml, within_noise)
+from fwlab.methods.rfc2544 import Rfc2544Runner, parse_options
+from fwlab.results.trial import build_trial
+from fwlab.runners.base import TrafficSpec
+from fwlab.search.simulated import FixedCapacity, NoisyCapacity
+from fwlab.suites import parse_suite
+from fwlab.suites.plan import expand
+
+
+def plan(cfg):
+    return list(expand(parse_suite(tomllib.loads(suite_toml(suite_data(cfg))), "bench")).trials)
+
+
+def test_pairing_is_named_and_goals_share_width_and_trial_length():
+    assert SearchBenchConfig().pairing == "strict"
+    assert SearchBenchConfig(mlr_goal="tst009", repetitions=3).pairing == "binary x3 averaged vs mlr tst009-like"
+    g = goals(SearchBenchConfig(trial_s=5.0, mlr_goal="tst009", repetitions=3))
+    assert g["binary"]["final_trial_duration_s"] == g["mlr"]["final_trial_duration_s"] == 5.0
+    assert (g["mlr"]["duration_sum_s"], g["mlr"]["exceed_ratio"], g["binary"]["repetitions"]) == (10.0, 0.5, 3)
+    g = goals(SearchBenchConfig(trial_s=3.0))
+    assert (g["mlr"]["duration_sum_s"], g["mlr"]["exceed_ratio"], g["binary"]["repetitions"]) == (3.0, 0.0, 1)
+    with pytest.raises(ValueError, match="mlr_goal"):
+        SearchBenchConfig(mlr_goal="csit")
+
+
+def test_the_bench_is_a_suite_run_in_abba_order():
+    cfg = SearchBenchConfig(rounds=3, trial_s=2.5, rules=1000)
+    text = suite_toml(suite_data(cfg))
+    suite = parse_suite(tomllib.loads(text), "bench")  # what `fwlab run` would read from the file
+    assert suite.device_model == "napi" and suite.rules == [1000] and suite.repetitions == 3
+    assert [t.options["algorithm"] for t in suite.traffic] == ["binary", "mlr"]
+    assert suite.traffic[1].options["goal"]["exceed_ratio"] == 0.0
+    trials = plan(cfg)
+    ordered = abba(trials)
+    assert sorted(t.trial_id for t in ordered) == sorted(t.trial_id for t in trials)
+    assert [(t.repetition, t.label) for t in ordered] == [
+        (1, "binary"), (1, "mlr"), (2, "mlr"), (2, "binary"), (3, "binary"), (3, "mlr")]
+
+
+def _records(cfg, duts, max_load=130_000.0):
+    """Trial records as the orchestrator writes them: the rfc2544 method's own throughput
+    measurement on a simulated measurer, built into a record line."""
+    runner = Rfc2544Runner()
+    out = []
+    for k, spec in enumerate(abba(plan(cfg))):
+        opts = parse_options(spec.options)
+        tspec = TrafficSpec(traffic=spec.traffic, tool=spec.tool, size_bytes=spec.size_bytes, streams=1,
+                            rate_bps=None, ip_version=4, duration_s=spec.duration_s, options=dict(spec.options))
+        m = runner._throughput(tspec, opts, duts[(spec.repetition, spec.label)], max_load,
+                               {"frame_size": 64, "max_load_pps": max_load}, [], None)
+        out.append(build_trial(spec.to_dict(), kind=m.kind, metrics=m.metrics, series=m.series,
+                               started_utc=f"2026-01-01T00:00:{10 + 2 * k:02d}.000000Z",
+                               ended_utc=f"2026-01-01T00:00:{11 + 2 * k:02d}.000000Z", extra=m.extra))
+    return out
+
+
+def test_records_of_the_rfc2544_method_give_the_comparison():
+    cfg = SearchBenchConfig(rounds=2)
+    duts = {(r, alg): FixedCapacity(9_000) for r in (1, 2) for alg in ("binary", "mlr")}
+    runs = runs_from_records(_records(cfg, duts))
+    assert [(r["round"], r["algorithm"]) for r in runs] == [(1, "binary"), (1, "mlr"), (2, "mlr"), (2, "binary")]
+    assert all(r["wall_s"] == 1.0 and r["trials"] for r in runs)
+    s = compare(runs, cfg.relative_width)
+    b, m = s["binary"], s["mlr"]
+    assert b["trial_seconds_total"] == sum(d.trial_seconds for k, d in duts.items() if k[1] == "binary")
+    assert s["mlr_vs_binary"] == pytest.approx(m["trial_seconds_total"] / b["trial_seconds_total"])
+    assert s["mlr_vs_binary"] <= 0.34 and s["mlr_at_most_third"] is True
+    # a fixed capacity: identical repeats, no spread; the gap is within the 2 % resolution
+    assert s["noise"]["cv"] == 0 and s["result_gap"] <= 0.02 and s["within_noise"] is True
+    # where the trial seconds went: binary only full length, MLRsearch mostly short trials
+    assert list(b["trial_seconds_by_duration"]) == ["3"] and b["full_length_failed_after_short_pass"] == 0
+    assert sum(m["trial_seconds_by_duration"].values()) == pytest.approx(m["trial_seconds_total"])
+    assert m["trial_seconds_by_duration"]["3"] == 3.0 * m["full_length_trials"]
+    parts = s["mlr_vs_binary_parts"]
+    assert parts["full_length"] + parts["shorter"] == pytest.approx(s["mlr_vs_binary"])
+    assert parts["full_length"] == pytest.approx(3.0 * m["full_length_trials"] / b["trial_seconds_total"])
+
+
+def test_spending_counts_full_length_failures_after_a_short_pass():
+    trials = [{"duration_s": 0.5, "load_pps": 100, "passed": True}, {"duration_s": 3.0, "load_pps": 100, "passed": False},
+              {"duration_s": 3.0, "load_pps": 90, "passed": False}, {"duration_s": 3.0, "load_pps": 80, "passed": True}]
+    sp = bench.spending([{"trials": trials, "trial_seconds_by_duration": {"0.5": 0.5, "3": 9.0}}])
+    assert sp["full_length_trials"] == 3 and sp["full_length_failed_after_short_pass"] == 1
+
+
+def test_noisy_dut_spread_is_measured_from_the_repeats():
+    cfg = SearchBenchConfig(rounds=3)
+    duts = {(r, alg): NoisyCapacity(20_000, spread=0.05, seed=10 * r + (alg == "mlr"))
+            for r in (1, 2, 3) for alg in ("binary", "mlr")}
+    s = compare(runs_from_records(_records(cfg, duts)), cfg.relative_width)
+    assert s["noise"]["df"] == 4 and s["noise"]["cv"] > 0
+    assert len(s["binary"]["results_pps"]) == len(s["mlr"]["results_pps"]) == 3
+
+
+def test_a_failed_search_leaves_the_ratio_missing():
+    cfg = SearchBenchConfig(rounds=1)
+    duts = {(1, alg): FixedCapacity(9_000) for alg in ("binary", "mlr")}
+    recs = _records(cfg, duts)
+    recs[1] = recs[1].model_copy(update={"error": "engine died", "metrics": None, "extra": {}})
+    s = compare(runs_from_records(recs))
+    assert s["mlr"]["failed"] == 1 and s["mlr_vs_binary"] is None and s["mlr_at_most_third"] is None
+    assert s["mlr_vs_binary_parts"] is None
+
+
+def test_noise_is_the_pooled_within_contender_spread():
+    n = noise({"binary": [9000.0, 9200.0], "mlr": [8800.0, 9000.0]})
+    assert n["df"] == 2 and n["sigma_pps"] == pytest.approx(141.42, rel=1e-3)
+    assert noise({"binary": [9000.0], "mlr": [9100.0]}) == {"sigma_pps": None, "cv": None, "df": 0}
+
+
+def test_within_noise_reproduced_not_reproduced_and_undecided():
+    def runs(b, m):
+        return [{"algorithm": alg, "round": i + 1, "throughput_pps": v, "trial_seconds": 10.0, "trial_count": 5,
+                 "irregular": [], "repetitions_pps": []}
+                for alg, vals in (("binary", b), ("mlr", m)) for i, v in enumerate(vals)]
+    # gap 5 %, repeats spread ~7 %: within noise
+    assert compare(runs([9000, 10000], [9500, 10400]))["within_noise"] is True
+    # gap 10 %, repeats within 0.2 %: beyond noise
+    steady = compare(runs([9000, 9020], [9900, 9920]))
+    assert steady["within_noise"] is False and steady["result_gap"] > 0.09
+    # gap 10 %, one search each: no spread measured -> undecided
+    assert compare(runs([9000], [9900]))["within_noise"] is None
+    # gap within the searches' resolution: within, whatever the spread
+    assert within_noise(0.015, None, 0.02) is True and within_noise(0.05, 0.01, 0.02) is False
+    assert within_noise(None, 0.1, 0.02) is None
+
+
+def _fake_result():
+    cfg = SearchBenchConfig(rounds=2)
+    duts = {(r, alg): FixedCapacity(9_000) for r in (1, 2) for alg in ("binary", "mlr")}
+    runs = runs_from_records(_records(cfg, duts))
+    return {"pairing": cfg.pairing, "config": bench.asdict(cfg), "goals": goals(cfg), "record": "results/x",
+            "suite_toml": suite_toml(suite_data(cfg)), "wall_s": 123.0, "max_load": {"mrr_pps": 130_000.0},
+            "device": None, "summary": compare(runs, cfg.relative_width), "runs": runs}
+
+
+def test_cli_prints_pairing_trial_seconds_ratio_results_and_noise(monkeypatch, capsys):
+    seen = {}
+
+    def fake_run_bench(cfg, out_root, log=None):
+        seen["cfg"], seen["out"] = cfg, out_root
+        return _fake_result()
+
+    monkeypatch.setattr(bench, "run_bench", fake_run_bench)
+    monkeypatch.setattr("fwlab.testbed.require_root", lambda: None)
+    assert cli.main(["bench", "search", "--json", "-q", "--out", "/tmp/x"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert seen["cfg"] == SearchBenchConfig() and str(seen["out"]) == "/tmp/x"
+    assert out["pairing"] == "strict" and "[[traffic]]" in out["suite_toml"]
+    s = out["summary"]
+    for key in ("mlr_vs_binary", "result_gap", "within_noise", "noise", "mlr_at_most_third"):
+        assert key in s
+    for alg in ("binary", "mlr"):
+        assert {"results_pps", "throughput_pps", "trial_seconds_total", "trial_seconds_per_search"} <= set(s[alg])
+    assert cli.main(["bench", "search", "-q", "--mlr-goal", "tst009", "--repetitions", "3"]) == 0
+    text = capsys.readouterr().out
+    assert seen["cfg"].pairing == "binary x3 averaged vs mlr tst009-like"
+    assert "pairing: strict" in text and "mlr_vs_binary (trial seconds) 0." in text and "within noise" in text
+    assert "MLRsearch spent" in text and "full-length trials" in text and "ratio = " in text
+
+
+@pytest.mark.parametrize("args", [["--rounds", "0"], ["--trial-s", "0"], ["--width", "1"],
+                                  ["--initial-trial-s", "9"], ["--rules", "-1"]])
+def test_cli_bad_arguments_are_one_line_and_exit_2(args, capsys):
+    assert cli.main(["bench", "search", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("fwlab: error:") and len(err.strip().splitlines()) == 1 and "fix:" in err
+
+
+def test_the_orchestrator_takes_an_order_of_the_same_trials_only():
+    from fwlab.errors import FwlabError
+    from fwlab.orchestrate import _reordered
+    from fwlab.suites.plan import Plan
+
+    trials = plan(SearchBenchConfig(rounds=2))
+    p = Plan(tuple(trials), ())
+    assert [t.trial_id for t in _reordered(p, abba).trials] == [t.trial_id for t in abba(trials)]
+    with pytest.raises(FwlabError, match="planned trials"):
+        _reordered(p, lambda ts: ts[:-1])

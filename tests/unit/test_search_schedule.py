@@ -1,0 +1,127 @@
+"""The strict RFC 2544 pairing on simulated DUTs: MLRsearch with exceed ratio 0 and a
+coarse-to-fine trial schedule against one full-duration binary search.
+
+Search logic only (simulated DUTs are arithmetic): same load within tolerance, fewer trial
+seconds, a noisy DUT whose short trials are optimistic, and the two schedule rules (step down
+no further than the forwarding rate seen at an upper bound; no short pre-trial below a load
+that passed one)."""
+
+import statistics
+
+import pytest
+
+from fwlab.bench.search import SearchBenchConfig, goals
+from fwlab.search import run_search
+from fwlab.search.simulated import FixedCapacity, NoisyCapacity, Stalling
+
+MAX, MIN = 130_000.0, 1000.0
+
+
+def strict_goals(trial_s=3.0):
+    return goals(SearchBenchConfig(trial_s=trial_s, mlr_goal="rfc2544", repetitions=1))
+
+
+@pytest.mark.parametrize("capacity", [9_000, 30_000, 70_000])
+def test_same_load_as_the_full_duration_binary_search_for_a_third_of_its_trial_seconds(capacity):
+    g = strict_goals()
+    b = run_search("binary", FixedCapacity(capacity), MAX, MIN, g["binary"])[0]
+    m = run_search("mlr", FixedCapacity(capacity), MAX, MIN, g["mlr"])[0]
+    # both land within the shared 2 % width below the capacity
+    for r in (b, m):
+        assert capacity * (1 - 0.02) <= r.throughput_pps <= capacity
+    assert abs(m.throughput_pps - b.throughput_pps) / b.throughput_pps <= 0.02
+    assert m.trial_seconds <= b.trial_seconds / 3
+    # the result was confirmed by a full-length trial, every other full-length trial is rare
+    full = [t for t in m.trials if t.result.duration_s == 3.0]
+    assert any(t.passed and t.result.intended_load_pps == m.lower_bound_pps for t in full)
+    assert len(full) <= 2
+
+
+def test_near_the_maximum_load_the_binary_search_is_cheap_and_mlr_still_cheaper():
+    g = strict_goals()
+    b = run_search("binary", FixedCapacity(120_000), MAX, MIN, g["binary"])[0]
+    m = run_search("mlr", FixedCapacity(120_000), MAX, MIN, g["mlr"])[0]
+    assert len(b.trials) <= 6 and m.trial_seconds < b.trial_seconds
+
+
+def test_noisy_capacity_results_stay_within_the_noise():
+    g = strict_goals()
+    ratios, gaps = [], []
+    for seed in range(10):
+        b = run_search("binary", NoisyCapacity(20_000, spread=0.03, seed=seed), MAX, MIN, g["binary"])[0]
+        m = run_search("mlr", NoisyCapacity(20_000, spread=0.03, seed=100 + seed), MAX, MIN, g["mlr"])[0]
+        ratios.append(m.trial_seconds / b.trial_seconds)
+        gaps.append(abs(m.throughput_pps - b.throughput_pps) / 20_000)
+    # capacity varies +-3 % per trial: results stay within that band of each other, plus the width
+    assert max(gaps) <= 0.06 + 0.02
+    assert statistics.median(ratios) <= 0.34
+
+
+def test_stalling_dut_short_trials_are_optimistic_and_the_result_is_still_a_full_length_pass():
+    """Stalls make long trials fail at loads short ones pass: MLRsearch's lower bound is only
+    ever a load that passed a full-length trial, its upper bound one that failed, and it costs
+    less than the binary search over many seeds."""
+    g = strict_goals()
+    ratios = []
+    for seed in range(12):
+        dut = Stalling(17_000, stalls_per_s=3, stall_mean_s=0.006, seed=seed)
+        m = run_search("mlr", dut, MAX, MIN, g["mlr"])[0]
+        b = run_search("binary", Stalling(17_000, stalls_per_s=3, stall_mean_s=0.006, seed=50 + seed),
+                       MAX, MIN, g["binary"])[0]
+        ratios.append(m.trial_seconds / b.trial_seconds)
+        at_lower = [t for t in m.trials if t.result.intended_load_pps == m.lower_bound_pps]
+        assert any(t.passed and t.result.duration_s == 3.0 for t in at_lower)
+        assert all(t.passed for t in at_lower)  # exceed ratio 0: a load with a bad trial is no lower bound
+        at_upper = [t for t in m.trials if t.result.intended_load_pps == m.upper_bound_pps]
+        assert any(not t.passed for t in at_upper)
+        assert m.throughput_pps <= 17_000
+    assert statistics.median(ratios) < 0.5
+
+
+def test_stalling_dut_zero_loss_load_falls_with_the_trial_duration():
+    short = Stalling(17_000, stalls_per_s=3, stall_mean_s=0.006, seed=1)
+    long = Stalling(17_000, stalls_per_s=3, stall_mean_s=0.006, seed=1)
+    load = 15_000
+    short_pass = sum(short.measure(0.5, load).loss_count == 0 for _ in range(200))
+    long_pass = sum(long.measure(5.0, load).loss_count == 0 for _ in range(200))
+    assert short_pass > long_pass
+
+
+class ShortTrialsOptimistic(FixedCapacity):
+    """Capacity falls with the trial duration: 17 kpps for 0.5 s, 12 kpps for ~1.4 s, 9 kpps for 3 s."""
+
+    def capacity(self, duration_s, offered_pps):
+        return 17_000 if duration_s < 1 else 12_000 if duration_s < 2 else 9_000
+
+
+def test_step_down_goes_no_higher_than_the_forwarding_rate_seen_at_the_upper_bound():
+    g = strict_goals()
+    dut = ShortTrialsOptimistic(0)
+    m = run_search("mlr", dut, MAX, MIN, g["mlr"])[0]
+    assert m.throughput_pps == pytest.approx(9_000, rel=0.02)
+    for prev, nxt in zip(m.trials, m.trials[1:]):
+        r = prev.result
+        if not prev.passed and nxt.result.intended_load_pps < r.intended_load_pps \
+                and r.intended_load_pps == m.upper_bound_pps or (not prev.passed and r.loss_count > 0
+                                                               and nxt.phase == prev.phase
+                                                               and nxt.result.intended_load_pps < r.intended_load_pps):
+            assert nxt.result.intended_load_pps <= r.forwarded_pps * (1 + 1e-9)
+    # 12 kpps at 1.4 s fails with 17 kpps offered: the next 1.4 s load is the 12 kpps it forwarded
+    loads_2of3 = [t.result.intended_load_pps for t in m.trials if t.phase.endswith("2of3")]
+    assert loads_2of3[1] == pytest.approx(12_000, rel=1e-3)
+
+
+def test_no_short_pre_trial_below_a_load_that_passed_one():
+    g = strict_goals()
+    dut = ShortTrialsOptimistic(0)
+    m = run_search("mlr", dut, MAX, MIN, g["mlr"])[0]
+    pre = m.trials[[t.phase.endswith("3of3") for t in m.trials].index(True) - 1].result.duration_s
+    seen: list = []
+    for t in m.trials:
+        r = t.result
+        if t.phase.endswith("3of3") and r.duration_s < 3.0:
+            # a pre-trial is only spent where no load at or above it passed one that long
+            assert not any(p >= r.intended_load_pps for p in seen)
+        if t.passed and r.duration_s >= pre:
+            seen.append(r.intended_load_pps)
+    assert m.throughput_pps == pytest.approx(9_000, rel=0.02)
