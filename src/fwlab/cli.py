@@ -32,9 +32,9 @@ def cmd_run(args) -> int:
         rec = run_ruleset(ruleset_cfg, Path(args.out), log=None if args.quiet else sys.stderr)
     elif args.resume:
         if args.suite or args.quick or args.repetitions is not None or args.duration is not None or args.hosts \
-                or args.link_rate:
+                or args.link_rate or args.precision is not None or args.max_repetitions is not None:
             raise FwlabError("--resume finishes a run as it was planned: it takes no SUITE, --quick, --link-rate, "
-                             "--repetitions, --duration or --hosts",
+                             "--repetitions, --precision, --max-repetitions, --duration or --hosts",
                              fix=f"fwlab run --resume {args.resume}")
         if args.dry_run:
             return _dry_run_resume(Path(args.resume))
@@ -43,18 +43,27 @@ def cmd_run(args) -> int:
         if not args.suite:
             raise FwlabError("no suite given", fix="fwlab run SUITE (see 'fwlab list'), or --resume DIR")
         suite, text = load_suite(quick_variant(args.suite) if args.quick else args.suite)
-        if args.repetitions is not None or args.duration is not None or args.link_rate:
+        if args.repetitions is not None or args.duration is not None or args.link_rate \
+                or args.precision is not None or args.max_repetitions is not None:
             data = suite.model_dump()
             if args.repetitions is not None:
                 data["repetitions"] = args.repetitions
+            if args.precision is not None:
+                data["precision"] = _precision_arg(args.precision)
+                if data["precision"] is None:
+                    data["max_repetitions"] = None
+            if args.max_repetitions is not None:
+                data["max_repetitions"] = args.max_repetitions
             if args.duration is not None:
                 data["duration_s"] = args.duration
             if args.link_rate:
                 data["link_rate"] = None if args.link_rate == "none" else args.link_rate
             from fwlab.suites import parse_suite
-            suite = parse_suite(data, f"'{args.suite}' with --repetitions/--duration/--link-rate",
-                                fix="--repetitions takes 1..100, --duration seconds in (0, 3600], "
-                                    "--link-rate a rate such as 10gbit or none")
+            suite = parse_suite(data, f"'{args.suite}' with --repetitions/--precision/--max-repetitions/"
+                                      "--duration/--link-rate",
+                                fix="--repetitions takes 1..100, --precision a fraction in (0, 1) or none, "
+                                    "--max-repetitions 1..100 and at least --repetitions (with a precision), "
+                                    "--duration seconds in (0, 3600], --link-rate a rate such as 10gbit or none")
         hosts = None
         if args.hosts:
             from fwlab.testbed.hosts import load_hosts
@@ -69,6 +78,17 @@ def cmd_run(args) -> int:
     print_summary(rec.path, sys.stdout)
     print(f"report: {report}")
     return 0
+
+
+def _precision_arg(text: str) -> float | None:
+    """--precision FRACTION (0.03 = 3 %) or 'none' (fixed repetitions); the suite check validates the range."""
+    if text.strip().lower() == "none":
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise FwlabError(f"--precision takes a fraction such as 0.03 (3 %) or none, not {text[:40]!r}",
+                         fix="e.g. --precision 0.03") from None
 
 
 def _ruleset_config(args):
@@ -86,10 +106,10 @@ def _ruleset_config(args):
     return None
 
 
-def _dry_run(suite, done: set[str] = frozenset()) -> int:
+def _dry_run(suite, done: set[str] = frozenset(), trials: list[dict] | None = None) -> int:
     """Print the plan's size, the combinations it leaves out (with the reason) and its rough
     wall-time estimate (fwlab.suites.estimate); change nothing. `done`: trial ids a resume would skip."""
-    from fwlab.suites.plan import Plan, expand
+    from fwlab.suites.plan import Plan, expand, expand_max
     from fwlab.suites.estimate import estimate_s
 
     plan = expand(suite)
@@ -97,9 +117,26 @@ def _dry_run(suite, done: set[str] = frozenset()) -> int:
     est = estimate_s(suite, todo)
     beds = len({t.bed_key for t in todo.trials})
     already = f" ({len(plan.trials) - len(todo.trials)} of {len(plan.trials)} already done)" if done else ""
-    print(f"{suite.name}: {len(todo.trials)} trials to run{already} on {beds} test bed(s), "
-          f"{len(plan.skipped)} combination(s) skipped; estimated {est / 60:.1f} min "
-          f"(rough, longer on a loaded machine)")
+    if suite.precision is None:
+        print(f"{suite.name}: {len(todo.trials)} trials to run{already} on {beds} test bed(s), "
+              f"{len(plan.skipped)} combination(s) skipped; estimated {est / 60:.1f} min "
+              f"(rough, longer on a loaded machine)")
+    else:  # adaptive: the minimum plan up to every figure at the maximum
+        lo, hi = suite.repetition_range
+        full = expand_max(suite)
+        from fwlab.stats.precision import PrecisionRule, figure_id, outcome
+
+        stopped: set[str] = set()
+        if trials is not None:  # a resume: figures the record shows stopped (met, at the maximum) run no more
+            stopped = {f.figure for f in outcome(trials, PrecisionRule.of_suite(suite)).figures if f.status != "short"}
+        base = {t.trial_id for t in plan.trials}
+        top = Plan(tuple(t for t in full.trials if t.trial_id not in done
+                         and (t.trial_id in base or figure_id(t.to_dict()) not in stopped)), full.skipped)
+        beds = len({t.bed_key for t in top.trials})
+        print(f"{suite.name}: adaptive repetitions, {lo}..{hi} per figure until its 95 % interval half-width "
+              f"is within {100 * suite.precision:g} % of its mean: {len(todo.trials)}..{len(top.trials)} trials to "
+              f"run{already} on {beds} test bed(s), {len(plan.skipped)} combination(s) skipped; estimated "
+              f"{est / 60:.1f}..{estimate_s(suite, top) / 60:.1f} min (rough, longer on a loaded machine)")
     for s in plan.skipped:
         print(f"  skipped: {s['mode']} {s['backend']} {s['layout']}"
               f"{' stateful-shortcut' if s['stateful_shortcut'] else ''}: {s['reason']}")
@@ -116,7 +153,7 @@ def _dry_run_resume(path: Path) -> int:
     if not isinstance(parsed, dict):
         raise FwlabError(f"{path}/run.json holds no parsed suite", fix="resume a directory written by 'fwlab run'")
     suite = parse_suite(parsed, f"stored in {path}")
-    return _dry_run(suite, done=rec.finished_ids())
+    return _dry_run(suite, done=rec.finished_ids(), trials=rec.trials())
 
 
 def quick_variant(suite: str) -> str:
@@ -236,7 +273,8 @@ def cmd_baseline(args) -> int:
     path = base.write(out)
     pooled = base.noise.pooled_threshold_pct()
     print(f"{len(base.noise)} figures from {len(base.runs)} runs of '{base.suite}'"
-          + (f"; mean 2-sigma threshold {pooled:.2f} %" if pooled is not None else "")
+          + (f"; mean 2-stdev band {pooled:.2f} % (seed 002's; compare tests with a t-test on this spread)"
+             if pooled is not None else "")
           + (f"; {len(base.left_out)} figures in fewer than 2 runs left out" if base.left_out else ""))
     print(f"baseline: {path}")
     return 0
@@ -248,7 +286,10 @@ def cmd_compare(args) -> int:
 
     noise = load_noise(args.noise) if args.noise else None
     metric = args.metric if args.metric and len(args.metric) > 1 else (args.metric or ["primary"])[0]
-    result = compare_runs(args.run_a, args.run_b, noise=noise, metric=metric, ignore=args.ignore or ())
+    from fwlab.analysis.compare import ABSOLUTE, RATIO
+
+    result = compare_runs(args.run_a, args.run_b, noise=noise, metric=metric, ignore=args.ignore or (),
+                          mode=ABSOLUTE if args.absolute else (None if noise else RATIO))
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))
     else:
@@ -338,6 +379,42 @@ def cmd_bench_search(args) -> int:
     return 0
 
 
+def cmd_bench_precision(args) -> int:
+    from fwlab.bench.precision import PrecisionBenchConfig, format_table, run_bench
+    from fwlab.orchestrate import start_run
+    from fwlab.testbed import require_root
+
+    rules = None
+    if args.rules != "all":
+        try:
+            rules = tuple(int(x) for x in args.rules.split(","))
+        except ValueError:
+            raise FwlabError(f"--rules takes rule counts such as 0,1000 or all, not {args.rules[:40]!r}",
+                             fix="e.g. --rules 0,1000") from None
+    cfg = PrecisionBenchConfig(precision=args.precision, fixed_repetitions=args.fixed_repetitions,
+                               min_repetitions=args.min_repetitions, max_repetitions=args.max_repetitions,
+                               rules=rules, rounds=args.rounds, out=args.out)
+    cfg.check()
+    require_root()
+    res = run_bench(cfg, start_run, log=None if args.quiet else sys.stderr)
+    print(json.dumps(res, indent=2) if args.json else format_table(res))
+    return 0
+
+
+def cmd_bench_overhead(args) -> int:
+    from fwlab.bench.overhead import OverheadConfig, format_table, run_bench
+    from fwlab.orchestrate import start_run
+    from fwlab.testbed import require_root
+
+    require_root()
+    if args.rounds < 1:
+        raise FwlabError("--rounds must be >= 1", fix="e.g. --rounds 1")
+    cfg = OverheadConfig(suite=args.suite, out=Path(args.out), rounds=args.rounds, compare_old=args.compare_old)
+    res = run_bench(cfg, start_run, log=None if args.quiet else sys.stderr)
+    print(json.dumps(res, indent=2) if args.json else format_table(res))
+    return 0
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with fwlab's error line: one line on stderr, exit 2 (subcommands inherit it)."""
 
@@ -366,6 +443,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "sizes and repetitions, shorter trials; under 10 minutes here), e.g. "
                         "'fwlab run seed-001 --quick' runs seed-001-quick")
     r.add_argument("--repetitions", type=int, help="override the suite's repetitions")
+    r.add_argument("--precision", metavar="FRACTION",
+                   help="adaptive repetitions: repeat each figure (interleaved) until its 95 %% t interval's "
+                        "half-width is within FRACTION of its mean (0.03 = 3 %%), from --repetitions up to "
+                        "--max-repetitions; 'none': fixed repetitions. Overrides the suite's precision")
+    r.add_argument("--max-repetitions", type=int, metavar="N",
+                   help="with a precision: the most repetitions of one figure (default 10)")
     r.add_argument("--duration", type=float, metavar="S", help="override the suite's trial duration [s]")
     r.add_argument("--link-rate", metavar="RATE",
                    help="emulate the wires at this line rate, e.g. 100mbit or 1gbit ('none': unshaped); "
@@ -478,6 +561,41 @@ def build_parser() -> argparse.ArgumentParser:
     bs.add_argument("--json", action="store_true", help="print one JSON object")
     bs.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     bs.set_defaults(func=cmd_bench_search)
+    bp = bsub.add_parser("precision", help="fixed 3 repetitions vs adaptive repetitions on quick (needs root)",
+                         description="Runs the built-in quick suite (by default a slice: rule counts 0 and 1000, "
+                                     "both layouts and traffic items, 8 figures) twice per round, alternately "
+                                     "(ABBA): with fixed --fixed-repetitions and with adaptive repetitions "
+                                     "(--min-repetitions..--max-repetitions until each figure's 95 %% Student t "
+                                     "interval half-width is within --precision of its mean). Prints each "
+                                     "contender's wall time, the share of figures within the precision (both "
+                                     "judged by the same rule) and adaptive_over_fixed = adaptive / fixed wall time.")
+    bp.add_argument("--precision", type=float, default=0.03, help="goal as a fraction of the mean (default 0.03)")
+    bp.add_argument("--fixed-repetitions", type=int, default=3, help="the fixed contender's repetitions (default 3)")
+    bp.add_argument("--min-repetitions", type=int, default=2,
+                    help="the adaptive contender's minimum (default 2, quick's own repetitions)")
+    bp.add_argument("--max-repetitions", type=int, default=10, help="the adaptive contender's maximum (default 10)")
+    bp.add_argument("--rules", default="0,1000",
+                    help="quick's rule counts to run, comma-separated, or 'all' (default 0,1000: the bench "
+                         "then takes about 8 minutes here, not 20)")
+    bp.add_argument("--rounds", type=int, default=1, help="fixed + adaptive pairs, ABBA order (default 1)")
+    bp.add_argument("--out", default="results", help="directory for the runs' records (default ./results)")
+    bp.add_argument("--json", action="store_true", help="print one JSON object")
+    bp.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    bp.set_defaults(func=cmd_bench_precision)
+    bo = bsub.add_parser("overhead", help="a suite run's wall time / traffic time and where the rest goes (needs root)",
+                         description="Run a suite (default quick) as 'fwlab run' does, report included, and "
+                                     "print wall_over_traffic = wall time / the trials' traffic time (bed builds "
+                                     "included; issue 18's goal is <= 1.15) with the breakdown of the rest: per "
+                                     "trial (counter reads, rule-set reads, runner start/stop, waits), per bed "
+                                     "(build, reset, loads, teardown) and the report.")
+    bo.add_argument("--suite", default="quick", help="suite to run (default quick)")
+    bo.add_argument("--rounds", type=int, default=1, help="runs per contender (default 1)")
+    bo.add_argument("--compare-old", action="store_true",
+                    help="also run the previous per-trial path, alternated with the lean one (A B, B A, ...)")
+    bo.add_argument("--out", default="results/bench-overhead", help="directory for the runs' records")
+    bo.add_argument("--json", action="store_true", help="print one JSON object")
+    bo.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    bo.set_defaults(func=cmd_bench_overhead)
 
     v = sub.add_parser("version", help="print fwlab's and the tools' versions as JSON")
     v.set_defaults(func=cmd_version)
@@ -498,7 +616,11 @@ def build_parser() -> argparse.ArgumentParser:
                         description="Per figure in both runs (every record kind): % change of B "
                                     "against A, significant when a two-sided test gives p < 0.05 "
                                     "(Welch's t-test on both runs' repetitions, >= 2 per run; a "
-                                    "t-test on the --noise model's spread where it has the figure).")
+                                    "t-test on the --noise model's spread where it has the figure). "
+                                    "By default each figure is divided by its own run's same-run "
+                                    "reference (0 rules, or no firewall) and the ratios are compared "
+                                    "(Welch's t-test on the log ratio), so a drift of a whole run "
+                                    "cancels; the references themselves are shown as the drift.")
     cp.add_argument("run_a", help="run A, the baseline (a run directory)")
     cp.add_argument("run_b", help="run B, the changed run")
     cp.add_argument("--noise", metavar="FILE", help="baseline file written by 'fwlab baseline'")
@@ -508,6 +630,9 @@ def build_parser() -> argparse.ArgumentParser:
     cp.add_argument("--ignore", action="append", metavar="FIELD",
                     help="leave a field out of the figure names, e.g. 'layout' to compare a linear "
                          "run with a set run; may be repeated")
+    cp.add_argument("--absolute", action="store_true",
+                    help="compare every figure's own values, not its ratio to its run's own reference "
+                         "(a drift between the runs then shows as changes)")
     cp.add_argument("--json", action="store_true", help="print the comparison as JSON")
     cp.set_defaults(func=cmd_compare)
 
@@ -515,7 +640,7 @@ def build_parser() -> argparse.ArgumentParser:
                         description="Runs of one suite in the order of their recorded start time; each "
                                     "figure's per-run median grouped with jumpavg (FD.io CSIT's trending); "
                                     "each group boundary a regression or progression with its size, "
-                                    "interval and significance (2-sigma rule over the per-run medians). "
+                                    "interval and significance (Welch's t-test, alpha 0.05, over the per-run medians). "
                                     "Writes one HTML page (plot per figure, table of changes).")
     tr.add_argument("runs", nargs="+", metavar="RUN", help="run directories, or results directories holding them")
     tr.add_argument("--suite", help="the suite to follow when the runs are of several suites")

@@ -1,8 +1,14 @@
 """Running a suite: plan -> test beds -> rule sets -> traffic -> record, one trial at a time.
 
-Owns: the order of work, the life cycle of each test bed (one fresh bed, hence one fresh DUT
-namespace, per mode and firewall backend), loading each rule set once for all trials that share
-it, writing each trial the moment it ends, resuming, and progress output.
+Owns: the order of work, the life cycle of each test bed (one bed per mode and firewall backend;
+the next backend of the same mode reuses it only after a reset proven clean, fwlab.dut.reset),
+loading each rule set once for all trials that share it, writing each trial the moment it ends,
+resuming, progress output, and where the time goes (fwlab.results.overhead: per trial, per bed,
+per run). Lean trials (the default): one interface-counter read per namespace per trial side,
+one read of the firewall's rule set per trial (its counters and its digest from that one read;
+the read that ends a trial also begins the next on the same loaded rule set), and the pause
+between trials overlapping the bookkeeping. ``lean=False`` keeps the previous path (for
+``fwlab bench overhead --compare-old``).
 Never parses tool output (runners do), renders rules (backends do) or computes statistics.
 """
 
@@ -11,25 +17,28 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import dataclass, field
-from itertools import groupby
+from itertools import chain, groupby
 from pathlib import Path
-from typing import Callable, TextIO
+from typing import Callable, Iterable, TextIO
 
 from fwlab.dut import DutContext, get_backend
 from fwlab.dut.memory import check_headroom, meminfo, need as memory_need
+from fwlab.dut.reset import Fingerprint, fingerprint, reset
 from fwlab.errors import BackendError, FwlabError, RecordError, RunnerError, SuiteError, ToolMissing
 from fwlab.floods import FloodSpec, run_with_background
 from fwlab.results import RunRecord, build_trial, host_metadata, utc_now
 from fwlab.results.metadata import remote_host_metadata
+from fwlab.results.overhead import Phases
 from fwlab.rules import generate, generate_kube_proxy
 import fwlab.methods  # noqa: F401  (registers the test methods beside the tools)
 from fwlab.runners import TrafficSpec, TrialEnv, get_runner
 from fwlab.runners.engine import ENGINE_PORT
 from fwlab.testbed.cpuseries import CpuSampler
 from fwlab.testbed.linkseries import LinkSampler, as_stream_series
+from fwlab.stats.precision import PrecisionRule, adaptive_order, figure_id, outcome
 from fwlab.stats.quality import flag_cpu_saturated, flag_link_limited
 from fwlab.suites import Suite, parse_suite
-from fwlab.suites.plan import TrialSpec, check_suite, expand
+from fwlab.suites.plan import TrialSpec, check_suite, expand, expand_max
 from fwlab.testbed import LocalHost, Offloads, Pinning, Testbed, Topology, new_run_id, require_root, require_tool
 from fwlab.testbed.hosts import HostEntry, Placement, parse_hosts
 
@@ -154,41 +163,106 @@ class Executor:
     progress: Progress
     on_trial: Callable[[dict], None] | None = None
     placement: Placement | None = None  #: roles on remote hosts (None: all local)
+    rule: PrecisionRule | None = None  #: adaptive repetitions (the suite's precision), else fixed
+    lean: bool = True  #: lean trials and bed reuse (False: the previous path, for the bench)
+    run_phases: Phases = field(default_factory=Phases)  #: the run's own bookkeeping time
 
     def run(self, trials: list[TrialSpec], done: set[str]) -> None:
-        for bed_key, group in groupby(trials, key=lambda t: t.bed_key):
-            todo = [t for t in group if t.trial_id not in done]
-            if todo:
-                self._run_bed(bed_key, todo)
+        beds = self._beds(trials, done)
+        cur = next(beds, None)
+        kept: _KeptBed | None = None
+        try:
+            while cur is not None:
+                nxt = next(beds, None)  # the next bed with work: may this bed be handed on to it?
+                bed_key, group, order = cur
+                kept = self._run_bed(bed_key, group, kept, nxt[0] if nxt is not None else None, order=order)
+                cur = nxt
+        finally:
+            if kept is not None:
+                kept.bed.teardown()
 
-    def _topology(self, mode: str) -> Topology:
+    def _beds(self, trials: list[TrialSpec], done: set[str]):
+        """(bed key, the bed's trials, run order or None) per bed that has work left."""
+        for bed_key, group in groupby(trials, key=lambda t: t.bed_key):
+            group = list(group)
+            if self.rule is None:
+                todo = [t for t in group if t.trial_id not in done]
+                if todo:
+                    yield bed_key, todo, None
+                continue
+            # repetitions past the minimum, interleaved, until each figure is precise (stats.precision)
+            order = self._planned(adaptive_order(group, self.rule, done, self.record.trials,
+                                                 on_round=self._round_note))
+            first = next(order, None)
+            if first is not None:
+                yield bed_key, group, chain([first], order)
+
+    def _planned(self, order: Iterable[TrialSpec]) -> Iterable[TrialSpec]:
+        """Each adaptive trial joins run.json's plan.trial_ids as it is scheduled (the record's
+        state then counts it: planned, and present once it ends)."""
+        plan = self.record.run.setdefault("plan", {})
+        for spec in order:
+            ids = plan.setdefault("trial_ids", [])
+            if spec.trial_id not in ids:
+                ids.append(spec.trial_id)
+                plan["trials"] = len(ids)
+                self.record.save_run()
+            yield spec
+
+    def _round_note(self, rep: int, short: int, figures: int) -> None:
+        self.progress.note(f"precision: repetition {rep}: {short} of {figures} figures still short of "
+                           f"±{100 * self.rule.precision:g} % (at most {self.rule.max_repetitions})")
+
+    def _topology(self, mode: str, link_rate_bps: int | None = None) -> Topology:
         s = self.suite
         return Topology(run_id=new_run_id(), mode=mode,
                         offloads=Offloads(**s.offloads.model_dump()),
                         pinning=Pinning(**s.pinning.model_dump()), device_model=s.device_model,
                         plan_overrides=self.placement.plan_overrides() if self.placement else (),
                         attacker=bool(s.background) and mode != "direct",
-                        link_rate_bps=s.link_rate_bps)
+                        link_rate_bps=link_rate_bps)
 
-    def _run_bed(self, bed_key: tuple, trials: list[TrialSpec]) -> None:
-        mode, backend_name = bed_key
+    def _run_bed(self, bed_key: tuple, trials: list[TrialSpec], kept: "_KeptBed | None" = None,
+                 next_key: tuple | None = None, order: Iterable[TrialSpec] | None = None) -> "_KeptBed | None":
+        """Run ``order`` (default ``trials``; ``trials`` tell the runners what the bed holds) on
+        ``kept`` (a bed reset clean after the previous backend) or on a new bed. Return this bed
+        for ``next_key`` when that is the same mode and link rate and the reset after this backend
+        is proven clean; otherwise tear it down and return None."""
+        mode, backend_name, link_rate_bps = bed_key
         backend = get_backend(backend_name)
-        bed = Testbed(self._topology(mode), placement=self.placement)
+        ph = Phases()
+        reuse_next = (self.lean and next_key is not None and next_key[0] == mode
+                      and next_key[2] == link_rate_bps and self.placement is None)
+        if kept is not None:
+            bed, pristine = kept.bed, kept.pristine
+        else:
+            bed, pristine = Testbed(self._topology(mode, link_rate_bps), placement=self.placement), None
+            with ph.timed("build"):
+                bed.build()
         runners = {get_runner(t.tool) for t in trials}
-        with bed:
-            desc = bed.describe()
+        handed_on: _KeptBed | None = None
+        desc: dict | None = None
+        try:
+            with ph.timed("describe"):
+                desc = dict(kept.desc) if kept is not None else bed.describe()
             desc["backend"] = backend_name
-            desc["backend_version"] = backend.version(bed.host_for("dut") if bed.topo.has_dut else bed.host)
+            with ph.timed("backend_version"):
+                desc["backend_version"] = backend.version(bed.host_for("dut") if bed.topo.has_dut else bed.host)
+            desc["bed_reused"] = kept is not None
+            if kept is not None:
+                desc["reset"] = kept.reset
             self.record.run.setdefault("beds", []).append(desc)
             self.record.save_run()
             self.progress.note(f"test bed {bed.topo.run_id}: {mode}, backend {backend_name} "
-                               f"(built in {bed.build_s:.2f} s)")
+                               + (f"(reused: reset clean after {kept.reset['after_backend']})" if kept is not None
+                                  else f"(built in {bed.build_s:.2f} s)"))
             conditions_base = {
                 "offloads": desc["offloads"],
                 "pinning": bed.topo.to_dict()["pinning"],
                 "device": desc.get("device"),
                 "link": desc.get("link"),
                 "testbed_run_id": bed.topo.run_id,
+                "bed_reused": kept is not None,
                 "backend_version": desc["backend_version"],
                 "tool_versions": {r.name: r.version() for r in runners},
             }
@@ -197,34 +271,63 @@ class Executor:
                 conditions_base["remote_roles"] = {r: self.placement.describe_role(r)
                                                    for r in bed.topo.roles if bed.is_remote(r)}
             ctx = DutContext(bed.host_for("dut"), bed.ns("dut"), mode) if bed.topo.has_dut else None
+            if reuse_next and ctx is not None and pristine is None:
+                with ph.timed("reset"):
+                    pristine = fingerprint(bed, ctx)  # the new bed, to compare the reset with
             env = TrialEnv(backend=backend if ctx else None, dut=ctx, note=self.progress.note)
-            for r in sorted(runners, key=lambda r: r.name):
-                info = r.bed_started(bed, env, [t for t in trials if t.tool == r.name])
-                if info is not None:
-                    env.bed_info[r.name] = info
-                    desc.setdefault("runner_info", {})[r.name] = info
-                    self.record.save_run()
+            with ph.timed("runners_start"):
+                for r in sorted(runners, key=lambda r: r.name):
+                    info = r.bed_started(bed, env, [t for t in trials if t.tool == r.name])
+                    if info is not None:
+                        env.bed_info[r.name] = info
+                        desc.setdefault("runner_info", {})[r.name] = info
+                        self.record.save_run()
             loaded_key = None
             load_info: dict = {}
             try:
-                for spec in trials:
+                for spec in (trials if order is None else order):
                     if spec.config_key != loaded_key:
-                        load_info = self._load(bed, ctx, backend, spec)
+                        load_info = self._load(bed, ctx, backend, spec, ph)
                         loaded_key = spec.config_key
                     self._trial(bed, env, spec, load_info, conditions_base)
             finally:
-                for r in runners:
-                    r.stop(bed)
+                with ph.timed("runners_stop"):
+                    for r in runners:
+                        r.stop(bed)
                 if ctx is not None:
-                    try:
-                        backend.flush(ctx)
-                    except FwlabError:
-                        pass
+                    with ph.timed("flush"):
+                        try:
+                            backend.flush(ctx)
+                        except FwlabError:
+                            pass
+            if reuse_next and ctx is not None and pristine is not None:
+                with ph.timed("reset"):
+                    res = reset(bed, ctx, backend, pristine)
+                note = {"after_backend": backend_name, "clean": res.clean, "proven": res.proven,
+                        "residue": list(res.residue)}
+                desc["reset_for_next"] = note
+                if res.reusable:
+                    handed_on = _KeptBed(bed, pristine, note, {k: v for k, v in desc.items() if k not in _PER_BACKEND})
+                else:
+                    self.progress.note(f"test bed {bed.topo.run_id} rebuilt after {backend_name}: "
+                                       + ("; ".join(res.residue[:2]) if res.residue
+                                          else "its clean reset is not proven (Backend.clean_reset)"))
+        finally:
+            if handed_on is None:
+                with ph.timed("teardown"):
+                    bed.teardown()
+            if desc is not None:
+                desc["overhead_s"] = ph.to_dict()
+                self.record.save_run()
+        return handed_on
 
-    def _load(self, bed: Testbed, ctx: DutContext | None, backend, spec: TrialSpec) -> dict:
+    def _load(self, bed: Testbed, ctx: DutContext | None, backend, spec: TrialSpec,
+              ph: Phases | None = None) -> dict:
+        ph = ph or Phases()
         if ctx is None:
             return {"digest": None, "family": None, "load_s": None, "bridge_nf_call": None}
         plan = bed.topo.plan
+        t_gen = time.monotonic()
         if spec.layout == "kube-proxy":
             if spec.tool != "engine":
                 raise SuiteError(f"layout kube-proxy sends the test traffic to a Service ClusterIP, "
@@ -239,13 +342,25 @@ class Executor:
                           ip_version=spec.ip_version, client_net=plan.client_net(spec.ip_version),
                           server_net=plan.server_net(spec.ip_version),
                           stateful_shortcut=spec.stateful_shortcut, seed=self.suite.seed)
-        backend.flush(ctx)
+        ph.add("load_generate", time.monotonic() - t_gen)
+        with ph.timed("load_flush"):
+            backend.flush(ctx)
         check_headroom(ctx.host, backend.name, rs.layout, rs.count)
+        t0 = time.monotonic()
         res = backend.load(ctx, rs)
-        time.sleep(self.suite.settle_s)
+        ph.add("load_apply", res.load_s)  # the one load command
+        ph.add("load_readback", time.monotonic() - t0 - res.load_s)  # render, digest read, sysctls
+        if self.lean:  # the pause runs from the load command's end, while the rule set is read
+            # back and the next trial prepares (see _trial)
+            self._quiet_until = (res.applied_monotonic or time.monotonic()) + self.suite.settle_s
+        else:
+            with ph.timed("load_settle"):
+                time.sleep(self.suite.settle_s)
         info = {"digest": res.digest, "family": res.family, "load_s": res.load_s,
                 "bridge_nf_call": res.bridge_nf_call, "rendered_lines": res.rendered_lines,
-                "kernel_mem_bytes": res.kernel_mem_bytes}
+                "kernel_mem_bytes": res.kernel_mem_bytes,
+                # the read the load's digest came from: the first trial's counters before
+                "_digest_family": res.digest_family, "_state": res.state}
         if res.notes:
             info["notes"] = list(res.notes)
         if rs.layout == "kube-proxy":
@@ -253,11 +368,30 @@ class Executor:
         return info
 
     def _links(self, bed: Testbed) -> dict:
+        if self.lean:
+            return bed.all_link_counters()
         return {f"{role}:{dev}": bed.link_counters(role, dev) for role, dev in bed.interfaces()}
+
+    def _rule_read(self, ctx: DutContext, backend, load_info: dict, side: str):
+        """The firewall's counters for one side of a trial, and the digest of the listing they
+        came with (None in the old path). Lean: the before side is the last read on this loaded
+        rule set (the load's own read, or the previous trial's after-read); the after side is
+        one fresh read, kept for the next trial."""
+        if not self.lean:
+            return backend.counters(ctx), None, "read"
+        last = load_info.get("_state")
+        if side == "before" and last is not None:
+            return last.counters, last.digest, load_info.get("_state_from", "load")
+        state = backend.read_state(ctx, load_info["_digest_family"])
+        load_info["_state"], load_info["_state_from"] = state, "previous trial's after-read"
+        return state.counters, state.digest, state.how
 
     def _trial(self, bed: Testbed, env: TrialEnv, spec: TrialSpec, load_info: dict, cond: dict) -> None:
         runner = get_runner(spec.tool)
         backend, ctx = env.backend, env.dut
+        ph = Phases()
+        with ph.timed("wait"):  # the rest of the pause after the previous trial or load
+            time.sleep(max(0.0, getattr(self, "_quiet_until", 0.0) - time.monotonic()))
         tspec = TrafficSpec(traffic=spec.traffic, tool=spec.tool, size_bytes=spec.size_bytes,
                             streams=spec.streams, rate_bps=spec.rate_bps, ip_version=spec.ip_version,
                             duration_s=spec.duration_s, options=dict(spec.options),
@@ -265,16 +399,23 @@ class Executor:
         if spec.layout == "kube-proxy" and ctx is not None:
             # NAT rules see only a flow's first packet: every trial starts without flows, so its
             # packets (distinct source ports, option new_flows) all walk the Service rules
-            ctx.host.run(["conntrack", "-F"], ns=ctx.ns)
+            with ph.timed("dut_prep"):
+                ctx.host.run(["conntrack", "-F"], ns=ctx.ns)
         started = utc_now()
-        cb = backend.counters(ctx) if ctx else None
-        lb = self._links(bed)
-        shaped_before = bed.link_state()
+        cb = digest_before = None
+        if ctx:
+            with ph.timed("dut_read_before"):
+                cb, digest_before, before_from = self._rule_read(ctx, backend, load_info, "before")
+        with ph.timed("links_before"):
+            lb = self._links(bed)
+            shaped_before = bed.link_state()
         metrics, series, raw, flags, error = None, [], {}, [], None
         kind, extra = "stream", {}
         flood = FloodSpec.from_dict(spec.background) if spec.background else None
-        sampler = LinkSampler(bed).start()
-        cpu_sampler = CpuSampler(bed, interval_s=sampler.interval_s).start()
+        with ph.timed("samplers_start"):
+            sampler = LinkSampler(bed).start()
+            cpu_sampler = CpuSampler(bed, interval_s=sampler.interval_s).start()
+        t_measure = time.monotonic()
         try:
             m, flood_rec = run_with_background(bed, env, flood, spec.ip_version, spec.duration_s,
                                                lambda: runner.measure(bed, tspec, env))
@@ -283,16 +424,36 @@ class Executor:
         except RunnerError as exc:
             error = exc.one_line()
             flood_rec = getattr(exc, "flood_record", None)
-        link_series = sampler.stop()
+        ph.add("measure", time.monotonic() - t_measure)
+        if self.lean:  # the pause between trials starts with the end of the traffic
+            self._quiet_until = time.monotonic() + self.suite.settle_s
+        with ph.timed("samplers_stop"):
+            link_series = sampler.stop()
+            cpu_series = cpu_sampler.stop()
         extra["link_series"] = link_series
-        extra["cpu_series"] = cpu_sampler.stop()
+        extra["cpu_series"] = cpu_series
         if metrics and not series:
             series = as_stream_series(link_series)
         if flood is not None:
             kind = "attack" if kind == "stream" else kind
             extra["background"] = flood_rec
-        la = self._links(bed)
-        ca = backend.counters(ctx) if ctx else None
+        with ph.timed("links_after"):
+            la = self._links(bed)
+        ca = digest_after = None
+        if ctx:
+            with ph.timed("dut_read_after"):
+                ca, digest_after, read_how = self._rule_read(ctx, backend, load_info, "after")
+        ruleset = load_info
+        if digest_after is not None:
+            # the digest of the listing this trial's counters came with (the load's, unless the
+            # rule set changed under the trial: then say so)
+            ruleset = {**load_info, "digest": digest_after}
+            extra["dut_counters_before_from"] = before_from
+            extra["dut_read"] = read_how  # listing, or netlink (rule set unchanged since the listing)
+            for d in {digest_before, digest_after} - {load_info.get("digest")}:
+                flags.append({"code": "ruleset-changed", "severity": "warning",
+                              "message": f"the rule set read back during this trial (digest {d[:12]}) is "
+                                         f"not the one loaded ({str(load_info.get('digest'))[:12]})"})
         if shaped_before is not None:
             extra["link_shapers"] = _shaper_deltas(shaped_before, bed.link_state())
             for f in flag_link_limited(extra["link_shapers"], bed.topo.link_rate_bps):
@@ -303,8 +464,10 @@ class Executor:
                 d["message"] += (" — on veth the DUT's forwarding runs in the sender's softirq, "
                                  "so this rate is the generator and the firewall path together")
                 flags.append(d)
+        extra["overhead_s"] = {"traffic_s": spec.duration_s, **ph.to_dict()}
+        t_rec = time.monotonic()
         rec = build_trial(
-            spec.to_dict(), kind=kind, metrics=metrics, series=series, started_utc=started, ruleset=load_info,
+            spec.to_dict(), kind=kind, metrics=metrics, series=series, started_utc=started, ruleset=ruleset,
             dut_counters_before=cb, dut_counters_after=ca, links_before=lb, links_after=la,
             conditions={**cond, "bridge_nf_call": load_info.get("bridge_nf_call"),
                         "tool_version": cond["tool_versions"][spec.tool]},
@@ -316,7 +479,24 @@ class Executor:
         if self.on_trial:
             self.on_trial(rec.to_json())
         self.progress.trial_done(spec, _fmt_result(metrics, error))
-        time.sleep(self.suite.settle_s)
+        self.run_phases.add("record", time.monotonic() - t_rec)
+        if not self.lean:
+            time.sleep(self.suite.settle_s)
+            self.run_phases.add("settle", self.suite.settle_s)
+
+
+#: keys of a bed's description that belong to one backend's use of it (not copied on reuse)
+_PER_BACKEND = ("backend", "backend_version", "runner_info", "overhead_s", "bed_reused", "reset", "reset_for_next")
+
+
+@dataclass
+class _KeptBed:
+    """A bed handed from one backend to the next: reset clean, with its fingerprint when new."""
+
+    bed: Testbed
+    pristine: Fingerprint
+    reset: dict  #: what the reset found (after_backend, clean, proven, residue)
+    desc: dict  #: its description (measured when it was built)
 
 
 def _shaper_deltas(before: dict, after: dict) -> dict[str, dict | None]:
@@ -351,9 +531,11 @@ def _remote_hosts_info(placement: Placement) -> dict:
 
 def start_run(suite: Suite, suite_text: str, out_root: Path, *, quiet: bool = False,
               hosts: dict[str, HostEntry] | None = None,
-              order: Callable[[list[TrialSpec]], list[TrialSpec]] | None = None) -> RunRecord:
+              order: Callable[[list[TrialSpec]], list[TrialSpec]] | None = None,
+              lean: bool = True) -> RunRecord:
     """Run ``suite``; ``hosts`` (from ``--hosts FILE``) places roles on remote hosts; ``order``
-    may reorder the planned trials (the same trials; e.g. ``fwlab bench search``'s ABBA order)."""
+    may reorder the planned trials (the same trials; e.g. ``fwlab bench search``'s ABBA order);
+    ``lean`` False takes the previous per-trial path (``fwlab bench overhead --compare-old``)."""
     placement = _placement(suite, hosts)
     if placement is None:
         preflight(suite)
@@ -370,7 +552,7 @@ def start_run(suite: Suite, suite_text: str, out_root: Path, *, quiet: bool = Fa
             "host": host_metadata(),
             **({"remote_hosts": _remote_hosts_info(placement)} if placement else {}),
         })
-        _execute(suite, plan, rec, quiet, placement)
+        _execute(suite, plan, rec, quiet, placement, lean=lean)
     return rec
 
 
@@ -406,25 +588,47 @@ class _Nothing:
         return None
 
 
-def _execute(suite: Suite, plan, rec: RunRecord, quiet: bool, placement: Placement | None = None) -> None:
+def _execute(suite: Suite, plan, rec: RunRecord, quiet: bool, placement: Placement | None = None,
+             lean: bool = True) -> None:
     done = rec.finished_ids()
-    known = {t.trial_id for t in plan.trials}
+    rule = PrecisionRule.of_suite(suite)
+    known = {t.trial_id for t in (expand_max(suite, dut_system(placement)) if rule else plan).trials}
     if done - known:
         raise RecordError(f"{rec.path} holds trials this suite does not plan", fix="resume with the fwlab that wrote it")
-    progress = Progress(total=len(plan.trials), already=len(done & known), quiet=quiet)
+    # adaptive: the bar counts to the maximum (figures that reach the precision stop earlier)
+    total = len(known) if rule else len(plan.trials)
+    progress = Progress(total=total, already=len(done & known), quiet=quiet)
     if progress.already:
         progress.note(f"resuming: {progress.already} of {progress.total} trials already done")
-    ex = Executor(suite, rec, progress, placement=placement)
+    ex = Executor(suite, rec, progress, placement=placement, rule=rule, lean=lean)
+    rec.run["lean_trials"] = lean
     try:
         ex.run(list(plan.trials), done)
     except KeyboardInterrupt:
+        _record_precision(rec, rule, plan)
         rec.set_status("interrupted")
         raise Interrupted(f"run interrupted; {len(rec.finished_ids())} finished trials kept in {rec.path}",
                           fix=f"fwlab run --resume {rec.path}") from None
     except BaseException:
         rec.set_status("failed")
         raise
+    finally:
+        rec.run["overhead_s"] = ex.run_phases.to_dict()  # record writing (and settle, old path)
+    p = _record_precision(rec, rule, plan)
+    if p is not None:
+        at_max = sum(1 for f in p["figures"] if f["status"] == "max-reached")
+        progress.note(f"precision: {p['met']} of {p['total']} figures within ±{100 * p['precision']:g} %"
+                      + (f"; {at_max} hit the maximum of {p['max_repetitions']} without it" if at_max else ""))
     rec.set_status("complete")
+
+
+def _record_precision(rec: RunRecord, rule: PrecisionRule | None, plan) -> dict | None:
+    """run.json's ``precision``: per figure the repetitions it took and the interval reached."""
+    if rule is None:
+        return None
+    rec.run["precision"] = outcome(rec.trials(), rule, [figure_id(t.to_dict()) for t in plan.trials]
+                                   ).model_dump(mode="json")
+    return rec.run["precision"]
 
 
 def measure_baseline(suite_name_or_path: str, runs: int, out_root: Path | str, *, quiet: bool = False,

@@ -5,7 +5,7 @@ the machine's noise."""
 import json
 
 from fwlab import cli
-from fwlab.analysis.compare import compare_runs
+from fwlab.analysis.compare import ABSOLUTE, compare_runs
 from fwlab.orchestrate import start_run
 from fwlab.stats import INSUFFICIENT_DATA, NOT_SIGNIFICANT, SIGNIFICANT
 from fwlab.suites import parse_suite
@@ -33,7 +33,13 @@ def test_compare_two_real_runs(tmp_path, capsys):
     a = start_run(suite, SUITE, tmp_path, quiet=True).path
     b = start_run(suite, SUITE, tmp_path, quiet=True).path
 
+    # default: ratio to the run's own reference; the 0-rule figure is that reference (its change
+    # is the runs' drift, shown apart, not tested)
     res = compare_runs(a, b)
+    assert [c.label for c in res.comparisons] == ["routed nftables linear 1000r ip4 udp 64B rx_pps"]
+    assert [c.label for c in res.drift] == ["routed nftables linear 0r ip4 udp 64B rx_pps"]
+    assert res.comparisons[0].n_a == 2 and res.comparisons[0].n_b == 2
+    res = compare_runs(a, b, mode=ABSOLUTE)
     labels = [c.label for c in res.comparisons]
     assert labels == ["routed nftables linear 0r ip4 udp 64B rx_pps",
                       "routed nftables linear 1000r ip4 udp 64B rx_pps"]
@@ -43,7 +49,7 @@ def test_compare_two_real_runs(tmp_path, capsys):
         assert c.change_pct is not None
     assert not res.only_a and not res.only_b
 
-    assert cli.main(["compare", str(a), str(b), "--json"]) == 0
+    assert cli.main(["compare", str(a), str(b), "--json", "--absolute"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["figures"] == 2 and all(r["verdict"] for r in data["rows"])
 

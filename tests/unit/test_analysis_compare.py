@@ -15,7 +15,7 @@ from goldens import GOLDEN
 from fwlab import cli
 from fwlab.analysis.baseline import baseline_from_runs, load_noise
 from fwlab.orchestrate import measure_baseline
-from fwlab.analysis.compare import compare_runs
+from fwlab.analysis.compare import ABSOLUTE, RATIO, compare_runs
 from fwlab.analysis.figures import ALL, run_figures
 from fwlab.errors import FwlabError
 from fwlab.stats import INSUFFICIENT_DATA, NOT_SIGNIFICANT, SIGNIFICANT
@@ -96,31 +96,44 @@ def test_failed_repetition_counts_as_error_not_zero(tmp_path):
 # --- compare ---------------------------------------------------------------------------------------
 
 def test_two_unchanged_runs_show_no_significant_difference(tmp_path):
-    # ten repetitions each, no run-to-run offset: the rule is a 2-standard-error test on the
-    # difference, so each unchanged figure is called significant with probability ~6 %
-    # (P(|t_18| > 2)); seeded, these two runs give none
+    # ten repetitions each, no run-to-run offset: Welch's t-test at alpha 0.05 calls each unchanged
+    # figure significant with probability 5 %; seeded, these two runs give none
     a = variant(tmp_path / "a", reps=10, jitter=0.01, seed=5)
     b = variant(tmp_path / "b", reps=10, jitter=0.01, seed=6)
-    res = compare_runs(a, b)
+    res = compare_runs(a, b, mode=ABSOLUTE)
     assert len(res.comparisons) == 8 and not res.only_a and not res.only_b
     assert all(c.verdict == NOT_SIGNIFICANT for c in res.comparisons)
     assert all(c.baseline_source == "run A" for c in res.comparisons)
     assert all(c.p_value is not None for c in res.comparisons)  # both sides have repetitions
-    assert res.summary_line() == "8 figures compared, 0 significant"
+    assert res.summary_line() == "8 figures compared (absolute), 0 significant"
     text = res.table()
     assert "Significant?" in text and "Welch t-test" in text and UDP_1000_LINEAR in text
+    assert "mode: absolute" in text
+    # the default: the 1000-rule figures over their run's 0-rule reference; the references are the drift
+    res = compare_runs(a, b)
+    assert res.mode == RATIO and len(res.comparisons) == 4 and len(res.drift) == 4
+    assert all(c.verdict == NOT_SIGNIFICANT and " 1000r " in c.label for c in res.comparisons)
+    assert res.summary_line() == "4 figures compared (ratio to own reference), 0 significant"
+    text = res.table()
+    assert "mode: ratio to own reference (4 figures divided" in text and "% of ref" in text
+    assert "references (not tested in ratio mode" in text and "routed nftables set 0r ip4 tcp dflt" in text
 
 
 def test_a_scaled_run_is_significant(tmp_path):
     a = variant(tmp_path / "a", reps=3, jitter=0.01, seed=1)
     b = variant(tmp_path / "b", reps=3, jitter=0.01, seed=2, scale=0.7)
-    res = compare_runs(a, b)
+    res = compare_runs(a, b, mode=ABSOLUTE)
     assert res.significant == 8
     for c in res.comparisons:
         assert c.verdict == SIGNIFICANT
         assert c.change_pct == pytest.approx(-30.0, abs=3.0)
         assert c.p_value is not None and c.p_value < 0.01
-    assert res.summary_line().startswith("8 figures compared, 8 significant")
+    assert res.summary_line().startswith("8 figures compared (absolute), 8 significant")
+    # the same 30 % on every figure of a run, references included, is a drift of the whole run:
+    # ratio mode (the default) sees no change and shows the drift on the references
+    res = compare_runs(a, b)
+    assert res.significant == 0 and len(res.comparisons) == 4
+    assert all(d.change_pct == pytest.approx(-30.0, abs=3.0) for d in res.drift)
 
 
 def test_linear_against_set_layout_is_significant(tmp_path):
@@ -136,7 +149,10 @@ def test_linear_against_set_layout_is_significant(tmp_path):
 
 
 def test_one_repetition_and_no_noise_model_is_undecided():
-    res = compare_runs(GOLDEN / "run-tiny", GOLDEN / "run-tiny")
+    ratio = compare_runs(GOLDEN / "run-tiny", GOLDEN / "run-tiny")
+    assert all(c.verdict == INSUFFICIENT_DATA for c in ratio.comparisons) and len(ratio.comparisons) == 4
+    assert "needs >= 2 repetitions of each figure and its reference" in ratio.table()
+    res = compare_runs(GOLDEN / "run-tiny", GOLDEN / "run-tiny", mode=ABSOLUTE)
     assert all(c.verdict == INSUFFICIENT_DATA for c in res.comparisons)
     assert all(c.change_pct == 0.0 for c in res.comparisons)
     assert "8 insufficient data (a decision needs >= 2 repetitions per run" in res.summary_line()
@@ -235,7 +251,18 @@ def test_cli_baseline_and_compare(tmp_path, capsys):
     assert cli.main(["compare", runs[0], changed, "--noise", noise_file]) == 0
     out = capsys.readouterr().out
     assert "Base mean" in out and "threshold %" in out and "p < 0.05" in out
-    assert out.strip().splitlines()[-1] == "8 figures compared, 8 significant"
+    assert out.strip().splitlines()[-1] == "8 figures compared (absolute), 8 significant"   # --noise: absolute
+    # no noise model: ratio mode by default (a 30 % drop of everything is a drift: no change), --absolute on request
+    reps = [str(variant(tmp_path / n, reps=3, jitter=0.01, seed=s, scale=f)) for n, s, f in (("a3", 1, 1.0), ("b3", 2, 0.7))]
+    assert cli.main(["compare", *reps]) == 0
+    out = capsys.readouterr().out
+    assert "mode: ratio to own reference" in out and out.strip().splitlines()[-1].endswith("0 significant")
+    assert cli.main(["compare", *reps, "--absolute"]) == 0
+    out = capsys.readouterr().out
+    assert "mode: absolute" in out and out.strip().splitlines()[-1] == "8 figures compared (absolute), 8 significant"
+    assert cli.main(["compare", *reps, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["mode"] == "ratio to own reference" and len(doc["drift"]) == 4
 
     assert cli.main(["compare", runs[0], changed, "--noise", noise_file, "--json", "--metric", "all"]) == 0
     data = json.loads(capsys.readouterr().out)
@@ -266,7 +293,7 @@ def test_compare_table_prints_human_units(tmp_path):
 
     a = variant(tmp_path / "a", reps=3, jitter=0.01, seed=1)
     b = variant(tmp_path / "b", reps=3, jitter=0.01, seed=2, scale=0.5)
-    text = compare_runs(a, b).table()
+    text = compare_runs(a, b, mode=ABSOLUTE).table()
     line = next(x for x in text.splitlines() if x.startswith(UDP_1000_LINEAR))
     assert " kpps" in line and "e+" not in line
     assert human_value("x throughput_bps", 2.5e9) == "2.500 Gbit/s"

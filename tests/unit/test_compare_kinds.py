@@ -13,7 +13,7 @@ import pytest
 from goldens import GOLDEN
 
 from fwlab import cli
-from fwlab.analysis.compare import compare_runs
+from fwlab.analysis.compare import ABSOLUTE, compare_runs
 from fwlab.analysis.figures import run_figures
 from fwlab.results.record import trial_record
 from fwlab.stats import NOT_SIGNIFICANT, SIGNIFICANT
@@ -74,28 +74,39 @@ def test_every_kind_has_figures(tmp_path):
 
 def test_a_run_against_itself_is_not_significant(tmp_path):
     a = write_run(tmp_path / "a", reps=2, seed=1)
-    res = compare_runs(a, a)
+    res = compare_runs(a, a, mode=ABSOLUTE)
     assert len(res.comparisons) == 2 * len(CONFIGS)
+    assert all(c.verdict == NOT_SIGNIFICANT and c.p_value == pytest.approx(1.0) for c in res.comparisons)
+    # ratio mode (the default): every kind's 1000-rule figure over its run's 0-rule one
+    res = compare_runs(a, a)
+    assert len(res.comparisons) == len(res.drift) == len(CONFIGS)
     assert all(c.verdict == NOT_SIGNIFICANT and c.p_value == pytest.approx(1.0) for c in res.comparisons)
 
 
 def test_an_unchanged_rerun_is_not_significant_and_a_changed_one_is(tmp_path):
     a = write_run(tmp_path / "a", reps=3, seed=1)
-    same = compare_runs(a, write_run(tmp_path / "b", reps=3, seed=7))
+    same = compare_runs(a, write_run(tmp_path / "b", reps=3, seed=7), mode=ABSOLUTE)
     # 20 unchanged figures, each significant with probability <= 5 %; seeded, none are
     assert same.significant == 0, same.table()
-    changed = compare_runs(a, write_run(tmp_path / "c", reps=3, seed=3, scale=0.7))
+    changed = compare_runs(a, write_run(tmp_path / "c", reps=3, seed=3, scale=0.7), mode=ABSOLUTE)
     assert changed.significant == len(changed.comparisons) == 2 * len(CONFIGS)
     for c in changed.comparisons:
         assert c.change_pct == pytest.approx(-30.0, abs=5.0)
+    # the same 30 % on 0 and 1000 rules alike is a drift of the whole run: ratio mode sees none
+    ratio = compare_runs(a, tmp_path / "c")
+    assert ratio.significant == 0 and len(ratio.comparisons) == len(CONFIGS), ratio.table()
+    assert all(d.change_pct == pytest.approx(-30.0, abs=5.0) for d in ratio.drift)
 
 
 def test_cli_compare_prints_units_of_every_kind(tmp_path, capsys):
     a = write_run(tmp_path / "a", reps=2, seed=1)
-    assert cli.main(["compare", str(a), str(a)]) == 0
+    assert cli.main(["compare", str(a), str(a), "--absolute"]) == 0
     out = capsys.readouterr().out
     assert "conn/s" in out and "connections" in out and " ms" in out and "Gbit/s" in out
-    assert out.strip().splitlines()[-1] == f"{2 * len(CONFIGS)} figures compared, 0 significant"
+    assert out.strip().splitlines()[-1] == f"{2 * len(CONFIGS)} figures compared (absolute), 0 significant"
+    assert cli.main(["compare", str(a), str(a)]) == 0
+    out = capsys.readouterr().out
+    assert out.strip().splitlines()[-1] == f"{len(CONFIGS)} figures compared (ratio to own reference), 0 significant"
     assert cli.main(["compare", str(a), str(a), "--metric", "completion_s", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["figures"] == 2 and data["significant"] == 0
+    assert data["figures"] == 1 and len(data["drift"]) == 1 and data["significant"] == 0   # 1000 rules over 0

@@ -154,19 +154,23 @@ def test_seed_002_a_noisy_run_cannot_confirm_no_effect():
 
 # --- seed 001 ------------------------------------------------------------------------------------
 
-def seed001_trials(linear_ratio: float):
+def seed001_trials(linear_ratio: float, reps: int = 3, noise: float = 0.002):
     ts = []
-    for size, mx in ((64, 500e3), (512, 450e3), (1518, 300e3)):
-        for n in (0, 1000, 10000):
-            f = 1.0 - (1.0 - linear_ratio) * n / 10000
-            ts.append(tr("rfc2544", "throughput", "nftables", n, size=size, throughput_pps=mx * f))
-            ts.append(tr("rfc2544", "throughput", "nftables", n, layout="set", size=size, throughput_pps=mx * 0.99 ** (n > 0)))
+    for k in range(reps):
+        j = 1.0 + noise * (k - 1)
+        for size, mx in ((64, 500e3), (512, 450e3), (1518, 300e3)):
+            for n in (0, 1000, 10000):
+                f = {0: 1.0, 1000: 0.95, 10000: linear_ratio}[n]
+                ts.append(tr("rfc2544", "throughput", "nftables", n, size=size, rep=k,
+                             throughput_pps=mx * f * j))
+                ts.append(tr("rfc2544", "throughput", "nftables", n, layout="set", size=size, rep=k,
+                             throughput_pps=mx * 0.99 ** (n > 0) * j))
     return ts
 
 
 def test_seed_001_flat_to_5000_and_an_effect_above():
-    # linear: 91 % at 1000 rules (flat up to 5000), 11 % of that at 10000 (an effect above);
-    # set: 99 % at both (flat, and no effect above 5000)
+    # linear: 95 % at 1000 rules (flat up to 5000), 11 % of that at 10000 (an effect above);
+    # set: 99 % at both (flat, and no effect above 5000); 3 repetitions, +-0.2 %
     cmp = compare_study(run_of("seed-001"), seed001_trials(linear_ratio=0.1))
     got = {f.id: f.verdict for f in cmp.findings}
     assert got["seed-001/flat-up-to-5000/linear"] == REPRODUCED and got["seed-001/flat-up-to-5000/set"] == REPRODUCED
@@ -179,17 +183,23 @@ def test_seed_001_flat_to_5000_and_an_effect_above():
     assert bridge.verdict == NOT_MEASURED                       # one mode only
     assert cmp.findings[-1].verdict == NOT_MEASURED             # no connection capacity search
     assert "90.8 %" in flat.criterion                             # 95.8 % published worst, minus 5 points
+    # one repetition: no interval, so no verdict is decided (published.compare.DECISION_RULE)
+    one = compare_study(run_of("seed-001"), seed001_trials(linear_ratio=0.1, reps=1))
+    for f in one.findings:
+        if f.trial_ids:
+            assert f.verdict == INCONCLUSIVE and "1 repetition: no interval" in f.reason, f.id
 
 
 # --- seed 000 ------------------------------------------------------------------------------------
 
 def test_seed_000_tcp_flat_and_udp_collapse():
     ts = []
-    for n in (0, 10, 200, 1000):
-        for s in (64, 1400):
-            ts.append(tr("stream", "tcp", "iptables-legacy", n, size=s, sc=True, throughput_bps=3e9))
-        ts.append(tr("stream", "engine", "iptables-legacy", n, size=1446, sc=True,
-                     throughput_bps={0: 4e9, 10: 4e9, 200: 3.8e9, 1000: 0.2e9}[n]))
+    for k in range(3):
+        for n in (0, 10, 200, 1000):
+            for s in (64, 1400):
+                ts.append(tr("stream", "tcp", "iptables-legacy", n, size=s, sc=True, rep=k, throughput_bps=3e9 * jitter(k)))
+            ts.append(tr("stream", "engine", "iptables-legacy", n, size=1446, sc=True, rep=k,
+                         throughput_bps={0: 4e9, 10: 4e9, 200: 3.8e9, 1000: 0.2e9}[n] * jitter(k)))
     cmp = compare_study(run_of("seed-000"), ts)
     got = {f.claim.split(" (")[0]: f.verdict for f in cmp.findings}
     assert got["TCP throughput is the same at every rule count"] == REPRODUCED
@@ -247,8 +257,16 @@ def test_no_effect_verdict_weighs_the_noise():
     assert no_effect_verdict([(tight, [98.0, 99.0, 97.0])], 90.0) == (REPRODUCED, "")
     assert no_effect_verdict([(tight, [70.0, 71.0, 69.0])], 90.0) == (NOT_REPRODUCED, "")
     v, why = no_effect_verdict([([100.0, 40.0, 160.0], [80.0, 30.0, 130.0])], 90.0)
-    assert v == INCONCLUSIVE and why == "below 90 % but the difference is within the noise at 3 repetitions"
-    assert no_effect_verdict([([100.0], [70.0])], 90.0)[0] == NOT_REPRODUCED     # one repetition: the ratio decides
+    assert v == INCONCLUSIVE and why == "an interval spans the limit of 90: difference within noise at 3 repetitions"
+    # the point estimate (92 %) is above the floor, but its interval is not: not reproduced before, now undecided
+    v, why = no_effect_verdict([([100.0, 90.0, 110.0], [92.0, 82.0, 102.0])], 90.0)
+    assert v == INCONCLUSIVE and "within noise at 3" in why
+    # one repetition: no interval, whatever the ratio says (DECISION_RULE)
+    assert no_effect_verdict([([100.0], [70.0])], 90.0) == (INCONCLUSIVE, "1 repetition: no interval to decide by "
+                                                               "(a verdict needs >= 2 repetitions per side)")
+    assert no_effect_verdict([([100.0], [99.0])], 90.0)[0] == INCONCLUSIVE
+    # no data: not measured, never reproduced
+    assert no_effect_verdict([], 90.0)[0] == NOT_MEASURED
 
 
 def test_seed_003_udp_uses_the_tools_received_rate_not_fragments():

@@ -303,8 +303,13 @@ def test_seed_001_capacity_equal_at_the_table_limit_is_inconclusive():
     f = capacity_finding(compare_study(run_of("seed-001"), ts))
     assert f.verdict == INCONCLUSIVE and "within the search's 5 % width" in f.fwlab
     assert "both stopped at the DUT's full connection table" in f.fwlab and "262,144" in f.reason
-    other = [capacity_trial("routed", 1, 150000, table_full=False), capacity_trial("bridge", 1, 151000, table_full=False)]
+    other = [capacity_trial(m, r, c + 1000 * r, table_full=False) for m, c in (("routed", 150000), ("bridge", 151000))
+             for r in (1, 2)]
     assert capacity_finding(compare_study(run_of("seed-001"), other)).verdict == NOT_REPRODUCED
+    # one repetition a mode: no interval, so not decided (published.compare.DECISION_RULE)
+    single = [capacity_trial("routed", 1, 150000, table_full=False), capacity_trial("bridge", 1, 151000, table_full=False)]
+    f = capacity_finding(compare_study(run_of("seed-001"), single))
+    assert f.verdict == INCONCLUSIVE and "1 repetition: no interval" in f.reason
 
 
 def test_seed_001_capacity_capped_and_missing():
@@ -475,9 +480,14 @@ def test_seed_000_attack_findings_reproduced():
 
 
 def test_seed_000_attack_findings_not_reproduced():
-    cmp = compare_study(run_of("seed-000"), seed000_trials(0.97, 1.0, 1.0))
+    # 1000 rules 10 % above 200 under the flood: significantly the other way
+    cmp = compare_study(run_of("seed-000"), seed000_trials(0.97, 1.0, 1.1))
     got = [f.verdict for f in cmp.findings if "flood" in f.claim]
     assert got == [NOT_REPRODUCED] * 3
+    # 1000 rules equal to 200: neither way significantly, so undecided (not 'not reproduced')
+    f = next(f for f in compare_study(run_of("seed-000"), seed000_trials(0.97, 1.0, 1.0)).findings
+             if f.id == "seed-000/attack-many-rules-worse")
+    assert f.verdict == INCONCLUSIVE and "within noise at 2 repetitions" in f.reason
 
 
 def test_seed_000_attack_not_measured_without_floods():

@@ -6,7 +6,7 @@ import random
 import re
 from datetime import datetime
 
-from fwlab.analysis.changed_since import changed_since_html
+from fwlab.analysis.changed_since import DRIFT, changed_since_html
 from fwlab.cli import main
 from synthetic_runs import write_run
 
@@ -31,7 +31,8 @@ def test_changed_configuration_is_significant_and_only_it(tmp_path, capsys):
     old, new = _pair(tmp_path, SLOWER)
     assert main(["report", str(new), "--against", str(old), "-q"]) == 0
     rows = _rows((new / "report.html").read_text())
-    assert len(rows) == 16
+    assert len(rows) == 16      # 12 figures over their run's 0-rule reference, and the 4 references (drift)
+    assert sum(v == DRIFT for v in rows.values()) == 4
     changed = ["routed nftables linear 10000r ip4 tcp dflt throughput_bps",
                "routed nftables linear 10000r ip4 udp 64B rx_pps"]
     assert all(rows[k] == "significant" for k in changed)
@@ -49,7 +50,7 @@ def test_same_figures_again_are_not_significant(tmp_path):
     again = tmp_path / "again"
     shutil.copytree(old, again)
     rows = _rows(f"<p id='changed-since'></p>{changed_since_html(again, old)}")
-    assert len(rows) == 16 and set(rows.values()) == {"not significant"}
+    assert len(rows) == 16 and set(rows.values()) == {"not significant", DRIFT}
 
 
 def test_single_repetitions_are_insufficient_data(tmp_path):
@@ -58,7 +59,7 @@ def test_single_repetitions_are_insufficient_data(tmp_path):
         lines = (run / "trials.jsonl").read_text().splitlines()
         (run / "trials.jsonl").write_text("\n".join(ln for ln in lines if '"repetition":1,' in ln) + "\n")
     rows = _rows(f"<p id='changed-since'></p>{changed_since_html(new, old)}")
-    assert rows and set(rows.values()) == {"insufficient data"}
+    assert rows and set(rows.values()) == {"insufficient data", DRIFT}
 
 
 def test_bad_against_exits_2(tmp_path, capsys):

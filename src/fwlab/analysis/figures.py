@@ -8,10 +8,17 @@ Never touches: files other than through `RunRecord`, statistics, the test bed or
 
 Figure key parts, in order (each omitted when listed in ``ignore``): mode, backend, layout,
 ``+established`` when the stateful shortcut is on, rule count (``1000r``), IP version (``ip4``),
-traffic, size (``64B``, ``dflt`` for the tool's default), stream count when > 1 (``x4``), metric.
+traffic, size (``64B``, ``dflt`` for the tool's default), stream count when > 1 (``x4``), the
+emulated link rate when the bed had one (``@100mbit``), metric.
 Trials of the kinds that form no rule-count curve (`KIND_METRICS`: parallel, attack, connections,
 transactions, rtt) get the same key with their kind and any background flood (``udpflood9500pps``)
 before the metric; their primary metric is the first of `KIND_METRICS` the trial holds.
+
+Each figure also carries its same-run reference (`Figure.ref_values`), which `fwlab compare`
+divides it by so that a drift of a whole run cancels: at N > 0 rules the same configuration's
+0-rule figure (pooled over linear and set when they load the same 0-rule set); at 0 rules with a
+firewall the same traffic with no firewall (backend none) in the run, same mode first, else direct;
+none for a figure with no firewall (it is the reference).
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from pathlib import Path
 from fwlab.errors import FwlabError
 from fwlab.floods.model import FloodSpec
 from fwlab.results.curves import CURVE_FIELDS, METRICS, Curve, curves, primary_metric
+from fwlab.results.identity import rate_id
 from fwlab.results.record import RunRecord
 
 __all__ = [
@@ -72,6 +80,11 @@ class Figure:
     """One value per successful repetition, in the metric's stored unit."""
     errors: int
     """Repetitions of this configuration that failed (no metrics) [count]."""
+    ref_values: tuple[float, ...] = ()
+    """Its same-run reference's repetitions, same metric (`reference_of`); empty when it has none."""
+    ref_keys: tuple[str, ...] = ()
+    """The figure key(s) whose values make the reference (several: a 0-rule reference pooled over
+    layouts that load the same 0-rule set, linear and set)."""
 
 
 def figure_key(fields: Mapping, rules: int | None, metric: str, ignore: Iterable[str] = ()) -> str:
@@ -96,6 +109,8 @@ def figure_key(fields: Mapping, rules: int | None, metric: str, ignore: Iterable
     streams = fields.get("streams") or 1
     if streams > 1:
         add("streams", f"x{streams}")
+    if fields.get("link_rate_bps"):
+        add("link_rate_bps", f"@{rate_id(fields['link_rate_bps'])}")
     parts.append(metric)
     return " ".join(parts)
 
@@ -137,6 +152,7 @@ def _kind_figures(trials: list[dict], metric: str | Sequence[str], ignore: set[s
     values: dict[str, list[float]] = {}
     errors: dict[str, int] = {}
     meta: dict[str, tuple[str, str]] = {}
+    where: dict[str, tuple[dict, int, tuple, str]] = {}
     for t in trials:
         if t.get("kind") not in KIND_METRICS:
             continue
@@ -158,6 +174,7 @@ def _kind_figures(trials: list[dict], metric: str | Sequence[str], ignore: set[s
                                  f"{', '.join(sorted(ignore))} is left out",
                                  fix="leave out only fields that take one value in each run")
             meta[key] = (full, m)
+            where[key] = (fields, int(t.get("rules") or 0), tuple(extra), m)
             values.setdefault(key, [])
             errors.setdefault(key, 0)
             v = None if failed else t["metrics"].get(m)
@@ -167,8 +184,24 @@ def _kind_figures(trials: list[dict], metric: str | Sequence[str], ignore: set[s
                 values[key].append(float(v))
     for key, (full, m) in meta.items():
         if values[key] or errors[key]:
-            out[key] = Figure(key=key, full_key=full, metric=m, values=tuple(values[key]), errors=errors[key])
+            ref = _kind_reference(key, where, values)
+            out[key] = Figure(key=key, full_key=full, metric=m, values=tuple(values[key]), errors=errors[key],
+                              ref_values=tuple(values[ref]) if ref else (), ref_keys=(ref,) if ref else ())
     return out
+
+
+def _kind_reference(key: str, where: dict[str, tuple[dict, int, tuple, str]],
+                    values: dict[str, list[float]]) -> str | None:
+    """The key of a kind figure's same-run reference (see the module doc), None when it has none."""
+    fields, rules, extra, m = where[key]
+    if fields.get("backend") == "none":
+        return None
+    same = [(k, w) for k, w in where.items() if k != key and w[2] == extra and w[3] == m and values.get(k)]
+    if rules:
+        for k, (f, n, _, _) in same:
+            if n == 0 and f == fields:
+                return k
+    return _unfirewalled(fields, [(f, k) for k, (f, n, _, _) in same if not n])
 
 
 def _check_ignore(ignore: Iterable[str]) -> set[str]:
@@ -190,7 +223,8 @@ def trial_figures(trials: list[dict], metric: str | Sequence[str] = PRIMARY,
     """
     ignore = _check_ignore(ignore)
     out: dict[str, Figure] = {}
-    for c in curves(trials):
+    cs = curves(trials)
+    for c in cs:
         for m in _metrics_for(c, metric):
             for n, p in c.points.items():
                 values = p.values.get(m)
@@ -201,10 +235,44 @@ def trial_figures(trials: list[dict], metric: str | Sequence[str] = PRIMARY,
                     raise FwlabError(f"two configurations of one run share the figure {key!r} once "
                                      f"{', '.join(sorted(ignore))} is left out",
                                      fix="leave out only fields that take one value in each run")
+                ref_values, ref_keys = _curve_reference(c, n, m, cs, ignore)
                 out[key] = Figure(key=key, full_key=figure_key(c.k, n, m), metric=m,
-                                  values=tuple(values or ()), errors=len(p.errors))
+                                  values=tuple(values or ()), errors=len(p.errors),
+                                  ref_values=ref_values, ref_keys=ref_keys)
     out.update(_kind_figures(trials, metric, ignore))
     return out
+
+
+_SAME_TRAFFIC = ("ip_version", "traffic", "size_bytes", "streams", "label")
+
+
+def _unfirewalled(fields: Mapping, candidates: Iterable[tuple[Mapping, object]]):
+    """Of (fields, x) candidates with backend none and the same traffic as `fields`: the one in the
+    same mode, else in direct mode, else any; None."""
+    same = [(f, x) for f, x in candidates if f.get("backend") == "none"
+            and all(f.get(k) == fields.get(k) for k in _SAME_TRAFFIC + ("link_rate_bps",))]
+    for want in (fields.get("mode"), "direct", None):
+        for f, x in same:
+            if want is None or f.get("mode") == want:
+                return x
+    return None
+
+
+def _curve_reference(c: Curve, n: int, m: str, cs: list[Curve], ignore: set[str]) -> tuple[tuple, tuple]:
+    """(values, figure keys) of a curve point's same-run reference (see the module doc)."""
+    if c.k.get("backend") == "none":
+        return (), ()
+    if n != 0:
+        ref = c.reference()
+        if ref is None or not ref.values.get(m):
+            return (), ()
+        layouts = c.shared_with if c.shared_ref is not None else (c.k["layout"],)
+        keys = tuple(figure_key({**c.k, "layout": lay}, 0, m, ignore) for lay in layouts)
+        return tuple(ref.values[m]), keys
+    ref_curve = _unfirewalled(c.k, [(o.k, o) for o in cs if o.points.get(0) is not None])
+    if ref_curve is None or not ref_curve.points[0].values.get(m):
+        return (), ()
+    return tuple(ref_curve.points[0].values[m]), (figure_key(ref_curve.k, 0, m, ignore),)
 
 
 def run_figures(path: Path | str, metric: str | Sequence[str] = PRIMARY,

@@ -4,7 +4,7 @@ Owns: collecting run records (run directories, or a results directory holding th
 in time order, the per-run figure series, the grouping of each series into stretches of one
 level (`jumpavg.classify`, the minimum-description-length grouping FD.io CSIT's trending uses)
 and the verdict on each boundary between groups (a *change*: regression or progression, its
-size with an interval, and its significance by `fwlab.stats.compare_figure`'s 2-sigma rule).
+size with an interval, and its significance by `fwlab.stats.compare_figure`'s Welch t-test, alpha 0.05).
 Rendering the page is `fwlab.analysis.trend_page`. Never touches: the test bed or traffic.
 
 Order: runs are sorted by the record's own start time (``run.json`` ``started_utc``), then by its
@@ -21,8 +21,9 @@ repetitions' spread understates run-to-run drift: 3-14 of 720), and its default 
 significant bits) misses drops (15 of 240). A change between group A (before) and B
 (after) is judged from the per-run medians of both groups, each run an independent sample:
 
-- ``significant``: |mean_B - mean_A| > 2 standard errors of the difference (`compare_figure`);
-- ``not significant``: jumpavg split the series but the 2-sigma rule does not confirm it;
+- ``significant``: Welch's t-test on the two groups' per-run medians gives p < 0.05 (two-sided,
+  Welch-Satterthwaite degrees of freedom; `compare_figure`);
+- ``not significant``: jumpavg split the series but the t-test does not confirm it;
 - ``inconclusive``: a group holds fewer than `MIN_GROUP_RUNS` runs (one run cannot tell a
   level change from one bad run; re-run to confirm) or no spread is known.
 
@@ -97,9 +98,10 @@ class Change:
     change_pct: float
     """100 * (after - before) / |before| [%]."""
     change_ci95_pct: tuple[float, float] | None
-    """About 95 % interval of change_pct: +-2 standard errors of the difference [%]."""
+    """95 % interval of change_pct: +- the t quantile (Welch-Satterthwaite df) x the standard error of
+    the difference, as % of the before average [%]."""
     threshold_pct: float | None
-    """Size a change must exceed to be significant (2 standard errors) [%]."""
+    """Size a change must exceed to be significant (Welch's t-test, alpha 0.05) [%]."""
     p_value: float | None
     """Welch t-test over the per-run medians of both groups (second opinion)."""
     bits_saved: float
@@ -244,16 +246,23 @@ def _judge(figure: str, metric: str, a: list[float], b: list[float], at: int, ma
         verdict, reason = INCONCLUSIVE, "no run-to-run spread known (identical runs)"
     elif cmp.verdict == SIGNIFICANT:
         verdict = SIGNIFICANT
-        reason = f"|change| {abs(change_pct):.1f}% > 2 standard errors ({cmp.threshold_pct:.1f}%)"
+        reason = (f"|change| {abs(change_pct):.1f}% > {_smallest(cmp)} (p = {cmp.p_value:.2g} < 0.05)")
     else:
         verdict = NOT_SIGNIFICANT
-        reason = (f"jumpavg splits here but |change| {abs(change_pct):.1f}% <= 2 standard errors "
-                  f"({cmp.threshold_pct:.1f}%)")
+        reason = (f"jumpavg splits here but |change| {abs(change_pct):.1f}% <= {_smallest(cmp)} "
+                  f"(p = {cmp.p_value:.2g})")
     saved = _bits([a + b], max_value, unit) - _bits([a, b], max_value, unit)
     return Change(figure=figure, run_index=at, direction=direction, verdict=verdict, reason=reason,
                   before_avg=mean_a, after_avg=mean_b, before_runs=len(a), after_runs=len(b),
                   change_pct=change_pct, change_ci95_pct=ci, threshold_pct=cmp.threshold_pct,
                   p_value=cmp.p_value, bits_saved=saved)
+
+
+def _smallest(cmp) -> str:
+    """'the 3.2% Welch's t-test calls significant' (or the test's name when it has no threshold)."""
+    if cmp.threshold_pct is None:
+        return f"what the {cmp.test or 'test'} calls significant"
+    return f"the {cmp.threshold_pct:.1f}% {cmp.test or 'the test'} calls significant"
 
 
 def figure_trend(figure: str, metric: str, run_values: list[list[float]]) -> FigureTrend:

@@ -94,7 +94,7 @@ td,th{{border:1px solid #ccc;padding:2px 6px;text-align:left}} .plot svg{{max-wi
 <h1>Trend of suite {html.escape(trend.suite)} over {len(trend.runs)} runs</h1>
 <p>Each figure is the median over a run's repetitions; runs in the order of their recorded start time.
 Series are grouped with jumpavg (FD.io CSIT's trending); each boundary between groups is a change, judged
-by the 2-sigma rule of <code>fwlab compare</code> over the per-run medians of both groups
+by Welch's t-test (alpha 0.05) of <code>fwlab compare</code> over the per-run medians of both groups
 (inconclusive when a group holds one run). {len(trend.changes)} change(s), {n_sig} significant.</p>
 <h2>Changes</h2>
 {table}

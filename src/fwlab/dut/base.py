@@ -47,6 +47,12 @@ class LoadResult:
     #: host-wide kernel memory (Slab + VmallocUsed + Percpu) after minus before the load
     #: command [bytes]; None when it could not be read (see fwlab.dut.memory)
     kernel_mem_bytes: int | None = None
+    #: the family string the digest was computed with (pass it to :meth:`Backend.read_state`)
+    digest_family: str = ""
+    #: the counters read back with the digest, right after the load (None: not read)
+    state: "RuleState | None" = None
+    #: time.monotonic() when the load command returned (the rule set in force from then on)
+    applied_monotonic: float | None = None
 
 
 def command_timeout_s(rs: RuleSet) -> float:
@@ -55,8 +61,26 @@ def command_timeout_s(rs: RuleSet) -> float:
     return 120.0 + rs.count / 2000
 
 
+@dataclass(frozen=True)
+class RuleState:
+    """One read of what is loaded: packet counters per class and the digest of the listing,
+    both from the same read where the backend can (see :meth:`Backend.read_state`)."""
+
+    counters: dict[str, int]
+    digest: str
+    #: how it was read: "listing" (counters and digest from one listing), or "netlink" (counters
+    #: from the kernel's rule dump; the digest of the last listing, the kernel's rule-set
+    #: generation id being unchanged since it)
+    how: str = "listing"
+
+
 def sha256(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def listing_digest(family: str, listing: str) -> str:
+    """The rule-set digest: sha256 of the family and the canonical listing (no counter values)."""
+    return sha256(f"{family}\n{listing}")
 
 
 def rule_class(tag: str) -> str:
@@ -85,6 +109,9 @@ class Backend(ABC):
     summary: str = ""
     #: False for a reference that loads no rules (like `none`): planned once, at 0 rules
     loads_rules: bool = True
+    #: True when tests/netns/test_bed_reset.py proves that fwlab.dut.reset.reset() leaves the
+    #: DUT as new after this backend, so the test bed may be reused for the next backend
+    clean_reset: bool = False
 
     #: operating systems (``uname -s``, lower case) it runs on; None: any (a reference)
     platforms: tuple[str, ...] | None = ("linux",)
@@ -138,6 +165,12 @@ class Backend(ABC):
     def version(self, host: LocalHost) -> str:
         """Version string of the firewall's user-space tool."""
 
+    def read_state(self, ctx: DutContext, family: str) -> RuleState:
+        """Counters and the digest of the listing (computed as :meth:`load` does, with the
+        ``digest_family`` it returned). This default reads both; a backend whose listing carries
+        the counters overrides it with a single read of the rule set."""
+        return RuleState(self.counters(ctx), listing_digest(family, self.listing(ctx)))
+
     def family(self, rs: RuleSet, mode: str) -> str:
         return self.name
 
@@ -165,6 +198,7 @@ class Backend(ABC):
                                fix="check the rendered rules with 'fwlab rules' and the kernel's "
                                    "netfilter support") from exc
         load_s = time.perf_counter() - t0
+        applied = time.monotonic()
         kmem = None
         if k0 is not None:
             try:
@@ -172,15 +206,16 @@ class Backend(ABC):
             except (FwlabError, OSError):
                 kmem = None
         family = self.family(rs, ctx.mode)
-        listing, notes = self.digest_listing(ctx, rs)
-        return LoadResult(load_s=load_s, digest=sha256(f"{family}\n{listing}"),
+        state = self.read_state(ctx, family)  # the digest and the counters at load, one read
+        return LoadResult(load_s=load_s, digest=state.digest,
                           family=family, bridge_nf_call=bnf,
-                          rendered_lines=text.count("\n"), notes=notes, kernel_mem_bytes=kmem)
+                          rendered_lines=text.count("\n"), notes=self.load_notes(rs),
+                          kernel_mem_bytes=kmem, digest_family=family, state=state,
+                          applied_monotonic=applied)
 
-    def digest_listing(self, ctx: DutContext, rs: RuleSet) -> tuple[str, tuple[str, ...]]:
-        """The listing the load's digest is computed from, and notes on what it leaves out
-        (default: the full :meth:`listing`)."""
-        return self.listing(ctx), ()
+    def load_notes(self, rs: RuleSet) -> tuple[str, ...]:
+        """Notes on what the load's read-back of ``rs`` leaves out (default: nothing)."""
+        return ()
 
 
 BACKENDS: Registry[Backend] = Registry("backend", BackendError)

@@ -4,13 +4,17 @@ All render the iptables-restore format for the filter table's FORWARD chain (pol
 load it with one ``iptables-restore`` (or ``ip6tables-restore``) call; ``ipset`` first loads the
 deny entries with one ``ipset restore``. In bridge mode the rules see bridged packets through
 br_netfilter, which the backend switches on. Each rule has a comment naming its class.
+Read back with one ``iptables-save -c`` and one ``ip6tables-save -c`` (every table that exists,
+none created by asking): the counters and the canonical listing of the digest (the same text
+without counter values) come from those two reads.
 """
 
 from __future__ import annotations
 
 import re
 
-from fwlab.dut.base import Backend, DutContext, command_timeout_s, register, sum_by_class
+from fwlab.dut.base import (Backend, DutContext, RuleState, command_timeout_s, listing_digest, register,
+                           sum_by_class)
 from fwlab.rules.kubeproxy import probability, sep_chain, svc_chain
 from fwlab.rules.model import RuleSet
 from fwlab.testbed.host import LocalHost
@@ -21,6 +25,48 @@ ND_TYPES = ("neighbour-solicitation", "neighbour-advertisement", "router-solicit
 _COUNTER_LINE = re.compile(r"^\[(\d+):(\d+)\]\s+-A\s+FORWARD\s+(.*)$")
 _NAT_COUNTER_LINE = re.compile(r"^\[(\d+):(\d+)\]\s+-A\s+\S+\s+(.*)$")
 _COMMENT = re.compile(r'--comment\s+"?([A-Za-z0-9_.-]+)"?')
+_RULE_COUNTERS = re.compile(r"^\[\d+:\d+\]\s+")
+_CHAIN_COUNTERS = re.compile(r"\s*\[\d+:\d+\]$")
+
+
+def save_counters(saves: dict[int, str]) -> dict[str, int]:
+    """Packets per counter class from ``iptables-save -c`` output per IP version: the filter
+    table's FORWARD rules by their comment, and (kube-proxy layout, IPv4) the nat table's rules
+    tagged permit-dnat."""
+    tagged = []
+    for v, text in saves.items():
+        table = None
+        for line in text.splitlines():
+            if line.startswith("*"):
+                table = line[1:].strip()
+                continue
+            if table == "filter":
+                m = _COUNTER_LINE.match(line)
+                if m:
+                    c = _COMMENT.search(m.group(3))
+                    tagged.append((c.group(1) if c else "", int(m.group(1))))
+            elif table == "nat" and v == 4:
+                m = _NAT_COUNTER_LINE.match(line)
+                if m and "--comment permit-dnat " in m.group(3) + " ":
+                    tagged.append(("permit-dnat", int(m.group(1))))
+    return sum_by_class(tagged)
+
+
+def save_listing(saves: dict[int, str]) -> str:
+    """The canonical listing of ``iptables-save -c`` output per IP version: comment lines and
+    counter values removed (equal for equal rule sets whatever traffic passed)."""
+    out = []
+    for v in sorted(saves):
+        out.append(f"# IPv{v}")
+        for line in saves[v].splitlines():
+            if not line.strip() or line.startswith("#"):
+                continue
+            if line.startswith(":"):
+                line = _CHAIN_COUNTERS.sub("", line)
+            else:
+                line = _RULE_COUNTERS.sub("", line)
+            out.append(line)
+    return "\n".join(out) + "\n"
 
 
 class Iptables(Backend):
@@ -31,6 +77,9 @@ class Iptables(Backend):
         self.variant = variant  # "legacy" or "nft"
         self.summary = summary
         self.tools = (f"iptables-{variant}-restore", f"ip6tables-{variant}-restore")
+        # iptables-nft's tables are nf_tables tables, removed by the reset; a legacy table can
+        # never be unregistered (its hooks stay): tests/netns/test_bed_reset.py shows both
+        self.clean_reset = variant == "nft"
 
     def _prog(self, rs_or_v: RuleSet | int, what: str) -> str:
         v = rs_or_v if isinstance(rs_or_v, int) else rs_or_v.ip_version
@@ -109,37 +158,29 @@ class Iptables(Backend):
     def _apply(self, ctx: DutContext, text: str, rs: RuleSet) -> None:
         ctx.host.run([self._prog(rs, "-restore")], ns=ctx.ns, input=text, timeout_s=command_timeout_s(rs))
 
-    def _save(self, ctx: DutContext, v: int, counters: bool, table: str = "filter") -> str:
-        args = [self._prog(v, "-save"), "-t", table]
-        if counters:
-            args.append("-c")
-        return ctx.host.run(args, ns=ctx.ns, timeout_s=None).stdout
-
     def _has_nat(self, ctx: DutContext) -> bool:
         """Whether the DUT has an IPv4 nat table (kube-proxy layout); asked without naming the
         table, which would create it (and with it connection tracking) in the namespace."""
         return "*nat" in ctx.host.run([self._prog(4, "-save")], ns=ctx.ns).stdout.splitlines()
 
+    def _saves(self, ctx: DutContext) -> dict[int, str]:
+        """``iptables-save -c`` of every existing table, per IP version (no table is named, so
+        none is created by the asking)."""
+        return {v: ctx.host.run([self._prog(v, "-save"), "-c"], ns=ctx.ns, timeout_s=None).stdout
+                for v in (4, 6)}
+
+    def _listing_of(self, ctx: DutContext, saves: dict[int, str]) -> str:
+        return save_listing(saves)
+
     def listing(self, ctx: DutContext) -> str:
-        text = self._save(ctx, 4, False) + self._save(ctx, 6, False)
-        if self._has_nat(ctx):
-            text += self._save(ctx, 4, False, "nat")
-        return "\n".join(l for l in text.splitlines() if not l.startswith("#"))
+        return self._listing_of(ctx, self._saves(ctx))
 
     def counters(self, ctx: DutContext) -> dict[str, int]:
-        tagged = []
-        for v in (4, 6):
-            for line in self._save(ctx, v, True).splitlines():
-                m = _COUNTER_LINE.match(line)
-                if m:
-                    c = _COMMENT.search(m.group(3))
-                    tagged.append((c.group(1) if c else "", int(m.group(1))))
-        if self._has_nat(ctx):  # kube-proxy layout: only the test service's DNAT rules are tagged
-            for line in self._save(ctx, 4, True, "nat").splitlines():
-                m = _NAT_COUNTER_LINE.match(line)
-                if m and "--comment permit-dnat " in m.group(3) + " ":
-                    tagged.append(("permit-dnat", int(m.group(1))))
-        return sum_by_class(tagged)
+        return save_counters(self._saves(ctx))
+
+    def read_state(self, ctx: DutContext, family: str) -> RuleState:
+        saves = self._saves(ctx)
+        return RuleState(save_counters(saves), listing_digest(family, self._listing_of(ctx, saves)))
 
     def flush(self, ctx: DutContext) -> None:
         for v in (4, 6):
@@ -162,6 +203,7 @@ class Ipset(Iptables):
     def __init__(self) -> None:
         super().__init__("ipset", "legacy", "iptables-legacy with one ipset (hash:ip,port) match")
         self.tools = ("ipset", "iptables-legacy-restore", "ip6tables-legacy-restore")
+        self.clean_reset = False  # iptables-legacy underneath
 
     def family(self, rs: RuleSet, mode: str) -> str:
         return f"ipset hash:ip,port + {super().family(rs, mode)}"
@@ -190,9 +232,9 @@ class Ipset(Iptables):
         ctx.host.run([self._prog(rs, "-restore")], ns=ctx.ns, input=Iptables.render(self, rs, ctx.mode),
                      timeout_s=command_timeout_s(rs))
 
-    def listing(self, ctx: DutContext) -> str:
+    def _listing_of(self, ctx: DutContext, saves: dict[int, str]) -> str:
         sets = ctx.host.run(["ipset", "save"], ns=ctx.ns, timeout_s=None).stdout
-        return "\n".join(sorted(sets.splitlines())) + "\n" + super().listing(ctx)
+        return "\n".join(sorted(sets.splitlines())) + "\n" + save_listing(saves)
 
     def flush(self, ctx: DutContext) -> None:
         super().flush(ctx)

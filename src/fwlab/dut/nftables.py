@@ -9,17 +9,26 @@ stateful shortcut, ``ip``/``ip6`` rules that see bridged packets through br_netf
 Every rule carries a comment naming its class (deny-i, permit-..., default) so counters can be
 read back per class. Loaded atomically with one ``nft -f``.
 
-Large sets: counters are read with ``nft --terse`` (set elements left out: listing a
-1,000,000-element set takes ~60-90 s here, the terse listing 0.02 s), and above
-``FULL_LISTING_MAX`` set elements the load's digest is computed from the terse listing too,
-with a note saying the elements were not read back.
+Read back with one ``nft list ruleset``: the counters per class and the canonical listing of
+the digest (the same text without counter values) come from that one read. In a local namespace
+later reads skip the listing while the kernel's rule-set generation id is the one the listing was
+taken at (fwlab.dut.nft_netlink): the counters come from the kernel's rule dump (milliseconds,
+where nft takes seconds at 10,000 rules) and the digest stays the listing's — any change of the
+rule set changes the generation and brings the full listing back.
+
+Large sets: above ``FULL_LISTING_MAX`` set elements the listing is ``nft --terse`` (set elements
+left out: listing a 1,000,000-element set takes ~60-90 s here, the terse listing 0.02 s), so
+the load's digest covers the rules and the set's declaration, not its elements, and the load
+says so in a note.
 """
 
 from __future__ import annotations
 
-import json
+import re
 
-from fwlab.dut.base import Backend, DutContext, command_timeout_s, register, sum_by_class
+from fwlab.dut.base import (Backend, DutContext, RuleState, command_timeout_s, listing_digest, register,
+                           sum_by_class)
+from fwlab.dut.nft_netlink import NetlinkUnavailable, NftNetlink
 from fwlab.rules.kubeproxy import nft_endpoint_chain, nft_service_chain
 from fwlab.rules.model import RuleSet
 from fwlab.testbed.host import LocalHost
@@ -28,7 +37,27 @@ TABLE = "fwlab"
 CHAIN = "forward"
 #: set elements up to which the load's digest covers the elements read back from the kernel
 FULL_LISTING_MAX = 100_000
+#: set elements up to which the load's digest covers the elements read back from the kernel
+FULL_LISTING_MAX = 100_000
 ND_TYPES = "nd-neighbor-solicit, nd-neighbor-advert, nd-router-solicit, nd-router-advert"
+
+
+_COUNTER = re.compile(r"\bcounter packets (\d+) bytes \d+")
+_RULE_COMMENT = re.compile(r'comment "([^"]*)"\s*$')
+
+
+def parse_ruleset_text(text: str) -> tuple[dict[str, int], str]:
+    """``nft list ruleset`` (with counters) -> (packets per counter class, canonical listing).
+    The listing is the same text with every ``counter packets N bytes M`` written ``counter``:
+    equal for equal rule sets whatever traffic passed. (The text listing, not ``-j``: at 10,000
+    linear rules nft prints text faster than JSON, and the text needs no JSON decoding.)"""
+    tagged = []
+    for line in text.splitlines():
+        m = _COUNTER.search(line)
+        if m:
+            c = _RULE_COMMENT.search(line)
+            tagged.append((c.group(1) if c else "", int(m.group(1))))
+    return sum_by_class(tagged), _COUNTER.sub("counter", text)
 
 
 def _ipkw(v: int) -> str:
@@ -40,6 +69,7 @@ class Nftables(Backend):
     layouts = ("linear", "set", "kube-proxy")
     tools = ("nft",)
     summary = "nftables forward chain (ip/ip6; bridge family in bridge mode), linear rules or one set"
+    clean_reset = True  # tests/netns/test_bed_reset.py
 
     def unsupported(self, layout: str, mode: str, stateful_shortcut: bool,
                     system: str | None = None) -> str | None:
@@ -134,31 +164,79 @@ class Nftables(Backend):
         return "\n".join(out) + "\n"
 
     def _apply(self, ctx: DutContext, text: str, rs: RuleSet) -> None:
+        self.__dict__.setdefault("_terse", {})[ctx.ns] = self._large(rs)
         ctx.host.run(["nft", "-f", "-"], ns=ctx.ns, input=text, timeout_s=command_timeout_s(rs))
 
-    def listing(self, ctx: DutContext) -> str:
-        return ctx.host.run(["nft", "-s", "list", "ruleset"], ns=ctx.ns, timeout_s=None).stdout
+    @staticmethod
+    def _large(rs: RuleSet) -> bool:
+        """Whether ``rs`` is read back tersely (its set elements left out)."""
+        return rs.layout == "set" and rs.count > FULL_LISTING_MAX
 
-    def digest_listing(self, ctx: DutContext, rs: RuleSet) -> tuple[str, tuple[str, ...]]:
-        if rs.layout == "set" and rs.count > FULL_LISTING_MAX:
-            text = ctx.host.run(["nft", "-s", "-t", "list", "ruleset"], ns=ctx.ns).stdout
-            return text, (f"digest of the terse listing: the {rs.count:,} set elements were not read "
-                          f"back (listing them takes minutes); the rendered text holds them",)
-        return self.listing(ctx), ()
+    def load_notes(self, rs: RuleSet) -> tuple[str, ...]:
+        if self._large(rs):
+            return (f"digest of the terse listing: the {rs.count:,} set elements were not read "
+                    f"back (listing them takes minutes); the rendered text holds them",)
+        return ()
+
+    def _read(self, ctx: DutContext) -> tuple[dict[str, int], str]:
+        terse = self.__dict__.setdefault("_terse", {}).get(ctx.ns, False)
+        argv = ["nft", "-t", "list", "ruleset"] if terse else ["nft", "list", "ruleset"]
+        return parse_ruleset_text(ctx.host.run(argv, ns=ctx.ns, timeout_s=None).stdout)
+
+    def listing(self, ctx: DutContext) -> str:
+        return self._read(ctx)[1]
 
     def counters(self, ctx: DutContext) -> dict[str, int]:
-        # --terse: without set elements, which the counters do not need (a 1M set: 0.02 s, not 90 s)
-        cp = ctx.host.run(["nft", "-t", "-j", "list", "ruleset"], ns=ctx.ns, timeout_s=None)
-        tagged = []
-        for item in json.loads(cp.stdout).get("nftables", []):
-            rule = item.get("rule")
-            if rule:
-                pk = sum(int(ex["counter"].get("packets", 0)) for ex in rule.get("expr", [])
-                         if isinstance(ex, dict) and "counter" in ex)
-                tagged.append((rule.get("comment", ""), pk))
-        return sum_by_class(tagged)
+        return self._read(ctx)[0]
+
+    def _netlink(self, ctx: DutContext) -> NftNetlink | None:
+        """The DUT namespace's netlink reader (None: remote, or netlink unavailable here)."""
+        if ctx.host.remote or ctx.ns is None:
+            return None
+        cache = self.__dict__.setdefault("_nl", {})
+        if ctx.ns not in cache:
+            try:
+                cache[ctx.ns] = NftNetlink(ctx.ns)
+            except NetlinkUnavailable:
+                cache[ctx.ns] = None
+        return cache[ctx.ns]
+
+    def _forget(self, ctx: DutContext) -> None:
+        """Close the namespace's netlink socket (it would keep a deleted namespace alive)."""
+        nl = self.__dict__.setdefault("_nl", {}).pop(ctx.ns, None)
+        if nl is not None:
+            nl.close()
+        self.__dict__.setdefault("_listed", {}).pop(ctx.ns, None)
+        self.__dict__.setdefault("_terse", {}).pop(ctx.ns, None)
+
+    def read_state(self, ctx: DutContext, family: str) -> RuleState:
+        nl = self._netlink(ctx)
+        listed = self.__dict__.setdefault("_listed", {})
+        gen = None
+        if nl is not None:
+            try:
+                gen = nl.genid()
+                known = listed.get(ctx.ns)
+                if known is not None and known[:2] == (gen, family):
+                    counters = sum_by_class(nl.rule_counters())
+                    if nl.genid() == gen:  # no change during the dump either
+                        return RuleState(counters, known[2], how="netlink")
+                    gen = None
+            except NetlinkUnavailable:
+                gen = None
+        counters, listing = self._read(ctx)
+        digest = listing_digest(family, listing)
+        listed.pop(ctx.ns, None)
+        if gen is not None:
+            try:
+                if nl.genid() == gen:  # the listing is of generation gen
+                    listed[ctx.ns] = (gen, family, digest)
+            except NetlinkUnavailable:
+                pass
+        return RuleState(counters, digest)
 
     def flush(self, ctx: DutContext) -> None:
+        self._forget(ctx)
         ctx.host.run(["nft", "flush", "ruleset"], ns=ctx.ns)
 
     def version(self, host: LocalHost) -> str:

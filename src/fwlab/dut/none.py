@@ -14,6 +14,7 @@ class NoFirewall(Backend):
     layouts = ("linear", "set")
     summary = "no firewall: plain forwarding/bridging, the 0-rule reference"
     platforms = None  # forwarding with nothing loaded: any DUT host
+    clean_reset = True  # loads nothing: tests/netns/test_bed_reset.py
 
     def unsupported(self, layout: str, mode: str, stateful_shortcut: bool,
                     system: str | None = None) -> str | None:

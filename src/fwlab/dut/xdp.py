@@ -91,6 +91,7 @@ class Xdp(Backend):
         self.summary = summary
         self.empty = empty
         self.loads_rules = not empty  # the pass-everything references are planned at 0 rules only
+        self.clean_reset = True  # detached, nothing else kept: tests/netns/test_bed_reset.py
         self._loaded: dict[str, dict[str, str]] = {}  # DUT namespace -> the loader's load output
 
     # -- what it can do ---------------------------------------------------------------------------

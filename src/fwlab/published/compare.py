@@ -21,7 +21,8 @@ from pathlib import Path
 from fwlab.errors import FwlabError
 from fwlab.published.model import Study, load_study
 from fwlab.registry import Registry
-from fwlab.stats import SIGNIFICANT, compare_figure  # noqa: F401  (SIGNIFICANT re-exported)
+from fwlab.stats import MIN_REPETITIONS, SIGNIFICANT, compare_figure  # noqa: F401  (SIGNIFICANT re-exported)
+from fwlab.stats.ratio import RatioInterval, product_ratio_interval, ratio_interval
 
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
@@ -177,15 +178,64 @@ def study_of(run: dict) -> str | None:
     return ((run.get("suite") or {}).get("parsed") or {}).get("study")
 
 
+def link_rates_of(trials: list[dict]) -> list[int | None]:
+    """The emulated link rates the trials ran at (``link_rate_bps``; None: unshaped), the run's own
+    first: the order of first appearance, which is the suite's ``link_rate`` order."""
+    return list(dict.fromkeys(t.get("link_rate_bps") or None for t in trials))
+
+
+def _at_rate(run: dict, bps: int | None) -> dict:
+    """`run` as the comparators read it for the trials at one link rate: the suite's ``link_rate``
+    set to that rate (None: unshaped)."""
+    from fwlab.results.identity import rate_id
+
+    out = dict(run)
+    suite = dict(out.get("suite") or {})
+    parsed = dict(suite.get("parsed") or {})
+    parsed["link_rate"] = rate_id(bps) if bps else None
+    suite["parsed"] = parsed
+    out["suite"] = suite
+    return out
+
+
 def compare_study(run: dict, trials: list[dict], study: str | None = None) -> StudyComparison | None:
-    """The comparison for the run's study (or `study`), None when the run names none."""
+    """The comparison for the run's study (or `study`), None when the run names none.
+
+    A run at several link rates (suite ``link_rate = ["100mbit", "none"]``) is compared once per
+    rate: the run's own (first) rate gives the verdicts; every other rate's tables follow, titled
+    with their link ("unshaped bed"), and its findings with ids ending ``@unshaped`` (or ``@1gbit``),
+    so both columns of the study are shown."""
     study = study or study_of(run)
     if not study:
         return None
     _load_builtin()
     if study not in COMPARATORS:
         raise FwlabError(f"no comparison for study '{study}'", fix=f"use one of {', '.join(COMPARATORS.names())}")
-    out = COMPARATORS.get(study)(load_study(study), run, trials)
+    from fwlab.results.identity import link_words, rate_id
+
+    rates = link_rates_of(trials)
+    fn = COMPARATORS.get(study)
+    listed = isinstance(((run.get("suite") or {}).get("parsed") or {}).get("link_rate"), list)
+    if len(rates) <= 1:
+        # a run of a rate list that holds one rate's trials (interrupted) is read at that rate
+        out = fn(load_study(study), _at_rate(run, rates[0]) if listed and rates else run, trials)
+    else:
+        own = rates[0]
+        out = fn(load_study(study), _at_rate(run, own), [t for t in trials if (t.get("link_rate_bps") or None) == own])
+        out.scaling.insert(0, f"This run measured every trial at {len(rates)} link rates: the verdicts are read on the "
+                              f"{link_words(own)} (the run's own, first); "
+                              + "the " + ", ".join(link_words(r) for r in rates[1:]) + " follow"
+                              + ("s" if len(rates) == 2 else "") + " as a second column: its tables and findings "
+                              "are marked so.")
+        same = {(t.title, t.rows) for t in out.tables}      # tables of published figures only: shown once
+        out.tables = [dataclasses.replace(t, title=f"{t.title} [{link_words(own)}]") for t in out.tables]
+        for other in rates[1:]:
+            more = fn(load_study(study), _at_rate(run, other), [t for t in trials if (t.get("link_rate_bps") or None) == other])
+            tag = "unshaped" if other is None else rate_id(other)
+            out.tables += [dataclasses.replace(t, title=f"{t.title} [{link_words(other)}]") for t in more.tables
+                           if (t.title, t.rows) not in same]
+            out.findings += [dataclasses.replace(f, id=f"{_base_id(study, f)}@{tag}",
+                                                 claim=f"{f.claim} [{link_words(other)}]") for f in more.findings]
     seen: dict[str, int] = {}
     for i, f in enumerate(out.findings):
         base = f.id or f"{study}/{_slug(f.claim)}"
@@ -194,6 +244,10 @@ def compare_study(run: dict, trials: list[dict], study: str | None = None) -> St
         if fid != f.id:
             out.findings[i] = dataclasses.replace(f, id=fid)
     return out
+
+
+def _base_id(study: str, f: "Finding") -> str:
+    return f.id or f"{study}/{_slug(f.claim)}"
 
 
 def _slug(text: str) -> str:
@@ -265,11 +319,145 @@ def change(base: list[float], other: list[float]):
     return compare_figure("x", base, other)
 
 
+# --- how a verdict is decided: on an interval, never on a point estimate ----------------------------
+
+DECISION_RULE = (
+    "A verdict is decided on an interval, never on a point estimate: a difference must be significant "
+    "(Welch's t-test, two-sided, alpha 0.05, fwlab.stats) and a figure compared with a limit (at least "
+    "90 %, at most 75 %, 30-70 %, within +-10 %) must have its whole 95 % interval (the ratio's "
+    "Fieller interval; a ratio of ratios on the log scale) on one side of the limit: entirely on the "
+    "claim's side -> reproduced, entirely on the other -> not reproduced, across it -> inconclusive "
+    "('difference within noise at n repetitions'). One repetition gives no spread and so no interval: "
+    f"such a finding is inconclusive ('one repetition: no interval', a decision needs >= {MIN_REPETITIONS} "
+    "repetitions per side), whatever the ratio says. No figures at all -> not measured.")
+"""The one rule every finding in fwlab.published decides by (the seeds printed single figures; fwlab
+does not decide on one)."""
+
+
+def no_interval(n: int) -> str:
+    """The reason of an inconclusive verdict whose figures have `n` (< 2) repetitions on a side."""
+    return (f"{n} repetition{'s' if n != 1 else ''}: no interval to decide by (a verdict needs >= "
+            f"{MIN_REPETITIONS} repetitions per side)")
+
+
+def within_noise(n: int) -> str:
+    return f"difference within noise at {n} repetitions"
+
+
+def undecided_reason(c) -> str:
+    """Why a `change` does not decide: one repetition (no interval), or within the noise."""
+    if c is None:
+        return "no figures on both sides"
+    n = min(c.n_a, c.n_b)
+    if n < MIN_REPETITIONS or c.significant is None:
+        return no_interval(n) if n < MIN_REPETITIONS else f"no spread to judge the difference by at {n} repetitions"
+    return within_noise(n)
+
+
 def decides(c) -> bool:
     """Whether a `change` may decide a verdict: the difference is significant (Welch's t-test,
-    alpha 0.05, `fwlab.stats`), or it cannot be tested (no comparison, or one repetition: the
-    ratio decides, as the seeds did)."""
-    return c is None or c.significant is None or c.significant
+    alpha 0.05, `fwlab.stats`). Not when there is no comparison or it cannot be tested (one
+    repetition: no interval; see `DECISION_RULE`)."""
+    return c is not None and c.significant is True
+
+
+def ratio_ci(num: list[float], den: list[float]) -> RatioInterval | None:
+    """mean(num) / mean(den) with its 95 % Fieller interval (None when a side is empty)."""
+    if not num or not den:
+        return None
+    return ratio_interval(num, den)
+
+
+def ratio_of_ratios_ci(nums: list[list[float]], dens: list[list[float]]) -> RatioInterval | None:
+    """prod(mean(nums)) / prod(mean(dens)) with its 95 % interval (log scale, delta method)."""
+    if not all(nums) or not all(dens):
+        return None
+    return product_ratio_interval(nums, dens)
+
+
+def _n(iv: RatioInterval) -> int:
+    return min(iv.n_num, iv.n_den)
+
+
+def side(iv: RatioInterval, limit: float, scale: float = 100.0) -> int | None:
+    """Where the interval of `iv` (times `scale`, e.g. % ) lies against `limit`: +1 entirely at or
+    above it, -1 entirely below, 0 across it, None without an interval (one repetition)."""
+    if iv is None or not iv.has_interval:
+        return None
+    lo, hi = scale * iv.low, scale * iv.high
+    if lo >= limit:
+        return 1
+    if hi < limit:
+        return -1
+    return 0
+
+
+def fmt_ci(iv: RatioInterval | None, scale: float = 100.0, digits: int = 1, unit: str = "%") -> str:
+    """'48.2 % [44.0, 52.9]' (the interval at 95 %), or '48.2 % (1 repetition, no interval)'."""
+    if iv is None:
+        return "–"
+    v = f"{scale * iv.ratio:.{digits}f}"
+    if not iv.has_interval:
+        return f"{v} {unit} (no interval: {_n(iv)} repetition{'s' if _n(iv) != 1 else ''})".replace("  ", " ")
+    return f"{v} {unit} [{scale * iv.low:.{digits}f}, {scale * iv.high:.{digits}f}]".replace("  ", " ")
+
+
+def bound_verdict(ivs: list[RatioInterval | None], limit: float, *, at_least: bool,
+                  scale: float = 100.0) -> tuple[str, str]:
+    """(verdict, reason) on 'every figure is at least `limit`' (`at_least`) or 'every figure is
+    below `limit`' from their intervals (times `scale`): reproduced when every interval lies
+    entirely on the claim's side, not reproduced when one lies entirely on the other side, else
+    inconclusive; no interval at all -> not measured (see `DECISION_RULE`)."""
+    ivs = [iv for iv in ivs if iv is not None]
+    if not ivs:
+        return NOT_MEASURED, "no figures on both sides"
+    want = 1 if at_least else -1
+    sides = [side(iv, limit, scale) for iv in ivs]
+    if any(sd == -want for sd in sides):
+        return NOT_REPRODUCED, ""
+    if all(sd == want for sd in sides):
+        return REPRODUCED, ""
+    one = [_n(iv) for iv, sd in zip(ivs, sides, strict=True) if sd is None]
+    if one:
+        return INCONCLUSIVE, no_interval(min(one))
+    n = min(_n(iv) for iv, sd in zip(ivs, sides, strict=True) if sd == 0)
+    return INCONCLUSIVE, (f"an interval spans the limit of {limit:g}: {within_noise(n)}")
+
+
+def range_verdict(ivs: list[RatioInterval | None], low: float, high: float,
+                  scale: float = 100.0) -> tuple[str, str]:
+    """(verdict, reason) on 'every figure lies in [low, high]': reproduced when every interval
+    lies inside, not reproduced when one lies entirely outside, else inconclusive."""
+    ivs = [iv for iv in ivs if iv is not None]
+    if not ivs:
+        return NOT_MEASURED, "no figures on both sides"
+    outside = inside = 0
+    one, across = [], []
+    for iv in ivs:
+        if not iv.has_interval:
+            one.append(_n(iv))
+            continue
+        lo, hi = scale * iv.low, scale * iv.high
+        if hi < low or lo > high:
+            outside += 1
+        elif low <= lo and hi <= high:
+            inside += 1
+        else:
+            across.append(_n(iv))
+    if outside:
+        return NOT_REPRODUCED, ""
+    if inside == len(ivs):
+        return REPRODUCED, ""
+    if one:
+        return INCONCLUSIVE, no_interval(min(one))
+    return INCONCLUSIVE, f"an interval spans a limit of {low:g}-{high:g}: {within_noise(min(across))}"
+
+
+def within_verdict(iv: RatioInterval | None, pct: float) -> tuple[str, str]:
+    """(verdict, reason) on an equivalence claim 'B is within +-`pct` % of A' from the interval of
+    B / A: reproduced when the whole interval of the difference lies inside +-pct %, not
+    reproduced when it lies entirely outside, else inconclusive."""
+    return range_verdict([iv], 100.0 - pct, 100.0 + pct)
 
 
 def fmt(v: float | None, digits: int = 1, unit: str = "") -> str:
@@ -297,44 +485,25 @@ def config_name(backend: str, layout: str | None = None, shortcut: bool = False)
 
 
 def no_effect_verdict(pairs: list[tuple[list[float], list[float]]], floor_pct: float) -> tuple[str, str]:
-    """(verdict, reason) on a 'no effect' finding from (reference, changed) repetitions per point.
-
-    Reproduced when every point keeps at least `floor_pct` % of its reference; not reproduced
-    when a point falls below it and the drop is significant (fwlab.stats: Welch's t-test,
-    alpha 0.05) or cannot be tested (one repetition: the ratio decides, as the
-    seeds did); inconclusive ("difference within noise at n repetitions") when every point
-    below the floor is within the noise.
-    """
-    below_sig = False
-    noisy: list[int] = []
-    for ref, other in pairs:
-        r = ratio_pct(other, ref)
-        if r is None or r >= floor_pct:
-            continue
-        c = change(ref, other)
-        if decides(c):
-            below_sig = True
-        else:
-            noisy.append(min(len(ref), len(other)))
-    if below_sig:
-        return NOT_REPRODUCED, ""
-    if noisy:
-        return INCONCLUSIVE, (f"below {floor_pct:g} % but the difference is within the noise at "
-                              f"{min(noisy)} repetitions")
-    return REPRODUCED, ""
+    """(verdict, reason) on a 'no effect' finding from (reference, changed) repetitions per point:
+    `bound_verdict` on every point's changed / reference interval against `floor_pct` % —
+    reproduced when every interval lies at or above the floor, not reproduced when one lies
+    entirely below it, inconclusive when one spans it or has one repetition (`DECISION_RULE`);
+    not measured without any point."""
+    return bound_verdict([ratio_ci(other, ref) for ref, other in pairs], floor_pct, at_least=True)
 
 
 def direction_verdict(c, b_above: bool) -> tuple[str, str]:
     """(verdict, reason) on a 'B is above A' (or below, `b_above` False) finding from a
     `change(a, b)`: reproduced / not reproduced when the difference is significant; inconclusive
-    when it is within the noise or the repetitions give no spread to judge it by."""
+    when it is within the noise or the repetitions give no spread (one repetition: no interval)."""
     if c is None or c.change_pct is None:
         return NOT_MEASURED, "no figures on both sides"
     n = min(c.n_a, c.n_b)
     if c.significant is None:
-        return INCONCLUSIVE, f"no spread to judge the difference by at {n} repetition(s)"
+        return INCONCLUSIVE, undecided_reason(c)
     if not c.significant:
         against = (f"against a threshold of {c.threshold_pct:.1f} %" if c.threshold_pct is not None
                    else f"p = {c.p_value:.2g}")   # the permutation test (no spread) has no threshold
-        return INCONCLUSIVE, f"difference within noise at {n} repetitions ({c.change_pct:+.1f} % {against})"
+        return INCONCLUSIVE, f"{within_noise(n)} ({c.change_pct:+.1f} % {against})"
     return (REPRODUCED if (c.mean_b > c.mean_a) == b_above else NOT_REPRODUCED), ""

@@ -11,7 +11,12 @@ rate-0 trial of the same flood item), firewall off (backend none) and on.
 from __future__ import annotations
 
 from fwlab.published.compare import (
+    bound_verdict,
     decides,
+    fmt_ci,
+    range_verdict,
+    ratio_ci,
+    undecided_reason,
     INCONCLUSIVE,
     NOT_MEASURED,
     NOT_REPRODUCED,
@@ -174,21 +179,15 @@ def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
             pub = 100.0 * t.value("netfilter, UDP_STREAM, 500 and 1000 rules: below (Fig. 5)", "value") / \
                 t.value("netfilter, UDP_STREAM 1400 B, up to 200 rules (Fig. 5)", "value")
             if drops:
-                collapsed = max(drops.values()) < pub
-                noisy = [n for n in drops if (c := change(ref, v("engine", 1400, cfg, n))) is not None
-                         and c.significant is False]
-                verdict, why = (REPRODUCED if collapsed else NOT_REPRODUCED), ""
-                if collapsed and noisy:
-                    verdict = INCONCLUSIVE
-                    why = (f"the drop at {', '.join(f'{n:,}' for n in noisy)} rules is within the noise at "
-                           f"{min(len(ref), min(len(v('engine', 1400, cfg, n)) for n in noisy))} repetitions")
+                ivs = {n: ratio_ci(v("engine", 1400, cfg, n), ref) for n in drops}
+                verdict, why = bound_verdict(list(ivs.values()), pub, at_least=False)
                 out.findings.append(Finding.judge(
                     id=f"seed-000/udp-collapse/{name}", used=used("engine", 1400, cfg, n200, *drops), reason=why,
                     claim="One-way UDP collapses at 500 and 1000 rules (every packet walks the rule base)",
                     published=f"below 100 Mbit/s at 500 and 1000 rules, i.e. under {pub:.0f} % of the 200-rule rate",
                     fwlab=f"fwlab {name}, as % of its {n200}-rule rate: "
-                          + ", ".join(f"{n:,} rules {x:.0f} %" for n, x in sorted(drops.items())) + ".",
-                    criterion=f"under {pub:.0f} % of the {n200}-rule rate at every rule count >= 500",
+                          + ", ".join(f"{n:,} rules {fmt_ci(ivs[n], digits=0)}" for n in sorted(drops)) + " (95 % intervals).",
+                    criterion=f"the 95 % interval under {pub:.0f} % of the {n200}-rule rate at every rule count >= 500",
                     verdict=verdict))
     if not out.findings:
         out.findings.append(Finding(id="seed-000/rule-count", claim="TCP flat, UDP collapsing with the rule count",
@@ -275,8 +274,9 @@ def _attack(out: StudyComparison, trials: list[dict]) -> None:
 
     def against(ref, ref_n, cands, higher: bool) -> tuple[str, str, list[str], list[dict]]:
         """Each candidate (config, rules) against the reference under the top flood, per write
-        size: the verdict (reproduced when every one moved the expected way significantly, or by
-        the ratio with one repetition; inconclusive when the expected way but within the noise),
+        size: the verdict (reproduced when every one moved the expected way significantly, not
+        reproduced when one moved the other way significantly, else inconclusive: within the noise
+        or one repetition),
         its reason, one "<size> B <n> rules <pct> %" cell each and the trials used."""
         wrong, noisy, cells, used = False, [], [], []
         for s in sizes:
@@ -288,15 +288,15 @@ def _attack(out: StudyComparison, trials: list[dict]) -> None:
                 used += tp_trials(ref, ref_n, s, top) + tp_trials(cfg, n, s, top)
                 c = change(a, b)
                 moved = mean(b) > mean(a) if higher else mean(b) < mean(a)
-                if not moved:  # the point estimate went the other way: the data does not support the claim
+                if not decides(c):    # within the noise, or one repetition: no interval (DECISION_RULE)
+                    noisy.append(undecided_reason(c))
+                elif not moved:       # significantly the other way
                     wrong = True
-                elif not decides(c):
-                    noisy.append(min(len(a), len(b)))
                 cells.append(f"{s} B {n:,} rules {100.0 * mean(b) / mean(a):.0f} %")
         if wrong:
             return NOT_REPRODUCED, "", cells, used
         if noisy:
-            return INCONCLUSIVE, f"difference within noise at {min(noisy)} repetitions", cells, used
+            return INCONCLUSIVE, "; ".join(dict.fromkeys(noisy)), cells, used
         return REPRODUCED, "", cells, used
 
     # 1: about half, still forwarding
@@ -304,17 +304,23 @@ def _attack(out: StudyComparison, trials: list[dict]) -> None:
     pairs = [p for p in pairs if p[3] and p[4]]
     if pairs:
         pcts = [ratio_pct(p[4], p[3]) for p in pairs]
-        ok = all(HALF_RANGE[0] <= x <= HALF_RANGE[1] for x in pcts) and all(min(p[4]) > 0 for p in pairs)
+        ivs = [ratio_ci(p[4], p[3]) for p in pairs]
+        verdict, why = range_verdict(ivs, *HALF_RANGE)
+        if any(min(p[4]) <= 0 for p in pairs):
+            verdict, why = NOT_REPRODUCED, ""      # a repetition that forwarded nothing: not 'still forwarding'
         out.findings.append(Finding.judge(
-            id="seed-000/attack-about-half", used=[t for cfg, n, s, _, _ in pairs for r in (0.0, top) for t in tp_trials(cfg, n, s, r)],
+            id="seed-000/attack-about-half", reason=why,
+            used=[t for cfg, n, s, _, _ in pairs for r in (0.0, top) for t in tp_trials(cfg, n, s, r)],
             claim=c_half, published="Fig. 8 text: with the firewall on, performance fell to about half of the "
                                     "no-attack tests ('yarı yarıya'); both firewalls kept working (§4)",
             fwlab=f"fwlab {', '.join(config_name(*c) for c in fw)}, {', '.join(str(n) for n in low)} rules, {where}: "
                   f"{fmt_range(pcts)} of the same trial without the flood (write sizes "
-                  f"{', '.join(str(s) for s in sizes)} B).",
-            criterion=f"{HALF_RANGE[0]:.0f}-{HALF_RANGE[1]:.0f} % of no flood at every rule count up to {LOW_RULES} "
-                      f"and write size, and never 0",
-            verdict=REPRODUCED if ok else NOT_REPRODUCED))
+                  f"{', '.join(str(s) for s in sizes)} B; 95 % intervals "
+                  f"{', '.join(fmt_ci(iv, digits=0) for iv in ivs)}).",
+            criterion=f"the 95 % interval of every rule count up to {LOW_RULES} and write size inside "
+                      f"{HALF_RANGE[0]:.0f}-{HALF_RANGE[1]:.0f} % of no flood (one entirely outside -> not reproduced, "
+                      f"across a limit -> inconclusive), and no repetition at 0",
+            verdict=verdict))
     else:
         out.findings.append(Finding(id="seed-000/attack-about-half", claim=c_half, published="Fig. 8 text: about half", criterion="–",
                                     fwlab="not measured: no netfilter trial up to 200 rules with and without the flood.",
@@ -331,7 +337,7 @@ def _attack(out: StudyComparison, trials: list[dict]) -> None:
                                        "netfilter helped up to 200 rules",
                 fwlab=f"fwlab {where}, netfilter as % of no firewall: " + ", ".join(cells) + ".",
                 criterion="netfilter above no firewall under the same flood at every write size and rule count up to "
-                          f"{LOW_RULES}, significantly when repetitions allow",
+                          f"{LOW_RULES}, and the difference significant (Welch, alpha 0.05; one repetition: inconclusive)",
                 verdict=verdict))
     if not any(f.claim == c_off for f in out.findings):
         out.findings.append(Finding(id="seed-000/attack-firewall-off-lower", claim=c_off, published="Fig. 8 text: very low without the firewall", criterion="–",
@@ -350,7 +356,7 @@ def _attack(out: StudyComparison, trials: list[dict]) -> None:
                 fwlab=f"fwlab {config_name(*fw[0])} {where}, as % of {n_low} rules under the same flood: "
                       + ", ".join(cells) + ".",
                 criterion=f"below {n_low} rules under the same flood at every rule count >= 500 and write size, "
-                          "significantly when repetitions allow",
+                          "and the difference significant (Welch, alpha 0.05; one repetition: inconclusive)",
                 verdict=verdict))
     if not any(f.claim == c_many for f in out.findings):
         out.findings.append(Finding(id="seed-000/attack-many-rules-worse", claim=c_many, published="Fig. 8 text: worse at 500 and 1000 rules", criterion="–",

@@ -18,7 +18,14 @@ bridge / gateway and as what stopped each search (the DUT's connection table or 
 from __future__ import annotations
 
 from fwlab.published.compare import (
+    bound_verdict,
     decides,
+    fmt_ci,
+    no_interval,
+    ratio_ci,
+    side,
+    undecided_reason,
+    within_noise,
     INCONCLUSIVE,
     NOT_MEASURED,
     NOT_TESTABLE,
@@ -111,7 +118,8 @@ def _capacity(study: Study, out: StudyComparison, trials: list[dict]) -> None:
              "limit is the host's nf_conntrack_max (read-only inside a namespace), so absolute figures say more "
              "about this host's table than about the firewall."))
 
-    crit = "bridge above gateway by more than the search's width (and significantly, with repetitions)"
+    crit = ("the 95 % interval of bridge / gateway above 1 + the search's width (entirely below -> not reproduced, "
+            "across -> inconclusive)")
     if not vals["routed"] or not vals["bridge"]:
         have = [MODE_NAMES[m] for m in MODE_NAMES if vals[m]]
         out.findings.append(Finding(id="seed-001/bridge-holds-more",
@@ -126,7 +134,6 @@ def _capacity(study: Study, out: StudyComparison, trials: list[dict]) -> None:
         causes = {m: sorted({str(t["metrics"].get("limit_cause")) for t in by_mode[m] if t["metrics"].get("limit_cause")})
                   for m in MODE_NAMES}
         why = "; ".join(f"{MODE_NAMES[m]} stopped by: {' / '.join(c)}" for m, c in causes.items() if c)
-        c = change(vals["routed"], vals["bridge"])
         reason = ""
         if cap_r and cap_b:
             verdict = NOT_MEASURED
@@ -139,13 +146,16 @@ def _capacity(study: Study, out: StudyComparison, trials: list[dict]) -> None:
             text += "; bridge mode held every connection asked for (a lower bound)."
         else:
             above = b > r * (1.0 + width)
-            sig = decides(c)
-            verdict = REPRODUCED if above and sig else NOT_REPRODUCED
+            # the whole 95 % interval of bridge / gateway beyond (or short of) 1 + the search's width
+            iv = ratio_ci(vals["bridge"], vals["routed"])
+            sd = side(iv, 100.0 * (1.0 + width))
+            sig = sd == 1
+            verdict = REPRODUCED if sd == 1 else NOT_REPRODUCED if sd == -1 else INCONCLUSIVE
             both_full = all(_table_full(t["metrics"].get("limit_cause")) for t in by_mode["routed"] + by_mode["bridge"])
-            if above and not sig:
-                verdict = INCONCLUSIVE
-                reason = f"difference within noise at {min(len(vals['routed']), len(vals['bridge']))} repetitions"
-            elif verdict == NOT_REPRODUCED and both_full:
+            if verdict == INCONCLUSIVE:
+                n = min(len(vals["routed"]), len(vals["bridge"]))
+                reason = no_interval(n) if sd is None else within_noise(n)
+            if verdict != REPRODUCED and both_full:
                 # one host-wide table (nf_conntrack_max) stopped both modes: equal by construction
                 limits = sorted({int(t["metrics"]["conntrack_max"]) for t in cap if t["metrics"].get("conntrack_max")})
                 verdict = INCONCLUSIVE
@@ -153,7 +163,8 @@ def _capacity(study: Study, out: StudyComparison, trials: list[dict]) -> None:
                           f"table (nf_conntrack_max {', '.join(f'{x:,}' for x in limits) or '?'}), so they come out "
                           "equal whatever the mode costs")
             text += (f"; {'within' if not above else 'beyond'} the search's {100 * width:.0f} % width"
-                     + (", not significant over the repetitions" if above and not sig else "")
+                     + (f" (bridge / gateway {fmt_ci(iv, scale=1.0, digits=3, unit='')}, 95 % interval)" if iv else "")
+                     + (", not significantly beyond it over the repetitions" if above and not sig else "")
                      + ("; both stopped at the DUT's full connection table" if both_full else
                         (f" ({why})" if why else "")) + ".")
         # max-load-passed is weighed above: a held-every-connection search is read as a lower bound
@@ -266,9 +277,11 @@ def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
     more_claim = f"Above {FLAT_UP_TO:,} rules the rule count affects throughput (conclusion)"
     mid = max((n for n in rules if 0 < n <= FLAT_UP_TO), default=None)
     high = max((n for n in rules if n > FLAT_UP_TO), default=None)
-    flat_crit = f"at every frame size at least {crit:.1f} % of 0 rules (the published worst case minus 5 points)"
-    more_crit = (f"at some frame size the largest rule count above {FLAT_UP_TO:,} is more than {EFFECT_PCT:g} % below "
-                 f"the largest up to {FLAT_UP_TO:,} (0 rules when the run has none), significantly when repetitions allow")
+    flat_crit = (f"at every frame size the 95 % interval at least {crit:.1f} % of 0 rules (the published worst case "
+                 f"minus 5 points; one entirely below -> not reproduced, across -> inconclusive)")
+    more_crit = (f"at some frame size the 95 % interval of the largest rule count above {FLAT_UP_TO:,} over the largest "
+                 f"up to {FLAT_UP_TO:,} (0 rules when the run has none) entirely below {100 - EFFECT_PCT:g} % (every "
+                 f"one at or above -> not reproduced, else inconclusive)")
     for lay in layouts:
         def used(*ns, lay=lay):
             return [t for s in sizes for n in ns for t in pick(tp, METRIC, mode=gw, size_bytes=s, rules=n, layout=lay)]
@@ -312,7 +325,7 @@ def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
             claim="Bridge mode forwards more than gateway mode",
             published="Fig. 5: bridge above gateway at every frame size (no numbers printed)",
             fwlab="fwlab, 0 rules, bridge as % of routed: " + ", ".join(f"{s} B {r:.0f} %" for s, r in sorted(ratios.items())) + ".",
-            criterion="bridge above routed at every frame size, significantly when repetitions allow", verdict=verdict))
+            criterion="bridge above routed at every frame size, and the difference significant (Welch, alpha 0.05; one repetition: inconclusive)", verdict=verdict))
     else:
         out.findings.append(Finding(id="seed-001/bridge-above-gateway",
             claim="Bridge mode forwards more than gateway mode", published="Fig. 5 (no numbers printed)",
@@ -323,9 +336,9 @@ def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
 
 
 def _above(sizes, ref_of, other_of):
-    """(verdict, reason, {size: other as % of ref}): reproduced when `other` is above `ref` at
-    every size (significantly, or by the ratio with one repetition); not reproduced when it is at
-    or below at some size (significantly, or with one repetition); else inconclusive."""
+    """(verdict, reason, {size: other as % of ref}): reproduced when `other` is significantly
+    above `ref` at every size; not reproduced when it is significantly at or below at some size;
+    else inconclusive (within the noise, or one repetition: no interval; `DECISION_RULE`)."""
     ratios, wrong, noisy = {}, False, []
     for s in sizes:
         a, b = ref_of(s), other_of(s)
@@ -334,9 +347,8 @@ def _above(sizes, ref_of, other_of):
             continue
         ratios[s] = r
         c = change(a, b)
-        sig = decides(c)
-        if not sig:
-            noisy.append(min(len(a), len(b)))
+        if not decides(c):
+            noisy.append(undecided_reason(c))
         elif r <= 100.0:
             wrong = True
     if not ratios:
@@ -344,40 +356,37 @@ def _above(sizes, ref_of, other_of):
     if wrong:
         return NOT_REPRODUCED, "", ratios
     if noisy:
-        return INCONCLUSIVE, f"difference within noise at {min(noisy)} repetitions", ratios
+        return INCONCLUSIVE, "; ".join(dict.fromkeys(noisy)), ratios
     return REPRODUCED, "", ratios
 
 
 def _judge(sizes, ref_of, other_of, floor_pct: float, *, below_is_bad: bool):
-    """(verdict, reason, {size: other as % of ref}) over frame sizes.
+    """(verdict, reason, {size: other as % of ref}) over frame sizes, each decided on the 95 %
+    interval of other / ref (Fieller; `DECISION_RULE`).
 
-    below_is_bad (a 'no effect' / 'above' claim): reproduced when every size is at or above
-    `floor_pct`; a size below it is a negative verdict when the
-    difference is significant (or by the ratio with one repetition), else inconclusive.
-    Otherwise (an 'effect' claim): reproduced when some size falls below `floor_pct`
-    significantly (or by the ratio with one repetition); inconclusive when the only such sizes are
-    within the noise; not reproduced when none falls below it.
+    below_is_bad (a 'no effect' claim): reproduced when every size's interval lies at or above
+    `floor_pct`, not reproduced when one lies entirely below it. Otherwise (an 'effect' claim):
+    reproduced when some size's interval lies entirely below `floor_pct`, not reproduced when
+    every one lies at or above it. Else inconclusive (an interval across the floor, or one
+    repetition: no interval).
     """
-    ratios, hit, noisy = {}, [], []
+    ratios, ivs = {}, []
     for s in sizes:
         a, b = ref_of(s), other_of(s)
-        r = ratio_pct(b, a)
-        if r is None:
+        iv = ratio_ci(b, a)
+        if iv is None:
             continue
-        ratios[s] = r
-        if r < floor_pct:
-            c = change(a, b)
-            if decides(c):
-                hit.append(s)
-            else:
-                noisy.append(min(len(a), len(b)))
+        ratios[s] = 100.0 * iv.ratio
+        ivs.append(iv)
     if not ratios:
         return NOT_MEASURED, "no frame size measured at both rule counts", ratios
-    noise = f"difference within noise at {min(noisy)} repetitions" if noisy else ""
     if below_is_bad:
-        if hit:
-            return NOT_REPRODUCED, "", ratios
-        return (INCONCLUSIVE, noise, ratios) if noisy else (REPRODUCED, "", ratios)
-    if hit:
+        verdict, why = bound_verdict(ivs, floor_pct, at_least=True)
+        return verdict, why, ratios
+    sides = [side(iv, floor_pct) for iv in ivs]
+    if -1 in sides:
         return REPRODUCED, "", ratios
-    return (INCONCLUSIVE, noise, ratios) if noisy else (NOT_REPRODUCED, "", ratios)
+    if all(sd == 1 for sd in sides):
+        return NOT_REPRODUCED, "", ratios
+    _, why = bound_verdict([iv for iv, sd in zip(ivs, sides, strict=True) if sd != 1], floor_pct, at_least=True)
+    return INCONCLUSIVE, why, ratios

@@ -6,7 +6,9 @@ first of no firewall / nftables at 0 rules in the run); 'BS + 100 rules' is nfta
 first) at 100 rules against nftables at 0 rules; 'WebNot N URLs' is the proxy's flat block list
 of N URLs against the proxy with none. A change is significant, as in the seed, when the mean %
 change over client loads exceeds the mean threshold over client loads; fwlab's threshold per load
-is two standard errors of the difference of the two configurations' means (fwlab.stats).
+is the smallest difference of the two configurations' means Welch's t-test calls significant
+(two-sided, alpha 0.05: t quantile at the Welch-Satterthwaite degrees of freedom x the standard
+error; fwlab.stats).
 """
 
 from __future__ import annotations
@@ -21,10 +23,13 @@ from fwlab.published.compare import (
     Finding,
     SideTable,
     StudyComparison,
+    bound_verdict,
     change,
     fmt,
+    fmt_ci,
     pick,
     mean,
+    ratio_ci,
     register,
     values,
 )
@@ -36,6 +41,8 @@ WEBNOT = {1000: "BS with WebNot(1 cat. 1,000 URLS)", 5000: "BS with WebNot(1 cat
           10000: "BS with WebNot(1 cat. 10,000 URLS)", 100000: "BS with WebNot(1 cat. 100,000 URLS)"}
 RULES_ROW = "BS + 100 rules"
 COL = "%Change over 4.0 Base"
+MORE_CLIENTS_X = 2.0
+"""'More clients give more TPM': the largest load's TPM more than 2 x one client's (the seed: ~4 x)."""
 
 
 def _tx(trials: list[dict]) -> list[dict]:
@@ -152,7 +159,8 @@ def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
                 "fwlab: threshold [%]", "fwlab: significant"),
         rows=tuple(rows), left=2,
         note="fwlab: mean over client loads of the % change of mean TPM, against the mean over loads of "
-             "the threshold (two standard errors of the difference, from the repetitions)."))
+             "the threshold (the smallest change Welch's t-test calls significant at alpha 0.05, from the "
+             "repetitions)."))
 
     # findings: "no effect" is confirmed only by a run whose threshold is as tight as the seed's own
     # (7.76 %): a wider one could not see an effect the seed would have called significant
@@ -197,9 +205,11 @@ def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
         lo, hi = mean(_cfg(tx, *base, 1)), mean(_cfg(tx, *base, loads[-1]))
         pub_lo, pub_hi = t1.value("1", "avg"), t1.value(str(loads[-1]), "avg") if str(loads[-1]) in dict(t1.rows) else None
         ratio = None if not lo or hi is None else hi / lo
+        iv = ratio_ci(_cfg(tx, *base, loads[-1]), _cfg(tx, *base, 1)) if ratio is not None else None
         delay = link_delay(run)
-        verdict, why = (NOT_MEASURED, "no TPM at 1 client or at the largest load") if ratio is None else \
-            (REPRODUCED, "") if ratio > 2 else (NOT_REPRODUCED, "")
+        # the whole interval of TPM(largest load) / TPM(1 client) above 2 x (DECISION_RULE)
+        verdict, why = (NOT_MEASURED, "no TPM at 1 client or at the largest load") if iv is None else \
+            bound_verdict([iv], MORE_CLIENTS_X, at_least=True, scale=1.0)
         if verdict == NOT_REPRODUCED and not delay:
             # with no round-trip delay one closed-loop client already keeps the path busy: the curve
             # the study shows (clients waiting on a LAN's round trips) cannot appear on this bed
@@ -212,8 +222,9 @@ def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
             published=f"1 client {pub_lo} TPM" + (f", {loads[-1]} clients {pub_hi} TPM ({pub_hi / pub_lo:.1f} x)"
                                                     if pub_hi else ""),
             fwlab=f"fwlab base: 1 client {fmt(lo, 0)} TPM, {loads[-1]} clients {fmt(hi, 0)} TPM"
-                  + (f" ({ratio:.1f} x)." if ratio else "."),
-            criterion=f"TPM at {loads[-1]} clients is more than twice the TPM at 1 client",
+                  + (f" ({fmt_ci(iv, scale=1.0, digits=2, unit='x')}, 95 % interval)." if iv else "."),
+            criterion=f"the 95 % interval of TPM at {loads[-1]} clients over TPM at 1 client lies above "
+                      f"{MORE_CLIENTS_X:g} x (entirely below -> not reproduced, across -> inconclusive)",
             verdict=verdict))
     return out
 

@@ -2,8 +2,9 @@
 figures over IPv4 and IPv6.
 
 Normalisation: IPv6 / IPv4 of the same measurement (absolute rates of a 2013 VirtualBox/GNS3
-network do not compare); jitter in ms side by side. A difference counts when fwlab's 2-sigma
-comparison (fwlab.stats) calls it significant. Delay, which the seed names but prints no figure
+network do not compare); jitter in ms side by side. A difference counts when Welch's t-test (two-sided, alpha 0.05,
+fwlab.stats) calls it significant; 'the same' needs the 95 % interval of IPv6 / IPv4 inside the
+tolerance. Delay, which the seed names but prints no figure
 for, is fwlab's ping round-trip time (kind ``rtt``, idle) and the ping probe beside the TCP
 stream (``rtt_probe``, delay under load), IPv4 against IPv6.
 """
@@ -11,11 +12,8 @@ stream (``rtt_probe``, delay under load), IPv4 against IPv6.
 from __future__ import annotations
 
 from fwlab.published.compare import (
-    INCONCLUSIVE,
     NOT_MEASURED,
     NOT_TESTABLE,
-    NOT_REPRODUCED,
-    REPRODUCED,
     SIGNIFICANT,
     Finding,
     SideTable,
@@ -24,10 +22,13 @@ from fwlab.published.compare import (
     config_name,
     direction_verdict,
     fmt,
+    fmt_ci,
     mean,
     pick,
+    ratio_ci,
     register,
     values,
+    within_verdict,
 )
 from fwlab.published.model import Study
 
@@ -137,12 +138,15 @@ def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
             claim="IPv4 performs better than IPv6 because of IPv6's larger overhead (the paper's conclusion)",
             published="stated in §3.2/4 without a figure; contradicts Tablo 1",
             fwlab=desc, criterion="IPv4 above IPv6 and the difference significant", verdict=verdict))
-    udp = change(v(ref, "udp", 4, label="1m"), v(ref, "udp", 6, label="1m")) if ref else None
+    udp_a, udp_b = (v(ref, "udp", 4, label="1m"), v(ref, "udp", 6, label="1m")) if ref else ([], [])
+    udp = change(udp_a, udp_b)
     if udp is not None and udp.change_pct is not None:
         path = mean(v(ref, "tcp", 4)) if ref else None
         offered = udp.mean_a
-        crit = (f"within ±{UDP_SAME_PCT:g} % (a larger difference must be significant), on a path where 1 Mbit/s is at "
-                f"least {100 * REGIME_SHARE:.0f} % of what TCP carries")
+        iv = ratio_ci(udp_b, udp_a)
+        crit = (f"the 95 % interval of IPv6 / IPv4 within ±{UDP_SAME_PCT:g} % (entirely outside -> not reproduced, "
+                f"across -> inconclusive), on a path where 1 Mbit/s is at least {100 * REGIME_SHARE:.0f} % of what "
+                f"TCP carries")
         if not path:
             verdict, why = NOT_TESTABLE, ("no TCP figure on the same path to tell whether 1 Mbit/s loads it: the bed "
                                           "cannot show that it reaches the seed's regime")
@@ -150,17 +154,14 @@ def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
             verdict, why = NOT_TESTABLE, (f"the bed cannot reach the seed's regime: 1 Mbit/s offered on a path that "
                                           f"carries {path / 1e6:,.0f} Mbit/s of TCP ({100 * offered / path:.2g} % of "
                                           f"it), so the offered rate, not the path, sets both figures")
-        elif abs(udp.change_pct) <= UDP_SAME_PCT:
-            verdict, why = REPRODUCED, ""
-        elif udp.significant is False:
-            verdict, why = INCONCLUSIVE, f"difference within noise at {min(udp.n_a, udp.n_b)} repetitions"
         else:
-            verdict, why = NOT_REPRODUCED, ""
+            verdict, why = within_verdict(iv, UDP_SAME_PCT)
         out.findings.append(Finding.judge(
             id="seed-003/udp-1m-same", used=used(ref, "udp", "1m"), reason=why,  # TCP only sets the regime
             claim="At iperf's default 1 Mbit/s, UDP throughput is the same over IPv4 and IPv6",
             published=f"117 vs 121 KByte/s (IPv6/IPv4 {pub_udp:.2f})",
-            fwlab=f"fwlab ({name(ref)}): IPv6 {udp.change_pct:+.2f} % against IPv4.",
+            fwlab=f"fwlab ({name(ref)}): IPv6 {udp.change_pct:+.2f} % against IPv4 (IPv6 / IPv4 {fmt_ci(iv, digits=2)}, "
+                  f"95 % interval).",
             criterion=crit, verdict=verdict))
     jit = change(v(ref, "udp", 4, "jitter_ms", "1m"), v(ref, "udp", 6, "jitter_ms", "1m")) if ref else None
     pub4 = mean([t2.value(f"IPv4 {u}", "average jitter [ms]") for u in ("KByte/s", "MByte/s", "GBit/s")])

@@ -40,6 +40,7 @@ def print_summary(run_dir: Path, stream: TextIO) -> None:
     rec = RunRecord.open(run_dir)
     read = rec.read()
     stream.write(f"record: {rec.state(read).sentence()}\n")
+    _precision_line(rec.run, read.trials, stream)
     cs = curves(read.trials)
     for c in cs:
         m = primary_metric(c)
@@ -57,3 +58,18 @@ def print_summary(run_dir: Path, stream: TextIO) -> None:
                 pct += f" [{100 * r.low:.0f}–{100 * r.high:.0f}])" if r.has_interval else " [no interval])"
             cells.append(f"{n}r {v * scale:.1f}{pct}")
         stream.write(f"{c.traffic_label:<28} {c.label:<28} [{unit}] " + "  ".join(cells) + "\n")
+
+
+def _precision_line(run: dict, trials: list[dict], stream: TextIO) -> None:
+    """Adaptive repetitions: how many figures reached the precision, which hit the maximum."""
+    from fwlab.report.section_precision import rule_of
+    from fwlab.stats.precision import outcome
+
+    rule = rule_of(run)
+    if rule is None:
+        return
+    rec = outcome(trials, rule)
+    at_max = [f.figure for f in rec.figures if f.status == "max-reached"]
+    stream.write(f"precision: {rec.met} of {rec.total} figures reached ±{100 * rule.precision:g} % (95 % t interval) "
+                 f"with {rule.min_repetitions}..{rule.max_repetitions} repetitions"
+                 + (f"; {len(at_max)} hit the maximum without it: {', '.join(at_max)}" if at_max else "") + "\n")

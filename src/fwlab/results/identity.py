@@ -17,11 +17,11 @@ from typing import Any
 
 #: fields that identify a curve: everything but the rule count and the repetition
 CURVE_FIELDS = ("mode", "backend", "layout", "stateful_shortcut", "ip_version", "traffic", "size_bytes", "streams",
-                "label")
+                "label", "link_rate_bps")
 #: the firewall configuration: trials with equal values share one loaded rule set
 CONFIG_FIELDS = ("mode", "backend", "layout", "rules", "stateful_shortcut", "ip_version")
-#: one test bed per mode and backend
-BED_FIELDS = ("mode", "backend")
+#: one test bed per mode, backend and emulated link rate
+BED_FIELDS = ("mode", "backend", "link_rate_bps")
 
 
 def background_id_part(background: Mapping) -> str:
@@ -40,8 +40,24 @@ def trial_id(t: Mapping) -> str:
     sc = "-sf" if t.get("stateful_shortcut") else ""
     lb = f"-{t['label']}" if t.get("label") else ""
     bg = f"-{background_id_part(t['background'])}" if t.get("background") else ""
+    link = f"-{rate_id(t['link_rate_bps'])}" if t.get("link_rate_bps") else ""
     return (f"ip{t['ip_version']}{t['traffic']}{lb}-{size}{st}{bg}-{t['backend']}-{t['rules']}r-"
-            f"{t['layout']}{sc}-{t['mode']}-r{t['repetition']}")
+            f"{t['layout']}{sc}-{t['mode']}{link}-r{t['repetition']}")
+
+
+def rate_id(bps: int) -> str:
+    """An emulated link rate as tc writes it: 100000000 -> '100mbit', 1000000000 -> '1gbit'."""
+    for unit, scale in (("gbit", 10 ** 9), ("mbit", 10 ** 6), ("kbit", 10 ** 3)):
+        if bps >= scale and bps % scale == 0:
+            return f"{bps // scale}{unit}"
+    return f"{bps}bit"
+
+
+def link_words(bps: int | None) -> str:
+    """'100 Mbit/s link' or 'unshaped bed' (a curve's or a table's emulated wire)."""
+    if not bps:
+        return "unshaped bed"
+    return f"{bps / 1e9:g} Gbit/s link" if bps >= 10 ** 9 else f"{bps / 1e6:g} Mbit/s link"
 
 
 def curve_key(t: Mapping) -> tuple:
@@ -81,7 +97,8 @@ def traffic_label(t: Mapping, kind: str | None = None) -> str:
     size = f" {size_words(t['size_bytes'], t.get('traffic'), kind)}" if t.get("size_bytes") else ""
     streams = f" x{t['streams']}" if (t.get("streams") or 1) > 1 else ""
     label = f" [{t['label']}]" if t.get("label") else ""
-    return f"IPv{t.get('ip_version')} {str(t.get('traffic')).upper()}{label}{size}{streams} ({t.get('mode')})"
+    link = f", {link_words(t['link_rate_bps'])}" if t.get("link_rate_bps") else ""
+    return f"IPv{t.get('ip_version')} {str(t.get('traffic')).upper()}{label}{size}{streams} ({t.get('mode')}{link})"
 
 
 @dataclass(frozen=True)
@@ -105,6 +122,7 @@ class TrialIdentity:
     label: str | None = None  #: the traffic item's tag, part of the id
     options: dict = field(default_factory=dict, hash=False)  #: the traffic item's runner options
     background: dict | None = field(default=None, hash=False)  #: a flood beside the trial (FloodSpec dict)
+    link_rate_bps: int | None = None  #: the emulated wires' line rate (suite ``link_rate``); None: unshaped
 
     @property
     def trial_id(self) -> str:

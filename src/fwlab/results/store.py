@@ -20,6 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from fwlab.errors import RecordError
+from fwlab.results.precision import PrecisionRecord
 from fwlab.results.trial import TrialRecord, utc_now
 from fwlab.results.shape import trial_problem
 
@@ -64,6 +65,8 @@ class RunInfo(BaseModel):
     host: dict[str, Any] = Field(default_factory=dict, description="host metadata")
     beds: list[dict[str, Any]] = Field(default_factory=list, description="one per test bed built")
     remote_hosts: dict[str, Any] | None = None
+    precision: PrecisionRecord | None = Field(default=None, description="adaptive repetitions: per figure the "
+                                              "repetitions run and the interval reached (suites with precision)")
 
 
 def parse_version(v: Any) -> tuple[int, int] | None:

@@ -26,13 +26,14 @@ import numpy as np
 from scipy import stats as _sps
 
 from fwlab.errors import FwlabError
+from fwlab.stats.ratio import log_ratio_terms
 from fwlab.stats.summary import as_finite_array
 
 __all__ = [
     "FigureKey", "FigureNoise", "NoiseModel", "Comparison", "compare_figure", "compare_tables",
     "comparison_rows", "render_comparison_table", "comparison_table", "figure_label",
     "SIGNIFICANT", "NOT_SIGNIFICANT", "INSUFFICIENT_DATA", "ALPHA", "MIN_REPETITIONS", "reps_to_detect",
-    "TEST_NOISE", "TEST_WELCH", "TEST_PREDICTION", "TEST_PERMUTATION",
+    "TEST_NOISE", "TEST_WELCH", "TEST_PREDICTION", "TEST_PERMUTATION", "TEST_RATIO", "RATIO_SOURCE", "compare_ratio",
 ]
 
 FigureKey = str | tuple[Any, ...]
@@ -215,6 +216,9 @@ TEST_NOISE = "t-test on the noise model's spread"
 TEST_WELCH = "Welch t-test"
 TEST_PREDICTION = "t-test of B's one value against A's spread"
 TEST_PERMUTATION = "exact permutation test"
+TEST_RATIO = "Welch t-test on the log of each run's figure-to-own-reference ratio"
+RATIO_SOURCE = "each run's own reference"
+"""`Comparison.baseline_source` of every `compare_ratio` result (decided or not)."""
 
 
 @dataclass(frozen=True)
@@ -456,6 +460,62 @@ def compare_figure(key: FigureKey, a: Iterable[float], b: Iterable[float],
     )
 
 
+def compare_ratio(key: FigureKey, a: Sequence[float], a_ref: Sequence[float], b: Sequence[float],
+                  b_ref: Sequence[float], *, alpha: float = ALPHA) -> Comparison:
+    """Run B against run A on each run's figure divided by its own same-run reference (e.g. the
+    0-rule rate measured in the same run): r_A = mean(a) / mean(a_ref), r_B likewise, and the test
+    of r_B / r_A = 1. A drift that scales a whole run (this host: ~10 % between batches) cancels.
+
+    On the log scale, log(r_B / r_A) = log mean(b) + log mean(a_ref) - log mean(b_ref) - log mean(a)
+    is a sum of four independent log means, each with variance s^2 / (n mean^2) (delta method);
+    t = log(r_B / r_A) / se with the Welch-Satterthwaite degrees of freedom of that sum
+    (`fwlab.stats.ratio.log_ratio_terms`), two-sided at `alpha`. mean_a and mean_b of the result
+    are the ratios r_A and r_B; change_pct = 100 (r_B / r_A - 1); diff_ci is the interval of
+    r_B - r_A; se_diff the standard error of log(r_B / r_A); threshold_pct the smallest change of
+    the observed sign that is significant.
+    Needs >= 2 repetitions in each of the four groups ('insufficient data' otherwise) and
+    positive means.
+    """
+    groups = {"A": a, "A's reference": a_ref, "B": b, "B's reference": b_ref}
+    arrs = {k: as_finite_array(v, what=f"{k} values of {figure_label(key)!r}") for k, v in groups.items()}
+    n_a = min(arrs["A"].size, arrs["A's reference"].size)
+    n_b = min(arrs["B"].size, arrs["B's reference"].size)
+    empty = [k for k, v in arrs.items() if not v.size]
+    terms = None if empty else log_ratio_terms([arrs["B"], arrs["A's reference"]], [arrs["B's reference"], arrs["A"]])
+    if terms is None:
+        reason = (f"no values in {', '.join(empty)}" if empty else "a mean is not positive: no ratio")
+        return Comparison(key=key, n_a=int(n_a), n_b=int(n_b), mean_a=None, mean_b=None, change_pct=None,
+                          baseline_std=None, baseline_source=RATIO_SOURCE, se_diff=None, df=None, threshold=None,
+                          threshold_pct=None, diff_ci=None, p_value=None, significant=None, test=None,
+                          verdict=INSUFFICIENT_DATA, reason=reason, alpha=alpha)
+    log_r, v, df, _, _ = terms
+    ra = float(np.mean(arrs["A"]) / np.mean(arrs["A's reference"]))
+    rb = float(np.mean(arrs["B"]) / np.mean(arrs["B's reference"]))
+    change_pct = 100.0 * (math.exp(log_r) - 1.0)
+    base = dict(key=key, n_a=int(n_a), n_b=int(n_b), mean_a=ra, mean_b=rb, change_pct=change_pct,
+                baseline_std=None, baseline_source=RATIO_SOURCE, alpha=alpha)
+    if min(v.size for v in arrs.values()) < MIN_REPETITIONS:
+        sizes = ", ".join(f"{k} {v.size}" for k, v in arrs.items())
+        return Comparison(**base, se_diff=None, df=None, threshold=None, threshold_pct=None, diff_ci=None,
+                          p_value=None, significant=None, test=None, verdict=INSUFFICIENT_DATA,
+                          reason=f"needs >= {MIN_REPETITIONS} repetitions of each figure and its reference "
+                                 f"in each run; has {sizes}")
+    se = math.sqrt(v)
+    if se == 0.0:
+        p, half, df_used = (1.0 if log_r == 0.0 else 0.0), 0.0, None
+    else:
+        df_used = df
+        p = float(2.0 * _sps.t.sf(abs(log_r) / se, df))
+        half = float(_sps.t.ppf(1.0 - alpha / 2.0, df)) * se
+    lo, hi = ra * math.exp(log_r - half), ra * math.exp(log_r + half)
+    threshold_pct = 100.0 * (math.exp(half) - 1.0 if log_r >= 0.0 else 1.0 - math.exp(-half))
+    significant = bool(p < alpha)
+    return Comparison(**base, se_diff=se, df=df_used, threshold=ra * threshold_pct / 100.0,
+                      threshold_pct=threshold_pct, diff_ci=(lo - ra, hi - ra), p_value=p,
+                      significant=significant, test=TEST_RATIO,
+                      verdict=SIGNIFICANT if significant else NOT_SIGNIFICANT)
+
+
 def compare_tables(a: Mapping[FigureKey, Sequence[float]], b: Mapping[FigureKey, Sequence[float]],
                    noise: NoiseModel | None = None, *, runs_a: int = 1, runs_b: int = 1,
                    alpha: float = ALPHA) -> list[Comparison]:
@@ -557,6 +617,10 @@ def render_comparison_table(comparisons: Iterable[Comparison], *, title: str | N
                f"freedom on both runs' repetitions; t-test on the noise model's spread where one is given); "
                f"threshold %: the smallest change that would be significant. A decision needs >= "
                f"{MIN_REPETITIONS} repetitions per run, or a noise model.")
+    if any(c.baseline_source == RATIO_SOURCE for c in comparisons):
+        out.append("  '% of ref' rows: each run's figure over its own run's same-run reference; significant: "
+                   f"Welch t-test on the log of B's ratio over A's (delta method), p < {alpha:g}; threshold %: "
+                   "the smallest change of that sign that would be significant.")
     notes = [c for c in comparisons if c.reason or c.reps_to_detect]
     for c in notes:
         if c.reason:

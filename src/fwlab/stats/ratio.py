@@ -2,7 +2,10 @@
 
 Owns: `ratio_interval` — the ratio of the means of two independent groups of repetitions and its
 Fieller interval, which carries the noise of the numerator and of the denominator (the 0-rule
-reference is measured too, not known). Never touches: records, plots or the CLI.
+reference is measured too, not known) — and `product_ratio_interval`, the interval of a product of
+means over a product of means (a ratio of ratios: a share of direct at 900 streams over the share
+at 1 stream; run B's figure-to-reference ratio over run A's). Never touches: records, plots or the
+CLI.
 
 Fieller (1954) for independent means a (n_a values) and b (n_b values), with
 v_a = s_a^2/n_a and v_b = s_b^2/n_b: the interval is every rho with
@@ -24,9 +27,11 @@ from scipy import stats as _sps
 
 from fwlab.stats.summary import as_finite_array
 
-__all__ = ["RatioInterval", "ratio_interval", "RATIO_METHOD"]
+__all__ = ["RatioInterval", "ratio_interval", "RATIO_METHOD", "product_ratio_interval", "LOG_RATIO_METHOD",
+           "log_ratio_terms"]
 
 RATIO_METHOD = "Fieller, t with Welch-Satterthwaite df"
+LOG_RATIO_METHOD = "t on the log ratio (delta method), Welch-Satterthwaite df"
 
 
 @dataclass(frozen=True)
@@ -116,3 +121,54 @@ def ratio_to_zero(curve, metric: str, rules: int) -> RatioInterval | None:
     if base is None or p is None or not p.values.get(metric) or not base.values.get(metric):
         return None
     return ratio_interval(p.values[metric], base.values[metric])
+
+
+def product_ratio_interval(nums: Iterable[Iterable[float]], dens: Iterable[Iterable[float]], *,
+                           confidence: float = 0.95) -> RatioInterval | None:
+    """prod(mean(g) for g in nums) / prod(mean(g) for g in dens) and its interval at `confidence`,
+    every group an independent set of repetitions of a positive figure.
+
+    On the log scale the estimate is a sum of independent log means, each with variance
+    s^2 / (n mean^2) (delta method); the interval is exp(log r +- t se) with t at the
+    Welch-Satterthwaite degrees of freedom of that sum (`LOG_RATIO_METHOD`). None when a group is
+    empty or a mean is not positive; without an interval (`why`) when a group has one repetition.
+    """
+    terms = log_ratio_terms(nums, dens)
+    if terms is None:
+        return None
+    log_r, v, df, n_num, n_den = terms
+    r = math.exp(log_r)
+    base = dict(ratio=r, confidence=confidence, n_num=n_num, n_den=n_den, method=LOG_RATIO_METHOD)
+    if min(n_num, n_den) < 2:
+        return RatioInterval(low=None, high=None, df=None,
+                             why=f"an interval needs >= 2 repetitions in every group (the smallest has "
+                                 f"{min(n_num, n_den)})", **base)
+    if v == 0.0:
+        return RatioInterval(low=r, high=r, df=None, **base)
+    half = float(_sps.t.ppf(0.5 + confidence / 2.0, df)) * math.sqrt(v)
+    return RatioInterval(low=math.exp(log_r - half), high=math.exp(log_r + half), df=df, **base)
+
+
+def log_ratio_terms(nums: Iterable[Iterable[float]], dens: Iterable[Iterable[float]]
+                    ) -> tuple[float, float, float | None, int, int] | None:
+    """(log r, variance of log r, Welch-Satterthwaite df, fewest repetitions among the numerator
+    groups, among the denominator groups) for r = prod(mean(nums)) / prod(mean(dens)), each group
+    independent; a group's log mean has variance s^2 / (n mean^2) (delta method). df is None when
+    a group has one repetition or nothing varies. None when a group is empty or a mean is not
+    positive."""
+    groups = [(as_finite_array(g, what="numerator values"), 1.0) for g in nums]
+    groups += [(as_finite_array(g, what="denominator values"), -1.0) for g in dens]
+    if not groups or any(not arr.size for arr, _ in groups):
+        return None
+    means = [float(np.mean(arr)) for arr, _ in groups]
+    if any(m <= 0.0 for m in means):
+        return None
+    log_r = sum(sign * math.log(m) for (_, sign), m in zip(groups, means, strict=True))
+    n_num = min((int(a.size) for a, sign in groups if sign > 0), default=0)
+    n_den = min((int(a.size) for a, sign in groups if sign < 0), default=0)
+    if min(int(a.size) for a, _ in groups) < 2:
+        return log_r, 0.0, None, n_num, n_den
+    parts = [(_var(arr) / (arr.size * m * m), int(arr.size)) for (arr, _), m in zip(groups, means, strict=True)]
+    v = sum(p for p, _ in parts)
+    df = None if v == 0.0 else v * v / sum(p * p / (n - 1) for p, n in parts if p)
+    return log_r, v, df, n_num, n_den

@@ -92,44 +92,46 @@ def expand(suite: Suite, dut_system: str | None = None) -> Plan:
     trials: list[TrialSpec] = []
     skipped: list[dict] = []
     seen_skip: set[tuple] = set()
-    for mode in suite.mode:
-        backends = ["none"] if mode == "direct" else suite.backends
-        for backend_name in backends:
-            be = get_backend(backend_name)
-            configs = []
-            if backend_name == "none" or not be.loads_rules:
-                configs = [("none", 0, False)]
-            else:
-                for layout in suite.layouts:
-                    for sc in suite.stateful_shortcut:
-                        why = be.unsupported(layout, mode, sc, system=dut_system)
-                        if why:
-                            k = (mode, backend_name, layout, sc)
-                            if k not in seen_skip:
-                                seen_skip.add(k)
-                                skipped.append({"mode": mode, "backend": backend_name, "layout": layout,
-                                                "stateful_shortcut": sc, "reason": why})
-                            continue
-                        configs += [(layout, n, sc) for n in suite.rules]
-            for rep in range(1, suite.repetitions + 1):
-                for ipv in suite.ip_versions:
-                    for layout, n, sc in configs:
-                        for item in suite.traffic:
-                            if not item.runs_on(mode, backend_name, layout, n, sc):
+    for link_bps in suite.link_rates_bps:
+        for mode in suite.mode:
+            backends = ["none"] if mode == "direct" else suite.backends
+            for backend_name in backends:
+                be = get_backend(backend_name)
+                configs = []
+                if backend_name == "none" or not be.loads_rules:
+                    configs = [("none", 0, False)]
+                else:
+                    for layout in suite.layouts:
+                        for sc in suite.stateful_shortcut:
+                            why = be.unsupported(layout, mode, sc, system=dut_system)
+                            if why:
+                                k = (mode, backend_name, layout, sc)
+                                if k not in seen_skip:
+                                    seen_skip.add(k)
+                                    skipped.append({"mode": mode, "backend": backend_name, "layout": layout,
+                                                    "stateful_shortcut": sc, "reason": why})
                                 continue
-                            floods: list[dict | None] = [
-                                f.to_dict() for b in suite.background
-                                if b.applies(mode=mode, backend=backend_name, layout=layout, rules=n,
-                                             stateful_shortcut=sc, traffic=item.kind)
-                                for f in b.specs()] or [None]
-                            for size in item.sizes:
-                                for flood in floods:
-                                    trials.append(TrialSpec(
-                                        suite=suite.name, mode=mode, backend=backend_name, layout=layout,
-                                        rules=n, stateful_shortcut=sc, ip_version=ipv, traffic=item.kind,
-                                        tool=item.tool, size_bytes=size, streams=item.streams,
-                                        rate_bps=item.rate_bps, duration_s=suite.duration_s, repetition=rep,
-                                        label=item.label, options=dict(item.options), background=flood))
+                            configs += [(layout, n, sc) for n in suite.rules]
+                for rep in range(1, suite.repetitions + 1):
+                    for ipv in suite.ip_versions:
+                        for layout, n, sc in configs:
+                            for item in suite.traffic:
+                                if not item.runs_on(mode, backend_name, layout, n, sc):
+                                    continue
+                                floods: list[dict | None] = [
+                                    f.to_dict() for b in suite.background
+                                    if b.applies(mode=mode, backend=backend_name, layout=layout, rules=n,
+                                                 stateful_shortcut=sc, traffic=item.kind)
+                                    for f in b.specs()] or [None]
+                                for size in item.sizes:
+                                    for flood in floods:
+                                        trials.append(TrialSpec(
+                                            suite=suite.name, mode=mode, backend=backend_name, layout=layout,
+                                            rules=n, stateful_shortcut=sc, ip_version=ipv, traffic=item.kind,
+                                            tool=item.tool, size_bytes=size, streams=item.streams,
+                                            rate_bps=item.rate_bps, duration_s=suite.duration_s, repetition=rep,
+                                            label=item.label, options=dict(item.options), background=flood,
+                                            link_rate_bps=link_bps))
     if not trials:
         why = "; ".join(sorted({s["reason"] for s in skipped}))[:300]
         raise SuiteError(f"suite '{suite.name}' plans 0 trials"
@@ -143,3 +145,10 @@ def expand(suite: Suite, dut_system: str | None = None) -> Plan:
                              fix="give one of them a distinct label = \"...\"")
         ids.add(t.trial_id)
     return Plan(tuple(trials), tuple(skipped))
+
+
+def expand_max(suite: Suite, dut_system: str | None = None) -> Plan:
+    """The plan at the maximum repetitions: every trial an adaptive suite may run (its ids are
+    what a resume may find on disk; its size is the top of the dry run's range)."""
+    lo, hi = suite.repetition_range
+    return expand(suite if hi == lo else suite.model_copy(update={"repetitions": hi}), dut_system)

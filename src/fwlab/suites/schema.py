@@ -31,6 +31,8 @@ class Strict(BaseModel):
 #: a suite name becomes part of a directory name under results/: letters, digits, ``_ . -``, at
 #: most 64 characters, starting with a letter or digit (no ``/``, no ``..``, no NUL)
 SUITE_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+#: the stated maximum of adaptive repetitions when a suite sets precision but no max_repetitions
+DEFAULT_MAX_REPETITIONS = 10
 
 
 class OffloadsModel(Strict):
@@ -138,7 +140,14 @@ class Suite(Strict):
     ip_versions: list[Literal[4, 6]] = Field(min_length=1, default_factory=lambda: [4])
     traffic: list[TrafficItem] = Field(min_length=1)
     duration_s: float = Field(3.0, gt=0, le=3600, description="length of one trial [s]")
-    repetitions: int = Field(3, ge=1, le=100)
+    repetitions: int = Field(3, ge=1, le=100, description="repetitions of every trial; with precision the minimum")
+    precision: float | None = Field(
+        None, gt=0, lt=1, description="adaptive repetitions: repeat each figure (interleaved across configurations) "
+                                      "until its 95 % Student t interval's half-width is at most this fraction of "
+                                      "its mean (0.03 = 3 %), or max_repetitions; null = a fixed `repetitions`")
+    max_repetitions: int | None = Field(
+        None, ge=1, le=100, description="with precision: the stated maximum of repetitions per figure "
+                                        "(default: the larger of 10 and repetitions)")
     settle_s: float = Field(0.2, ge=0, le=60, description="pause between trials [s]")
     seed: int = 1
     device_model: Literal["veth", "napi"] = Field(
@@ -147,10 +156,13 @@ class Suite(Strict):
                             "CPU, so overload shows as loss at its ingress ring (use for RFC 2544 searches)")
     offloads: OffloadsModel = Field(default_factory=OffloadsModel)
     pinning: PinningModel = Field(default_factory=PinningModel)
-    link_rate: str | None = Field(
+    link_rate: str | list[str] | None = Field(
         None, description="emulated line rate of the client's and server's wires, as tc writes it "
                           "(\"100mbit\", \"1gbit\"): a shaper on their egress, outside the DUT, counting "
-                          "frames as on Ethernet (+24 B each); unset: the bed's own speed (see testbed.shaping)")
+                          "frames as on Ethernet (+24 B each); unset: the bed's own speed (see testbed.shaping). "
+                          "A list runs every trial at each rate, \"none\" meaning unshaped (e.g. [\"100mbit\", "
+                          "\"none\"]: the seed's wire, and the unshaped bed as a second column); the first is the "
+                          "run's own (the one a published study's verdicts are read at)")
     hosts: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="[hosts.<role>] tables placing roles on remote hosts over SSH "
                                           "(checked by fwlab.testbed.hosts; `fwlab run --hosts FILE` adds to them)")
@@ -168,14 +180,35 @@ class Suite(Strict):
 
     @field_validator("link_rate")
     @classmethod
-    def _link_rate(cls, v: str | None) -> str | None:
-        if v is not None:
-            parse_rate_bps(v)
+    def _link_rate(cls, v: str | list[str] | None) -> str | list[str] | None:
+        rates = v if isinstance(v, list) else [v]
+        if isinstance(v, list) and (not v or len(set(v)) != len(v)):
+            raise ValueError("link_rate as a list needs distinct rates, e.g. [\"100mbit\", \"none\"]")
+        for r in rates:
+            if r is not None and r != "none":
+                parse_rate_bps(r)
         return v
 
     @property
+    def repetition_range(self) -> tuple[int, int]:
+        """(minimum, maximum) repetitions per figure: (n, n) for a fixed ``repetitions = n``; with
+        ``precision``: (repetitions, max_repetitions or the larger of 10 and repetitions)."""
+        if self.precision is None:
+            return self.repetitions, self.repetitions
+        top = self.max_repetitions if self.max_repetitions is not None else max(DEFAULT_MAX_REPETITIONS,
+                                                                               self.repetitions)
+        return self.repetitions, top
+
+    @property
+    def link_rates_bps(self) -> list[int | None]:
+        """Every link rate the suite runs at, its own first (None: unshaped)."""
+        rates = self.link_rate if isinstance(self.link_rate, list) else [self.link_rate]
+        return [parse_rate_bps(r) if r and r != "none" else None for r in rates]
+
+    @property
     def link_rate_bps(self) -> int | None:
-        return parse_rate_bps(self.link_rate) if self.link_rate else None
+        """The suite's own (first) link rate; None: unshaped."""
+        return self.link_rates_bps[0]
 
     @field_validator("mode", mode="before")
     @classmethod
@@ -196,6 +229,13 @@ class Suite(Strict):
     def _whole(self) -> "Suite":
         if not self.traffic:
             raise ValueError("needs at least one [[traffic]] item")
+        if self.max_repetitions is not None:
+            if self.precision is None:
+                raise ValueError("max_repetitions needs precision (it is the maximum of adaptive repetitions): "
+                                 "set precision = 0.03, say, or drop max_repetitions")
+            if self.max_repetitions < self.repetitions:
+                raise ValueError(f"max_repetitions {self.max_repetitions} is below repetitions {self.repetitions} "
+                                 "(the minimum with precision)")
         if "direct" in self.mode and any(b.may_apply_to_mode("direct") for b in self.background):
             raise ValueError("a [[background]] flood needs a DUT: use mode routed or bridge, not direct "
                              "(or restrict the flood with only = { mode = [\"routed\"] })")

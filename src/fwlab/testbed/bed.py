@@ -471,24 +471,39 @@ class Testbed:
         return state
 
     def sysctls(self) -> dict[str, dict[str, str | None]]:
+        """:data:`RECORDED_SYSCTLS` per role (None: not on this kernel), one ``sysctl`` per role."""
         out: dict[str, dict[str, str | None]] = {}
         for role in self.topo.roles:
-            vals: dict[str, str | None] = {}
-            for key in RECORDED_SYSCTLS:
-                cp = self.sh(role, "sysctl", "-n", key, check=False)
-                vals[key] = cp.stdout.strip() if cp.returncode == 0 else None
-            out[role] = vals
+            cp = self.sh(role, "sysctl", "-e", *RECORDED_SYSCTLS, check=False)
+            got = {}
+            for line in cp.stdout.splitlines():
+                k, sep, v = line.partition(" = ")
+                if sep:
+                    got[k.strip()] = v.strip()
+            out[role] = {key: got.get(key) for key in RECORDED_SYSCTLS}
         return out
 
     def link_counters(self, role: str, dev: str) -> dict[str, int]:
         """rx/tx packet, byte and drop counters of one interface (from ``ip -s -j link``)."""
         cp = self.sh(role, "ip", "-s", "-j", "link", "show", self.dev(role, dev))
-        stats = json.loads(cp.stdout)[0]["stats64"]
-        return {
-            "rx_packets": stats["rx"]["packets"], "rx_bytes": stats["rx"]["bytes"],
-            "rx_dropped": stats["rx"]["dropped"], "tx_packets": stats["tx"]["packets"],
-            "tx_bytes": stats["tx"]["bytes"], "tx_dropped": stats["tx"]["dropped"],
-        }
+        return _link_stats(json.loads(cp.stdout)[0]["stats64"])
+
+    def all_link_counters(self) -> dict[str, dict[str, int]]:
+        """:meth:`link_counters` of every interface of :meth:`interfaces` (keys ``role:dev``, in
+        that order), with one ``ip -s -j link show`` per role's namespace, not one per interface."""
+        wanted = self.interfaces()
+        read: dict[str, dict[str, dict]] = {}
+        for role in dict.fromkeys(r for r, _ in wanted):
+            cp = self.sh(role, "ip", "-s", "-j", "link", "show")
+            read[role] = {e.get("ifname"): e.get("stats64") for e in json.loads(cp.stdout or "[]")}
+        out = {}
+        for role, dev in wanted:
+            stats = read[role].get(dev)
+            if stats is None:
+                raise TestbedError(f"interface {dev} of role {role} is missing from 'ip -s -j link show'",
+                                   fix="run 'fwlab clean' and rebuild the test bed")
+            out[f"{role}:{dev}"] = _link_stats(stats)
+        return out
 
     def clock_offsets(self) -> dict[str, dict]:
         """Each remote role's clock offset vs this machine, measured now (they drift)."""
@@ -512,3 +527,12 @@ class Testbed:
             "sysctls": self.sysctls(),
             "build_s": round(self.build_s, 4),
         }
+
+
+def _link_stats(stats: dict) -> dict[str, int]:
+    """The recorded counters of one interface from its ``stats64`` (``ip -s -j link``)."""
+    return {
+        "rx_packets": stats["rx"]["packets"], "rx_bytes": stats["rx"]["bytes"],
+        "rx_dropped": stats["rx"]["dropped"], "tx_packets": stats["tx"]["packets"],
+        "tx_bytes": stats["tx"]["bytes"], "tx_dropped": stats["tx"]["dropped"],
+    }

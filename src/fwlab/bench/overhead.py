@@ -1,0 +1,168 @@
+"""``fwlab bench overhead``: how much of a suite run's wall time is traffic, and where the rest goes.
+
+Owns: running a suite (``quick`` unless told) as ``fwlab run`` does (plan, beds, loads, trials,
+record, then the HTML report), timing the whole from outside, and adding up the phases the
+record keeps (fwlab.results.overhead: per trial ``extra.overhead_s``, per bed
+``beds[].overhead_s``, per run ``overhead_s``) into one breakdown; the time no phase accounts
+for is shown as ``unaccounted`` (preflight, planning, record creation, progress). The figure is
+``wall_over_traffic`` = wall time / the trials' traffic time (their ``duration_s``), bed builds
+and the report included; the goal (issue 18) is <= 1.15. With ``--compare-old`` the previous
+per-trial path (``lean=False``: every interface read on its own, the rule set read twice per
+trial, the pause after the bookkeeping, a fresh bed per backend) runs as a contender, alternated
+with the lean path round by round (A B, B A, ...). It is the previous path's shape, not main's
+code: its reads use today's parsers (nftables' text listing, where main read JSON, which is
+slower at 10,000 rules), so it understates what the lean path saves against main. Figures depend on the machine and its load,
+which the result records; nothing here asserts a figure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from fwlab.errors import FwlabError
+from fwlab.results.overhead import add_up
+
+GOAL = 1.15  #: issue 18's goal for wall_over_traffic on quick
+
+
+@dataclass(frozen=True)
+class OverheadConfig:
+    suite: str = "quick"
+    out: Path = Path("results/bench-overhead")
+    rounds: int = 1  #: runs per contender
+    compare_old: bool = False  #: also run the previous path, alternated with the lean one
+
+
+def _trials(run_dir: Path) -> list[dict]:
+    out = {}
+    with open(run_dir / "trials.jsonl", encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                t = json.loads(line)
+                out[t.get("trial_id")] = t  # the last line per id wins
+    return list(out.values())
+
+
+def summarize(run_dir: Path, wall_s: float, report_s: float) -> dict:
+    """One run's figures from its record: wall / traffic and the breakdown of the rest [s]."""
+    run = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    trials = _trials(run_dir)
+    per_trial = [dict((t.get("extra") or {}).get("overhead_s") or {}) for t in trials]
+    traffic_s = sum(float(p.pop("traffic_s", 0) or 0) for p in per_trial)
+    tr = add_up(per_trial)
+    beds = run.get("beds") or []
+    bd = add_up([b.get("overhead_s") or {} for b in beds])
+    rn = add_up([run.get("overhead_s") or {}])
+    breakdown: dict[str, float] = {}
+    if "measure" in tr:  # the runner's measure() minus its traffic: tool start, stop, parsing
+        breakdown["trial: runner start/stop (measure - traffic)"] = tr.pop("measure") - traffic_s
+    for k, v in tr.items():
+        breakdown[f"trial: {k}"] = v
+    for k, v in bd.items():
+        breakdown[f"bed: {k}"] = v
+    for k, v in rn.items():
+        breakdown[f"run: {k}"] = v
+    breakdown["report"] = report_s
+    breakdown["unaccounted"] = wall_s - traffic_s - sum(breakdown.values())
+    reads = [(t.get("extra") or {}).get("dut_counters_before_from") for t in trials]
+    return {
+        "record": str(run_dir),
+        "lean": run.get("lean_trials", False),
+        "trials": len(trials),
+        "failed_trials": sum(1 for t in trials if t.get("error")),
+        "wall_s": round(wall_s, 2),
+        "traffic_s": round(traffic_s, 2),
+        "overhead_s": round(wall_s - traffic_s, 2),
+        "wall_over_traffic": round(wall_s / traffic_s, 4) if traffic_s else None,
+        # the same without the HTML report (what 'fwlab run' adds after the last trial)
+        "wall_over_traffic_without_report": round((wall_s - report_s) / traffic_s, 4) if traffic_s else None,
+        "beds": {"built": sum(1 for b in beds if not b.get("bed_reused")),
+                 "reused": sum(1 for b in beds if b.get("bed_reused"))},
+        "rule_reads_shared": sum(1 for r in reads if r and r != "read"),
+        "rule_reads_netlink": sum(1 for t in trials if (t.get("extra") or {}).get("dut_read") == "netlink"),
+        "breakdown_s": {k: round(v, 3) for k, v in sorted(breakdown.items(), key=lambda kv: -kv[1])},
+    }
+
+
+def _machine() -> dict:
+    return {"cpus": os.cpu_count(), "loadavg": [round(x, 2) for x in os.getloadavg()]}
+
+
+def run_bench(cfg: OverheadConfig, start_run: Callable, log: TextIO | None = None,
+              write_report: Callable | None = None) -> dict:
+    """Run the suite ``cfg.rounds`` times per contender (root, real traffic) and summarize each.
+    ``start_run`` is fwlab.orchestrate.start_run (the CLI passes it: the benches and the
+    orchestrator are one layer); ``write_report`` defaults to fwlab's own."""
+    from fwlab.suites import load_suite
+
+    if write_report is None:
+        from fwlab.report import write_report
+    suite, text = load_suite(cfg.suite)
+    contenders = ["lean", "old"] if cfg.compare_old else ["lean"]
+    runs = []
+    machine_before = _machine()
+    for k in range(cfg.rounds):
+        order = contenders if k % 2 == 0 else contenders[::-1]
+        for name in order:
+            if log:
+                log.write(f"bench overhead: round {k + 1}/{cfg.rounds}, {name} path, suite {suite.name} "
+                          f"(load {os.getloadavg()[0]:.2f})\n")
+                log.flush()
+            t0 = time.monotonic()
+            try:
+                rec = start_run(suite, text, Path(cfg.out), quiet=log is None, lean=name == "lean")
+                t1 = time.monotonic()
+                write_report(rec.path)
+            except FwlabError as exc:  # this contender's figure is missing, with the reason
+                runs.append({"contender": name, "round": k + 1, "error": exc.one_line(),
+                             "wall_over_traffic": None})
+                if log:
+                    log.write(f"  {name}: failed: {exc.one_line()}\n")
+                continue
+            t2 = time.monotonic()
+            s = summarize(Path(rec.path), wall_s=t2 - t0, report_s=t2 - t1)
+            s.update({"contender": name, "round": k + 1, "loadavg_after": _machine()["loadavg"]})
+            runs.append(s)
+            if log:
+                log.write(f"  {name}: wall {s['wall_s']:.1f} s, traffic {s['traffic_s']:.1f} s, "
+                          f"wall/traffic {s['wall_over_traffic']}\n")
+                log.flush()
+    out: dict = {"bench": "overhead", "suite": suite.name, "goal_wall_over_traffic": GOAL,
+                 "machine_before": machine_before, "machine_after": _machine(), "runs": runs}
+    for name in contenders:
+        vals = [r["wall_over_traffic"] for r in runs if r["contender"] == name and r["wall_over_traffic"] is not None]
+        if vals:
+            out[f"{name}_wall_over_traffic"] = min(vals) if len(vals) == 1 else sorted(vals)[len(vals) // 2]
+    lean = out.get("lean_wall_over_traffic")
+    out["wall_over_traffic"] = lean
+    out["goal_met"] = None if lean is None else lean <= GOAL
+    return out
+
+
+def format_table(res: dict) -> str:
+    lines = [f"fwlab bench overhead: suite {res['suite']} (goal wall/traffic <= {res['goal_wall_over_traffic']}); "
+             f"machine {res['machine_before']['cpus']} CPUs, load {res['machine_before']['loadavg']} before, "
+             f"{res['machine_after']['loadavg']} after"]
+    for r in res["runs"]:
+        if r.get("error"):
+            lines.append(f"\n{r['contender']} path, round {r['round']}: failed: {r['error']}")
+            continue
+        lines.append(f"\n{r['contender']} path, round {r['round']}: wall {r['wall_s']:.1f} s, traffic "
+                     f"{r['traffic_s']:.1f} s, wall/traffic {r['wall_over_traffic']} ({r['trials']} trials, "
+                     f"{r['failed_trials']} failed; beds built {r['beds']['built']}, reused {r['beds']['reused']})")
+        lines.append(f"  {r['record']}")
+        for k, v in r["breakdown_s"].items():
+            if abs(v) >= 0.05:
+                lines.append(f"  {v:8.2f} s  {k}")
+    w = res.get("wall_over_traffic")
+    lines.append(f"\nwall_over_traffic (lean) = {w}: goal {'met' if res.get('goal_met') else 'not met'}"
+                 if w is not None else "\nwall_over_traffic: missing (no traffic time recorded)")
+    if res.get("old_wall_over_traffic") is not None:
+        lines.append(f"old path: {res['old_wall_over_traffic']}")
+    return "\n".join(lines)

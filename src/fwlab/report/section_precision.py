@@ -1,0 +1,74 @@
+"""Report section for a suite with ``precision`` (adaptive repetitions): per figure the
+repetitions it took and the interval it reached, figures that hit the maximum without the
+precision flagged. Computed from the trial lines with ``fwlab.stats.precision`` (the same rule the
+run stopped by), so an interrupted record shows where it stood."""
+
+from __future__ import annotations
+
+from fwlab.errors import FwlabError
+from fwlab.report.html import _table, esc
+from fwlab.report.sections import Section, register
+from fwlab.results.curves import METRIC_INFO
+from fwlab.results.identity import config_label, traffic_label
+from fwlab.stats.precision import INTERVAL, PrecisionRule, figure_id, outcome
+from fwlab.suites import parse_suite
+
+STATUS_WORDS = {"met": "met", "max-reached": "hit the maximum without the precision",
+                "no-figure": "no value (every repetition failed)", "short": "stopped early (run not finished)"}
+
+
+def rule_of(run: dict) -> PrecisionRule | None:
+    """The rule the run was made with: run.json's ``precision`` block, else its parsed suite."""
+    p = run.get("precision")
+    try:
+        if isinstance(p, dict):
+            return PrecisionRule(float(p["precision"]), int(p["min_repetitions"]), int(p["max_repetitions"]))
+        parsed = (run.get("suite") or {}).get("parsed") if isinstance(run.get("suite"), dict) else None
+        if not isinstance(parsed, dict) or parsed.get("precision") is None:
+            return None
+        return PrecisionRule.of_suite(parse_suite(parsed, "stored in run.json"))
+    except (FwlabError, KeyError, TypeError, ValueError):
+        return None
+
+
+def _value(metric: str | None, v: float | None, digits: int = 2) -> str:
+    if v is None:
+        return "–"
+    _, unit, scale = METRIC_INFO.get(metric or "", (None, "", 1.0))
+    return f"{v * scale:.{digits}f} {unit}".strip()
+
+
+def render(run: dict, trials: list[dict]) -> str | None:
+    rule = rule_of(run)
+    if rule is None:
+        return None
+    plan = run.get("plan") if isinstance(run.get("plan"), dict) else {}
+    ids = plan.get("trial_ids") if isinstance(plan.get("trial_ids"), list) else None
+    figures = [figure_id({"trial_id": i}) for i in ids] if ids else None
+    rec = outcome(trials, rule, figures)
+    first: dict[str, dict] = {}
+    for t in trials:
+        first.setdefault(figure_id(t), t)
+    rows = []
+    for f in rec.figures:
+        t = first.get(f.figure)
+        what = f"{traffic_label(t)} · {config_label(t)} · {t.get('rules')} rules" if t else f.figure
+        pct = "–" if f.rel_half_width is None else f"±{100 * f.rel_half_width:.2f} %"
+        cls = "ok" if f.status == "met" else "warn"
+        rows.append([esc(what), esc(f.metric or "–"), f.repetitions, f.n, _value(f.metric, f.mean),
+                     "–" if f.half_width is None else "±" + _value(f.metric, f.half_width, 3), pct,
+                     f"<span class='{cls}'>{esc(STATUS_WORDS[f.status])}</span>"])
+    at_max = [f for f in rec.figures if f.status == "max-reached"]
+    head = (f"<p><b>{rec.met} of {rec.total} figures</b> reached ±{100 * rule.precision:g} % "
+            f"({esc(INTERVAL)}) with {rule.min_repetitions}..{rule.max_repetitions} repetitions, "
+            f"run interleaved across the configurations.")
+    if at_max:
+        head += (f" <span class='warn'>{len(at_max)} hit the maximum of {rule.max_repetitions} without reaching "
+                 f"it: their intervals below are wider than asked.</span>")
+    head += "</p>"
+    return "\n".join(["<h2>Precision (adaptive repetitions)</h2>", head,
+                      _table(["figure", "metric", "repetitions", "values", "mean", "half-width", "of mean",
+                              "precision"], rows, left=2)])
+
+
+register(Section(kind="@precision", title="Precision", render=render, order=5, run_level=True))

@@ -1,0 +1,99 @@
+"""Seed presets at the seed's link rate with the unshaped bed as a second column: a suite's
+``link_rate`` list runs every trial at each rate (own beds, own trial ids, own curves and figures),
+and a study is compared at the run's own (first) rate with the other rate's tables and findings
+beside it. No root, no traffic."""
+
+from __future__ import annotations
+
+import pytest
+from test_published import run_of
+from test_published_verdicts import s004
+
+from fwlab.analysis.figures import trial_figures
+from fwlab.errors import FwlabError
+from fwlab.published.compare import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, compare_study
+from fwlab.results.curves import curves
+from fwlab.results.identity import link_words, rate_id, trial_id
+from fwlab.suites import load_suite
+from fwlab.suites.plan import expand
+from fwlab.suites.schema import Suite
+
+SEED_RATES = {"seed-000": 10 ** 9, "seed-001": 10 ** 9, "seed-002": 10 ** 8, "seed-003": 10 ** 8, "seed-004": 10 ** 8}
+
+
+@pytest.mark.parametrize("seed", sorted(SEED_RATES))
+def test_seed_presets_run_at_the_seeds_rate_and_unshaped(seed):
+    full, _ = load_suite(seed)
+    assert full.link_rates_bps == [SEED_RATES[seed], None]
+    plan = expand(full).trials
+    at = {t.link_rate_bps for t in plan}
+    assert at == {SEED_RATES[seed], None}
+    shaped = [t for t in plan if t.link_rate_bps]
+    assert len(shaped) == len(plan) // 2                      # every trial at both rates
+    assert all(t.trial_id.endswith(f"-{rate_id(SEED_RATES[seed])}-r{t.repetition}") for t in shaped)
+    assert len({t.trial_id for t in plan}) == len(plan)
+    assert {t.bed_key[-1] for t in plan} == {SEED_RATES[seed], None}
+    # the quick variant: the seed's wire only (both would double its time)
+    quick, _ = load_suite(f"{seed}-quick")
+    assert quick.link_rates_bps == [SEED_RATES[seed]]
+    assert {t.link_rate_bps for t in expand(quick).trials} == {SEED_RATES[seed]}
+
+
+def test_link_rate_list_is_checked():
+    base = {"name": "x", "traffic": [{"kind": "udp", "tool": "iperf3"}]}
+    assert Suite(**base, link_rate="100mbit").link_rates_bps == [10 ** 8]
+    assert Suite(**base).link_rates_bps == [None]
+    assert Suite(**base, link_rate=["1gbit", "none"]).link_rate_bps == 10 ** 9
+    for bad in ([], ["100mbit", "100mbit"], ["fast"]):
+        with pytest.raises((FwlabError, ValueError)):
+            Suite(**base, link_rate=bad)
+
+
+def test_the_link_rate_separates_ids_curves_and_figures():
+    t = {"ip_version": 4, "traffic": "tcp", "size_bytes": None, "backend": "nftables", "rules": 5,
+         "layout": "linear", "mode": "bridge", "repetition": 1}
+    assert trial_id({**t, "link_rate_bps": 10 ** 8}) == "ip4tcp-dflt-nftables-5r-linear-bridge-100mbit-r1"
+    assert trial_id(t) == "ip4tcp-dflt-nftables-5r-linear-bridge-r1"            # old ids unchanged
+    assert link_words(10 ** 9) == "1 Gbit/s link" and link_words(None) == "unshaped bed"
+    ts = both_rates()
+    assert len(curves(ts)) == 2 * len(curves(s004()))
+    keys = list(trial_figures(ts))
+    assert any("@100mbit" in k for k in keys) and any("@" not in k for k in keys)
+
+
+def both_rates():
+    shaped = s004()                                 # a small set keeps 96 % of direct: reproduced
+    for t in shaped:
+        t["link_rate_bps"] = 10 ** 8
+        t["trial_id"] += "-100mbit"
+    return shaped + s004(small=0.5, big_drops=False, direct_top=0.5)
+
+
+def test_a_study_is_judged_at_the_runs_own_rate_with_the_unshaped_bed_beside():
+    ts = both_rates()
+    cmp = compare_study(run_of("seed-004"), ts)
+    got = {f.id: f.verdict for f in cmp.findings}
+    assert got["seed-004/small-set-keeps-cross"] == REPRODUCED
+    assert got["seed-004/small-set-keeps-cross@unshaped"] == NOT_REPRODUCED
+    assert got["seed-004/large-sets-fall-with-streams"] == REPRODUCED
+    assert got["seed-004/large-sets-fall-with-streams@unshaped"] == NOT_REPRODUCED
+    titles = [t.title for t in cmp.tables]
+    assert any(x.endswith("[100 Mbit/s link]") and x.startswith("fwlab:") for x in titles)
+    assert any(x.endswith("[unshaped bed]") and x.startswith("fwlab:") for x in titles)
+    # the published-only table is shown once
+    assert sum("as published" in x and "% of the cross" in x for x in titles) == 1
+    assert "verdicts are read on the 100 Mbit/s link" in cmp.scaling[0]
+    # each rate's findings read only its own trials
+    shaped_ids = {t["trial_id"] for t in ts if t.get("link_rate_bps")}
+    for f in cmp.findings:
+        assert (set(f.trial_ids) <= shaped_ids) != f.id.endswith("@unshaped") or not f.trial_ids
+    # the unshaped partition knows it is unshaped (seed 004's regime check reads the link rate)
+    unshaped_zero = [t for t in s004(small=0.5, zero=0.55)]
+    shaped = s004(small=0.5, zero=0.55)
+    for t in shaped:
+        t["link_rate_bps"] = 10 ** 8
+        t["trial_id"] += "-100mbit"
+    got = {f.id: f for f in compare_study(run_of("seed-004"), shaped + unshaped_zero).findings}
+    assert got["seed-004/small-set-keeps-cross"].verdict == NOT_REPRODUCED
+    f = got["seed-004/small-set-keeps-cross@unshaped"]
+    assert f.verdict == INCONCLUSIVE and "cannot reach the seed's regime" in f.reason
