@@ -151,7 +151,8 @@ def get_backend_limit() -> int:
 
 
 def _trial(rules, rx, mem, load_s=1.5):
-    return {"kind": "stream", "traffic": "engine", "mode": "routed", "backend": "nftables", "layout": "set",
+    return {"kind": "stream", "suite": "t", "tool": "engine", "rate_bps": None, "duration_s": 2.0,
+            "traffic": "engine", "mode": "routed", "backend": "nftables", "layout": "set",
             "rules": rules, "stateful_shortcut": False, "ip_version": 4, "size_bytes": 64, "streams": 1,
             "label": "set", "repetition": 1, "trial_id": f"t{rules}", "error": None, "flags": [],
             "metrics": {"rx_pps": rx}, "rule_load_s": load_s, "extra": {"rule_kernel_mem_bytes": mem}}

@@ -11,34 +11,38 @@ traffic. Never touches the firewall.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from fwlab.errors import RunnerError
 from fwlab.runners.base import Measurement, Runner, TrafficSpec, get_runner, register
 from fwlab.runners.iperf3 import Iperf3
+from fwlab.validation import one_line
 
 if TYPE_CHECKING:
     from fwlab.testbed.bed import Testbed
 
 
-@dataclass(frozen=True)
-class ProbePlan:
-    """Recovery probes after a multi-stream run."""
+class ProbePlan(BaseModel):
+    """Recovery probes after a multi-stream run: the ``parallel`` method's options."""
 
-    interval_s: float = 10.0  #: start-to-start time between probes [s] (the first starts at once)
-    probe_s: float = 2.0  #: length of one single-stream probe [s], whole seconds (iperf3 -t)
-    max_probes: int = 12  #: upper bound on probes after the run
-    tolerance: float = 0.10  #: recovered when a probe reaches (1 - tolerance) x baseline
-    baseline: bool = True  #: measure the single-stream baseline before the multi-stream run
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    interval_s: float = Field(10.0, description="start-to-start time between probes [s] (the first starts at once)")
+    probe_s: float = Field(2.0, description="length of one single-stream probe [s], whole seconds (iperf3 -t)")
+    max_probes: int = Field(12, description="upper bound on probes after the run")
+    tolerance: float = Field(0.10, description="recovered when a probe reaches (1 - tolerance) x baseline")
+    baseline: bool = Field(True, description="measure the single-stream baseline before the multi-stream run")
 
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> "ProbePlan":
-        d = {k: options[k] for k in cls.__dataclass_fields__ if k in options}
+        d = {k: options[k] for k in cls.model_fields if k in options}
         try:
             p = cls(**d)
-        except TypeError as exc:
-            raise ValueError(str(exc)) from exc
+        except ValidationError as exc:
+            raise ValueError(f"parallel option {one_line(exc)}") from None
         if not 1 <= float(p.probe_s) <= 60 or not float(p.probe_s).is_integer():
             raise ValueError(f"probe_s {p.probe_s} must be a whole number of seconds in 1..60 (iperf3 -t)")
         if not float(p.probe_s) <= float(p.interval_s) <= 600:
@@ -49,10 +53,18 @@ class ProbePlan:
             raise ValueError(f"tolerance {p.tolerance} must be between 0 and 1")
         if not isinstance(p.baseline, bool):
             raise ValueError("baseline must be true or false")
-        return replace(p, interval_s=float(p.interval_s), probe_s=float(p.probe_s), tolerance=float(p.tolerance))
+        return p
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return self.model_dump()
+
+    def estimate_s(self) -> float:
+        """Rough wall time of the probes [s]: the baseline and, at worst (no probe recovers),
+        every probe (each probe_s plus 1 s of iperf3 start)."""
+        s = self.probe_s + 1.0 if self.baseline else 0.0
+        if self.max_probes:
+            s += (self.max_probes - 1) * self.interval_s + self.probe_s + 1.0
+        return s
 
 
 def run_probes(measure: Callable[[], float], baseline_bps: float | None, plan: ProbePlan,
@@ -130,6 +142,7 @@ class ParallelStreams(Runner):
 
     name = "parallel"
     traffics = ("parallel",)
+    record_kind = "parallel"
     summary = ("parallel TCP streams (iperf3) with a single-stream baseline before and recovery "
                "probes after (seed 004)")
     whole_seconds_option = "iperf3 -t"
@@ -145,7 +158,7 @@ class ParallelStreams(Runner):
         return self.tool.version()
 
     def check_options(self, kind: str, options: dict[str, Any]) -> dict[str, Any]:
-        probe_keys = set(ProbePlan.__dataclass_fields__)
+        probe_keys = set(ProbePlan.model_fields)
         extra = set(options) - probe_keys - {"direction"}
         if extra:
             raise ValueError(f"parallel takes options {', '.join(sorted(probe_keys | {'direction'}))} "
@@ -153,6 +166,9 @@ class ParallelStreams(Runner):
         out = ProbePlan.from_options(options).to_dict()
         out.update(self.tool.check_options("tcp", {k: v for k, v in options.items() if k == "direction"}))
         return out
+
+    def estimate_s(self, traffic: str, duration_s: float, streams: int, options: dict[str, Any]) -> float:
+        return super().estimate_s(traffic, duration_s, streams, options) + ProbePlan.from_options(options).estimate_s()
 
     def start(self, bed: "Testbed", spec: TrafficSpec) -> None:
         self.tool.start(bed, spec)

@@ -31,6 +31,7 @@ from fwlab.published.compare import (
     within_verdict,
 )
 from fwlab.published.model import Study
+from fwlab.results.trial import TrialRecord
 
 REGIME_SHARE = 0.10
 """The seed's 1 Mbit/s UDP tests a path only when it is a fair share of what the path carries: at
@@ -40,15 +41,15 @@ UDP_SAME_PCT = 5.0
 
 
 def _st(trials):
-    return [t for t in trials if t.get("kind") == "stream" and t.get("traffic") in ("tcp", "udp")]
+    return [t for t in trials if t.kind == "stream" and t.traffic in ("tcp", "udp")]
 
 
 def _rtt(trials):
-    return [t for t in trials if t.get("kind") == "rtt" and t.get("traffic") == "rtt"]
+    return [t for t in trials if t.kind == "rtt" and t.traffic == "rtt"]
 
 
 @register("seed-003")
-def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
+def compare(study: Study, run: dict, trials: list[TrialRecord]) -> StudyComparison:
     out = StudyComparison(study)
     st = _st(trials)
     t1, t2 = study.table("table1"), study.table("table2")
@@ -68,7 +69,7 @@ def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
                        "beside the TCP stream (rtt_probe, delay under load); median, 99th percentile and RFC 3550 "
                        "jitter of the round trips.")
     out.missing = ["Windows 7 as the sender: one kernel here."]
-    cfgs = sorted({(t.get("backend"), t.get("layout"), int(t.get("rules") or 0)) for t in st + rtt})
+    cfgs = sorted({(t.backend, t.layout, t.rules) for t in st + rtt})
 
     def used(cfg, traffic, label=None, metric="throughput_bps"):
         be, lay, n = cfg
