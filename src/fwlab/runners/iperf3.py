@@ -5,7 +5,7 @@ iperf3's JSON (``-J``) into metrics, per-direction and per-stream figures and 1 
 
 iperf3 caps ``-P`` at 128 streams per process: more streams are split over several client
 processes, each against its own server port (5201, 5202, ...), run at once and added up. Kind
-``parallel`` is such a TCP run framed by single-stream recovery probes (``runners.recovery``).
+``parallel`` is such a TCP run framed by single-stream recovery probes (``methods.recovery``).
 
 iperf3 UDP is sender-bound (~200 kpps for 64 B on this class of machine): it is a stream tool,
 not a packet-rate generator. For TCP it reports bytes, not packets; ``rx_pps`` is then taken
