@@ -367,6 +367,21 @@ def cmd_bench_engine(args) -> int:
     return 0
 
 
+def cmd_bench_conn(args) -> int:
+    from fwlab.bench.conn import ConnBenchConfig, format_table, run_bench
+    from fwlab.testbed import require_root
+
+    require_root()
+    if args.rounds < 1 or args.seconds <= 0 or not 1 <= args.workers <= 64 or not 1 <= args.addresses <= 200:
+        raise FwlabError("--rounds must be >= 1, --seconds > 0, --workers 1..64 and --addresses 1..200",
+                         fix="e.g. --rounds 3 --seconds 3 --workers 2 --addresses 8")
+    cfg = ConnBenchConfig(rounds=args.rounds, seconds=args.seconds, workers=args.workers,
+                          addresses=args.addresses, max_inflight=args.max_inflight)
+    res = run_bench(cfg, log=None if args.quiet else sys.stderr)
+    print(json.dumps(res, indent=2) if args.json else format_table(res))
+    return 0
+
+
 def cmd_bench_search(args) -> int:
     from fwlab.bench.search import SearchBenchConfig, format_table, run_bench
     from fwlab.testbed import require_root
@@ -540,6 +555,20 @@ def build_parser() -> argparse.ArgumentParser:
     be.add_argument("--json", action="store_true", help="print one JSON object (medians, ratios, raw rounds)")
     be.add_argument("-q", "--quiet", action="store_true", help="no per-measurement progress on stderr")
     be.set_defaults(func=cmd_bench_engine)
+    bc = bsub.add_parser("conn", help="connections/s of the engine's connection client: before vs scaled (needs root)",
+                         description="On a routed bed with nftables and no deny rules, run fwlab-engine conn-rate "
+                                     "closed loop, alternating round by round the client as before (1 pinned "
+                                     "process, FIN close, 1 server process) and scaled (--workers client and "
+                                     "server processes, RST close); prints each one's transactions/s and "
+                                     "scaled_vs_baseline with its 95 % interval.")
+    bc.add_argument("--rounds", type=int, default=3, help="baseline+scaled pairs (default 3)")
+    bc.add_argument("--seconds", type=float, default=3.0, help="launch window per measurement [s] (default 3)")
+    bc.add_argument("--workers", type=int, default=2, help="client and server processes when scaled (default 2)")
+    bc.add_argument("--addresses", type=int, default=8, help="client source addresses (default 8)")
+    bc.add_argument("--max-inflight", type=int, default=2000, help="transactions in flight (default 2000)")
+    bc.add_argument("--json", action="store_true", help="print one JSON object")
+    bc.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    bc.set_defaults(func=cmd_bench_conn)
     bs = bsub.add_parser("search", help="RFC 2544 binary search vs MLRsearch on the same DUT (needs root)",
                          description="Runs a suite through the orchestrator, as 'fwlab run' does: one routed bed "
                                      "with the device model (DUT on its own CPU), nftables with --rules rules, "

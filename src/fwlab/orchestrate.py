@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Callable, Iterable, TextIO
 
 from fwlab.dut import DutContext, get_backend
+from fwlab.dut.memory import check_headroom, meminfo, need as memory_need
 from fwlab.dut.reset import Fingerprint, fingerprint, reset
-from fwlab.errors import FwlabError, RecordError, RunnerError, SuiteError, ToolMissing
+from fwlab.errors import BackendError, FwlabError, RecordError, RunnerError, SuiteError, ToolMissing
 from fwlab.floods import FloodSpec, run_with_background
 from fwlab.results import RunRecord, build_trial, host_metadata, utc_now
 from fwlab.results.metadata import remote_host_metadata
@@ -39,7 +40,7 @@ from fwlab.stats.precision import PrecisionRule, adaptive_order, figure_id, outc
 from fwlab.stats.quality import flag_cpu_saturated, flag_link_limited
 from fwlab.suites import Suite, parse_suite
 from fwlab.suites.plan import TrialSpec, check_suite, expand, expand_max
-from fwlab.testbed import Offloads, Pinning, Testbed, Topology, new_run_id, require_root, require_tool
+from fwlab.testbed import LocalHost, Offloads, Pinning, Testbed, Topology, new_run_id, require_root, require_tool
 from fwlab.testbed.hosts import HostEntry, Placement, parse_hosts
 from fwlab.testbed.nic import NicInfo, PathLine, trial_line_rate
 
@@ -137,6 +138,19 @@ def preflight(suite: Suite, placement: Placement | None = None) -> None:
                                "sh", prog], check=False).returncode != 0:
                 raise ToolMissing(f"backend '{b}' needs '{prog}', which is not installed on host "
                                  f"{dut_host.name}", fix=f"install it on {dut_host.name}")
+    if dut_host is None and "direct" not in suite.mode:
+        # the largest rule set of each backend must fit in this host's memory (checked again
+        # before each load, when the other users of the host may have taken some)
+        avail_b = meminfo(LocalHost()).get("MemAvailable", 0) * 1024
+        largest: dict[tuple[str, str], int] = {}
+        for t in expand(suite, system).trials:
+            if get_backend(t.backend).loads_rules:
+                k = (t.backend, t.layout)
+                largest[k] = max(largest.get(k, 0), t.rules)
+        for (b, layout), n in sorted(largest.items()):
+            why = memory_need(b, layout, n).shortfall(avail_b)
+            if why:
+                raise BackendError(why, fix="free memory on the DUT host or lower 'rules' in the suite")
     for item in suite.traffic:
         why = get_runner(item.tool).unavailable()
         if why:
@@ -348,6 +362,7 @@ class Executor:
         ph.add("load_generate", time.monotonic() - t_gen)
         with ph.timed("load_flush"):
             backend.flush(ctx)
+        check_headroom(ctx.host, backend.name, rs.layout, rs.count)
         t0 = time.monotonic()
         res = backend.load(ctx, rs)
         ph.add("load_apply", res.load_s)  # the one load command
@@ -360,8 +375,11 @@ class Executor:
                 time.sleep(self.suite.settle_s)
         info = {"digest": res.digest, "family": res.family, "load_s": res.load_s,
                 "bridge_nf_call": res.bridge_nf_call, "rendered_lines": res.rendered_lines,
+                "kernel_mem_bytes": res.kernel_mem_bytes,
                 # the read the load's digest came from: the first trial's counters before
                 "_digest_family": res.digest_family, "_state": res.state}
+        if res.notes:
+            info["notes"] = list(res.notes)
         if rs.layout == "kube-proxy" or rs.layout in REALWORLD_LAYOUTS:
             info["target"] = rs.target  # the test service / published port (None: the server itself)
         if rs.flows:  # classbench-acl: the flows spread over the rules, and which rules they meet
@@ -482,7 +500,9 @@ class Executor:
             conditions={**cond, "bridge_nf_call": load_info.get("bridge_nf_call"),
                         "tool_version": cond["tool_versions"][spec.tool]},
             raw=raw, flags=flags, error=error,
-            extra={"rendered_lines": load_info.get("rendered_lines"), **extra,
+            extra={"rendered_lines": load_info.get("rendered_lines"),
+                   "rule_kernel_mem_bytes": load_info.get("kernel_mem_bytes"),
+                   **({"ruleset_notes": load_info["notes"]} if load_info.get("notes") else {}), **extra,
                    # classbench-acl: the flows' ranges and how many rules they meet first
                    **{k: load_info[k] for k in ("flows", "flows_rules_met", "flows_unmatched") if k in load_info}})
         self.record.append_trial(rec)

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import re
 
-from fwlab.dut.base import Backend, DutContext, RuleState, listing_digest, register, sum_by_class
+from fwlab.dut.base import (Backend, DutContext, RuleState, command_timeout_s, listing_digest, register,
+                           sum_by_class)
 from fwlab.rules.kubeproxy import probability, sep_chain, svc_chain
 from fwlab.rules.model import RuleSet
 from fwlab.testbed.host import LocalHost
@@ -246,7 +247,7 @@ class Iptables(Backend):
         return "\n".join(out) + "\n"
 
     def _apply(self, ctx: DutContext, text: str, rs: RuleSet) -> None:
-        ctx.host.run([self._prog(rs, "-restore")], ns=ctx.ns, input=text)
+        ctx.host.run([self._prog(rs, "-restore")], ns=ctx.ns, input=text, timeout_s=command_timeout_s(rs))
 
     def _has_nat(self, ctx: DutContext, table: str = "nat") -> bool:
         """Whether the DUT has an IPv4 nat table (kube-proxy layout; or ``table``); asked without
@@ -256,7 +257,8 @@ class Iptables(Backend):
     def _saves(self, ctx: DutContext) -> dict[int, str]:
         """``iptables-save -c`` of every existing table, per IP version (no table is named, so
         none is created by the asking)."""
-        return {v: ctx.host.run([self._prog(v, "-save"), "-c"], ns=ctx.ns).stdout for v in (4, 6)}
+        return {v: ctx.host.run([self._prog(v, "-save"), "-c"], ns=ctx.ns, timeout_s=None).stdout
+                for v in (4, 6)}
 
     def _listing_of(self, ctx: DutContext, saves: dict[int, str]) -> str:
         return save_listing(saves)
@@ -321,11 +323,12 @@ class Ipset(Iptables):
     def _apply(self, ctx: DutContext, text: str, rs: RuleSet) -> None:
         self.flush(ctx)
         if rs.entries:
-            ctx.host.run(["ipset", "restore"], ns=ctx.ns, input=self.render_set(rs))
-        ctx.host.run([self._prog(rs, "-restore")], ns=ctx.ns, input=Iptables.render(self, rs, ctx.mode))
+            ctx.host.run(["ipset", "restore"], ns=ctx.ns, input=self.render_set(rs), timeout_s=command_timeout_s(rs))
+        ctx.host.run([self._prog(rs, "-restore")], ns=ctx.ns, input=Iptables.render(self, rs, ctx.mode),
+                     timeout_s=command_timeout_s(rs))
 
     def _listing_of(self, ctx: DutContext, saves: dict[int, str]) -> str:
-        sets = ctx.host.run(["ipset", "save"], ns=ctx.ns).stdout
+        sets = ctx.host.run(["ipset", "save"], ns=ctx.ns, timeout_s=None).stdout
         return "\n".join(sorted(sets.splitlines())) + "\n" + save_listing(saves)
 
     def flush(self, ctx: DutContext) -> None:

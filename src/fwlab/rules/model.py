@@ -7,16 +7,17 @@ text; nothing here knows any firewall's syntax.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 LAYOUTS = ("linear", "set", "kube-proxy", "firewalld", "docker", "classbench-acl")
 #: layouts that are a real-world rule set's shape (fwlab.rules.realworld), not deny entries
 REALWORLD_LAYOUTS = ("firewalld", "docker", "classbench-acl")
 
 
-@dataclass(frozen=True)
-class DenyEntry:
+class DenyEntry(NamedTuple):
     """One deny entry: packets from ``src`` (a host address) with protocol ``proto`` to
-    destination port ``dport`` are dropped. Test traffic never comes from these sources."""
+    destination port ``dport`` are dropped. Test traffic never comes from these sources.
+    A named tuple (not a dataclass): a million of them are built in a second, not ten."""
 
     src: str
     proto: str  # "tcp" or "udp"
