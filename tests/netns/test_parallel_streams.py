@@ -56,3 +56,20 @@ def test_bidirectional_moves_traffic_both_ways(bed, traffic, rate):
     # both receivers' links got the data (far more than ACKs alone would be for UDP)
     assert after["client"] - before["client"] > 1000 and after["server"] - before["server"] > 1000
     assert all("throughput_down_bps" in s for s in m.series)
+
+
+def test_probes_run_during_the_load_on_their_own_port(bed):
+    # seed 004's Table 3 procedure: probes start with the multi-stream load and stop when it ends
+    spec = TrafficSpec("parallel", "parallel", streams=20, duration_s=2,
+                       options={"interval_s": 1, "probe_s": 1, "max_probes": 3, "tolerance": 0.1,
+                                "during": True, "load_s": 4})
+    m = get_runner("parallel").measure(bed, spec)
+    assert m.kind == "parallel" and m.extra["probe_plan"]["during"] is True
+    assert m.metrics["stream_count"] == 20 and m.metrics["completion_s"] >= 4.0     # load_s, not duration_s
+    probes = m.extra["probes"]
+    assert 1 <= len(probes) <= 3 and probes[0]["t_after_s"] < 1.0
+    assert probes[0]["during_load"] is True                       # the first one ran beside the load
+    assert all(p["throughput_bps"] and p["throughput_bps"] > 0 for p in probes)
+    assert all(p["recovered"] is False for p in probes if not p["during_load"])
+    # the probes' iperf3 server listened on the port after the load's (one process for 20 streams)
+    assert (bed.ns("server"), spec.port + 1) in get_runner("iperf3")._servers

@@ -1,22 +1,29 @@
 """Many parallel TCP streams framed by single-stream recovery probes (seed 004, kind ``parallel``).
 
-Owns: the probe plan (how often, how long, how many, what counts as recovered) and the sequence
-baseline probe -> multi-stream run -> probes every ``interval_s`` until one is back within
-``tolerance`` of the baseline (at most ``max_probes``). Each probe is a short single iperf3 TCP
-stream; the probes form a time series (seconds after the multi-stream run ended). The schedule is
-pure (``run_probes`` takes the measuring function and the clock) so it is unit-tested without
-traffic. Never touches the firewall.
+Owns: the probe plan (how often, how long, how many, what counts as recovered, and when: after or
+during the load) and the sequence baseline probe -> multi-stream run -> probes every
+``interval_s`` until one is back within ``tolerance`` of the baseline (at most ``max_probes``).
+Each probe is a short single iperf3 TCP stream; the probes form a time series. ``during = false``:
+the probes start when the multi-stream run has ended (seconds after its end). ``during = true``
+(seed 004's Table 3 procedure): the multi-stream run goes on in a thread while the probes start
+with it, on an iperf3 server port of their own (seconds after the load began); probing stops
+when the load has ended, and only a probe that ended while the load still ran counts as
+recovered (``during_load``), so a probe on the then idle path never decides the finding. The
+load's link counters then include the probes' packets. The schedule is pure (``run_probes``
+takes the measuring function, the clock and whether the load still runs) so it is unit-tested
+without traffic. Never touches the firewall.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable
 
 from fwlab.errors import RunnerError
 from fwlab.runners.base import Measurement, Runner, TrafficSpec, get_runner, register
-from fwlab.runners.iperf3 import Iperf3
+from fwlab.runners.iperf3 import Iperf3, split_streams
 
 if TYPE_CHECKING:
     from fwlab.testbed.bed import Testbed
@@ -31,6 +38,8 @@ class ProbePlan:
     max_probes: int = 12  #: upper bound on probes after the run
     tolerance: float = 0.10  #: recovered when a probe reaches (1 - tolerance) x baseline
     baseline: bool = True  #: measure the single-stream baseline before the multi-stream run
+    during: bool = False  #: probe while the multi-stream run goes on (seed 004 Table 3), not after it
+    load_s: float | None = None  #: with during: the multi-stream run's length [s] (default: the trial's)
 
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> "ProbePlan":
@@ -49,6 +58,15 @@ class ProbePlan:
             raise ValueError(f"tolerance {p.tolerance} must be between 0 and 1")
         if not isinstance(p.baseline, bool):
             raise ValueError("baseline must be true or false")
+        if not isinstance(p.during, bool):
+            raise ValueError("during must be true or false")
+        if p.load_s is not None:
+            if not p.during:
+                raise ValueError("load_s sets the length of a load probed during its run: give it with during = true")
+            if isinstance(p.load_s, bool) or not isinstance(p.load_s, (int, float)) \
+                    or not 1 <= float(p.load_s) <= 3600 or not float(p.load_s).is_integer():
+                raise ValueError(f"load_s {p.load_s} must be a whole number of seconds in 1..3600 (iperf3 -t)")
+            p = replace(p, load_s=float(p.load_s))
         return replace(p, interval_s=float(p.interval_s), probe_s=float(p.probe_s), tolerance=float(p.tolerance))
 
     def to_dict(self) -> dict:
@@ -57,17 +75,26 @@ class ProbePlan:
 
 def run_probes(measure: Callable[[], float], baseline_bps: float | None, plan: ProbePlan,
                clock: Callable[[], float] = time.monotonic,
-               sleep: Callable[[float], None] = time.sleep) -> list[dict]:
-    """Probe k starts ``k x interval_s`` after now (the end of the multi-stream run). Stops after
-    the first probe within tolerance of ``baseline_bps`` (all ``max_probes`` without a baseline).
-    Returns ``[{"probe", "t_after_s" (start, seconds after the run), "throughput_bps",
-    "ratio_to_baseline", "recovered"}]``; a probe that failed has throughput None and ``error``."""
+               sleep: Callable[[float], None] = time.sleep,
+               load_running: Callable[[], bool] | None = None) -> list[dict]:
+    """Probe k starts ``k x interval_s`` after now (the end of the multi-stream run, or its start
+    when ``load_running`` is given). Stops after the first probe within tolerance of
+    ``baseline_bps`` (all ``max_probes`` without a baseline). With ``load_running``: no probe
+    starts once the load has ended, each row says whether the load still ran when the probe
+    ended (``during_load``), and only such a probe counts as recovered.
+    Returns ``[{"probe", "t_after_s" (start, seconds after now), "throughput_bps",
+    "ratio_to_baseline", "recovered"[, "during_load"]}]``; a probe that failed has throughput
+    None and ``error``."""
     t0 = clock()
     out: list[dict] = []
     for k in range(plan.max_probes):
+        if load_running is not None and not load_running():
+            break
         wait = t0 + k * plan.interval_s - clock()
         if wait > 0:
             sleep(wait)
+        if load_running is not None and not load_running():
+            break
         start = clock() - t0
         row: dict[str, Any] = {"probe": k, "t_after_s": round(start, 3)}
         try:
@@ -75,11 +102,16 @@ def run_probes(measure: Callable[[], float], baseline_bps: float | None, plan: P
         except RunnerError as exc:
             row.update({"throughput_bps": None, "ratio_to_baseline": None, "recovered": False,
                         "error": exc.one_line()})
+            if load_running is not None:
+                row["during_load"] = load_running()
             out.append(row)
             continue
+        during = load_running() if load_running is not None else True
         ratio = bps / baseline_bps if baseline_bps else None
         row.update({"throughput_bps": bps, "ratio_to_baseline": ratio,
-                    "recovered": ratio is not None and ratio >= 1.0 - plan.tolerance})
+                    "recovered": during and ratio is not None and ratio >= 1.0 - plan.tolerance})
+        if load_running is not None:
+            row["during_load"] = during
         out.append(row)
         if row["recovered"]:
             break
@@ -99,20 +131,60 @@ def probe_metrics(probes: list[dict], baseline_bps: float | None) -> dict:
     }
 
 
+LOAD_THREAD = "fwlab-parallel-load"
+"""Name of the thread that runs the multi-stream load while probes run beside it."""
+
+
+def run_beside_load(load: Callable[[], Measurement], probe: Callable[[], float], baseline_bps: float | None,
+                    plan: ProbePlan, clock: Callable[[], float] = time.monotonic,
+                    sleep: Callable[[float], None] = time.sleep) -> tuple[Measurement, list[dict]]:
+    """Run ``load`` in a thread and the probes in this one from its start until it ends (or the
+    probes are done); wait for the load and return (its Measurement, the probe rows). The load's
+    error, if any, is raised here."""
+    done = threading.Event()
+    result: dict[str, Any] = {}
+
+    def body() -> None:
+        try:
+            result["m"] = load()
+        except BaseException as exc:  # re-raised in the caller's thread below
+            result["error"] = exc
+        finally:
+            done.set()
+
+    th = threading.Thread(target=body, name=LOAD_THREAD, daemon=True)
+    th.start()
+    probes = run_probes(probe, baseline_bps, plan, clock=clock, sleep=sleep, load_running=lambda: not done.is_set())
+    th.join()
+    if "error" in result:
+        raise result["error"]
+    return result["m"], probes
+
+
 def measure_with_probes(runner: "Iperf3", bed: "Testbed", spec: TrafficSpec) -> Measurement:
-    """Baseline single stream, the multi-stream run, then recovery probes; kind ``parallel``."""
+    """Baseline single stream, the multi-stream run, then recovery probes (or probes during the
+    run: ``during``); kind ``parallel``."""
     plan = ProbePlan.from_options(spec.options)
     direction = spec.options.get("direction", "up")
     single = replace(spec, traffic="tcp", streams=1, duration_s=plan.probe_s,
                      options={"direction": direction if direction != "bidir" else "up"})
+    main_spec = replace(spec, traffic="tcp", options={"direction": direction})
+    if plan.during and plan.load_s:
+        main_spec = replace(main_spec, duration_s=plan.load_s)
+    if plan.during:
+        # the load's processes take ports spec.port .. +n-1: the probes get the next one, started now
+        single = replace(single, port=spec.port + len(split_streams(spec.streams)))
+        runner.start(bed, single)
 
     def one() -> float:
         return float(runner.run_clients(bed, single).metrics.get("throughput_bps") or 0.0)
 
     baseline = one() if plan.baseline else None
-    main_spec = replace(spec, traffic="tcp", options={"direction": direction})
-    m = runner.run_clients(bed, main_spec)
-    probes = run_probes(one, baseline, plan)
+    if plan.during and plan.max_probes:
+        m, probes = run_beside_load(lambda: runner.run_clients(bed, main_spec), one, baseline, plan)
+    else:
+        m = runner.run_clients(bed, main_spec)
+        probes = run_probes(one, baseline, plan)
     m.metrics.update(probe_metrics(probes, baseline))
     m.kind = "parallel"
     m.extra["probes"] = probes
@@ -120,7 +192,8 @@ def measure_with_probes(runner: "Iperf3", bed: "Testbed", spec: TrafficSpec) -> 
     if baseline is not None and not m.metrics["recovered"] and plan.max_probes:
         m.flags.append({"code": "not-recovered", "severity": "info",
                         "message": f"a single stream stayed below {100 * (1 - plan.tolerance):.0f} % of its "
-                                   f"baseline for {len(probes)} probes after the multi-stream run"})
+                                   f"baseline for {len(probes)} probes "
+                                   f"{'during' if plan.during else 'after'} the multi-stream run"})
     return m
 
 
@@ -131,7 +204,7 @@ class ParallelStreams(Runner):
     name = "parallel"
     traffics = ("parallel",)
     summary = ("parallel TCP streams (iperf3) with a single-stream baseline before and recovery "
-               "probes after (seed 004)")
+               "probes after or during them (seed 004)")
     whole_seconds_option = "iperf3 -t"
 
     @property

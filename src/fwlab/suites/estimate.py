@@ -35,11 +35,14 @@ def _search_s(suite: Suite, options: dict) -> float:
     return SEARCH_TRIALS * (trial + 0.5) + lat + 2 * float(options.get("mrr_duration_s", 2.0))
 
 
-def _probes_s(options: dict) -> float:
-    """Kind parallel: the single-stream baseline and, at worst (no probe recovers), every probe."""
+def _probes_s(options: dict, duration_s: float = 0.0) -> float:
+    """Kind parallel: the single-stream baseline and, at worst (no probe recovers), every probe;
+    probes during the load add only the load's extra length (``load_s``) to the trial's."""
     probe = float(options.get("probe_s", 2.0))
     s = probe + 1.0 if options.get("baseline", True) else 0.0
     n = int(options.get("max_probes", 12))
+    if options.get("during"):
+        return s + max(0.0, float(options.get("load_s") or duration_s) - duration_s)
     if n:
         s += (n - 1) * float(options.get("interval_s", 10.0)) + probe + 1.0
     return s
@@ -73,7 +76,7 @@ def estimate_s(suite: Suite, plan: Plan) -> float:
             if t.streams > 16:
                 total += 0.01 * t.streams   # connection set-up of many streams
             if t.traffic == "parallel":
-                total += _probes_s(t.options)
+                total += _probes_s(t.options, t.duration_s)
             total += _flood_s(t.background)
     beds = {t.bed_key for t in plan.trials}
     loads = {(t.bed_key, t.config_key, t.repetition) for t in plan.trials}
