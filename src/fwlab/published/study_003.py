@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from fwlab.published.compare import (
     NOT_MEASURED,
+    REPRODUCED,
+    bound_verdict,
     NOT_TESTABLE,
     SIGNIFICANT,
     Finding,
@@ -177,7 +179,111 @@ def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
                   f"{'significant' if sig else 'within the noise'}.",
             criterion="IPv4 below IPv6 and the difference significant", verdict=verdict))
     out.findings.append(_delay_finding(rtt, ref, name))
+    _window_part(out, st, rtt, cfgs, ref, name)
     return out
+
+
+SMALL_WINDOW_PCT = 95.0
+"""'Throughput fell': the small window's figure below this % of the default window's (95 % interval)."""
+
+
+def _window(t: dict) -> int | None:
+    w = (t.get("options") or {}).get("window_bytes")
+    return int(w) if w else None
+
+
+def _window_cap_bps(window_bytes: int, rtt_ms: float | None) -> float | None:
+    """What one window per round trip carries [bit/s] (None without a round trip)."""
+    return window_bytes * 8 / (rtt_ms / 1e3) if rtt_ms else None
+
+
+def _window_part(out: StudyComparison, st: list[dict], rtt: list[dict], cfgs, ref, name) -> None:
+    """The window-size table (every configuration) and the 'small window lowers TCP' finding
+    (the reference configuration, both IP versions)."""
+    tcp = [t for t in st if t.get("traffic") == "tcp"]
+    windows = sorted({w for t in tcp for w in [_window(t)] if w})
+    claim = "A small TCP window lowers the throughput over both IPv4 and IPv6 (§4)"
+    published = "§4: with a small TCP window size the throughput of both protocols fell; no size or figure printed"
+    crit = (f"over each IP version, the 95 % interval of the smallest window's TCP throughput below "
+            f"{SMALL_WINDOW_PCT:g} % of the default window's (entirely above -> not reproduced, across -> "
+            f"inconclusive); an IP version where window / idle round trip exceeds the default-window throughput "
+            f"cannot show it (not testable here)")
+    if not windows:
+        out.findings.append(Finding(id="seed-003/small-window-slower", claim=claim, published=published,
+                                    fwlab="not measured: no TCP trial with a fixed window (iperf3 option window_bytes) "
+                                          "in this run.", criterion=crit, verdict=NOT_MEASURED))
+        return
+
+    def tp(cfg, ipv, w):
+        return values(tcp, "throughput_bps", ip_version=ipv, **_cfg_match(cfg),
+                      label=(lambda lb: lb is None) if w is None else (lambda lb: True),
+                      options=lambda o, w=w: (o or {}).get("window_bytes") == w if w else
+                      not (o or {}).get("window_bytes"))
+
+    def idle_rtt(cfg, ipv) -> float | None:
+        r = values(rtt, "rtt_p50_ms", ip_version=ipv, traffic="rtt", **_cfg_match(cfg))
+        return mean(r) if r else None
+
+    rows = []
+    for cfg in cfgs:
+        for ipv in (4, 6):
+            base = tp(cfg, ipv, None)
+            if not base:
+                continue
+            r = idle_rtt(cfg, ipv)
+            rows.append((name(cfg), f"IPv{ipv}", "default", fmt(mean(base) / 1e6, 1), "100", "–"))
+            for w in windows:
+                x = tp(cfg, ipv, w)
+                if x:
+                    iv = ratio_ci(x, base)
+                    cap = _window_cap_bps(w, r)
+                    rows.append((name(cfg), f"IPv{ipv}", f"{w:,} B", fmt(mean(x) / 1e6, 1), fmt_ci(iv, digits=0),
+                                 fmt(cap / 1e6, 0) if cap else "–"))
+    out.tables.append(SideTable(
+        title="§4: TCP throughput by window size (iperf3 -w), IPv4 and IPv6",
+        header=("configuration", "IP", "window", "TCP [Mbit/s]", "% of the default window (95 % interval)",
+                "window / idle round trip [Mbit/s]"),
+        rows=tuple(rows), left=3,
+        note="The study names no window size: fwlab's sizes. Means over repetitions; a window limits TCP only where "
+             "window / round trip is below what the path carries (the last column, from the idle ping round trip). "
+             "iperf3 -w sets both socket buffers; Linux gives twice the size asked for (extra.socket_buffers)."))
+
+    small = windows[0]
+    ivs, untestable, cells, used = [], [], [], []
+    for ipv in (4, 6):
+        base, x = tp(ref, ipv, None) if ref else [], tp(ref, ipv, small) if ref else []
+        if not base or not x:
+            continue
+        cap = _window_cap_bps(small, idle_rtt(ref, ipv))
+        iv = ratio_ci(x, base)
+        used += [t for t in tcp if t.get("ip_version") == ipv and all(t.get(k) == v for k, v in _cfg_match(ref).items())
+                 and (_window(t) == small or (not _window(t) and t.get("label") is None))
+                 and not t.get("error") and (t.get("metrics") or {}).get("throughput_bps") is not None]
+        cells.append(f"IPv{ipv} {fmt_ci(iv, digits=0)} of the default window"
+                     + (f" (window / idle round trip {cap / 1e6:,.0f} Mbit/s)" if cap else ""))
+        if cap is not None and cap >= mean(base):
+            untestable.append(f"IPv{ipv}: {small:,} B per {idle_rtt(ref, ipv):.3f} ms round trip carries "
+                              f"{cap / 1e6:,.0f} Mbit/s, above the {mean(base) / 1e6:,.0f} Mbit/s the default window "
+                              f"gets")
+        else:
+            ivs.append(iv)
+    if not cells:
+        out.findings.append(Finding(id="seed-003/small-window-slower", claim=claim, published=published,
+                                    fwlab=f"not measured: no default- and {small:,} B-window TCP over one IP version "
+                                          f"in {name(ref) if ref else 'this run'}.", criterion=crit,
+                                    verdict=NOT_MEASURED))
+        return
+    if not ivs:
+        verdict, why = NOT_TESTABLE, ("the bed cannot reach the seed's regime: the window cannot limit this path ("
+                                      + "; ".join(untestable) + "); emulate a longer round trip (link_delay)")
+    else:
+        verdict, why = bound_verdict(ivs, SMALL_WINDOW_PCT, at_least=False)
+        if untestable and verdict == REPRODUCED:
+            verdict, why = NOT_TESTABLE, ("decided for one IP version only; " + "; ".join(untestable))
+    out.findings.append(Finding.judge(
+        id="seed-003/small-window-slower", used=used, reason=why, claim=claim, published=published,
+        fwlab=f"fwlab ({name(ref)}), TCP with a {small:,} B window: " + ", ".join(cells) + " (95 % intervals).",
+        criterion=crit, verdict=verdict))
 
 
 DELAY_METRICS = (("rtt_p50_ms", "median"), ("rtt_p99_ms", "99th pct."), ("rtt_jitter_ms", "jitter (RFC 3550)"))
