@@ -61,3 +61,26 @@ def test_window_table_shows_each_window_against_the_default():
     assert rows[("IPv4", "default")][3] == "5,000.0" and rows[("IPv4", "8,192 B")][3] == "150.0"
     assert rows[("IPv4", "8,192 B")][5] == "164"                       # 8192 B x 8 / 0.4 ms
     assert rows[("IPv6", "8,192 B")][4].startswith("3")
+
+
+def test_seed_003_two_way_tcp_row_and_presets():
+    ts = s003(path_bps=5e9)
+    for t in [t for t in ts if t["traffic"] == "tcp" and t.get("label") is None]:
+        b = dict(t, label="bidir", trial_id=t["trial_id"] + "-b", metrics=dict(t["metrics"]))
+        b["metrics"]["throughput_bps"] = 1.5 * t["metrics"]["throughput_bps"]
+        ts.append(b)
+    cmp = compare_study(run_of("seed-003"), ts)
+    t = next(t for t in cmp.tables if "IPv4 vs IPv6" in t.title)
+    row = next(r for r in t.rows if r[1] == "TCP both directions at once (sum)")
+    assert row[2] == "7,500.00 Mbit/s"
+    # the plain TCP row still reads the one-way trials only
+    assert next(r for r in t.rows if r[1] == "TCP")[2] == "5,000.00 Mbit/s"
+    for name in ("seed-003", "seed-003-quick"):
+        plan = expand(load_suite(name)[0])
+        bidir = [x for x in plan.trials if x.label == "bidir"]
+        assert bidir and {x.options["direction"] for x in bidir} == {"bidir"} and {x.backend for x in bidir} == {"none"}
+
+
+def test_seed_001_says_its_two_way_runs_are_not_measured():
+    cmp = compare_study(run_of("seed-001"), [])
+    assert any("Bi-directional" in m and "one direction" in m for m in cmp.missing)

@@ -63,6 +63,8 @@ def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
         "UDP throughput is iperf3's own received rate (as the seed's iperf reported): 1470 B datagrams "
         "over IPv6 exceed the 1500 B MTU and cross the DUT as two fragments each.",
         "Compared as IPv6 / IPv4 of the same measurement; jitter in ms.",
+        "The study's one-way and two-way runs (§1; only one-way figures printed) -> iperf3 TCP up, and "
+        "iperf3 --bidir (label bidir) without a firewall.",
     ]
     rtt = _rtt(trials)
     out.scaling.append("Delay (the seed's 'gecikme zamanı', named as a metric, no figure printed) -> ping round-trip "
@@ -99,14 +101,16 @@ def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
     rows.append(("as published", "UDP 1 Mbit/s, KByte/s run", f"{t2.value('IPv4 KByte/s', 'average throughput'):g} KByte/s",
                  f"{t2.value('IPv6 KByte/s', 'average throughput'):g} KByte/s", fmt(pub_udp, 2)))
     for cfg in cfgs:
-        for traffic, label, what in (("tcp", None, "TCP"), ("udp", "1m", "UDP 1 Mbit/s"), ("udp", None, "UDP unlimited")):
+        for traffic, label, what in (("tcp", None, "TCP"), ("tcp", "bidir", "TCP both directions at once (sum)"),
+                                     ("udp", "1m", "UDP 1 Mbit/s"), ("udp", None, "UDP unlimited")):
             a, b = v(cfg, traffic, 4, label=label), v(cfg, traffic, 6, label=label)
             if a and b:
                 rows.append((f"fwlab, {name(cfg)}", what, fmt(mean(a) / 1e6, 2) + " Mbit/s", fmt(mean(b) / 1e6, 2) + " Mbit/s",
                              fmt(mean(b) / mean(a), 3)))
     out.tables.append(SideTable(title=f"{t1.ref} and {t2.ref}: throughput, IPv4 vs IPv6",
                                 header=("source", "measurement", "IPv4", "IPv6", "IPv6 / IPv4"), rows=tuple(rows), left=2,
-                                note="fwlab: means over repetitions."))
+                                note="fwlab: means over repetitions. 'Both directions at once': iperf3 --bidir (label "
+                                     "bidir), the study's two-way runs, whose figures it does not print."))
     rows = [("as published", f"{u} run", fmt(t2.value(f'IPv4 {u}', 'average jitter [ms]'), 2),
              fmt(t2.value(f'IPv6 {u}', 'average jitter [ms]'), 2)) for u in ("KByte/s", "MByte/s", "GBit/s")]
     for cfg in cfgs:
