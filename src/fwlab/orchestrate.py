@@ -206,7 +206,7 @@ class Executor:
                         pinning=Pinning(**s.pinning.model_dump()), device_model=s.device_model,
                         plan_overrides=self.placement.plan_overrides() if self.placement else (),
                         attacker=bool(s.background) and mode != "direct",
-                        link_rate_bps=link_rate_bps)
+                        link_rate_bps=link_rate_bps, tuning=s.tuning)
 
     def _run_bed(self, bed_key: tuple, trials: list[TrialSpec], kept: "_KeptBed | None" = None,
                  next_key: tuple | None = None, order: Iterable[TrialSpec] | None = None) -> "_KeptBed | None":
@@ -247,6 +247,7 @@ class Executor:
                 "pinning": bed.topo.to_dict()["pinning"],
                 "device": desc.get("device"),
                 "link": desc.get("link"),
+                "tuning": desc.get("tuning"),
                 "testbed_run_id": bed.topo.run_id,
                 "bed_reused": kept is not None,
                 "backend_version": desc["backend_version"],

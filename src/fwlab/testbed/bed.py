@@ -1,7 +1,8 @@
 """Building and tearing down a namespace test bed on the local host.
 
 Owns: creating the client/DUT/server namespaces, veth pairs, the DUT's bridge, addresses,
-routes, forwarding sysctls and offloads; describing them (for the run record); tearing all of it
+routes, forwarding sysctls, offloads and a suite's tuning profile (in its own namespaces only);
+describing them (for the run record); tearing all of it
 down, stopping the processes inside first. Never touches the host's own (root) namespace:
 veth ends are created directly inside their namespaces and no host route, address or firewall
 is changed.
@@ -21,12 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fwlab.errors import FwlabError, NotRoot, TestbedError
+from fwlab.suites.tuning import profile
 from fwlab.testbed import links
 from fwlab.testbed.clock import measure_offset
 from fwlab.testbed.host import CommandFailed, Host, LocalHost, kill_namespace_pids, require_tool
 from fwlab.testbed.hosts import IFACE_COUNT, Placement
 from fwlab.testbed.shaping import LinkShape, parse_qdisc_stats
 from fwlab.testbed.topology import PREFIX, Topology
+from fwlab.testbed.tuning import apply_profile
 
 #: sysctls recorded for every namespace of the bed
 RECORDED_SYSCTLS = (
@@ -109,6 +112,8 @@ class Testbed:
     built: bool = False
     build_s: float = 0.0
     _adopted: list[tuple[str, str, str]] = field(default_factory=list)  # (ns, bed name, own name)
+    #: what the suite's tuning profile set, where, and what not (testbed.tuning); None: no profile
+    tuning_state: dict | None = None
 
     # -- life cycle -------------------------------------------------------------------------
     def __enter__(self) -> "Testbed":
@@ -307,6 +312,10 @@ class Testbed:
             self._shape()
         if t.has_dut and t.device_model == "napi" and not self.is_remote("dut"):
             self._napi_device()
+        if t.tuning:
+            # only the namespaces this process just created (local roles), never the host's own
+            self.tuning_state = apply_profile(profile(t.tuning), [r for r in self.local_roles],
+                                              lambda role, *argv, check=True: self.sh(role, *argv, check=check))
         self._wait_link_ready()
 
     def shaped_interfaces(self) -> list[tuple[str, str]]:
@@ -525,6 +534,7 @@ class Testbed:
             "device": self.device_state(),
             "link": self.link_state(),
             "sysctls": self.sysctls(),
+            "tuning": self.tuning_state,
             "build_s": round(self.build_s, 4),
         }
 

@@ -137,6 +137,8 @@ class Topology:
     #: emulated line rate of the client's and server's wires [bit/s, Ethernet L1]; None: unshaped
     #: (see testbed.shaping)
     link_rate_bps: int | None = None
+    #: a named tuning profile (suites.tuning) applied in the bed's own namespaces; None: none
+    tuning: str | None = None
 
     def ns(self, role: str) -> str:
         return f"{PREFIX}{self.run_id}-{role}"
