@@ -220,13 +220,15 @@ def test_seed_002_no_effect_needs_the_studys_own_threshold():
 def s003(tcp6=1.2, jit6=2.0, rtt6=1.25, udp6=1.0, path_bps=5e6, noise=0.01, win=None, win_noise=None):
     """IPv4 and IPv6, no firewall, 3 repetitions: TCP on a path of `path_bps`, UDP at 1 Mbit/s,
     jitter and idle round trips (0.4 ms over IPv4); the IPv6 figures at the given multiples of IPv4's.
-    `win`: also TCP with an 8 KiB window (label w8k) at `win` x the default window's figure."""
+    `win`: also TCP with an 8 KiB window (label w8k) at `win` x the default window's figure, and the
+    round trip beside the default-window stream (rtt_probe) as the idle one."""
     ts = []
     for k in range(3):
         j = spread(k, noise)
         for ipv, f_tcp, f_j, f_rtt, f_udp in ((4, 1, 1, 1, 1), (6, tcp6, jit6, rtt6, udp6)):
             ts.append(tr("stream", "tcp", "none", 0, ipv=ipv, rep=k, throughput_bps=path_bps * f_tcp * j))
             if win is not None:
+                ts[-1]["metrics"]["rtt_p50_ms"] = 0.4 * f_rtt * j
                 w = tr("stream", "tcp", "none", 0, ipv=ipv, rep=k, label="w8k",
                        throughput_bps=path_bps * f_tcp * win * spread(k, noise if win_noise is None else win_noise))
                 w["options"] = {"window_bytes": 8192}

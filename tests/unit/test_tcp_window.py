@@ -59,7 +59,8 @@ def test_window_table_shows_each_window_against_the_default():
     t = next(t for t in cmp.tables if "window size" in t.title)
     rows = {(r[1], r[2]): r for r in t.rows}
     assert rows[("IPv4", "default")][3] == "5,000.0" and rows[("IPv4", "8,192 B")][3] == "150.0"
-    assert rows[("IPv4", "8,192 B")][5] == "164"                       # 8192 B x 8 / 0.4 ms
+    assert rows[("IPv4", "8,192 B")][5] == "164"                       # 8192 B x 8 / 0.4 ms under load
+    assert t.header[5] == "window / round trip under load [Mbit/s]"
     assert rows[("IPv6", "8,192 B")][4].startswith("3")
 
 

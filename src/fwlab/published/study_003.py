@@ -7,6 +7,15 @@ fwlab.stats) calls it significant; 'the same' needs the 95 % interval of IPv6 / 
 tolerance. Delay, which the seed names but prints no figure
 for, is fwlab's ping round-trip time (kind ``rtt``, idle) and the ping probe beside the TCP
 stream (``rtt_probe``, delay under load), IPv4 against IPv6.
+
+TCP window size (§4: "with a small TCP window size, both protocols' throughput fell"; the study
+names no size): TCP items with a fixed window (iperf3 -w, option ``window_bytes``, a label such as
+``w8k``) against the default-window TCP of the same configuration and IP version. A window can
+only limit a path whose bandwidth-delay product exceeds it: where window / the round trip beside
+the default-window stream (its ``rtt_probe``, the longest the path shows) is above that stream's
+throughput, the finding is "not testable here". (The idle round trip would understate it: on a
+shaped 100 Mbit/s wire an 8 KiB window lost ~10 % here although 8 KiB per idle round trip is
+~1 Gbit/s.)
 """
 
 from __future__ import annotations
@@ -183,7 +192,7 @@ def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
                   f"{'significant' if sig else 'within the noise'}.",
             criterion="IPv4 below IPv6 and the difference significant", verdict=verdict))
     out.findings.append(_delay_finding(rtt, ref, name))
-    _window_part(out, st, rtt, cfgs, ref, name)
+    _window_part(out, st, cfgs, ref, name)
     return out
 
 
@@ -201,7 +210,7 @@ def _window_cap_bps(window_bytes: int, rtt_ms: float | None) -> float | None:
     return window_bytes * 8 / (rtt_ms / 1e3) if rtt_ms else None
 
 
-def _window_part(out: StudyComparison, st: list[dict], rtt: list[dict], cfgs, ref, name) -> None:
+def _window_part(out: StudyComparison, st: list[dict], cfgs, ref, name) -> None:
     """The window-size table (every configuration) and the 'small window lowers TCP' finding
     (the reference configuration, both IP versions)."""
     tcp = [t for t in st if t.get("traffic") == "tcp"]
@@ -210,8 +219,8 @@ def _window_part(out: StudyComparison, st: list[dict], rtt: list[dict], cfgs, re
     published = "§4: with a small TCP window size the throughput of both protocols fell; no size or figure printed"
     crit = (f"over each IP version, the 95 % interval of the smallest window's TCP throughput below "
             f"{SMALL_WINDOW_PCT:g} % of the default window's (entirely above -> not reproduced, across -> "
-            f"inconclusive); an IP version where window / idle round trip exceeds the default-window throughput "
-            f"cannot show it (not testable here)")
+            f"inconclusive); an IP version where window / the round trip under load exceeds the default-window "
+            f"throughput cannot show it (not testable here)")
     if not windows:
         out.findings.append(Finding(id="seed-003/small-window-slower", claim=claim, published=published,
                                     fwlab="not measured: no TCP trial with a fixed window (iperf3 option window_bytes) "
@@ -224,8 +233,10 @@ def _window_part(out: StudyComparison, st: list[dict], rtt: list[dict], cfgs, re
                       options=lambda o, w=w: (o or {}).get("window_bytes") == w if w else
                       not (o or {}).get("window_bytes"))
 
-    def idle_rtt(cfg, ipv) -> float | None:
-        r = values(rtt, "rtt_p50_ms", ip_version=ipv, traffic="rtt", **_cfg_match(cfg))
+    def load_rtt(cfg, ipv) -> float | None:
+        """The median round trip beside the default-window TCP stream (rtt_probe), None without."""
+        r = values(tcp, "rtt_p50_ms", ip_version=ipv, **_cfg_match(cfg), label=lambda lb: lb is None,
+                   options=lambda o: not (o or {}).get("window_bytes"))
         return mean(r) if r else None
 
     rows = []
@@ -234,7 +245,7 @@ def _window_part(out: StudyComparison, st: list[dict], rtt: list[dict], cfgs, re
             base = tp(cfg, ipv, None)
             if not base:
                 continue
-            r = idle_rtt(cfg, ipv)
+            r = load_rtt(cfg, ipv)
             rows.append((name(cfg), f"IPv{ipv}", "default", fmt(mean(base) / 1e6, 1), "100", "–"))
             for w in windows:
                 x = tp(cfg, ipv, w)
@@ -246,10 +257,11 @@ def _window_part(out: StudyComparison, st: list[dict], rtt: list[dict], cfgs, re
     out.tables.append(SideTable(
         title="§4: TCP throughput by window size (iperf3 -w), IPv4 and IPv6",
         header=("configuration", "IP", "window", "TCP [Mbit/s]", "% of the default window (95 % interval)",
-                "window / idle round trip [Mbit/s]"),
+                "window / round trip under load [Mbit/s]"),
         rows=tuple(rows), left=3,
         note="The study names no window size: fwlab's sizes. Means over repetitions; a window limits TCP only where "
-             "window / round trip is below what the path carries (the last column, from the idle ping round trip). "
+             "window / round trip is below what the path carries (the last column, from the ping round trip beside "
+             "the default-window stream, rtt_probe; – without one). "
              "iperf3 -w sets both socket buffers; Linux gives twice the size asked for (extra.socket_buffers)."))
 
     small = windows[0]
@@ -258,15 +270,15 @@ def _window_part(out: StudyComparison, st: list[dict], rtt: list[dict], cfgs, re
         base, x = tp(ref, ipv, None) if ref else [], tp(ref, ipv, small) if ref else []
         if not base or not x:
             continue
-        cap = _window_cap_bps(small, idle_rtt(ref, ipv))
+        cap = _window_cap_bps(small, load_rtt(ref, ipv))
         iv = ratio_ci(x, base)
         used += [t for t in tcp if t.get("ip_version") == ipv and all(t.get(k) == v for k, v in _cfg_match(ref).items())
                  and (_window(t) == small or (not _window(t) and t.get("label") is None))
                  and not t.get("error") and (t.get("metrics") or {}).get("throughput_bps") is not None]
         cells.append(f"IPv{ipv} {fmt_ci(iv, digits=0)} of the default window"
-                     + (f" (window / idle round trip {cap / 1e6:,.0f} Mbit/s)" if cap else ""))
+                     + (f" (window / round trip under load {cap / 1e6:,.0f} Mbit/s)" if cap else ""))
         if cap is not None and cap >= mean(base):
-            untestable.append(f"IPv{ipv}: {small:,} B per {idle_rtt(ref, ipv):.3f} ms round trip carries "
+            untestable.append(f"IPv{ipv}: {small:,} B per {load_rtt(ref, ipv):.3f} ms round trip under load carries "
                               f"{cap / 1e6:,.0f} Mbit/s, above the {mean(base) / 1e6:,.0f} Mbit/s the default window "
                               f"gets")
         else:
