@@ -60,12 +60,21 @@ def test_probes_stop_when_the_load_ends_and_a_probe_past_it_does_not_recover():
     assert [r["recovered"] for r in rows] == [False, True] and rows[1]["during_load"] is True
 
 
+def join_load():
+    """Wait until the load's thread has ended (gone already: it has)."""
+    for t in threading.enumerate():
+        if t.name == LOAD_THREAD:
+            t.join()
+
+
 class LoadAndProbes:
     """A fake iperf3: the multi-stream load blocks until the probe numbered ``load_probes`` (the
     first to end after the load) or, when probing stops first, ``timeout_s``; probes answer from
     a queue. Records each spec it ran."""
 
-    def __init__(self, probe_rates, load_bps, load_probes: int | None, timeout_s: float = 1.0):
+    def __init__(self, probe_rates, load_bps, load_probes: int | None, timeout_s: float = 1.0,
+                 load_error: str | None = None):
+        self.load_error = load_error
         self.rates = list(probe_rates)
         self.load_bps = load_bps
         self.load_probes = load_probes
@@ -82,6 +91,8 @@ class LoadAndProbes:
         self.specs.append(spec)
         if spec.streams > 1:
             self.release.wait(self.timeout_s)
+            if self.load_error:
+                raise RunnerError(self.load_error, fix="none")
             return iperf3_tcp(self.load_bps, spec.streams, "tcp")
         if threading.current_thread().name == LOAD_THREAD:
             raise AssertionError("a probe ran in the load's thread")
@@ -89,15 +100,16 @@ class LoadAndProbes:
         rate = self.rates.pop(0)
         if self.load_probes is not None and k == self.load_probes:
             self.release.set()     # the load ends while this probe runs
-            next(t for t in threading.enumerate() if t.name == LOAD_THREAD).join()
+            join_load()
         return iperf3_tcp(rate)
 
 
-def during_trial(rules, rep, probe_rates, load_probes, baseline=1e9, streams=500, load_bps=2e9):
+def during_trial(rules, rep, probe_rates, load_probes, baseline=1e9, streams=500, load_bps=2e9, load_error=None):
     opts = ProbePlan.from_options(T3_DURING).to_dict()
     spec = spec_dict(mode="bridge", backend="nftables", rules=rules, traffic="parallel", streams=streams, rep=rep,
                      options=opts)
-    fake = LoadAndProbes([baseline] + list(probe_rates), load_bps, None if load_probes is None else load_probes + 1)
+    fake = LoadAndProbes([baseline] + list(probe_rates), load_bps, None if load_probes is None else load_probes + 1,
+                         load_error=load_error)
     ts = TrafficSpec(traffic="parallel", tool="iperf3", streams=streams, duration_s=5.0, options=opts)
     m = recovery.measure_with_probes(fake, None, ts)
     return record(spec, m), fake
@@ -116,14 +128,24 @@ def test_probes_run_beside_the_load_on_a_port_of_their_own(fast_probes):
     assert any(f["code"] == "not-recovered" and "during the multi-stream run" in f["message"] for f in t["flags"])
 
 
-def test_the_loads_error_reaches_the_caller():
+def test_the_loads_error_reaches_the_caller_when_no_probe_ended_beside_it():
     plan = ProbePlan.from_options({"interval_s": 1, "probe_s": 1, "max_probes": 1, "during": True})
 
     def load():
         raise RunnerError("2 of 4 iperf3 clients hung", fix="none")
 
+    def probe():          # the load has failed before this probe ends
+        join_load()
+        return 1.0
+
     with pytest.raises(RunnerError, match="hung"):
-        run_beside_load(load, lambda: 1.0, 1.0, plan, clock=lambda: 0.0, sleep=lambda d: None)
+        run_beside_load(load, probe, 1.0, plan, clock=lambda: 0.0, sleep=lambda d: None)
+
+    def not_a_runner_error():
+        raise KeyError("bug")
+
+    with pytest.raises(KeyError):
+        run_beside_load(not_a_runner_error, probe, 1.0, plan, clock=lambda: 0.0, sleep=lambda d: None)
 
 
 def seed004_during(t3_trials):
@@ -188,3 +210,18 @@ def test_load_s_sets_the_loads_length_and_the_estimate_counts_the_overlap():
     # the baseline (2 s + 1) and the load's 20 s beyond the 5 s trial; the probes overlap the load
     assert _probes_s(opts, 5.0) == pytest.approx(3.0 + 20.0)
     assert _probes_s({**opts, "during": False, "load_s": None}, 5.0) == pytest.approx(3.0 + 4 * 5 + 3)
+
+
+def test_a_load_that_fails_keeps_the_probes_that_ran_beside_it(fast_probes):
+    # the load gives up (stalled streams: iperf3's ETIMEDOUT) while the probe of 10 s runs
+    err = "iperf3 failed: unable to write to stream socket: Connection timed out"
+    t, _ = during_trial(1000, 1, [0.2e9, 0.3e9, 0.99e9], load_probes=2, load_error=err)
+    assert t["metrics"]["throughput_bps"] is None and t["error"] is None
+    flag = next(f for f in t["flags"] if f["code"] == "load-failed")
+    assert "Connection timed out" in flag["message"] and t["extra"]["load_error"].startswith("iperf3 failed")
+    assert [p["during_load"] for p in t["extra"]["probes"]] == [True, True, False]
+    assert t["metrics"]["recovered"] is False and t["metrics"]["baseline_bps"] == 1e9
+    # the finding reads such trials: the probes inside the load ended before 20 s -> inconclusive
+    f = t3(compare_study(run_of("seed-004"), seed004_during([t, during_trial(1000, 2, [0.2e9, 0.3e9, 0.99e9],
+                                                                              load_probes=2, load_error=err)[0]])))
+    assert f.verdict == INCONCLUSIVE

@@ -139,10 +139,15 @@ def run_beside_load(load: Callable[[], Measurement], probe: Callable[[], float],
                     plan: ProbePlan, clock: Callable[[], float] = time.monotonic,
                     sleep: Callable[[float], None] = time.sleep) -> tuple[Measurement, list[dict]]:
     """Run ``load`` in a thread and the probes in this one from its start until it ends (or the
-    probes are done); wait for the load and return (its Measurement, the probe rows). The load's
-    error, if any, is raised here."""
+    probes are done); wait for the load and return (its Measurement, the probe rows). A load that
+    failed (RunnerError: e.g. stalled streams giving up) after probes ran beside it returns a
+    Measurement without the load's figures, flagged ``load-failed`` with the error and when it
+    ended (``extra.load_ended_s``): the probes that ran while it did still stand. Any other error
+    of the load, or one before a probe ended beside it, is raised here."""
     done = threading.Event()
     result: dict[str, Any] = {}
+
+    t0 = time.monotonic()
 
     def body() -> None:
         try:
@@ -150,14 +155,24 @@ def run_beside_load(load: Callable[[], Measurement], probe: Callable[[], float],
         except BaseException as exc:  # re-raised in the caller's thread below
             result["error"] = exc
         finally:
+            result["ended_s"] = time.monotonic() - t0
             done.set()
 
     th = threading.Thread(target=body, name=LOAD_THREAD, daemon=True)
     th.start()
     probes = run_probes(probe, baseline_bps, plan, clock=clock, sleep=sleep, load_running=lambda: not done.is_set())
     th.join()
-    if "error" in result:
-        raise result["error"]
+    err = result.get("error")
+    if err is not None:
+        if not isinstance(err, RunnerError) or not any(p.get("during_load") for p in probes):
+            raise err
+        m = Measurement(metrics={"throughput_bps": None, "rx_pps": None, "loss_ratio": None},
+                        extra={"load_error": err.one_line(), "load_ended_s": round(result["ended_s"], 3)})
+        m.flags.append({"code": "load-failed", "severity": "warning",
+                        "message": f"the multi-stream load failed {result['ended_s']:.1f} s after it began "
+                                   f"({err.one_line()}); its figures are missing, the probes that ran while it "
+                                   f"did are kept"})
+        return m, probes
     return result["m"], probes
 
 
