@@ -67,6 +67,7 @@ def test_probes_run_during_the_load_on_their_own_port(bed):
     assert m.kind == "parallel" and m.extra["probe_plan"]["during"] is True
     assert m.metrics["stream_count"] == 20 and m.metrics["completion_s"] >= 4.0     # load_s, not duration_s
     probes = m.extra["probes"]
+    assert m.extra["load_up_s"] is not None                       # probes started once its streams were up
     assert 1 <= len(probes) <= 3 and probes[0]["t_after_s"] < 1.0
     assert probes[0]["during_load"] is True                       # the first one ran beside the load
     assert all(p["throughput_bps"] and p["throughput_bps"] > 0 for p in probes)

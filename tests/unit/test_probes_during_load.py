@@ -6,6 +6,7 @@ on such records reaching reproduced, not reproduced and inconclusive. No root, n
 from __future__ import annotations
 
 import threading
+from types import SimpleNamespace
 
 import pytest
 from test_published_new_kinds import (  # noqa: F401  (fast_probes is a fixture)
@@ -225,3 +226,30 @@ def test_a_load_that_fails_keeps_the_probes_that_ran_beside_it(fast_probes):
     f = t3(compare_study(run_of("seed-004"), seed004_during([t, during_trial(1000, 2, [0.2e9, 0.3e9, 0.99e9],
                                                                               load_probes=2, load_error=err)[0]])))
     assert f.verdict == INCONCLUSIVE
+
+
+class SsBed:
+    """A bed whose client namespace reports `counts` established connections, one per poll."""
+
+    def __init__(self, counts):
+        self.counts = list(counts)
+        self.argv = None
+
+    def sh(self, role, *argv, check=True):
+        assert role == "client"
+        self.argv = argv
+        n = self.counts.pop(0) if len(self.counts) > 1 else self.counts[0]
+        return SimpleNamespace(returncode=0, stdout="ESTAB x\n" * n, stderr="")
+
+
+def test_probes_wait_until_the_loads_streams_are_up():
+    from fwlab.methods.recovery import wait_streams_up
+
+    spec = TrafficSpec(traffic="tcp", tool="iperf3", streams=500, duration_s=25.0, port=5201)
+    # 500 streams in 4 processes: 500 data + 4 control connections on ports 5201..5204
+    bed = SsBed([0, 200, 503, 504])
+    wait_streams_up(bed, spec, lambda: True, poll_s=0.0)
+    assert bed.counts == [504] and bed.argv[-9:] == ("(", "dport", ">=", ":5201", "and", "dport", "<=", ":5204", ")")
+    # a load that ended stops the wait at once
+    bed = SsBed([0])
+    assert wait_streams_up(bed, spec, lambda: False, poll_s=0.0) < 1.0 and bed.argv is None

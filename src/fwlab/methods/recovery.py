@@ -6,7 +6,8 @@ during the load) and the sequence baseline probe -> multi-stream run -> probes e
 Each probe is a short single iperf3 TCP stream; the probes form a time series. ``during = false``:
 the probes start when the multi-stream run has ended (seconds after its end). ``during = true``
 (seed 004's Table 3 procedure): the multi-stream run goes on in a thread while the probes start
-with it, on an iperf3 server port of their own (seconds after the load began); probing stops
+as soon as all its streams are established (``load_up_s`` after its processes started; a probe
+before that would meet an idle path), on an iperf3 server port of their own; probing stops
 when the load has ended, and only a probe that ended while the load still ran counts as
 recovered (``during_load``), so a probe on the then idle path never decides the finding. The
 load's link counters then include the probes' packets. The schedule is pure (``run_probes``
@@ -131,13 +132,32 @@ def probe_metrics(probes: list[dict], baseline_bps: float | None) -> dict:
     }
 
 
+def wait_streams_up(bed: "Testbed", spec: TrafficSpec, running: Callable[[], bool],
+                    poll_s: float = 0.1) -> float:
+    """Wait until the client holds an established connection for each of ``spec``'s streams (plus
+    each process's control connection) on the load's server ports, or the load has ended, or half
+    its length has passed; return the seconds waited (the load's set-up, ``extra.load_up_s``)."""
+    n = len(split_streams(spec.streams))
+    lo, hi = spec.port, spec.port + n - 1
+    want = spec.streams + n
+    t0 = time.monotonic()
+    while running() and time.monotonic() - t0 < max(2.0, spec.duration_s / 2):
+        cp = bed.sh("client", "ss", "-tnH", "state", "established",
+                    "(", "dport", ">=", f":{lo}", "and", "dport", "<=", f":{hi}", ")", check=False)
+        if len(cp.stdout.splitlines()) >= want:
+            break
+        time.sleep(poll_s)
+    return round(time.monotonic() - t0, 3)
+
+
 LOAD_THREAD = "fwlab-parallel-load"
 """Name of the thread that runs the multi-stream load while probes run beside it."""
 
 
 def run_beside_load(load: Callable[[], Measurement], probe: Callable[[], float], baseline_bps: float | None,
                     plan: ProbePlan, clock: Callable[[], float] = time.monotonic,
-                    sleep: Callable[[float], None] = time.sleep) -> tuple[Measurement, list[dict]]:
+                    sleep: Callable[[float], None] = time.sleep,
+                    ready: Callable[[Callable[[], bool]], float] | None = None) -> tuple[Measurement, list[dict]]:
     """Run ``load`` in a thread and the probes in this one from its start until it ends (or the
     probes are done); wait for the load and return (its Measurement, the probe rows). A load that
     failed (RunnerError: e.g. stalled streams giving up) after probes ran beside it returns a
@@ -160,7 +180,10 @@ def run_beside_load(load: Callable[[], Measurement], probe: Callable[[], float],
 
     th = threading.Thread(target=body, name=LOAD_THREAD, daemon=True)
     th.start()
-    probes = run_probes(probe, baseline_bps, plan, clock=clock, sleep=sleep, load_running=lambda: not done.is_set())
+    running = lambda: not done.is_set()  # noqa: E731
+    # the probes' time 0: the load's streams all up (``ready`` waits for them), not its processes' start
+    up_s = ready(running) if ready is not None else None
+    probes = run_probes(probe, baseline_bps, plan, clock=clock, sleep=sleep, load_running=running)
     th.join()
     err = result.get("error")
     if err is not None:
@@ -172,7 +195,9 @@ def run_beside_load(load: Callable[[], Measurement], probe: Callable[[], float],
                         "message": f"the multi-stream load failed {result['ended_s']:.1f} s after it began "
                                    f"({err.one_line()}); its figures are missing, the probes that ran while it "
                                    f"did are kept"})
+        m.extra["load_up_s"] = up_s
         return m, probes
+    result["m"].extra["load_up_s"] = up_s
     return result["m"], probes
 
 
@@ -196,7 +221,8 @@ def measure_with_probes(runner: "Iperf3", bed: "Testbed", spec: TrafficSpec) -> 
 
     baseline = one() if plan.baseline else None
     if plan.during and plan.max_probes:
-        m, probes = run_beside_load(lambda: runner.run_clients(bed, main_spec), one, baseline, plan)
+        ready = (lambda running: wait_streams_up(bed, main_spec, running)) if bed is not None else None
+        m, probes = run_beside_load(lambda: runner.run_clients(bed, main_spec), one, baseline, plan, ready=ready)
     else:
         m = runner.run_clients(bed, main_spec)
         probes = run_probes(one, baseline, plan)
