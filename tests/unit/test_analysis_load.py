@@ -1,4 +1,4 @@
-"""fwlab.load, the tidy DataFrame, the long-format series export and the docs recipe."""
+"""load (fwlab.analysis.load), the tidy DataFrame, the long-format series export and the docs recipe."""
 
 from __future__ import annotations
 
@@ -9,18 +9,18 @@ from pathlib import Path
 
 import pytest
 
-import fwlab
 from fwlab.analysis.export import IDENTITY_FIELDS, export_run
-from fwlab.analysis.load import SERIES_COLUMNS, Trial, series_rows
+from fwlab.analysis.load import SERIES_COLUMNS, Trial, load, series_rows
 from fwlab.cli import main
 from fwlab.errors import FwlabError
+from trials import full_trial
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden" / "run-tiny"
 
 
 def test_load_gives_trials_with_identity():
-    run = fwlab.load(GOLDEN)
+    run = load(GOLDEN)
     assert run.suite == "tiny" and run.status == "complete" and len(run.trials) == 8
     t = run.trials[0]
     assert isinstance(t, Trial) and t.kind == "stream" and t.backend == "nftables"
@@ -33,14 +33,14 @@ def test_load_gives_trials_with_identity():
 
 def test_load_bad_dir_is_a_one_line_error(tmp_path, capsys):
     with pytest.raises(FwlabError, match="no fwlab run record"):
-        fwlab.load(tmp_path)
+        load(tmp_path)
 
 
 def test_series_rows_long_format():
-    rows = series_rows(fwlab.load(GOLDEN).trials)
+    rows = series_rows(load(GOLDEN).trials)
     assert rows[0] == ("ip4tcp-dflt-nftables-0r-linear-routed-r1", 1.009, "throughput_bps", 2874054966.5735774)
     assert all(isinstance(v, float) and f != "t_s" for _, _, f, v in rows)
-    skipped = series_rows([{"trial_id": "x", "series": [{"t_s": 1, "a": None, "b": "s", "c": True, "d": 2}]}])
+    skipped = series_rows([full_trial(trial_id="x", series=[{"t_s": 1, "a": None, "b": "s", "c": True, "d": 2}])])
     assert skipped == [("x", 1.0, "d", 2.0)]
 
 
@@ -48,7 +48,7 @@ def test_export_series_csv(tmp_path):
     text, _ = export_run(GOLDEN, "series")
     rows = list(csv.reader(io.StringIO(text)))
     assert tuple(rows[0]) == SERIES_COLUMNS
-    assert len(rows) - 1 == len(series_rows(fwlab.load(GOLDEN).trials)) > 0
+    assert len(rows) - 1 == len(series_rows(load(GOLDEN).trials)) > 0
     out = tmp_path / "s.csv"
     assert main(["export", str(GOLDEN), "--format", "series", "--out", str(out)]) == 0
     assert out.read_text() == text
@@ -56,7 +56,7 @@ def test_export_series_csv(tmp_path):
 
 def test_dataframe_identity_first():
     pd = pytest.importorskip("pandas")
-    run = fwlab.load(GOLDEN)
+    run = load(GOLDEN)
     df = run.to_dataframe()
     assert isinstance(df, pd.DataFrame) and len(df) == 8
     assert list(df.columns[:len(IDENTITY_FIELDS)]) == list(IDENTITY_FIELDS)
@@ -93,7 +93,7 @@ def test_without_pandas_the_frame_says_how_to_get_it(monkeypatch):
     import sys
 
     monkeypatch.setitem(sys.modules, "pandas", None)  # import pandas -> ImportError
-    run = fwlab.load(GOLDEN)
+    run = load(GOLDEN)
     with pytest.raises(FwlabError, match="pandas is not installed") as exc:
         run.to_dataframe()
     assert "fwlab[analysis]" in exc.value.one_line()

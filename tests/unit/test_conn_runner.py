@@ -12,6 +12,7 @@ from fwlab.methods.connections import limit_cause
 from fwlab.suites import parse_suite
 from fwlab.suites.plan import expand
 from fwlab.testbed import host_sysctl
+from trials import full_trial
 
 
 def test_rate_options_defaults_and_errors():
@@ -116,9 +117,9 @@ def _trial(test, rules, value, **kw):
     m = {"conn_rate_cps": value} if test == "rate" else {
         "capacity_connections": value, "conntrack_max": 262144, "conntrack_buckets": 262144,
         "conntrack_count_held": value, "limit_cause": kw.get("cause")}
-    return {"kind": "connections", "trial_id": f"x-{rules}-{value}", "mode": "routed", "backend": "nftables",
-            "layout": "linear", "stateful_shortcut": True, "ip_version": 4, "rules": rules,
-            "traffic": f"conn_{test}", "metrics": m, "flags": [], "extra": {"test": test}}
+    return full_trial({"kind": "connections", "trial_id": f"x-{rules}-{value}", "mode": "routed",
+                       "backend": "nftables", "layout": "linear", "stateful_shortcut": True, "ip_version": 4,
+                       "rules": rules, "traffic": f"conn_{test}", "metrics": m, "flags": [], "extra": {"test": test}})
 
 
 def test_section_renders_rate_and_capacity_tables():

@@ -5,6 +5,7 @@ from types import SimpleNamespace
 from fwlab.report.cpu import render
 from fwlab.testbed.cpuseries import CpuRoles, CpuSampler, cpu_rates, read_proc_stat
 from fwlab.testbed.topology import Pinning
+from trials import full_trial
 
 STAT0 = """cpu  300 0 100 1600 0 0 0 0 0 0
 cpu0 100 0 50 800 0 0 50 0 0 0
@@ -73,9 +74,9 @@ def _trial(backend, rep, level, cs_extra=None):
                 "server_busy_pct": 10.0} for i in range(3)]
     cs = {"interval_s": 1.0, "client_cpu": 0, "server_cpu": 1, "dut_cpu": 0, "dut_measure": "softirq",
           "missing": {}, "samples": samples, **(cs_extra or {})}
-    return {"trial_id": f"{backend}-{rep}", "kind": "stream", "traffic": "udp", "backend": backend,
-            "layout": "linear", "rules": 10, "size_bytes": 64, "repetition": rep, "metrics": {"rx_pps": 1.0},
-            "extra": {"cpu_series": cs}}
+    return full_trial({"trial_id": f"{backend}-{rep}", "kind": "stream", "traffic": "udp", "backend": backend,
+                       "layout": "linear", "rules": 10, "size_bytes": 64, "repetition": rep, "metrics": {"rx_pps": 1.0},
+                       "extra": {"cpu_series": cs}})
 
 
 def test_report_plots_roles_with_units_and_medians():
@@ -91,4 +92,4 @@ def test_report_plots_roles_with_units_and_medians():
 def test_report_names_missing_roles_and_is_empty_without_series():
     t = _trial("nftables", 1, 40.0, {"missing": {"server": "on a remote host"}, "server_cpu": None})
     assert "server: no CPU series — on a remote host" in render([t])
-    assert render([{"kind": "stream", "extra": {}}]) == ""
+    assert render([full_trial(extra={})]) == ""

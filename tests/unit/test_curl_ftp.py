@@ -6,6 +6,7 @@ from fwlab.report.section_transactions import render
 from fwlab.runners import get_runner
 from fwlab.runners.curl import ClientProc, curl_argv, ftp_config, parse_line, summarize
 from fwlab.testbed.ftpserver import PASV_PORTS, render_vsftpd_conf
+from trials import full_trial
 
 
 def test_ftp_config_gives_every_transaction_its_own_login():
@@ -69,11 +70,11 @@ def test_vsftpd_conf_is_standalone_anonymous_read_only(tmp_path):
 
 
 def _trial(traffic, rules, rep, tpm):
-    return {"kind": "transactions", "trial_id": f"{traffic}-{rules}-r{rep}", "backend": "nftables",
-            "layout": "linear", "rules": rules, "streams": 24, "traffic": traffic, "size_bytes": 16000,
-            "repetition": rep, "extra": {}, "error": None,
-            "metrics": {"tpm": tpm, "failure_pct": 0.0, "connect_ms_p99": 0.5, "ttfb_ms_p50": 1.0,
-                        "ttfb_ms_p99": 3.0}}
+    return full_trial({"kind": "transactions", "trial_id": f"{traffic}-{rules}-r{rep}", "backend": "nftables",
+                       "layout": "linear", "rules": rules, "streams": 24, "traffic": traffic, "size_bytes": 16000,
+                       "repetition": rep, "extra": {}, "error": None,
+                       "metrics": {"tpm": tpm, "failure_pct": 0.0, "connect_ms_p99": 0.5, "ttfb_ms_p50": 1.0,
+                                   "ttfb_ms_p99": 3.0}})
 
 
 def test_report_labels_ftp_rows_and_drops_not_measured():

@@ -14,6 +14,7 @@ from fwlab.runners.base import TrafficSpec
 from fwlab.suites import parse_suite
 from fwlab.suites.plan import check_suite
 from fwlab.testbed.topology import Pinning, Topology
+from trials import full_trial
 
 
 def golden(kind: str, tag: str) -> dict:
@@ -223,10 +224,10 @@ def test_report_latency_table():
     lat = eng.metrics_from(send, recv, 64).metrics["latency_ns"]
     base = {"mode": "routed", "backend": "nftables", "layout": "linear", "stateful_shortcut": False,
             "ip_version": 4, "traffic": "engine", "size_bytes": 64}
-    trials = [{**base, "rules": 0, "metrics": {"latency_ns": lat}},
-              {**base, "rules": 0, "metrics": {"latency_ns": lat}},
-              {**base, "rules": 100, "metrics": None, "error": "x"},
-              {**base, "traffic": "udp", "rules": 0, "metrics": {"rx_pps": 1.0}}]
+    trials = [full_trial({**base, "rules": 0, "metrics": {"latency_ns": lat}}),
+              full_trial({**base, "rules": 0, "metrics": {"latency_ns": lat}}),
+              full_trial({**base, "rules": 100, "metrics": None, "error": "x"}),
+              full_trial({**base, "traffic": "udp", "rules": 0, "metrics": {"rx_pps": 1.0}})]
     html = _latency_table(trials)
     assert "p99.9 [µs]" in html and f"{lat['p99'] / 1e3:.1f}" in html
     assert html.count("<tr>") == 2  # header + one configuration

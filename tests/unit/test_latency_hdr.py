@@ -13,6 +13,7 @@ from hdrh.histogram import HdrHistogram
 import fwlab.runners.engine as eng
 from fwlab.errors import RecordError
 from fwlab.stats.latency import decode, distribution, merge, percentile_ns
+from trials import full_trial
 
 GOLDEN = Path(__file__).parent.parent / "golden"
 RECORDED = Path(__file__).parent.parent / "golden" / "rfc2544-latency-hdr.trials.jsonl"
@@ -116,8 +117,8 @@ def test_engine_report_section_draws_merged_cdfs():
     send = json.loads((GOLDEN / "engine_send_v4_udp_hdr.json").read_text())
     base = {"mode": "routed", "backend": "nftables", "layout": "linear", "stateful_shortcut": False,
             "ip_version": 4, "traffic": "engine", "size_bytes": 64, "rate_bps": None}
-    trials = [{**base, "rules": n, "repetition": r, "error": None,
-               "metrics": eng.metrics_from(send, recv(tag), 64).metrics}
+    trials = [full_trial({**base, "rules": n, "repetition": r, "error": None,
+                          "metrics": eng.metrics_from(send, recv(tag), 64).metrics})
               for n, tag in ((0, "hdr"), (1000, "hdr_b")) for r in (1, 2)]
     html = _latency_table(trials)
     section = html[html.index("<h3>Latency distributions</h3>"):]
@@ -160,19 +161,20 @@ def ping_text(rtts_ms: list[float]) -> str:
 def test_ping_keeps_every_rtt_in_a_histogram_and_the_rtt_section_merges_them():
     from fwlab.report.section_rtt import render
     from fwlab.runners.ping import parse_ping
+    from fwlab.stats.derive import rtt_figures
 
     fast = [0.05] * 90 + [2.0] * 10   # 90 replies at 50 µs, 10 at 2 ms
     slow = [0.2] * 100
-    m_fast, m_slow = (parse_ping(ping_text(r)).metrics() for r in (fast, slow))
+    m_fast, m_slow = (rtt_figures(parse_ping(ping_text(r)).raw()) for r in (fast, slow))
     assert m_fast["rtt_hdr_unit"] == "ns"
     h = decode(m_fast["rtt_hdr_b64"])
     assert h.get_total_count() == 100
     assert percentile_ns(h, 90.0) == pytest.approx(50_000, rel=1e-3)
     assert percentile_ns(h, 91.0) == pytest.approx(2_000_000, rel=1e-3)
-    assert parse_ping("2 packets transmitted, 0 received, 100% packet loss\n").metrics()["rtt_hdr_b64"] is None
+    assert rtt_figures(parse_ping("2 packets transmitted, 0 received, 100% packet loss\n").raw())["rtt_hdr_b64"] is None
     base = {"kind": "rtt", "mode": "routed", "backend": "nftables", "layout": "linear", "stateful_shortcut": False,
             "ip_version": 4, "traffic": "rtt", "series": [], "error": None}
-    trials = [{**base, "rules": n, "repetition": r, "metrics": m}
+    trials = [full_trial({**base, "rules": n, "repetition": r, "metrics": m})
               for n, m in ((0, m_fast), (1000, m_slow)) for r in (1, 2)]
     html = render({}, trials)
     section = html[html.index("<h3>Round-trip time distributions</h3>"):]

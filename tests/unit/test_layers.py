@@ -51,14 +51,7 @@ BOTTOM = 0
 
 #: edges against the flow still open, each with its reason; each must still exist (a fixed one
 #: fails the test until it is removed here), so this list only shrinks
-KNOWN: dict[tuple[str, str], str] = {
-    ("fwlab.runners.iperf3", "fwlab.stats.streams"): "per-stream spread still derived in the runner",
-    ("fwlab.runners.ping", "fwlab.stats.streams"): "RTT summaries still derived in the runner",
-    ("fwlab.runners.ping", "fwlab.stats.latency"): "RTT histogram encoded in the runner (the codec "
-                                                   "belongs beside the record format)",
-    ("fwlab", "fwlab.analysis.load"): "fwlab.load(run_dir), the notebook entry point issue 17 asks for, "
-                                     "is a lazy re-export in the package root",
-}
+KNOWN: dict[tuple[str, str], str] = {}
 
 
 def module_name(path: Path) -> str:

@@ -293,3 +293,10 @@ def test_bench_reports_a_failed_contender_as_missing_with_its_reason(tmp_path):
     assert res["wall_over_traffic"] is None and res["goal_met"] is None
     assert "the DUT fell over" in res["runs"][0]["error"]
     assert "failed: " in format_table(res) and "missing" in format_table(res)
+
+
+def test_progress_line_names_sub_gigabit_rates_in_mbit():
+    from fwlab.orchestrate import _fmt_result
+
+    assert _fmt_result({"throughput_bps": 2.5e9}, None) == "2.50 Gbit/s"
+    assert _fmt_result({"throughput_bps": 95.3e6, "rx_pps": 148_800}, None) == "95.3 Mbit/s, 148.8 kpps"

@@ -205,12 +205,11 @@ def test_load_s_sets_the_loads_length_and_the_estimate_counts_the_overlap():
                                                          duration_s=5.0, options=opts))
     assert [s.duration_s for s in fake.specs if s.streams > 1] == [25.0]
     assert {s.duration_s for s in fake.specs if s.streams == 1} == {2.0}
-    from fwlab.suites.estimate import _probes_s
-
     opts = {"during": True, "load_s": 25, "probe_s": 2, "interval_s": 5, "max_probes": 5}
     # the baseline (2 s + 1) and the load's 20 s beyond the 5 s trial; the probes overlap the load
-    assert _probes_s(opts, 5.0) == pytest.approx(3.0 + 20.0)
-    assert _probes_s({**opts, "during": False, "load_s": None}, 5.0) == pytest.approx(3.0 + 4 * 5 + 3)
+    assert ProbePlan.from_options(opts).estimate_s(5.0) == pytest.approx(3.0 + 20.0)
+    after = ProbePlan.from_options({**opts, "during": False, "load_s": None})
+    assert after.estimate_s(5.0) == pytest.approx(3.0 + 4 * 5 + 3)
 
 
 def test_a_load_that_fails_keeps_the_probes_that_ran_beside_it(fast_probes):

@@ -25,16 +25,18 @@ from fwlab.report import write_report
 from fwlab.report.overview import headline_sentences, quality_sentence
 from fwlab.report.section_published import render
 from fwlab.report.summary import curves
+from trials import full_trial
 
 _ids = itertools.count()
 
 
 def tr(kind, traffic, backend, rules, *, layout="linear", mode="routed", ipv=4, size=None, streams=1, rep=1,
        label=None, sc=False, **metrics):
-    return {"kind": kind, "traffic": traffic, "backend": backend, "layout": "none" if backend == "none" else layout,
-            "rules": rules, "mode": mode, "ip_version": ipv, "size_bytes": size, "streams": streams,
-            "repetition": rep, "label": label, "stateful_shortcut": sc, "trial_id": f"t{next(_ids)}",
-            "metrics": metrics, "error": None, "flags": []}
+    return full_trial({"kind": kind, "traffic": traffic, "backend": backend,
+                       "layout": "none" if backend == "none" else layout,
+                       "rules": rules, "mode": mode, "ip_version": ipv, "size_bytes": size, "streams": streams,
+                       "repetition": rep, "label": label, "stateful_shortcut": sc, "trial_id": f"t{next(_ids)}",
+                       "metrics": metrics, "error": None, "flags": []})
 
 
 def run_of(study):

@@ -30,8 +30,9 @@ from fwlab.results.record import trial_record
 from fwlab.methods import recovery
 from fwlab.runners.base import Measurement, TrafficSpec, apply_link_counts
 from fwlab.methods.connections import limit_cause
-from fwlab.runners.iperf3 import add_rtt_probe, add_stream_spread, parse_json, split_streams
+from fwlab.runners.iperf3 import add_rtt_probe, parse_json, split_streams
 from fwlab.runners.ping import Ping, parse_ping
+from fwlab.stats.derive import add_stream_spread, derive_figures
 from fwlab.suites import load_suite
 from fwlab.suites.plan import TrialSpec, check_suite, expand
 
@@ -53,6 +54,7 @@ def spec_dict(*, mode="routed", backend="nftables", layout="linear", rules=0, sc
 def record(spec: dict, m: Measurement, flood_rec: dict | None = None) -> dict:
     """As the orchestrator writes a trial (kind attack for a stream beside a flood)."""
     kind, extra = m.kind, dict(m.extra)
+    m.series = derive_figures(m.metrics, m.series, extra)
     if spec.get("background") is not None:
         kind = "attack" if kind == "stream" else kind
         extra["background"] = flood_rec
@@ -70,7 +72,7 @@ def iperf3_tcp(bps: float, streams: int = 1, traffic: str = "tcp") -> Measuremen
     apply_link_counts(m, "tcp", int(bps * m.metrics["duration_s"] / 8 / 1500), "iperf3")
     m.metrics.update({"completion_s": m.metrics["duration_s"] + 0.4, "client_processes": len(split_streams(streams)),
                       "streams": streams})
-    add_stream_spread(m)
+    add_stream_spread(m.metrics, m.extra["per_stream_bps"])
     return m
 
 

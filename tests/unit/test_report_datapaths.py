@@ -3,12 +3,13 @@ references readably."""
 
 from fwlab.report.datapaths import render
 from fwlab.report.summary import curves
+from trials import full_trial
 
 
 def _t(backend, layout, rules, family, pps):
-    return {"kind": "stream", "mode": "routed", "backend": backend, "layout": layout, "rules": rules,
-            "stateful_shortcut": False, "ip_version": 4, "traffic": "engine", "size_bytes": 64, "streams": 1,
-            "repetition": 1, "ruleset_family": family, "rule_load_s": 0.01, "metrics": {"rx_pps": pps}}
+    return full_trial({"kind": "stream", "mode": "routed", "backend": backend, "layout": layout, "rules": rules,
+                       "stateful_shortcut": False, "ip_version": 4, "traffic": "engine", "size_bytes": 64, "streams": 1,
+                       "repetition": 1, "ruleset_family": family, "rule_load_s": 0.01, "metrics": {"rx_pps": pps}})
 
 
 def test_datapaths_table_names_program_and_attach_mode():

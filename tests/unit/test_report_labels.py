@@ -9,10 +9,11 @@ from fwlab.report.html import render as render_page
 from fwlab.report.section_rfc2544 import render as render_rfc2544
 from fwlab.report.summary import curves
 from fwlab.stats.goal_label import goal_name, result_label
+from trials import full_trial
 
 
 def rfc_trial(goal: dict | None, *, algorithm="mlr", rules=0, loss=0.0, mode="routed"):
-    return {"kind": "rfc2544", "traffic": "throughput", "mode": mode, "backend": "nftables", "layout": "linear",
+    return full_trial({"kind": "rfc2544", "traffic": "throughput", "mode": mode, "backend": "nftables", "layout": "linear",
             "rules": rules, "stateful_shortcut": False, "ip_version": 4, "size_bytes": 64, "streams": 1,
             "label": None, "repetition": 1, "trial_id": f"t-{mode}-{rules}", "error": None, "flags": [],
             "rule_load_s": 0.01,
@@ -23,7 +24,7 @@ def rfc_trial(goal: dict | None, *, algorithm="mlr", rules=0, loss=0.0, mode="ro
                                   "latency": [{"fraction": 0.9, "load_pps": 270e3, "loss_ratio": loss,
                                                "generator_short": False,
                                                "latency": {"min_ns": 1e3, "p50_ns": 2e3, "p99_ns": 9e3,
-                                                           "max_ns": 2e4}}]}}}
+                                                           "max_ns": 2e4}}]}}})
 
 
 def test_goal_names():
@@ -76,11 +77,11 @@ def test_headline_names_what_limited_the_0_rule_reference():
     from fwlab.report.overview import connection_sentences, headline_sentences, transaction_sentences
 
     def udp(rules, rx, flags=()):
-        return {"kind": "stream", "traffic": "udp", "mode": "routed", "backend": "nftables", "layout": "linear",
-                "rules": rules, "stateful_shortcut": False, "ip_version": 4, "size_bytes": 64, "streams": 1,
-                "label": None, "repetition": 1, "trial_id": f"u{rules}", "error": None,
-                "flags": [{"code": c, "severity": "warning", "message": c} for c in flags],
-                "metrics": {"rx_pps": rx, "throughput_bps": rx * 512}}
+        return full_trial({"kind": "stream", "traffic": "udp", "mode": "routed", "backend": "nftables",
+                           "layout": "linear", "rules": rules, "stateful_shortcut": False, "ip_version": 4,
+                           "size_bytes": 64, "streams": 1, "label": None, "repetition": 1, "trial_id": f"u{rules}",
+                           "error": None, "flags": [{"code": c, "severity": "warning", "message": c} for c in flags],
+                           "metrics": {"rx_pps": rx, "throughput_bps": rx * 512}})
 
     limited = headline_sentences(curves([udp(0, 400e3, ["cpu-saturated"]), udp(1000, 100e3)]))
     assert limited == ["IPv4 UDP 64 B payload (routed): nftables linear at 1,000 rules forwards 25 % (no interval: 1 repetition) "
@@ -90,17 +91,17 @@ def test_headline_names_what_limited_the_0_rule_reference():
     assert "0-rule reference" not in clean[0]                  # only the reference's limit is named
 
     def tx(rules, tpm, flags=()):
-        return {"kind": "transactions", "traffic": "http", "backend": "proxy", "layout": "linear", "rules": rules,
-                "streams": 8, "size_bytes": 16000, "error": None, "metrics": {"tpm": tpm},
-                "flags": [{"code": c} for c in flags]}
+        return full_trial({"kind": "transactions", "traffic": "http", "backend": "proxy", "layout": "linear",
+                           "rules": rules, "streams": 8, "size_bytes": 16000, "error": None, "metrics": {"tpm": tpm},
+                           "flags": [{"code": c} for c in flags]})
 
     s = transaction_sentences([tx(0, 1000.0, ["client-cpu-bound"]), tx(1000, 900.0)])
     assert "[0-rule reference client-CPU-bound (client-cpu-bound)]" in s[0]
 
     def conn(rules, cps, flags=()):
-        return {"kind": "connections", "mode": "routed", "backend": "nftables", "layout": "linear", "rules": rules,
-                "stateful_shortcut": False, "error": None, "metrics": {"conn_rate_cps": cps},
-                "flags": [{"code": c} for c in flags]}
+        return full_trial({"kind": "connections", "mode": "routed", "backend": "nftables", "layout": "linear",
+                           "rules": rules, "stateful_shortcut": False, "error": None,
+                           "metrics": {"conn_rate_cps": cps}, "flags": [{"code": c} for c in flags]})
 
     s = connection_sentences([conn(0, 5000.0, ["max-load-passed"]), conn(1000, 4000.0)])
     assert "[0-rule reference at the search's maximum load (max-load-passed)]" in s[0]

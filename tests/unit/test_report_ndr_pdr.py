@@ -1,16 +1,17 @@
 """NDR and PDR side by side in the RFC 2544 section, from synthetic throughput trials."""
 
 from fwlab.report.section_rfc2544 import ndr_pdr, render
+from trials import full_trial
 
 
 def _trial(rules, rep, results, backend="nftables"):
-    return {"trial_id": f"t{rules}-{rep}", "kind": "rfc2544", "traffic": "throughput", "mode": "routed",
+    return full_trial({"trial_id": f"t{rules}-{rep}", "kind": "rfc2544", "traffic": "throughput", "mode": "routed",
             "backend": backend, "layout": "linear", "stateful_shortcut": False, "ip_version": 4,
             "size_bytes": 64, "streams": 1, "label": None, "rules": rules, "repetition": rep,
             "metrics": {"throughput_pps": results[0][1], "algorithm": "mlr"},
             "extra": {"rfc2544": {"test": "throughput", "results": [
                 {"algorithm": "mlr", "goal": {"name": n, "loss_ratio": loss, "exceed_ratio": 0.5},
-                 "throughput_pps": pps} for n, pps, loss in results]}}}
+                 "throughput_pps": pps} for n, pps, loss in results]}}})
 
 
 def _both(rules, rep, ndr, pdr):

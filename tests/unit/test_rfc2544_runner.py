@@ -9,6 +9,7 @@ from fwlab.methods.rfc2544 import frame_loss_steps, longest_burst, parse_options
 from fwlab.search.simulated import FixedCapacity
 from fwlab.suites import load_suite, parse_suite
 from fwlab.suites.plan import check_suite, expand
+from trials import full_trial
 
 
 def test_options_defaults_and_one_line_errors():
@@ -69,7 +70,7 @@ def _record():
     trials = []
     for layout, rates in (("linear", {0: 180e3, 1000: 60e3}), ("set", {0: 180e3, 1000: 178e3})):
         for n, pps in rates.items():
-            trials.append({"kind": "rfc2544", "trial_id": f"ip4throughput-64B-nftables-{n}r-{layout}-routed-r1",
+            trials.append(full_trial({"kind": "rfc2544", "trial_id": f"ip4throughput-64B-nftables-{n}r-{layout}-routed-r1",
                            "mode": "routed", "backend": "nftables", "layout": layout, "rules": n,
                            "stateful_shortcut": False, "ip_version": 4, "traffic": "throughput", "size_bytes": 64,
                            "streams": 1, "label": None, "repetition": 1, "flags": [],
@@ -79,7 +80,7 @@ def _record():
                                        "search_trials": 12, "search_trial_s": 6.0},
                            "extra": {"rfc2544": {"latency": [{"fraction": 0.5, "load_pps": pps / 2, "loss_ratio": 0,
                                                               "latency": {"min_ns": 1000, "p50_ns": 5000,
-                                                                          "p99_ns": 20000, "max_ns": 90000}}]}}})
+                                                                          "p99_ns": 20000, "max_ns": 90000}}]}}}))
     return {"beds": [bed]}, trials
 
 

@@ -1,6 +1,7 @@
 """The transactions report section renders Table 1, plots and missing figures from records."""
 
 from fwlab.report.section_transactions import render, table1
+from trials import full_trial
 
 
 def _trial(backend, layout, rules, clients, rep, tpm, fail=0.0, error=None):
@@ -9,7 +10,7 @@ def _trial(backend, layout, rules, clients, rep, tpm, fail=0.0, error=None):
          "repetition": rep, "extra": {}, "error": error}
     t["metrics"] = None if error else {"tpm": tpm, "failure_pct": fail, "connect_ms_p99": 0.5,
                                        "ttfb_ms_p50": 1.0, "ttfb_ms_p99": 3.0}
-    return t
+    return full_trial(t)
 
 
 def _trials():

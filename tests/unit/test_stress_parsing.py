@@ -8,10 +8,11 @@ from fwlab.errors import RunnerError
 from fwlab.floods.flood import dut_drops, flood_args, flood_metrics, parse_counter_json
 from fwlab.floods.model import BackgroundItem, FloodSpec
 from fwlab.runners import TrafficSpec
-from fwlab.runners.iperf3 import add_stream_spread, build_client_args, combine, parse_json, split_streams
+from fwlab.runners.iperf3 import build_client_args, combine, parse_json, split_streams
 from fwlab.testbed.linkseries import as_stream_series, rates
 from fwlab.runners.ping import parse_ping
 from fwlab.methods.recovery import ProbePlan, probe_metrics, run_probes
+from fwlab.stats.derive import add_stream_spread, rtt_figures, rtt_series
 from fwlab.stats.streams import jain_index, rtt_summary, stream_spread
 
 
@@ -69,7 +70,7 @@ def test_combine_processes_adds_rates_series_and_streams():
     assert len(m.series) == len(a.series)
     assert m.series[0]["throughput_bps"] == pytest.approx(2 * a.series[0]["throughput_bps"])
     assert len(m.extra["per_stream_bps"]["up"]) == 8
-    add_stream_spread(m)
+    add_stream_spread(m.metrics, m.extra["per_stream_bps"])
     assert m.metrics["stream_count"] == 8 and 0 < m.metrics["fairness_jain"] <= 1
 
 
@@ -130,10 +131,10 @@ PING = """PING 198.19.1.1 (198.19.1.1) 56(84) bytes of data.
 def test_ping_parse_and_rtt_figures():
     p = parse_ping(PING)
     assert len(p.samples) == 3 and p.transmitted == 4 and p.loss_ratio == pytest.approx(0.25)
-    m = p.metrics()
+    m = rtt_figures(p.raw())
     assert m["rtt_p50_ms"] == pytest.approx(0.2) and m["rtt_max_ms"] == pytest.approx(0.3)
     assert m["rtt_ipdv_ms"] == pytest.approx(0.15)
-    s = p.series()
+    s = rtt_series(p.raw())
     assert [r["t_s"] for r in s] == [1.0, 2.0] and s[0]["rtt_n"] == 2
     with pytest.raises(RunnerError):
         parse_ping("ping: connect: Network is unreachable")

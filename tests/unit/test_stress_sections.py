@@ -2,6 +2,7 @@
 stream time series with the IPv4 vs IPv6 table."""
 
 from fwlab.report.sections import render_sections
+from trials import full_trial
 
 
 def _t(kind, **kw):
@@ -9,7 +10,7 @@ def _t(kind, **kw):
             "layout": "linear", "rules": 100, "stateful_shortcut": False, "ip_version": 4, "traffic": "tcp",
             "size_bytes": None, "streams": 1, "repetition": 1, "label": None, "error": None}
     base.update(kw)
-    return base
+    return full_trial(base)
 
 
 def test_stress_sections_render():

@@ -44,6 +44,7 @@ import fwlab
 from fwlab.errors import FwlabError
 from fwlab.results.identity import IDENTITY_FIELDS as TRIAL_IDENTITY_FIELDS
 from fwlab.results.record import RunRecord
+from fwlab.results.trial import TrialRecord, as_records
 
 __all__ = [
     "FLENT_FILEFORMAT_VERSION",
@@ -91,15 +92,15 @@ _SERIES = {"throughput_bps": (None, 1e-6, "Mbits/s"),
 _SUFFIX_UNITS = (("_bps", 1e-6, "Mbits/s"), ("_pps", 1.0, "packets/s"), ("_ms", 1.0, "ms"), ("_s", 1.0, "s"))
 
 
-def _flent_test(trial: dict) -> tuple[str, str | None]:
+def _flent_test(trial: TrialRecord) -> tuple[str, str | None]:
     """(flent test NAME, name of the throughput series) whose plots fit the trial: one TCP stream
     as ``tcp_1up`` (``tcp_1up_noping`` without an RTT probe), N streams as ``tcp_nup`` (total as
     ``TCP upload sum``), UDP as ``udp_flood``, a ping trial as ``ping``."""
-    kind, traffic = trial.get("kind"), trial.get("traffic")
-    has_rtt = any("rtt_p50_ms" in s for s in trial.get("series") or [])
+    kind, traffic = trial.kind, trial.traffic
+    has_rtt = any("rtt_p50_ms" in s for s in trial.series or [])
     if kind == "rtt":
         return "ping", None
-    if kind == "parallel" or (traffic == "tcp" and (trial.get("streams") or 1) > 1):
+    if kind == "parallel" or (traffic == "tcp" and (trial.streams or 1) > 1):
         return "tcp_nup", "TCP upload sum"
     if traffic == "tcp":
         return ("tcp_1up" if has_rtt else "tcp_1up_noping"), "TCP upload"
@@ -116,25 +117,26 @@ def _cell(v: Any) -> Any:
     return v
 
 
-def trials_csv(trials: list[dict]) -> str:
+def trials_csv(trials: list[TrialRecord]) -> str:
     """One row per trial: identity fields, ``metrics.<name>`` columns, ``flags`` (codes joined by
     ';') and ``error``. Metric columns are the union over all trials, sorted; missing cells are empty."""
-    metric_names = sorted({m for t in trials for m in (t.get("metrics") or {})})
+    trials = as_records(trials)
+    metric_names = sorted({m for t in trials for m in (t.metrics or {})})
     cols = list(IDENTITY_FIELDS) + [f"metrics.{m}" for m in metric_names] + ["flags", "error"]
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=cols, lineterminator="\n")
     w.writeheader()
     for t in trials:
-        row = {f: _cell(t.get(f)) for f in IDENTITY_FIELDS}
-        metrics = t.get("metrics") or {}
-        row.update({f"metrics.{m}": _cell(metrics.get(m)) for m in metric_names})
-        row["flags"] = ";".join(f.get("code", "?") if isinstance(f, dict) else str(f) for f in t.get("flags") or [])
-        row["error"] = t.get("error")
+        row = {f: _cell(getattr(t, f)) for f in IDENTITY_FIELDS}
+        row["kind"] = str(t.kind)
+        row.update({f"metrics.{m}": _cell(t.metric(m)) for m in metric_names})
+        row["flags"] = ";".join(t.flag_codes)
+        row["error"] = t.error
         w.writerow(row)
     return buf.getvalue()
 
 
-def series_csv(trials: list[dict]) -> str:
+def series_csv(trials: list[TrialRecord]) -> str:
     """Long-format CSV of every trial's per-interval series: ``trial_id,t_s,field,value``, one row
     per sample and field (`fwlab.analysis.load.series_rows`)."""
     from fwlab.analysis.load import SERIES_COLUMNS, series_rows
@@ -184,13 +186,14 @@ def _series_spec(field: str, throughput_name: str | None) -> tuple[str, float, s
     return field, 1.0, ""
 
 
-def flent_document(trial: dict, run: dict) -> dict | None:
+def flent_document(trial: TrialRecord, run: dict) -> dict | None:
     """flent data file (format version 3) for one trial of a `FLENT_KINDS` kind with a
     per-interval series; None otherwise."""
-    series = [s for s in trial.get("series") or [] if s.get("t_s") is not None]
-    if trial.get("kind") not in FLENT_KINDS or not series:
+    trial = as_records([trial])[0]
+    series = [s for s in trial.series or [] if s.get("t_s") is not None]
+    if trial.kind not in FLENT_KINDS or not series:
         return None
-    t0 = _parse_utc(trial.get("started_utc")) or datetime.now(UTC).replace(tzinfo=None)
+    t0 = _parse_utc(trial.started_utc) or datetime.now(UTC).replace(tzinfo=None)
     x = [float(s["t_s"]) for s in series]
     results: dict[str, list] = {}
     raw: dict[str, list] = {}
@@ -207,7 +210,7 @@ def flent_document(trial: dict, run: dict) -> dict | None:
         results[name] = ys
         raw[name] = [{"t": _epoch(t0) + xi, "val": y} for xi, y in zip(x, ys) if y is not None]
         series_meta[name] = {"UNITS": unit, "FWLAB_FIELD": field}
-    streams = int(trial.get("streams") or 1)
+    streams = int(trial.streams or 1)
     if test_name == "tcp_nup" and throughput_series in results:
         name = "TCP upload avg"  # flent's tcp_nup plots the per-stream average beside the sum
         results[name] = [None if y is None else y / streams for y in results[throughput_series]]
@@ -215,42 +218,42 @@ def flent_document(trial: dict, run: dict) -> dict | None:
         series_meta[name] = {"UNITS": "Mbits/s", "FWLAB_FIELD": f"throughput_bps / {streams}"}
     stamp = t0.strftime(_FLENT_TIME)
     host = run.get("host") or {}
-    params = {f: trial.get(f) for f in IDENTITY_FIELDS[:16]}
+    params = {f: getattr(trial, f) for f in IDENTITY_FIELDS[:16]}
     if test_name == "tcp_nup":
         params["upload_streams"] = streams
     metadata = {
         "NAME": test_name,
-        "TITLE": trial["trial_id"],
+        "TITLE": trial.trial_id,
         "TIME": stamp,
         "T0": stamp,
-        "LENGTH": trial.get("duration_s"),
+        "LENGTH": trial.duration_s,
         "TOTAL_LENGTH": max(x),
         "STEP_SIZE": (x[1] - x[0]) if len(x) > 1 else (x[0] or 1.0),
         "HOST": None,
         "HOSTS": [],
         "LOCAL_HOST": host.get("hostname"),
-        "IP_VERSION": trial.get("ip_version"),
-        "NOTE": f"fwlab {trial.get('kind')} trial: {trial.get('tool')} {trial.get('traffic')} through "
-                f"{trial.get('backend')} {trial.get('layout')} with {trial.get('rules')} rules ({trial.get('mode')})",
-        "DATA_FILENAME": _safe_name(trial["trial_id"]) + FLENT_SUFFIX,
+        "IP_VERSION": trial.ip_version,
+        "NOTE": f"fwlab {trial.kind} trial: {trial.tool} {trial.traffic} through "
+                f"{trial.backend} {trial.layout} with {trial.rules} rules ({trial.mode})",
+        "DATA_FILENAME": _safe_name(trial.trial_id) + FLENT_SUFFIX,
         "TEST_PARAMETERS": params,
         "SERIES_META": series_meta,
         "KERNEL_NAME": "Linux",
         "KERNEL_RELEASE": host.get("kernel"),
         "FWLAB_VERSION": host.get("fwlab_version", fwlab.__version__),
         "FWLAB_SUITE": (run.get("suite") or {}).get("name"),
-        "FWLAB_KIND": trial.get("kind"),
-        "FWLAB_METRICS": trial.get("metrics"),
+        "FWLAB_KIND": str(trial.kind),
+        "FWLAB_METRICS": trial.metrics,
     }
-    if trial.get("kind") == "attack":
-        metadata["FWLAB_BACKGROUND"] = (trial.get("extra") or {}).get("background") or trial.get("background")
+    if trial.kind == "attack":
+        metadata["FWLAB_BACKGROUND"] = (trial.extra or {}).get("background") or trial.background
     return {"version": FLENT_FILEFORMAT_VERSION, "metadata": metadata, "x_values": x,
             "results": results, "raw_values": raw}
 
 
 def flent_documents(rec: RunRecord) -> list[dict]:
     """flent documents for every trial of a `FLENT_KINDS` kind that has a per-interval series."""
-    docs = [flent_document(t, rec.run) for t in rec.trials() if t.get("kind") in FLENT_KINDS]
+    docs = [flent_document(t, rec.run) for t in rec.records() if t.kind in FLENT_KINDS]
     return [d for d in docs if d is not None]
 
 

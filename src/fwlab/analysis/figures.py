@@ -33,6 +33,7 @@ from fwlab.floods.model import FloodSpec
 from fwlab.results.curves import CURVE_FIELDS, METRICS, Curve, curves, primary_metric
 from fwlab.results.identity import rate_id
 from fwlab.results.record import RunRecord
+from fwlab.results.trial import TrialRecord, as_records
 
 __all__ = [
     "ALL",
@@ -132,13 +133,13 @@ def _metrics_for(curve: Curve, metric: str | Sequence[str]) -> list[str]:
     return names
 
 
-def _kind_metrics_for(trial: dict, metric: str | Sequence[str]) -> list[str]:
-    kind = trial.get("kind")
+def _kind_metrics_for(trial: TrialRecord, metric: str | Sequence[str]) -> list[str]:
+    kind = trial.kind
     own = KIND_METRICS[kind]
-    if kind == "attack" and trial.get("traffic") in ("udp", "engine"):
+    if kind == "attack" and trial.traffic in ("udp", "engine"):
         own = ("rx_pps", "throughput_bps", "loss_ratio")
     if metric == PRIMARY:
-        held = [m for m in own if (trial.get("metrics") or {}).get(m) is not None]
+        held = [m for m in own if trial.metric(m) is not None]
         return held[:1] or [own[0]]
     if metric == ALL:
         return list(own)
@@ -146,7 +147,7 @@ def _kind_metrics_for(trial: dict, metric: str | Sequence[str]) -> list[str]:
     return [metric] if isinstance(metric, str) else list(metric)
 
 
-def _kind_figures(trials: list[dict], metric: str | Sequence[str], ignore: set[str]) -> dict[str, Figure]:
+def _kind_figures(trials: list[TrialRecord], metric: str | Sequence[str], ignore: set[str]) -> dict[str, Figure]:
     """Figures of the trials whose kind forms no curve, grouped over repetitions."""
     out: dict[str, Figure] = {}
     values: dict[str, list[float]] = {}
@@ -154,30 +155,30 @@ def _kind_figures(trials: list[dict], metric: str | Sequence[str], ignore: set[s
     meta: dict[str, tuple[str, str]] = {}
     where: dict[str, tuple[dict, int, tuple, str]] = {}
     for t in trials:
-        if t.get("kind") not in KIND_METRICS:
+        if t.kind not in KIND_METRICS:
             continue
-        fields = {f: t.get(f) for f in CURVE_FIELDS}
-        extra = [str(t["kind"])]
-        if t.get("background"):
+        fields = dict(zip(CURVE_FIELDS, t.curve_key))
+        extra = [str(t.kind)]
+        if t.background:
             try:
-                extra.append(FloodSpec.from_dict(t["background"]).id_part)
+                extra.append(FloodSpec.from_dict(t.background).id_part)
             except (FwlabError, KeyError, TypeError, ValueError):
-                bg = t["background"]
+                bg = t.background
                 extra.append(f"{bg.get('kind', 'flood')}{bg.get('rate_pps', '?')}pps" if isinstance(bg, dict)
                              else "flood")
-        failed = bool(t.get("error") or not t.get("metrics"))
+        failed = bool(t.error or not t.metrics)
         for m in _kind_metrics_for(t, metric):
-            key = figure_key(fields, t.get("rules"), m, ignore).rsplit(" ", 1)[0] + f" {' '.join(extra)} {m}"
-            full = figure_key(fields, t.get("rules"), m).rsplit(" ", 1)[0] + f" {' '.join(extra)} {m}"
+            key = figure_key(fields, t.rules, m, ignore).rsplit(" ", 1)[0] + f" {' '.join(extra)} {m}"
+            full = figure_key(fields, t.rules, m).rsplit(" ", 1)[0] + f" {' '.join(extra)} {m}"
             if key in meta and meta[key][0] != full:
                 raise FwlabError(f"two configurations of one run share the figure {key!r} once "
                                  f"{', '.join(sorted(ignore))} is left out",
                                  fix="leave out only fields that take one value in each run")
             meta[key] = (full, m)
-            where[key] = (fields, int(t.get("rules") or 0), tuple(extra), m)
+            where[key] = (fields, t.rules, tuple(extra), m)
             values.setdefault(key, [])
             errors.setdefault(key, 0)
-            v = None if failed else t["metrics"].get(m)
+            v = None if failed else t.metric(m)
             if failed:
                 errors[key] += 1
             elif isinstance(v, (int, float)) and not isinstance(v, bool):
@@ -213,7 +214,7 @@ def _check_ignore(ignore: Iterable[str]) -> set[str]:
     return ignore
 
 
-def trial_figures(trials: list[dict], metric: str | Sequence[str] = PRIMARY,
+def trial_figures(trials: list[dict] | list[TrialRecord], metric: str | Sequence[str] = PRIMARY,
                   ignore: Iterable[str] = ()) -> dict[str, Figure]:
     """Figures of a list of stored trials (every kind), keyed by their readable key.
 
@@ -222,6 +223,7 @@ def trial_figures(trials: list[dict], metric: str | Sequence[str] = PRIMARY,
     two configurations of one run that become the same key raise `FwlabError`.
     """
     ignore = _check_ignore(ignore)
+    trials = as_records(trials)  # the read boundary: typed records from here on
     out: dict[str, Figure] = {}
     cs = curves(trials)
     for c in cs:

@@ -1,4 +1,4 @@
-"""Loading a run record for notebooks: `fwlab.load(run_dir)` and pandas frames of it.
+"""Loading a run record for notebooks: `load(run_dir)` and pandas frames of it.
 
 Owns: `Run` (the record's ``run.json`` plus its trials, each a `Trial`: the stored dict behind a
 small read-only class with the identity fields as attributes), the tidy per-trial table
@@ -20,6 +20,7 @@ from typing import Any
 from fwlab.analysis.export import IDENTITY_FIELDS
 from fwlab.errors import FwlabError
 from fwlab.results.record import RunRecord
+from fwlab.results.trial import TrialRecord, as_records
 
 __all__ = ["IDENTITY_FIELDS", "SERIES_COLUMNS", "Run", "Trial", "load", "series_rows", "trial_row"]
 
@@ -66,22 +67,24 @@ class Trial(Mapping):
         return dict(self._d)
 
 
-def trial_row(t: Mapping) -> dict[str, Any]:
+def trial_row(t: Mapping | TrialRecord) -> dict[str, Any]:
     """A trial as one flat row: identity fields, ``metrics.<name>``, flags (codes, ';'), error."""
-    row: dict[str, Any] = {f: t.get(f) for f in IDENTITY_FIELDS}
-    for m, v in (t.get("metrics") or {}).items():
+    t = as_records([t])[0]
+    row: dict[str, Any] = {f: getattr(t, f) for f in IDENTITY_FIELDS}
+    row["kind"] = str(t.kind)
+    for m, v in (t.metrics or {}).items():
         row[f"metrics.{m}"] = v
-    row["flags"] = ";".join(f.get("code", "?") if isinstance(f, dict) else str(f) for f in t.get("flags") or [])
-    row["error"] = t.get("error")
+    row["flags"] = ";".join(t.flag_codes)
+    row["error"] = t.error
     return row
 
 
-def series_rows(trials: list[Mapping]) -> list[tuple[str, float, str, float]]:
+def series_rows(trials: list[Mapping] | list[TrialRecord]) -> list[tuple[str, float, str, float]]:
     """Every per-interval sample of every trial as (trial id, t_s, field, value) rows, in trial
     and time order; non-numeric and missing values are left out."""
     out = []
-    for t in trials:
-        for point in t.get("series") or []:
+    for t in as_records(trials):
+        for point in t.series:
             ts = point.get("t_s")
             if ts is None:
                 continue
@@ -90,7 +93,7 @@ def series_rows(trials: list[Mapping]) -> list[tuple[str, float, str, float]]:
                     continue
                 if isinstance(v, float) and math.isnan(v):
                     continue
-                out.append((t["trial_id"], float(ts), field, float(v)))
+                out.append((t.trial_id, float(ts), field, float(v)))
     return out
 
 
@@ -121,7 +124,7 @@ class Run:
         return self.run.get("status")
 
     def of_kind(self, kind: str) -> list[Trial]:
-        return [t for t in self.trials if t.get("kind") == kind]
+        return [t for t in self.trials if t.kind == kind]
 
     def to_dataframe(self):
         """Tidy pandas DataFrame, one row per trial: identity columns first (`IDENTITY_FIELDS`),
@@ -139,6 +142,6 @@ class Run:
 
 
 def load(run_dir: Path | str) -> Run:
-    """Load the run record in `run_dir` (``fwlab.load``)."""
+    """Load the run record in `run_dir` (the notebook entry point)."""
     rec = RunRecord.open(run_dir)
     return Run(path=rec.path, run=rec.run, trials=tuple(Trial(t) for t in rec.trials()))

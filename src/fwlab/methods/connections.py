@@ -66,9 +66,14 @@ def _ip(spec: TrafficSpec) -> int:
     return spec.ip_version
 
 
+OPEN_CPS = 20000.0  #: connections a capacity trial opens per second (fwlab-engine conn-hold, rough; for estimates)
+CAPACITY_TRIALS = 6  #: trials of one capacity search (ramp, then binary search below its failure)
+
+
 class ConnRunner(Runner):
     name = "conn"
     traffics = ("conn_rate", "conn_capacity")
+    record_kind = "connections"
     summary = ("fwlab-engine conn-*: TCP connection setup/tear-down rate (search, 0.001 % failures) and "
                "concurrent connection capacity through the DUT, with its conntrack table")
 
@@ -80,6 +85,16 @@ class ConnRunner(Runner):
 
     def check_options(self, kind: str, options: dict[str, Any]) -> dict[str, Any]:
         return conn.check_options(kind, options)
+
+    def estimate_s(self, traffic: str, duration_s: float, streams: int, options: dict[str, Any]) -> float:
+        """conn_capacity: each search trial opens up to its target (at ``OPEN_CPS``), holds,
+        probes and closes; ``CAPACITY_TRIALS`` of them (one with search = none)."""
+        if traffic != "conn_capacity":
+            return super().estimate_s(traffic, duration_s, streams, options)
+        o = conn.check_options(traffic, options)
+        none = o["search"] == "none"
+        per = float(o["count"] if none else o["max_count"]) / OPEN_CPS + float(o["hold_s"]) + 3.0
+        return per * (1 if none else CAPACITY_TRIALS)
 
     def bed_started(self, bed: "Testbed", env: TrialEnv, trials: list) -> dict | None:
         need: dict[int, int] = {}

@@ -19,36 +19,42 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from fwlab.errors import RunnerError
 from fwlab.runners.base import Measurement, Runner, TrafficSpec, get_runner, register
 from fwlab.runners.iperf3 import Iperf3, split_streams
+from fwlab.validation import one_line
 
 if TYPE_CHECKING:
     from fwlab.testbed.bed import Testbed
 
 
-@dataclass(frozen=True)
-class ProbePlan:
-    """Recovery probes after a multi-stream run."""
+class ProbePlan(BaseModel):
+    """Recovery probes after (or during) a multi-stream run: the ``parallel`` method's options."""
 
-    interval_s: float = 10.0  #: start-to-start time between probes [s] (the first starts at once)
-    probe_s: float = 2.0  #: length of one single-stream probe [s], whole seconds (iperf3 -t)
-    max_probes: int = 12  #: upper bound on probes after the run
-    tolerance: float = 0.10  #: recovered when a probe reaches (1 - tolerance) x baseline
-    baseline: bool = True  #: measure the single-stream baseline before the multi-stream run
-    during: bool = False  #: probe while the multi-stream run goes on (seed 004 Table 3), not after it
-    load_s: float | None = None  #: with during: the multi-stream run's length [s] (default: the trial's)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    interval_s: float = Field(10.0, description="start-to-start time between probes [s] (the first starts at once)")
+    probe_s: float = Field(2.0, description="length of one single-stream probe [s], whole seconds (iperf3 -t)")
+    max_probes: int = Field(12, description="upper bound on probes after the run")
+    tolerance: float = Field(0.10, description="recovered when a probe reaches (1 - tolerance) x baseline")
+    baseline: bool = Field(True, description="measure the single-stream baseline before the multi-stream run")
+    during: bool = Field(False, description="probe while the multi-stream run goes on (seed 004 Table 3), not "
+                                            "after it")
+    load_s: float | None = Field(None, description="with during: the multi-stream run's length [s], whole "
+                                                   "seconds (default: the trial's)")
 
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> "ProbePlan":
-        d = {k: options[k] for k in cls.__dataclass_fields__ if k in options}
+        d = {k: options[k] for k in cls.model_fields if k in options}
         try:
             p = cls(**d)
-        except TypeError as exc:
-            raise ValueError(str(exc)) from exc
+        except ValidationError as exc:
+            raise ValueError(f"parallel option {one_line(exc)}") from None
         if not 1 <= float(p.probe_s) <= 60 or not float(p.probe_s).is_integer():
             raise ValueError(f"probe_s {p.probe_s} must be a whole number of seconds in 1..60 (iperf3 -t)")
         if not float(p.probe_s) <= float(p.interval_s) <= 600:
@@ -59,19 +65,26 @@ class ProbePlan:
             raise ValueError(f"tolerance {p.tolerance} must be between 0 and 1")
         if not isinstance(p.baseline, bool):
             raise ValueError("baseline must be true or false")
-        if not isinstance(p.during, bool):
-            raise ValueError("during must be true or false")
         if p.load_s is not None:
             if not p.during:
                 raise ValueError("load_s sets the length of a load probed during its run: give it with during = true")
-            if isinstance(p.load_s, bool) or not isinstance(p.load_s, (int, float)) \
-                    or not 1 <= float(p.load_s) <= 3600 or not float(p.load_s).is_integer():
+            if not 1 <= float(p.load_s) <= 3600 or not float(p.load_s).is_integer():
                 raise ValueError(f"load_s {p.load_s} must be a whole number of seconds in 1..3600 (iperf3 -t)")
-            p = replace(p, load_s=float(p.load_s))
-        return replace(p, interval_s=float(p.interval_s), probe_s=float(p.probe_s), tolerance=float(p.tolerance))
+        return p
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return self.model_dump()
+
+    def estimate_s(self, duration_s: float = 0.0) -> float:
+        """Rough wall time of the probes [s] beyond a trial of ``duration_s``: the baseline and, at
+        worst (no probe recovers), every probe (each probe_s plus 1 s of iperf3 start); probes
+        during the load add only the load's length beyond the trial's (``load_s``)."""
+        s = self.probe_s + 1.0 if self.baseline else 0.0
+        if self.during:
+            return s + max(0.0, float(self.load_s or duration_s) - duration_s)
+        if self.max_probes:
+            s += (self.max_probes - 1) * self.interval_s + self.probe_s + 1.0
+        return s
 
 
 def run_probes(measure: Callable[[], float], baseline_bps: float | None, plan: ProbePlan,
@@ -244,6 +257,7 @@ class ParallelStreams(Runner):
 
     name = "parallel"
     traffics = ("parallel",)
+    record_kind = "parallel"
     summary = ("parallel TCP streams (iperf3) with a single-stream baseline before and recovery "
                "probes after or during them (seed 004)")
     whole_seconds_option = "iperf3 -t"
@@ -259,7 +273,7 @@ class ParallelStreams(Runner):
         return self.tool.version()
 
     def check_options(self, kind: str, options: dict[str, Any]) -> dict[str, Any]:
-        probe_keys = set(ProbePlan.__dataclass_fields__)
+        probe_keys = set(ProbePlan.model_fields)
         extra = set(options) - probe_keys - {"direction"}
         if extra:
             raise ValueError(f"parallel takes options {', '.join(sorted(probe_keys | {'direction'}))} "
@@ -267,6 +281,10 @@ class ParallelStreams(Runner):
         out = ProbePlan.from_options(options).to_dict()
         out.update(self.tool.check_options("tcp", {k: v for k, v in options.items() if k == "direction"}))
         return out
+
+    def estimate_s(self, traffic: str, duration_s: float, streams: int, options: dict[str, Any]) -> float:
+        return (super().estimate_s(traffic, duration_s, streams, options)
+                + ProbePlan.from_options(options).estimate_s(duration_s))
 
     def start(self, bed: "Testbed", spec: TrafficSpec) -> None:
         self.tool.start(bed, spec)

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from fwlab.testbed.bed import Testbed
 
 KINDS = ("throughput", "frame_loss", "back_to_back")
+SEARCH_TRIALS = 12  #: trials of one throughput search, including the maximum-load trials (for estimates)
 
 
 class Rfc2544Options(BaseModel):
@@ -72,6 +73,24 @@ class Rfc2544Options(BaseModel):
     max_lag: int | None = Field(64, ge=1, description="sender catch-up limit [frames]: a descheduled sender skips "
                                                        "frames (the trial is then generator-short) instead of "
                                                        "bursting them into the DUT's 256-frame ring; null = catch up")
+
+    def estimate_s(self, traffic: str, duration_s: float) -> float:
+        """Rough wall time of one trial [s] with these options: a throughput search counts its
+        expected trials (``SEARCH_TRIALS``, each ``duration_s`` or the goal's trial length plus
+        0.5 s), its latency trials and the two maximum-load trials; frame loss and back-to-back
+        their duration plus their steps' or bursts' overhead."""
+        if traffic == "frame_loss":
+            return duration_s + 2.0
+        if traffic == "back_to_back":
+            return duration_s + 5.0
+        mrr = 2 * self.mrr_duration_s
+        goal = self.goal if isinstance(self.goal, dict) else {}
+        if self.algorithm == "binary":
+            trial = float(goal.get("trial_duration_s", duration_s))
+            final = float(goal.get("final_trial_duration_s", trial))
+            return (SEARCH_TRIALS - 1) * (trial + 0.5) + final + mrr
+        trial = float(goal.get("final_trial_duration_s", duration_s))
+        return SEARCH_TRIALS * (trial + 0.5) + len(self.latency_at) * self.latency_duration_s + mrr
 
     @field_validator("latency_at")
     @classmethod
@@ -148,6 +167,7 @@ def longest_burst(burst_ok, max_burst: int, resolution: float, min_burst: int = 
 class Rfc2544Runner(Runner):
     name = "rfc2544"
     traffics = KINDS
+    record_kind = "rfc2544"
     frame_sizes = True
     summary = ("RFC 2544 with fwlab-engine: zero-loss throughput search (binary or MLRsearch) with "
                "latency at fractions of it, frame loss rate, back-to-back bursts; % of the bed's maximum load")
@@ -160,6 +180,9 @@ class Rfc2544Runner(Runner):
 
     def check_options(self, kind: str, options: dict[str, Any]) -> dict[str, Any]:
         return parse_options(options).model_dump()
+
+    def estimate_s(self, traffic: str, duration_s: float, streams: int, options: dict[str, Any]) -> float:
+        return parse_options(options).estimate_s(traffic, duration_s)
 
     # maximum load, once per bed, before any rule set is loaded
     def bed_started(self, bed: Testbed, env: TrialEnv, trials: list) -> dict | None:

@@ -23,6 +23,7 @@ from fwlab.published.model import Study, load_study
 from fwlab.registry import Registry
 from fwlab.stats import MIN_REPETITIONS, SIGNIFICANT, compare_figure  # noqa: F401  (SIGNIFICANT re-exported)
 from fwlab.stats.ratio import RatioInterval, product_ratio_interval, ratio_interval
+from fwlab.results.trial import TrialRecord, as_records
 
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
@@ -96,7 +97,8 @@ class Finding:
         """A finding whose decided verdict (reproduced / not reproduced) turns inconclusive when a
         trial in `used` carries a limiting quality flag (`LIMIT_FLAGS`) the finding has not
         itself `weighed`; the reason names the flags and the trials."""
-        ids = tuple(str(t.get("trial_id")) for t in used if t.get("trial_id") is not None)
+        used = as_records(used)
+        ids = tuple(str(t.trial_id) for t in used if t.trial_id is not None)
         if verdict in DECIDED:
             lim = limit_reason(used, ignore=weighed)
             if lim:
@@ -118,14 +120,13 @@ class Finding:
 def limit_reason(trials, ignore: tuple[str, ...] = ()) -> str:
     """'cpu-saturated on 3 of 8 trials (t1, t2, t5): the sender's CPU ...; ...', or '' when no
     trial carries a limiting flag (`LIMIT_FLAGS`, minus `ignore`)."""
-    trials = list(trials)
+    trials = as_records(trials)
     by_code: dict[str, list[str]] = {}
     for t in trials:
-        for f in t.get("flags") or []:
-            code = f.get("code") if isinstance(f, dict) else None
+        for code in t.flag_codes:
             if code in LIMIT_FLAGS and code not in ignore:
                 ids = by_code.setdefault(code, [])
-                tid = str(t.get("trial_id") or "?")
+                tid = str(t.trial_id or "?")
                 if tid not in ids:
                     ids.append(tid)
     parts = []
@@ -178,10 +179,10 @@ def study_of(run: dict) -> str | None:
     return ((run.get("suite") or {}).get("parsed") or {}).get("study")
 
 
-def link_rates_of(trials: list[dict]) -> list[int | None]:
+def link_rates_of(trials: list[TrialRecord]) -> list[int | None]:
     """The emulated link rates the trials ran at (``link_rate_bps``; None: unshaped), the run's own
     first: the order of first appearance, which is the suite's ``link_rate`` order."""
-    return list(dict.fromkeys(t.get("link_rate_bps") or None for t in trials))
+    return list(dict.fromkeys(t.link_rate_bps or None for t in as_records(trials)))
 
 
 def _at_rate(run: dict, bps: int | None) -> dict:
@@ -198,7 +199,7 @@ def _at_rate(run: dict, bps: int | None) -> dict:
     return out
 
 
-def compare_study(run: dict, trials: list[dict], study: str | None = None) -> StudyComparison | None:
+def compare_study(run: dict, trials: list[TrialRecord], study: str | None = None) -> StudyComparison | None:
     """The comparison for the run's study (or `study`), None when the run names none.
 
     A run at several link rates (suite ``link_rate = ["100mbit", "none"]``) is compared once per
@@ -211,6 +212,7 @@ def compare_study(run: dict, trials: list[dict], study: str | None = None) -> St
     _load_builtin()
     if study not in COMPARATORS:
         raise FwlabError(f"no comparison for study '{study}'", fix=f"use one of {', '.join(COMPARATORS.names())}")
+    trials = as_records(trials)  # the read boundary: the studies read typed records
     from fwlab.results.identity import link_words, rate_id
 
     rates = link_rates_of(trials)
@@ -221,7 +223,7 @@ def compare_study(run: dict, trials: list[dict], study: str | None = None) -> St
         out = fn(load_study(study), _at_rate(run, rates[0]) if listed and rates else run, trials)
     else:
         own = rates[0]
-        out = fn(load_study(study), _at_rate(run, own), [t for t in trials if (t.get("link_rate_bps") or None) == own])
+        out = fn(load_study(study), _at_rate(run, own), [t for t in trials if (t.link_rate_bps or None) == own])
         out.scaling.insert(0, f"This run measured every trial at {len(rates)} link rates: the verdicts are read on the "
                               f"{link_words(own)} (the run's own, first); "
                               + "the " + ", ".join(link_words(r) for r in rates[1:]) + " follow"
@@ -230,7 +232,7 @@ def compare_study(run: dict, trials: list[dict], study: str | None = None) -> St
         same = {(t.title, t.rows) for t in out.tables}      # tables of published figures only: shown once
         out.tables = [dataclasses.replace(t, title=f"{t.title} [{link_words(own)}]") for t in out.tables]
         for other in rates[1:]:
-            more = fn(load_study(study), _at_rate(run, other), [t for t in trials if (t.get("link_rate_bps") or None) == other])
+            more = fn(load_study(study), _at_rate(run, other), [t for t in trials if (t.link_rate_bps or None) == other])
             tag = "unshaped" if other is None else rate_id(other)
             out.tables += [dataclasses.replace(t, title=f"{t.title} [{link_words(other)}]") for t in more.tables
                            if (t.title, t.rows) not in same]
@@ -258,7 +260,7 @@ def _slug(text: str) -> str:
 FINDINGS_FILE = "findings.json"
 
 
-def write_findings(run_dir, run: dict, trials: list[dict]):
+def write_findings(run_dir, run: dict, trials: list[TrialRecord]):
     """Write the run's verdicts as ``findings.json`` beside the record (None, and nothing written,
     when the run names no study). Returns the path."""
     path = Path(run_dir) / FINDINGS_FILE
@@ -272,34 +274,35 @@ def write_findings(run_dir, run: dict, trials: list[dict]):
 
 # --- picking values out of stored trials -----------------------------------------------------------
 
-def values(trials: list[dict], metric: str, **match) -> list[float]:
+def values(trials: list[TrialRecord], metric: str, **match) -> list[float]:
     """`metric` of every successful trial whose fields equal `match` (a callable matches by test)."""
-    return [float(t["metrics"][metric]) for t in pick(trials, metric, **match)]
+    return [float(t.metric(metric)) for t in pick(trials, metric, **match)]
 
 
-def pick(trials: list[dict], metric: str, **match) -> list[dict]:
+def pick(trials: list[TrialRecord], metric: str, **match) -> list[dict]:
     """The successful trials `values` reads (those with `metric`, fields equal to `match`)."""
     out = []
-    for t in trials:
-        if t.get("error") or not t.get("metrics"):
+    for t in as_records(trials):
+        if t.error or not t.metrics:
             continue
         ok = True
         for k, want in match.items():
-            have = t.get(k)
+            have = getattr(t, k, None)
             if callable(want):
                 ok = bool(want(have))
             else:
                 ok = have == want
             if not ok:
                 break
-        if ok and t["metrics"].get(metric) is not None:
+        if ok and t.metrics.get(metric) is not None:
             out.append(t)
     return out
 
 
-def distinct(trials: list[dict], name: str, **match) -> list:
+def distinct(trials: list[TrialRecord], name: str, **match) -> list:
     """Sorted distinct values of field `name` among trials matching `match`."""
-    seen = {t.get(name) for t in trials if all(t.get(k) == v for k, v in match.items())}
+    seen = {getattr(t, name, None) for t in as_records(trials)
+            if all(getattr(t, k, None) == v for k, v in match.items())}
     return sorted((v for v in seen if v is not None), key=lambda v: (str(type(v)), v))
 
 

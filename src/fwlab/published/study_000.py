@@ -38,6 +38,7 @@ from fwlab.published.compare import (
     register,
 )
 from fwlab.published.model import Study
+from fwlab.results.trial import TrialRecord
 
 METRIC = "throughput_bps"
 #: Ethernet frame size incl. FCS of fwlab-engine's UDP -> the UDP payload (netperf send size)
@@ -51,41 +52,41 @@ def _is_pf(backend) -> bool:
     return backend in PF_BACKENDS
 
 
-def _flood_rate(t: dict) -> float:
-    return float((t.get("background") or {}).get("rate_pps") or 0.0)
+def _flood_rate(t: TrialRecord) -> float:
+    return float((t.background or {}).get("rate_pps") or 0.0)
 
 
 def _streams(trials):
     """Trials without a flood: plain stream trials and the rate-0 references of a flood item."""
-    return [t for t in trials if t.get("kind") in ("stream", "attack") and _flood_rate(t) == 0
-            and t.get("traffic") in ("tcp", "engine", "udp")]
+    return [t for t in trials if t.kind in ("stream", "attack") and _flood_rate(t) == 0
+            and t.traffic in ("tcp", "engine", "udp")]
 
 
 def _tcp_flood(trials):
     """TCP trials of a UDP flood item, its rate-0 references included."""
-    return [t for t in trials if t.get("kind") == "attack" and t.get("traffic") == "tcp"
-            and (t.get("background") or {}).get("kind") == "udp_flood"]
+    return [t for t in trials if t.kind == "attack" and t.traffic == "tcp"
+            and (t.background or {}).get("kind") == "udp_flood"]
 
 
-def _payload(t: dict) -> int | None:
-    s = t.get("size_bytes")
-    return FRAME_TO_PAYLOAD.get(s, s) if t.get("traffic") == "engine" else s
+def _payload(t: TrialRecord) -> int | None:
+    s = t.size_bytes
+    return FRAME_TO_PAYLOAD.get(s, s) if t.traffic == "engine" else s
 
 
-def _payload_bps(t: dict) -> float | None:
+def _payload_bps(t: TrialRecord) -> float | None:
     """The trial's throughput in UDP/TCP payload bits per second, as netperf counts: fwlab-engine
     reports Ethernet frame bits incl. FCS, scaled here by payload / frame size."""
-    m = (t.get("metrics") or {}).get(METRIC)
+    m = (t.metrics or {}).get(METRIC)
     if m is None:
         return None
-    s = t.get("size_bytes")
-    if t.get("traffic") == "engine" and s in FRAME_TO_PAYLOAD:
+    s = t.size_bytes
+    if t.traffic == "engine" and s in FRAME_TO_PAYLOAD:
         return float(m) * FRAME_TO_PAYLOAD[s] / s
     return float(m)
 
 
 @register("seed-000")
-def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
+def compare(study: Study, run: dict, trials: list[TrialRecord]) -> StudyComparison:
     out = StudyComparison(study)
     st = _streams(trials)
     out.scaling = [
@@ -108,19 +109,19 @@ def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
         "9500 pps and 46 Mbit/s, which disagree (9500 x 60 B is 4.6 Mbit/s; 46 Mbit/s is about 95000 pps): the "
         "presets run both. On veth the DUT's work on the flood runs on the attacker's CPU.")
     t = study.table("text-3.1-3.2")
-    every_fw = sorted({(x.get("backend"), x.get("layout"), bool(x.get("stateful_shortcut"))) for x in st
-                       if x.get("backend") != "none" and x.get("mode") != "direct"})
+    every_fw = sorted({(x.backend, x.layout, bool(x.stateful_shortcut)) for x in st
+                       if x.backend != "none" and x.mode != "direct"})
     fw = [c for c in every_fw if not _is_pf(c[0])]     # the netfilter findings read netfilter only
     if not any(_is_pf(c[0]) for c in every_fw):
         out.missing = ["OpenBSD PF (Figures 6, 7, 9): not run on this bed (pf needs a remote BSD DUT, backend "
                        "command:pf); its published figures are shown beside netfilter's."]
-    rules = sorted({int(x.get("rules") or 0) for x in st if x.get("backend") != "none"})
+    rules = sorted({x.rules for x in st if x.backend != "none"})
 
     def used(traffic, payload, cfg, *ns):
         be, lay, sc = cfg
-        return [x for x in st if x.get("traffic") == traffic and _payload(x) == payload and x.get("backend") == be
-                and x.get("layout") == lay and bool(x.get("stateful_shortcut")) == sc and int(x.get("rules") or 0) in ns
-                and not x.get("error") and x.get("metrics") and _payload_bps(x) is not None]
+        return [x for x in st if x.traffic == traffic and _payload(x) == payload and x.backend == be
+                and x.layout == lay and bool(x.stateful_shortcut) == sc and x.rules in ns
+                and not x.error and x.metrics and _payload_bps(x) is not None]
 
     def v(traffic, payload, cfg, n):
         """Payload bit/s of the matching trials (ratios are the same in frame or payload bits)."""
@@ -129,13 +130,13 @@ def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
     rows = []
     for traffic, label in (("tcp", "TCP"), ("engine", "UDP one-way")):
         for cfg in every_fw:
-            for size in sorted({_payload(x) for x in st if x.get("traffic") == traffic}, key=lambda s: s or 0):
+            for size in sorted({_payload(x) for x in st if x.traffic == traffic}, key=lambda s: s or 0):
                 z = v(traffic, size, cfg, 0)
                 if not z:
                     continue
                 rows.append((f"{label} {size} B", config_name(*cfg), fmt(mean(z) / 1e6, 0),
                              *[fmt(ratio_pct(v(traffic, size, cfg, n), z), 0) for n in rules if n > 0]))
-    direct = {tr: [b for x in st if x.get("mode") == "direct" and x.get("traffic") == tr and not x.get("error")
+    direct = {tr: [b for x in st if x.mode == "direct" and x.traffic == tr and not x.error
                    for b in [_payload_bps(x)] if b is not None] for tr in ("tcp", "engine")}
     out.tables.append(SideTable(
         title="fwlab: throughput as % of 0 rules (0-rule figure in payload Mbit/s)",
@@ -159,7 +160,7 @@ def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
     top = max(rules) if rules else 0
     for cfg in fw:
         name = config_name(*cfg)
-        tcp_sizes = sorted({_payload(x) for x in st if x.get("traffic") == "tcp"}, key=lambda s: s or 0)
+        tcp_sizes = sorted({_payload(x) for x in st if x.traffic == "tcp"}, key=lambda s: s or 0)
         r = {s: ratio_pct(v("tcp", s, cfg, top), v("tcp", s, cfg, 0)) for s in tcp_sizes}
         r = {s: x for s, x in r.items() if x is not None}
         if top and r:
@@ -214,19 +215,19 @@ def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
     return out
 
 
-def _pf_table(study: Study, st: list[dict], every_fw: list, flood: list[dict], used) -> SideTable:
+def _pf_table(study: Study, st: list[TrialRecord], every_fw: list, flood: list[TrialRecord], used) -> SideTable:
     """The figures the text states for netfilter and PF side by side, beside fwlab's for the same
     conditions (payload Mbit/s, means over repetitions): one column per netfilter configuration and
     one for PF, which says it was not run unless the record holds PF trials (remote BSD DUT)."""
     nf, pf = study.table("text-3.1-3.2"), study.table(PF_TABLE)
     nf_cfgs = [c for c in every_fw if not _is_pf(c[0])]
     pf_cfgs = [c for c in every_fw if _is_pf(c[0])]
-    rules = sorted({int(x.get("rules") or 0) for x in st if x.get("backend") != "none"})
+    rules = sorted({x.rules for x in st if x.backend != "none"})
     flood_rates = sorted({_flood_rate(t) for t in flood if _flood_rate(t) > 0})
 
     def best(traffic, payload, cfg, ns) -> float | None:
         """The highest mean over rule counts ``ns`` (and payloads, when ``payload`` is None)."""
-        sizes = {_payload(x) for x in st if x.get("traffic") == traffic} if payload is None else {payload}
+        sizes = {_payload(x) for x in st if x.traffic == traffic} if payload is None else {payload}
         means = [mean(v) for n in ns for s in sizes
                  for v in [[_payload_bps(x) for x in used(traffic, s, cfg, n)]] if v]
         return max(means) / 1e6 if means else None
@@ -237,10 +238,10 @@ def _pf_table(study: Study, st: list[dict], every_fw: list, flood: list[dict], u
         be, lay, sc = cfg
         means = []
         for n in ns:
-            v = [float(t["metrics"]["throughput_bps"]) for t in flood if t.get("backend") == be
-                 and t.get("layout") == lay and bool(t.get("stateful_shortcut")) == sc
-                 and int(t.get("rules") or 0) == n and _flood_rate(t) == max(flood_rates) and t.get("size_bytes") == 1400
-                 and not t.get("error") and (t.get("metrics") or {}).get("throughput_bps") is not None]
+            v = [float(t.metrics["throughput_bps"]) for t in flood if t.backend == be
+                 and t.layout == lay and bool(t.stateful_shortcut) == sc
+                 and t.rules == n and _flood_rate(t) == max(flood_rates) and t.size_bytes == 1400
+                 and not t.error and (t.metrics or {}).get("throughput_bps") is not None]
             if v:
                 means.append(mean(v))
         return max(means) / 1e6 if means else None
@@ -291,9 +292,9 @@ LOW_RULES = 200
 """The seed: netfilter helps under attack up to 200 rules; 500 and 1000 rules make it worse."""
 
 
-def _attack(out: StudyComparison, trials: list[dict]) -> None:
+def _attack(out: StudyComparison, trials: list[TrialRecord]) -> None:
     """§3.3 (Fig. 8, no numbers printed): TCP under the UDP flood, firewall off and netfilter."""
-    at = [t for t in _tcp_flood(trials) if t.get("metrics") and not t.get("error")]
+    at = [t for t in _tcp_flood(trials) if t.metrics and not t.error]
     rates = sorted({_flood_rate(t) for t in at if _flood_rate(t) > 0})
     c_half = "Under the flood, netfilter (up to 200 rules) keeps forwarding TCP at about half its no-attack throughput"
     c_off = "Under the flood, TCP without the firewall is lower than through netfilter with up to 200 rules"
@@ -306,30 +307,30 @@ def _attack(out: StudyComparison, trials: list[dict]) -> None:
                                         fwlab="not measured: no TCP trial beside a UDP flood in this run.",
                                         criterion="–", verdict=NOT_MEASURED))
         return
-    confs = sorted({(t.get("backend"), t.get("layout"), bool(t.get("stateful_shortcut"))) for t in at},
+    confs = sorted({(t.backend, t.layout, bool(t.stateful_shortcut)) for t in at},
                    key=lambda c: (c[0] != "none", c))
-    sizes = sorted({t.get("size_bytes") for t in at}, key=lambda s: s or 0)
+    sizes = sorted({t.size_bytes for t in at}, key=lambda s: s or 0)
 
     def tp_trials(cfg, n, size, rate):
         be, lay, sc = cfg
-        return [t for t in at if t.get("backend") == be and t.get("layout") == lay
-                and bool(t.get("stateful_shortcut")) == sc and int(t.get("rules") or 0) == n
-                and t.get("size_bytes") == size and _flood_rate(t) == rate
-                and t["metrics"].get("throughput_bps") is not None]
+        return [t for t in at if t.backend == be and t.layout == lay
+                and bool(t.stateful_shortcut) == sc and t.rules == n
+                and t.size_bytes == size and _flood_rate(t) == rate
+                and t.metric("throughput_bps") is not None]
 
     def tp(cfg, n, size, rate):
-        return [float(t["metrics"]["throughput_bps"]) for t in tp_trials(cfg, n, size, rate)]
+        return [float(t.metric("throughput_bps")) for t in tp_trials(cfg, n, size, rate)]
 
     def offered(cfg, n, rate):
         be, lay, sc = cfg
-        return [float(t["metrics"]["flood_offered_pps"]) for t in at if t.get("backend") == be
-                and t.get("layout") == lay and int(t.get("rules") or 0) == n and _flood_rate(t) == rate
-                and t["metrics"].get("flood_offered_pps") is not None]
+        return [float(t.metric("flood_offered_pps")) for t in at if t.backend == be
+                and t.layout == lay and t.rules == n and _flood_rate(t) == rate
+                and t.metric("flood_offered_pps") is not None]
 
     rows = []
     for cfg in confs:
-        for n in sorted({int(t.get("rules") or 0) for t in at if (t.get("backend"), t.get("layout"),
-                                                                  bool(t.get("stateful_shortcut"))) == cfg}):
+        for n in sorted({t.rules for t in at if (t.backend, t.layout,
+                                                                  bool(t.stateful_shortcut)) == cfg}):
             pub = ("very low ('çok düşük')" if cfg[0] == "none" else
                    "about half of no attack" if n <= LOW_RULES else "worse than up to 200 rules")
             for size in sizes:
@@ -353,7 +354,7 @@ def _attack(out: StudyComparison, trials: list[dict]) -> None:
 
     top = max(rates)
     fw = [c for c in confs if c[0] != "none" and not _is_pf(c[0])]
-    rules_fw = sorted({int(t.get("rules") or 0) for t in at if t.get("backend") != "none" and not _is_pf(t.get("backend"))})
+    rules_fw = sorted({t.rules for t in at if t.backend != "none" and not _is_pf(t.backend)})
     low = [n for n in rules_fw if n <= LOW_RULES]
     high = [n for n in rules_fw if n >= 500]
     where = f"at {top:,.0f} pps"

@@ -44,6 +44,7 @@ from fwlab.published.compare import (
 )
 from fwlab.published.model import Study
 from fwlab.stats.goal_label import result_label
+from fwlab.results.trial import TrialRecord
 
 METRIC = "throughput_pps"
 FLAT_UP_TO = 5000
@@ -58,33 +59,33 @@ MODE_NAMES = {"routed": "gateway", "bridge": "bridge"}
 
 
 def _tp(trials):
-    return [t for t in trials if t.get("kind") == "rfc2544" and t.get("traffic") == "throughput"]
+    return [t for t in trials if t.kind == "rfc2544" and t.traffic == "throughput"]
 
 
 def _cap(trials):
-    return [t for t in trials if t.get("kind") == "connections" and t.get("traffic") == "conn_capacity"]
+    return [t for t in trials if t.kind == "connections" and t.traffic == "conn_capacity"]
 
 
-def _capped(t: dict) -> bool:
+def _capped(t: TrialRecord) -> bool:
     """The search held every connection it asked for: the figure is a lower bound."""
-    return any(f.get("code") == "max-load-passed" for f in t.get("flags") or [])
+    return t.has_flag("max-load-passed")
 
 
-def _opt(t: dict, key: str):
-    return (t.get("options") or {}).get(key, ((t.get("extra") or {}).get("options") or {}).get(key))
+def _opt(t: TrialRecord, key: str):
+    return (t.options or {}).get(key, ((t.extra or {}).get("options") or {}).get(key))
 
 
 def _table_full(cause: str | None) -> bool:
     return bool(cause) and "connection table full" in cause
 
 
-def _capacity(study: Study, out: StudyComparison, trials: list[dict]) -> None:
+def _capacity(study: Study, out: StudyComparison, trials: list[TrialRecord]) -> None:
     """Fig. 7: the side table and the two findings on concurrent connections."""
     fig7 = study.table("fig7")
     pub = {m: fig7.value(MODE_NAMES[m], "concurrent sessions") for m in MODE_NAMES}
-    cap = [t for t in _cap(trials) if t.get("metrics")]
-    by_mode = {m: [t for t in cap if t.get("mode") == m and t["metrics"].get(CAP_METRIC) is not None] for m in MODE_NAMES}
-    vals = {m: [float(t["metrics"][CAP_METRIC]) for t in ts] for m, ts in by_mode.items()}
+    cap = [t for t in _cap(trials) if t.metrics]
+    by_mode = {m: [t for t in cap if t.mode == m and t.metrics.get(CAP_METRIC) is not None] for m in MODE_NAMES}
+    vals = {m: [float(t.metrics[CAP_METRIC]) for t in ts] for m, ts in by_mode.items()}
     pub_ratio = pub["bridge"] / pub["routed"]
     claim = "Bridge mode holds more concurrent connections than gateway mode"
     published = f"bridge {pub['bridge']:,.0f}, gateway {pub['routed']:,.0f} sessions (bridge / gateway {pub_ratio:.2f})"
@@ -96,8 +97,8 @@ def _capacity(study: Study, out: StudyComparison, trials: list[dict]) -> None:
     rows = []
     for m in ("routed", "bridge"):
         ts = by_mode[m]
-        causes = sorted({t["metrics"].get("limit_cause") for t in ts if t["metrics"].get("limit_cause")})
-        ct = sorted({int(t["metrics"]["conntrack_max"]) for t in ts if t["metrics"].get("conntrack_max")})
+        causes = sorted({t.metric("limit_cause") for t in ts if t.metric("limit_cause")})
+        ct = sorted({int(t.metric("conntrack_max")) for t in ts if t.metric("conntrack_max")})
         tops = sorted({int(_opt(t, "max_count")) for t in ts if _opt(t, "max_count")})
         capped = sum(1 for t in ts if _capped(t))
         v = mean(vals[m])
@@ -131,7 +132,7 @@ def _capacity(study: Study, out: StudyComparison, trials: list[dict]) -> None:
         cap_b = any(_capped(t) for t in by_mode["bridge"])
         b, r = mean(vals["bridge"]), mean(vals["routed"])
         text = (f"fwlab: bridge {b:,.0f}, gateway {r:,.0f} connections held (bridge / gateway {b / r:.3f})")
-        causes = {m: sorted({str(t["metrics"].get("limit_cause")) for t in by_mode[m] if t["metrics"].get("limit_cause")})
+        causes = {m: sorted({str(t.metric("limit_cause")) for t in by_mode[m] if t.metric("limit_cause")})
                   for m in MODE_NAMES}
         why = "; ".join(f"{MODE_NAMES[m]} stopped by: {' / '.join(c)}" for m, c in causes.items() if c)
         reason = ""
@@ -151,13 +152,13 @@ def _capacity(study: Study, out: StudyComparison, trials: list[dict]) -> None:
             sd = side(iv, 100.0 * (1.0 + width))
             sig = sd == 1
             verdict = REPRODUCED if sd == 1 else NOT_REPRODUCED if sd == -1 else INCONCLUSIVE
-            both_full = all(_table_full(t["metrics"].get("limit_cause")) for t in by_mode["routed"] + by_mode["bridge"])
+            both_full = all(_table_full(t.metric("limit_cause")) for t in by_mode["routed"] + by_mode["bridge"])
             if verdict == INCONCLUSIVE:
                 n = min(len(vals["routed"]), len(vals["bridge"]))
                 reason = no_interval(n) if sd is None else within_noise(n)
             if verdict != REPRODUCED and both_full:
                 # one host-wide table (nf_conntrack_max) stopped both modes: equal by construction
-                limits = sorted({int(t["metrics"]["conntrack_max"]) for t in cap if t["metrics"].get("conntrack_max")})
+                limits = sorted({int(t.metric("conntrack_max")) for t in cap if t.metric("conntrack_max")})
                 verdict = INCONCLUSIVE
                 reason = ("the bed cannot reach the seed's regime: both modes stopped at the same host-wide connection "
                           f"table (nf_conntrack_max {', '.join(f'{x:,}' for x in limits) or '?'}), so they come out "
@@ -182,19 +183,19 @@ def _capacity(study: Study, out: StudyComparison, trials: list[dict]) -> None:
     pub2 = "§3.5: the concurrent session number depends on the system's RAM"
     crit2 = ("refuted when a search stops below the DUT's connection table for another cause; confirming it needs "
              "the table size varied with memory, which this bed cannot do")
-    failed = [t for t in cap if not _capped(t) and t["metrics"].get(CAP_METRIC) is not None]
+    failed = [t for t in cap if not _capped(t) and t.metrics.get(CAP_METRIC) is not None]
     if not failed:
         out.findings.append(Finding(id="seed-001/sessions-set-by-memory",
             claim=claim2, published=pub2,
             fwlab="not measured: no capacity search in this run found a limit (every connection asked for was held).",
             criterion=crit2, verdict=NOT_MEASURED))
     else:
-        full = [t for t in failed if _table_full(t["metrics"].get("limit_cause"))]
-        other = sorted({str(t["metrics"].get("limit_cause") or "no cause recorded") for t in failed if t not in full})
+        full = [t for t in failed if _table_full(t.metric("limit_cause"))]
+        other = sorted({str(t.metric("limit_cause") or "no cause recorded") for t in failed if t not in full})
         text = (f"fwlab: {len(full)} of {len(failed)} capacity searches stopped at the DUT's full connection table "
                 f"(nf_conntrack_count at nf_conntrack_max)")
         text += (f"; the others: {'; '.join(other)}." if other else ".")
-        limits = sorted({int(t["metrics"]["conntrack_max"]) for t in failed if t["metrics"].get("conntrack_max")})
+        limits = sorted({int(t.metric("conntrack_max")) for t in failed if t.metric("conntrack_max")})
         why = (f"the DUT's connection table is the host's nf_conntrack_max ({', '.join(f'{x:,}' for x in limits) or '?'}), "
                "fixed and not derived from the DUT's memory here; a search whose target lies above it can only stop at "
                "the table, so stopping there does not show that memory sets the count")
@@ -205,7 +206,7 @@ def _capacity(study: Study, out: StudyComparison, trials: list[dict]) -> None:
 
 
 @register("seed-001")
-def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
+def compare(study: Study, run: dict, trials: list[TrialRecord]) -> StudyComparison:
     out = StudyComparison(study)
     tp = _tp(trials)
     t1 = study.table("table1")
@@ -230,11 +231,11 @@ def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
     out.missing = ["Windows 2000 / Linux 2.4 / FreeBSD comparison at 100 Mbit/s (Fig. 4): one kernel here.",
                    "Bi-directional full duplex (§3.5: about 50 % lower at small frames, no table): fwlab's RFC 2544 "
                    "search drives one direction (fwlab-engine, client to server)."]
-    modes = sorted({t.get("mode") for t in tp})
+    modes = sorted({t.mode for t in tp})
     gw = "routed" if "routed" in modes else (modes[0] if modes else None)
-    layouts = sorted({t.get("layout") for t in tp if t.get("mode") == gw})
-    rules = sorted({int(t.get("rules") or 0) for t in tp if t.get("mode") == gw})
-    sizes = sorted({int(t.get("size_bytes") or 0) for t in tp if t.get("mode") == gw})
+    layouts = sorted({t.layout for t in tp if t.mode == gw})
+    rules = sorted({t.rules for t in tp if t.mode == gw})
+    sizes = sorted({int(t.size_bytes or 0) for t in tp if t.mode == gw})
     top = max(rules) if rules else None
 
     def v(size, n, layout, mode=gw):

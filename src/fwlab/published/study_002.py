@@ -34,6 +34,7 @@ from fwlab.published.compare import (
     values,
 )
 from fwlab.published.model import Study
+from fwlab.results.trial import TrialRecord
 
 KIND = "transactions"
 SEED_THRESHOLD_PCT = "mean 2 stdev %"
@@ -45,8 +46,8 @@ MORE_CLIENTS_X = 2.0
 """'More clients give more TPM': the largest load's TPM more than 2 x one client's (the seed: ~4 x)."""
 
 
-def _tx(trials: list[dict]) -> list[dict]:
-    return [t for t in trials if t.get("kind") == KIND and t.get("traffic") == "http"]
+def _tx(trials: list[TrialRecord]) -> list[dict]:
+    return [t for t in trials if t.kind == KIND and t.traffic == "http"]
 
 
 def _cfg(trials, backend, rules, clients, metric="tpm"):
@@ -76,7 +77,7 @@ def _pooled_change(trials, ref: tuple[str, int], cfg: tuple[str, int], loads: li
 
 
 @register("seed-002")
-def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
+def compare(study: Study, run: dict, trials: list[TrialRecord]) -> StudyComparison:
     out = StudyComparison(study)
     tx = _tx(trials)
     out.scaling = [
@@ -97,8 +98,8 @@ def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
     if not tx:
         out.missing.insert(0, "No transaction trials in this run.")
         return out
-    loads = sorted({int(t.get("streams") or 1) for t in tx})
-    backends = {t.get("backend") for t in tx}
+    loads = sorted({int(t.streams or 1) for t in tx})
+    backends = {t.backend for t in tx}
     base = next(((b, 0) for b in ("proxy", "none", "nftables") if b in backends
                  and any(_cfg(tx, b, 0, c) for c in loads)), None)
 

@@ -42,6 +42,7 @@ from fwlab.published.compare import (
     within_verdict,
 )
 from fwlab.published.model import Study
+from fwlab.results.trial import TrialRecord
 
 REGIME_SHARE = 0.10
 """The seed's 1 Mbit/s UDP tests a path only when it is a fair share of what the path carries: at
@@ -51,15 +52,15 @@ UDP_SAME_PCT = 5.0
 
 
 def _st(trials):
-    return [t for t in trials if t.get("kind") == "stream" and t.get("traffic") in ("tcp", "udp")]
+    return [t for t in trials if t.kind == "stream" and t.traffic in ("tcp", "udp")]
 
 
 def _rtt(trials):
-    return [t for t in trials if t.get("kind") == "rtt" and t.get("traffic") == "rtt"]
+    return [t for t in trials if t.kind == "rtt" and t.traffic == "rtt"]
 
 
 @register("seed-003")
-def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
+def compare(study: Study, run: dict, trials: list[TrialRecord]) -> StudyComparison:
     out = StudyComparison(study)
     st = _st(trials)
     t1, t2 = study.table("table1"), study.table("table2")
@@ -81,7 +82,7 @@ def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
                        "beside the TCP stream (rtt_probe, delay under load); median, 99th percentile and RFC 3550 "
                        "jitter of the round trips.")
     out.missing = ["Windows 7 as the sender: one kernel here."]
-    cfgs = sorted({(t.get("backend"), t.get("layout"), int(t.get("rules") or 0)) for t in st + rtt})
+    cfgs = sorted({(t.backend, t.layout, t.rules) for t in st + rtt})
 
     def used(cfg, traffic, label=None, metric="throughput_bps"):
         be, lay, n = cfg
@@ -200,8 +201,8 @@ SMALL_WINDOW_PCT = 95.0
 """'Throughput fell': the small window's figure below this % of the default window's (95 % interval)."""
 
 
-def _window(t: dict) -> int | None:
-    w = (t.get("options") or {}).get("window_bytes")
+def _window(t: TrialRecord) -> int | None:
+    w = (t.options or {}).get("window_bytes")
     return int(w) if w else None
 
 
@@ -213,7 +214,7 @@ def _window_cap_bps(window_bytes: int, rtt_ms: float | None) -> float | None:
 def _window_part(out: StudyComparison, st: list[dict], cfgs, ref, name) -> None:
     """The window-size table (every configuration) and the 'small window lowers TCP' finding
     (the reference configuration, both IP versions)."""
-    tcp = [t for t in st if t.get("traffic") == "tcp"]
+    tcp = [t for t in st if t.traffic == "tcp"]
     windows = sorted({w for t in tcp for w in [_window(t)] if w})
     claim = "A small TCP window lowers the throughput over both IPv4 and IPv6 (§4)"
     published = "§4: with a small TCP window size the throughput of both protocols fell; no size or figure printed"
@@ -272,9 +273,9 @@ def _window_part(out: StudyComparison, st: list[dict], cfgs, ref, name) -> None:
             continue
         cap = _window_cap_bps(small, load_rtt(ref, ipv))
         iv = ratio_ci(x, base)
-        used += [t for t in tcp if t.get("ip_version") == ipv and all(t.get(k) == v for k, v in _cfg_match(ref).items())
-                 and (_window(t) == small or (not _window(t) and t.get("label") is None))
-                 and not t.get("error") and (t.get("metrics") or {}).get("throughput_bps") is not None]
+        used += [t for t in tcp if t.ip_version == ipv and all(getattr(t, k) == v for k, v in _cfg_match(ref).items())
+                 and (_window(t) == small or (not _window(t) and t.label is None))
+                 and not t.error and t.metric("throughput_bps") is not None]
         cells.append(f"IPv{ipv} {fmt_ci(iv, digits=0)} of the default window"
                      + (f" (window / round trip under load {cap / 1e6:,.0f} Mbit/s)" if cap else ""))
         if cap is not None and cap >= mean(base):

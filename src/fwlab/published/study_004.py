@@ -40,6 +40,7 @@ from fwlab.published.compare import (
     within_verdict,
 )
 from fwlab.published.model import Study
+from fwlab.results.trial import TrialRecord
 
 CROSS = "cross connection (no firewall)"
 SMALL = "SoftEther rules only (5 rules)"
@@ -73,30 +74,29 @@ def _link_rate(run: dict):
 def _tcp(trials):
     """Stream trials of the study: traffic ``parallel`` (this preset; a failed one keeps the
     record's default kind) or plain TCP ``stream`` trials (older records), without a flood."""
-    return [t for t in trials if not t.get("background") and (
-        t.get("traffic") == "parallel" or (t.get("kind") == "stream" and t.get("traffic") == "tcp"))]
+    return [t for t in trials if not t.background and (
+        t.traffic == "parallel" or (t.kind == "stream" and t.traffic == "tcp"))]
 
 
-def _hung(t: dict) -> bool:
+def _hung(t: TrialRecord) -> bool:
     """A multi-stream run whose iperf3 clients did not finish within the runner's timeout."""
-    return bool(t.get("error")) and "hung" in str(t.get("error"))
+    return bool(t.error) and "hung" in str(t.error)
 
 
-def _overrun(t: dict) -> float | None:
-    m = t.get("metrics") or {}
-    if m.get("completion_s") is None or not t.get("duration_s"):
+def _overrun(t: TrialRecord) -> float | None:
+    if t.metric("completion_s") is None or not t.duration_s:
         return None
-    return float(m["completion_s"]) / float(t["duration_s"])
+    return float(t.metric("completion_s")) / float(t.duration_s)
 
 
-def _probes(t: dict) -> list[dict]:
-    return list((t.get("extra") or {}).get("probes") or [])
+def _probes(t: TrialRecord) -> list[dict]:
+    return list((t.extra or {}).get("probes") or [])
 
 
-def _probed_during(t: dict) -> bool:
+def _probed_during(t: TrialRecord) -> bool:
     """Whether the trial's probes ran while its multi-stream load did (``extra.probe_plan.during``),
     as the seed's Table 3; fwlab's recovery probes start when the load has ended."""
-    return bool(((t.get("extra") or {}).get("probe_plan") or {}).get("during"))
+    return bool(((t.extra or {}).get("probe_plan") or {}).get("during"))
 
 
 def _during_load(p: dict) -> bool:
@@ -104,7 +104,7 @@ def _during_load(p: dict) -> bool:
     return bool(p.get("during_load", True))
 
 
-def _probe_table(t3, t2, fw_trials: list[dict], label: str) -> SideTable:
+def _probe_table(t3, t2, fw_trials: list[TrialRecord], label: str) -> SideTable:
     """Table 3 as published (Mbit/s and % of the rule set's single-stream figure in Table 2) beside
     fwlab's probes (% of the trial's single-stream baseline), by probe start time."""
     single = t2.value(T3_RULES, "1")
@@ -115,14 +115,14 @@ def _probe_table(t3, t2, fw_trials: list[dict], label: str) -> SideTable:
     # fwlab: probe k of every repetition, keyed by its scheduled start (k x interval_s)
     fw: dict[float, list[dict]] = {}
     for t in fw_trials:
-        iv = float(((t.get("extra") or {}).get("probe_plan") or (t.get("options") or {})).get("interval_s") or 10.0)
+        iv = float(((t.extra or {}).get("probe_plan") or (t.options or {})).get("interval_s") or 10.0)
         for p in _probes(t):
             fw.setdefault(round(p["probe"] * iv, 3), []).append(p)
     rows = []
     whole = t3.value("the 500-stream test itself", "throughput")
-    fw_whole = [100.0 * t["metrics"]["throughput_bps"] / t["metrics"]["baseline_bps"] for t in fw_trials
-                if (t.get("metrics") or {}).get("throughput_bps") and (t.get("metrics") or {}).get("baseline_bps")]
-    comp = [t["metrics"]["completion_s"] for t in fw_trials if (t.get("metrics") or {}).get("completion_s")]
+    fw_whole = [100.0 * t.metric("throughput_bps") / t.metric("baseline_bps") for t in fw_trials
+                if t.metric("throughput_bps") and t.metric("baseline_bps")]
+    comp = [t.metric("completion_s") for t in fw_trials if t.metric("completion_s")]
     rows.append(("the multi-stream test itself (all streams)", fmt(whole, 2), fmt(100.0 * whole / single, 1),
                  fmt(mean(fw_whole), 1), str(len(fw_whole)),
                  f"seed: 504 s with the probes; fwlab completion {fmt(mean(comp), 1)} s" if comp else "seed: 504 s"))
@@ -151,7 +151,7 @@ def _probe_table(t3, t2, fw_trials: list[dict], label: str) -> SideTable:
 
 
 def _no_figure(tcp: list[dict], mode, n: int, s: int) -> str:
-    ts = [t for t in tcp if t.get("mode") == mode and int(t.get("rules") or 0) == n and int(t.get("streams") or 1) == s]
+    ts = [t for t in tcp if t.mode == mode and t.rules == n and int(t.streams or 1) == s]
     hung = sum(1 for t in ts if _hung(t))
     if hung:
         return f"did not finish ({hung} of {len(ts)})"
@@ -175,10 +175,10 @@ def _overrun_part(out: StudyComparison, study: Study, tcp: list[dict], streams: 
     for mode, n, label in cfgs:
         cells = []
         for s in cols:
-            ts = [t for t in tcp if t.get("mode") == mode and int(t.get("streams") or 1) == s
-                  and (mode == "direct" or int(t.get("rules") or 0) == n)]
+            ts = [t for t in tcp if t.mode == mode and int(t.streams or 1) == s
+                  and (mode == "direct" or t.rules == n)]
             r = [x for x in (_overrun(t) for t in ts) if x is not None]
-            comp = [t["metrics"]["completion_s"] for t in ts if (t.get("metrics") or {}).get("completion_s") is not None]
+            comp = [t.metric("completion_s") for t in ts if t.metric("completion_s") is not None]
             ratio[(mode, n, s)] = r
             hung[(mode, n, s)] = sum(1 for t in ts if _hung(t))
             cell = f"{fmt(mean(comp), 1)} s ({fmt(mean(r), 1)} x)" if r else "–"
@@ -215,22 +215,22 @@ def _overrun_part(out: StudyComparison, study: Study, tcp: list[dict], streams: 
     text = (f"fwlab, nftables {big:,} rules ({fw_mode}), 100 or more streams: longest {fmt(worst, 1)} x the nominal "
             f"length; {n_hung} of {n_all} runs did not finish within the runner's timeout. Direct: at most "
             f"{max(direct):.1f} x.")
-    used = [t for t in tcp if int(t.get("streams") or 1) in many and (
-        t.get("mode") == "direct" or (t.get("mode") == fw_mode and int(t.get("rules") or 0) == big))]
+    used = [t for t in tcp if int(t.streams or 1) in many and (
+        t.mode == "direct" or (t.mode == fw_mode and t.rules == big))]
     return Finding.judge(id="seed-004/many-streams-stall", used=used, claim=claim, published=published, fwlab=text,
                          criterion=crit, verdict=REPRODUCED if stalled and calm else NOT_REPRODUCED)
 
 
 @register("seed-004")
-def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
+def compare(study: Study, run: dict, trials: list[TrialRecord]) -> StudyComparison:
     out = StudyComparison(study)
     tcp_all = _tcp(trials)
     # Table 2 and its findings: runs without probes beside them (a load probed during its run carries
     # the probes' traffic and may run load_s, not the trial's length); Table 3 reads those
     tcp = [t for t in tcp_all if not (_probed_during(t) and _probes(t))]
-    streams = sorted({int(t.get("streams") or 1) for t in tcp})
-    fw_mode = next((m for m in ("bridge", "routed") if any(t.get("mode") == m for t in tcp_all)), None)
-    rules = sorted({int(t.get("rules") or 0) for t in tcp if t.get("mode") == fw_mode and t.get("backend") != "none"})
+    streams = sorted({int(t.streams or 1) for t in tcp})
+    fw_mode = next((m for m in ("bridge", "routed") if any(t.mode == m for t in tcp_all)), None)
+    rules = sorted({t.rules for t in tcp if t.mode == fw_mode and t.backend != "none"})
     probing_during = any(_probed_during(t) for t in tcp_all if _probes(t))
     out.scaling = [
         "Cross cable -> direct mode (client and server joined, no DUT); OnePointWall BLOCK -> the DUT in "
@@ -378,22 +378,22 @@ def compare(study: Study, run: dict, trials: list[dict]) -> StudyComparison:
                  f"{pub_t3['the 500-stream test itself']:g} Mbit/s")
     claim = "During a 500-stream test a new single stream recovers to its normal rate within about 20 s"
     # fwlab: the trials with probes at the stream count nearest 500, largest rule count, firewall mode
-    probed = [t for t in tcp_all if t.get("mode") == fw_mode and int(t.get("streams") or 1) > 1 and _probes(t)
-              and (t.get("metrics") or {}).get("baseline_bps")]
+    probed = [t for t in tcp_all if t.mode == fw_mode and int(t.streams or 1) > 1 and _probes(t)
+              and t.metric("baseline_bps")]
     if probed:
-        s_t3 = min({int(t["streams"]) for t in probed}, key=lambda s: (abs(s - T3_STREAMS), -s))
-        n_t3 = max(int(t.get("rules") or 0) for t in probed if int(t["streams"]) == s_t3)
-        sel = [t for t in probed if int(t["streams"]) == s_t3 and int(t.get("rules") or 0) == n_t3]
+        s_t3 = min({int(t.streams) for t in probed}, key=lambda s: (abs(s - T3_STREAMS), -s))
+        n_t3 = max(t.rules for t in probed if int(t.streams) == s_t3)
+        sel = [t for t in probed if int(t.streams) == s_t3 and t.rules == n_t3]
         label = f"nftables {n_t3:,} rules, {fw_mode}, {s_t3} streams"
         out.tables.append(_probe_table(t3, t2, sel, label))
-        tol = float(((sel[0].get("extra") or {}).get("probe_plan") or sel[0].get("options") or {}).get("tolerance") or 0.1)
+        tol = float((sel[0].extra.get("probe_plan") or sel[0].options or {}).get("tolerance") or 0.1)
         limit = RECOVERY_WITHIN_S + START_SLACK_S
-        in_time = [t for t in sel if t["metrics"].get("recovered") and (t["metrics"].get("recovery_s") or 0) <= limit]
+        in_time = [t for t in sel if t.metric("recovered") and (t.metric("recovery_s") or 0) <= limit]
         # decided on the probes that ended while the load ran: a later one met an idle path
-        late = [t for t in sel if t not in in_time and (t["metrics"].get("recovered") or max(
+        late = [t for t in sel if t not in in_time and (t.metric("recovered") or max(
             (p["t_after_s"] for p in _probes(t) if _during_load(p)), default=0.0) >= RECOVERY_WITHIN_S)]
         first = [100.0 * p["ratio_to_baseline"] for t in sel for p in _probes(t)[:1] if p.get("ratio_to_baseline") is not None]
-        rec_s = [t["metrics"]["recovery_s"] for t in in_time]
+        rec_s = [t.metric("recovery_s") for t in in_time]
         when = "during the load" if all(_probed_during(t) for t in sel) else "after the run"
         text = (f"fwlab, {label}: first probe {when} at {fmt_range(first)} of the single-stream baseline; "
                 f"within {100 * tol:.0f} % of it {'at ' + fmt_range(rec_s, 0, 's') if rec_s else 'never'} in "

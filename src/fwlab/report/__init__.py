@@ -8,6 +8,7 @@ from typing import TextIO
 
 from fwlab.stats.ratio import ratio_to_zero
 from fwlab.results.record import REPORT_FILE, SUMMARY_FILE, RunRecord
+from fwlab.results.trial import as_records
 
 
 def write_report(run_dir: Path, appendix_html: str | None = None) -> Path:
@@ -19,10 +20,10 @@ def write_report(run_dir: Path, appendix_html: str | None = None) -> Path:
 
     rec = RunRecord.open(run_dir)
     read = rec.read()  # tolerant: a damaged line is named in the report, not fatal
-    trials = read.trials
+    trials = as_records(read.trials)  # the read boundary: typed records from here on
     cs = curves(trials)
     (rec.path / SUMMARY_FILE).write_text(summary_csv(cs))
-    write_findings(rec.path, rec.run, trials)   # findings.json: the published findings' verdicts
+    write_findings(rec.path, rec.run, read.trials)   # findings.json: the published findings' verdicts
     out = rec.path / REPORT_FILE
     page = html.render(rec.run, trials, cs, SUMMARY_FILE, state=rec.state(read))
     if appendix_html:

@@ -13,6 +13,7 @@ import statistics
 
 from fwlab.report.plots import _svg, plt
 from fwlab.report.timeseries import config_label, traffic_name
+from fwlab.results.trial import TrialRecord, as_records
 
 ROLES = ("client", "dut", "server")
 
@@ -32,9 +33,10 @@ def role_name(cs: dict, role: str) -> str:
     return f"{role} (CPU {cpu})"
 
 
-def _median_rep(trials: list[dict]) -> dict:
+def _median_rep(trials: list[TrialRecord]) -> dict:
+    trials = as_records(trials)
     def load(t):
-        s = t["extra"]["cpu_series"]["samples"]
+        s = t.extra["cpu_series"]["samples"]
         return sum(_mean(s, f"{r}_busy_pct") or 0.0 for r in ROLES)
     ordered = sorted(trials, key=load)
     return ordered[(len(ordered) - 1) // 2]
@@ -66,12 +68,13 @@ def _figure(title: str, lines: list[tuple[str, dict]]) -> str | None:
     return _svg(fig)
 
 
-def render(trials: list[dict]) -> str:
+def render(trials: list[TrialRecord]) -> str:
+    trials = as_records(trials)
     groups: dict[str, dict[str, list[dict]]] = {}
     missing: dict[str, set[str]] = {}
     for t in trials:
-        cs = (t.get("extra") or {}).get("cpu_series")
-        if t.get("error") or not cs:
+        cs = (t.extra or {}).get("cpu_series")
+        if t.error or not cs:
             continue
         for role, why in (cs.get("missing") or {}).items():
             missing.setdefault(role, set()).add(why)
@@ -88,14 +91,14 @@ def render(trials: list[dict]) -> str:
              "the table gives each configuration's per-trial means, median over repetitions and range.</p>"]
     rows = []
     for tn, by_cfg in groups.items():
-        svg = _figure(f"{tn}: CPU busy per role", [(cfg, _median_rep(ts)["extra"]["cpu_series"])
+        svg = _figure(f"{tn}: CPU busy per role", [(cfg, _median_rep(ts).extra["cpu_series"])
                                                     for cfg, ts in by_cfg.items()])
         if svg:
             parts.append(f"<div class='plot'>{svg}</div>")
         for cfg, ts in by_cfg.items():
             cells = []
             for role in ROLES:
-                means = [m for m in (_mean(t["extra"]["cpu_series"]["samples"], f"{role}_busy_pct") for t in ts)
+                means = [m for m in (_mean(t.extra["cpu_series"]["samples"], f"{role}_busy_pct") for t in ts)
                          if m is not None]
                 cells.append(f"{statistics.median(means):.0f} ({min(means):.0f}–{max(means):.0f})" if means else "–")
             rows.append(f"<tr><td>{e(tn)}</td><td>{e(cfg)}</td><td>{len(ts)}</td>"

@@ -8,14 +8,16 @@ and each test bed's backend version (program hash, JIT state). Reads the stored 
 from __future__ import annotations
 
 import html
+from fwlab.results.trial import TrialRecord, as_records
 
 
-def render(run: dict, trials: list[dict]) -> str:
+def render(run: dict, trials: list[TrialRecord]) -> str:
+    trials = as_records(trials)
     fams: dict[tuple, set[str]] = {}
     for t in trials:
-        if t.get("backend") in (None, "none") or not t.get("ruleset_family"):
+        if t.backend in (None, "none") or not t.ruleset_family:
             continue
-        fams.setdefault((t.get("mode"), t.get("backend"), t.get("layout")), set()).add(t["ruleset_family"])
+        fams.setdefault((t.mode, t.backend, t.layout), set()).add(t.ruleset_family)
     if not fams:
         return ""
     versions: dict[tuple, set[str]] = {}

@@ -18,6 +18,7 @@ from fwlab.results.curves import METRIC_INFO, Curve, Point, primary_metric
 from fwlab.results.identity import size_words
 from fwlab.results.store import RecordState, state_without_plan
 from fwlab.stats import RATIO_METHOD
+from fwlab.results.trial import TrialRecord, as_records
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1200px;margin:1.5em auto;padding:0 1em;color:#222}
@@ -114,16 +115,17 @@ def _abs_table(group: list[Curve]) -> str:
 LATENCY_COLS = (("min", "min"), ("p50", "p50"), ("p90", "p90"), ("p99", "p99"), ("p999", "p99.9"), ("max", "max"))
 
 
-def _latency_table(trials: list[dict]) -> str:
+def _latency_table(trials: list[TrialRecord]) -> str:
     """Latency percentiles of trials that measured them (fwlab-engine): per configuration and
     rule count, the median over repetitions of each percentile [µs]."""
+    trials = as_records(trials)
     acc: dict[tuple, list[dict]] = {}
     for t in trials:
-        lat = (t.get("metrics") or {}).get("latency_ns")
-        if t.get("error") or not isinstance(lat, dict):
+        lat = t.metric("latency_ns")
+        if t.error or not isinstance(lat, dict):
             continue
-        key = (t.get("mode"), t.get("backend"), t.get("layout"), bool(t.get("stateful_shortcut")),
-               t.get("ip_version"), t.get("traffic"), t.get("size_bytes"), t.get("rules"))
+        key = (t.mode, t.backend, t.layout, bool(t.stateful_shortcut),
+               t.ip_version, t.traffic, t.size_bytes, t.rules)
         acc.setdefault(key, []).append(lat)
     if not acc:
         return ""
@@ -143,22 +145,22 @@ def _latency_table(trials: list[dict]) -> str:
             + _latency_cdfs(trials))
 
 
-def _latency_cdfs(trials: list[dict]) -> str:
+def _latency_cdfs(trials: list[TrialRecord]) -> str:
     """The same trials' HDR histograms merged over repetitions: one CDF per configuration."""
+    trials = as_records(trials)
     from fwlab.report import latency
 
     groups: dict[tuple, latency.CdfGroup] = {}
     for t in trials:
-        m = t.get("metrics") or {}
-        if t.get("error") or not m.get("latency_hdr_b64"):
+        if t.error or not t.metric("latency_hdr_b64"):
             continue
-        key = (t.get("mode"), t.get("ip_version"), t.get("traffic"), t.get("size_bytes"), t.get("rate_bps"))
-        rate = f", {t['rate_bps'] / 1e6:g} Mbit/s" if t.get("rate_bps") else ", maximum rate"
+        key = (t.mode, t.ip_version, t.traffic, t.size_bytes, t.rate_bps)
+        rate = f", {t.rate_bps / 1e6:g} Mbit/s" if t.rate_bps else ", maximum rate"
         g = groups.setdefault(key, latency.CdfGroup(
             title=f"IPv{key[1]} {str(key[2]).upper()} {key[3] or ''} B ({key[0]}){rate}",
-            unit=m.get("latency_hdr_unit") or "ns"))
+            unit=t.metric("latency_hdr_unit", "ns")))
         label, order = latency.config_label(t)
-        g.add(label, order, m["latency_hdr_b64"])
+        g.add(label, order, t.metric("latency_hdr_b64"))
     return latency.render(list(groups.values()), "<h3>Latency distributions</h3><p class='muted'>Repetitions "
                           "merged (histogram counts added); percentiles of the merged histogram.</p>")
 
@@ -174,18 +176,19 @@ def record_state_html(state: RecordState) -> str:
     return f"<span class='warn'>{text}</span>{hint}"
 
 
-def render(run: dict, trials: list[dict], cs: list[Curve], summary_csv_name: str,
+def render(run: dict, trials: list[TrialRecord], cs: list[Curve], summary_csv_name: str,
            state: RecordState | None = None) -> str:
     """The page. ``state`` (RunRecord.state) says what the record is; without it, the stated
     status and the trial count are all the page knows."""
+    trials = as_records(trials)
     suite = run.get("suite", {}).get("parsed", {})
     host = run.get("host", {})
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>fwlab report: {esc(suite.get('name'))}</title>"
              f"<style>{CSS}</style></head><body>"]
     parts.append(f"<h1>fwlab report — suite <code>{esc(suite.get('name'))}</code></h1>")
     parts.append(f"<p>{esc(suite.get('description', ''))}</p>")
-    n_ok = sum(1 for t in trials if not t.get("error"))
-    n_err = sum(1 for t in trials if t.get("error"))
+    n_ok = sum(1 for t in trials if not t.error)
+    n_err = sum(1 for t in trials if t.error)
     if state is None:
         state = state_without_plan(run, trials)
     status_html = _table(None, [
@@ -227,7 +230,7 @@ def render(run: dict, trials: list[dict], cs: list[Curve], summary_csv_name: str
         parts.append("<details><summary>absolute medians per rule count</summary>" + _abs_table(group) + "</details>")
 
     parts.extend(render_sections(run, trials))
-    parts.append(_latency_table([t for t in trials if t.get("kind") == "stream"]))
+    parts.append(_latency_table([t for t in trials if t.kind == "stream"]))
     from fwlab.report.cpu import render as render_cpu
 
     parts.append(render_cpu(trials))
@@ -266,20 +269,20 @@ def render(run: dict, trials: list[dict], cs: list[Curve], summary_csv_name: str
                               r["rules"], _fmt(r["load_s_median"] * 1e3, 1), r["loads"]] for r in lt], left=3))
 
     # quality and conditions
-    flagged = [t for t in trials if t.get("flags")]
+    flagged = [t for t in trials if t.flags]
     parts.append("<h2>Quality flags and missing figures</h2>")
     codes: dict[str, tuple[int, str]] = {}
     for t in flagged:
-        for f in t["flags"]:
-            n, msg = codes.get(f.get("code"), (0, f.get("message", "")))
-            codes[f.get("code")] = (n + 1, msg)
+        for f in t.flags:
+            n, msg = codes.get(f.code, (0, f.message or ""))
+            codes[f.code] = (n + 1, msg)
     if codes:
         parts.append(_table(["flag", "example", "trials"], [[esc(k), esc(v[1]), v[0]] for k, v in codes.items()], left=2))
     else:
         parts.append("<p>No trial was flagged.</p>")
-    errs = [t for t in trials if t.get("error")]
+    errs = [t for t in trials if t.error]
     if errs:
-        parts.append(_table(["trial", "why the figure is missing"], [[esc(t["trial_id"]), esc(t["error"])] for t in errs], left=2))
+        parts.append(_table(["trial", "why the figure is missing"], [[esc(t.trial_id), esc(t.error)] for t in errs], left=2))
     skipped = run.get("plan", {}).get("skipped") or []
     if skipped:
         parts.append("<p>Combinations the suite names but a backend cannot run:</p>")

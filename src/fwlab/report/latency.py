@@ -12,6 +12,7 @@ from fwlab.errors import RecordError
 from fwlab.report import plots
 from fwlab.report.html import _fmt, _table, esc
 from fwlab.stats.latency import distribution, percentile_ns, merge
+from fwlab.results.trial import TrialRecord
 
 PERCENTILES = (50.0, 90.0, 99.0, 99.9, 99.99)
 
@@ -32,9 +33,9 @@ class CdfGroup:
         self.order[label] = sort_key
 
 
-def config_label(t: dict) -> tuple[str, tuple]:
+def config_label(t: TrialRecord) -> tuple[str, tuple]:
     """A trial's configuration (what repetitions share) as a curve label and a sort key."""
-    be, lay, sc, n = t.get("backend"), t.get("layout"), bool(t.get("stateful_shortcut")), t.get("rules")
+    be, lay, sc, n = t.backend, t.layout, bool(t.stateful_shortcut), t.rules
     if be == "none":
         return "none (no firewall)", ("", "", False, -1)
     return f"{be} {lay}" + (" +established" if sc else "") + f", {n} rules", (str(be), str(lay), sc, n or 0)

@@ -16,6 +16,7 @@ from fwlab.published.compare import LIMIT_FLAGS
 from fwlab.results.curves import METRIC_INFO, Curve, primary_metric
 from fwlab.results.store import RecordState, state_without_plan
 from fwlab.report.summary import noise_floor
+from fwlab.results.trial import TrialRecord, as_records
 
 _RATE_WORD = {"rx_pps": "forwards", "throughput_bps": "carries", "throughput_pps": "passes",
               "transactions_per_s": "completes"}
@@ -119,22 +120,23 @@ def _headline(tl: str, parts: list[tuple]) -> str:
     return f"{tl}: {s}."
 
 
-def transaction_sentences(trials: list[dict], limit: int = 6) -> list[str]:
+def transaction_sentences(trials: list[TrialRecord], limit: int = 6) -> list[str]:
     """Per firewall configuration with rules: TPM at the largest rule count as % of 0 rules,
     at the largest client load measured."""
-    tx = [t for t in trials if t.get("kind") == "transactions" and not t.get("error") and t.get("metrics")]
+    trials = as_records(trials)
+    tx = [t for t in trials if t.kind == "transactions" and not t.error and t.metrics]
     if not tx:
         return []
-    load = max(int(t.get("streams") or 1) for t in tx)
+    load = max(int(t.streams or 1) for t in tx)
     acc: dict[tuple, dict[int, list[float]]] = {}
     ref_flags: dict[tuple, list[str]] = {}
     for t in tx:
-        if int(t.get("streams") or 1) != load or t["metrics"].get("tpm") is None or t.get("backend") == "none":
+        if int(t.streams or 1) != load or t.metric("tpm") is None or t.backend == "none":
             continue
-        key = (t.get("backend"), t.get("layout"), t.get("size_bytes"), t.get("traffic"))
-        acc.setdefault(key, {}).setdefault(int(t.get("rules") or 0), []).append(float(t["metrics"]["tpm"]))
-        if int(t.get("rules") or 0) == 0:
-            ref_flags.setdefault(key, []).extend(f.get("code", "?") for f in t.get("flags") or [])
+        key = (t.backend, t.layout, t.size_bytes, t.traffic)
+        acc.setdefault(key, {}).setdefault(t.rules, []).append(float(t.metric("tpm")))
+        if t.rules == 0:
+            ref_flags.setdefault(key, []).extend(t.flag_codes)
     out = []
     for key, top, base, v in _largest_vs_zero(acc, limit):
         be, lay, size, traffic = key
@@ -162,33 +164,34 @@ def _largest_vs_zero(acc: dict[tuple, dict[int, list[float]]], limit: int) -> li
     return out
 
 
-def connection_sentences(trials: list[dict], limit: int = 6) -> list[str]:
+def connection_sentences(trials: list[TrialRecord], limit: int = 6) -> list[str]:
     """Per firewall configuration with rules: the connection setup rate at the largest rule count
     as % of 0 rules (medians over repetitions)."""
+    trials = as_records(trials)
     acc: dict[tuple, dict[int, list[float]]] = {}
     ref_flags: dict[tuple, list[str]] = {}
     for t in trials:
-        m = t.get("metrics") or {}
-        if t.get("kind") != "connections" or t.get("error") or m.get("conn_rate_cps") is None \
-                or t.get("backend") == "none":
+        if t.kind != "connections" or t.error or t.metric("conn_rate_cps") is None \
+                or t.backend == "none":
             continue
-        key = (t.get("mode"), t.get("backend"), t.get("layout"), bool(t.get("stateful_shortcut")))
-        acc.setdefault(key, {}).setdefault(int(t.get("rules") or 0), []).append(float(m["conn_rate_cps"]))
-        if int(t.get("rules") or 0) == 0:
-            ref_flags.setdefault(key, []).extend(f.get("code", "?") for f in t.get("flags") or [])
+        key = (t.mode, t.backend, t.layout, bool(t.stateful_shortcut))
+        acc.setdefault(key, {}).setdefault(t.rules, []).append(float(t.metric("conn_rate_cps")))
+        if t.rules == 0:
+            ref_flags.setdefault(key, []).extend(t.flag_codes)
     return [f"{key[1]} {key[2]} ({key[0]}{', stateful shortcut on' if key[3] else ''}) at {top:,} rules sets up "
             f"{_pct(100 * v / base)} of the connections per second it sets up with 0 rules "
             f"({v:,.0f} vs {base:,.0f}/s){reference_limit(ref_flags.get(key, []))}."
             for key, top, base, v in _largest_vs_zero(acc, limit)]
 
 
-def quality_sentence(trials: list[dict]) -> str:
+def quality_sentence(trials: list[TrialRecord]) -> str:
+    trials = as_records(trials)
     n = len(trials)
-    err = sum(1 for t in trials if t.get("error"))
+    err = sum(1 for t in trials if t.error)
     codes: dict[str, int] = {}
     for t in trials:
-        for f in t.get("flags") or []:
-            codes[f.get("code", "?")] = codes.get(f.get("code", "?"), 0) + 1
+        for c in t.flag_codes:
+            codes[c] = codes.get(c, 0) + 1
     s = f"{n - err} of {n} trials measured"
     s += f", {err} missing (reasons under Quality flags)" if err else ""
     if codes:
@@ -198,10 +201,11 @@ def quality_sentence(trials: list[dict]) -> str:
     return s + "."
 
 
-def _rule_sets(run: dict, trials: list[dict]) -> str:
+def _rule_sets(run: dict, trials: list[TrialRecord]) -> str:
+    trials = as_records(trials)
     acc: dict[tuple, set[int]] = {}
     for t in trials:
-        acc.setdefault((t.get("backend"), t.get("layout"), bool(t.get("stateful_shortcut"))), set()).add(int(t.get("rules") or 0))
+        acc.setdefault((t.backend, t.layout, bool(t.stateful_shortcut)), set()).add(t.rules)
     parts = []
     for (be, lay, sc), ns in sorted(acc.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
         if be == "none":
@@ -228,8 +232,9 @@ def _traffic(suite: dict) -> str:
     return "; ".join(items)
 
 
-def render_overview(run: dict, trials: list[dict], cs: list[Curve], published_html: list[str],
+def render_overview(run: dict, trials: list[TrialRecord], cs: list[Curve], published_html: list[str],
                     state: RecordState | None = None) -> str:
+    trials = as_records(trials)
     suite = (run.get("suite") or {}).get("parsed") or {}
     host = run.get("host") or {}
     state = state or state_without_plan(run, trials)

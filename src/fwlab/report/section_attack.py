@@ -8,16 +8,18 @@ from __future__ import annotations
 from fwlab.report.html import _table, esc
 from fwlab.report.sections import Section, register
 from fwlab.report.timeseries import config_label, fmt, med, plot_div, series_plot, xy_plot
+from fwlab.results.trial import TrialRecord, as_records
 
 
-def _flood(t: dict) -> dict:
-    return t.get("background") or {}
+def _flood(t: TrialRecord) -> dict:
+    return t.background or {}
 
 
-def render(run: dict, trials: list[dict]) -> str | None:
+def render(run: dict, trials: list[TrialRecord]) -> str | None:
+    trials = as_records(trials)
     if not trials:
         return None
-    ok = [t for t in trials if t.get("metrics")]
+    ok = [t for t in trials if t.metrics]
     parts = ["<h2>Under attack: legitimate traffic during a flood</h2>",
              "<p class='muted'>An attacker namespace on the DUT's client side sends a flood from spoofed sources "
              "(fwlab-engine, AF_PACKET) while the trial runs; rate 0 is the same trial without a flood. "
@@ -26,17 +28,17 @@ def render(run: dict, trials: list[dict]) -> str | None:
              "rules = the DUT's deny + default-drop rule counters; at server = an ingress counter in the server "
              "namespace matching the spoofed sources. On veth, the DUT's work on the flood runs on the "
              "attacker's CPU, so a slow rule set can slow the flood itself (flag flood-generator-short).</p>"]
-    kinds = sorted({(_flood(t).get("kind"), t.get("traffic"), t.get("ip_version")) for t in ok}, key=str)
+    kinds = sorted({(_flood(t).get("kind"), t.traffic, t.ip_version) for t in ok}, key=str)
     for fk, traffic, ipv in kinds:
-        sel = [t for t in ok if _flood(t).get("kind") == fk and t.get("traffic") == traffic
-               and t.get("ip_version") == ipv]
+        sel = [t for t in ok if _flood(t).get("kind") == fk and t.traffic == traffic
+               and t.ip_version == ipv]
         # the rate-0 references of any flood kind belong to every kind's plot
-        refs = [t for t in ok if not _flood(t).get("rate_pps") and t.get("traffic") == traffic
-                and t.get("ip_version") == ipv]
+        refs = [t for t in ok if not _flood(t).get("rate_pps") and t.traffic == traffic
+                and t.ip_version == ipv]
         by_conf: dict[str, dict[float, list[float]]] = {}
         for t in sel + refs:
             rate = float(_flood(t).get("rate_pps") or 0)
-            by_conf.setdefault(config_label(t), {}).setdefault(rate, []).append(t["metrics"].get("throughput_bps"))
+            by_conf.setdefault(config_label(t), {}).setdefault(rate, []).append(t.metric("throughput_bps"))
         lines = [(c, [(r, (med(v) or 0) / 1e9) for r, v in pts.items()], "--" if c == "no firewall" else "-")
                  for c, pts in sorted(by_conf.items())]
         parts.append(plot_div(xy_plot(lines, f"{fk} rate [packets/s]", f"{str(traffic).upper()} throughput [Gbit/s]",
@@ -45,12 +47,12 @@ def render(run: dict, trials: list[dict]) -> str | None:
     groups: dict[tuple, list[dict]] = {}
     for t in ok:
         f = _flood(t)
-        groups.setdefault((t.get("ip_version"), str(t.get("traffic")), config_label(t), t.get("rules") or 0,
+        groups.setdefault((t.ip_version, str(t.traffic), config_label(t), t.rules or 0,
                            f.get("kind") if f.get("rate_pps") else "none", float(f.get("rate_pps") or 0)), []).append(t)
     for (ipv, traffic, conf, n, fk, rate), ts in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] != "no firewall", kv[0][3], kv[0][4], kv[0][5])):
-        g = lambda k: med(x["metrics"].get(k) for x in ts)  # noqa: E731
+        g = lambda k: med(x.metric(k) for x in ts)  # noqa: E731
         ref = groups.get((ipv, traffic, conf, n, "none", 0.0))
-        base = med(x["metrics"].get("throughput_bps") for x in ref) if ref else None
+        base = med(x.metric("throughput_bps") for x in ref) if ref else None
         thr = g("throughput_bps")
         rows.append([esc(conf), f"IPv{ipv} {esc(traffic.upper())}", esc(fk), f"{rate:g}", len(ts), fmt(thr, 1e-9, 3),
                      fmt(100 * thr / base if thr is not None and base else None, 1, 0),
@@ -63,10 +65,10 @@ def render(run: dict, trials: list[dict]) -> str | None:
                          "% of no flood", "flood offered [pps]", "offered [packets]", "at DUT [packets]",
                          "dropped by DUT rules", "at server [packets]"], rows, left=3))
     # the flood's arrival at the DUT over time next to the legitimate receive rate (one trial)
-    show = [t for t in ok if (_flood(t).get("rate_pps") or 0) > 0 and t.get("repetition") == 1][:6]
+    show = [t for t in ok if (_flood(t).get("rate_pps") or 0) > 0 and t.repetition == 1][:6]
     lines = []
     for t in show:
-        ls = (t.get("extra") or {}).get("link_series") or []
+        ls = (t.extra or {}).get("link_series") or []
         lines.append((f"{config_label(t)} {_flood(t).get('kind')} {(_flood(t).get('rate_pps') or 0):g} pps: flood at DUT",
                       [{"t_s": r["t_s"], "v": r.get("dut_atk_rx_pps")} for r in ls]))
         lines.append((f"{config_label(t)}: legit at server",

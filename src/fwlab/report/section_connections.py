@@ -14,11 +14,12 @@ from fwlab.report.html import esc as _esc
 from fwlab.report.plots import _svg, plt
 from fwlab.report.sections import Section, register
 from fwlab.stats import summarize
+from fwlab.results.trial import TrialRecord, as_records
 
 
-def _curve(t: dict) -> str:
-    sc = "shortcut" if t.get("stateful_shortcut") else "no shortcut"
-    return f"{t.get('mode')} {t.get('backend')} {t.get('layout')} {sc} ip{t.get('ip_version')}"
+def _curve(t: TrialRecord) -> str:
+    sc = "shortcut" if t.stateful_shortcut else "no shortcut"
+    return f"{t.mode} {t.backend} {t.layout} {sc} ip{t.ip_version}"
 
 
 def _stat(values: list[float]) -> tuple[str, str, str, int]:
@@ -30,14 +31,15 @@ def _stat(values: list[float]) -> tuple[str, str, str, int]:
     return f"{s.median:.0f}", f"{s.min:.0f} – {s.max:.0f}", ci, s.n
 
 
-def _metric(t: dict, key: str):
-    return (t.get("metrics") or {}).get(key)
+def _metric(t: TrialRecord, key: str):
+    return (t.metrics or {}).get(key)
 
 
-def _rate_part(trials: list[dict]) -> str:
+def _rate_part(trials: list[TrialRecord]) -> str:
+    trials = as_records(trials)
     groups: dict[str, dict[int, list[dict]]] = defaultdict(lambda: defaultdict(list))
     for t in trials:
-        groups[_curve(t)][int(t.get("rules") or 0)].append(t)
+        groups[_curve(t)][t.rules].append(t)
     fig, ax = plt.subplots(figsize=(8.0, 4.4), dpi=100)
     rows = []
     all_n: set[int] = set()
@@ -46,9 +48,9 @@ def _rate_part(trials: list[dict]) -> str:
         for n in sorted(groups[name]):
             ts = groups[name][n]
             vals = [float(v) for t in ts if (v := _metric(t, "conn_rate_cps")) is not None]
-            failed = sum(1 for t in ts if t.get("error") or _metric(t, "conn_rate_cps") is None)
+            failed = sum(1 for t in ts if t.error or _metric(t, "conn_rate_cps") is None)
             m, rng, ci, k = _stat(vals)
-            flags = sorted({f["code"] for t in ts for f in (t.get("flags") or [])})
+            flags = sorted({c for t in ts for c in t.flag_codes})
             p50 = [float(v) for t in ts if (v := _metric(t, "connect_p50_us")) is not None]
             rows.append([_esc(name), n, m, rng, ci, k, failed,
                          f"{sorted(p50)[len(p50) // 2]:.0f}" if p50 else "–", _esc(", ".join(flags))])
@@ -89,10 +91,11 @@ def _rate_part(trials: list[dict]) -> str:
     return "\n".join(parts)
 
 
-def _capacity_part(trials: list[dict]) -> str:
+def _capacity_part(trials: list[TrialRecord]) -> str:
+    trials = as_records(trials)
     groups: dict[tuple, list[dict]] = defaultdict(list)
     for t in trials:
-        groups[(_curve(t), int(t.get("rules") or 0), t.get("label") or "",
+        groups[(_curve(t), t.rules, t.label or "",
                 _metric(t, "conntrack_max"))].append(t)
     rows = []
     by_mode: dict[str, list[tuple[float, float]]] = defaultdict(list)
@@ -101,7 +104,7 @@ def _capacity_part(trials: list[dict]) -> str:
         m, rng, ci, k = _stat(vals)
         held = [v for t in ts if (v := _metric(t, "conntrack_count_held")) is not None]
         causes = sorted({c for t in ts if (c := _metric(t, "limit_cause"))})
-        flags = sorted({f["code"] for t in ts for f in (t.get("flags") or [])})
+        flags = sorted({c for t in ts for c in t.flag_codes})
         host = [h for t in ts if (h := _metric(t, "host_sysctls"))]
         rows.append([_esc(name), n, _esc(label or "–"), ct_max if ct_max is not None else "–",
                      _metric(ts[0], "conntrack_buckets") or "–", m, rng, ci, k,
@@ -137,10 +140,11 @@ def _capacity_part(trials: list[dict]) -> str:
     return "\n".join(parts)
 
 
-def render(run: dict, trials: list[dict]) -> str | None:
-    rate = [t for t in trials if (t.get("extra") or {}).get("test") == "rate" or t.get("traffic") == "conn_rate"]
-    cap = [t for t in trials if (t.get("extra") or {}).get("test") == "capacity"
-           or t.get("traffic") == "conn_capacity"]
+def render(run: dict, trials: list[TrialRecord]) -> str | None:
+    trials = as_records(trials)
+    rate = [t for t in trials if (t.extra or {}).get("test") == "rate" or t.traffic == "conn_rate"]
+    cap = [t for t in trials if (t.extra or {}).get("test") == "capacity"
+           or t.traffic == "conn_capacity"]
     if not rate and not cap:
         return None
     parts = ["<h2>Connections</h2>"]
@@ -148,10 +152,10 @@ def render(run: dict, trials: list[dict]) -> str | None:
         parts.append(_rate_part(rate))
     if cap:
         parts.append(_capacity_part(cap))
-    errs = [t for t in trials if t.get("error")]
+    errs = [t for t in trials if t.error]
     if errs:
         parts.append("<p class='warn'>Failed trials: " + "; ".join(
-            _esc(f"{t.get('trial_id')}: {t.get('error')}") for t in errs[:10]) + "</p>")
+            _esc(f"{t.trial_id}: {t.error}") for t in errs[:10]) + "</p>")
     return "\n".join(parts)
 
 

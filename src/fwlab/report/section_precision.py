@@ -9,7 +9,7 @@ from fwlab.errors import FwlabError
 from fwlab.report.html import _table, esc
 from fwlab.report.sections import Section, register
 from fwlab.results.curves import METRIC_INFO
-from fwlab.results.identity import config_label, traffic_label
+from fwlab.results.trial import TrialRecord, as_records
 from fwlab.stats.precision import INTERVAL, PrecisionRule, figure_id, outcome
 from fwlab.suites import parse_suite
 
@@ -38,21 +38,23 @@ def _value(metric: str | None, v: float | None, digits: int = 2) -> str:
     return f"{v * scale:.{digits}f} {unit}".strip()
 
 
-def render(run: dict, trials: list[dict]) -> str | None:
+def render(run: dict, trials: list[TrialRecord]) -> str | None:
     rule = rule_of(run)
     if rule is None:
         return None
+    records = as_records(trials)
+    lines = [t.to_json() for t in records]  # the stopping rule (stats) reads trial lines
     plan = run.get("plan") if isinstance(run.get("plan"), dict) else {}
     ids = plan.get("trial_ids") if isinstance(plan.get("trial_ids"), list) else None
     figures = [figure_id({"trial_id": i}) for i in ids] if ids else None
-    rec = outcome(trials, rule, figures)
-    first: dict[str, dict] = {}
-    for t in trials:
-        first.setdefault(figure_id(t), t)
+    rec = outcome(lines, rule, figures)
+    first: dict[str, TrialRecord] = {}
+    for t, line in zip(records, lines):
+        first.setdefault(figure_id(line), t)
     rows = []
     for f in rec.figures:
         t = first.get(f.figure)
-        what = f"{traffic_label(t)} · {config_label(t)} · {t.get('rules')} rules" if t else f.figure
+        what = f"{t.traffic_label} · {t.config_label} · {t.rules} rules" if t else f.figure
         pct = "–" if f.rel_half_width is None else f"±{100 * f.rel_half_width:.2f} %"
         cls = "ok" if f.status == "met" else "warn"
         rows.append([esc(what), esc(f.metric or "–"), f.repetitions, f.n, _value(f.metric, f.mean),

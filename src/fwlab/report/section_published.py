@@ -19,6 +19,7 @@ from fwlab.published.compare import (
     study_of,
 )
 from fwlab.report.sections import Section, register
+from fwlab.results.trial import TrialRecord, as_records
 
 
 def _e(x) -> str:
@@ -41,10 +42,11 @@ def _table(t) -> str:
     return "".join(out)
 
 
-def render(run: dict, trials: list[dict]) -> str | None:
+def render(run: dict, trials: list[dict] | list[TrialRecord]) -> str | None:
+    trials = as_records(trials)
     if not study_of(run):
         return None
-    cmp = compare_study(run, trials)
+    cmp = compare_study(run, [t.to_json() if isinstance(t, TrialRecord) else t for t in trials])
     st = cmp.study
     n = cmp.counts()
     parts = [f"<h2 id='published'>As published: {_e(st.study)} beside this run</h2>",

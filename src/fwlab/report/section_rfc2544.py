@@ -14,6 +14,7 @@ from fwlab.report.sections import Section, register
 from fwlab.report.timeseries import xy_plot
 from fwlab.results.curves import curves
 from fwlab.stats.goal_label import goal_name, result_label
+from fwlab.results.trial import TrialRecord, as_records
 
 
 def _med(vals):
@@ -40,8 +41,9 @@ def _max_load_table(run: dict) -> str:
                       "device model"], rows, left=3))
 
 
-def _throughput(trials: list[dict]) -> list[str]:
-    tp = [t for t in trials if t.get("traffic") == "throughput"]
+def _throughput(trials: list[TrialRecord]) -> list[str]:
+    trials = as_records(trials)
+    tp = [t for t in trials if t.traffic == "throughput"]
     if not tp:
         return []
     parts = []
@@ -72,24 +74,23 @@ def _throughput(trials: list[dict]) -> list[str]:
     # search cost
     rows = []
     for t in tp:
-        m = t.get("metrics") or {}
-        if not m:
+        if not t.metrics:
             continue
-        rows.append([esc(t["trial_id"]), esc(m.get("algorithm")), esc(m.get("goal")),
-                     _fmt((m.get("lower_bound_pps") or 0) / 1e3, 1) if m.get("lower_bound_pps") else "none",
-                     _fmt((m.get("upper_bound_pps") or 0) / 1e3, 1) if m.get("upper_bound_pps") else "none",
-                     m.get("search_trials"), _fmt(m.get("search_trial_s"), 1)])
+        rows.append([esc(t.trial_id), esc(t.metric("algorithm")), esc(t.metric("goal")),
+                     _fmt((t.metric("lower_bound_pps") or 0) / 1e3, 1) if t.metric("lower_bound_pps") else "none",
+                     _fmt((t.metric("upper_bound_pps") or 0) / 1e3, 1) if t.metric("upper_bound_pps") else "none",
+                     t.metric("search_trials"), _fmt(t.metric("search_trial_s"), 1)])
     parts.append("<details><summary>every search: bounds, trials and trial seconds</summary>"
                  + _table(["trial", "algorithm", "goal", "lower [kpps]", "upper [kpps]", "trials", "trial s"],
                           rows, left=3) + "</details>")
     return parts
 
 
-def _goal_results(t: dict) -> list[tuple[str, str, float | None]]:
+def _goal_results(t: TrialRecord) -> list[tuple[str, str, float | None]]:
     """(NDR|PDR, goal name, throughput_pps) of every goal a throughput trial searched: loss ratio 0
     is an NDR goal, above 0 a PDR goal; a goal without a loss ratio is left out."""
     out = []
-    for r in ((t.get("extra") or {}).get("rfc2544") or {}).get("results") or []:
+    for r in ((t.extra or {}).get("rfc2544") or {}).get("results") or []:
         g = r.get("goal") or {}
         loss = g.get("loss_ratio", 0.0 if r.get("algorithm") == "binary" else None)
         if loss is None:
@@ -102,14 +103,15 @@ def _goal_results(t: dict) -> list[tuple[str, str, float | None]]:
 def ndr_pdr(tp: list[dict]) -> str:
     """NDR and PDR side by side for each configuration and rule count where both were searched:
     medians over repetitions, PDR / NDR, and one plot with both against rule count."""
+    tp = as_records(tp)
     cells: dict[tuple, dict[str, dict]] = {}
     for t in tp:
-        if t.get("error"):
+        if t.error:
             continue
         c = curves([t], kinds=("rfc2544",))
         if not c:
             continue
-        key = (c[0].traffic_label, c[0].label, t.get("rules"))
+        key = (c[0].traffic_label, c[0].label, t.rules)
         for cls, name, pps in _goal_results(t):
             d = cells.setdefault(key, {}).setdefault(cls, {"names": set(), "pps": []})
             d["names"].add(name)
@@ -142,10 +144,11 @@ def ndr_pdr(tp: list[dict]) -> str:
                       "n", "PDR / NDR"], rows, left=3))
 
 
-def _latency(trials: list[dict]) -> str:
+def _latency(trials: list[TrialRecord]) -> str:
+    trials = as_records(trials)
     rows = []
     for t in trials:
-        for lt in ((t.get("extra") or {}).get("rfc2544") or {}).get("latency") or []:
+        for lt in ((t.extra or {}).get("rfc2544") or {}).get("latency") or []:
             lat = lt.get("latency") or {}
             note = []
             if lt.get("loss_ratio"):
@@ -153,7 +156,7 @@ def _latency(trials: list[dict]) -> str:
                             "survived an overloaded DUT (RFC 2544 measures latency at a load without loss)</span>")
             if lt.get("generator_short"):
                 note.append("<span class='warn'>generator-short: the intended load was not offered</span>")
-            rows.append([esc(t["trial_id"]), _fmt(100 * lt["fraction"], 0), _fmt(lt["load_pps"] / 1e3, 1),
+            rows.append([esc(t.trial_id), _fmt(100 * lt["fraction"], 0), _fmt(lt["load_pps"] / 1e3, 1),
                          _fmt(100 * (lt.get("loss_ratio") or 0), 3),
                          *[_fmt(lat.get(f"{k}_ns") / 1e3, 1) if lat.get(f"{k}_ns") is not None else ""
                            for k in ("min", "p50", "p99", "max")], "; ".join(note)])
@@ -166,15 +169,16 @@ def _latency(trials: list[dict]) -> str:
                      rows, left=1))
 
 
-def _latency_cdfs(trials: list[dict]) -> str:
+def _latency_cdfs(trials: list[TrialRecord]) -> str:
     """Per frame size, mode and fraction of the throughput: every configuration's latency trials
     merged over repetitions into one distribution."""
+    trials = as_records(trials)
     groups: dict[tuple, latency.CdfGroup] = {}
     for t in trials:
-        for lt in ((t.get("extra") or {}).get("rfc2544") or {}).get("latency") or []:
+        for lt in ((t.extra or {}).get("rfc2544") or {}).get("latency") or []:
             if not lt.get("latency_hdr_b64"):
                 continue
-            key = (t.get("mode"), t.get("ip_version"), t.get("size_bytes"), lt["fraction"])
+            key = (t.mode, t.ip_version, t.size_bytes, lt["fraction"])
             g = groups.setdefault(key, latency.CdfGroup(
                 title=f"{key[0]}, IPv{key[1]}, {key[2]} B frames, {100 * key[3]:g} % of each one's throughput",
                 unit=lt.get("latency_hdr_unit") or "ns"))
@@ -186,14 +190,15 @@ def _latency_cdfs(trials: list[dict]) -> str:
         "percentiles read from the merged histogram. Each configuration runs at its own throughput.</p>"))
 
 
-def _frame_loss(trials: list[dict]) -> str:
-    fl = [t for t in trials if t.get("traffic") == "frame_loss" and t.get("metrics")]
+def _frame_loss(trials: list[TrialRecord]) -> str:
+    trials = as_records(trials)
+    fl = [t for t in trials if t.traffic == "frame_loss" and t.metrics]
     if not fl:
         return ""
     rows = []
     for t in fl:
-        steps = ((t.get("extra") or {}).get("rfc2544") or {}).get("steps") or []
-        rows.append([esc(t["trial_id"])] + [f"{s['load_pct']:.0f} %: {100 * (s['loss_ratio'] or 0):.2f} %"
+        steps = ((t.extra or {}).get("rfc2544") or {}).get("steps") or []
+        rows.append([esc(t.trial_id)] + [f"{s['load_pct']:.0f} %: {100 * (s['loss_ratio'] or 0):.2f} %"
                                              + (" (short)" if s.get("generator_short") else "") for s in steps])
     width = max(len(r) for r in rows)
     rows = [r + [""] * (width - len(r)) for r in rows]
@@ -202,20 +207,22 @@ def _frame_loss(trials: list[dict]) -> str:
             + _table(["trial"] + [f"step {k}" for k in range(1, width)], rows, left=width))
 
 
-def _back_to_back(trials: list[dict]) -> str:
-    bb = [t for t in trials if t.get("traffic") == "back_to_back" and t.get("metrics")]
+def _back_to_back(trials: list[TrialRecord]) -> str:
+    trials = as_records(trials)
+    bb = [t for t in trials if t.traffic == "back_to_back" and t.metrics]
     if not bb:
         return ""
-    rows = [[esc(t["trial_id"]), t["metrics"].get("back_to_back_frames") or "none",
-             _fmt((t["metrics"].get("burst_rate_pps") or 0) / 1e3, 1), t["metrics"].get("bursts"),
-             "yes" if t["metrics"].get("burst_max_passed") else ""] for t in bb]
+    rows = [[esc(t.trial_id), t.metric("back_to_back_frames") or "none",
+             _fmt((t.metric("burst_rate_pps") or 0) / 1e3, 1), t.metric("bursts"),
+             "yes" if t.metric("burst_max_passed") else ""] for t in bb]
     return ("<h3>Back-to-back frames (RFC 2544 §26.4)</h3><p class='muted'>The longest burst at the generator's "
             "maximum rate that the DUT passes with no loss.</p>"
             + _table(["trial", "longest burst [frames]", "burst rate [kpps]", "bursts sent", "longest tried passed"],
                      rows, left=1))
 
 
-def render(run: dict, trials: list[dict]) -> str | None:
+def render(run: dict, trials: list[TrialRecord]) -> str | None:
+    trials = as_records(trials)
     parts = ["<h2>RFC 2544: throughput, latency, frame loss, back-to-back</h2>"]
     models = {(b.get("device") or {}).get("device_model") for b in run.get("beds", [])}
     if "veth" in models:

@@ -8,22 +8,24 @@ from __future__ import annotations
 from fwlab.report.html import _table, esc
 from fwlab.report.sections import Section, register
 from fwlab.report.timeseries import config_label, fmt, med, plot_div, series_plot, traffic_name
+from fwlab.results.trial import TrialRecord, as_records
 
 MAX_PLOTS = 12
 
 
-def _v4v6(ok: list[dict]) -> str:
+def _v4v6(ok: list[TrialRecord]) -> str:
+    ok = as_records(ok)
     groups: dict[tuple, dict[int, list[dict]]] = {}
     for t in ok:
-        groups.setdefault((t.get("mode"), config_label(t), traffic_name(t)), {}).setdefault(
-            t.get("ip_version"), []).append(t)
+        groups.setdefault((t.mode, config_label(t), traffic_name(t)), {}).setdefault(
+            t.ip_version, []).append(t)
     rows = []
     for (mode, conf, tn), by_v in sorted(groups.items(), key=str):
         if 4 not in by_v or 6 not in by_v:
             continue
 
         def g(v: int, k: str):
-            return med(x["metrics"].get(k) for x in by_v[v])
+            return med(x.metric(k) for x in by_v[v])
 
         t4, t6 = g(4, "throughput_bps"), g(6, "throughput_bps")
         rows.append([esc(conf), esc(tn), esc(mode), f"{len(by_v[4])}/{len(by_v[6])}",
@@ -46,9 +48,10 @@ def _v4v6(ok: list[dict]) -> str:
                       "IPv6 IPDV [µs]"], rows, left=3))
 
 
-def render(run: dict, trials: list[dict]) -> str | None:
-    ok = [t for t in trials if t.get("metrics")]
-    with_series = [t for t in ok if t.get("series")]
+def render(run: dict, trials: list[TrialRecord]) -> str | None:
+    trials = as_records(trials)
+    ok = [t for t in trials if t.metrics]
+    with_series = [t for t in ok if t.series]
     if not with_series:
         return None
     parts = [_v4v6(ok), "<h2>Time series of stream trials</h2>",
@@ -57,17 +60,17 @@ def render(run: dict, trials: list[dict]) -> str | None:
              "receive rate).</p>"]
     by_tn: dict[str, list[dict]] = {}
     for t in with_series:
-        if t.get("repetition") == 1:
-            by_tn.setdefault(f"{traffic_name(t)} ({t.get('mode')})", []).append(t)
+        if t.repetition == 1:
+            by_tn.setdefault(f"{traffic_name(t)} ({t.mode})", []).append(t)
     shown = 0
     for tn, ts in sorted(by_tn.items()):
         if shown >= MAX_PLOTS:
             parts.append(f"<p class='muted'>{len(by_tn) - shown} more traffic kinds not plotted.</p>")
             break
-        ts.sort(key=lambda t: (t.get("ip_version"), t.get("backend") != "none", t.get("rules") or 0))
-        lines = [(f"{config_label(t)} IPv{t.get('ip_version')}", t["series"]) for t in ts]
+        ts.sort(key=lambda t: (t.ip_version, t.backend != "none", t.rules or 0))
+        lines = [(f"{config_label(t)} IPv{t.ip_version}", t.series) for t in ts]
         parts.append(plot_div(series_plot(lines, "throughput_bps", "throughput [Gbit/s]", 1e-9, f"{tn}: throughput per second")))
-        if any(s.get("rtt_p50_ms") is not None for t in ts for s in t["series"]):
+        if any(s.get("rtt_p50_ms") is not None for t in ts for s in t.series):
             parts.append(plot_div(series_plot(lines, "rtt_p50_ms", "median RTT [µs]", 1e3, f"{tn}: RTT under load per second")))
         shown += 1
     return "\n".join(p for p in parts if p)

@@ -13,6 +13,7 @@ import statistics
 from fwlab.report.html import esc as _esc
 from fwlab.report.sections import Section, register
 from fwlab.stats import summarize
+from fwlab.results.trial import TrialRecord, as_records
 
 KIND = "transactions"
 
@@ -21,37 +22,40 @@ def _f(v, d=1) -> str:
     return "–" if v is None else f"{v:,.{d}f}"
 
 
-def config_label(t: dict) -> str:
-    be = t.get("backend")
+def config_label(t: TrialRecord) -> str:
+    return _config_words(t.backend, t.layout, t.rules)
+
+
+def _config_words(be: str, lay: str, rules: int) -> str:
     if be == "none":
         return "no firewall"
     what = "blocked URLs" if be == "proxy" else "rules"
-    lay = t.get("layout")
     if be == "proxy":
         lay = {"linear": "list", "set": "tree"}.get(lay, lay)
-    return f"{be} {lay}, {t.get('rules')} {what}"
+    return f"{be} {lay}, {rules} {what}"
 
 
-def traffic_label(t: dict) -> str:
-    size = t.get("size_bytes")
-    if t.get("traffic") == "mix":
-        objs = (t.get("extra") or {}).get("objects_bytes") or []
+def traffic_label(t: TrialRecord) -> str:
+    size = t.size_bytes
+    if t.traffic == "mix":
+        objs = (t.extra or {}).get("objects_bytes") or []
         return "request matrix (seed 002 appendix), objects " + "/".join(f"{o / 1000:g}" for o in objs) + " kB"
-    proto = "FTP" if t.get("traffic") == "ftp" else "HTTP"
+    proto = "FTP" if t.traffic == "ftp" else "HTTP"
     return f"{proto}, {size / 1000:g} kB objects" if size else proto
 
 
-def _groups(trials: list[dict]) -> dict[str, dict[tuple, dict[int, list[dict]]]]:
+def _groups(trials: list[TrialRecord]) -> dict[str, dict[tuple, dict[int, list[dict]]]]:
     """traffic label -> (backend, layout, rules) -> clients -> trials."""
+    trials = as_records(trials)
     out: dict[str, dict[tuple, dict[int, list[dict]]]] = {}
     for t in trials:
-        key = (t.get("backend"), t.get("layout"), t.get("rules") or 0)
-        out.setdefault(traffic_label(t), {}).setdefault(key, {}).setdefault(int(t.get("streams") or 1), []).append(t)
+        key = (t.backend, t.layout, t.rules or 0)
+        out.setdefault(traffic_label(t), {}).setdefault(key, {}).setdefault(int(t.streams or 1), []).append(t)
     return out
 
 
-def _vals(ts: list[dict], metric: str) -> list[float]:
-    return [float(t["metrics"][metric]) for t in ts if t.get("metrics") and t["metrics"].get(metric) is not None]
+def _vals(ts: list[TrialRecord], metric: str) -> list[float]:
+    return [float(t.metric(metric)) for t in ts if t.metric(metric) is not None]
 
 
 def _order(key: tuple) -> tuple:
@@ -60,9 +64,10 @@ def _order(key: tuple) -> tuple:
             lay, n)
 
 
-def table1(cfg: dict[int, list[dict]]) -> tuple[str, float | None, float | None]:
+def table1(cfg: dict[int, list[TrialRecord]]) -> tuple[str, float | None, float | None]:
     """Seed 002 Table 1 for one configuration: per client load the repetitions' TPM and failure %,
     their stdev, average, stdev % and 2 stdev %; returns (html, mean 2-stdev % of TPM, of failures)."""
+    cfg = {clients: as_records(ts) for clients, ts in cfg.items()}
     rows = []
     band_tpm: list[float] = []
     band_fail: list[float] = []
@@ -70,9 +75,9 @@ def table1(cfg: dict[int, list[dict]]) -> tuple[str, float | None, float | None]
         ts = cfg[clients]
         tpm = _vals(ts, "tpm")
         fail = _vals(ts, "failure_pct")
-        errs = [t for t in ts if t.get("error")]
+        errs = [t for t in ts if t.error]
         if not tpm:
-            reason = errs[0]["error"] if errs else "no figure"
+            reason = errs[0].error if errs else "no figure"
             rows.append(f"<tr><td>{clients}</td><td colspan='11' class='err l'>missing: {_esc(reason[:160])}</td></tr>")
             continue
         s = summarize(tpm)
@@ -93,7 +98,7 @@ def table1(cfg: dict[int, list[dict]]) -> tuple[str, float | None, float | None]
                  _f(statistics.median(conn) if conn else None, 2),
                  f"{_f(statistics.median(ttfb50) if ttfb50 else None, 2)} / {_f(statistics.median(ttfb99) if ttfb99 else None, 2)}"]
         if errs:
-            cells[1] += f" <span class='err' title='{_esc(errs[0]['error'][:200])}'>(+{len(errs)} missing)</span>"
+            cells[1] += f" <span class='err' title='{_esc(errs[0].error[:200])}'>(+{len(errs)} missing)</span>"
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     head = ["clients", "n", "TPM median", "95 % CI of median", "stdev", "avg", "stdev %", "2 stdev %",
             "failures % median", "failures % stdev", "connect p99 [ms]", "TTFB p50 / p99 [ms]"]
@@ -124,7 +129,7 @@ def _plot_vs_clients(groups: dict[tuple, dict[int, list[dict]]], title: str) -> 
             if f:
                 fx.append(clients)
                 fm.append(statistics.median(f))
-        label = config_label({"backend": key[0], "layout": key[1], "rules": key[2]})
+        label = _config_words(*key)
         style = "--" if key[0] == "proxy" else ":" if key[0] == "none" else "-"
         if xs:
             a1.errorbar(xs, med, yerr=[lo, hi], marker="o", markersize=3, capsize=2, linestyle=style, label=label)
@@ -176,12 +181,13 @@ def _plot_vs_rules(groups: dict[tuple, dict[int, list[dict]]], title: str) -> st
     return _svg(fig)
 
 
-def _matrix_table(trials: list[dict]) -> str:
-    shares = next(((t.get("extra") or {}).get("mix_shares") for t in trials
-                   if (t.get("extra") or {}).get("mix_shares")), None)
+def _matrix_table(trials: list[TrialRecord]) -> str:
+    trials = as_records(trials)
+    shares = next(((t.extra or {}).get("mix_shares") for t in trials
+                   if (t.extra or {}).get("mix_shares")), None)
     by_server: dict[str, int] = {}
     for t in trials:
-        for srv, row in ((t.get("extra") or {}).get("by_server") or {}).items():
+        for srv, row in ((t.extra or {}).get("by_server") or {}).items():
             by_server[srv] = by_server.get(srv, 0) + row.get("transactions", 0) + row.get("failures", 0)
     tot = sum(by_server.values()) or 1
     rows = [f"<tr><td class='l'>{_esc(s)}</td><td>{100 * n / tot:.1f}</td></tr>" for s, n in sorted(by_server.items())]
@@ -191,10 +197,11 @@ def _matrix_table(trials: list[dict]) -> str:
             "<table><tr><th class='l'>server</th><th>% of transactions</th></tr>" + "".join(rows) + "</table>")
 
 
-def render(run: dict, trials: list[dict]) -> str | None:
+def render(run: dict, trials: list[TrialRecord]) -> str | None:
+    trials = as_records(trials)
     if not trials:
         return None
-    has_ftp = any(t.get("traffic") == "ftp" for t in trials)
+    has_ftp = any(t.traffic == "ftp" for t in trials)
     ftp_note = ("<p class='muted'>FTP rows: one transaction = connect, anonymous login, passive RETR of one "
                 "object, quit (curl against vsftpd in the server namespace; a fresh login per transaction, so "
                 "two connections — control and data — cross the DUT each). The HTTP proxy does not relay FTP: "
@@ -223,7 +230,7 @@ def render(run: dict, trials: list[dict]) -> str | None:
         summary_rows = []
         tables = []
         for key in sorted(groups, key=_order):
-            name = config_label({"backend": key[0], "layout": key[1], "rules": key[2]})
+            name = _config_words(*key)
             html_t, band, fband = table1(groups[key])
             summary_rows.append(f"<tr><td class='l'>{_esc(name)}</td>" + "".join(
                 f"<td>{_f(statistics.median(_vals(groups[key].get(c, []), 'tpm')), 0) if _vals(groups[key].get(c, []), 'tpm') else '–'}</td>"
@@ -235,7 +242,7 @@ def render(run: dict, trials: list[dict]) -> str | None:
                      + "<th>avg 2 stdev %</th></tr>" + "".join(summary_rows) + "</table>")
         parts.append("<p class='muted'>TPM medians over repetitions; per configuration the full Table 1 below.</p>")
         parts.extend(tables)
-        if any(t.get("traffic") == "mix" for g in groups.values() for ts in g.values() for t in ts):
+        if any(t.traffic == "mix" for g in groups.values() for ts in g.values() for t in ts):
             parts.append(_matrix_table([t for g in groups.values() for ts in g.values() for t in ts]))
     return "\n".join(parts)
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from fwlab.errors import RecordError
 from fwlab.registry import Registry
+from fwlab.results.trial import TrialRecord, as_records
 
 
 @dataclass(frozen=True)
@@ -33,16 +34,17 @@ def register(section: Section) -> Section:
     return SECTIONS.add(section.kind, section)
 
 
-def render_sections(run: dict, trials: list[dict], run_level: bool = False) -> list[str]:
+def render_sections(run: dict, trials: list[TrialRecord], run_level: bool = False) -> list[str]:
     """The HTML of every registered section whose kind occurs in ``trials``, in order; with
     ``run_level`` the run-level sections instead (each gets all trials)."""
+    trials = as_records(trials)
     _load_builtin()
-    kinds = {t.get("kind") for t in trials}
+    kinds = {t.kind for t in trials}
     out = []
     for s in sorted((SECTIONS.get(n) for n in SECTIONS.names()), key=lambda s: (s.order, s.kind)):
         if s.run_level != run_level or (not run_level and s.kind not in kinds):
             continue
-        html = s.render(run, trials if run_level else [t for t in trials if t.get("kind") == s.kind])
+        html = s.render(run, trials if run_level else [t for t in trials if t.kind == s.kind])
         if html:
             out.append(html)
     return out

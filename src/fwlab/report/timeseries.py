@@ -11,21 +11,22 @@ from collections.abc import Iterable
 
 from fwlab.report.plots import _svg, plt
 from fwlab.report.summary import size_words
+from fwlab.results.trial import TrialRecord
 
 
-def config_label(t: dict) -> str:
-    if t.get("backend") == "none":
+def config_label(t: TrialRecord) -> str:
+    if t.backend == "none":
         return "no firewall"
-    s = f"{t.get('backend')} {t.get('layout')} {t.get('rules')}r"
-    return s + (" +est" if t.get("stateful_shortcut") else "")
+    s = f"{t.backend} {t.layout} {t.rules}r"
+    return s + (" +est" if t.stateful_shortcut else "")
 
 
-def traffic_name(t: dict) -> str:
-    size = f" {size_words(t['size_bytes'], t.get('traffic'), t.get('kind'))}" if t.get("size_bytes") else ""
-    lb = f" [{t['label']}]" if t.get("label") else ""
-    d = (t.get("metrics") or {}).get("direction")
-    dr = f" {d}" if d and not t.get("label") else ""
-    return f"{str(t.get('traffic')).upper()}{lb}{dr}{size}"
+def traffic_name(t: TrialRecord) -> str:
+    size = f" {size_words(t.size_bytes, t.traffic, t.kind)}" if t.size_bytes else ""
+    lb = f" [{t.label}]" if t.label else ""
+    d = t.metric("direction")
+    dr = f" {d}" if d and not t.label else ""
+    return f"{str(t.traffic).upper()}{lb}{dr}{size}"
 
 
 def med(xs: Iterable) -> float | None:

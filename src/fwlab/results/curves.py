@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from fwlab.results.identity import CURVE_FIELDS, config_label, curve_key, traffic_label
 from fwlab.results.kinds import CURVE_KINDS
+from fwlab.results.trial import TrialRecord, as_records
 
 __all__ = ["CURVE_FIELDS", "CURVE_KINDS", "METRICS", "METRIC_INFO", "Point", "Curve", "curves", "primary_metric"]
 
@@ -81,27 +82,26 @@ class Curve:
         return 100.0 * v / b
 
 
-def curves(trials: Iterable[Mapping], kinds: tuple[str, ...] = CURVE_KINDS) -> list[Curve]:
+def curves(trials: Iterable[Mapping | TrialRecord], kinds: tuple[str, ...] = CURVE_KINDS) -> list[Curve]:
     out: dict[tuple, Curve] = {}
-    for t in trials:
-        if t.get("kind") not in kinds:
+    for t in as_records(trials):
+        if t.kind not in kinds:
             continue
-        key = curve_key(t)
-        c = out.setdefault(key, Curve(key, kind=str(t["kind"])))
-        p = c.points.setdefault(t["rules"], Point(t["rules"]))
-        if t.get("error") or not t.get("metrics"):
-            p.errors.append(t.get("error") or "no metrics")
+        key = t.curve_key
+        c = out.setdefault(key, Curve(key, kind=str(t.kind)))
+        p = c.points.setdefault(t.rules, Point(t.rules))
+        if t.error or not t.metrics:
+            p.errors.append(t.error or "no metrics")
             continue
         for m in METRICS:
-            v = t["metrics"].get(m)
+            v = t.metric(m)
             if v is not None:
                 p.values.setdefault(m, []).append(float(v))
-        if t.get("rule_load_s") is not None and t.get("repetition") is not None:
-            p.load_s.append(float(t["rule_load_s"]))
-        for f in t.get("flags") or []:
-            p.flags.append(f.get("code", "?"))
-        if t.get("ruleset_digest"):
-            p.digests.add(t["ruleset_digest"])
+        if t.rule_load_s is not None and t.repetition is not None:
+            p.load_s.append(float(t.rule_load_s))
+        p.flags.extend(t.flag_codes)
+        if t.ruleset_digest:
+            p.digests.add(t.ruleset_digest)
     for c in out.values():
         c.points = dict(sorted(c.points.items()))
     cs = sorted(out.values(), key=lambda c: tuple(str(x) for x in c.key))

@@ -32,8 +32,18 @@ def background_id_part(background: Mapping) -> str:
     return FloodSpec.from_dict(dict(background)).id_part
 
 
+def _fields(t: Any) -> Mapping:
+    """The identity fields of a trial line, a ``TrialIdentity`` dict or a ``TrialRecord`` (its
+    ``identity`` plus its ``kind``)."""
+    ident = getattr(t, "identity", None)
+    if ident is not None:
+        return {**ident.__dict__, "kind": str(t.kind)}
+    return t
+
+
 def trial_id(t: Mapping) -> str:
     """The trial id from the identity fields of ``t`` (a trial line or a ``TrialIdentity`` dict)."""
+    t = _fields(t)
     size = f"{t['size_bytes']}B" if t.get("size_bytes") else "dflt"
     streams = t.get("streams") or 1
     st = f"-{streams}s" if streams > 1 else ""
@@ -61,15 +71,18 @@ def link_words(bps: int | None) -> str:
 
 
 def curve_key(t: Mapping) -> tuple:
+    t = _fields(t)
     return tuple(t.get(f) for f in CURVE_FIELDS)
 
 
 def config_key(t: Mapping) -> tuple:
+    t = _fields(t)
     return tuple(t.get(f) for f in CONFIG_FIELDS)
 
 
 def config_label(t: Mapping) -> str:
     """The firewall configuration of a curve, e.g. ``nftables linear +established [bulk]``."""
+    t = _fields(t)
     if t.get("backend") == "none":
         return "none (no firewall)"
     if t.get("layout") == "none":  # a reference that loads no rules (e.g. xdp-pass)
@@ -93,6 +106,7 @@ def size_words(size_bytes, traffic, kind) -> str:
 def traffic_label(t: Mapping, kind: str | None = None) -> str:
     """The traffic of a curve, e.g. ``IPv4 UDP 64 B payload x4 (routed)``; ``kind`` (default: the
     mapping's own) says whether the size is a frame or a payload."""
+    t = _fields(t)
     kind = kind if kind is not None else t.get("kind")
     size = f" {size_words(t['size_bytes'], t.get('traffic'), kind)}" if t.get("size_bytes") else ""
     streams = f" x{t['streams']}" if (t.get("streams") or 1) > 1 else ""

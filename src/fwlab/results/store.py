@@ -360,8 +360,10 @@ def record_state(run: dict, read: TrialsRead, planned_ids: list[str] | None) -> 
                        torn_tail=read.torn_tail, file_missing=read.file_missing, resumes=resumes)
 
 
-def state_without_plan(run: dict, trials: list[dict]) -> RecordState:
-    """The state from run.json and the trials alone (planned ids only if run.json stores them)."""
+def state_without_plan(run: dict, trials: list[dict] | list[TrialRecord]) -> RecordState:
+    """The state from run.json and the trials (lines or records) alone (planned ids only if
+    run.json stores them)."""
     plan = run.get("plan") if isinstance(run.get("plan"), dict) else {}
     ids = plan.get("trial_ids")
-    return record_state(run, TrialsRead(list(trials)), [str(i) for i in ids] if isinstance(ids, list) else None)
+    lines = [t.to_json() if isinstance(t, TrialRecord) else t for t in trials]
+    return record_state(run, TrialsRead(lines), [str(i) for i in ids] if isinstance(ids, list) else None)

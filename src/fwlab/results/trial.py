@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from fwlab.results.identity import IDENTITY_FIELDS, TrialIdentity
+from fwlab.results.identity import IDENTITY_FIELDS, TrialIdentity, traffic_label
 from fwlab.results.kinds import TrialKind
 
 
@@ -70,13 +70,110 @@ class TrialRecord(BaseModel):
             data["identity"] = {f: data.pop(f) for f in IDENTITY_FIELDS if f in data}
         return data
 
-    # -- convenient views ------------------------------------------------------------------------
+    # -- convenient views: the identity's fields as attributes (readers write ``t.rules``) ---------
+    @property
+    def suite(self) -> str:
+        return self.identity.suite
+
+    @property
+    def mode(self) -> str:
+        return self.identity.mode
+
+    @property
+    def backend(self) -> str:
+        return self.identity.backend
+
+    @property
+    def layout(self) -> str:
+        return self.identity.layout
+
+    @property
+    def rules(self) -> int:
+        return self.identity.rules
+
+    @property
+    def stateful_shortcut(self) -> bool:
+        return self.identity.stateful_shortcut
+
+    @property
+    def ip_version(self) -> int:
+        return self.identity.ip_version
+
+    @property
+    def traffic(self) -> str:
+        return self.identity.traffic
+
+    @property
+    def tool(self) -> str:
+        return self.identity.tool
+
+    @property
+    def size_bytes(self) -> int | None:
+        return self.identity.size_bytes
+
+    @property
+    def streams(self) -> int:
+        return self.identity.streams
+
+    @property
+    def rate_bps(self) -> int | None:
+        return self.identity.rate_bps
+
+    @property
+    def duration_s(self) -> float:
+        return self.identity.duration_s
+
+    @property
+    def repetition(self) -> int:
+        return self.identity.repetition
+
+    @property
+    def label(self) -> str | None:
+        return self.identity.label
+
+    @property
+    def options(self) -> dict:
+        return self.identity.options
+
+    @property
+    def background(self) -> dict | None:
+        return self.identity.background
+
+    @property
+    def link_rate_bps(self) -> int | None:
+        return self.identity.link_rate_bps
+
+    @property
+    def curve_key(self) -> tuple:
+        return self.identity.curve_key
+
+    @property
+    def config_key(self) -> tuple:
+        return self.identity.config_key
+
+    @property
+    def config_label(self) -> str:
+        return self.identity.config_label
+
+    @property
+    def traffic_label(self) -> str:
+        return traffic_label(self.identity.__dict__, str(self.kind))
+
     @property
     def ok(self) -> bool:
         return self.error is None and bool(self.metrics)
 
-    def metric(self, name: str) -> Any:
-        return (self.metrics or {}).get(name)
+    def metric(self, name: str, default: Any = None) -> Any:
+        """One figure of ``metrics`` (``default`` when the trial failed or lacks it)."""
+        v = (self.metrics or {}).get(name)
+        return default if v is None else v
+
+    @property
+    def flag_codes(self) -> list[str]:
+        return [f.code for f in self.flags]
+
+    def has_flag(self, code: str) -> bool:
+        return any(f.code == code for f in self.flags)
 
     # -- JSON ----------------------------------------------------------------------------------
     def to_json(self) -> dict:

@@ -109,10 +109,23 @@ class Runner(ABC):
     #: the option through which the tool takes its run time, when it takes whole seconds only
     #: (e.g. "iperf3 -t"): a suite's fractional ``duration_s`` is refused for it, never rounded
     whole_seconds_option: str | None = None
+    #: seconds one trial takes beyond its duration (tool start, connection set-up, counter
+    #: reads), by traffic kind; rough, measured on this 2-CPU machine class
+    trial_overhead_s: dict[str, float] = {}
+    #: the ``kind`` of the trial records this runner's measurements make (a TrialKind value; a
+    #: stream trial with a flood beside it is recorded as ``attack``)
+    record_kind: str = "stream"
 
     def unavailable(self) -> str | None:
         """Why this runner cannot run on this host (missing tool), or None."""
         return None
+
+    def estimate_s(self, traffic: str, duration_s: float, streams: int, options: dict[str, Any]) -> float:
+        """Rough wall time of one trial [s] from its (normalised) options: the duration as given
+        plus this runner's overhead; many streams add their connection set-up. A method whose
+        time is not its duration (a search, probes) overrides it with its options' own estimate.
+        ``fwlab.suites.estimate`` adds beds, rule loads, settling and floods."""
+        return duration_s + self.trial_overhead_s.get(traffic, 1.5) + (0.01 * streams if streams > 16 else 0.0)
 
     def check_options(self, kind: str, options: dict[str, Any]) -> dict[str, Any]:
         """Validate a traffic item's ``options`` table for ``kind``; return them normalised.

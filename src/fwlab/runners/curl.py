@@ -268,6 +268,8 @@ def curl_argv(cp: ClientProc, cfg: Path, *, resolve: list[str], proxy: str | Non
 class Curl(Runner):
     name = "curl"
     traffics = ("http", "ftp", "mix")
+    record_kind = "transactions"
+    trial_overhead_s = {"http": 1.8, "ftp": 1.8, "mix": 2.5}
     summary = ("curl against nginx: HTTP transactions per minute, failure %, connect time and time to first "
                "byte percentiles at a client load (streams = concurrent clients); 'mix' = seed 002's "
                "request matrix and protocol mix; 'ftp' = anonymous FTP retrievals from vsftpd (one login each)")

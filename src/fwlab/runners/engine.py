@@ -375,6 +375,7 @@ def trial_from_spec(bed: Testbed, spec: TrafficSpec, backend: str = "udp") -> En
 class EngineRunner(Runner):
     name = "engine"
     traffics = ("engine",)
+    trial_overhead_s = {"engine": 1.2}
     frame_sizes = True
     summary = ("fwlab-engine: UDP test packets at a given rate or max; exact offered/forwarded "
                "counts, loss, reordering, latency percentiles")

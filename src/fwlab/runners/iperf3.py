@@ -7,7 +7,7 @@ per-direction and per-stream figures and 1 s series.
 
 iperf3 caps ``-P`` at 128 streams per process: more streams are split over several client
 processes, each against its own server port (5201, 5202, ...), run at once and added up. Kind
-``parallel`` is such a TCP run framed by single-stream recovery probes (``runners.recovery``).
+``parallel`` is such a TCP run framed by single-stream recovery probes (``methods.recovery``).
 
 iperf3 UDP is sender-bound (~200 kpps for 64 B on this class of machine): it is a stream tool,
 not a packet-rate generator. For TCP it reports bytes, not packets; ``rx_pps`` is then taken
@@ -34,7 +34,6 @@ from fwlab.runners.base import (
     register,
     whole_seconds,
 )
-from fwlab.stats.streams import stream_spread
 from fwlab.testbed.host import CommandTimeout, Spawned, require_tool
 
 if TYPE_CHECKING:
@@ -306,19 +305,6 @@ def combine(parts: list[Measurement]) -> Measurement:
                        extra={"per_stream_bps": per})
 
 
-def add_stream_spread(m: Measurement) -> None:
-    """Per-stream spread of a multi-stream trial (fairness), per direction that has streams."""
-    per = m.extra.get("per_stream_bps") or {}
-    main = "down" if m.metrics.get("direction") == "down" else "up"
-    for d, xs in per.items():
-        if len(xs) < 2:
-            continue
-        spread = stream_spread(xs, prefix="stream" if d == main else f"stream_{d}")
-        m.metrics.update(spread)
-    if "stream_jain" in m.metrics:
-        m.metrics["fairness_jain"] = m.metrics["stream_jain"]
-
-
 def check_direction(options: dict) -> str:
     d = options.get("direction", "up")
     if d not in DIRECTIONS:
@@ -329,6 +315,7 @@ def check_direction(options: dict) -> str:
 class Iperf3(Runner):
     name = "iperf3"
     traffics = ("tcp", "udp")
+    trial_overhead_s = {"tcp": 1.0, "udp": 1.0}
     whole_seconds_option = "iperf3 -t"
     summary = ("iperf3: TCP streams (any number: >128 split over processes), UDP streams with payload "
                "size and rate; up, down or both directions (kind parallel: tool parallel)")
@@ -441,7 +428,8 @@ class Iperf3(Runner):
 
     def run_clients(self, bed: "Testbed", spec: TrafficSpec) -> Measurement:
         """Run the client process(es) of ``spec`` at once and return the combined Measurement
-        with link counts, per-stream spread and ``completion_s`` (first start to last exit)."""
+        with link counts, per-stream rates (their spread: ``fwlab.stats.derive``) and
+        ``completion_s`` (first start to last exit)."""
         shares = split_streams(spec.streams)
         ports = [spec.port + k for k in range(len(shares))]
         for p in ports:
@@ -489,7 +477,6 @@ class Iperf3(Runner):
         account_overrun(m, traffic, direction, spec.duration_s, completion_s)
         m.metrics["client_processes"] = len(argvs)
         m.metrics["streams"] = spec.streams
-        add_stream_spread(m)
         m.raw["argv"] = argvs[0] if len(argvs) == 1 else argvs
         return m
 
@@ -509,19 +496,15 @@ class Iperf3(Runner):
 
 
 def add_rtt_probe(m: Measurement, samples, argv: list[str]) -> None:
-    """Delay under load: the ping probe's figures as ``rtt_*`` metrics and its per-second
-    median RTT in the series (second k of the probe next to interval k of the stream)."""
+    """Delay under load: the ping probe's raw samples beside the stream (``fwlab.stats.derive``
+    makes them ``rtt_*`` metrics and the per-second median RTT in the series)."""
     if samples is None or not samples.samples:
         m.flags.append({"code": "rtt-probe-missing", "severity": "warning",
                         "message": "the ping probe beside the stream got no reply: no delay under load"})
         m.raw["ping_argv"] = argv
         return
-    m.metrics.update(samples.metrics("rtt"))
-    per_s = {int(r["t_s"]): r for r in samples.series(prefix="rtt")}
-    for s in m.series:
-        r = per_s.get(int(round(s["t_s"])))
-        if r:
-            s["rtt_p50_ms"] = r["rtt_p50_ms"]
+    # raw samples only: fwlab.stats.derive adds the rtt_* figures and the series' rtt_p50_ms
+    m.extra.setdefault("rtt_samples", {})["rtt"] = samples.raw()
     m.raw["ping_argv"] = argv
 
 

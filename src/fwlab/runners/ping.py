@@ -14,11 +14,12 @@ import shutil
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
 from fwlab.errors import RunnerError
 from fwlab.runners.base import Measurement, Runner, TrafficSpec, register, whole_seconds
-from fwlab.stats.latency import encode
-from fwlab.stats.streams import rtt_summary
 from fwlab.testbed.host import CommandTimeout, Spawned, require_tool
+from fwlab.validation import one_line
 
 if TYPE_CHECKING:
     from fwlab.testbed.bed import Testbed
@@ -38,6 +39,15 @@ def ping_args(dst: str, ip_version: int, duration_s: float, interval_ms: float,
     return args + [dst]
 
 
+class PingOptions(BaseModel):
+    """``options`` of a ping traffic item (kind ``rtt``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    interval_ms: float = Field(DEFAULT_INTERVAL_MS, ge=2.0, le=1000.0,
+                               description="time between echo requests [ms] (2..1000)")
+
+
 @dataclass(frozen=True)
 class PingSamples:
     """Parsed ping output: ``samples`` (unix time [s], icmp_seq, RTT [ms]) in arrival order."""
@@ -52,32 +62,11 @@ class PingSamples:
             return None
         return max(0.0, (self.transmitted - (self.received or 0)) / self.transmitted)
 
-    def metrics(self, prefix: str = "rtt") -> dict[str, Any]:
-        out = rtt_summary([s[2] for s in self.samples], prefix)
-        out[f"{prefix}_loss_ratio"] = self.loss_ratio
-        out[f"{prefix}_sent"] = self.transmitted
-        # every sample, as the engine keeps its latencies (ping prints µs: exact in ns)
-        out[f"{prefix}_hdr_b64"] = encode(s[2] * 1e6 for s in self.samples)
-        out[f"{prefix}_hdr_unit"] = "ns" if out[f"{prefix}_hdr_b64"] else None
-        return out
-
-    def series(self, t0_unix: float | None = None, prefix: str = "rtt") -> list[dict]:
-        """One sample per second: ``t_s`` (end of the second since ``t0_unix``, default the first
-        reply), ``{prefix}_p50_ms``, ``{prefix}_max_ms``, ``{prefix}_ipdv_ms``, ``{prefix}_n``."""
-        if not self.samples:
-            return []
-        t0 = self.samples[0][0] if t0_unix is None else t0_unix
-        buckets: dict[int, list[float]] = {}
-        for ts, _, rtt in self.samples:
-            k = int(max(0.0, ts - t0))
-            buckets.setdefault(k, []).append(rtt)
-        out = []
-        for k in sorted(buckets):
-            s = rtt_summary(buckets[k], prefix)
-            out.append({"t_s": float(k + 1), f"{prefix}_p50_ms": s[f"{prefix}_p50_ms"],
-                        f"{prefix}_max_ms": s[f"{prefix}_max_ms"], f"{prefix}_ipdv_ms": s[f"{prefix}_ipdv_ms"],
-                        f"{prefix}_n": len(buckets[k])})
-        return out
+    def raw(self) -> dict[str, Any]:
+        """The raw figures as a measurement leaves them in ``extra["rtt_samples"][prefix]``
+        (``fwlab.stats.derive`` computes the RTT figures and series from them)."""
+        return {"samples": [list(s) for s in self.samples], "transmitted": self.transmitted,
+                "received": self.received}
 
 
 def parse_ping(text: str) -> PingSamples:
@@ -127,6 +116,7 @@ class PingProbe:
 class Ping(Runner):
     name = "ping"
     traffics = ("rtt",)
+    record_kind = "rtt"
     whole_seconds_option = "ping -w"
     summary = "ping: round-trip delay percentiles, IPDV/RFC 3550 jitter and loss, per-second series"
 
@@ -139,13 +129,13 @@ class Ping(Runner):
         return (cp.stdout or cp.stderr).strip().splitlines()[0] if (cp.stdout or cp.stderr) else "ping"
 
     def check_options(self, kind: str, options: dict[str, Any]) -> dict[str, Any]:
-        extra = set(options) - {"interval_ms"}
+        extra = set(options) - set(PingOptions.model_fields)
         if extra:
             raise ValueError(f"tool 'ping' takes only interval_ms (got: {', '.join(sorted(extra))})")
-        iv = float(options.get("interval_ms", DEFAULT_INTERVAL_MS))
-        if not 2.0 <= iv <= 1000.0:
-            raise ValueError(f"ping interval_ms {iv} is outside 2..1000")
-        return {"interval_ms": iv}
+        try:
+            return PingOptions(**options).model_dump()
+        except ValidationError as exc:
+            raise ValueError(f"ping option {one_line(exc)}") from None
 
     def measure(self, bed: "Testbed", spec: TrafficSpec, env=None) -> Measurement:
         if spec.traffic != "rtt":
@@ -161,11 +151,11 @@ class Ping(Runner):
         if not ps.samples:
             raise RunnerError(f"ping got no reply from the server ({ps.transmitted} sent)",
                               fix="check the firewall's permit rule (ICMP echo must pass)")
-        metrics = ps.metrics("rtt")
         span = ps.samples[-1][0] - ps.samples[0][0] if len(ps.samples) > 1 else None
-        metrics.update({"throughput_bps": None, "rx_pps": None, "loss_ratio": ps.loss_ratio,
-                        "duration_s": span, "interval_ms": iv})
-        return Measurement(metrics=metrics, series=ps.series(prefix="rtt"), kind="rtt",
+        metrics = {"throughput_bps": None, "rx_pps": None, "loss_ratio": ps.loss_ratio,
+                   "duration_s": span, "interval_ms": iv}
+        # raw samples only: fwlab.stats.derive adds the rtt_* figures and the per-second series
+        return Measurement(metrics=metrics, kind="rtt", extra={"rtt_samples": {"rtt": ps.raw()}},
                            raw={"ping_output": cp.stdout[-200_000:], "argv": args})
 
 

@@ -2,12 +2,14 @@
 ratio 0; any other goal is named by its numbers (e.g. "PDR 0.5 %, exceed 0.5").
 
 Owns: reading the goal of an RFC 2544 throughput trial (``extra.rfc2544.results[0].goal``, else
-``metrics.goal``) and naming it. Pure; reads trial dicts only.
+``metrics.goal``) and naming it. Pure; reads trial records (``TrialRecord``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+
+from fwlab.results.trial import TrialRecord, as_records
 
 __all__ = ["goal_name", "trial_goal", "result_label"]
 
@@ -24,25 +26,25 @@ def goal_name(loss_ratio: float | None, exceed_ratio: float | None) -> str:
     return head + (f", exceed {exceed:g}" if exceed else "")
 
 
-def trial_goal(trial: dict) -> tuple[float | None, float | None]:
+def trial_goal(trial: TrialRecord) -> tuple[float | None, float | None]:
     """(loss_ratio, exceed_ratio) of the trial's main search goal; a binary search without a goal
     table searched for zero loss, every trial counted: (0, 0)."""
-    results = (((trial.get("extra") or {}).get("rfc2544") or {}).get("results") or [])
+    results = ((trial.extra.get("rfc2544") or {}).get("results") or [])
     if results:
         g = results[0].get("goal") or {}
         if "loss_ratio" in g:
             return g.get("loss_ratio"), g.get("exceed_ratio", 0.0)
         if results[0].get("algorithm") == "binary":
             return 0.0, 0.0
-    if (trial.get("metrics") or {}).get("algorithm") == "binary":
+    if trial.metric("algorithm") == "binary":
         return 0.0, 0.0
     return None, None
 
 
-def result_label(trials: Iterable[dict], quantity: str = "throughput") -> str:
+def result_label(trials: Iterable[dict | TrialRecord], quantity: str = "throughput") -> str:
     """'zero-loss throughput', 'PDR 0.5 %, exceed 0.5 throughput', or, when the trials' goals
     differ or are unknown, 'search throughput (goals: ...)'."""
-    names = sorted({goal_name(*trial_goal(t)) for t in trials})
+    names = sorted({goal_name(*trial_goal(t)) for t in as_records(trials)})
     if len(names) == 1 and names[0] != "unknown goal":
         return f"{names[0]} {quantity}"
     return f"search {quantity}" + (f" (goals: {', '.join(names)})" if names else "")

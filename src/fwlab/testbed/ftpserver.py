@@ -68,8 +68,9 @@ use_sendfile=YES
 def vsftpd_version() -> str:
     require_tool("vsftpd")
     # vsftpd -v writes its version to file descriptor 0
-    cp = subprocess.run(["vsftpd", "-v"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                        stderr=subprocess.STDOUT, text=True, input="")
+    # (so fd 0 is pointed at the captured stdout; stdin= together with input= was a ValueError)
+    cp = subprocess.run(["sh", "-c", "exec vsftpd -v 0>&1"], stdout=subprocess.PIPE,
+                        stderr=subprocess.STDOUT, text=True, check=False)
     out = (cp.stdout or "").strip()
     return out.replace("vsftpd: version ", "vsftpd ") or "vsftpd"
 
