@@ -80,6 +80,21 @@ def cmd_run(args) -> int:
     return 0
 
 
+def cmd_optimize(args) -> int:
+    from fwlab.report import write_report
+    from fwlab.ruleset_optimize import config_from_args, run_optimize
+
+    cfg = config_from_args(args.file, proposal=args.proposal, interfaces=args.interfaces,
+                           repetitions=args.repetitions, classes=args.classes, rate_count=args.rate_count,
+                           no_rate=args.no_rate)
+    res = run_optimize(cfg, Path(args.out), log=None if args.quiet else sys.stderr)
+    for line in res.summary:
+        print(line)
+    if res.record is not None:
+        print(f"report: {write_report(res.record)}")
+    return 1 if res.verdict == "different" else 0
+
+
 def _precision_arg(text: str) -> float | None:
     """--precision FRACTION (0.03 = 3 %) or 'none' (fixed repetitions); the suite check validates the range."""
     if text.strip().lower() == "none":
@@ -453,6 +468,26 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the rule set's interface names for the DUT's sides (default eth0=client,eth1=server)")
     r.add_argument("--no-rate", action="store_true", help="with --ruleset: functional check only, no rates")
     r.set_defaults(func=cmd_run)
+
+    op = sub.add_parser("optimize", help="propose an equivalent, faster nft rule set, prove it on derived probes "
+                                         "and measure the gain (needs root)",
+                        description="Merges runs of consecutive rules that differ in one value (ip saddr X drop "
+                                    "x N) into one set rule (never reordering anything), checks that every probe "
+                                    "derived from both rule sets gets the same verdict in the model and on the "
+                                    "real data path, then measures both (A B B A ...) and reports the gain with "
+                                    "its interval. Exit 0: equivalent (or nothing to merge); 1: not equivalent; "
+                                    "2: bad input.")
+    op.add_argument("file", metavar="FILE", help="the rule set, nft syntax ('nft list ruleset' output)")
+    op.add_argument("--proposal", metavar="FILE", help="check and measure this hand-made rewrite instead of fwlab's")
+    op.add_argument("--interfaces", metavar="MAP",
+                    help="the rule set's interface names for the DUT's sides (default eth0=client,eth1=server)")
+    op.add_argument("--repetitions", type=int, help="rounds of the gain measurement, >= 2 (default 4)")
+    op.add_argument("--classes", type=int, help="probes measured for the gain: deepest, middle, shallowest (default 3)")
+    op.add_argument("--rate-count", type=int, help="frames per rate measurement (default 100000)")
+    op.add_argument("--no-rate", action="store_true", help="equivalence only, no gain")
+    op.add_argument("--out", default="results", help="directory for run records (default: results)")
+    op.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    op.set_defaults(func=cmd_optimize)
 
     rp = sub.add_parser("report", help="(re)build report.html and summary.csv from a run record")
     rp.add_argument("run_dir")

@@ -41,6 +41,7 @@ from fwlab.suites import Suite, parse_suite
 from fwlab.suites.plan import TrialSpec, check_suite, expand, expand_max
 from fwlab.testbed import Offloads, Pinning, Testbed, Topology, new_run_id, require_root, require_tool
 from fwlab.testbed.hosts import HostEntry, Placement, parse_hosts
+from fwlab.testbed.nic import NicInfo, PathLine, trial_line_rate
 
 
 class Interrupted(FwlabError):
@@ -244,8 +245,11 @@ class Executor:
             self.progress.note(f"test bed {bed.topo.run_id}: {mode}, backend {backend_name} "
                                + (f"(reused: reset clean after {kept.reset['after_backend']})" if kept is not None
                                   else f"(built in {bed.build_s:.2f} s)"))
+            line = bed.path_line([NicInfo(**n) for n in desc["nics"]])
             conditions_base = {
                 "offloads": desc["offloads"],
+                "nics": desc["nics"],  # speed, driver, firmware, every offload, per interface
+                "line_rate": desc["line_rate"],
                 "pinning": bed.topo.to_dict()["pinning"],
                 "device": desc.get("device"),
                 "link": desc.get("link"),
@@ -278,7 +282,7 @@ class Executor:
                     if spec.config_key != loaded_key:
                         load_info = self._load(bed, ctx, backend, spec, ph)
                         loaded_key = spec.config_key
-                    self._trial(bed, env, spec, load_info, conditions_base)
+                    self._trial(bed, env, spec, load_info, conditions_base, line)
             finally:
                 with ph.timed("runners_stop"):
                     for r in runners:
@@ -371,7 +375,8 @@ class Executor:
         load_info["_state"], load_info["_state_from"] = state, "previous trial's after-read"
         return state.counters, state.digest, state.how
 
-    def _trial(self, bed: Testbed, env: TrialEnv, spec: TrialSpec, load_info: dict, cond: dict) -> None:
+    def _trial(self, bed: Testbed, env: TrialEnv, spec: TrialSpec, load_info: dict, cond: dict,
+               line: PathLine | None = None) -> None:
         runner = get_runner(spec.tool)
         backend, ctx = env.backend, env.dut
         ph = Phases()
@@ -444,6 +449,8 @@ class Executor:
             extra["link_shapers"] = _shaper_deltas(shaped_before, bed.link_state())
             for f in flag_link_limited(extra["link_shapers"], bed.topo.link_rate_bps):
                 flags.append(f.to_dict())
+        if metrics and line is not None:
+            metrics.update(trial_line_rate(metrics, line))
         if metrics:
             for f in flag_cpu_saturated(metrics.get("cpu_sender_pct") or 0, who="sender CPU"):
                 d = f.to_dict()
@@ -500,6 +507,25 @@ def _placement(suite: Suite, hosts: dict[str, HostEntry] | None) -> Placement | 
     return Placement(entries)
 
 
+def check_remote_roles(plan, placement: Placement | None) -> None:
+    """Refuse, in one line, trials whose tool (or background flood) runs only in this machine's
+    namespaces while the hosts file puts its roles on remote hosts."""
+    if placement is None:
+        return
+    remote = set(placement.remote_roles)
+    ends = sorted(remote & {"client", "server"})
+    for t in plan.trials:
+        if ends and not get_runner(t.tool).remote_roles:
+            raise SuiteError(f"tool '{t.tool}' runs only on this machine, but the hosts file puts "
+                             f"{' and '.join(ends)} on a remote host",
+                             fix="run it on the namespace test bed (no --hosts), or use engine, rfc2544, "
+                                 "iperf3, netperf or parallel in a lab (docs/lab.md)")
+        if t.background and remote & {"client", "server", "attacker"}:
+            raise SuiteError("background floods run only on this machine, but the hosts file puts "
+                             f"{' and '.join(sorted(remote & {'client', 'server', 'attacker'}))} on a remote host",
+                             fix="run the flood suite on the namespace test bed (no --hosts) (docs/lab.md)")
+
+
 def dut_system(placement: Placement | None) -> str | None:
     """The remote DUT host's ``uname -s`` (None: the DUT is on this machine)."""
     host = placement.hosts.get("dut") if placement is not None else None
@@ -509,6 +535,8 @@ def dut_system(placement: Placement | None) -> str | None:
 def _remote_hosts_info(placement: Placement) -> dict:
     return {"entries": {r: e.model_dump(exclude_defaults=True) for r, e in placement.entries.items()},
             "clock_offsets": {r: c.to_dict() for r, c in placement.clocks.items()},
+            "clock_sync": dict(placement.sync),
+            "clock_warning": placement.latency_clock_warning(),
             "command_overhead_s": dict(placement.overheads_s),
             "metadata": {r: remote_host_metadata(h) for r, h in placement.hosts.items()}}
 
@@ -527,6 +555,7 @@ def start_run(suite: Suite, suite_text: str, out_root: Path, *, quiet: bool = Fa
         if placement is not None:
             preflight(suite, placement)
         plan = expand(suite, dut_system(placement))
+        check_remote_roles(plan, placement)
         if order is not None:
             plan = _reordered(plan, order)
         rec = RunRecord.create(out_root, suite.name, {
@@ -548,6 +577,7 @@ def resume_run(path: Path, *, quiet: bool = False) -> RunRecord:
     with placement or _Nothing():
         preflight(suite, placement)
         plan = expand(suite, dut_system(placement))
+        check_remote_roles(plan, placement)
         rec.repair_torn_tail()
         if not isinstance(rec.run.get("plan"), dict):
             rec.run["plan"] = {"trials": len(plan.trials), "skipped": list(plan.skipped)}
@@ -584,6 +614,9 @@ def _execute(suite: Suite, plan, rec: RunRecord, quiet: bool, placement: Placeme
     progress = Progress(total=total, already=len(done & known), quiet=quiet)
     if progress.already:
         progress.note(f"resuming: {progress.already} of {progress.total} trials already done")
+    warning = placement.latency_clock_warning() if placement is not None else None
+    if warning and any(t.tool in ("engine", "rfc2544") for t in plan.trials):
+        progress.note(f"warning: {warning}")
     ex = Executor(suite, rec, progress, placement=placement, rule=rule, lean=lean)
     rec.run["lean_trials"] = lean
     try:

@@ -45,6 +45,7 @@ RANKS: dict[str, int] = {
     "fwlab.suites.estimate": 14, "fwlab.orchestrate": 14, "fwlab.bench": 14, "fwlab.baseline": 14,
     "fwlab.ruleset_run": 14,      # fwlab run --ruleset: runs an imported rule set, like orchestrate
     "fwlab.bench.search": 15,     # runs its suite through the orchestrator
+    "fwlab.ruleset_optimize": 15,  # fwlab optimize: reuses ruleset_run's bed, probes and sends
     "fwlab.cli": 16,
 }
 BOTTOM = 0

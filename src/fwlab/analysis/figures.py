@@ -61,6 +61,7 @@ KIND_METRICS = {
     "connections": ("conn_rate_cps", "capacity_connections"),
     "transactions": ("transactions_per_s", "tpm", "failure_pct", "throughput_bps"),
     "rtt": ("rtt_p50_ms", "rtt_p99_ms", "rtt_mean_ms", "loss_ratio"),
+    "ruleset-class": ("tx_pps", "ns_per_packet"),  # one traffic class of an imported rule set (its id in the key)
 }
 
 #: curve fields a comparison may leave out of the key (e.g. compare a linear run with a set run)
@@ -159,6 +160,8 @@ def _kind_figures(trials: list[TrialRecord], metric: str | Sequence[str], ignore
             continue
         fields = dict(zip(CURVE_FIELDS, t.curve_key))
         extra = [str(t.kind)]
+        if t.kind == "ruleset-class":
+            extra.append(str((t.extra.get("class") or {}).get("class_id") or getattr(t, "class_id", None)))
         if t.background:
             try:
                 extra.append(FloodSpec.from_dict(t.background).id_part)

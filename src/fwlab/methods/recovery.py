@@ -256,6 +256,7 @@ class ParallelStreams(Runner):
     probes. A method on the iperf3 tool: its servers, version and availability are iperf3's."""
 
     name = "parallel"
+    remote_roles = True
     traffics = ("parallel",)
     record_kind = "parallel"
     summary = ("parallel TCP streams (iperf3) with a single-stream baseline before and recovery "

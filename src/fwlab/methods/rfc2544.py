@@ -166,6 +166,7 @@ def longest_burst(burst_ok, max_burst: int, resolution: float, min_burst: int = 
 # -- the runner ---------------------------------------------------------------------------------
 class Rfc2544Runner(Runner):
     name = "rfc2544"
+    remote_roles = True
     traffics = KINDS
     record_kind = "rfc2544"
     frame_sizes = True

@@ -232,7 +232,9 @@ def render(run: dict, trials: list[TrialRecord], cs: list[Curve], summary_csv_na
     parts.extend(render_sections(run, trials))
     parts.append(_latency_table([t for t in trials if t.kind == "stream"]))
     from fwlab.report.cpu import render as render_cpu
+    from fwlab.report.line_rate import render as render_line_rate
 
+    parts.append(render_line_rate(trials))
     parts.append(render_cpu(trials))
     costs = per_rule_costs(cs)
     parts.append("<h2>Per-rule cost of linear rule sets</h2>")

@@ -1,7 +1,8 @@
-"""Report section for kind ``ruleset-class`` (``fwlab run --ruleset``): the imported rule set,
+"""Report section for kind ``ruleset-class`` (``fwlab run --ruleset``, ``fwlab optimize``): the imported rule set,
 its derived traffic classes with the functional check (expected vs observed verdict, the rule
 counters that moved), the classes not covered and why, and the cost per class against the
-run's no-rule-set reference, most expensive first. Reads ``run.json``'s ``ruleset_import``."""
+run's no-rule-set reference, most expensive first. Reads ``run.json``'s ``ruleset_import``; for
+``fwlab optimize`` its ``ruleset_optimize`` (the rewrite, equivalence, gain with its interval)."""
 
 from __future__ import annotations
 
@@ -25,7 +26,57 @@ def _pkt(p: dict) -> str:
                f"({p['iif']} → {p['oif']}, ct {p['ct_state']})")
 
 
+def _gain(g: dict | None) -> str:
+    if not g or g.get("ratio") is None:
+        return "–"
+    if g.get("low") is None:
+        return f"×{g['ratio']:.2f} <span class='muted'>(no interval: {esc(g.get('why'))})</span>"
+    return f"×{g['ratio']:.2f} <span class='muted'>[{g['low']:.2f} … {g['high']:.2f}]</span>"
+
+
+def render_optimize(opt: dict) -> str:
+    """``fwlab optimize``'s record: the rewrite, the equivalence check, the gain."""
+    eq = opt.get("equivalence") or {}
+    rw = opt.get("rewrite") or {}
+    parts = ["<h2 id='optimize'>Rewrite: equivalence and measured gain</h2>",
+             _table(None, [["original", esc(opt.get("file"))],
+                           ["proposal", esc(opt.get("proposal_file")) + (
+                               "" if opt.get("proposal_source") == "fwlab" else " (hand-made)")],
+                           ["rules", f"{opt.get('rules_before')} → {opt.get('rules_after')}"],
+                           ["probes", str(len(opt.get("probes") or []))]])]
+    if rw.get("merges"):
+        parts.append("<ul>" + "".join(f"<li>{esc(m['text'])}</li>" for m in rw["merges"][:20]) + "</ul>")
+    if eq.get("verdict") == "equivalent":
+        parts.append(f"<p class='ok'>Equivalent on all {eq.get('probes')} derived probes: identical verdicts in the "
+                     f"model and on the real data path.</p>")
+    elif eq:
+        parts.append(f"<p class='err'>Not equivalent ({esc(eq.get('level'))}, {eq.get('differences')} of "
+                     f"{eq.get('probes')} probes differ); first: {esc(eq.get('first_difference'))}. The suggestion "
+                     f"is withdrawn.</p>")
+    nc = ((opt.get("derivation") or {}).get("original") or {}).get("not_covered") or []
+    if nc:
+        parts.append("<p class='warn'>Rules no probe covers (equivalence not proven for them): "
+                     + "; ".join(f"{esc(n['rule_id'])}: {esc(n['reason'])}" for n in nc[:10]) + "</p>")
+    gain = opt.get("gain")
+    if gain:
+        rows = [[esc(g["class_id"]), esc(g["rule_text"] or g["rule_id"]), esc(g["expected"]),
+                 f"{g['traversed_original']} → {g['traversed_proposal']}", _range(g["original_rate_pps"], 1e-3, 1),
+                 _range(g["proposal_rate_pps"], 1e-3, 1), _gain(g["gain"])] for g in gain["classes"]]
+        mx = gain["mix"]
+        rows.append(["mix", f"{len(mx['classes'])} classes, evenly", "", "", _range(mx["original_rate_pps"], 1e-3, 1),
+                     _range(mx["proposal_rate_pps"], 1e-3, 1), _gain(mx["gain"])])
+        parts.append(_table(["probe", "rule", "verdict", "rules compared", "original [kpps]", "proposal [kpps]",
+                             "gain (95 % interval)"], rows, left=3))
+        parts.append(f"<p class='muted'>{esc(gain.get('method'))}; rounds alternate original and proposal "
+                     f"(A B, B A, ...). Taken on a shared machine: compare within this run.</p>")
+    elif opt.get("rate_missing"):
+        parts.append(f"<p class='muted'>Gain not measured: {esc(opt['rate_missing'])}.</p>")
+    return "\n".join(parts)
+
+
 def render(run: dict, trials: list[dict]) -> str | None:
+    if run.get("ruleset_optimize"):
+        return render_optimize(run["ruleset_optimize"])
     imp = run.get("ruleset_import")
     if not imp:
         return None

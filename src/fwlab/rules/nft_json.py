@@ -4,7 +4,9 @@ Owns: turning the JSON into :mod:`fwlab.rules.imported_model` (forward-hook base
 priority order, every regular chain, named sets resolved to their elements). Whatever the model
 cannot evaluate (concatenations, maps, marks set, limits, fields other than addresses, ports,
 protocol, interface names, ct state, mark) becomes an ``unsupported`` match or statement naming
-it, so the derived class is listed as not covered instead of guessed.
+it, so the derived class is listed as not covered instead of guessed. A verdict map (``vmap``)
+keyed by one field the model reads becomes one model rule per element (keys never overlap, so
+this is exact); other verdict maps stay unsupported.
 """
 
 from __future__ import annotations
@@ -176,6 +178,45 @@ def _render_rule(expr: list) -> str:
     return " ".join(parts)
 
 
+def _vmap_elements(vm: dict, sets: dict) -> list | None:
+    """A verdict map's elements as [key, verdict] pairs (anonymous or named map), None when unreadable."""
+    data = vm.get("data")
+    if isinstance(data, dict) and isinstance(data.get("set"), list):
+        elems = data["set"]
+    elif isinstance(data, str) and data.startswith("@") and data[1:] in sets:
+        elems = sets[data[1:]]["elem"]
+    else:
+        return None
+    out = []
+    for el in elems:
+        if isinstance(el, dict) and "elem" in el:
+            el = el["elem"]
+        if not (isinstance(el, list) and len(el) == 2 and isinstance(el[1], dict) and len(el[1]) == 1):
+            return None
+        out.append(el)
+    return out
+
+
+def _expand_vmap(rule: Rule, vmap: tuple, sets: dict, r: dict) -> list[Rule]:
+    """A rule ending in a verdict map, as one model rule per element (ids "<rule id>/<n>"), in the
+    map's order: the kernel's map keys never overlap, so the first matching element is the only one."""
+    key, elems = vmap
+    out = []
+    for n, (k, verdict) in enumerate(elems, 1):
+        name = next(iter(verdict))
+        m = parse_match({"op": "==", "left": key, "right": k}, sets, r["family"])
+        x = Rule(rule_id=f"{rule.rule_id}/{n}", chain=rule.chain, text=f"{rule.text} [element {n}: {m.text}]",
+                 matches=rule.matches + [m], has_counter=False)
+        if name in ("accept", "drop", "return"):
+            x.verdict = name
+        elif name in ("jump", "goto"):
+            x.verdict, x.target = name, f"{r['family']} {r['table']} {verdict[name]['target']}"
+        elif name != "continue":
+            x.unsupported_stmt = f"verdict map element verdict '{name}'"
+        out.append(x)
+    return out
+
+
 _HANDLE = re.compile(r"^(.*?)\s+# handle (\d+)$")
 
 
@@ -245,6 +286,7 @@ def parse_nft_json(text: str, listing: str | None = None) -> ImportedRuleSet:
         tsets = sets.get((r["family"], r["table"]), {})
         rule = Rule(rule_id=f"{ckey} #{r['handle']}", chain=ckey, text=r.get("comment") or "",
                     counter_key=(r["family"], r["table"], r["chain"], r["handle"]))
+        vmap = None
         for e in r.get("expr", []):
             k = next(iter(e)) if isinstance(e, dict) and e else None
             if k == "match":
@@ -259,7 +301,16 @@ def parse_nft_json(text: str, listing: str | None = None) -> ImportedRuleSet:
                 rule.verdict = k
                 if k in ("jump", "goto"):
                     rule.target = f"{r['family']} {r['table']} {e[k]['target']}"
-            elif k == "vmap" or k == "verdict map":
+            elif k == "vmap":
+                vm = _vmap_elements(e["vmap"], tsets)
+                if vm and parse_match({"op": "==", "left": e["vmap"].get("key"), "right": vm[0][0]}, tsets,
+                                      r["family"]).field is None:
+                    vm = None  # a key the model cannot read (concatenation, numgen, ...): not expanded
+                if vm is None:
+                    rule.unsupported_stmt = "verdict map (vmap) the model cannot read"
+                else:
+                    vmap = (e["vmap"]["key"], vm)
+            elif k == "verdict map":
                 rule.unsupported_stmt = "verdict map (vmap)"
             elif k == "limit":
                 rule.matches.append(_unsupported("limit (rate limit: a packet's fate depends on the rate)"))
@@ -268,5 +319,8 @@ def parse_nft_json(text: str, listing: str | None = None) -> ImportedRuleSet:
         rule.text = texts.get(rule.rule_id) or _render_rule(r.get("expr", [])) + (
             f'  # {r["comment"]}' if r.get("comment") else "")
         if ckey in chains:
-            chains[ckey].rules.append(rule)
+            if vmap is not None and not rule.unsupported_stmt and rule.verdict is None:
+                chains[ckey].rules += _expand_vmap(rule, vmap, tsets, r)
+            else:
+                chains[ckey].rules.append(rule)
     return ImportedRuleSet(kind="nft", chains=chains, base=[k for _, _, k in sorted(base)], notes=notes)

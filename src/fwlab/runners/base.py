@@ -109,6 +109,9 @@ class Runner(ABC):
     #: the option through which the tool takes its run time, when it takes whole seconds only
     #: (e.g. "iperf3 -t"): a suite's fractional ``duration_s`` is refused for it, never rounded
     whole_seconds_option: str | None = None
+    #: it runs its client and server ends on the role's own host (remote ones over SSH); False:
+    #: only in this machine's namespaces, so a hosts file placing client or server remotely is refused
+    remote_roles: bool = False
     #: seconds one trial takes beyond its duration (tool start, connection set-up, counter
     #: reads), by traffic kind; rough, measured on this 2-CPU machine class
     trial_overhead_s: dict[str, float] = {}

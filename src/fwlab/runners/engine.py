@@ -23,9 +23,8 @@ import math
 import os
 import shutil
 import subprocess
-import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +32,9 @@ import fwlab
 from fwlab.errors import RunnerError
 from fwlab.runners.base import Measurement, Runner, TrafficSpec, register
 from fwlab.search.measurer import TrialResult
+from fwlab.testbed.clock import ZERO, ClockOffset, one_way_correction_s
+from fwlab.testbed.host import Host
+from fwlab.testbed.ship import check_platform, ship
 
 if TYPE_CHECKING:
     from fwlab.testbed.bed import Testbed
@@ -109,6 +111,7 @@ class EngineTrial:
     dst_port: int | None = None  #: ... and this port (None: ``port``)
     #: source ports LO-HI walked in order (one flow each); None: one fixed source port
     src_ports: tuple[int, int] | None = None
+    stream_id: int | None = None  #: first sender thread's stream id (None: the engine's default, 1)
 
 
 # -- command lines -----------------------------------------------------------------------------
@@ -143,6 +146,8 @@ def build_send_args(engine: str, t: EngineTrial, *, dst: str, src: str | None = 
     args += ["--count", str(t.count)] if t.count else ["--duration-s", _num(t.duration_s)]
     if t.threads > 1:
         args += ["--threads", str(t.threads)]
+    if t.stream_id is not None:
+        args += ["--stream-id", str(t.stream_id)]
     if t.burst > 1:
         args += ["--burst", str(t.burst)]
     if t.batch:
@@ -179,12 +184,13 @@ def parse_result(text: str, kind: str) -> dict:
     return doc
 
 
-def metrics_from(send: dict, recv: dict, frame_size: int, intended_count: int | None = None
-                 ) -> Measurement:
+def metrics_from(send: dict, recv: dict, frame_size: int, intended_count: int | None = None,
+                 rx_pps: float | None = None) -> Measurement:
     """Measurement from the engine's send and recv documents.
 
     ``intended_count``: what the caller asked for (rate x duration); the engine's own value is
-    used when given, and None for ``max``.
+    used when given, and None for ``max``. ``rx_pps``: the received rate when it is not the
+    forwarded count over the sender's time (several generators: see :func:`aggregate`).
     """
     total = recv.get("total") or {}
     offered = int(send.get("offered_count") or 0)
@@ -195,7 +201,8 @@ def metrics_from(send: dict, recv: dict, frame_size: int, intended_count: int | 
     elapsed = float(send.get("elapsed_s") or 0) or None
     lat = total.get("latency_ns") or {}
     latency = {k: lat.get(k) for k in LATENCY_KEYS} if lat.get("samples") else None
-    rx_pps = forwarded / elapsed if elapsed else None
+    if rx_pps is None:
+        rx_pps = forwarded / elapsed if elapsed else None
     metrics: dict[str, Any] = {
         "intended_count": intended,
         "intended_pps": send.get("intended_pps"),
@@ -254,7 +261,7 @@ def next_hop_mac(bed: Testbed) -> str:
         role, dev = "dut", bed.topo.dut_client_if
     else:
         role, dev = "server", bed.topo.server_if
-    cp = bed.sh(role, "ip", "-j", "link", "show", dev)
+    cp = bed.sh(role, "ip", "-j", "link", "show", bed.dev(role, dev))
     return json.loads(cp.stdout)[0]["address"]
 
 
@@ -265,6 +272,9 @@ def default_cpus(bed: Testbed, threads: int) -> tuple[tuple[int, ...] | None, tu
     thread (SCHED_FIFO) would starve it near the DUT's capacity and its socket drops would look
     like DUT loss, so it joins the sender on the tester's CPU."""
     p = bed.topo.pinning
+    is_remote = getattr(bed, "is_remote", lambda role: False)
+    if is_remote("client") or is_remote("server"):
+        return None, None  # the bed's CPU numbers are this machine's
     ncpu = os.cpu_count() or 1
     send = None
     if p.client_cpu is not None:
@@ -277,69 +287,294 @@ def default_cpus(bed: Testbed, threads: int) -> tuple[tuple[int, ...] | None, tu
     return send, recv
 
 
+@dataclass(frozen=True)
+class Generator:
+    """One sending host of a trial: its role (``client``, ``client2`` ...), where it runs and
+    the first stream id of its sender threads (so the receiver tells the generators apart)."""
+
+    role: str
+    host: Host
+    ns: str | None
+    engine: str  #: the engine's path on that host
+    iface: str  #: its data interface (raw backends)
+    src: str | None  #: its own address (raw backends, extra generators)
+    stream_id: int
+
+
+#: stream ids of generator i start at 1 + i x STREAM_STRIDE (threads per generator < stride)
+STREAM_STRIDE = 100
+
+
+def engine_on(bed: Testbed, role: str) -> str:
+    """The engine's path for ``role``: the local build, or on a remote host the same binary
+    shipped there (checked by SHA-256 and by its ``version`` answer; see testbed.ship)."""
+    local = require_engine()
+    if not bed.is_remote(role):
+        return local
+    host = bed.host_for(role)
+    got = host.__dict__.get("_fwlab_engine")
+    if got is not None:
+        return got.path
+    entry = bed.placement.entry(role)
+    check_platform(host, "fwlab-engine")
+    shipped = ship(host, local, "fwlab-engine", cache_dir=entry.cache_dir, keep=entry.keep_engine)
+    cp = host.run([shipped.path, "version"], check=False, timeout_s=30)
+    want = engine_version()
+    there = _version_text(cp.stdout)
+    if cp.returncode != 0 or there != want:
+        raise RunnerError(f"fwlab-engine shipped to host {host.name} does not run there "
+                          f"({there or cp.stderr.strip()[:120] or f'exit {cp.returncode}'}; here: {want})",
+                          fix="check the host's C library (the engine is a dynamically linked Linux binary)")
+    host.__dict__["_fwlab_engine"] = shipped
+    return shipped.path
+
+
+def shipped_engines(bed: Testbed) -> dict[str, dict]:
+    """What the engine shipping did per remote role (path, hash, cached, kept)."""
+    out = {}
+    for r in generator_roles(bed) + ["server"]:
+        if bed.is_remote(r):
+            s = bed.host_for(r).__dict__.get("_fwlab_engine")
+            if s is not None:
+                out[r] = s.to_dict()
+    return out
+
+
+def generator_roles(bed: Testbed) -> list[str]:
+    """``client`` and, with a hosts file naming more generator hosts, ``client2`` ..."""
+    if bed.placement is None:
+        return ["client"]
+    return list(bed.placement.generator_roles)
+
+
+def generators(bed: Testbed, t: EngineTrial) -> list[Generator]:
+    plan = bed.topo.plan
+    out = []
+    for i, role in enumerate(generator_roles(bed)):
+        if role == "client":
+            iface, src = bed.dev("client", bed.topo.client_if), plan.client(t.ip_version)
+        else:
+            e = bed.placement.entry(role)
+            src = e.addresses.get(f"client{t.ip_version}")
+            if src is None:
+                raise RunnerError(f"generator host {role} has no client{t.ip_version} address for an "
+                                  f"IPv{t.ip_version} trial", fix=f"add addresses.client{t.ip_version} "
+                                  f"to [hosts.{role}]")
+            iface = e.ifaces[0]
+        out.append(Generator(role, bed.host_for(role), bed.ns(role), engine_on(bed, role), iface, src,
+                             1 + i * STREAM_STRIDE))
+    return out
+
+
+def split_trial(t: EngineTrial, n: int, i: int) -> EngineTrial:
+    """Generator ``i``'s share of ``t`` among ``n``: rate / n; a fixed count and source-port range
+    split into consecutive parts (the first ones one larger when it does not divide)."""
+    if n == 1:
+        return t
+    rate = t.rate_pps / n if t.rate_pps is not None else None
+    count, ports = t.count, t.src_ports
+    if t.count:
+        if t.count < n:
+            raise RunnerError(f"{t.count} frames cannot be split across {n} generator hosts",
+                              fix="send at least one frame per generator host")
+        q, r = divmod(t.count, n)
+        count = q + (1 if i < r else 0)
+        if t.src_ports:
+            lo = t.src_ports[0] + i * q + min(i, r)
+            ports = (lo, lo + count - 1)
+    return replace(t, rate_pps=rate, count=count, src_ports=ports)
+
+
+def aggregate(sends: list[dict], recv: dict, gens: list[tuple[str, int, float]]) -> dict:
+    """Several generators' send documents as one, and their common interval.
+
+    ``gens``: (role, first stream id, that host's clock offset to this machine [s]) in the order
+    of ``sends``. Each generator's received rate is its own distinct packets over its own sending
+    time; the aggregate rate is their sum: the rate while all of them send, i.e. over their common
+    interval [latest start, earliest end] (start times put on this machine's clock).
+    """
+    streams = recv.get("streams") or []
+    per = []
+    for (role, sid0, off), sd in zip(gens, sends):
+        n_thr = len(sd.get("threads") or []) or 1
+        fwd = sum(int(s.get("unique") or 0) for s in streams
+                  if sid0 <= int(s.get("stream_id", -1)) < sid0 + n_thr)
+        el = float(sd.get("elapsed_s") or 0)
+        start = (sd["started_unix_ns"] / 1e9 - off) if sd.get("started_unix_ns") else None
+        per.append({"role": role, "stream_ids": [sid0, sid0 + n_thr - 1],
+                    "offered_count": int(sd.get("offered_count") or 0), "forwarded_count": fwd,
+                    "elapsed_s": el or None, "rx_pps": fwd / el if el else None,
+                    "tx_pps": sd.get("achieved_pps"), "start_local_s": start})
+    starts = [p["start_local_s"] for p in per if p["start_local_s"] is not None]
+    ends = [p["start_local_s"] + (p["elapsed_s"] or 0) for p in per if p["start_local_s"] is not None]
+    full = len(starts) == len(per)
+    skew = max(starts) - min(starts) if full else None
+    common = min(ends) - max(starts) if full else None
+    merged = dict(sends[0])
+
+    def total(key):
+        vals = [sd.get(key) for sd in sends]
+        return None if any(v is None for v in vals) else sum(vals)
+    merged.update({
+        "offered_count": sum(int(sd.get("offered_count") or 0) for sd in sends),
+        "intended_count": total("intended_count"), "intended_pps": total("intended_pps"),
+        "achieved_pps": total("achieved_pps"), "errors": sum(int(sd.get("errors") or 0) for sd in sends),
+        "lag_skipped_count": total("lag_skipped_count"),
+        "generator_short": any(sd.get("generator_short") for sd in sends),
+        "first_error": next((sd.get("first_error") for sd in sends if sd.get("first_error")), None),
+        "elapsed_s": max(float(sd.get("elapsed_s") or 0) for sd in sends),
+        "threads": [th for sd in sends for th in (sd.get("threads") or [])],
+        "cpu_pinning": [sd.get("cpu_pinning") for sd in sends] if len(sends) > 1 else sends[0].get("cpu_pinning"),
+    })
+    rx = [p["rx_pps"] for p in per]
+    return {"send": merged, "generators": per, "start_skew_s": skew, "common_interval_s": common,
+            "rx_pps": sum(rx) if all(v is not None for v in rx) else None}
+
+
+def clock_of(bed: Testbed, role: str) -> ClockOffset:
+    if bed.placement is not None and role in bed.placement.clocks:
+        return bed.placement.clocks[role]
+    return ZERO
+
+
+def latency_clocks(bed: Testbed, sender: str, receiver: str = "server") -> dict:
+    """Whose clocks a one-way latency compares: one host's (exact) or two (needs synced clocks;
+    the offset measured at run start says by how much they may differ)."""
+    same = bed.host_for(sender) is bed.host_for(receiver)
+    if same:
+        return {"same_clock": True, "correction_s": 0.0, "uncertainty_s": 0.0}
+    s, r = clock_of(bed, sender), clock_of(bed, receiver)
+    return {"same_clock": False, "correction_s": one_way_correction_s(s, r),
+            "uncertainty_s": s.uncertainty_s + r.uncertainty_s, "sender": sender, "receiver": receiver}
+
+
+def clock_flag(clocks: dict, latency_ns: dict | None) -> dict | None:
+    """A warning when a one-way latency spans two hosts' clocks whose offset uncertainty is
+    larger than the figure itself (the median); None when one clock measured it or it is tighter."""
+    if clocks["same_clock"] or not latency_ns or latency_ns.get("p50") is None:
+        return None
+    u_ns = clocks["uncertainty_s"] * 1e9
+    if u_ns <= latency_ns["p50"]:
+        return None
+    return {"code": "clocks-unsynced", "severity": "warning",
+            "message": f"one-way latency compares the clocks of two hosts ({clocks['sender']} -> "
+                       f"{clocks['receiver']}); their offset is known only to +-{u_ns / 1e3:.0f} us, "
+                       f"more than the median {latency_ns['p50'] / 1e3:.1f} us: synchronise the clocks "
+                       f"(PTP) or read the round-trip figures"}
+
+
+def _finish(sp, timeout_s: float) -> tuple[int, str, str]:
+    """Wait for a spawned sender to exit by itself; (exit status, stdout, stderr)."""
+    try:
+        sp.proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        out, err = sp.stop()
+        return 124, out, err or "timed out"
+    out, err = sp.proc.communicate()
+    return sp.proc.returncode, out or "", err or ""
+
+
 def run_trial(bed: Testbed, t: EngineTrial, intended_count: int | None = None) -> Measurement:
-    """Receiver in the server namespace, wait for READY, sender in the client namespace, wait
-    for the receiver's idle stop, parse both JSONs."""
-    engine = require_engine()
-    remote = [r for r in ("client", "server") if bed.is_remote(r)]
-    if remote:  # local binary and ready file; its latency would also need the clock offsets
-        raise RunnerError(f"fwlab-engine runs only on local roles so far ({', '.join(remote)} is remote)",
-                          fix="use iperf3 or netperf for remote client/server roles")
+    """Receiver on the server's host, wait for READY, a sender on every generator host (the
+    client, plus client2 ... from a hosts file, each sending 1/N of the trial), wait for the
+    receiver's idle stop, parse the JSONs. Local and remote roles go through the same code: a
+    remote host gets the engine shipped to it (testbed.ship)."""
     plan = bed.topo.plan
     dst = plan.server(t.ip_version)
-    src = plan.client(t.ip_version)
-    iface = dst_mac = None
-    if t.backend in RAW_BACKENDS:
-        iface = bed.topo.client_if
-        dst_mac = next_hop_mac(bed)
-    with tempfile.TemporaryDirectory(prefix="fwlab-engine-") as tmp:
-        ready = os.path.join(tmp, "ready")
-        recv_args = build_recv_args(engine, t, ready_file=ready)
-        send_args = build_send_args(engine, t, dst=dst, src=src if t.backend in RAW_BACKENDS else None,
-                                    iface=iface, dst_mac=dst_mac)
+    gens = generators(bed, t)
+    rx_host = bed.host_for("server")
+    dst_mac = next_hop_mac(bed) if t.backend in RAW_BACKENDS else None
+    ready = rx_host.scratch_path(f"engine-ready-{os.getpid()}-{time.monotonic_ns()}")
+    recv_args = build_recv_args(engine_on(bed, "server"), t, ready_file=ready)
+    send_argvs = []
+    for i, g in enumerate(gens):
+        ti = split_trial(t, len(gens), i)
+        if len(gens) > 1:
+            ti = replace(ti, stream_id=g.stream_id)
+        raw = t.backend in RAW_BACKENDS
+        a = build_send_args(g.engine, ti, dst=dst, src=g.src if raw else None,
+                            iface=g.iface if raw else None, dst_mac=dst_mac)
         if t.rt_priority:
-            send_args = ["chrt", "-f", str(t.rt_priority), *send_args]
-        rx = bed.host.spawn(recv_args, ns=bed.ns("server"))
+            a = ["chrt", "-f", str(t.rt_priority), *a]
+        send_argvs.append(a)
+    rx = rx_host.spawn(recv_args, ns=bed.ns("server"))
+    senders = []
+    try:
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while not rx_host.exists(ready):
+            if rx.proc.poll() is not None or time.monotonic() > deadline:
+                _, err = rx.stop()
+                raise RunnerError(f"fwlab-engine recv did not become ready: {err.strip()[:200] or 'no output'}",
+                                  fix="run 'fwlab clean'; check the engine build")
+            time.sleep(0.01)
+        before = bed.link_counters("server", bed.topo.server_if)
         try:
-            deadline = time.monotonic() + READY_TIMEOUT_S
-            while not os.path.exists(ready):
-                if rx.proc.poll() is not None or time.monotonic() > deadline:
-                    _, err = rx.stop()
-                    raise RunnerError(f"fwlab-engine recv did not become ready: {err.strip()[:200] or 'no output'}",
-                                      fix="run 'fwlab clean'; check the engine build")
-                time.sleep(0.01)
-            before = bed.link_counters("server", bed.topo.server_if)
-            try:
-                cp = bed.host.run(send_args, ns=bed.ns("client"), check=False,
-                                  timeout_s=t.duration_s * 1.5 + 30)
-            except Exception:
-                rx.stop(sig=2)
-                raise
-            # The receiver stops IDLE_TIMEOUT_S after the last packet (its socket drained);
-            # SIGINT only if nothing ever arrived.
-            try:
-                rx.proc.wait(timeout=IDLE_TIMEOUT_S + 3.0)
-            except subprocess.TimeoutExpired:
-                pass
-            rout, rerr = rx.stop(sig=2, wait_s=5.0)
-            after = bed.link_counters("server", bed.topo.server_if)
-        finally:
-            if rx.proc.poll() is None:
-                rx.stop()
-            bed.host.forget(rx)
-    if cp.returncode != 0:
-        raise RunnerError(f"fwlab-engine send failed (exit {cp.returncode}): {cp.stderr.strip()[:200]}",
-                          fix="check the test bed and the firewall's permit rule")
-    send = parse_result(cp.stdout, "send")
+            senders = [g.host.spawn(a, ns=g.ns) for g, a in zip(gens, send_argvs)]
+            done = [_finish(sp, t.duration_s * 1.5 + 30) for sp in senders]
+        except Exception:
+            rx.stop(sig=2)
+            raise
+        # The receiver stops IDLE_TIMEOUT_S after the last packet (its socket drained);
+        # SIGINT only if nothing ever arrived.
+        try:
+            rx.proc.wait(timeout=IDLE_TIMEOUT_S + 3.0)
+        except subprocess.TimeoutExpired:
+            pass
+        rout, rerr = rx.stop(sig=2, wait_s=5.0)
+        after = bed.link_counters("server", bed.topo.server_if)
+    finally:
+        if rx.proc.poll() is None:
+            rx.stop()
+        rx_host.forget(rx)
+        for g, sp in zip(gens, senders):
+            if sp.proc.poll() is None:
+                sp.stop()
+            g.host.forget(sp)
+    for g, (rc, _, err) in zip(gens, done):
+        if rc != 0:
+            raise RunnerError(f"fwlab-engine send on {g.role} failed (exit {rc}): {err.strip()[:200]}",
+                              fix="check the test bed and the firewall's permit rule")
+    sends = [parse_result(out, "send") for _, out, _ in done]
     if not rout.strip():
         raise RunnerError(f"fwlab-engine recv printed nothing (exit {rx.proc.returncode}): {rerr.strip()[:200]}",
                           fix="check the engine build ('make engine')")
     recv = parse_result(rout, "recv")
-    m = metrics_from(send, recv, t.frame_size, intended_count)
+    agg = aggregate(sends, recv, [(g.role, g.stream_id, clock_of(bed, g.role).offset_s) for g in gens])
+    m = metrics_from(agg["send"], recv, t.frame_size, intended_count,
+                     rx_pps=agg["rx_pps"] if len(gens) > 1 else None)
     m.metrics["server_if_rx_packets"] = after["rx_packets"] - before["rx_packets"]
     m.metrics["rx_stop_reason"] = recv.get("stop_reason")
-    m.raw["argv"] = {"send": send_args, "recv": recv_args}
+    m.metrics["latency_clocks"] = clocks = latency_clocks(bed, gens[0].role)
+    flag = clock_flag(clocks, m.metrics.get("latency_ns"))
+    if flag:
+        m.flags.append(flag)
+    if len(gens) > 1:
+        m.metrics["generators"] = agg["generators"]
+        m.metrics["start_skew_s"] = agg["start_skew_s"]
+        m.metrics["common_interval_s"] = agg["common_interval_s"]
+        m.metrics["throughput_basis"] += (f"; {len(gens)} generator hosts: the sum of each one's "
+                                          f"received rate, i.e. the rate over their common interval")
+        shortest = min((p["elapsed_s"] or 0) for p in agg["generators"])
+        if agg["common_interval_s"] is not None and agg["common_interval_s"] < 0.9 * shortest:
+            m.flags.append({"code": "generator-skew", "severity": "warning",
+                            "message": f"the {len(gens)} generator hosts sent together for only "
+                                       f"{agg['common_interval_s']:.3f} s of {shortest:.3f} s (start skew "
+                                       f"{agg['start_skew_s']:.3f} s): the aggregate rate overstates the load"})
+    shipped = shipped_engines(bed)
+    if shipped:
+        m.metrics["engine_shipped"] = shipped
+    m.raw["argv"] = {"send": send_argvs[0] if len(send_argvs) == 1 else send_argvs, "recv": recv_args}
+    if len(sends) > 1:
+        m.raw["engine_send_jsons"] = sends  # each generator's own; engine_send_json is their sum
     return m
+
+
+def _version_text(stdout: str) -> str | None:
+    try:
+        doc = json.loads(stdout)
+        return f"fwlab-engine {doc['version']} (schema {doc['schema_version']})"
+    except (json.JSONDecodeError, KeyError, TypeError):
+        return None
 
 
 def engine_version() -> str:
@@ -347,11 +582,7 @@ def engine_version() -> str:
     if engine is None:
         return "fwlab-engine (not built)"
     cp = subprocess.run([engine, "version"], capture_output=True, text=True, timeout=10, check=False)
-    try:
-        doc = json.loads(cp.stdout)
-        return f"fwlab-engine {doc['version']} (schema {doc['schema_version']})"
-    except (json.JSONDecodeError, KeyError):
-        return "fwlab-engine (unknown version)"
+    return _version_text(cp.stdout) or "fwlab-engine (unknown version)"
 
 
 # -- the runner --------------------------------------------------------------------------------
@@ -374,6 +605,7 @@ def trial_from_spec(bed: Testbed, spec: TrafficSpec, backend: str = "udp") -> En
 
 class EngineRunner(Runner):
     name = "engine"
+    remote_roles = True
     traffics = ("engine",)
     trial_overhead_s = {"engine": 1.2}
     frame_sizes = True

@@ -314,6 +314,7 @@ def check_direction(options: dict) -> str:
 
 class Iperf3(Runner):
     name = "iperf3"
+    remote_roles = True
     traffics = ("tcp", "udp")
     trial_overhead_s = {"tcp": 1.0, "udp": 1.0}
     whole_seconds_option = "iperf3 -t"

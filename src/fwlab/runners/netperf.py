@@ -78,6 +78,7 @@ def parse_output(text: str, traffic: str) -> Measurement:
 
 class Netperf(Runner):
     name = "netperf"
+    remote_roles = True
     traffics = tuple(TESTS)
     trial_overhead_s = {"tcp": 1.0, "udp": 1.0, "tcp_rr": 1.0, "tcp_crr": 1.0}
     whole_seconds_option = "netperf -l"

@@ -26,6 +26,7 @@ from fwlab.suites.tuning import profile
 from fwlab.testbed import links
 from fwlab.testbed.clock import measure_offset
 from fwlab.testbed.host import CommandFailed, Host, LocalHost, kill_namespace_pids, require_tool
+from fwlab.testbed.nic import NicInfo, PathLine, path_line, read_nic
 from fwlab.testbed.hosts import IFACE_COUNT, Placement
 from fwlab.testbed.shaping import LinkShape, parse_qdisc_stats
 from fwlab.testbed.topology import PREFIX, Topology
@@ -514,6 +515,22 @@ class Testbed:
             out[f"{role}:{dev}"] = _link_stats(stats)
         return out
 
+    def generator_interfaces(self) -> list[tuple[str, str]]:
+        """(role, interface) of the extra generator hosts (client2 ...) of a hosts file."""
+        if self.placement is None:
+            return []
+        return [(r, self.placement.entry(r).ifaces[0]) for r in self.placement.generator_roles[1:]]
+
+    def nics(self) -> list[NicInfo]:
+        """Every data interface as hardware: speed, driver, firmware, offloads (read now)."""
+        return [read_nic(self.host_for(r), self.ns(r), r, d)
+                for r, d in self.interfaces() + self.generator_interfaces()]
+
+    def path_line(self, nics: list[NicInfo]) -> PathLine:
+        """The line rate bounding the bed's client -> server path (see nic.path_line)."""
+        gens = ["client"] + [r for r, _ in self.generator_interfaces()]
+        return path_line([n for n in nics if n.role != "atk"], gens)
+
     def clock_offsets(self) -> dict[str, dict]:
         """Each remote role's clock offset vs this machine, measured now (they drift)."""
         return {r: measure_offset(self.host_for(r)).to_dict() for r in self.topo.roles if self.is_remote(r)}
@@ -521,16 +538,23 @@ class Testbed:
     def describe(self) -> dict:
         remote = {}
         if self.placement is not None and self.placement.remote_roles:
+            ifs = self.interfaces() + self.generator_interfaces()
+            roles = [*self.topo.roles, *(r for r, _ in self.generator_interfaces())]
             remote = {"placement": {r: {"host": self.host_for(r).describe(), "ns": self.ns(r),
-                                        "ifaces": [d for rr, d in self.interfaces() if rr == r]}
-                                    for r in self.topo.roles if self.is_remote(r)},
-                      "clock_offsets": self.clock_offsets()}
+                                        "ifaces": [d for rr, d in ifs if rr == r]}
+                                    for r in roles if self.is_remote(r)},
+                      "clock_offsets": {r: measure_offset(self.host_for(r)).to_dict()
+                                        for r in roles if self.is_remote(r)}}
+        nics = self.nics()
+        line = self.path_line(nics)
         return {
             **remote,
             "topology": self.topo.to_dict(),
             "namespaces": {r: self.ns(r) for r in self.topo.roles},
             "interfaces": [f"{r}:{d}" for r, d in self.interfaces()],
             "offloads": self.offload_state(),
+            "nics": [n.to_dict() for n in nics],
+            "line_rate": {"speed_bps": line.speed_bps, "link": line.link, "missing": line.missing},
             "device": self.device_state(),
             "link": self.link_state(),
             "sysctls": self.sysctls(),

@@ -122,3 +122,56 @@ def one_way_correction_s(sender: ClockOffset, receiver: ClockOffset) -> float:
     """What to subtract from (receive timestamp - send timestamp) taken on two hosts' clocks to
     get the true one-way time: receiver offset - sender offset [s]."""
     return receiver.offset_s - sender.offset_s
+
+
+# -- the host's own synchronisation, where it reports one -------------------------------------
+#: ``chronyc -c tracking`` CSV columns fwlab keeps: index -> (name, unit scale to seconds or None)
+CHRONY_FIELDS = {1: ("reference", None), 2: ("stratum", None), 4: ("system_time_offset_s", 1.0),
+                 5: ("last_offset_s", 1.0), 6: ("rms_offset_s", 1.0), 10: ("root_delay_s", 1.0),
+                 11: ("root_dispersion_s", 1.0), 13: ("leap_status", None)}
+
+
+def parse_chrony_tracking(csv_line: str) -> dict:
+    """``chronyc -c tracking`` (one CSV line) -> the fields of :data:`CHRONY_FIELDS`."""
+    cols = csv_line.strip().split(",")
+    if len(cols) < 14:
+        raise ValueError(f"not a chronyc -c tracking line ({len(cols)} fields)")
+    out: dict = {"source": "chrony"}
+    for i, (name, scale) in CHRONY_FIELDS.items():
+        v = cols[i].strip()
+        if scale is None:
+            out[name] = int(v) if name == "stratum" and v.isdigit() else v
+        else:
+            out[name] = float(v) * scale
+    # chrony's own bound on the clock's error vs true time: |offset| + root delay / 2 + dispersion
+    out["error_bound_s"] = (abs(out["system_time_offset_s"]) + out["root_delay_s"] / 2
+                            + out["root_dispersion_s"])
+    return out
+
+
+def sync_status(host: "Host") -> dict:
+    """What the host says about its clock's synchronisation: chrony's tracking report when
+    ``chronyc`` answers, else ``{"source": None, "reason": ...}`` (PTP daemons are only noted as
+    present: fwlab does not parse ``pmc`` output)."""
+    cp = host.run(["sh", "-c", "command -v chronyc >/dev/null 2>&1 || exit 3; exec chronyc -c tracking"],
+                  check=False, timeout_s=15) if getattr(host, "remote", False) else _local_chrony()
+    if cp is not None and cp.returncode == 0 and cp.stdout.strip():
+        try:
+            return parse_chrony_tracking(cp.stdout.splitlines()[0])
+        except ValueError as exc:
+            return {"source": None, "reason": f"chronyc answered unreadably: {exc}"}
+    # (exit codes other than 127: a remote 127 means "program missing" to SshHost.run)
+    ptp = host.run(["sh", "-c", "command -v ptp4l >/dev/null 2>&1 || command -v phc2sys >/dev/null 2>&1 "
+                                "|| exit 3; echo present"], check=False, timeout_s=15)
+    if ptp.returncode == 0 and ptp.stdout.strip():
+        return {"source": None, "reason": "linuxptp is installed but its status is not read by fwlab; "
+                                          "the SSH round-trip offset is the recorded figure"}
+    return {"source": None, "reason": "no chronyc answered (chrony not running or not installed)"}
+
+
+def _local_chrony():
+    import shutil
+    import subprocess
+    if shutil.which("chronyc") is None:
+        return None
+    return subprocess.run(["chronyc", "-c", "tracking"], capture_output=True, text=True, timeout=15, check=False)

@@ -135,6 +135,31 @@ class Host(ABC):
         """Store ``data`` as file ``name`` in this host's fwlab scratch directory; return its
         path on that host (removed by :meth:`close`)."""
 
+    def write_file(self, path: str, data: bytes | str, mode: int = 0o644) -> str:
+        """Write ``data`` to ``path`` on this host (mode ``mode``); return ``path``."""
+        raise NotImplementedError
+
+    def scratch_path(self, name: str) -> str:
+        """A path for file ``name`` in this host's fwlab scratch directory (created on first
+        use, removed by :meth:`close`); the file itself is not created."""
+        raise NotImplementedError
+
+    def exists(self, path: str) -> bool:
+        """Whether ``path`` exists on this host (e.g. a tool's ready file)."""
+        return self.run(["test", "-e", path], check=False, timeout_s=30).returncode == 0
+
+    def on_close(self, fn) -> None:
+        """Call ``fn()`` when this host is closed, after its processes are stopped and before
+        its scratch directory goes (e.g. removing a shipped binary). Last registered, first run."""
+        self.__dict__.setdefault("_at_close", []).append(fn)
+
+    def _run_at_close(self) -> None:
+        for fn in reversed(self.__dict__.pop("_at_close", [])):
+            try:
+                fn()
+            except FwlabError:
+                pass  # best effort: the connection may be gone
+
     def system(self) -> str:
         """The host's operating system as ``uname -s`` names it (Linux, OpenBSD, FreeBSD, ...):
         what decides which firewalls can run there. Asked once per host."""
@@ -208,16 +233,29 @@ class LocalHost(Host):
         return sp
 
     def put_file(self, data: bytes | str, name: str, mode: int = 0o644) -> str:
-        if self._scratch is None:
-            self._scratch = tempfile.mkdtemp(prefix="fwlab-")
-        path = os.path.join(self._scratch, os.path.basename(name))
+        path = self.scratch_path(name)
         with open(path, "wb") as f:
             f.write(data.encode() if isinstance(data, str) else data)
         os.chmod(path, mode)
         return path
 
+    def write_file(self, path: str, data: bytes | str, mode: int = 0o644) -> str:
+        with open(path, "wb") as f:
+            f.write(data.encode() if isinstance(data, str) else data)
+        os.chmod(path, mode)
+        return path
+
+    def scratch_path(self, name: str) -> str:
+        if self._scratch is None:
+            self._scratch = tempfile.mkdtemp(prefix="fwlab-")
+        return os.path.join(self._scratch, os.path.basename(name))
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(path)
+
     def close(self) -> None:
         self.stop_all()
+        self._run_at_close()
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
             self._scratch = None

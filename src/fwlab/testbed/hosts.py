@@ -45,12 +45,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from fwlab.validation import one_line, read_toml
 
 from fwlab.errors import HostError
-from fwlab.testbed.clock import ClockOffset, measure_offset
+from fwlab.testbed.clock import ClockOffset, measure_offset, sync_status
 from fwlab.testbed.host import Host
+from fwlab.testbed.ship import DEFAULT_CACHE_DIR
 from fwlab.testbed.ssh import SshHost, SshTarget
 
 #: roles a hosts file may place (a topology uses a subset)
 KNOWN_ROLES = ("client", "dut", "server", "attacker")
+#: more generator hosts: ``client2`` ... ``client16`` send part of each trial's traffic with
+#: ``client`` (remote only; each with its own client4/client6 address on the client network)
+EXTRA_CLIENT = re.compile(r"^client([2-9]|1[0-6])$")
 #: how many data interfaces each role has: the DUT's client side first, then its server side
 IFACE_COUNT = {"client": 1, "server": 1, "attacker": 1, "dut": 2}
 #: address-plan fields a role may override, by role
@@ -60,11 +64,16 @@ PLAN_FIELDS = {
     "dut": ("dut_client_side4", "dut_server_side4", "dut_client_side6", "dut_server_side6"),
     "attacker": (),
 }
+
+
+def base_role(role: str) -> str:
+    """``client3`` -> ``client``; a known role stays itself."""
+    return "client" if EXTRA_CLIENT.match(role) else role
 #: ssh options fwlab sets itself and a hosts file must not override
 RESERVED_OPTIONS = ("controlpath", "controlmaster", "controlpersist", "batchmode")
 #: entry keys that only mean something for a remote role
 REMOTE_ONLY = ("port", "key", "known_hosts", "host_key_checking", "ssh_config", "ssh_options",
-               "connect_timeout_s", "ns")
+               "connect_timeout_s", "ns", "keep_engine", "cache_dir")
 
 _DEST = re.compile(r"^(?:[A-Za-z0-9._][A-Za-z0-9._-]*@)?[A-Za-z0-9._:\[\]%-]+$")
 _IFNAME = re.compile(r"^[A-Za-z0-9_.:@-]{1,15}$")
@@ -87,6 +96,9 @@ class HostEntry(BaseModel):
                            description="network namespace on the remote host to run in")
     ifaces: list[str] = Field(default_factory=list, description="the role's data interfaces")
     addresses: dict[str, str] = Field(default_factory=dict, description="address-plan overrides")
+    keep_engine: bool = Field(False, description="leave the shipped fwlab-engine in cache_dir after the run")
+    cache_dir: str = Field(DEFAULT_CACHE_DIR, pattern=r"^/[A-Za-z0-9_./-]{1,200}$",
+                           description="fwlab-owned directory on the host for shipped binaries")
 
     @field_validator("ssh")
     @classmethod
@@ -141,9 +153,18 @@ class HostsFile(BaseModel):
     @model_validator(mode="after")
     def _roles(self) -> "HostsFile":
         for role, e in self.hosts.items():
-            if role not in KNOWN_ROLES:
-                raise ValueError(f"unknown role '{role}' (roles: {', '.join(KNOWN_ROLES)})")
-            want = IFACE_COUNT[role]
+            if role not in KNOWN_ROLES and not EXTRA_CLIENT.match(role):
+                raise ValueError(f"unknown role '{role}' (roles: {', '.join(KNOWN_ROLES)}; more "
+                                 f"generator hosts: client2 ... client16)")
+            if EXTRA_CLIENT.match(role):
+                if not e.remote:
+                    raise ValueError(f"hosts.{role} is an extra generator host and must be remote (ssh = ...)")
+                if "client" not in self.hosts or not self.hosts["client"].remote:
+                    raise ValueError(f"hosts.{role} needs a remote hosts.client too (the first generator host)")
+                if "client4" not in e.addresses:
+                    raise ValueError(f"hosts.{role} needs addresses.client4 (its own address on the "
+                                     f"client network; client6 too for IPv6 trials)")
+            want = IFACE_COUNT[base_role(role)]
             if e.ifaces and len(e.ifaces) != want:
                 raise ValueError(f"hosts.{role}.ifaces needs {want} interface(s)"
                                  + (" (client side, server side)" if role == "dut" else "")
@@ -152,9 +173,10 @@ class HostsFile(BaseModel):
                 raise ValueError(f"remote role '{role}' needs ifaces = [...] (its data interface"
                                  f"{'s: client side, server side' if want == 2 else ''} on {e.ssh})")
             for k, v in e.addresses.items():
-                if k not in PLAN_FIELDS[role]:
+                allowed = ("client4", "client6") if EXTRA_CLIENT.match(role) else PLAN_FIELDS[role]
+                if k not in allowed:
                     raise ValueError(f"hosts.{role}.addresses.{k} is not one of "
-                                     f"{', '.join(PLAN_FIELDS[role]) or 'nothing for this role'}")
+                                     f"{', '.join(allowed) or 'nothing for this role'}")
                 try:
                     (ipaddress.ip_network if "_net" in k else ipaddress.ip_address)(v)
                 except ValueError:
@@ -205,6 +227,8 @@ class Placement:
     #: median wall time of one trivial command (``true``) per remote role [s]: what every remote
     #: command, rule loads included, costs on top of its own work
     overheads_s: dict[str, float] = field(default_factory=dict)
+    #: each remote host's own report on its clock (chrony's tracking) where it gives one
+    sync: dict[str, dict] = field(default_factory=dict)
 
     @property
     def remote_roles(self) -> tuple[str, ...]:
@@ -218,7 +242,15 @@ class Placement:
         return bool(e and e.remote)
 
     def plan_overrides(self) -> tuple[tuple[str, str], ...]:
-        return tuple(sorted((k, v) for e in self.entries.values() for k, v in e.addresses.items()))
+        """Address-plan overrides of the bed's own roles (an extra client's address is its own)."""
+        return tuple(sorted((k, v) for r, e in self.entries.items() if not EXTRA_CLIENT.match(r)
+                            for k, v in e.addresses.items()))
+
+    @property
+    def generator_roles(self) -> tuple[str, ...]:
+        """The client role and the extra generator hosts (client2 ...), in order."""
+        extra = sorted((r for r in self.entries if EXTRA_CLIENT.match(r)), key=lambda r: int(r[6:]))
+        return ("client", *extra)
 
     def open(self) -> "Placement":
         """Connect every remote role's host (one connection per target); measure clock offsets.
@@ -233,10 +265,26 @@ class Placement:
             for role, h in self.hosts.items():
                 self.clocks[role] = measure_offset(h)
                 self.overheads_s[role] = command_overhead_s(h)
+                self.sync[role] = sync_status(h)
         except BaseException:
             self.close()
             raise
         return self
+
+    def latency_clock_warning(self) -> str | None:
+        """Why one-way latency between the generator and the server would compare two clocks
+        (None: both on one host). Engine latency is the receiver's clock minus the sender's."""
+        gens = [r for r in self.generator_roles if r in self.entries]
+        roles = set(gens) | {"server"}
+        targets = {self.entries[r].target() if self.is_remote(r) else None for r in roles}
+        if len(targets) <= 1:
+            return None
+        offs = {r: self.clocks[r] for r in roles if r in self.clocks}
+        worst = max((c.uncertainty_s for c in offs.values()), default=0.0)
+        return (f"one-way latency from {', '.join(gens)} to server compares the clocks of different hosts: "
+                f"the offsets measured at the start are known to +-{worst * 1e6:.0f} us each; latency "
+                f"figures smaller than that are flagged 'clocks-unsynced' (synchronise the clocks with PTP "
+                f"for one-way figures)")
 
     def describe_role(self, role: str) -> dict:
         """What a trial record notes about a remote role's host."""

@@ -62,11 +62,16 @@ class LinkSampler(PeriodicSampler):
 
     def __init__(self, bed: "Testbed", interval_s: float = 1.0) -> None:
         t = bed.topo
-        self.groups: dict[str, dict[str, str]] = {bed.ns("client"): {t.client_if: "client"},
-                                                  bed.ns("server"): {t.server_if: "server"}}
+        wanted = [("client", t.client_if, "client"), ("server", t.server_if, "server")]
         if "atk" in t.roles:
-            self.groups[bed.ns("atk")] = {t.attacker_if: "atk"}
-            self.groups[bed.ns("dut")] = {t.dut_attacker_if: "dut_atk"}
+            wanted += [("atk", t.attacker_if, "atk"), ("dut", t.dut_attacker_if, "dut_atk")]
+        # local namespaces only: a role on a remote host has no series (its counters are read
+        # before and after each trial over SSH, not every second)
+        remote = getattr(bed, "is_remote", lambda role: False)
+        self.groups: dict[str, dict[str, str]] = {}
+        for role, dev, tag in wanted:
+            if not remote(role):
+                self.groups.setdefault(bed.ns(role), {})[dev] = tag
         self.interval_s = interval_s
         self.samples: list[tuple[float, dict]] = []
 

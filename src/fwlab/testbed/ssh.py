@@ -236,6 +236,8 @@ class SshHost(Host):
         """Stop remote processes, remove the remote scratch directory, end the connection."""
         try:
             self.stop_all()
+            if self.connected():
+                self._run_at_close()
             if self._scratch and self.connected():
                 self.run(["rm", "-rf", "--", self._scratch], check=False, timeout_s=10)
         except (HostError, CommandTimeout):
@@ -311,10 +313,17 @@ class SshHost(Host):
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1,
                                 start_new_session=True)
 
-    def put_file(self, data: bytes | str, name: str, mode: int = 0o644) -> str:
+    def scratch_path(self, name: str) -> str:
         if self._scratch is None:
             self._scratch = self.run(["mktemp", "-d", "/tmp/fwlab.XXXXXX"], timeout_s=30).stdout.strip()
-        path = f"{self._scratch}/{os.path.basename(name)}"
+        return f"{self._scratch}/{os.path.basename(name)}"
+
+    def put_file(self, data: bytes | str, name: str, mode: int = 0o644) -> str:
+        return self.write_file(self.scratch_path(name), data, mode)
+
+    def write_file(self, path: str, data: bytes | str, mode: int = 0o644) -> str:
+        """Write ``data`` to ``path`` on the host (one session, data on stdin); return ``path``."""
+        name = os.path.basename(path)
         self._require_connected("put_file")
         cmd = remote_command('cat > "$1" && chmod "$2" "$1"', [path, f"{mode:o}"])
         payload = data.encode() if isinstance(data, str) else data

@@ -1,0 +1,450 @@
+"""``fwlab optimize FILE``: an equivalent rewrite of a user's nft rule set, proven on probes, and its gain.
+
+Owns the order of work:
+
+1. read the file (nft syntax; a malformed one fails in one line before anything is built),
+   build one routed bed (:func:`fwlab.ruleset_run.prepare`) and load the file verbatim; a
+   refusal says the kernel's message in one line and leaves nothing behind;
+2. propose the rewrite from the kernel's JSON listing (:mod:`fwlab.rules.optimize`), load it
+   (the kernel's listing of it becomes ``proposal.nft`` beside the record), or take a hand-made
+   rewrite given with ``--proposal``;
+3. equivalence: probes = the traffic classes derived from the original and from the proposal
+   (:func:`fwlab.rules.derive.derive`, union, the original's first); every probe is evaluated in
+   both models (:func:`fwlab.rules.optimize.model_differences`), then sent for real through each
+   rule set loaded in turn (``probe_count`` engine packets per probe, observed verdict = did they
+   reach the other side): the observed verdicts must be identical, else the suggestion is
+   aborted with one line naming the first differing probe;
+4. gain: up to ``classes`` probes (the deepest in the original, the middle, the shallowest) at
+   the engine's maximum rate through each rule set, alternating A B B A ..., ``repetitions``
+   rounds; gain = proposal rate / original rate per class and for the classes' even mix, each
+   with its Fieller interval (:func:`fwlab.stats.ratio.ratio_interval`).
+
+Writes a normal record (run.json with ``ruleset_optimize``, trials of kind ``ruleset-class``
+with ``condition`` original | proposal) and tears everything down on every exit path.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+from fwlab.dut.imported import ImportedFirewall
+from fwlab.errors import BackendError, FwlabError, SuiteError
+from fwlab.results import RunRecord, host_metadata, trial_record, utc_now
+from fwlab.rules.derive import TrafficClass, derive
+from fwlab.rules.nft_json import parse_nft_json
+from fwlab.rules.optimize import Proposal, model_differences, propose, union_probes
+from fwlab.ruleset_run import (DEFAULT_INTERFACES, PROBE_PPS, SETTLE_S, Bed, _median_range, _read, _rx, _send,
+                               observed_verdict, parse_interfaces, prepare, send_args)
+from fwlab.runners.engine import engine_version
+from fwlab.stats.ratio import RATIO_METHOD, ratio_interval
+from fwlab.testbed import Testbed, Topology, new_run_id, require_root, require_tool
+
+PROBE_COUNT = 10  #: engine packets per probe and rule set [packets]
+PROBE_SETTLE_S = 0.05  #: wait after a probe before reading the receiver's counter [s] (retried at SETTLE_S)
+RATE_COUNT = 100_000  #: frames per rate measurement
+MEASURED_CLASSES = 3  #: probes measured for the gain: deepest, middle, shallowest in the original
+
+
+@dataclass
+class OptimizeConfig:
+    ruleset: Path
+    proposal: Path | None = None  #: a hand-made rewrite to check (and measure) instead of fwlab's
+    interfaces: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_INTERFACES))
+    repetitions: int = 4
+    rate_count: int = RATE_COUNT
+    probe_count: int = PROBE_COUNT
+    classes: int = MEASURED_CLASSES
+    measure_rate: bool = True
+    seed: int = 1
+
+    def check(self) -> None:
+        if self.repetitions < 2:
+            raise SuiteError(f"--repetitions {self.repetitions}: the gain needs at least 2 rounds (A B, B A)",
+                             fix="e.g. --repetitions 4")
+        for name in ("rate_count", "probe_count", "classes"):
+            if getattr(self, name) < 1:
+                raise SuiteError(f"{name} must be at least 1", fix=f"e.g. {name} = {getattr(OptimizeConfig, name)}")
+
+
+@dataclass
+class OptimizeResult:
+    verdict: str  #: equivalent | different | nothing-to-merge
+    summary: list[str]  #: the one-screen summary
+    record: Path | None = None
+    first_difference: str | None = None
+
+
+def _nft_json(b: Bed) -> str:
+    return b.bed.host.run(["nft", "-j", "list", "ruleset"], ns=b.ctx.ns).stdout
+
+
+def _load_proposal_doc(b: Bed, prop: Proposal) -> str:
+    """Load fwlab's proposal (JSON) and return the kernel's nft-syntax listing of it."""
+    from fwlab.testbed.host import CommandFailed
+
+    b.bed.host.run(["nft", "flush", "ruleset"], ns=b.ctx.ns, check=False)
+    try:
+        b.bed.host.run(["nft", "-j", "-f", "-"], ns=b.ctx.ns, input=json.dumps(prop.doc))
+    except CommandFailed as exc:
+        raise BackendError(f"the kernel refused fwlab's proposed rewrite: {(exc.stderr or exc.message).strip()[:300]}",
+                           fix="report this as a bug in fwlab optimize; the original is unaffected") from exc
+    text = b.bed.host.run(["nft", "list", "ruleset"], ns=b.ctx.ns).stdout
+    b.bed.host.run(["nft", "flush", "ruleset"], ns=b.ctx.ns, check=False)
+    return "# fwlab optimize: proposed equivalent rule set (nft's own listing of it)\n" + text
+
+
+# -- the live equivalence check --------------------------------------------------------------------
+def _route_lines(b: Bed, c: TrafficClass) -> list[tuple[str, str]]:
+    """(address, side) routes the probe needs on the DUT (as :func:`fwlab.ruleset_run._route_class`)."""
+    p, v = c.packet.describe(), c.packet.family
+    to_side, from_side = ("server", "client") if c.direction == "c2s" else ("client", "server")
+    gw = {"client": b.addrs.client[v], "server": b.addrs.server[v]}
+    return [(a, s) for a, s in ((p["dst"], to_side), (p["src"], from_side)) if a != gw[s]]
+
+
+class Routes:
+    """The DUT's per-probe host routes: installed in one ``ip -batch`` up front, then changed only
+    when a probe needs an address on the other side than the last probe did."""
+
+    def __init__(self, b: Bed, probes: list[TrafficClass]):
+        self.b = b
+        self.side: dict[str, str] = {}
+        for c in probes:
+            for addr, s in _route_lines(b, c):
+                self.side[addr] = s
+        lines = [self._line(a, s) for a, s in self.side.items()]
+        if lines:
+            b.bed.host.run(["ip", "-batch", "-"], ns=b.ctx.ns, input="\n".join(lines) + "\n")
+
+    def _line(self, addr: str, s: str) -> str:
+        v = 6 if ":" in addr else 4
+        gw = self.b.addrs.client[v] if s == "client" else self.b.addrs.server[v]
+        return f"route replace {addr} via {gw} dev {self.b.names[s]}"
+
+    def ensure(self, c: TrafficClass) -> None:
+        for addr, s in _route_lines(self.b, c):
+            if self.side.get(addr) != s:
+                self.b.bed.host.run(["ip", *self._line(addr, s).split()], ns=self.b.ctx.ns)
+                self.side[addr] = s
+
+
+def observe(b: Bed, engine: str, routes: Routes, c: TrafficClass, count: int) -> dict:
+    """Send ``count`` packets of probe ``c``; passed | dropped | inconclusive from the receiver's
+    rx counter (an inconclusive share is retried once, slower)."""
+    routes.ensure(c)
+    res: dict = {}
+    for n, settle in ((count, PROBE_SETTLE_S), (max(count, 40), SETTLE_S)):
+        role, argv = send_args(engine, b, c, count=n, rate=str(PROBE_PPS))
+        other = "server" if role == "client" else "client"
+        r0 = _rx(b, other)
+        sent = int(_send(b, role, argv).get("offered_count") or 0)
+        time.sleep(settle)
+        arrived = _rx(b, other) - r0
+        res = {"sent": sent, "arrived": arrived, "observed": observed_verdict(sent, arrived)}
+        if res["observed"] != "inconclusive":
+            break
+    return res
+
+
+def live_differences(b: Bed, engine: str, fws: dict[str, ImportedFirewall], probes: list[TrafficClass],
+                     count: int, log=None) -> tuple[list[dict], dict | None]:
+    """Every probe through each rule set (loaded in turn): per-probe observations and the first
+    probe whose observed verdicts differ (or are inconclusive), None when all are identical."""
+    routes = Routes(b, probes)
+    seen: dict[str, dict[str, dict]] = {}
+    for name, fw in fws.items():
+        fw.flush(b.ctx)
+        fw.load(b.ctx)
+        t0 = time.perf_counter()
+        seen[name] = {c.class_id: observe(b, engine, routes, c, count) for c in probes}
+        fw.flush(b.ctx)
+        if log:
+            log(f"  {len(probes)} probes through the {name} in {time.perf_counter() - t0:.1f} s")
+    rows, first = [], None
+    a, bname = list(fws)
+    for c in probes:
+        oa, ob = seen[a][c.class_id], seen[bname][c.class_id]
+        same = oa["observed"] == ob["observed"] != "inconclusive"
+        want = "passed" if c.expected == "accept" else "dropped"
+        row = {"class_id": c.class_id, "expected": c.expected, a: oa, bname: ob, "identical": same,
+               "as_expected": oa["observed"] == want and ob["observed"] == want}
+        rows.append(row)
+        if not same and first is None:
+            first = row
+    return rows, first
+
+
+def describe_probe(c: TrafficClass) -> str:
+    p = c.packet.describe()
+    return (f"probe {c.class_id} (IPv{p['ip_version']} {p['proto']} {p['src']}:{p['sport']} -> {p['dst']}:{p['dport']}, "
+            f"{p['iif']} -> {p['oif']}; {c.rule_text or c.rule_id})")
+
+
+# -- the gain --------------------------------------------------------------------------------------
+def pick_measured(probes: list[TrafficClass], traversed: dict[str, int], n: int) -> list[TrafficClass]:
+    """The deepest probe in the original (most rules compared), the middle one, the shallowest, ...
+    up to ``n`` distinct probes, deepest first."""
+    order = sorted(probes, key=lambda c: (-traversed[c.class_id], c.class_id))
+    if len(order) <= n:
+        return order
+    idx = [0, len(order) // 2, len(order) - 1] + [round(i * (len(order) - 1) / max(n - 1, 1)) for i in range(n)]
+    out = [order[i] for i in dict.fromkeys(idx)][:n]
+    return sorted(out, key=lambda c: (-traversed[c.class_id], c.class_id))
+
+
+def _ratio_dict(num: list[float], den: list[float]) -> dict:
+    ri = ratio_interval(num, den)
+    if ri is None:
+        return {"ratio": None, "low": None, "high": None, "why": "no rate on one side"}
+    return {"ratio": ri.ratio, "low": ri.low, "high": ri.high, "confidence": ri.confidence, "n_num": ri.n_num,
+            "n_den": ri.n_den, "why": ri.why, "method": ri.method}
+
+
+def summarize_gain(measured: list[TrafficClass], traversed: dict[str, dict[str, int]],
+                   rates: dict[tuple[str, str], list[float | None]]) -> dict:
+    """Per class and for the classes' even mix: rates and gain = proposal / original with its interval.
+    The mix rate of a round = 1 / mean over classes of 1 / rate (each class an equal share of packets)."""
+    per = []
+    for c in measured:
+        a = [x for x in rates.get((c.class_id, "original"), []) if x]
+        b = [x for x in rates.get((c.class_id, "proposal"), []) if x]
+        per.append({"class_id": c.class_id, "rule_id": c.rule_id, "rule_text": c.rule_text, "expected": c.expected,
+                    "traversed_original": traversed["original"][c.class_id],
+                    "traversed_proposal": traversed["proposal"][c.class_id],
+                    "original_rate_pps": _median_range(a), "proposal_rate_pps": _median_range(b),
+                    "gain": _ratio_dict(b, a)})
+    mix: dict[str, list[float]] = {}
+    for cond in ("original", "proposal"):
+        rounds = zip(*[rates.get((c.class_id, cond), []) for c in measured]) if measured else []
+        mix[cond] = [len(r) / sum(1 / x for x in r) for r in rounds if r and all(r)]
+    return {"classes": per, "mix": {"classes": [c.class_id for c in measured],
+                                    "original_rate_pps": _median_range(mix["original"]),
+                                    "proposal_rate_pps": _median_range(mix["proposal"]),
+                                    "gain": _ratio_dict(mix["proposal"], mix["original"])},
+            "method": f"gain = mean proposal rate / mean original rate over the rounds, 95 % interval {RATIO_METHOD}"}
+
+
+def _rate_trial(rec: RunRecord, b: Bed, engine: str, routes: Routes, c: TrafficClass, cond: str, k: int,
+                cfg: OptimizeConfig, digest: str) -> float | None:
+    routes.ensure(c)
+    role, argv = send_args(engine, b, c, count=cfg.rate_count, rate="max")
+    started = utc_now()
+    error, send = None, {}
+    try:
+        send = _send(b, role, argv)
+    except FwlabError as exc:
+        error = exc.one_line()
+    elapsed = float(send.get("elapsed_s") or 0)
+    offered = int(send.get("offered_count") or 0)
+    rate = offered / elapsed if elapsed and offered else None
+    spec = {"trial_id": f"{c.class_id}-{cond}-r{k}", "suite": rec.run["suite"]["name"], "mode": "routed",
+            "backend": "imported", "class_id": c.class_id, "condition": cond, "repetition": k,
+            "ip_version": c.packet.family, "traffic": "ruleset-class", "tool": "fwlab-engine",
+            "size_bytes": 64 if c.packet.family == 4 else 78,
+            # the two conditions are told apart by layout: the original file or the proposal
+            "layout": cond, "rules": 0, "stateful_shortcut": False, "streams": 1, "rate_bps": None,
+            "duration_s": float(elapsed or 0.0)}
+    rec.append_trial(trial_record(
+        spec, kind="ruleset-class", started_utc=started,
+        metrics={"tx_pps": rate, "offered_count": offered, "duration_s": elapsed or None,
+                 "ns_per_packet": 1e9 / rate if rate else None},
+        ruleset={"digest": digest, "family": "nft (verbatim)"},
+        raw={"engine_send_json": send, "argv": argv}, error=error, extra={"class": c.to_dict()}))
+    return rate
+
+
+# -- the run -----------------------------------------------------------------------------------------
+def _fmt_gain(g: dict) -> str:
+    if g.get("ratio") is None:
+        return "–"
+    iv = f" [{g['low']:.2f}, {g['high']:.2f}]" if g.get("low") is not None else f" (no interval: {g.get('why')})"
+    return f"x{g['ratio']:.2f}{iv}"
+
+
+def _kpps(d: dict) -> str:
+    return "–" if d.get("median") is None else f"{d['median'] / 1e3:,.1f}"
+
+
+def run_optimize(cfg: OptimizeConfig, out_root: Path, *, log: TextIO | None = sys.stderr) -> OptimizeResult:
+    cfg.check()
+    text = _read(cfg.ruleset, "rule set")
+    fw_a = ImportedFirewall.from_text(text, cfg.ruleset.name)
+    given = _read(cfg.proposal, "proposal") if cfg.proposal else None
+    for fw_text, name in ((text, cfg.ruleset.name), (given, cfg.proposal.name if cfg.proposal else "")):
+        if fw_text is not None and ImportedFirewall.from_text(fw_text, name).kind != "nft":
+            raise SuiteError(f"{name} is iptables-save syntax: fwlab optimize rewrites nft rule sets",
+                             fix="translate it with 'iptables-restore-translate -f FILE', or measure it as it is "
+                                 "with 'fwlab run --ruleset'")
+    names = parse_interfaces(cfg.interfaces)
+    require_root()
+    for prog in ("ip", "ethtool", "nft"):
+        require_tool(prog)
+    from fwlab.runners.engine import require_engine
+
+    engine = require_engine()
+
+    def note(s: str) -> None:
+        if log:
+            log.write(s + "\n")
+            log.flush()
+
+    bed = Testbed(Topology(run_id=new_run_id(), mode="routed"))
+    with bed:
+        desc = bed.describe()
+        b = prepare(bed, names)
+        fw_a.load(b.ctx)  # a refusal raises here, one line; `with` removes the bed
+        try:
+            listing_a = _nft_json(b)
+            model_a = fw_a.readback(b.ctx)
+            digest_a = fw_a.digest(b.ctx)
+            fw_a.flush(b.ctx)
+            if given is not None:
+                prop = None
+                text_b = given
+                source_b = cfg.proposal.name
+            else:
+                prop = propose(listing_a)
+                if not prop.merges:
+                    return OptimizeResult("nothing-to-merge", [f"{cfg.ruleset.name}: {prop.summary()}; nothing proposed"])
+                text_b = _load_proposal_doc(b, prop)
+                source_b = "proposal.nft"
+            fw_b = ImportedFirewall.from_text(text_b, source_b)
+            fw_b.load(b.ctx)
+            model_b = fw_b.readback(b.ctx)
+            digest_b = fw_b.digest(b.ctx)
+            fw_b.flush(b.ctx)
+        finally:
+            bed.host.run(["nft", "flush", "ruleset"], ns=b.ctx.ns, check=False)
+        rules_b = sum(len(ch.rules) for ch in model_b.chains.values())
+        rules_a = sum(len(ch.rules) for ch in model_a.chains.values())
+        der_a, der_b = derive(model_a, b.addrs, seed=cfg.seed), derive(model_b, b.addrs, seed=cfg.seed)
+        probes = union_probes(der_a.classes, der_b.classes)
+        diffs = model_differences(model_a, model_b, probes)
+        head = [f"{cfg.ruleset.name}: {rules_a} rules -> {rules_b} rules"
+                + (f" ({len(prop.merges)} run(s) merged into sets)" if prop else f" (hand-made rewrite {source_b})")]
+        head += [f"  {m.describe()}" for m in (prop.merges if prop else [])][:6]
+        if prop and len(prop.merges) > 6:
+            head.append(f"  ... and {len(prop.merges) - 6} more runs")
+        for line in head:
+            note(line)
+        rec = RunRecord.create(out_root, f"optimize-{cfg.ruleset.stem}", {
+            "suite": {"name": f"optimize-{cfg.ruleset.stem}", "toml": "", "parsed": {
+                "name": f"optimize-{cfg.ruleset.stem}", "mode": ["routed"], "repetitions": cfg.repetitions,
+                "ip_versions": sorted(model_a.families()),
+                "description": f"fwlab optimize {cfg.ruleset.name}: an equivalent rewrite, its equivalence on "
+                               f"derived probes, and its gain"}},
+            "plan": {"trials": 0, "skipped": []},
+            "host": host_metadata(),
+            "beds": [{**desc, "backend": "imported", "backend_version": fw_a.version(b.ctx), "dut_interfaces": b.names}],
+        })
+        (rec.path / "proposal.nft").write_text(text_b)
+        opt = {"file": str(cfg.ruleset), "text": text, "digest": digest_a,
+               "proposal_file": str(rec.path / "proposal.nft"), "proposal_source": "fwlab" if prop else str(cfg.proposal),
+               "proposal_digest": digest_b, "rules_before": rules_a, "rules_after": rules_b,
+               "rewrite": prop.to_dict() if prop else None, "interfaces": names,
+               "derivation": {"original": der_a.to_dict(), "proposal": der_b.to_dict()},
+               "probes": [c.to_dict() for c in probes],
+               "probe": {"count": cfg.probe_count, "pps": PROBE_PPS},
+               "engine_version": engine_version()}
+        rec.run["ruleset_optimize"] = opt
+        rec.save_run()
+        summary = list(head) + [f"proposal: {rec.path / 'proposal.nft'}"]
+        try:
+            nc = der_a.not_covered
+            if nc:
+                summary.append(f"not covered by probes ({len(nc)} rules, equivalence not proven for them): "
+                               + "; ".join(f"{n.rule_id}: {n.reason}" for n in nc[:3]) + (" ..." if len(nc) > 3 else ""))
+            if diffs:
+                first = diffs[0].one_line()
+                opt["equivalence"] = {"verdict": "different", "level": "model", "first_difference": first,
+                                      "differences": len(diffs), "probes": len(probes)}
+                rec.set_status("complete")
+                return OptimizeResult("different", summary + [f"NOT equivalent (model, {len(diffs)} of {len(probes)} "
+                                                              f"probes differ): {first}"], rec.path, first)
+            note(f"  model: {len(probes)} probes ({len(der_a.classes)} from the original, "
+                 f"{len(probes) - len(der_a.classes)} more from the proposal) identical; now on the data path")
+            rows, first = live_differences(b, engine, {"original": fw_a, "proposal": fw_b}, probes,
+                                           cfg.probe_count, note)
+            by_id = {c.class_id: c for c in probes}
+            opt["live"] = rows
+            if first is not None:
+                line = (f"{describe_probe(by_id[first['class_id']])}: original {first['original']['observed']} "
+                        f"({first['original']['arrived']}/{first['original']['sent']}), proposal "
+                        f"{first['proposal']['observed']} ({first['proposal']['arrived']}/{first['proposal']['sent']})")
+                opt["equivalence"] = {"verdict": "different", "level": "data path", "first_difference": line,
+                                      "differences": sum(not r["identical"] for r in rows), "probes": len(probes)}
+                rec.set_status("complete")
+                return OptimizeResult("different", summary + [f"NOT equivalent on the data path: {line}"], rec.path, line)
+            unexpected = [r["class_id"] for r in rows if not r["as_expected"]]
+            opt["equivalence"] = {"verdict": "equivalent", "level": "model and data path", "probes": len(probes),
+                                  "not_as_expected": unexpected}
+            summary.append(f"equivalent on all {len(probes)} derived probes ({len(der_a.classes)} from the original, "
+                           f"{len(probes) - len(der_a.classes)} more from the proposal): model and data path identical")
+            if unexpected:
+                summary.append(f"  note: {len(unexpected)} probes were treated alike by both but not as the model "
+                               f"says (e.g. {unexpected[0]}): a finding about the rule set, see 'fwlab run --ruleset'")
+            rec.save_run()
+            if cfg.measure_rate and probes:
+                gain = _measure(rec, b, engine, cfg, probes, model_a, model_b, fw_a, fw_b, digest_a, digest_b, note)
+                opt["gain"] = gain
+                rounds = " ".join("AB" if k % 2 == 0 else "BA" for k in range(cfg.repetitions))
+                summary.append(f"gain = proposal rate / original rate ({cfg.rate_count} frames per measurement, "
+                               f"{cfg.repetitions} rounds {rounds}, 95 % interval):")
+                for g in gain["classes"]:
+                    summary.append(f"  {g['class_id']:>6} {g['expected']:<6} ({g['traversed_original']:>5} -> "
+                                   f"{g['traversed_proposal']} rules compared): {_kpps(g['original_rate_pps'])} -> "
+                                   f"{_kpps(g['proposal_rate_pps'])} kpps  {_fmt_gain(g['gain'])}")
+                mx = gain["mix"]
+                summary.append(f"  mix of these {len(mx['classes'])} classes: {_kpps(mx['original_rate_pps'])} -> "
+                               f"{_kpps(mx['proposal_rate_pps'])} kpps  {_fmt_gain(mx['gain'])}")
+            else:
+                opt["gain"] = None
+                opt["rate_missing"] = "not measured (--no-rate)"
+            rec.run["plan"]["trials"] = len(rec.trials())
+            rec.set_status("complete")
+        except BaseException:
+            rec.set_status("incomplete")
+            raise
+        finally:
+            bed.host.run(["nft", "flush", "ruleset"], ns=b.ctx.ns, check=False)
+    summary.append(f"record: {rec.path}  (fwlab report {rec.path})")
+    return OptimizeResult("equivalent", summary, rec.path)
+
+
+def _measure(rec, b, engine, cfg, probes, model_a, model_b, fw_a, fw_b, digest_a, digest_b, note) -> dict:
+    from fwlab.rules.imported_model import evaluate
+
+    traversed = {"original": {c.class_id: len(evaluate(model_a, c.packet).traversed) for c in probes},
+                 "proposal": {c.class_id: len(evaluate(model_b, c.packet).traversed) for c in probes}}
+    measured = pick_measured(probes, traversed["original"], cfg.classes)
+    routes = Routes(b, measured)
+    fws = {"original": (fw_a, digest_a), "proposal": (fw_b, digest_b)}
+    rates: dict[tuple[str, str], list[float | None]] = {}
+    for k in range(cfg.repetitions):
+        for cond in ("original", "proposal") if k % 2 == 0 else ("proposal", "original"):
+            fw, digest = fws[cond]
+            fw.flush(b.ctx)
+            fw.load(b.ctx)
+            for c in measured:
+                rates.setdefault((c.class_id, cond), []).append(
+                    _rate_trial(rec, b, engine, routes, c, cond, k, cfg, digest))
+            fw.flush(b.ctx)
+        note(f"  rate round {k + 1}/{cfg.repetitions} done")
+    return summarize_gain(measured, traversed, rates)
+
+
+def config_from_args(ruleset: str, *, proposal: str | None = None, interfaces: str | None = None,
+                     repetitions: int | None = None, classes: int | None = None, rate_count: int | None = None,
+                     no_rate: bool = False) -> OptimizeConfig:
+    cfg = OptimizeConfig(ruleset=Path(ruleset), proposal=Path(proposal) if proposal else None,
+                         interfaces=parse_interfaces(interfaces) if interfaces else dict(DEFAULT_INTERFACES),
+                         repetitions=4 if repetitions is None else repetitions,
+                         classes=MEASURED_CLASSES if classes is None else classes,
+                         rate_count=RATE_COUNT if rate_count is None else rate_count, measure_rate=not no_rate)
+    cfg.check()
+    return cfg

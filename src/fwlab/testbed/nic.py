@@ -1,0 +1,162 @@
+"""Data interfaces as hardware: link speed, driver, firmware, offloads, and the line rate.
+
+Owns: reading one interface's speed (``/sys/class/net/X/speed``), driver and firmware
+(``ethtool -i``) and offloads (``ethtool -k``) on whatever host holds it (local namespace or SSH),
+and the Ethernet line-rate arithmetic: a frame of F bytes (including the FCS) occupies F + 20
+bytes of wire time (preamble 7 + SFD 1 + inter-frame gap 12), so a link of S bit/s carries at most
+S / ((F + 20) x 8) frames/s. Never changes an interface.
+
+A virtual interface (veth, bridge, ...) has no line rate: the kernel reports a nominal speed for
+some of them (veth: 10000 Mb/s) that limits nothing, so fwlab records the speed as missing, with
+the reason, rather than a figure that would make "% of line rate" meaningless.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fwlab.testbed.host import Host
+
+#: bytes of wire time per Ethernet frame beyond the frame itself: preamble 7 + SFD 1 + IFG 12
+ETHERNET_OVERHEAD_BYTES = 20
+#: drivers of virtual interfaces: no physical line rate whatever speed they report
+VIRTUAL_DRIVERS = ("veth", "bridge", "tun", "dummy", "macvlan", "ipvlan", "vxlan", "802.1Q VLAN Support",
+                   "openvswitch", "team", "bonding", "wireguard", "geneve", "gre", "ipip", "loopback")
+
+
+@dataclass
+class NicInfo:
+    """One data interface as read from its host."""
+
+    role: str
+    iface: str
+    speed_mbps: int | None = None  #: link speed [Mbit/s]; None: not known (see speed_missing)
+    speed_missing: str | None = None  #: why speed_mbps is None
+    driver: str | None = None
+    driver_version: str | None = None
+    firmware: str | None = None
+    bus: str | None = None
+    offloads: dict[str, str] = field(default_factory=dict)  #: every ethtool -k feature: on/off [fixed]
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def parse_ethtool_i(text: str) -> dict[str, str]:
+    """``ethtool -i`` -> {driver, version, firmware-version, bus-info, ...}."""
+    out = {}
+    for line in text.splitlines():
+        k, sep, v = line.partition(":")
+        if sep and k.strip():
+            out[k.strip()] = v.strip()
+    return out
+
+
+def parse_ethtool_k(text: str) -> dict[str, str]:
+    """``ethtool -k`` -> {feature: "on" | "off" | "on [fixed]" ...} (the header line skipped)."""
+    out = {}
+    for line in text.splitlines():
+        if line.startswith("Features for") or ":" not in line:
+            continue
+        k, _, v = line.partition(":")
+        if v.strip():
+            out[k.strip()] = v.strip()
+    return out
+
+
+def speed_from(sys_speed: str | None, driver: str | None) -> tuple[int | None, str | None]:
+    """(speed [Mbit/s], None) or (None, why not) from ``/sys/class/net/X/speed`` and the driver."""
+    if driver in VIRTUAL_DRIVERS:
+        shown = f" (it reports a nominal {sys_speed.strip()} Mb/s)" if sys_speed and sys_speed.strip() else ""
+        return None, f"{driver} is a virtual interface without a line rate{shown}"
+    if sys_speed is None or not sys_speed.strip():
+        return None, "the interface reports no speed (/sys/class/net/X/speed unreadable: link down?)"
+    try:
+        v = int(sys_speed.strip())
+    except ValueError:
+        return None, f"unreadable speed {sys_speed.strip()!r}"
+    if v <= 0 or v == 0xFFFFFFFF:
+        return None, "the link speed is unknown to the driver (SPEED_UNKNOWN: link down or not negotiated)"
+    return v, None
+
+
+def read_nic(host: "Host", ns: str | None, role: str, iface: str) -> NicInfo:
+    """Speed, driver, firmware and offloads of ``iface`` on ``host`` (in namespace ``ns``)."""
+    info = NicInfo(role=role, iface=iface)
+    cp = host.run(["ethtool", "-i", iface], ns=ns, check=False, timeout_s=30)
+    drv = parse_ethtool_i(cp.stdout) if cp.returncode == 0 else {}
+    info.driver = drv.get("driver") or None
+    info.driver_version = drv.get("version") or None
+    info.firmware = drv.get("firmware-version") or None
+    info.bus = drv.get("bus-info") or None
+    sp = host.run(["cat", f"/sys/class/net/{iface}/speed"], ns=ns, check=False, timeout_s=30)
+    info.speed_mbps, info.speed_missing = speed_from(sp.stdout if sp.returncode == 0 else None, info.driver)
+    if cp.returncode != 0 and info.speed_mbps is None:
+        info.speed_missing = f"ethtool -i {iface} failed: {(cp.stderr or '').strip()[:100] or 'no output'}"
+    k = host.run(["ethtool", "-k", iface], ns=ns, check=False, timeout_s=30)
+    info.offloads = parse_ethtool_k(k.stdout) if k.returncode == 0 else {}
+    return info
+
+
+# -- line rate ----------------------------------------------------------------------------------
+def line_rate_pps(speed_bps: float, frame_bytes: int) -> float:
+    """Most Ethernet frames of ``frame_bytes`` (incl. FCS) per second on a link of ``speed_bps``."""
+    if speed_bps <= 0 or frame_bytes <= 0:
+        raise ValueError("speed and frame size must be positive")
+    return speed_bps / ((frame_bytes + ETHERNET_OVERHEAD_BYTES) * 8)
+
+
+def pct_of_line_rate(pps: float, frame_bytes: int, speed_bps: float) -> float:
+    """``pps`` frames/s of ``frame_bytes`` as % of the link's line rate."""
+    return 100.0 * pps / line_rate_pps(speed_bps, frame_bytes)
+
+
+@dataclass(frozen=True)
+class PathLine:
+    """The line rate that bounds a trial's path: the slowest known link, or why none is known."""
+
+    speed_bps: float | None
+    link: str | None  #: which link ("dut:enp1s0f0", or "clients: 2 x ..." for several generators)
+    missing: str | None = None
+
+    def metrics(self, pps: float | None, frame_bytes: int | None) -> dict:
+        if self.speed_bps is None or pps is None or not frame_bytes:
+            return {"line_rate_pct": None, "line_rate_missing": self.missing or "no packet rate or frame size"}
+        return {"line_rate_pct": pct_of_line_rate(pps, frame_bytes, self.speed_bps),
+                "line_rate_pps": line_rate_pps(self.speed_bps, frame_bytes),
+                "line_rate_bps": self.speed_bps, "line_rate_link": self.link,
+                "line_rate_basis": f"Ethernet: frame + {ETHERNET_OVERHEAD_BYTES} B (preamble, SFD, "
+                                   f"inter-frame gap) per frame on the slowest known link of the path"}
+
+
+def path_line(nics: list[NicInfo], generators: list[str]) -> PathLine:
+    """The slowest link of the path: every non-generator interface on its own, the generators'
+    interfaces together (their traffic adds up on the way to the DUT). Unknown speeds are left
+    out; with none known the line rate is missing, with each interface's reason."""
+    known: list[tuple[float, str]] = []
+    gen = [n for n in nics if n.role in generators]
+    if gen and all(n.speed_mbps for n in gen):
+        total = sum(n.speed_mbps for n in gen) * 1e6
+        label = (f"{gen[0].role}:{gen[0].iface}" if len(gen) == 1
+                 else f"{len(gen)} generators: " + " + ".join(f"{n.role}:{n.iface}" for n in gen))
+        known.append((total, label))
+    for n in nics:
+        if n.role not in generators and n.speed_mbps:
+            known.append((n.speed_mbps * 1e6, f"{n.role}:{n.iface}"))
+    if not known:
+        why = "; ".join(f"{n.role}:{n.iface}: {n.speed_missing}" for n in nics if n.speed_missing)
+        return PathLine(None, None, f"no link speed known ({why or 'no interfaces'})")
+    speed, link = min(known)
+    return PathLine(speed, link)
+
+
+def trial_line_rate(metrics: dict, path: PathLine) -> dict:
+    """Line-rate fields for a frame-rate trial (engine, RFC 2544: ``frame_size`` and a packet
+    rate in its metrics); {} for other trials (byte streams, transactions)."""
+    frame = metrics.get("frame_size")
+    if not frame:
+        return {}
+    pps = metrics.get("throughput_pps") if "throughput_pps" in metrics else metrics.get("rx_pps")
+    return path.metrics(pps, frame)
