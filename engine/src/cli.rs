@@ -180,6 +180,15 @@ pub struct ConnRateArgs {
     /// Transactions in flight at most (open loop: a launch beyond waits and is counted deferred)
     #[arg(long, default_value_t = 20000)]
     pub max_inflight: usize,
+    /// How the client closes after the echo and the server's FIN: fin | rst (SO_LINGER 0: one
+    /// packet fewer, and the DUT's connection-table entry ends at once instead of in TIME_WAIT)
+    #[arg(long, default_value = "fin")]
+    pub close: String,
+    /// Worker processes, each with its own epoll loop, rate / N, max_inflight / N and (with at
+    /// least N source addresses) its own share of --src; results are merged. With N > 1 the
+    /// workers are not pinned (--cpu ignored): the scheduler spreads them
+    #[arg(long, default_value_t = 1)]
+    pub workers: usize,
 }
 
 /// What to send (a JSON --profile file may set the same fields; flags win).
@@ -752,16 +761,79 @@ fn cmd_conn_rate(a: ConnRateArgs) -> Result<(), String> {
     if a.max_inflight == 0 {
         return Err("--max-inflight must be >= 1".into());
     }
-    let r = crate::conn::client::rate(crate::conn::client::RateConfig {
-        ep: a.target.endpoints()?,
-        rate_cps: Rate::parse(&a.rate_cps)?.pps(),
+    let close_rst = match a.close.as_str() {
+        "rst" => true,
+        "fin" => false,
+        o => return Err(format!("bad --close '{o}' (rst or fin)")),
+    };
+    let n = a.workers;
+    if n == 0 || n > 64 || n > a.max_inflight {
+        return Err("--workers must be 1..=64 and at most --max-inflight".into());
+    }
+    let ep = a.target.endpoints()?;
+    let rate_cps = Rate::parse(&a.rate_cps)?.pps();
+    let cfg = |ep, rate_cps: Option<f64>, max_inflight, cpu| crate::conn::client::RateConfig {
+        ep,
+        rate_cps,
         duration_s: a.duration_s,
         req_bytes: a.req_bytes,
         timeout_s: a.timeout_s,
-        max_inflight: a.max_inflight,
-        cpu: a.target.cpu,
+        max_inflight,
+        cpu,
+        close_rst,
+    };
+    if n == 1 {
+        let r = crate::conn::client::rate(cfg(ep, rate_cps, a.max_inflight, a.target.cpu))?;
+        result::print(&r);
+        return Ok(());
+    }
+    sys::install_stop_handler();
+    let ws = crate::conn::workers::spawn(n, |i, _| {
+        let mine = crate::conn::client::split_sources(&ep, i, n);
+        crate::conn::client::rate(cfg(
+            mine,
+            rate_cps.map(|r| r / n as f64),
+            (a.max_inflight / n).max(1),
+            None,
+        ))
+        .map(|r| serde_json::to_value(r).expect("json"))
     })?;
-    result::print(&r);
+    let docs = crate::conn::workers::collect(ws);
+    let mut m = crate::conn::merge_docs(
+        docs,
+        &[
+            "intended",
+            "started",
+            "succeeded",
+            "deferred",
+            "late",
+            "peak_inflight",
+            "achieved_cps",
+            "succeeded_cps",
+        ],
+        &["failed", "local_errors"],
+        &["connect_us", "transaction_us"],
+    )?;
+    let per: Vec<serde_json::Value> = m["per_worker"].as_array().cloned().unwrap_or_default();
+    let fmax = |k: &str| per.iter().filter_map(|w| w[k].as_f64()).fold(0.0, f64::max);
+    if rate_cps.is_none() {
+        m["intended"] = serde_json::Value::Null;
+    }
+    m["max_lag_ms"] = fmax("max_lag_ms").into();
+    m["drain_s"] = fmax("drain_s").into();
+    m["intended_cps"] = rate_cps.into();
+    m["sources"] = ep.srcs.len().into();
+    m["cpu"] = serde_json::Value::Null;
+    m["pinned"] = false.into();
+    m["generator_short"] = per
+        .iter()
+        .any(|w| w["generator_short"].as_bool() == Some(true))
+        .into();
+    m["interrupted"] = per
+        .iter()
+        .any(|w| w["interrupted"].as_bool() == Some(true))
+        .into();
+    result::print(&m);
     Ok(())
 }
 

@@ -228,15 +228,21 @@ def cmd_list(args) -> int:
 
 def cmd_rules(args) -> int:
     from fwlab.dut import get_backend
-    from fwlab.rules import generate, generate_kube_proxy
+    from fwlab.rules import REALWORLD_LAYOUTS, generate, generate_kube_proxy, generate_realworld
     from fwlab.runners.engine import ENGINE_PORT
-    from fwlab.testbed.topology import FLAT_PLAN, ROUTED_PLAN
+    from fwlab.testbed.topology import FLAT_PLAN, ROUTED_PLAN, Topology
 
     plan = ROUTED_PLAN if args.mode == "routed" else FLAT_PLAN
     v = args.ip_version
     if args.layout == "kube-proxy":  # --count Services of 2 endpoints, the last one the engine's
         rs = generate_kube_proxy(args.count, server_addr=plan.server(v), port=ENGINE_PORT,
                                  client_net=plan.client_net(v), server_net=plan.server_net(v), seed=args.seed)
+    elif args.layout in REALWORLD_LAYOUTS:  # the DUT's interfaces named as in a bed of run id "x"
+        topo = Topology(run_id="x", mode=args.mode)
+        rs = generate_realworld(args.layout, args.count, ip_version=v, server_addr=plan.server(v),
+                                port=ENGINE_PORT, host_addr=plan.dut_client_side4 or plan.server(v),
+                                dut_client_if=topo.dut_client_if, dut_server_if=topo.dut_server_if,
+                                client_net=plan.client_net(v), server_net=plan.server_net(v), seed=args.seed)
     else:
         rs = generate(args.count, args.layout, ip_version=v, client_net=plan.client_net(v),
                       server_net=plan.server_net(v), stateful_shortcut=args.stateful_shortcut, seed=args.seed)
@@ -356,6 +362,21 @@ def cmd_bench_engine(args) -> int:
     configs = parse_engine_configs(args.engine) if args.engine else DEFAULT_ENGINE_CONFIGS
     cfg = BenchConfig(rounds=args.rounds, seconds=args.seconds, engine_configs=configs,
                       phases=("forwarded",) if args.no_xdp else ("forwarded", "generator"), perf=args.perf)
+    res = run_bench(cfg, log=None if args.quiet else sys.stderr)
+    print(json.dumps(res, indent=2) if args.json else format_table(res))
+    return 0
+
+
+def cmd_bench_conn(args) -> int:
+    from fwlab.bench.conn import ConnBenchConfig, format_table, run_bench
+    from fwlab.testbed import require_root
+
+    require_root()
+    if args.rounds < 1 or args.seconds <= 0 or not 1 <= args.workers <= 64 or not 1 <= args.addresses <= 200:
+        raise FwlabError("--rounds must be >= 1, --seconds > 0, --workers 1..64 and --addresses 1..200",
+                         fix="e.g. --rounds 3 --seconds 3 --workers 2 --addresses 8")
+    cfg = ConnBenchConfig(rounds=args.rounds, seconds=args.seconds, workers=args.workers,
+                          addresses=args.addresses, max_inflight=args.max_inflight)
     res = run_bench(cfg, log=None if args.quiet else sys.stderr)
     print(json.dumps(res, indent=2) if args.json else format_table(res))
     return 0
@@ -503,7 +524,8 @@ def build_parser() -> argparse.ArgumentParser:
     ru = sub.add_parser("rules", help="print a generated rule set in a backend's native syntax")
     ru.add_argument("--backend", default="nftables")
     ru.add_argument("--count", type=int, default=10)
-    ru.add_argument("--layout", default="linear", choices=["linear", "set", "kube-proxy"])
+    ru.add_argument("--layout", default="linear", choices=["linear", "set", "kube-proxy", "firewalld", "docker",
+                                                           "classbench-acl"])
     ru.add_argument("--mode", default="routed", choices=["routed", "bridge"])
     ru.add_argument("--ip-version", type=int, default=4, choices=[4, 6])
     ru.add_argument("--stateful-shortcut", action="store_true")
@@ -533,6 +555,20 @@ def build_parser() -> argparse.ArgumentParser:
     be.add_argument("--json", action="store_true", help="print one JSON object (medians, ratios, raw rounds)")
     be.add_argument("-q", "--quiet", action="store_true", help="no per-measurement progress on stderr")
     be.set_defaults(func=cmd_bench_engine)
+    bc = bsub.add_parser("conn", help="connections/s of the engine's connection client: before vs scaled (needs root)",
+                         description="On a routed bed with nftables and no deny rules, run fwlab-engine conn-rate "
+                                     "closed loop, alternating round by round the client as before (1 pinned "
+                                     "process, FIN close, 1 server process) and scaled (--workers client and "
+                                     "server processes, RST close); prints each one's transactions/s and "
+                                     "scaled_vs_baseline with its 95 % interval.")
+    bc.add_argument("--rounds", type=int, default=3, help="baseline+scaled pairs (default 3)")
+    bc.add_argument("--seconds", type=float, default=3.0, help="launch window per measurement [s] (default 3)")
+    bc.add_argument("--workers", type=int, default=2, help="client and server processes when scaled (default 2)")
+    bc.add_argument("--addresses", type=int, default=8, help="client source addresses (default 8)")
+    bc.add_argument("--max-inflight", type=int, default=2000, help="transactions in flight (default 2000)")
+    bc.add_argument("--json", action="store_true", help="print one JSON object")
+    bc.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    bc.set_defaults(func=cmd_bench_conn)
     bs = bsub.add_parser("search", help="RFC 2544 binary search vs MLRsearch on the same DUT (needs root)",
                          description="Runs a suite through the orchestrator, as 'fwlab run' does: one routed bed "
                                      "with the device model (DUT on its own CPU), nftables with --rules rules, "

@@ -22,13 +22,14 @@ from pathlib import Path
 from typing import Callable, Iterable, TextIO
 
 from fwlab.dut import DutContext, get_backend
+from fwlab.dut.memory import check_headroom, meminfo, need as memory_need
 from fwlab.dut.reset import Fingerprint, fingerprint, reset
-from fwlab.errors import FwlabError, RecordError, RunnerError, SuiteError, ToolMissing
+from fwlab.errors import BackendError, FwlabError, RecordError, RunnerError, SuiteError, ToolMissing
 from fwlab.floods import FloodSpec, run_with_background
 from fwlab.results import RunRecord, build_trial, host_metadata, utc_now
 from fwlab.results.metadata import remote_host_metadata
 from fwlab.results.overhead import Phases
-from fwlab.rules import generate, generate_kube_proxy
+from fwlab.rules import REALWORLD_LAYOUTS, generate, generate_kube_proxy, generate_realworld
 import fwlab.methods  # noqa: F401  (registers the test methods beside the tools)
 from fwlab.runners import TrafficSpec, TrialEnv, get_runner
 from fwlab.runners.engine import ENGINE_PORT
@@ -39,7 +40,7 @@ from fwlab.stats.precision import PrecisionRule, adaptive_order, figure_id, outc
 from fwlab.stats.quality import flag_cpu_saturated, flag_link_limited
 from fwlab.suites import Suite, parse_suite
 from fwlab.suites.plan import TrialSpec, check_suite, expand, expand_max
-from fwlab.testbed import Offloads, Pinning, Testbed, Topology, new_run_id, require_root, require_tool
+from fwlab.testbed import LocalHost, Offloads, Pinning, Testbed, Topology, new_run_id, require_root, require_tool
 from fwlab.testbed.hosts import HostEntry, Placement, parse_hosts
 from fwlab.testbed.nic import NicInfo, PathLine, trial_line_rate
 
@@ -137,6 +138,19 @@ def preflight(suite: Suite, placement: Placement | None = None) -> None:
                                "sh", prog], check=False).returncode != 0:
                 raise ToolMissing(f"backend '{b}' needs '{prog}', which is not installed on host "
                                  f"{dut_host.name}", fix=f"install it on {dut_host.name}")
+    if dut_host is None and "direct" not in suite.mode:
+        # the largest rule set of each backend must fit in this host's memory (checked again
+        # before each load, when the other users of the host may have taken some)
+        avail_b = meminfo(LocalHost()).get("MemAvailable", 0) * 1024
+        largest: dict[tuple[str, str], int] = {}
+        for t in expand(suite, system).trials:
+            if get_backend(t.backend).loads_rules:
+                k = (t.backend, t.layout)
+                largest[k] = max(largest.get(k, 0), t.rules)
+        for (b, layout), n in sorted(largest.items()):
+            why = memory_need(b, layout, n).shortfall(avail_b)
+            if why:
+                raise BackendError(why, fix="free memory on the DUT host or lower 'rules' in the suite")
     for item in suite.traffic:
         why = get_runner(item.tool).unavailable()
         if why:
@@ -330,6 +344,17 @@ class Executor:
                                      server_addr=plan.server(spec.ip_version), port=ENGINE_PORT,
                                      client_net=plan.client_net(spec.ip_version),
                                      server_net=plan.server_net(spec.ip_version), seed=self.suite.seed)
+        elif spec.layout in REALWORLD_LAYOUTS:
+            if spec.layout in ("docker", "classbench-acl") and spec.tool != "engine":
+                raise SuiteError(f"layout {spec.layout} sends the test traffic to addresses other than the "
+                                 f"server's, which only the engine does (not {spec.tool})",
+                                 fix=f"use tool = \"engine\" with layout {spec.layout}")
+            topo = bed.topo
+            rs = generate_realworld(spec.layout, spec.rules, ip_version=spec.ip_version,
+                                    server_addr=plan.server(spec.ip_version), port=ENGINE_PORT,
+                                    host_addr=plan.dut_client_side4 or "", dut_client_if=topo.dut_client_if,
+                                    dut_server_if=topo.dut_server_if, client_net=plan.client_net(spec.ip_version),
+                                    server_net=plan.server_net(spec.ip_version), seed=self.suite.seed)
         else:
             rs = generate(spec.rules, spec.layout if spec.layout in ("linear", "set") else "linear",
                           ip_version=spec.ip_version, client_net=plan.client_net(spec.ip_version),
@@ -338,6 +363,7 @@ class Executor:
         ph.add("load_generate", time.monotonic() - t_gen)
         with ph.timed("load_flush"):
             backend.flush(ctx)
+        check_headroom(ctx.host, backend.name, rs.layout, rs.count)
         t0 = time.monotonic()
         res = backend.load(ctx, rs)
         ph.add("load_apply", res.load_s)  # the one load command
@@ -350,10 +376,20 @@ class Executor:
                 time.sleep(self.suite.settle_s)
         info = {"digest": res.digest, "family": res.family, "load_s": res.load_s,
                 "bridge_nf_call": res.bridge_nf_call, "rendered_lines": res.rendered_lines,
+                "kernel_mem_bytes": res.kernel_mem_bytes,
                 # the read the load's digest came from: the first trial's counters before
                 "_digest_family": res.digest_family, "_state": res.state}
-        if rs.layout == "kube-proxy":
-            info["target"] = rs.target  # the test service (None at 0 services: the server itself)
+        if res.notes:
+            info["notes"] = list(res.notes)
+        if rs.layout == "kube-proxy" or rs.layout in REALWORLD_LAYOUTS:
+            info["target"] = rs.target  # the test service / published port (None: the server itself)
+        if rs.flows:  # classbench-acl: the flows spread over the rules, and which rules they meet
+            info["flows"] = rs.flows
+            if rs.count <= 5000:  # O(N^2) check, under a second at 1000 rules
+                from fwlab.rules.classbench import first_matches
+                hits = first_matches(rs)
+                info["flows_rules_met"] = len({h for h in hits if h is not None})
+                info["flows_unmatched"] = sum(h is None for h in hits)
         return info
 
     def _links(self, bed: Testbed) -> dict:
@@ -385,8 +421,8 @@ class Executor:
         tspec = TrafficSpec(traffic=spec.traffic, tool=spec.tool, size_bytes=spec.size_bytes,
                             streams=spec.streams, rate_bps=spec.rate_bps, ip_version=spec.ip_version,
                             duration_s=spec.duration_s, options=dict(spec.options),
-                            target=load_info.get("target"))
-        if spec.layout == "kube-proxy" and ctx is not None:
+                            target=load_info.get("target"), flows=load_info.get("flows"))
+        if spec.layout in ("kube-proxy", "firewalld", "docker") and ctx is not None:
             # NAT rules see only a flow's first packet: every trial starts without flows, so its
             # packets (distinct source ports, option new_flows) all walk the Service rules
             with ph.timed("dut_prep"):
@@ -465,7 +501,11 @@ class Executor:
             conditions={**cond, "bridge_nf_call": load_info.get("bridge_nf_call"),
                         "tool_version": cond["tool_versions"][spec.tool]},
             raw=raw, flags=flags, error=error,
-            extra={"rendered_lines": load_info.get("rendered_lines"), **extra})
+            extra={"rendered_lines": load_info.get("rendered_lines"),
+                   "rule_kernel_mem_bytes": load_info.get("kernel_mem_bytes"),
+                   **({"ruleset_notes": load_info["notes"]} if load_info.get("notes") else {}), **extra,
+                   # classbench-acl: the flows' ranges and how many rules they meet first
+                   **{k: load_info[k] for k in ("flows", "flows_rules_met", "flows_unmatched") if k in load_info}})
         self.record.append_trial(rec)
         if self.on_trial:
             self.on_trial(rec.to_json())

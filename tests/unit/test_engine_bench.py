@@ -2,6 +2,7 @@
 ratios from recorded rounds, the table, the CLI, and the XDP object build (if clang is there)."""
 
 import json
+import os
 import shutil
 
 import pytest
@@ -102,3 +103,30 @@ def test_perf_report_parser_keeps_share_command_space_and_symbol():
                        "space": "kernel"}
     assert rows[2]["space"] == "user" and rows[2]["symbol"].endswith("PacketTx::send")
     assert len(parse_perf_report(PERF_REPORT, top=2)) == 2
+
+
+def test_bench_conn_summary_ratio_interval_and_table():
+    from fwlab.bench.conn import ConnBenchConfig, contenders, format_table, summarize_rounds
+
+    opts = contenders(ConnBenchConfig(workers=3))
+    assert opts["scaled"]["workers"] == opts["scaled"]["ports"] == 3 and opts["scaled"]["close"] == "rst"
+    assert opts["baseline"]["workers"] == 1 and opts["baseline"]["close"] == "fin"
+    rounds = [{"baseline": {"succeeded_cps": b}, "scaled": {"succeeded_cps": s}}
+              for b, s in ((10000, 21000), (11000, 21000), (9000, 20000))]
+    res = summarize_rounds(rounds, opts)
+    r = res["scaled_vs_baseline"]
+    assert r["median"] == pytest.approx(2.1) and len(r["ratios"]) == 3
+    assert r["ci95"][0] <= r["median"] <= r["ci95"][1]
+    assert res["contenders"]["baseline"]["median_cps"] == 10000
+    text = format_table(res)
+    assert "scaled_vs_baseline: 2.10 [" in text and "baseline" in text and "rst" in text
+    none = summarize_rounds([{"baseline": {"succeeded_cps": 0.0}, "scaled": {"succeeded_cps": 5.0}}], opts)
+    assert none["scaled_vs_baseline"]["median"] is None and "not measured" in format_table(none)
+
+
+def test_cli_bench_conn_args_and_bad_input():
+    from fwlab import cli
+    a = build_parser().parse_args(["bench", "conn", "--rounds", "2", "--workers", "4", "--json"])
+    assert (a.rounds, a.workers, a.json, a.addresses) == (2, 4, True, 8) and a.func.__name__ == "cmd_bench_conn"
+    if os.geteuid() == 0:
+        assert cli.main(["bench", "conn", "--workers", "0"]) == 2

@@ -8,7 +8,7 @@ from fwlab.methods.connections import CAPACITY_TRIALS, OPEN_CPS
 from fwlab.methods.recovery import ProbePlan
 from fwlab.methods.rfc2544 import SEARCH_TRIALS, parse_options
 from fwlab.runners import get_runner
-from fwlab.suites.estimate import BED_S, RULE_LOAD_S, estimate_s
+from fwlab.suites.estimate import BED_S, RULE_LOAD_S, RULE_LOAD_S_PER_ENTRY, estimate_s
 from fwlab.suites.loader import parse_suite
 from fwlab.suites.plan import check_suite, expand
 
@@ -47,5 +47,6 @@ def test_the_suite_estimate_sums_the_runners_estimates():
     per = sum(get_runner(t.tool).estimate_s(t.traffic, t.duration_s, t.streams, t.options) + 0.25
               for t in plan.trials)
     assert per == pytest.approx(len(plan.trials) * (0.5 + 1.2 + 0.25))
-    loads = {(t.bed_key, t.config_key, t.repetition) for t in plan.trials}
-    assert estimate_s(suite, plan) == pytest.approx(per + BED_S + RULE_LOAD_S * len(loads))
+    loads = {(t.bed_key, t.config_key, t.repetition, t.rules) for t in plan.trials}
+    assert estimate_s(suite, plan) == pytest.approx(per + BED_S + sum(RULE_LOAD_S + RULE_LOAD_S_PER_ENTRY * n
+                                                                      for *_, n in loads))

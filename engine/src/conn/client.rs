@@ -494,6 +494,22 @@ pub struct RateConfig {
     pub timeout_s: f64,
     pub max_inflight: usize,
     pub cpu: Option<usize>,
+    /// Close a finished transaction with RST (SO_LINGER 0) instead of FIN.
+    pub close_rst: bool,
+}
+
+/// Worker `i` of `n`'s source addresses: every n-th one starting at i when there are at least
+/// n (so no two workers share a source address and compete for its ports), else all of them.
+pub fn split_sources(ep: &Endpoints, i: usize, n: usize) -> Endpoints {
+    let srcs = if ep.srcs.len() >= n && n > 1 {
+        ep.srcs.iter().skip(i).step_by(n).copied().collect()
+    } else {
+        ep.srcs.clone()
+    };
+    Endpoints {
+        srcs,
+        ..ep.clone()
+    }
 }
 
 #[derive(Debug, Serialize, Default)]
@@ -511,6 +527,8 @@ pub struct RateResult {
     pub intended_cps: Option<f64>,
     pub duration_s: f64,
     pub req_bytes: usize,
+    /// How a finished transaction was closed: fin | rst.
+    pub close: &'static str,
     /// rate x duration; null for max.
     pub intended: Option<u64>,
     /// Transactions started (connect called); the offered load.
@@ -581,6 +599,7 @@ pub fn rate(cfg: RateConfig) -> Result<RateResult, String> {
         intended_cps: cfg.rate_cps,
         duration_s: cfg.duration_s,
         req_bytes: cfg.req_bytes,
+        close: if cfg.close_rst { "rst" } else { "fin" },
         intended: cfg.rate_cps.map(|c| (c * cfg.duration_s).round() as u64),
         ..Default::default()
     };
@@ -615,7 +634,7 @@ pub fn rate(cfg: RateConfig) -> Result<RateResult, String> {
     macro_rules! finish {
         ($i:expr, $ok:expr, $class:expr, $now:expr) => {{
             let s = &mut slots[$i];
-            close_fd(s.fd, !$ok);
+            close_fd(s.fd, !$ok || cfg.close_rst);
             s.state = R_FREE;
             s.generation = s.generation.wrapping_add(1);
             free.push($i as u32);
@@ -858,6 +877,27 @@ mod tests {
         assert_eq!(p[4].1.port(), 5601);
         let none = Endpoints { srcs: vec![], ..ep };
         assert!(none.pick(3).0.is_none());
+    }
+
+    #[test]
+    fn workers_split_the_sources() {
+        let ep = Endpoints {
+            dst: "198.19.1.1".parse().unwrap(),
+            ports: vec![5601, 5602],
+            srcs: (10..15)
+                .map(|h| format!("198.18.1.{h}").parse().unwrap())
+                .collect(),
+        };
+        let a = split_sources(&ep, 0, 2);
+        let b = split_sources(&ep, 1, 2);
+        assert_eq!(a.srcs.len() + b.srcs.len(), 5);
+        assert_eq!(a.srcs[1].to_string(), "198.18.1.12");
+        assert_eq!(b.srcs[0].to_string(), "198.18.1.11");
+        assert!(a.srcs.iter().all(|x| !b.srcs.contains(x)));
+        // fewer sources than workers: every worker uses all of them
+        assert_eq!(split_sources(&ep, 3, 8).srcs.len(), 5);
+        assert_eq!(split_sources(&ep, 0, 1).srcs, ep.srcs);
+        assert_eq!(a.ports, ep.ports);
     }
 
     #[test]

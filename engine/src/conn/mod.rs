@@ -583,6 +583,7 @@ mod loopback_tests {
             timeout_s: 2.0,
             max_inflight: 1000,
             cpu: None,
+            close_rst: false,
         })
         .unwrap();
         assert_eq!(r.intended, Some(200));
@@ -626,6 +627,7 @@ mod loopback_tests {
             timeout_s: 1.0,
             max_inflight: 100,
             cpu: None,
+            close_rst: true,
         })
         .unwrap();
         assert_eq!(r.started, 50);

@@ -14,7 +14,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from fwlab.errors import BackendError
+from fwlab.dut.memory import kernel_kib, meminfo
+from fwlab.errors import BackendError, FwlabError
 from fwlab.registry import Registry
 from fwlab.rules.model import RuleSet
 from fwlab.testbed.host import CommandFailed, Host, LocalHost
@@ -43,12 +44,21 @@ class LoadResult:
     bridge_nf_call: bool | None  #: br_netfilter setting the rule set needs in bridge mode
     rendered_lines: int  #: lines of native text loaded
     notes: tuple[str, ...] = field(default_factory=tuple)
+    #: host-wide kernel memory (Slab + VmallocUsed + Percpu) after minus before the load
+    #: command [bytes]; None when it could not be read (see fwlab.dut.memory)
+    kernel_mem_bytes: int | None = None
     #: the family string the digest was computed with (pass it to :meth:`Backend.read_state`)
     digest_family: str = ""
     #: the counters read back with the digest, right after the load (None: not read)
     state: "RuleState | None" = None
     #: time.monotonic() when the load command returned (the rule set in force from then on)
     applied_monotonic: float | None = None
+
+
+def command_timeout_s(rs: RuleSet) -> float:
+    """Time a load or listing command of ``rs`` may take [s]: 120 s plus 1 s per 2,000 entries
+    (a 1,000,000-element set loads in ~10 s here, lists in ~90 s on a busy host)."""
+    return 120.0 + rs.count / 2000
 
 
 @dataclass(frozen=True)
@@ -175,6 +185,10 @@ class Backend(ABC):
             v = "1" if bnf else "0"
             for fam in ("iptables", "ip6tables", "arptables"):
                 ctx.host.run(["sysctl", "-q", "-w", f"net.bridge.bridge-nf-call-{fam}={v}"], ns=ctx.ns)
+        try:
+            k0 = kernel_kib(meminfo(ctx.host))
+        except (FwlabError, OSError):
+            k0 = None
         t0 = time.perf_counter()
         try:
             self._apply(ctx, text, rs)
@@ -185,12 +199,23 @@ class Backend(ABC):
                                    "netfilter support") from exc
         load_s = time.perf_counter() - t0
         applied = time.monotonic()
+        kmem = None
+        if k0 is not None:
+            try:
+                kmem = (kernel_kib(meminfo(ctx.host)) - k0) * 1024
+            except (FwlabError, OSError):
+                kmem = None
         family = self.family(rs, ctx.mode)
         state = self.read_state(ctx, family)  # the digest and the counters at load, one read
         return LoadResult(load_s=load_s, digest=state.digest,
                           family=family, bridge_nf_call=bnf,
-                          rendered_lines=text.count("\n"), digest_family=family, state=state,
+                          rendered_lines=text.count("\n"), notes=self.load_notes(rs),
+                          kernel_mem_bytes=kmem, digest_family=family, state=state,
                           applied_monotonic=applied)
+
+    def load_notes(self, rs: RuleSet) -> tuple[str, ...]:
+        """Notes on what the load's read-back of ``rs`` leaves out (default: nothing)."""
+        return ()
 
 
 BACKENDS: Registry[Backend] = Registry("backend", BackendError)

@@ -15,13 +15,19 @@ later reads skip the listing while the kernel's rule-set generation id is the on
 taken at (fwlab.dut.nft_netlink): the counters come from the kernel's rule dump (milliseconds,
 where nft takes seconds at 10,000 rules) and the digest stays the listing's — any change of the
 rule set changes the generation and brings the full listing back.
+
+Large sets: above ``FULL_LISTING_MAX`` set elements the listing is ``nft --terse`` (set elements
+left out: listing a 1,000,000-element set takes ~60-90 s here, the terse listing 0.02 s), so
+the load's digest covers the rules and the set's declaration, not its elements, and the load
+says so in a note.
 """
 
 from __future__ import annotations
 
 import re
 
-from fwlab.dut.base import Backend, DutContext, RuleState, listing_digest, register, sum_by_class
+from fwlab.dut.base import (Backend, DutContext, RuleState, command_timeout_s, listing_digest, register,
+                           sum_by_class)
 from fwlab.dut.nft_netlink import NetlinkUnavailable, NftNetlink
 from fwlab.rules.kubeproxy import nft_endpoint_chain, nft_service_chain
 from fwlab.rules.model import RuleSet
@@ -29,6 +35,10 @@ from fwlab.testbed.host import LocalHost
 
 TABLE = "fwlab"
 CHAIN = "forward"
+#: set elements up to which the load's digest covers the elements read back from the kernel
+FULL_LISTING_MAX = 100_000
+#: set elements up to which the load's digest covers the elements read back from the kernel
+FULL_LISTING_MAX = 100_000
 ND_TYPES = "nd-neighbor-solicit, nd-neighbor-advert, nd-router-solicit, nd-router-advert"
 
 
@@ -56,7 +66,7 @@ def _ipkw(v: int) -> str:
 
 class Nftables(Backend):
     name = "nftables"
-    layouts = ("linear", "set", "kube-proxy")
+    layouts = ("linear", "set", "kube-proxy", "firewalld", "classbench-acl")
     tools = ("nft",)
     summary = "nftables forward chain (ip/ip6; bridge family in bridge mode), linear rules or one set"
     clean_reset = True  # tests/netns/test_bed_reset.py
@@ -65,10 +75,14 @@ class Nftables(Backend):
                     system: str | None = None) -> str | None:
         if layout == "kube-proxy" and mode != "routed":
             return "the kube-proxy layout DNATs at the DUT's IP layer: routed mode only"
+        if layout in ("firewalld", "classbench-acl") and mode != "routed":
+            return f"the {layout} layout works at the DUT's IP layer: routed mode only"
         return super().unsupported(layout, mode, stateful_shortcut, system)
 
     def table_family(self, rs: RuleSet, mode: str) -> str:
-        if rs.layout == "kube-proxy":
+        if rs.layout == "firewalld":
+            return "inet"
+        if rs.layout in ("kube-proxy", "classbench-acl"):
             return "ip"
         if mode == "bridge" and not rs.stateful_shortcut:
             return "bridge"
@@ -118,9 +132,67 @@ class Nftables(Backend):
         out.append("}")
         return "\n".join(out) + "\n"
 
+    def render_firewalld(self, rs: RuleSet) -> str:
+        """firewalld's nftables backend for zone public on the forward path (fwlab.rules.firewalld).
+        Only the test rich rule and the final reject carry a counter (firewalld writes none)."""
+        z = rs.meta.get("zone", "public")
+        fwd = f"filter_FWD_{z}"
+        out = ["flush ruleset", "table inet firewalld {"]
+        out += ["  chain filter_FORWARD {", "    type filter hook forward priority filter + 10; policy accept;",
+                "    ct state { established, related } accept", "    ct status dnat accept",
+                '    iifname "lo" accept', "    ct state invalid drop", "    jump filter_FORWARD_ZONES",
+                '    counter reject with icmpx admin-prohibited comment "default"', "  }"]
+        out.append("  chain filter_FORWARD_ZONES {")
+        out += [f'    iifname "{i}" goto {fwd}' for i in rs.meta.get("zone_ifaces", ())]
+        out += [f"    goto {fwd}", "  }"]
+        parts = ("pre", "log", "deny", "allow", "post")
+        out.append(f"  chain {fwd} {{")
+        out += [f"    jump {fwd}_{p}" for p in parts]
+        out.append("  }")
+        last = len(rs.items) - 1
+        for p in parts:
+            out.append(f"  chain {fwd}_{p} {{")
+            for i, r in enumerate(rs.items):
+                if (p == "allow") != (r.action == "accept") or p not in ("allow", "deny"):
+                    continue
+                m = f"ip saddr {r.src} {r.proto} dport {r.port}"
+                if r.action == "accept":
+                    tag = ' counter accept comment "permit-rich"' if i == last else " accept"
+                    out.append(f"    {m} ct state {{ new, untracked }}{tag}")
+                else:
+                    out.append(f"    {m} reject with icmpx admin-prohibited")
+            out.append("  }")
+        out.append("}")
+        return "\n".join(out) + "\n"
+
+    def render_classbench(self, rs: RuleSet) -> str:
+        """The ACL (fwlab.rules.classbench) on the prerouting hook before NAT, every rule counted
+        (comment permit-acl-<k>), a final drop of the probe sources, then the DNAT of every probe
+        to the server's engine port."""
+        out = ["flush ruleset", f"table ip {TABLE} {{", "  chain acl {",
+               "    type filter hook prerouting priority mangle; policy accept;"]
+        for k, r in enumerate(rs.items):
+            m = [f"ip saddr {r.src}" if not r.src.endswith("/0") else "",
+                 f"ip daddr {r.dst}" if not r.dst.endswith("/0") else ""]
+            if r.proto != "any":
+                m.append(f"meta l4proto {r.proto}")
+                if r.dport != (0, 65535):
+                    lo, hi = r.dport
+                    m.append(f"{r.proto} dport {lo}" if lo == hi else f"{r.proto} dport {lo}-{hi}")
+            out.append("    " + " ".join(x for x in m if x) + f' counter accept comment "permit-acl-{k}"')
+        out.append(f'    ip saddr {rs.meta["probe_sources"]} counter drop comment "default"')
+        out += ["  }", "  chain probes-dnat {", "    type nat hook prerouting priority dstnat; policy accept;",
+                f'    ip saddr {rs.meta["probe_sources"]} meta l4proto udp dnat to {rs.meta["server"]}:{rs.meta["port"]}',
+                "  }", "}"]
+        return "\n".join(out) + "\n"
+
     def render(self, rs: RuleSet, mode: str) -> str:
         if rs.layout == "kube-proxy":
             return self.render_kube_proxy(rs)
+        if rs.layout == "firewalld":
+            return self.render_firewalld(rs)
+        if rs.layout == "classbench-acl":
+            return self.render_classbench(rs)
         fam = self.table_family(rs, mode)
         ip = _ipkw(rs.ip_version)
         addr_type = "ipv4_addr" if rs.ip_version == 4 else "ipv6_addr"
@@ -154,10 +226,24 @@ class Nftables(Backend):
         return "\n".join(out) + "\n"
 
     def _apply(self, ctx: DutContext, text: str, rs: RuleSet) -> None:
-        ctx.host.run(["nft", "-f", "-"], ns=ctx.ns, input=text)
+        self.__dict__.setdefault("_terse", {})[ctx.ns] = self._large(rs)
+        ctx.host.run(["nft", "-f", "-"], ns=ctx.ns, input=text, timeout_s=command_timeout_s(rs))
+
+    @staticmethod
+    def _large(rs: RuleSet) -> bool:
+        """Whether ``rs`` is read back tersely (its set elements left out)."""
+        return rs.layout == "set" and rs.count > FULL_LISTING_MAX
+
+    def load_notes(self, rs: RuleSet) -> tuple[str, ...]:
+        if self._large(rs):
+            return (f"digest of the terse listing: the {rs.count:,} set elements were not read "
+                    f"back (listing them takes minutes); the rendered text holds them",)
+        return ()
 
     def _read(self, ctx: DutContext) -> tuple[dict[str, int], str]:
-        return parse_ruleset_text(ctx.host.run(["nft", "list", "ruleset"], ns=ctx.ns).stdout)
+        terse = self.__dict__.setdefault("_terse", {}).get(ctx.ns, False)
+        argv = ["nft", "-t", "list", "ruleset"] if terse else ["nft", "list", "ruleset"]
+        return parse_ruleset_text(ctx.host.run(argv, ns=ctx.ns, timeout_s=None).stdout)
 
     def listing(self, ctx: DutContext) -> str:
         return self._read(ctx)[1]
@@ -183,6 +269,7 @@ class Nftables(Backend):
         if nl is not None:
             nl.close()
         self.__dict__.setdefault("_listed", {}).pop(ctx.ns, None)
+        self.__dict__.setdefault("_terse", {}).pop(ctx.ns, None)
 
     def read_state(self, ctx: DutContext, family: str) -> RuleState:
         nl = self._netlink(ctx)

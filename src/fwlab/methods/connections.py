@@ -52,6 +52,37 @@ def limit_cause(trial: dict | None, ct: dict | None) -> str | None:
     return "; ".join(parts) or None
 
 
+#: kernel memory one held connection costs here, both ends and the DUT's table entry [bytes]:
+#: two TCP sockets (~2.3 kB tcp_sock + file/inode ~0.8 kB each) and a conntrack entry (~0.3 kB)
+PER_CONNECTION_B = 7000
+PORTS_PER_TUPLE = 65536 - 1024  #: the client's port range per (source, server address, server port)
+
+
+def capacity_ceilings(*, addresses: int, server_ports: int, conntrack_max: int | None, tracked: bool | None,
+                      mem_available_b: int | None) -> dict[str, Any]:
+    """What bounds the connections a capacity trial can hold on this bed, before the DUT's own
+    behaviour: the client's 4-tuples (source addresses x server ports x port range), the DUT's
+    connection table when its rule set tracks connections (``tracked`` None: not known yet; on
+    this kernel the namespace's limit is the host's nf_conntrack_max), and memory. Returns each
+    ceiling, the lowest and its reason in words."""
+    ceilings: dict[str, int | None] = {
+        "source_ports": addresses * server_ports * PORTS_PER_TUPLE,
+        "conntrack_table": conntrack_max if (conntrack_max and tracked is not False) else None,
+        "memory": mem_available_b // PER_CONNECTION_B if mem_available_b else None,
+    }
+    why = {
+        "source_ports": f"{addresses} client addresses x {server_ports} server ports x {PORTS_PER_TUPLE} ports",
+        "conntrack_table": (f"the DUT's connection table (nf_conntrack_max {conntrack_max}: the host's value, "
+                            f"read-only in a namespace; raising it needs allow_host_sysctl)"
+                            + ("" if tracked else ", if the rule set tracks connections")),
+        "memory": f"memory ({(mem_available_b or 0) / 2**30:.1f} GiB available / ~{PER_CONNECTION_B} B per connection)",
+    }
+    known = {k: v for k, v in ceilings.items() if v is not None}
+    low = min(known, key=known.get) if known else None
+    return {"ceilings": ceilings, "ceiling_connections": known.get(low) if low else None,
+            "ceiling_reason": why[low] if low else None}
+
+
 def _last_failing(sr: SearchResult, trials: list[dict], key: str) -> dict | None:
     """The measurer's record of the failed trial at the search's upper bound."""
     if sr.upper_bound_pps is None:
@@ -198,8 +229,21 @@ class ConnRunner(Runner):
                 env.note("conn: HOST sysctl changed for this trial, restored after it: "
                          + ", ".join(f"{k} {v['old']} -> {v['new']}" for k, v in sysctl_log.items()))
             ct0 = conn.read_conntrack(bed)
+            ceil = capacity_ceilings(addresses=len(srcs), server_ports=conn.workers_for(conn.capacity_top(o)),
+                                     conntrack_max=ct0["nf_conntrack_max"], tracked=None,
+                                     mem_available_b=conn.mem_available_b(bed))
+            if ceil["ceiling_connections"] is not None and conn.capacity_top(o) > ceil["ceiling_connections"]:
+                env.note(f"conn: {conn.capacity_top(o):,} connections asked for, at most "
+                         f"{ceil['ceiling_connections']:,} possible here: {ceil['ceiling_reason']}")
             cap, upper, sr_dict, irregular, ramp = self._capacity_search(m, o)
             conn.flush_conntrack(bed)
+        # now known: did the DUT track the held connections (its table filled during a hold)?
+        held_counts = [(t.get("conntrack_held") or {}).get("nf_conntrack_count") for t in m.trials]
+        if any(c is not None for c in held_counts):
+            ceil = capacity_ceilings(addresses=len(srcs), server_ports=conn.workers_for(conn.capacity_top(o)),
+                                     conntrack_max=ct0["nf_conntrack_max"],
+                                     tracked=any((c or 0) > 100 for c in held_counts),
+                                     mem_available_b=conn.mem_available_b(bed))
         passing = next((t for t in reversed(m.trials) if cap is not None and t["count"] == cap), None)
         failing = None
         if upper is not None:
@@ -222,6 +266,9 @@ class ConnRunner(Runner):
             "workers": pc.get("workers", 1),
             "addresses": len(srcs),
             "limit_cause": limit_cause(failing, ct0) if upper is not None else None,
+            "ceiling_connections": ceil["ceiling_connections"],
+            "ceiling_reason": ceil["ceiling_reason"],
+            "ceilings": ceil["ceilings"],
             "host_sysctls": sysctl_log or None,
         }
         flags = []
@@ -231,6 +278,10 @@ class ConnRunner(Runner):
                           "message": "host-global " + ", ".join(f"{k} {v['old']} -> {v['new']}"
                                                                 for k, v in sysctl_log.items())
                                      + (" for this trial, restored" if restored else " NOT restored")})
+        if ceil["ceiling_connections"] is not None and conn.capacity_top(o) > ceil["ceiling_connections"]:
+            flags.append({"code": "capacity-ceiling", "severity": "info",
+                          "message": f"{conn.capacity_top(o):,} connections asked for, at most "
+                                     f"{ceil['ceiling_connections']:,} possible on this bed: {ceil['ceiling_reason']}"})
         if "max_load_passed" in irregular:
             flags.append({"code": "max-load-passed", "severity": "warning",
                           "message": f"all {conn.capacity_top(o)} connections held: the DUT may hold more"})

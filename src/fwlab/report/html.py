@@ -40,6 +40,11 @@ def _fmt(v, digits=1):
     return f"{v:.{digits}f}"
 
 
+def _rate_text(label: str, metric: str, value: float) -> str:
+    name, unit, scale = METRIC_INFO.get(metric, (metric, "", 1.0))
+    return f"{label}: {value * scale:.4g} {unit}".strip()
+
+
 def _table(headers: list[str] | None, rows: list[list], left: int = 1) -> str:
     """An HTML table; ``headers`` None for a key-value table without a header row."""
     out = ["<div class='scroll'><table>"]
@@ -263,12 +268,19 @@ def render(run: dict, trials: list[TrialRecord], cs: list[Curve], summary_csv_na
         lt = [r for r in lt_all if str(r["mode"]) == mode]
         if len(modes) > 1:
             parts.append(f"<h3>{esc(mode)} mode</h3>")
-        svg = plots.load_time_plot(lt)
-        if svg:
-            parts.append("<div class='plot'>" + svg + "</div>")
-        parts.append(_table(["backend", "layout", "established first", "rules", "load time [ms]", "loads"],
+        for svg in (plots.load_time_plot(lt), plots.kernel_memory_plot(lt)):
+            if svg:
+                parts.append("<div class='plot'>" + svg + "</div>")
+        parts.append(_table(["backend", "layout", "established first", "rules", "load time [ms]", "loads",
+                             "kernel memory [MiB]", "rate (median)"],
                             [[esc(r["backend"]), esc(r["layout"]), "yes" if r["stateful_shortcut"] else "no",
-                              r["rules"], _fmt(r["load_s_median"] * 1e3, 1), r["loads"]] for r in lt], left=3))
+                              r["rules"], _fmt(r["load_s_median"] * 1e3, 1), r["loads"],
+                              "—" if r.get("kernel_mem_bytes_median") is None
+                              else _fmt(r["kernel_mem_bytes_median"] / 2**20, 1),
+                              esc("; ".join(_rate_text(lbl, m, v) for lbl, (m, v) in sorted(r.get("rates", {}).items()))
+                                  or "—")] for r in lt], left=3))
+        parts.append("<p class='muted'>Kernel memory: host-wide /proc/meminfo Slab + VmallocUsed + Percpu "
+                     "after minus before the one load command (other activity on the host is in it too).</p>")
 
     # quality and conditions
     flagged = [t for t in trials if t.flags]

@@ -103,6 +103,31 @@ def load_time_plot(rows: list[dict]) -> str | None:
     return _svg(fig)
 
 
+def kernel_memory_plot(rows: list[dict]) -> str | None:
+    """Kernel-memory delta of each rule set's load vs its rule count (rows of load_times)."""
+    series: dict[str, list[tuple[int, float]]] = {}
+    for r in rows:
+        mem = r.get("kernel_mem_bytes_median")
+        if r["rules"] <= 0 or mem is None or mem <= 0:
+            continue
+        name = f"{r['backend']} {r['layout']}" + (" +established" if r["stateful_shortcut"] else "")
+        series.setdefault(name, []).append((r["rules"], mem / 2**20))
+    if not series:
+        return None
+    fig, ax = plt.subplots(figsize=(8.0, 4.0), dpi=100)
+    for name, pts in sorted(series.items()):
+        pts.sort()
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", markersize=4, label=name)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("Rules in the rule set")
+    ax.set_ylabel("Kernel memory of the load [MiB]")
+    ax.set_title("Host kernel memory (Slab + VmallocUsed + Percpu) added by the load")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    return _svg(fig)
+
+
 def latency_ccdf(curves: list[tuple[str, list[tuple[float, float]], int]], title: str,
                  quantity: str = "One-way latency", unit_name: str = "packets") -> str:
     """Latency distributions on a log tail: x = latency [µs] (log), y = fraction of packets

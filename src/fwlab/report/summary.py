@@ -75,18 +75,32 @@ def per_rule_costs(cs: list[Curve]) -> list[dict]:
 
 
 def load_times(cs: list[Curve]) -> list[dict]:
-    """Median rule-set load time per backend/layout and rule count (one load serves many trials)."""
+    """Median rule-set load time per backend/layout and rule count (one load serves many trials),
+    beside the median host kernel-memory delta of those loads and the median primary rate of
+    the trials that ran on the rule set (per traffic item: ``rates``)."""
     acc: dict[tuple, list[float]] = {}
+    mem: dict[tuple, list[int]] = {}
+    rates: dict[tuple, dict[str, tuple[str, float]]] = {}
     for c in cs:
         if c.k["backend"] == "none":
             continue
+        metric = primary_metric(c)
         for n, p in c.points.items():
-            acc.setdefault((c.k["mode"], c.k["backend"], c.k["layout"], c.k["stateful_shortcut"], n), []).extend(p.load_s)
+            key = (c.k["mode"], c.k["backend"], c.k["layout"], c.k["stateful_shortcut"], n)
+            acc.setdefault(key, []).extend(p.load_s)
+            mem.setdefault(key, []).extend(p.kernel_mem_bytes)
+            med = p.median(metric)
+            if med is not None:
+                rates.setdefault(key, {})[c.traffic_label] = (metric, med)
     rows = []
-    for (mode, be, lay, sc, n), v in sorted(acc.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
+    for key, v in sorted(acc.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
+        mode, be, lay, sc, n = key
         if v:
+            m = mem.get(key) or []
             rows.append({"mode": mode, "backend": be, "layout": lay, "stateful_shortcut": sc,
-                         "rules": n, "load_s_median": statistics.median(v), "loads": len(v)})
+                         "rules": n, "load_s_median": statistics.median(v), "loads": len(v),
+                         "kernel_mem_bytes_median": statistics.median(m) if m else None,
+                         "rates": rates.get(key, {})})
     return rows
 
 

@@ -34,6 +34,7 @@ class Point:
     values: dict[str, list[float]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     load_s: list[float] = field(default_factory=list)
+    kernel_mem_bytes: list[int] = field(default_factory=list)  #: per load (see fwlab.dut.memory)
     flags: list[str] = field(default_factory=list)
     digests: set[str] = field(default_factory=set)  #: rule-set digests read back from the kernel
 
@@ -99,6 +100,9 @@ def curves(trials: Iterable[Mapping | TrialRecord], kinds: tuple[str, ...] = CUR
                 p.values.setdefault(m, []).append(float(v))
         if t.rule_load_s is not None and t.repetition is not None:
             p.load_s.append(float(t.rule_load_s))
+            mem = (t.extra or {}).get("rule_kernel_mem_bytes")
+            if mem is not None:
+                p.kernel_mem_bytes.append(int(mem))
         p.flags.extend(t.flag_codes)
         if t.ruleset_digest:
             p.digests.add(t.ruleset_digest)

@@ -139,6 +139,11 @@ class ConnectionsMetrics(_Metrics):
     workers: int | None = Field(None, description="generator workers")
     limit_cause: str | None = Field(None, description="what stopped the capacity (conntrack table, generator, ...)")
     host_sysctls: dict[str, Any] | None = Field(None, description="host-global sysctls changed for the trial")
+    ceiling_connections: int | None = Field(
+        None, description="capacity: the most connections this bed allows before the DUT's own behaviour")
+    ceiling_reason: str | None = Field(None, description="capacity: what sets ceiling_connections, in words")
+    ceilings: dict[str, int | None] | None = Field(
+        None, description="capacity: each ceiling (source_ports, conntrack_table, memory; null: none)")
 
 
 class TransactionsMetrics(_Rates):

@@ -89,7 +89,8 @@ def _port_intervals(text: str) -> list[Interval]:
     return out
 
 
-def _parse_rule_args(tokens: list[str], ipver: int, ipsets: dict, rule: Rule) -> None:
+def _parse_rule_args(tokens: list[str], ipver: int, ipsets: dict, rule: Rule,
+                     chains: frozenset[str] | set[str] = frozenset()) -> None:
     proto: str | None = None
     i = 0
     neg = False
@@ -156,7 +157,11 @@ def _parse_rule_args(tokens: list[str], ipver: int, ipsets: dict, rule: Rule) ->
             while j < len(tokens) and tokens[j].startswith("--"):  # target options
                 j += 2
             step = j - i
-            if target in ("ACCEPT", "DROP", "REJECT"):
+            if target in chains and target not in ("ACCEPT", "DROP", "REJECT", "RETURN"):
+                # a declared chain, even when its name is upper case (DOCKER, KUBE-SERVICES)
+                rule.verdict = "goto" if t in ("-g", "--goto") else "jump"
+                rule.target = target
+            elif target in ("ACCEPT", "DROP", "REJECT"):
                 rule.verdict = target.lower()
             elif target == "RETURN":
                 rule.verdict = "return"
@@ -223,7 +228,7 @@ def parse_iptables_save(text: str, ipver: int = 4, ipset_text: str | None = None
         rule = Rule(rule_id=f"filter {cname} #{index[cname]}", chain=cname, text=s, has_counter=True,
                     counter_key=("filter", cname, index[cname]))
         try:
-            _parse_rule_args(tok[2:], ipver, ipsets, rule)
+            _parse_rule_args(tok[2:], ipver, ipsets, rule, chains.keys())
         except ValueError as exc:
             raise BackendError(f"iptables-save file line {n}: {exc}", fix="check the rule's addresses and ports") from exc
         chains[cname].rules.append(rule)

@@ -35,6 +35,10 @@ class TrafficSpec:
     #: address and port to send to instead of the server's (a Service ClusterIP the DUT DNATs to
     #: the server, layout kube-proxy); None: the server itself. Only the engine runner honours it.
     target: tuple[str, int] | None = None
+    #: flows spread over a rule set (layout classbench-acl): source, destination and destination
+    #: port ranges ("A-B") walked together, flow i the i-th of each; None: one destination. Only
+    #: the engine runner honours it (its packet backend: any source address).
+    flows: dict | None = None
 
 
 @dataclass

@@ -29,6 +29,7 @@ import ipaddress
 import math
 import os
 import shutil
+import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field, replace
@@ -70,6 +71,8 @@ RATE_DEFAULTS: dict[str, Any] = {
     "max_inflight": 18000,
     "addresses": 4,
     "ports": 1,
+    "workers": 1,  # client worker processes (engine conn-rate --workers): each rate / N, its own sources
+    "close": "fin",  # how the client closes a finished transaction: fin | rst (SO_LINGER 0)
 }
 
 CAPACITY_DEFAULTS: dict[str, Any] = {
@@ -126,6 +129,9 @@ def check_options(kind: str, options: dict[str, Any]) -> dict[str, Any]:
         num("max_inflight", 1, 1_000_000, integer=True, none_ok=False)
         num("addresses", 1, MAX_ADDRESSES, integer=True, none_ok=False)
         num("ports", 1, 64, integer=True, none_ok=False)
+        num("workers", 1, 64, integer=True, none_ok=False)
+        if o["close"] not in ("fin", "rst"):
+            raise ValueError(f"conn_rate option close = {o['close']!r} must be \"fin\" or \"rst\"")
     else:
         if o["search"] not in ("ramp", "binary", "none"):
             raise ValueError(f"conn_capacity option search = {o['search']!r} must be ramp, binary or none")
@@ -228,6 +234,15 @@ def read_conntrack(bed: "Testbed") -> dict[str, int | None]:
     return out
 
 
+def mem_available_b(bed: "Testbed") -> int | None:
+    """The host's MemAvailable [bytes] (None when unreadable)."""
+    cp = bed.host.run(["cat", "/proc/meminfo"], check=False)
+    for line in cp.stdout.splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) * 1024
+    return None
+
+
 def flush_conntrack(bed: "Testbed") -> bool:
     """Empty the DUT's connection table (``conntrack -F``); False when the tool is missing."""
     if not bed.topo.has_dut or shutil.which("conntrack") is None:
@@ -307,17 +322,21 @@ def _client_cpu(bed: "Testbed") -> list[str]:
     return ["--cpu", str(c)] if c is not None else []
 
 
-def run_rate(bed: "Testbed", *, ip_version: int, rate_cps: float, duration_s: float, o: dict,
+def run_rate(bed: "Testbed", *, ip_version: int, rate_cps: float | None, duration_s: float, o: dict,
              srcs: list[str]) -> tuple[dict, dict | None, dict, dict]:
     """One conn-rate trial: flush the DUT's table, server up, client run, server down.
+    ``rate_cps`` None: closed loop, as fast as the client goes with ``max_inflight`` in flight.
     Returns (client doc, server doc, conntrack before, conntrack after)."""
     engine = require_engine()
     flush_conntrack(bed)
     ct_before = read_conntrack(bed)
+    workers = int(o.get("workers", 1))
     args = [engine, "conn-rate", "--dst", bed.topo.plan.server(ip_version), "--port", ports_arg(o["ports"]),
-            "--src", src_arg(srcs), "--rate-cps", f"{rate_cps:.3f}", "--duration-s", f"{duration_s:.3f}",
+            "--src", src_arg(srcs), "--rate-cps", "max" if rate_cps is None else f"{rate_cps:.3f}",
+            "--duration-s", f"{duration_s:.3f}",
             "--req-bytes", str(o["req_bytes"]), "--timeout-s", f"{o['timeout_s']}",
-            "--max-inflight", str(o["max_inflight"]), *_client_cpu(bed)]
+            "--max-inflight", str(o["max_inflight"]), "--close", o.get("close", "fin"),
+            "--workers", str(workers), *(_client_cpu(bed) if workers == 1 else [])]
     with ConnServer(bed, ip_version, o["ports"], duration_s + o["timeout_s"] + 60) as srv:
         cp = bed.host.run(args, ns=bed.ns("client"), check=False, timeout_s=duration_s + o["timeout_s"] + 60)
         ct_after = read_conntrack(bed)
@@ -360,11 +379,12 @@ def run_hold(bed: "Testbed", *, ip_version: int, count: int, o: dict, srcs: list
                 if os.path.exists(held):
                     ct_held = read_conntrack(bed)
                 left = max(5.0, deadline - time.monotonic())
+                # read while waiting: with many workers the merged JSON outgrows the pipe's 64 KiB,
+                # and a client blocked writing it never exits (found at 1,000,000 connections)
                 try:
-                    cl.proc.wait(timeout=left)
-                except Exception:  # noqa: BLE001  (timeout: stop it below)
-                    pass
-                out, err = cl.stop(sig=2, wait_s=30.0)
+                    out, err = cl.proc.communicate(timeout=left)
+                except subprocess.TimeoutExpired:
+                    out, err = cl.stop(sig=2, wait_s=30.0)
             finally:
                 if cl.proc.poll() is None:
                     cl.stop()

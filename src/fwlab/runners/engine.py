@@ -112,6 +112,10 @@ class EngineTrial:
     #: source ports LO-HI walked in order (one flow each); None: one fixed source port
     src_ports: tuple[int, int] | None = None
     stream_id: int | None = None  #: first sender thread's stream id (None: the engine's default, 1)
+    #: flows spread over ranges (TrafficSpec.flows): source addresses "A-B" (packet backend) and
+    #: destination ports "LO-HI", walked together with ``dst`` (then also a range)
+    src_range: str | None = None
+    dst_port_range: str | None = None
 
 
 # -- command lines -----------------------------------------------------------------------------
@@ -140,7 +144,7 @@ def build_send_args(engine: str, t: EngineTrial, *, dst: str, src: str | None = 
         raise RunnerError(f"unknown engine backend '{t.backend}'", fix=f"use one of {', '.join(BACKENDS)}")
     rate = "max" if t.rate_pps is None else _num(round(t.rate_pps, 3))
     args = [engine, "send", "--backend", t.backend, "--dst", t.dst or dst,
-            "--dst-port", str(t.dst_port or t.port), "--frame-size", str(t.frame_size), "--rate-pps", rate]
+            "--dst-port", t.dst_port_range or str(t.dst_port or t.port), "--frame-size", str(t.frame_size), "--rate-pps", rate]
     if t.src_ports:
         args += ["--src-port", f"{t.src_ports[0]}-{t.src_ports[1]}"]
     args += ["--count", str(t.count)] if t.count else ["--duration-s", _num(t.duration_s)]
@@ -161,7 +165,7 @@ def build_send_args(engine: str, t: EngineTrial, *, dst: str, src: str | None = 
         if not (iface and dst_mac and src):
             raise RunnerError("the engine's packet backend needs an interface, a source address and "
                               "the next hop's MAC", fix="pass iface, src and dst_mac")
-        args += ["--iface", iface, "--src", src, "--dst-mac", dst_mac]
+        args += ["--iface", iface, "--src", t.src_range or src, "--dst-mac", dst_mac]
     elif src:
         args += ["--src", src]
     return args
@@ -596,11 +600,16 @@ def trial_from_spec(bed: Testbed, spec: TrafficSpec, backend: str = "udp") -> En
     if new_flows:  # the udp backend opens a socket per source port (at most 4096)
         backend = "packet"
     dst, dst_port = spec.target if spec.target else (None, None)
+    flows = spec.flows or {}
+    if flows:  # any source address: raw frames
+        backend = "packet"
+        dst = flows["dst"]
     return EngineTrial(duration_s=spec.duration_s, rate_pps=rate_pps, frame_size=frame,
                        ip_version=spec.ip_version, backend=backend, threads=spec.streams,
                        send_cpus=send_cpus, recv_cpus=recv_cpus, dst=dst, dst_port=dst_port,
                        count=new_flows or None,
-                       src_ports=(NEW_FLOW_PORT0, NEW_FLOW_PORT0 + new_flows - 1) if new_flows else None)
+                       src_ports=(NEW_FLOW_PORT0, NEW_FLOW_PORT0 + new_flows - 1) if new_flows else None,
+                       src_range=flows.get("src"), dst_port_range=flows.get("dst_port"))
 
 
 class EngineRunner(Runner):

@@ -16,6 +16,9 @@ from fwlab.suites.schema import Suite
 
 BED_S = 3.0           #: building and tearing down one test bed
 RULE_LOAD_S = 0.5     #: loading (and flushing) one rule set of up to 10000 rules
+#: per entry on top: generating, loading and reading back large rule sets (rule-scaling-large
+#: here: a 1M-element nft set ~30 s, ipset restore of 1M ~45 s, 100k linear nft rules ~45 s)
+RULE_LOAD_S_PER_ENTRY = 6e-5
 
 
 def _flood_s(background: dict | None) -> float:
@@ -35,5 +38,5 @@ def estimate_s(suite: Suite, plan: Plan) -> float:
         total += get_runner(t.tool).estimate_s(t.traffic, t.duration_s, t.streams, t.options)
         total += suite.settle_s + _flood_s(t.background)
     beds = {t.bed_key for t in plan.trials}
-    loads = {(t.bed_key, t.config_key, t.repetition) for t in plan.trials}
-    return total + BED_S * len(beds) + RULE_LOAD_S * len(loads)
+    loads = {(t.bed_key, t.config_key, t.repetition, t.rules) for t in plan.trials}
+    return total + BED_S * len(beds) + sum(RULE_LOAD_S + RULE_LOAD_S_PER_ENTRY * n for *_, n in loads)

@@ -18,6 +18,7 @@ from fwlab.dut import backend_names, get_backend
 from fwlab.errors import SuiteError
 import fwlab.methods  # noqa: F401  (registers the test methods beside the tools)
 from fwlab.results.identity import TrialIdentity
+from fwlab.rules.model import REALWORLD_LAYOUTS
 from fwlab.runners import get_runner, runner_names
 from fwlab.runners.base import default_tool
 from fwlab.suites.schema import Suite, TrafficItem
@@ -55,6 +56,18 @@ def _check(suite: Suite) -> None:
                 raise ValueError("IPv6 engine frames are at least 78 B (RFC 5180): raise sizes or drop IPv6")
         elif t.rate_pps is not None:
             raise ValueError("rate_pps is for kind = \"engine\" (use rate_bps)")
+    realworld = [lay for lay in suite.layouts if lay in REALWORLD_LAYOUTS]
+    if realworld:
+        if min(suite.rules) < 1:
+            raise ValueError(f"layout {realworld[0]} needs rules >= 1 (its last rule is the test traffic's), "
+                             f"not {min(suite.rules)}")
+        if suite.ip_versions != [4]:
+            raise ValueError(f"layout {realworld[0]} is IPv4 only: use ip_versions = [4]")
+        tools = {t.tool for t in suite.traffic}
+        for lay in realworld:
+            if lay in ("docker", "classbench-acl") and tools != {"engine"}:
+                raise ValueError(f"layout {lay} sends the test traffic to addresses other than the server's, "
+                                 f"which only the engine does: use tool = \"engine\"")
     if suite.hosts:
         try:
             HostsFile.model_validate({"hosts": suite.hosts})

@@ -18,6 +18,10 @@ from fwlab.floods.model import BackgroundItem
 from fwlab.suites.tuning import profile
 from fwlab.validation import check_only_keys, only_matches, parse_rate_bps
 
+#: largest rule count a suite may ask for (the generator's fwlab.rules.generate.MAX_RULES; a
+#: unit test keeps the two equal)
+MAX_RULES = 1_000_000
+
 
 class Strict(BaseModel):
     """No unknown keys, no coercion: ``true`` is not a number and ``"3"`` is not an integer."""
@@ -129,7 +133,7 @@ class Suite(Strict):
                                           "see fwlab.published)")
     mode: list[Literal["routed", "bridge", "direct"]] = Field(min_length=1, default_factory=lambda: ["routed"])
     backends: list[str] = Field(min_length=1, default_factory=lambda: ["nftables"])
-    layouts: list[Literal["linear", "set", "kube-proxy"]] = Field(min_length=1, default_factory=lambda: ["linear"])
+    layouts: list[Literal["linear", "set", "kube-proxy", "firewalld", "docker", "classbench-acl"]] = Field(min_length=1, default_factory=lambda: ["linear"])
     rules: list[int] = Field(min_length=1, default_factory=lambda: [0])
     kube_endpoints: int = Field(2, ge=1, le=64, description="layout kube-proxy: endpoints per Service "
                                                             "(`rules` is then the number of Services)")
@@ -229,8 +233,8 @@ class Suite(Strict):
         if not v:
             raise ValueError("needs at least one rule count")
         for n in v:
-            if not 0 <= n <= 200_000:
-                raise ValueError(f"rule count {n} is outside 0..200000")
+            if not 0 <= n <= MAX_RULES:
+                raise ValueError(f"rule count {n} is outside 0..{MAX_RULES}")
         return sorted(set(v))
 
     @model_validator(mode="after")
