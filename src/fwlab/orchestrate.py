@@ -224,7 +224,7 @@ class Executor:
                         pinning=Pinning(**s.pinning.model_dump()), device_model=s.device_model,
                         plan_overrides=self.placement.plan_overrides() if self.placement else (),
                         attacker=bool(s.background) and mode != "direct",
-                        link_rate_bps=link_rate_bps, link_delay_us=s.link_delay_us)
+                        link_rate_bps=link_rate_bps, link_delay_us=s.link_delay_us, tuning=s.tuning)
 
     def _run_bed(self, bed_key: tuple, trials: list[TrialSpec], kept: "_KeptBed | None" = None,
                  next_key: tuple | None = None, order: Iterable[TrialSpec] | None = None) -> "_KeptBed | None":
@@ -273,6 +273,7 @@ class Executor:
                 "device": desc.get("device"),
                 "link": desc.get("link"),
                 "link_delay": _delay_conditions(desc.get("delay")),
+                "tuning": desc.get("tuning"),
                 "testbed_run_id": bed.topo.run_id,
                 "bed_reused": kept is not None,
                 "backend_version": desc["backend_version"],

@@ -7,6 +7,8 @@ ways and on the "not measured" path. No root, no traffic."""
 
 from __future__ import annotations
 
+import copy
+
 import json
 from dataclasses import replace
 from types import SimpleNamespace
@@ -96,14 +98,15 @@ def fast_probes(monkeypatch):
     """run_probes on a simulated clock: each probe takes probe_s, sleeps advance the clock."""
     real = recovery.run_probes
 
-    def run(measure, baseline, plan, clock=None, sleep=None):
+    def run(measure, baseline, plan, clock=None, sleep=None, load_running=None):
         now = [0.0]
 
         def timed():
             now[0] += plan.probe_s
             return measure()
 
-        return real(timed, baseline, plan, clock=lambda: now[0], sleep=lambda d: now.__setitem__(0, now[0] + d))
+        return real(timed, baseline, plan, clock=lambda: now[0], sleep=lambda d: now.__setitem__(0, now[0] + d),
+                    load_running=load_running)
 
     monkeypatch.setattr(recovery, "run_probes", run)
 
@@ -136,12 +139,23 @@ T3 = {"interval_s": 5, "probe_s": 2, "max_probes": 5, "tolerance": 0.10}
 
 
 def probed_during(ts):
-    """The same trials with their probes marked as run during the load (the seed's procedure),
-    ``probe_plan.during``: the only case the Table 3 finding can be decided on."""
+    """The trials with probes split as the seed presets run them: the plain multi-stream run (no
+    probes; Table 2 reads it) and a labelled copy whose probes ran during the load (the seed's
+    procedure, ``probe_plan.during``, each probe ``during_load``): the only case the Table 3
+    finding can be decided on."""
+    out = []
     for t in ts:
-        if (t.get("extra") or {}).get("probe_plan"):
-            t["extra"]["probe_plan"]["during"] = True
-    return ts
+        if (t.get("extra") or {}).get("probes"):
+            d = copy.deepcopy(t)
+            d["label"], d["trial_id"] = "t3", t["trial_id"] + "-t3"
+            d["extra"]["probe_plan"]["during"] = True
+            for p in d["extra"]["probes"]:
+                p["during_load"] = True
+            t = copy.deepcopy(t)
+            t["extra"]["probes"] = []
+            out.append(d)
+        out.append(t)
+    return out
 
 
 def seed004_trials(probe_rates, big_drops=True, reps=2):
@@ -176,7 +190,7 @@ def test_seed_004_table_3_recovered_within_20_s(fast_probes):
     cmp = compare_study(run_of("seed-004"), probed_during(seed004_trials([0.4e9, 0.7e9, 0.95e9])))
     t3 = next(f for f in cmp.findings if "500-stream" in f.claim)
     assert t3.verdict == REPRODUCED
-    assert "first probe after the run at 40 % of the single-stream baseline" in t3.fwlab and "at 10 s in 2 of 2" in t3.fwlab
+    assert "first probe during the load at 40 % of the single-stream baseline" in t3.fwlab and "at 10 s in 2 of 2" in t3.fwlab
     table = next(t for t in cmp.tables if "表3" in t.title)
     rows = {r[0]: r for r in table.rows}
     assert rows["probe at 0 s"][1] == "24.7" and rows["probe at 0 s"][2] == "36.9"      # 24.7 / 67.0
@@ -184,7 +198,7 @@ def test_seed_004_table_3_recovered_within_20_s(fast_probes):
     assert rows["probe at 20 s"][3] == "–" and rows["probe at 110 s"][1] == "66.8"
     assert "250.0" == rows["the multi-stream test itself (all streams)"][3]               # 2.5 Gbit/s / 1 Gbit/s
     assert not any("500 and 900" in m for m in cmp.missing)
-    assert any("during" in m for m in cmp.missing)
+    assert any("during" in m for m in after.missing) and not any("during" in m for m in cmp.missing)
     # Table 2 now has 500 and 900 streams of fwlab's own
     t2 = next(t for t in cmp.tables if t.title.startswith("fwlab: TCP throughput"))
     assert t2.header[-2:] == ("500 streams [% of direct]", "900 streams [% of direct]")
@@ -235,9 +249,12 @@ def test_seed_004_presets_run_the_seeds_stream_counts():
         assert {t.kind for t in s.traffic} == {"parallel"}
         probed = [t for t in s.traffic if t.options["max_probes"] > 0]
         assert [t.streams for t in probed] == [500] and probed[0].options["baseline"] is True
+        assert probed[0].label == "t3" and probed[0].options["during"] is True
     full = check_suite(load_suite("seed-004")[0])
-    o = next(t for t in full.traffic if t.streams == 500).options
-    assert (o["interval_s"], o["probe_s"], o["max_probes"], o["tolerance"]) == (10.0, 10.0, 12, 0.10)
+    o = next(t for t in full.traffic if t.streams == 500 and t.label == "t3").options
+    # the seed's 10 s probes back to back from the load's start, into a load long enough for 20 s
+    assert (o["interval_s"], o["probe_s"], o["max_probes"], o["tolerance"]) == (10.0, 10.0, 4, 0.10)
+    assert o["load_s"] >= 3 * o["interval_s"] + o["probe_s"]
 
 
 # --- seed 001: concurrent connection capacity --------------------------------------------------------

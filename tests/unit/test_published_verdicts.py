@@ -44,6 +44,8 @@ NOT_TESTABLE_HERE = {
     "seed-004/probe-recovers-in-20s": {NOT_TESTABLE} | THREE,
     # 1 Mbit/s on a multi-Gbit/s path: decided only where 1 Mbit/s is a fair share of the path
     "seed-003/udp-1m-same": {NOT_TESTABLE} | THREE,
+    # a window limits only a path whose bandwidth-delay product exceeds it
+    "seed-003/small-window-slower": {NOT_TESTABLE} | THREE,
 }
 
 
@@ -215,14 +217,22 @@ def test_seed_002_no_effect_needs_the_studys_own_threshold():
 
 # --- seed 003 -------------------------------------------------------------------------------------
 
-def s003(tcp6=1.2, jit6=2.0, rtt6=1.25, udp6=1.0, path_bps=5e6, noise=0.01):
+def s003(tcp6=1.2, jit6=2.0, rtt6=1.25, udp6=1.0, path_bps=5e6, noise=0.01, win=None, win_noise=None):
     """IPv4 and IPv6, no firewall, 3 repetitions: TCP on a path of `path_bps`, UDP at 1 Mbit/s,
-    jitter and idle round trips; the IPv6 figures at the given multiples of IPv4's."""
+    jitter and idle round trips (0.4 ms over IPv4); the IPv6 figures at the given multiples of IPv4's.
+    `win`: also TCP with an 8 KiB window (label w8k) at `win` x the default window's figure, and the
+    round trip beside the default-window stream (rtt_probe) as the idle one."""
     ts = []
     for k in range(3):
         j = spread(k, noise)
         for ipv, f_tcp, f_j, f_rtt, f_udp in ((4, 1, 1, 1, 1), (6, tcp6, jit6, rtt6, udp6)):
             ts.append(tr("stream", "tcp", "none", 0, ipv=ipv, rep=k, throughput_bps=path_bps * f_tcp * j))
+            if win is not None:
+                ts[-1]["metrics"]["rtt_p50_ms"] = 0.4 * f_rtt * j
+                w = tr("stream", "tcp", "none", 0, ipv=ipv, rep=k, label="w8k",
+                       throughput_bps=path_bps * f_tcp * win * spread(k, noise if win_noise is None else win_noise))
+                w["options"] = {"window_bytes": 8192}
+                ts.append(w)
             ts.append(tr("stream", "udp", "none", 0, ipv=ipv, rep=k, size=1470, label="1m",
                          throughput_bps=1e6 * f_udp * j, jitter_ms=0.05 * f_j * j))
             ts.append(tr("rtt", "rtt", "none", 0, ipv=ipv, rep=k, rtt_p50_ms=0.4 * f_rtt * j))
@@ -234,11 +244,16 @@ def test_seed_003_every_finding_reaches_all_three():
         s003(), s003(tcp6=0.8, jit6=0.5, rtt6=0.8, udp6=0.8),
         s003(tcp6=1.0, jit6=1.0, rtt6=1.0, udp6=0.9, noise=0.3),
         s003(path_bps=5e9),                                   # 1 Mbit/s on a 5 Gbit/s path
+        # an 8 KiB window per 0.4 ms round trip carries 164 Mbit/s: it limits a 5 Gbit/s path
+        s003(path_bps=5e9, win=0.03), s003(path_bps=5e9, win=1.0), s003(path_bps=5e9, win=0.93, win_noise=0.3),
+        s003(win=0.5),                                        # ... but not a 5 Mbit/s one: not testable
     ]
     scenarios.append(flagged(scenarios[0], "receiver-bound"))
     got = reached("seed-003", scenarios)
-    assert len(got) == 5
+    assert len(got) == 6
     check_all_three(got)
+    small = {f.id: f for f in compare_study(run_of("seed-003"), scenarios[-2]).findings}["seed-003/small-window-slower"]
+    assert small.verdict == NOT_TESTABLE and "164 Mbit/s" in small.reason and "link_delay" in small.reason
     wide = {f.id: f for f in compare_study(run_of("seed-003"), scenarios[3]).findings}
     assert wide["seed-003/udp-1m-same"].verdict == NOT_TESTABLE
     assert "5,000 Mbit/s" in wide["seed-003/udp-1m-same"].reason

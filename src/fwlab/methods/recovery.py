@@ -1,15 +1,23 @@
 """Many parallel TCP streams framed by single-stream recovery probes (seed 004, kind ``parallel``).
 
-Owns: the probe plan (how often, how long, how many, what counts as recovered) and the sequence
-baseline probe -> multi-stream run -> probes every ``interval_s`` until one is back within
-``tolerance`` of the baseline (at most ``max_probes``). Each probe is a short single iperf3 TCP
-stream; the probes form a time series (seconds after the multi-stream run ended). The schedule is
-pure (``run_probes`` takes the measuring function and the clock) so it is unit-tested without
-traffic. Never touches the firewall.
+Owns: the probe plan (how often, how long, how many, what counts as recovered, and when: after or
+during the load) and the sequence baseline probe -> multi-stream run -> probes every
+``interval_s`` until one is back within ``tolerance`` of the baseline (at most ``max_probes``).
+Each probe is a short single iperf3 TCP stream; the probes form a time series. ``during = false``:
+the probes start when the multi-stream run has ended (seconds after its end). ``during = true``
+(seed 004's Table 3 procedure): the multi-stream run goes on in a thread while the probes start
+as soon as all its streams are established (``load_up_s`` after its processes started; a probe
+before that would meet an idle path), on an iperf3 server port of their own; probing stops
+when the load has ended, and only a probe that ended while the load still ran counts as
+recovered (``during_load``), so a probe on the then idle path never decides the finding. The
+load's link counters then include the probes' packets. The schedule is pure (``run_probes``
+takes the measuring function, the clock and whether the load still runs) so it is unit-tested
+without traffic. Never touches the firewall.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable
@@ -18,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from fwlab.errors import RunnerError
 from fwlab.runners.base import Measurement, Runner, TrafficSpec, get_runner, register
-from fwlab.runners.iperf3 import Iperf3
+from fwlab.runners.iperf3 import Iperf3, split_streams
 from fwlab.validation import one_line
 
 if TYPE_CHECKING:
@@ -26,7 +34,7 @@ if TYPE_CHECKING:
 
 
 class ProbePlan(BaseModel):
-    """Recovery probes after a multi-stream run: the ``parallel`` method's options."""
+    """Recovery probes after (or during) a multi-stream run: the ``parallel`` method's options."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
@@ -35,6 +43,10 @@ class ProbePlan(BaseModel):
     max_probes: int = Field(12, description="upper bound on probes after the run")
     tolerance: float = Field(0.10, description="recovered when a probe reaches (1 - tolerance) x baseline")
     baseline: bool = Field(True, description="measure the single-stream baseline before the multi-stream run")
+    during: bool = Field(False, description="probe while the multi-stream run goes on (seed 004 Table 3), not "
+                                            "after it")
+    load_s: float | None = Field(None, description="with during: the multi-stream run's length [s], whole "
+                                                   "seconds (default: the trial's)")
 
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> "ProbePlan":
@@ -53,15 +65,23 @@ class ProbePlan(BaseModel):
             raise ValueError(f"tolerance {p.tolerance} must be between 0 and 1")
         if not isinstance(p.baseline, bool):
             raise ValueError("baseline must be true or false")
+        if p.load_s is not None:
+            if not p.during:
+                raise ValueError("load_s sets the length of a load probed during its run: give it with during = true")
+            if not 1 <= float(p.load_s) <= 3600 or not float(p.load_s).is_integer():
+                raise ValueError(f"load_s {p.load_s} must be a whole number of seconds in 1..3600 (iperf3 -t)")
         return p
 
     def to_dict(self) -> dict:
         return self.model_dump()
 
-    def estimate_s(self) -> float:
-        """Rough wall time of the probes [s]: the baseline and, at worst (no probe recovers),
-        every probe (each probe_s plus 1 s of iperf3 start)."""
+    def estimate_s(self, duration_s: float = 0.0) -> float:
+        """Rough wall time of the probes [s] beyond a trial of ``duration_s``: the baseline and, at
+        worst (no probe recovers), every probe (each probe_s plus 1 s of iperf3 start); probes
+        during the load add only the load's length beyond the trial's (``load_s``)."""
         s = self.probe_s + 1.0 if self.baseline else 0.0
+        if self.during:
+            return s + max(0.0, float(self.load_s or duration_s) - duration_s)
         if self.max_probes:
             s += (self.max_probes - 1) * self.interval_s + self.probe_s + 1.0
         return s
@@ -69,17 +89,26 @@ class ProbePlan(BaseModel):
 
 def run_probes(measure: Callable[[], float], baseline_bps: float | None, plan: ProbePlan,
                clock: Callable[[], float] = time.monotonic,
-               sleep: Callable[[float], None] = time.sleep) -> list[dict]:
-    """Probe k starts ``k x interval_s`` after now (the end of the multi-stream run). Stops after
-    the first probe within tolerance of ``baseline_bps`` (all ``max_probes`` without a baseline).
-    Returns ``[{"probe", "t_after_s" (start, seconds after the run), "throughput_bps",
-    "ratio_to_baseline", "recovered"}]``; a probe that failed has throughput None and ``error``."""
+               sleep: Callable[[float], None] = time.sleep,
+               load_running: Callable[[], bool] | None = None) -> list[dict]:
+    """Probe k starts ``k x interval_s`` after now (the end of the multi-stream run, or its start
+    when ``load_running`` is given). Stops after the first probe within tolerance of
+    ``baseline_bps`` (all ``max_probes`` without a baseline). With ``load_running``: no probe
+    starts once the load has ended, each row says whether the load still ran when the probe
+    ended (``during_load``), and only such a probe counts as recovered.
+    Returns ``[{"probe", "t_after_s" (start, seconds after now), "throughput_bps",
+    "ratio_to_baseline", "recovered"[, "during_load"]}]``; a probe that failed has throughput
+    None and ``error``."""
     t0 = clock()
     out: list[dict] = []
     for k in range(plan.max_probes):
+        if load_running is not None and not load_running():
+            break
         wait = t0 + k * plan.interval_s - clock()
         if wait > 0:
             sleep(wait)
+        if load_running is not None and not load_running():
+            break
         start = clock() - t0
         row: dict[str, Any] = {"probe": k, "t_after_s": round(start, 3)}
         try:
@@ -87,11 +116,16 @@ def run_probes(measure: Callable[[], float], baseline_bps: float | None, plan: P
         except RunnerError as exc:
             row.update({"throughput_bps": None, "ratio_to_baseline": None, "recovered": False,
                         "error": exc.one_line()})
+            if load_running is not None:
+                row["during_load"] = load_running()
             out.append(row)
             continue
+        during = load_running() if load_running is not None else True
         ratio = bps / baseline_bps if baseline_bps else None
         row.update({"throughput_bps": bps, "ratio_to_baseline": ratio,
-                    "recovered": ratio is not None and ratio >= 1.0 - plan.tolerance})
+                    "recovered": during and ratio is not None and ratio >= 1.0 - plan.tolerance})
+        if load_running is not None:
+            row["during_load"] = during
         out.append(row)
         if row["recovered"]:
             break
@@ -111,20 +145,100 @@ def probe_metrics(probes: list[dict], baseline_bps: float | None) -> dict:
     }
 
 
+def wait_streams_up(bed: "Testbed", spec: TrafficSpec, running: Callable[[], bool],
+                    poll_s: float = 0.1) -> float:
+    """Wait until the client holds an established connection for each of ``spec``'s streams (plus
+    each process's control connection) on the load's server ports, or the load has ended, or half
+    its length has passed; return the seconds waited (the load's set-up, ``extra.load_up_s``)."""
+    n = len(split_streams(spec.streams))
+    lo, hi = spec.port, spec.port + n - 1
+    want = spec.streams + n
+    t0 = time.monotonic()
+    while running() and time.monotonic() - t0 < max(2.0, spec.duration_s / 2):
+        cp = bed.sh("client", "ss", "-tnH", "state", "established",
+                    "(", "dport", ">=", f":{lo}", "and", "dport", "<=", f":{hi}", ")", check=False)
+        if len(cp.stdout.splitlines()) >= want:
+            break
+        time.sleep(poll_s)
+    return round(time.monotonic() - t0, 3)
+
+
+LOAD_THREAD = "fwlab-parallel-load"
+"""Name of the thread that runs the multi-stream load while probes run beside it."""
+
+
+def run_beside_load(load: Callable[[], Measurement], probe: Callable[[], float], baseline_bps: float | None,
+                    plan: ProbePlan, clock: Callable[[], float] = time.monotonic,
+                    sleep: Callable[[float], None] = time.sleep,
+                    ready: Callable[[Callable[[], bool]], float] | None = None) -> tuple[Measurement, list[dict]]:
+    """Run ``load`` in a thread and the probes in this one from its start until it ends (or the
+    probes are done); wait for the load and return (its Measurement, the probe rows). A load that
+    failed (RunnerError: e.g. stalled streams giving up) after probes ran beside it returns a
+    Measurement without the load's figures, flagged ``load-failed`` with the error and when it
+    ended (``extra.load_ended_s``): the probes that ran while it did still stand. Any other error
+    of the load, or one before a probe ended beside it, is raised here."""
+    done = threading.Event()
+    result: dict[str, Any] = {}
+
+    t0 = time.monotonic()
+
+    def body() -> None:
+        try:
+            result["m"] = load()
+        except BaseException as exc:  # re-raised in the caller's thread below
+            result["error"] = exc
+        finally:
+            result["ended_s"] = time.monotonic() - t0
+            done.set()
+
+    th = threading.Thread(target=body, name=LOAD_THREAD, daemon=True)
+    th.start()
+    running = lambda: not done.is_set()  # noqa: E731
+    # the probes' time 0: the load's streams all up (``ready`` waits for them), not its processes' start
+    up_s = ready(running) if ready is not None else None
+    probes = run_probes(probe, baseline_bps, plan, clock=clock, sleep=sleep, load_running=running)
+    th.join()
+    err = result.get("error")
+    if err is not None:
+        if not isinstance(err, RunnerError) or not any(p.get("during_load") for p in probes):
+            raise err
+        m = Measurement(metrics={"throughput_bps": None, "rx_pps": None, "loss_ratio": None},
+                        extra={"load_error": err.one_line(), "load_ended_s": round(result["ended_s"], 3)})
+        m.flags.append({"code": "load-failed", "severity": "warning",
+                        "message": f"the multi-stream load failed {result['ended_s']:.1f} s after it began "
+                                   f"({err.one_line()}); its figures are missing, the probes that ran while it "
+                                   f"did are kept"})
+        m.extra["load_up_s"] = up_s
+        return m, probes
+    result["m"].extra["load_up_s"] = up_s
+    return result["m"], probes
+
+
 def measure_with_probes(runner: "Iperf3", bed: "Testbed", spec: TrafficSpec) -> Measurement:
-    """Baseline single stream, the multi-stream run, then recovery probes; kind ``parallel``."""
+    """Baseline single stream, the multi-stream run, then recovery probes (or probes during the
+    run: ``during``); kind ``parallel``."""
     plan = ProbePlan.from_options(spec.options)
     direction = spec.options.get("direction", "up")
     single = replace(spec, traffic="tcp", streams=1, duration_s=plan.probe_s,
                      options={"direction": direction if direction != "bidir" else "up"})
+    main_spec = replace(spec, traffic="tcp", options={"direction": direction})
+    if plan.during and plan.load_s:
+        main_spec = replace(main_spec, duration_s=plan.load_s)
+    if plan.during:
+        # the load's processes take ports spec.port .. +n-1: the probes get the next one, started now
+        single = replace(single, port=spec.port + len(split_streams(spec.streams)))
+        runner.start(bed, single)
 
     def one() -> float:
         return float(runner.run_clients(bed, single).metrics.get("throughput_bps") or 0.0)
 
     baseline = one() if plan.baseline else None
-    main_spec = replace(spec, traffic="tcp", options={"direction": direction})
-    m = runner.run_clients(bed, main_spec)
-    probes = run_probes(one, baseline, plan)
+    if plan.during and plan.max_probes:
+        ready = (lambda running: wait_streams_up(bed, main_spec, running)) if bed is not None else None
+        m, probes = run_beside_load(lambda: runner.run_clients(bed, main_spec), one, baseline, plan, ready=ready)
+    else:
+        m = runner.run_clients(bed, main_spec)
+        probes = run_probes(one, baseline, plan)
     m.metrics.update(probe_metrics(probes, baseline))
     m.kind = "parallel"
     m.extra["probes"] = probes
@@ -132,7 +246,8 @@ def measure_with_probes(runner: "Iperf3", bed: "Testbed", spec: TrafficSpec) -> 
     if baseline is not None and not m.metrics["recovered"] and plan.max_probes:
         m.flags.append({"code": "not-recovered", "severity": "info",
                         "message": f"a single stream stayed below {100 * (1 - plan.tolerance):.0f} % of its "
-                                   f"baseline for {len(probes)} probes after the multi-stream run"})
+                                   f"baseline for {len(probes)} probes "
+                                   f"{'during' if plan.during else 'after'} the multi-stream run"})
     return m
 
 
@@ -145,7 +260,7 @@ class ParallelStreams(Runner):
     traffics = ("parallel",)
     record_kind = "parallel"
     summary = ("parallel TCP streams (iperf3) with a single-stream baseline before and recovery "
-               "probes after (seed 004)")
+               "probes after or during them (seed 004)")
     whole_seconds_option = "iperf3 -t"
 
     @property
@@ -169,7 +284,8 @@ class ParallelStreams(Runner):
         return out
 
     def estimate_s(self, traffic: str, duration_s: float, streams: int, options: dict[str, Any]) -> float:
-        return super().estimate_s(traffic, duration_s, streams, options) + ProbePlan.from_options(options).estimate_s()
+        return (super().estimate_s(traffic, duration_s, streams, options)
+                + ProbePlan.from_options(options).estimate_s(duration_s))
 
     def start(self, bed: "Testbed", spec: TrafficSpec) -> None:
         self.tool.start(bed, spec)

@@ -6,6 +6,10 @@ its figures are plots, so only the numbers of its text are compared). Under atta
 no numbers printed, only the text's findings): TCP trials beside a UDP flood (record kind
 ``attack``, ``background.rate_pps``) as % of the same configuration without the flood (the
 rate-0 trial of the same flood item), firewall off (backend none) and on.
+
+PF (Figures 6, 7, 9): the figures its text states are transcribed (table ``text-3.2-3.3-pf``) and
+shown beside netfilter's; PF runs only on a remote BSD DUT (backend ``command:pf``): without such
+trials its fwlab column says so. PF trials never feed the netfilter findings.
 """
 
 from __future__ import annotations
@@ -39,6 +43,13 @@ from fwlab.results.trial import TrialRecord
 METRIC = "throughput_bps"
 #: Ethernet frame size incl. FCS of fwlab-engine's UDP -> the UDP payload (netperf send size)
 FRAME_TO_PAYLOAD = {110: 64, 558: 512, 1446: 1400}
+PF_BACKENDS = ("pf", "command:pf")
+PF_NOT_RUN = "published only, PF not run on this bed"
+PF_TABLE = "text-3.2-3.3-pf"
+
+
+def _is_pf(backend) -> bool:
+    return backend in PF_BACKENDS
 
 
 def _flood_rate(t: TrialRecord) -> float:
@@ -83,7 +94,8 @@ def compare(study: Study, run: dict, trials: list[TrialRecord]) -> StudyComparis
         "(direct mode = the seed's direct connection).",
         "netfilter on Linux 2.6.22 -> iptables-legacy (and nftables in the full suite) with "
         "'established,related accept' first: the seed credits netfilter's stateful tracking for flat TCP.",
-        "OpenBSD PF: cannot run on Linux; not measured.",
+        "OpenBSD PF: cannot run in a Linux namespace; only on a remote OpenBSD/FreeBSD DUT (backend command:pf). "
+        "Its published figures (Figs. 6, 7, 9) stand beside netfilter's.",
         "netperf TCP_STREAM -> iperf3 TCP with the same write sizes; netperf UDP_STREAM (one-way, never "
         "answered, so every packet is new to conntrack) -> fwlab-engine at its maximum rate with the same "
         "UDP payloads (frames of 110/558/1446 B).",
@@ -96,10 +108,13 @@ def compare(study: Study, run: dict, trials: list[TrialRecord]) -> StudyComparis
         "each TCP trial; firewall off = backend none (the DUT forwards the flood to the server). The text gives "
         "9500 pps and 46 Mbit/s, which disagree (9500 x 60 B is 4.6 Mbit/s; 46 Mbit/s is about 95000 pps): the "
         "presets run both. On veth the DUT's work on the flood runs on the attacker's CPU.")
-    out.missing = ["OpenBSD PF (Figures 6, 7, 9): not available on Linux."]
     t = study.table("text-3.1-3.2")
-    fw = sorted({(x.backend, x.layout, bool(x.stateful_shortcut)) for x in st
-                 if x.backend != "none" and x.mode != "direct"})
+    every_fw = sorted({(x.backend, x.layout, bool(x.stateful_shortcut)) for x in st
+                       if x.backend != "none" and x.mode != "direct"})
+    fw = [c for c in every_fw if not _is_pf(c[0])]     # the netfilter findings read netfilter only
+    if not any(_is_pf(c[0]) for c in every_fw):
+        out.missing = ["OpenBSD PF (Figures 6, 7, 9): not run on this bed (pf needs a remote BSD DUT, backend "
+                       "command:pf); its published figures are shown beside netfilter's."]
     rules = sorted({x.rules for x in st if x.backend != "none"})
 
     def used(traffic, payload, cfg, *ns):
@@ -114,7 +129,7 @@ def compare(study: Study, run: dict, trials: list[TrialRecord]) -> StudyComparis
 
     rows = []
     for traffic, label in (("tcp", "TCP"), ("engine", "UDP one-way")):
-        for cfg in fw:
+        for cfg in every_fw:
             for size in sorted({_payload(x) for x in st if x.traffic == traffic}, key=lambda s: s or 0):
                 z = v(traffic, size, cfg, 0)
                 if not z:
@@ -138,6 +153,8 @@ def compare(study: Study, run: dict, trials: list[TrialRecord]) -> StudyComparis
                                 header=("figure", "payload Mbit/s (netperf's unit)"),
                                 rows=tuple(pub_rows),
                                 note="Absolute rates do not compare (32-bit PCI NICs then, veth here)."))
+
+    out.tables.append(_pf_table(study, st, every_fw, _tcp_flood(trials), used))
 
     # findings
     top = max(rules) if rules else 0
@@ -196,6 +213,75 @@ def compare(study: Study, run: dict, trials: list[TrialRecord]) -> StudyComparis
                                     criterion="–", verdict=NOT_MEASURED))
     _attack(out, trials)
     return out
+
+
+def _pf_table(study: Study, st: list[TrialRecord], every_fw: list, flood: list[TrialRecord], used) -> SideTable:
+    """The figures the text states for netfilter and PF side by side, beside fwlab's for the same
+    conditions (payload Mbit/s, means over repetitions): one column per netfilter configuration and
+    one for PF, which says it was not run unless the record holds PF trials (remote BSD DUT)."""
+    nf, pf = study.table("text-3.1-3.2"), study.table(PF_TABLE)
+    nf_cfgs = [c for c in every_fw if not _is_pf(c[0])]
+    pf_cfgs = [c for c in every_fw if _is_pf(c[0])]
+    rules = sorted({x.rules for x in st if x.backend != "none"})
+    flood_rates = sorted({_flood_rate(t) for t in flood if _flood_rate(t) > 0})
+
+    def best(traffic, payload, cfg, ns) -> float | None:
+        """The highest mean over rule counts ``ns`` (and payloads, when ``payload`` is None)."""
+        sizes = {_payload(x) for x in st if x.traffic == traffic} if payload is None else {payload}
+        means = [mean(v) for n in ns for s in sizes
+                 for v in [[_payload_bps(x) for x in used(traffic, s, cfg, n)]] if v]
+        return max(means) / 1e6 if means else None
+
+    def under_flood(cfg, ns) -> float | None:
+        if not flood_rates:
+            return None
+        be, lay, sc = cfg
+        means = []
+        for n in ns:
+            v = [float(t.metrics["throughput_bps"]) for t in flood if t.backend == be
+                 and t.layout == lay and bool(t.stateful_shortcut) == sc
+                 and t.rules == n and _flood_rate(t) == max(flood_rates) and t.size_bytes == 1400
+                 and not t.error and (t.metrics or {}).get("throughput_bps") is not None]
+            if v:
+                means.append(mean(v))
+        return max(means) / 1e6 if means else None
+
+    low = [n for n in rules if n <= 200]
+    high = [n for n in rules if n >= 500]
+    lines = [
+        ("TCP_STREAM, maximum over rule counts and send sizes (Figs. 4, 6)",
+         f"{nf.value('netfilter, TCP_STREAM, maximum at any rule count (Fig. 4)', 'value'):.0f}",
+         f"{pf.value('PF, TCP_STREAM 1400 B, maximum (Fig. 6)', 'value'):.0f} (at 1400 B)",
+         lambda c: best("tcp", None, c, rules)),
+        ("UDP_STREAM 1400 B, up to 200 rules (Figs. 5, 7)",
+         f"{nf.value('netfilter, UDP_STREAM 1400 B, up to 200 rules (Fig. 5)', 'value'):.0f}",
+         f"~{pf.value('PF, UDP_STREAM, about, at every rule count (Fig. 7)', 'value'):.0f} (every rule count)",
+         lambda c: best("engine", 1400, c, [max(low)] if low else [])),
+        ("UDP_STREAM 1400 B, 500 and 1000 rules (Figs. 5, 7)",
+         f"<{nf.value('netfilter, UDP_STREAM, 500 and 1000 rules: below (Fig. 5)', 'value'):.0f}",
+         f"~{pf.value('PF, UDP_STREAM, about, at every rule count (Fig. 7)', 'value'):.0f} (every rule count)",
+         lambda c: best("engine", 1400, c, high)),
+        ("TCP_STREAM 1400 B under attack, 500 and 1000 rules (Figs. 8, 9)",
+         "– (no figure printed)",
+         f"~{pf.value('PF, TCP_STREAM under attack, 500 and 1000 rules: about (Fig. 9)', 'value'):.0f}",
+         lambda c: under_flood(c, high)),
+    ]
+    rows = []
+    for label, nf_pub, pf_pub, ours in lines:
+        nf_cells = [fmt(ours(c), 0) for c in nf_cfgs]
+        pf_cell = "; ".join(f"{config_name(*c)} {fmt(ours(c), 0)}" for c in pf_cfgs) if pf_cfgs else PF_NOT_RUN
+        rows.append((label, nf_pub, pf_pub, *nf_cells, pf_cell))
+    flood_note = (f" Under attack: fwlab's TCP at {max(flood_rates):,.0f} pps of flood, the highest rate run."
+                  if flood_rates else " Under attack: no flood in this run.")
+    return SideTable(
+        title="Text to Figs. 4-9 (netfilter and OpenBSD PF): netfilter and PF as published, beside fwlab",
+        header=("figure", "netfilter, published [payload Mbit/s]", "PF, published [payload Mbit/s]",
+                *[f"fwlab {config_name(*c)} [payload Mbit/s]" for c in nf_cfgs], "fwlab PF [payload Mbit/s]"),
+        rows=tuple(rows), left=3,
+        note="Published figures are the numbers the text states (the figures are plots); '~' = 'about', '<' = "
+             "'below'. fwlab: the highest mean over the rule counts of the row, in payload bits as netperf counts "
+             "them. PF runs only on a remote OpenBSD/FreeBSD DUT (backend command:pf): without PF trials its "
+             "column says it was not run." + flood_note + " Absolute rates do not compare (32-bit PCI NICs then, veth here).")
 
 
 ATTACK_IDS: dict[str, str] = {}
@@ -267,8 +353,8 @@ def _attack(out: StudyComparison, trials: list[TrialRecord]) -> None:
              "attacker's CPU, which also does the DUT's work on veth, could not keep up)."))
 
     top = max(rates)
-    fw = [c for c in confs if c[0] != "none"]
-    rules_fw = sorted({t.rules for t in at if t.backend != "none"})
+    fw = [c for c in confs if c[0] != "none" and not _is_pf(c[0])]
+    rules_fw = sorted({t.rules for t in at if t.backend != "none" and not _is_pf(t.backend)})
     low = [n for n in rules_fw if n <= LOW_RULES]
     high = [n for n in rules_fw if n >= 500]
     where = f"at {top:,.0f} pps"

@@ -228,7 +228,9 @@ def compare(study: Study, run: dict, trials: list[TrialRecord]) -> StudyComparis
             f"search target {', '.join(f'{x:,}' for x in tops) or '–'} connections (the quick variant uses a smaller "
             "target than the full preset's 700,000). The DUT's connection-table limit is the host's nf_conntrack_max "
             "(read-only inside a namespace; fwlab does not change it for this preset).")
-    out.missing = ["Windows 2000 / Linux 2.4 / FreeBSD comparison at 100 Mbit/s (Fig. 4): one kernel here."]
+    out.missing = ["Windows 2000 / Linux 2.4 / FreeBSD comparison at 100 Mbit/s (Fig. 4): one kernel here.",
+                   "Bi-directional full duplex (§3.5: about 50 % lower at small frames, no table): fwlab's RFC 2544 "
+                   "search drives one direction (fwlab-engine, client to server)."]
     modes = sorted({t.mode for t in tp})
     gw = "routed" if "routed" in modes else (modes[0] if modes else None)
     layouts = sorted({t.layout for t in tp if t.mode == gw})

@@ -7,12 +7,23 @@ fwlab.stats) calls it significant; 'the same' needs the 95 % interval of IPv6 / 
 tolerance. Delay, which the seed names but prints no figure
 for, is fwlab's ping round-trip time (kind ``rtt``, idle) and the ping probe beside the TCP
 stream (``rtt_probe``, delay under load), IPv4 against IPv6.
+
+TCP window size (§4: "with a small TCP window size, both protocols' throughput fell"; the study
+names no size): TCP items with a fixed window (iperf3 -w, option ``window_bytes``, a label such as
+``w8k``) against the default-window TCP of the same configuration and IP version. A window can
+only limit a path whose bandwidth-delay product exceeds it: where window / the round trip beside
+the default-window stream (its ``rtt_probe``, the longest the path shows) is above that stream's
+throughput, the finding is "not testable here". (The idle round trip would understate it: on a
+shaped 100 Mbit/s wire an 8 KiB window lost ~10 % here although 8 KiB per idle round trip is
+~1 Gbit/s.)
 """
 
 from __future__ import annotations
 
 from fwlab.published.compare import (
     NOT_MEASURED,
+    REPRODUCED,
+    bound_verdict,
     NOT_TESTABLE,
     SIGNIFICANT,
     Finding,
@@ -62,6 +73,8 @@ def compare(study: Study, run: dict, trials: list[TrialRecord]) -> StudyComparis
         "UDP throughput is iperf3's own received rate (as the seed's iperf reported): 1470 B datagrams "
         "over IPv6 exceed the 1500 B MTU and cross the DUT as two fragments each.",
         "Compared as IPv6 / IPv4 of the same measurement; jitter in ms.",
+        "The study's one-way and two-way runs (§1; only one-way figures printed) -> iperf3 TCP up, and "
+        "iperf3 --bidir (label bidir) without a firewall.",
     ]
     rtt = _rtt(trials)
     out.scaling.append("Delay (the seed's 'gecikme zamanı', named as a metric, no figure printed) -> ping round-trip "
@@ -98,14 +111,16 @@ def compare(study: Study, run: dict, trials: list[TrialRecord]) -> StudyComparis
     rows.append(("as published", "UDP 1 Mbit/s, KByte/s run", f"{t2.value('IPv4 KByte/s', 'average throughput'):g} KByte/s",
                  f"{t2.value('IPv6 KByte/s', 'average throughput'):g} KByte/s", fmt(pub_udp, 2)))
     for cfg in cfgs:
-        for traffic, label, what in (("tcp", None, "TCP"), ("udp", "1m", "UDP 1 Mbit/s"), ("udp", None, "UDP unlimited")):
+        for traffic, label, what in (("tcp", None, "TCP"), ("tcp", "bidir", "TCP both directions at once (sum)"),
+                                     ("udp", "1m", "UDP 1 Mbit/s"), ("udp", None, "UDP unlimited")):
             a, b = v(cfg, traffic, 4, label=label), v(cfg, traffic, 6, label=label)
             if a and b:
                 rows.append((f"fwlab, {name(cfg)}", what, fmt(mean(a) / 1e6, 2) + " Mbit/s", fmt(mean(b) / 1e6, 2) + " Mbit/s",
                              fmt(mean(b) / mean(a), 3)))
     out.tables.append(SideTable(title=f"{t1.ref} and {t2.ref}: throughput, IPv4 vs IPv6",
                                 header=("source", "measurement", "IPv4", "IPv6", "IPv6 / IPv4"), rows=tuple(rows), left=2,
-                                note="fwlab: means over repetitions."))
+                                note="fwlab: means over repetitions. 'Both directions at once': iperf3 --bidir (label "
+                                     "bidir), the study's two-way runs, whose figures it does not print."))
     rows = [("as published", f"{u} run", fmt(t2.value(f'IPv4 {u}', 'average jitter [ms]'), 2),
              fmt(t2.value(f'IPv6 {u}', 'average jitter [ms]'), 2)) for u in ("KByte/s", "MByte/s", "GBit/s")]
     for cfg in cfgs:
@@ -178,7 +193,114 @@ def compare(study: Study, run: dict, trials: list[TrialRecord]) -> StudyComparis
                   f"{'significant' if sig else 'within the noise'}.",
             criterion="IPv4 below IPv6 and the difference significant", verdict=verdict))
     out.findings.append(_delay_finding(rtt, ref, name))
+    _window_part(out, st, cfgs, ref, name)
     return out
+
+
+SMALL_WINDOW_PCT = 95.0
+"""'Throughput fell': the small window's figure below this % of the default window's (95 % interval)."""
+
+
+def _window(t: TrialRecord) -> int | None:
+    w = (t.options or {}).get("window_bytes")
+    return int(w) if w else None
+
+
+def _window_cap_bps(window_bytes: int, rtt_ms: float | None) -> float | None:
+    """What one window per round trip carries [bit/s] (None without a round trip)."""
+    return window_bytes * 8 / (rtt_ms / 1e3) if rtt_ms else None
+
+
+def _window_part(out: StudyComparison, st: list[dict], cfgs, ref, name) -> None:
+    """The window-size table (every configuration) and the 'small window lowers TCP' finding
+    (the reference configuration, both IP versions)."""
+    tcp = [t for t in st if t.traffic == "tcp"]
+    windows = sorted({w for t in tcp for w in [_window(t)] if w})
+    claim = "A small TCP window lowers the throughput over both IPv4 and IPv6 (§4)"
+    published = "§4: with a small TCP window size the throughput of both protocols fell; no size or figure printed"
+    crit = (f"over each IP version, the 95 % interval of the smallest window's TCP throughput below "
+            f"{SMALL_WINDOW_PCT:g} % of the default window's (entirely above -> not reproduced, across -> "
+            f"inconclusive); an IP version where window / the round trip under load exceeds the default-window "
+            f"throughput cannot show it (not testable here)")
+    if not windows:
+        out.findings.append(Finding(id="seed-003/small-window-slower", claim=claim, published=published,
+                                    fwlab="not measured: no TCP trial with a fixed window (iperf3 option window_bytes) "
+                                          "in this run.", criterion=crit, verdict=NOT_MEASURED))
+        return
+
+    def tp(cfg, ipv, w):
+        return values(tcp, "throughput_bps", ip_version=ipv, **_cfg_match(cfg),
+                      label=(lambda lb: lb is None) if w is None else (lambda lb: True),
+                      options=lambda o, w=w: (o or {}).get("window_bytes") == w if w else
+                      not (o or {}).get("window_bytes"))
+
+    def load_rtt(cfg, ipv) -> float | None:
+        """The median round trip beside the default-window TCP stream (rtt_probe), None without."""
+        r = values(tcp, "rtt_p50_ms", ip_version=ipv, **_cfg_match(cfg), label=lambda lb: lb is None,
+                   options=lambda o: not (o or {}).get("window_bytes"))
+        return mean(r) if r else None
+
+    rows = []
+    for cfg in cfgs:
+        for ipv in (4, 6):
+            base = tp(cfg, ipv, None)
+            if not base:
+                continue
+            r = load_rtt(cfg, ipv)
+            rows.append((name(cfg), f"IPv{ipv}", "default", fmt(mean(base) / 1e6, 1), "100", "–"))
+            for w in windows:
+                x = tp(cfg, ipv, w)
+                if x:
+                    iv = ratio_ci(x, base)
+                    cap = _window_cap_bps(w, r)
+                    rows.append((name(cfg), f"IPv{ipv}", f"{w:,} B", fmt(mean(x) / 1e6, 1), fmt_ci(iv, digits=0),
+                                 fmt(cap / 1e6, 0) if cap else "–"))
+    out.tables.append(SideTable(
+        title="§4: TCP throughput by window size (iperf3 -w), IPv4 and IPv6",
+        header=("configuration", "IP", "window", "TCP [Mbit/s]", "% of the default window (95 % interval)",
+                "window / round trip under load [Mbit/s]"),
+        rows=tuple(rows), left=3,
+        note="The study names no window size: fwlab's sizes. Means over repetitions; a window limits TCP only where "
+             "window / round trip is below what the path carries (the last column, from the ping round trip beside "
+             "the default-window stream, rtt_probe; – without one). "
+             "iperf3 -w sets both socket buffers; Linux gives twice the size asked for (extra.socket_buffers)."))
+
+    small = windows[0]
+    ivs, untestable, cells, used = [], [], [], []
+    for ipv in (4, 6):
+        base, x = tp(ref, ipv, None) if ref else [], tp(ref, ipv, small) if ref else []
+        if not base or not x:
+            continue
+        cap = _window_cap_bps(small, load_rtt(ref, ipv))
+        iv = ratio_ci(x, base)
+        used += [t for t in tcp if t.ip_version == ipv and all(getattr(t, k) == v for k, v in _cfg_match(ref).items())
+                 and (_window(t) == small or (not _window(t) and t.label is None))
+                 and not t.error and t.metric("throughput_bps") is not None]
+        cells.append(f"IPv{ipv} {fmt_ci(iv, digits=0)} of the default window"
+                     + (f" (window / round trip under load {cap / 1e6:,.0f} Mbit/s)" if cap else ""))
+        if cap is not None and cap >= mean(base):
+            untestable.append(f"IPv{ipv}: {small:,} B per {load_rtt(ref, ipv):.3f} ms round trip under load carries "
+                              f"{cap / 1e6:,.0f} Mbit/s, above the {mean(base) / 1e6:,.0f} Mbit/s the default window "
+                              f"gets")
+        else:
+            ivs.append(iv)
+    if not cells:
+        out.findings.append(Finding(id="seed-003/small-window-slower", claim=claim, published=published,
+                                    fwlab=f"not measured: no default- and {small:,} B-window TCP over one IP version "
+                                          f"in {name(ref) if ref else 'this run'}.", criterion=crit,
+                                    verdict=NOT_MEASURED))
+        return
+    if not ivs:
+        verdict, why = NOT_TESTABLE, ("the bed cannot reach the seed's regime: the window cannot limit this path ("
+                                      + "; ".join(untestable) + "); emulate a longer round trip (link_delay)")
+    else:
+        verdict, why = bound_verdict(ivs, SMALL_WINDOW_PCT, at_least=False)
+        if untestable and verdict == REPRODUCED:
+            verdict, why = NOT_TESTABLE, ("decided for one IP version only; " + "; ".join(untestable))
+    out.findings.append(Finding.judge(
+        id="seed-003/small-window-slower", used=used, reason=why, claim=claim, published=published,
+        fwlab=f"fwlab ({name(ref)}), TCP with a {small:,} B window: " + ", ".join(cells) + " (95 % intervals).",
+        criterion=crit, verdict=verdict))
 
 
 DELAY_METRICS = (("rtt_p50_ms", "median"), ("rtt_p99_ms", "99th pct."), ("rtt_jitter_ms", "jitter (RFC 3550)"))

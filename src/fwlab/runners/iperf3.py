@@ -1,7 +1,9 @@
 """The iperf3 runner: TCP streams (optionally many, in several client processes) and UDP streams
 with a payload size and a rate (unlimited by default), one way (``direction = "up"``: client to
-server, the default; ``"down"``: iperf3 -R) or both at once (``"bidir"``: iperf3 --bidir). Parses
-iperf3's JSON (``-J``) into metrics, per-direction and per-stream figures and 1 s series.
+server, the default; ``"down"``: iperf3 -R) or both at once (``"bidir"``: iperf3 --bidir), TCP
+optionally with a fixed window (``window_bytes``: iperf3 -w, the socket buffers; the sizes the
+kernel gave are kept in ``extra.socket_buffers``). Parses iperf3's JSON (``-J``) into metrics,
+per-direction and per-stream figures and 1 s series.
 
 iperf3 caps ``-P`` at 128 streams per process: more streams are split over several client
 processes, each against its own server port (5201, 5202, ...), run at once and added up. Kind
@@ -42,6 +44,8 @@ MAX_STREAMS_PER_PROCESS = 128  #: iperf3's own limit on -P
 #: its throughput is taken over the whole run, not iperf3's nominal length
 OVERRUN_FACTOR, OVERRUN_SLACK_S = 1.2, 2.0
 DIRECTIONS = ("up", "down", "bidir")
+#: iperf3 -w (socket buffers, i.e. the TCP window): Linux raises anything below ~2 KiB to its minimum
+MIN_WINDOW_BYTES, MAX_WINDOW_BYTES = 2048, 64 * 1024 * 1024
 #: metrics added over client processes
 _SUMMED = ("throughput_bps", "throughput_up_bps", "throughput_down_bps", "offered_bps", "bytes",
            "bytes_up", "bytes_down", "retransmits", "tx_packets", "rx_packets", "cpu_sender_pct",
@@ -70,6 +74,8 @@ def build_client_args(spec: TrafficSpec, server_addr: str, cpu: int | None, *,
         args += ["-P", str(streams)]
     if cpu is not None:
         args += ["-A", str(cpu)]
+    if spec.options.get("window_bytes"):
+        args += ["-w", str(int(spec.options["window_bytes"]))]
     direction = spec.options.get("direction", "up")
     if direction == "down":
         args.append("-R")
@@ -220,7 +226,15 @@ def parse_json(text: str, traffic: str) -> Measurement:
                 sample["retransmits"] = (sample.get("retransmits") or 0) + rev["retransmits"]
         series.append(sample)
     return Measurement(metrics=metrics, series=series, raw={"iperf3_client_json": doc},
-                       extra={"per_stream_bps": stream_rates(doc, traffic)})
+                       extra={"per_stream_bps": stream_rates(doc, traffic), "socket_buffers": _buffers(doc)})
+
+
+def _buffers(doc: dict) -> dict:
+    """The client's socket buffers as iperf3 reports them: the size asked for with -w (0: the
+    system's default) and what the kernel gave (Linux doubles the value asked for)."""
+    st = doc.get("start") or {}
+    return {"requested_bytes": st.get("sock_bufsize"), "sndbuf_actual_bytes": st.get("sndbuf_actual"),
+            "rcvbuf_actual_bytes": st.get("rcvbuf_actual")}
 
 
 def account_overrun(m: Measurement, traffic: str, direction: str, duration_s: float, completion_s: float) -> None:
@@ -320,7 +334,7 @@ class Iperf3(Runner):
 
     def check_options(self, kind: str, options: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        known = {"direction", "rtt_probe"}
+        known = {"direction", "rtt_probe", "window_bytes"}
         extra = set(options) - known
         if extra:
             raise ValueError(f"iperf3 {kind} takes options {', '.join(sorted(known))} "
@@ -331,6 +345,14 @@ class Iperf3(Runner):
             if not isinstance(options["rtt_probe"], bool):
                 raise ValueError("iperf3 rtt_probe must be true or false")
             out["rtt_probe"] = options["rtt_probe"]
+        if "window_bytes" in options:
+            w = options["window_bytes"]
+            if kind != "tcp":
+                raise ValueError(f"iperf3 window_bytes (-w, the TCP window) is for kind tcp, not {kind}")
+            if isinstance(w, bool) or not isinstance(w, int) or not MIN_WINDOW_BYTES <= w <= MAX_WINDOW_BYTES:
+                raise ValueError(f"iperf3 window_bytes {w!r} must be a whole number of bytes in "
+                                 f"{MIN_WINDOW_BYTES}..{MAX_WINDOW_BYTES} (iperf3 -w)")
+            out["window_bytes"] = w
         return out
 
     def start(self, bed: "Testbed", spec: TrafficSpec) -> None:

@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from fwlab.floods.model import BackgroundItem
+from fwlab.suites.tuning import profile
 from fwlab.validation import check_only_keys, only_matches, parse_delay_us, parse_rate_bps
 
 #: largest rule count a suite may ask for (the generator's fwlab.rules.generate.MAX_RULES; a
@@ -156,6 +157,10 @@ class Suite(Strict):
                             "CPU, so overload shows as loss at its ingress ring (use for RFC 2544 searches)")
     offloads: OffloadsModel = Field(default_factory=OffloadsModel)
     pinning: PinningModel = Field(default_factory=PinningModel)
+    tuning: str | None = Field(
+        None, description="a named tuning profile (fwlab.suites.tuning, e.g. \"seed-000-appendix-i\"): its "
+                          "per-namespace sysctls are set in every namespace of the bed fwlab creates, never on the "
+                          "host; what was applied is recorded with every trial (conditions.tuning)")
     link_rate: str | list[str] | None = Field(
         None, description="emulated line rate of the client's and server's wires, as tc writes it "
                           "(\"100mbit\", \"1gbit\"): a shaper on their egress, outside the DUT, counting "
@@ -175,6 +180,13 @@ class Suite(Strict):
     background: list[BackgroundItem] = Field(
         default_factory=list, description="floods from an attacker namespace while each trial runs; every "
                                           "trial is repeated per flood rate (see fwlab.floods)")
+
+    @field_validator("tuning")
+    @classmethod
+    def _tuning(cls, v: str | None) -> str | None:
+        if v is not None:
+            profile(v)
+        return v
 
     @field_validator("name")
     @classmethod

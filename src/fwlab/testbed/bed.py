@@ -1,7 +1,8 @@
 """Building and tearing down a namespace test bed on the local host.
 
 Owns: creating the client/DUT/server namespaces, veth pairs, the DUT's bridge, addresses,
-routes, forwarding sysctls and offloads; describing them (for the run record); tearing all of it
+routes, forwarding sysctls, offloads and a suite's tuning profile (in its own namespaces only);
+describing them (for the run record); tearing all of it
 down, stopping the processes inside first. Never touches the host's own (root) namespace:
 veth ends are created directly inside their namespaces and no host route, address or firewall
 is changed.
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fwlab.errors import FwlabError, NotRoot, TestbedError
+from fwlab.suites.tuning import profile
 from fwlab.testbed import links
 from fwlab.testbed.clock import measure_offset
 from fwlab.testbed.delayline import DelayLine, RunningLine
@@ -29,6 +31,7 @@ from fwlab.testbed.nic import NicInfo, PathLine, path_line, read_nic
 from fwlab.testbed.hosts import IFACE_COUNT, Placement
 from fwlab.testbed.shaping import LinkShape, parse_qdisc_stats
 from fwlab.testbed.topology import PREFIX, Topology
+from fwlab.testbed.tuning import apply_profile
 
 #: sysctls recorded for every namespace of the bed
 RECORDED_SYSCTLS = (
@@ -116,6 +119,8 @@ class Testbed:
     engine: str | None = None
     #: the delay lines of the wires (testbed.delayline), by wire tag
     delay_lines: dict[str, RunningLine] = field(default_factory=dict)
+    #: what the suite's tuning profile set, where, and what not (testbed.tuning); None: no profile
+    tuning_state: dict | None = None
 
     # -- life cycle -------------------------------------------------------------------------
     def __enter__(self) -> "Testbed":
@@ -323,6 +328,10 @@ class Testbed:
             self._shape()
         if t.has_dut and t.device_model == "napi" and not self.is_remote("dut"):
             self._napi_device()
+        if t.tuning:
+            # only the namespaces this process just created (local roles), never the host's own
+            self.tuning_state = apply_profile(profile(t.tuning), [r for r in self.local_roles],
+                                              lambda role, *argv, check=True: self.sh(role, *argv, check=check))
         if t.wires:
             self._start_delay_lines()
         self._wait_link_ready()
@@ -621,6 +630,7 @@ class Testbed:
             "link": self.link_state(),
             "delay": self.delay_state(),
             "sysctls": self.sysctls(),
+            "tuning": self.tuning_state,
             "build_s": round(self.build_s, 4),
         }
 

@@ -156,6 +156,8 @@ class Topology:
     #: emulated one-way delay of the client's and server's wires [us]; None: no delay line
     #: (see testbed.delayline)
     link_delay_us: float | None = None
+    #: a named tuning profile (suites.tuning) applied in the bed's own namespaces; None: none
+    tuning: str | None = None
 
     def ns(self, role: str) -> str:
         return f"{PREFIX}{self.run_id}-{role}"
