@@ -39,10 +39,10 @@ from fwlab.rules.derive import TrafficClass, derive
 from fwlab.rules.nft_json import parse_nft_json
 from fwlab.rules.optimize import Proposal, model_differences, propose, union_probes
 from fwlab.ruleset_run import (DEFAULT_INTERFACES, PROBE_PPS, SETTLE_S, Bed, _median_range, _read, _rx, _send,
-                               observed_verdict, parse_interfaces, prepare, send_args)
+                               note_to, observed_verdict, parse_interfaces, preflight, prepare, send_args)
 from fwlab.runners.engine import engine_version
 from fwlab.stats.ratio import RATIO_METHOD, ratio_interval
-from fwlab.testbed import Testbed, Topology, new_run_id, require_root, require_tool
+from fwlab.testbed import Testbed, Topology, new_run_id
 
 PROBE_COUNT = 10  #: engine packets per probe and rule set [packets]
 PROBE_SETTLE_S = 0.05  #: wait after a probe before reading the receiver's counter [s] (retried at SETTLE_S)
@@ -281,18 +281,8 @@ def run_optimize(cfg: OptimizeConfig, out_root: Path, *, log: TextIO | None = sy
                              fix="translate it with 'iptables-restore-translate -f FILE', or measure it as it is "
                                  "with 'fwlab run --ruleset'")
     names = parse_interfaces(cfg.interfaces)
-    require_root()
-    for prog in ("ip", "ethtool", "nft"):
-        require_tool(prog)
-    from fwlab.runners.engine import require_engine
-
-    engine = require_engine()
-
-    def note(s: str) -> None:
-        if log:
-            log.write(s + "\n")
-            log.flush()
-
+    engine = preflight(("nft",))
+    note = note_to(log)
     bed = Testbed(Topology(run_id=new_run_id(), mode="routed"))
     with bed:
         desc = bed.describe()

@@ -235,21 +235,31 @@ def summarize_costs(classes: list[TrafficClass], rates: dict[tuple[str, str], li
     return out
 
 
+def preflight(programs: tuple[str, ...]) -> str:
+    """Root, ip, ethtool and ``programs``, then the engine: checked before any bed is built
+    (``fwlab run --ruleset`` and ``fwlab optimize``). Returns the engine's path."""
+    require_root()
+    for prog in ("ip", "ethtool", *programs):
+        require_tool(prog)
+    return require_engine()
+
+
+def note_to(log: TextIO | None):
+    """A progress line writer to ``log`` (None: silent)."""
+    def note(s: str) -> None:
+        if log:
+            log.write(s + "\n")
+            log.flush()
+    return note
+
+
 def run_ruleset(cfg: RulesetRunConfig, out_root: Path, *, log: TextIO | None = sys.stderr) -> RunRecord:
     text = _read(cfg.ruleset, "rule set")
     ipset_text = _read(cfg.ipset, "ipset file") if cfg.ipset else None
     fw = ImportedFirewall.from_text(text, cfg.ruleset.name, ipset_text)
     names = parse_interfaces(cfg.interfaces)
-    require_root()
-    for prog in ("ip", "ethtool", ("nft" if fw.kind == "nft" else fw._restore())) + (("ipset",) if ipset_text else ()):
-        require_tool(prog)
-    engine = require_engine()
-
-    def note(s: str) -> None:
-        if log:
-            log.write(s + "\n")
-            log.flush()
-
+    engine = preflight(("nft" if fw.kind == "nft" else fw._restore(),) + (("ipset",) if ipset_text else ()))
+    note = note_to(log)
     bed = Testbed(Topology(run_id=new_run_id(), mode="routed"))
     with bed:
         desc = bed.describe()
