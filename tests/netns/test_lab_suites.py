@@ -169,7 +169,7 @@ def _fwlab(*args):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
-def _kill_after(p, run_dir_glob, out: Path, at_least: int, sig) -> Path:
+def _kill_after(p, run_dir_glob, out: Path, at_least: int, sig, lab: HostsLab, before: dict) -> Path:
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         dirs = list(out.glob(run_dir_glob)) if out.exists() else []
@@ -179,6 +179,9 @@ def _kill_after(p, run_dir_glob, out: Path, at_least: int, sig) -> Path:
         time.sleep(0.1)
     else:
         raise AssertionError("the run wrote no trials")
+    # the conn runner's changes are in place on the hosts (so "nothing left" below means undone)
+    assert "198.18.1.10/24" in lab.state("cli1")["addr"]
+    assert lab.state("srv")["sysctl"] != before["srv"]["sysctl"]
     time.sleep(0.3)  # land inside a trial
     p.send_signal(sig)
     _, err = p.communicate(timeout=60)
@@ -193,7 +196,7 @@ def test_a_killed_lab_run_leaves_nothing_and_resumes(lab, tmp_path):
     out = tmp_path / "results"
     before = {n: lab.state(n) for n in lab.names}
     p = _fwlab("run", str(tmp_path / "lab-kill.toml"), "--hosts", str(tmp_path / "hosts.toml"), "--out", str(out))
-    run_dir = _kill_after(p, "lab-kill-*", out, 1, signal.SIGTERM)
+    run_dir = _kill_after(p, "lab-kill-*", out, 1, signal.SIGTERM, lab, before)
     assert json.loads((run_dir / "run.json").read_text())["status"] == "interrupted"
     assert lab.wait_idle() == {n: [] for n in lab.names}
     assert changed(before, {n: lab.state(n) for n in lab.names}) == []
@@ -202,7 +205,7 @@ def test_a_killed_lab_run_leaves_nothing_and_resumes(lab, tmp_path):
 
     # resumed, and interrupted again (Ctrl-C this time): still nothing left anywhere
     p = _fwlab("run", "--resume", str(run_dir))
-    _kill_after(p, run_dir.name, out, len(kept1) + 1, signal.SIGINT)
+    _kill_after(p, run_dir.name, out, len(kept1) + 1, signal.SIGINT, lab, before)
     assert lab.wait_idle() == {n: [] for n in lab.names}
     assert changed(before, {n: lab.state(n) for n in lab.names}) == []
     kept2 = {t["trial_id"] for t in trials_of(run_dir)}
