@@ -118,7 +118,11 @@ def _ruleset_config(args):
         if args.suite or args.resume:
             raise FwlabError("--ruleset runs a rule set, not a suite", fix="give either a suite or --ruleset FILE")
         return config_from_args(args.ruleset, ipset=args.ipset, interfaces=args.interfaces,
-                                repetitions=args.repetitions, no_rate=args.no_rate)
+                                repetitions=args.repetitions, no_rate=args.no_rate, mix=args.mix,
+                                latency_count=args.latency_count)
+    if args.mix or args.latency_count is not None:
+        raise FwlabError("--mix and --latency-count go with --ruleset FILE",
+                         fix="fwlab run --ruleset FILE --mix MIX (a [ruleset] suite takes class_weights / latency_count)")
     if args.suite and args.suite.endswith(".toml") and not args.resume:
         return config_from_suite_file(Path(args.suite), repetitions=args.repetitions)
     return None
@@ -494,6 +498,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--interfaces", metavar="MAP",
                    help="the rule set's interface names for the DUT's sides (default eth0=client,eth1=server)")
     r.add_argument("--no-rate", action="store_true", help="with --ruleset: functional check only, no rates")
+    r.add_argument("--mix", metavar="FILE",
+                   help="with --ruleset: weigh the classes in the whole mix by this TOML profile (KEY = WEIGHT; "
+                        "KEY a class id c3, a rule id or an nft handle); default: every class alike")
+    r.add_argument("--latency-count", type=int, metavar="N",
+                   help="with --ruleset: frames per latency trial (default 20000; 0: no latency)")
     r.set_defaults(func=cmd_run)
 
     op = sub.add_parser("optimize", help="propose an equivalent, faster nft rule set, prove it on derived probes "
