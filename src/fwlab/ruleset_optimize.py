@@ -85,6 +85,17 @@ class OptimizeResult:
     first_difference: str | None = None
 
 
+def _rule_count(model) -> int:
+    """Rules as the user counts them: a verdict map's or concatenated set's elements (model rules
+    '<id>/<n>') are one rule."""
+    ids = set()
+    for ch in model.chains.values():
+        for r in ch.rules:
+            head, _, tail = r.rule_id.rpartition("/")
+            ids.add(head if head and tail.isdigit() and "#" in head else r.rule_id)
+    return len(ids)
+
+
 def _nft_json(b: Bed) -> str:
     return b.bed.host.run(["nft", "-j", "list", "ruleset"], ns=b.ctx.ns).stdout
 
@@ -326,8 +337,7 @@ def run_optimize(cfg: OptimizeConfig, out_root: Path, *, log: TextIO | None = sy
             fw_b.flush(b.ctx)
         finally:
             fw_a.flush(b.ctx)
-        rules_b = sum(len(ch.rules) for ch in model_b.chains.values())
-        rules_a = sum(len(ch.rules) for ch in model_a.chains.values())
+        rules_a, rules_b = _rule_count(model_a), _rule_count(model_b)
         der_a, der_b = derive(model_a, b.addrs, seed=cfg.seed), derive(model_b, b.addrs, seed=cfg.seed)
         probes = union_probes(der_a.classes, der_b.classes)
         diffs = model_differences(model_a, model_b, probes)
