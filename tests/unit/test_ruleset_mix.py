@@ -195,3 +195,27 @@ def test_cli_bad_mix_is_one_line(tmp_path, capsys):
     except SystemExit as exc:
         rc = exc.code
     assert rc == 2 and "--mix" in capsys.readouterr().err
+
+
+def test_report_shows_latency_per_class_and_the_mix(nft_classes):
+    from fwlab.report.section_ruleset import render
+
+    d = {"classes": [c.to_dict() for c in nft_classes[:3]], "not_covered": [], "notes": [], "sampling": "x"}
+    rng = lambda v: {"median": v, "min": v, "max": v, "n": 1}  # noqa: E731
+    f = {"p50": 12_300.0, "p90": 15_000.0, "p99": 45_600.0, "p99.9": 50_000.0, "min": 1.0, "mean": 2.0, "max": 9e4}
+    costs = [{"class_id": c.class_id, "rule_id": c.rule_id, "rule_text": "r", "expected": c.expected,
+              "traversed_rules": 3, "rate_pps": rng(1e5), "reference_rate_pps": rng(2e5), "cost_ns_per_packet": rng(5000),
+              "latency": {"missing": "the rule set drops it: no frame arrives to be timed"} if i == 0 else
+              {"rules": {"latency_ns": f}, "reference": {"latency_ns": None, "missing": "no frame arrived"}}}
+             for i, c in enumerate(nft_classes[:2])]
+    mix = {"source": "profile", "profile_source": "mix.toml", "weights": {"c1": 0.75, "c2": 0.25, "c3": 0.0},
+           "rate_pps": rng(9e4), "reference_rate_pps": rng(1.5e5), "cost_ns_per_packet": rng(4444), "method": "M",
+           "latency": {"latency_ns": f, "left_out": {"c1": "dropped"}, "weight_covered": 0.25, "method": "L"}}
+    run = {"ruleset_import": {"file": "x", "derivation": d, "probes": [], "costs": costs, "rate": {},
+                              "latency": {"method": "engine", "count": 2000, "fraction": 0.5}, "mix": mix}}
+    html = render(run, [])
+    assert "12.3 / 45.6" in html and "no frame arrives to be timed" in html and "no frame arrived" in html
+    assert "The whole mix" in html and "mix.toml" in html and "c1 75.0%" in html and "(2 of 3 classes)" in html
+    assert "4,444" in html and "12.3 / 15.0 / 45.6 / 50.0" in html and "25% of the mix's weight" in html
+    run["ruleset_import"]["mix"] = {**mix, "source": "even", "latency": None}
+    assert "every class alike" in render(run, [])
