@@ -48,6 +48,14 @@ def test_bad_input_is_a_suite_error(layout, bad):
         generate_realworld(layout, bad["count"], **kw)
 
 
+def test_which_layouts_start_each_trial_without_flows():
+    """NAT layouts' rules see a flow's first packet only: the orchestrator empties conntrack
+    before each of their trials (RuleSet.fresh_flows_per_trial), not for the ACL or deny lists."""
+    fresh = {lay: generate_realworld(lay, 10, **_kw()).fresh_flows_per_trial for lay in REALWORLD_LAYOUTS}
+    assert fresh == {"firewalld": True, "docker": True, "classbench-acl": False}
+    assert not generate(10, "linear").fresh_flows_per_trial and not generate(10, "set").fresh_flows_per_trial
+
+
 def test_deny_list_generator_refuses_them():
     for layout in REALWORLD_LAYOUTS:
         with pytest.raises(SuiteError):
