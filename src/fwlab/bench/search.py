@@ -456,6 +456,8 @@ def format_table(res: dict) -> str:
                                                ph["preceding_targets"]["by_target"].items()) + ")")
     if s.get("what_stops_it"):
         lines.append(f"  goal <= 0.34 not reached: {s['what_stops_it']}")
+    elif s.get("mlr_at_most_third"):
+        lines.append("  goal <= 0.34 reached in this run")
     nz = s["noise"]
     gap = "missing" if s["result_gap"] is None else f"{100 * s['result_gap']:.1f} %"
     noise_txt = "not measured (fewer than 2 results per contender)" if nz["cv"] is None else \
