@@ -172,7 +172,7 @@ def test_cli_prints_pairing_trial_seconds_ratio_results_and_noise(monkeypatch, c
 
 
 @pytest.mark.parametrize("args", [["--rounds", "0"], ["--trial-s", "0"], ["--width", "1"],
-                                  ["--initial-trial-s", "9"], ["--rules", "-1"]])
+                                  ["--initial-trial-s", "9"], ["--rules", "-1"], ["--coarse-targets", "-1"]])
 def test_cli_bad_arguments_are_one_line_and_exit_2(args, capsys):
     assert cli.main(["bench", "search", *args]) == 2
     err = capsys.readouterr().err
