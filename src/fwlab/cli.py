@@ -394,13 +394,16 @@ def cmd_bench_search(args) -> int:
     from fwlab.testbed import require_root
 
     if args.rounds < 1 or args.repetitions < 1 or args.trial_s <= 0 or not 0 < args.initial_trial_s <= args.trial_s \
-            or not 0 < args.width < 1 or not 0 <= args.loss_ratio < 1 or args.rules < 0:
+            or not 0 <= args.coarse_targets <= 6 or not 0 < args.width < 1 or not 0 <= args.loss_ratio < 1 or args.rules < 0:
         raise FwlabError("--rounds and --repetitions must be >= 1, 0 < --initial-trial-s <= --trial-s, "
+                         "0 <= --coarse-targets <= 6, "
                          "0 < --width < 1, 0 <= --loss-ratio < 1 and --rules >= 0",
-                         fix="e.g. --rounds 2 --repetitions 1 --trial-s 3 --initial-trial-s 0.5 --width 0.02")
+                         fix="e.g. --rounds 2 --repetitions 1 --trial-s 3 --initial-trial-s 0.25 --coarse-targets 3 "
+                             "--width 0.02")
     require_root()
     cfg = SearchBenchConfig(rules=args.rules, layout=args.layout, mode=args.mode, trial_s=args.trial_s,
-                            initial_trial_s=args.initial_trial_s, relative_width=args.width, rounds=args.rounds,
+                            initial_trial_s=args.initial_trial_s, coarse_targets=args.coarse_targets,
+                            relative_width=args.width, rounds=args.rounds,
                             loss_ratio=args.loss_ratio, repetitions=args.repetitions, mlr_goal=args.mlr_goal)
     res = run_bench(cfg, Path(args.out), log=None if args.quiet else sys.stderr)
     print(json.dumps(res, indent=2) if args.json else format_table(res))
@@ -606,8 +609,11 @@ def build_parser() -> argparse.ArgumentParser:
     bs.add_argument("--mode", default="routed", choices=["routed", "bridge"])
     bs.add_argument("--trial-s", type=float, default=3.0, help="full-length trial duration of both searches [s] "
                                                                "(default 3)")
-    bs.add_argument("--initial-trial-s", type=float, default=0.5,
-                    help="MLRsearch's first, shortest trials [s] (default 0.5)")
+    bs.add_argument("--initial-trial-s", type=float, default=0.25,
+                    help="MLRsearch's first, shortest trials [s] (default 0.25)")
+    bs.add_argument("--coarse-targets", type=int, default=3,
+                    help="MLRsearch's targets before the goal, trial durations geometric from --initial-trial-s "
+                         "to --trial-s (default 3)")
     bs.add_argument("--width", type=float, default=0.02, help="relative width both searches stop at (default 0.02)")
     bs.add_argument("--rounds", type=int, default=2,
                     help="binary+mlr pairs in ABBA order (default 2; the noise needs >= 2 results per contender)")
