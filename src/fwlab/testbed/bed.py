@@ -567,7 +567,10 @@ class Testbed:
 
     def link_counters(self, role: str, dev: str) -> dict[str, int]:
         """rx/tx packet, byte and drop counters of one interface (from ``ip -s -j link``)."""
-        cp = self.sh(role, "ip", "-s", "-j", "link", "show", self.dev(role, dev))
+        ns, name = self.ns(role), self.dev(role, dev)
+        # ip -n enters the namespace itself (ip netns exec also remounts /sys: twice the time)
+        argv = ["ip", "-s", "-j", "link", "show", name] if ns is None else ["ip", "-n", ns, "-s", "-j", "link", "show", name]
+        cp = self.host_for(role).run(argv)
         return _link_stats(json.loads(cp.stdout)[0]["stats64"])
 
     def all_link_counters(self) -> dict[str, dict[str, int]]:
