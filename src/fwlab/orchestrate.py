@@ -44,6 +44,11 @@ from fwlab.suites.plan import TrialSpec, check_suite, expand, expand_max
 from fwlab.testbed import LocalHost, Offloads, Pinning, Testbed, Topology, new_run_id, require_root, require_tool
 from fwlab.testbed.hosts import HostEntry, Placement, parse_hosts
 from fwlab.testbed.nic import NicInfo, PathLine, trial_line_rate
+from fwlab.testbed.quiet import Pause, moved_packets, until_quiet
+
+
+#: rule sets up to this size are kept for the next repetition's load instead of generated again
+GENERATED_KEPT_MAX = 20_000
 
 
 class Interrupted(FwlabError):
@@ -170,6 +175,9 @@ class Executor:
     rule: PrecisionRule | None = None  #: adaptive repetitions (the suite's precision), else fixed
     lean: bool = True  #: lean trials and bed reuse (False: the previous path, for the bench)
     run_phases: Phases = field(default_factory=Phases)  #: the run's own bookkeeping time
+    #: generated rule sets by their generator's arguments (repetitions reload them; generation is
+    #: deterministic for a seed, and a RuleSet is frozen)
+    _generated: dict = field(default_factory=dict)
 
     def run(self, trials: list[TrialSpec], done: set[str]) -> None:
         beds = self._beds(trials, done)
@@ -235,6 +243,7 @@ class Executor:
         mode, backend_name, link_rate_bps = bed_key
         backend = get_backend(backend_name)
         ph = Phases()
+        self._after_links = None  # a pause is measured on one bed only
         # the delay (link_delay) is one for the whole suite, so a bed of the same mode and link rate
         # is the same bed, delay lines included
         reuse_next = (self.lean and next_key is not None and next_key[0] == mode
@@ -337,6 +346,7 @@ class Executor:
     def _load(self, bed: Testbed, ctx: DutContext | None, backend, spec: TrialSpec,
               ph: Phases | None = None) -> dict:
         ph = ph or Phases()
+        self._loaded = True  # the next trial is the first on this rule set
         if ctx is None:
             return {"digest": None, "family": None, "load_s": None, "bridge_nf_call": None}
         plan = bed.topo.plan
@@ -362,10 +372,15 @@ class Executor:
                                     dut_server_if=topo.dut_server_if, client_net=plan.client_net(spec.ip_version),
                                     server_net=plan.server_net(spec.ip_version), seed=self.suite.seed)
         else:
-            rs = generate(spec.rules, spec.layout if spec.layout in ("linear", "set") else "linear",
-                          ip_version=spec.ip_version, client_net=plan.client_net(spec.ip_version),
-                          server_net=plan.server_net(spec.ip_version),
-                          stateful_shortcut=spec.stateful_shortcut, seed=self.suite.seed)
+            args = (spec.rules, spec.layout if spec.layout in ("linear", "set") else "linear",
+                    spec.ip_version, plan.client_net(spec.ip_version), plan.server_net(spec.ip_version),
+                    spec.stateful_shortcut, self.suite.seed)
+            rs = self._generated.get(args)
+            if rs is None:
+                rs = generate(args[0], args[1], ip_version=args[2], client_net=args[3], server_net=args[4],
+                              stateful_shortcut=args[5], seed=args[6])
+                if rs.count <= GENERATED_KEPT_MAX:  # the next repetition loads the same (frozen) rule set
+                    self._generated[args] = rs
         ph.add("load_generate", time.monotonic() - t_gen)
         with ph.timed("load_flush"):
             backend.flush(ctx)
@@ -422,8 +437,22 @@ class Executor:
         runner = get_runner(spec.tool)
         backend, ctx = env.backend, env.dut
         ph = Phases()
-        with ph.timed("wait"):  # the rest of the pause after the previous trial or load
-            time.sleep(max(0.0, getattr(self, "_quiet_until", 0.0) - time.monotonic()))
+        # the previous trial's last counter reading on this bed (None for the bed's first trial):
+        # the pause, a load included, is measured from it
+        prev = getattr(self, "_after_links", None) if self.lean else None
+        after_load, self._loaded = getattr(self, "_loaded", False), False
+        self._after_links = None
+        until_quiet_ok = prev is not None and self.suite.settle_until_quiet
+        lb = None
+        with ph.timed("wait"):
+            if until_quiet_ok:
+                # the pause ends once the bed is idle (at the latest settle_s after the traffic or
+                # the load); the reading that shows it idle is this trial's counters before (what
+                # runs until the traffic, conntrack -F and the lean rule-set read, sends nothing)
+                lb, pause = until_quiet(lambda: self._links(bed), prev[0], prev[1], self._quiet_until,
+                                        after_load=after_load)
+            else:  # the rest of the pause after the previous trial or load
+                time.sleep(max(0.0, getattr(self, "_quiet_until", 0.0) - time.monotonic()))
         tspec = TrafficSpec(traffic=spec.traffic, tool=spec.tool, size_bytes=spec.size_bytes,
                             streams=spec.streams, rate_bps=spec.rate_bps, ip_version=spec.ip_version,
                             duration_s=spec.duration_s, options=dict(spec.options),
@@ -439,7 +468,10 @@ class Executor:
             with ph.timed("dut_read_before"):
                 cb, digest_before, before_from = self._rule_read(ctx, backend, load_info, "before")
         with ph.timed("links_before"):
-            lb = self._links(bed)
+            if lb is None:
+                lb = self._links(bed)
+                pause = Pause(False, None if prev is None else time.monotonic() - prev[1], None,
+                              None if prev is None else moved_packets(prev[0], lb), after_load=after_load)
             shaped_before = bed.link_state()
             delay_before = bed.delay_counters()
         metrics, series, raw, flags, error = None, [], {}, [], None
@@ -472,7 +504,10 @@ class Executor:
             kind = "attack" if kind == "stream" else kind
             extra["background"] = flood_rec
         with ph.timed("links_after"):
+            t_la = time.monotonic()
             la = self._links(bed)
+        if self.lean:
+            self._after_links = (la, t_la)  # where the next trial's pause is measured from
         ca = digest_after = None
         if ctx:
             with ph.timed("dut_read_after"):
@@ -505,6 +540,8 @@ class Executor:
                                  "so this rate is the generator and the firewall path together")
                 flags.append(d)
         extra["overhead_s"] = {"traffic_s": spec.duration_s, **ph.to_dict()}
+        if self.lean:
+            extra["settle"] = pause.to_dict()
         t_rec = time.monotonic()
         rec = build_trial(
             spec.to_dict(), kind=kind, metrics=metrics, series=series, started_utc=started, ruleset=ruleset,

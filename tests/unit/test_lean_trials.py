@@ -153,6 +153,8 @@ class LinkHost:
         self.calls = []
 
     def run(self, argv, ns=None, **kw):
+        if "-n" in argv:  # ip -n NS: ip enters the namespace itself
+            ns = argv[argv.index("-n") + 1]
         self.calls.append((ns, tuple(argv)))
         out = [{"ifname": d, "stats64": {"rx": {"packets": 1, "bytes": 2, "dropped": 0},
                                          "tx": {"packets": 3, "bytes": 4, "dropped": 0}}} for d in self.devs[ns]]
@@ -169,6 +171,8 @@ def test_all_link_counters_reads_each_namespace_once():
     got = bed.all_link_counters()
     assert list(got) == [f"{r}:{d}" for r, d in bed.interfaces()]
     assert len(host.calls) == 3  # client, server, DUT: one call each, not one per interface
+    assert sorted(ns for ns, _ in host.calls) == sorted(topo.ns(r) for r in ("client", "server", "dut"))
+    assert all(argv[:2] == ("ip", "-n") for _, argv in host.calls)  # not 'ip netns exec' + ip
     assert got[f"dut:{topo.dut_server_if}"]["tx_bytes"] == 4
 
 
@@ -196,18 +200,27 @@ def test_fingerprint_residue_names_what_differs():
 
 
 def _record(tmp_path, lean=True):
-    d = tmp_path / "run"
-    d.mkdir()
-    run = {"lean_trials": lean, "overhead_s": {"record": 0.5},
-           "beds": [{"bed_reused": False, "overhead_s": {"build": 1.0, "load_apply": 0.5, "teardown": 0.5}},
-                    {"bed_reused": True, "overhead_s": {"reset": 0.25}}]}
-    (d / "run.json").write_text(json.dumps(run))
-    trials = [{"trial_id": f"t{k}", "error": None,
-               "extra": {"overhead_s": {"traffic_s": 3, "measure": 3.25, "dut_read_after": 0.5, "wait": 0.25},
-                         "dut_counters_before_from": "load" if k == 0 else "previous trial's after-read"}}
-              for k in range(4)]
-    (d / "trials.jsonl").write_text("\n".join(json.dumps(t) for t in trials) + "\n")
-    return d
+    from fwlab.results import RunRecord, build_trial
+    from fwlab.suites import load_suite
+    from fwlab.suites.plan import expand
+
+    suite = load_suite("quick")[0]
+    specs = expand(suite).trials[:4]
+    rec = RunRecord.create(tmp_path / "runs", suite.name, {
+        "suite": {"name": suite.name, "toml": "", "parsed": suite.model_dump()},
+        "plan": {"trials": len(specs)}, "lean_trials": lean, "overhead_s": {"record": 0.5},
+        "beds": [{"bed_reused": False, "overhead_s": {"build": 1.0, "load_apply": 0.5, "teardown": 0.5}},
+                 {"bed_reused": True, "overhead_s": {"reset": 0.25}}]})
+    pauses = [None, {"until_quiet": True, "pause_s": 0.07, "quiet": True, "packets_in_pause": 1},
+              {"until_quiet": True, "pause_s": 0.2, "quiet": False, "packets_in_pause": 9},
+              {"until_quiet": False, "pause_s": 0.2, "quiet": None, "packets_in_pause": 0}]
+    for k, spec in enumerate(specs):
+        rec.append_trial(build_trial(
+            spec.to_dict(), metrics={"throughput_bps": 1e9}, started_utc="2026-01-01T00:00:00Z",
+            extra={"overhead_s": {"traffic_s": 3, "measure": 3.25, "dut_read_after": 0.5, "wait": 0.25},
+                   "dut_counters_before_from": "load" if k == 0 else "previous trial's after-read",
+                   **({"settle": pauses[k]} if pauses[k] else {})}))
+    return rec.path
 
 
 def test_bench_summary_adds_the_phases_up_to_the_wall_time(tmp_path):
@@ -221,6 +234,9 @@ def test_bench_summary_adds_the_phases_up_to_the_wall_time(tmp_path):
     assert b["run: record"] == 0.5 and b["report"] == 1.0
     assert sum(b.values()) == pytest.approx(20 - 12)  # the rest is named "unaccounted"
     assert s["beds"] == {"built": 1, "reused": 1} and s["rule_reads_shared"] == 4
+    p = s["pauses"]  # the first trial after its load has no pause measured
+    assert p["measured"] == 3 and p["until_quiet"] == 2 and p["quiet"] == 1 and p["full_length"] == 1
+    assert p["median_pause_s"] == 0.2 and p["max_packets_in_pause"] == 9
 
 
 def test_bench_alternates_contenders_and_reports_the_goal(tmp_path):

@@ -359,7 +359,24 @@ def test_bench_alternates_contenders_and_judges_both_by_one_rule(monkeypatch, tm
     assert s["adaptive"]["max_rel_half_width"] == pytest.approx(half_width(NOISY[:4]) / (sum(NOISY[:4]) / 4))
     text = format_table(res)
     assert "adaptive_over_fixed (wall time)" in text and "did not reach ±3 % on every figure" in text
+    # why (figures of both adaptive runs): the UDP figures (spread 0.07 %) stop at 2, below fixed's 3; the TCP ones (spread ~28 %)
+    # would need far more than the maximum of 4
+    w = res["why"]
+    assert w["cv_to_stop_at_min"] == pytest.approx(0.03 * 2 ** 0.5 / 12.7062, rel=1e-3)
+    assert w["figures"] == 16 and w["below_fixed"] == 8 and w["within_max"] == 8  # 2 adaptive runs x 8
+    assert "8 of 16 figures below fixed's count" in text
     json.dumps(res)
+
+
+def test_repetitions_needed_follows_the_t_interval():
+    from fwlab.stats.precision import cv_to_stop_at, repetitions_needed
+
+    assert repetitions_needed(0.003, 0.03) == 2  # within 0.33 %: 2 repetitions suffice
+    assert repetitions_needed(0.01, 0.03) == 3
+    assert repetitions_needed(0.05, 0.03) == 14
+    assert repetitions_needed(0.5, 0.03, cap=100) is None
+    n = repetitions_needed(0.02, 0.03)
+    assert cv_to_stop_at(n, 0.03) >= 0.02 > cv_to_stop_at(n - 1, 0.03)
 
 
 @pytest.mark.parametrize("argv,needle", [

@@ -17,8 +17,8 @@ which the result records; nothing here asserts a figure.
 
 from __future__ import annotations
 
-import json
 import os
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,6 +27,8 @@ from typing import TextIO
 
 from fwlab.errors import FwlabError
 from fwlab.results.overhead import add_up
+from fwlab.results.store import RunRecord
+from fwlab.results.trial import TrialRecord, as_records
 
 GOAL = 1.15  #: issue 18's goal for wall_over_traffic on quick
 
@@ -39,21 +41,16 @@ class OverheadConfig:
     compare_old: bool = False  #: also run the previous path, alternated with the lean one
 
 
-def _trials(run_dir: Path) -> list[dict]:
-    out = {}
-    with open(run_dir / "trials.jsonl", encoding="utf-8") as f:
-        for line in f:
-            if line.strip():
-                t = json.loads(line)
-                out[t.get("trial_id")] = t  # the last line per id wins
-    return list(out.values())
+def _trials(run_dir: Path) -> tuple[dict, list[TrialRecord]]:
+    """run.json and the trials, typed (the last line per trial id wins; a torn last line is skipped)."""
+    rec = RunRecord.open(run_dir)
+    return rec.run, as_records(rec.read().trials)
 
 
 def summarize(run_dir: Path, wall_s: float, report_s: float) -> dict:
     """One run's figures from its record: wall / traffic and the breakdown of the rest [s]."""
-    run = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
-    trials = _trials(run_dir)
-    per_trial = [dict((t.get("extra") or {}).get("overhead_s") or {}) for t in trials]
+    run, trials = _trials(run_dir)
+    per_trial = [dict(t.extra.get("overhead_s") or {}) for t in trials]
     traffic_s = sum(float(p.pop("traffic_s", 0) or 0) for p in per_trial)
     tr = add_up(per_trial)
     beds = run.get("beds") or []
@@ -70,12 +67,12 @@ def summarize(run_dir: Path, wall_s: float, report_s: float) -> dict:
         breakdown[f"run: {k}"] = v
     breakdown["report"] = report_s
     breakdown["unaccounted"] = wall_s - traffic_s - sum(breakdown.values())
-    reads = [(t.get("extra") or {}).get("dut_counters_before_from") for t in trials]
+    reads = [t.extra.get("dut_counters_before_from") for t in trials]
     return {
         "record": str(run_dir),
         "lean": run.get("lean_trials", False),
         "trials": len(trials),
-        "failed_trials": sum(1 for t in trials if t.get("error")),
+        "failed_trials": sum(1 for t in trials if not t.ok),
         "wall_s": round(wall_s, 2),
         "traffic_s": round(traffic_s, 2),
         "overhead_s": round(wall_s - traffic_s, 2),
@@ -85,9 +82,26 @@ def summarize(run_dir: Path, wall_s: float, report_s: float) -> dict:
         "beds": {"built": sum(1 for b in beds if not b.get("bed_reused")),
                  "reused": sum(1 for b in beds if b.get("bed_reused"))},
         "rule_reads_shared": sum(1 for r in reads if r and r != "read"),
-        "rule_reads_netlink": sum(1 for t in trials if (t.get("extra") or {}).get("dut_read") == "netlink"),
+        "rule_reads_netlink": sum(1 for t in trials if t.extra.get("dut_read") == "netlink"),
+        "pauses": pauses(trials),
         "breakdown_s": {k: round(v, 3) for k, v in sorted(breakdown.items(), key=lambda kv: -kv[1])},
     }
+
+
+def pauses(trials: list[TrialRecord]) -> dict:
+    """The pauses between trials of one bed (``extra.settle``): how many ended early on an
+    idle bed, their lengths, and the most packets any interface moved during one (the evidence
+    that an early end cut nothing short: a full fixed pause moves as few)."""
+    ps = [t.extra["settle"] for t in trials if isinstance(t.extra.get("settle"), dict)
+          and t.extra["settle"].get("pause_s") is not None]
+    early = [p for p in ps if p.get("until_quiet")]
+    lengths = [float(p["pause_s"]) for p in ps]
+    moved = [int(p["packets_in_pause"]) for p in ps if p.get("packets_in_pause") is not None]
+    return {"measured": len(ps), "until_quiet": len(early), "after_load": sum(1 for p in ps if p.get("after_load")),
+            "quiet": sum(1 for p in early if p.get("quiet")),
+            "full_length": sum(1 for p in early if not p.get("quiet")),
+            "median_pause_s": round(statistics.median(lengths), 4) if lengths else None,
+            "max_packets_in_pause": max(moved) if moved else None}
 
 
 def _machine() -> dict:
@@ -156,6 +170,11 @@ def format_table(res: dict) -> str:
         lines.append(f"\n{r['contender']} path, round {r['round']}: wall {r['wall_s']:.1f} s, traffic "
                      f"{r['traffic_s']:.1f} s, wall/traffic {r['wall_over_traffic']} ({r['trials']} trials, "
                      f"{r['failed_trials']} failed; beds built {r['beds']['built']}, reused {r['beds']['reused']})")
+        p = r.get("pauses") or {}
+        if p.get("measured"):
+            lines.append(f"  pauses between trials: {p['measured']} ({p['after_load']} with a load), median {p['median_pause_s']} s; "
+                         f"{p['quiet']} ended on an idle bed, {p['full_length']} ran the full settle_s; "
+                         f"most packets one interface moved in a pause: {p['max_packets_in_pause']}")
         lines.append(f"  {r['record']}")
         for k, v in r["breakdown_s"].items():
             if abs(v) >= 0.05:

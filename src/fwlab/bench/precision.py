@@ -26,7 +26,7 @@ from typing import Callable, TextIO
 
 from fwlab.errors import FwlabError
 from fwlab.results.store import RunRecord
-from fwlab.stats.precision import INTERVAL, PrecisionRule, outcome
+from fwlab.stats.precision import INTERVAL, PrecisionRule, cv_to_stop_at, figures_of, outcome, repetitions_needed
 from fwlab.suites import load_suite, parse_suite
 
 SUITE = "quick"
@@ -73,10 +73,19 @@ def judge(run_dir: Path, rule: PrecisionRule) -> dict:
     rec = RunRecord.open(run_dir)
     trials = rec.trials()
     o = outcome(trials, rule)
+    cvs = {}
+    for fid, f in figures_of(trials).items():
+        vals = [v for v in f.by_rep.values() if v is not None]
+        mean = statistics.fmean(vals) if vals else 0.0
+        cvs[fid] = statistics.stdev(vals) / abs(mean) if len(vals) >= 2 and mean else None
     return {"trials": len(trials), "trial_seconds": sum(float(t.get("duration_s") or 0) for t in trials),
             "figures": o.total, "met": o.met, "share_met": (o.met / o.total) if o.total else None,
             "rel_half_width": {f.figure: f.rel_half_width for f in o.figures},
             "repetitions": {f.figure: f.repetitions for f in o.figures},
+            # the measured spread (sample SD / mean) and the repetitions the interval needs at it
+            "cv": cvs,
+            "repetitions_needed": {fid: (repetitions_needed(cv, rule.precision, rule.confidence)
+                                         if cv is not None else None) for fid, cv in cvs.items()},
             "not_met": [{"figure": f.figure, "metric": f.metric, "repetitions": f.repetitions,
                          "rel_half_width": f.rel_half_width, "status": f.status}
                         for f in o.figures if f.status != "met"]}
@@ -102,7 +111,38 @@ def run_bench(cfg: PrecisionBenchConfig, run_suite: Callable, log: TextIO | None
                 log.write(f"round {rnd} {name:8s}: {wall:6.1f} s wall, {j['trials']} trials, {j['met']} of "
                           f"{j['figures']} figures within ±{100 * cfg.precision:g} %  ({rec.path})\n")
                 log.flush()
-    return {"config": asdict(cfg), "interval": INTERVAL, "runs": runs, "summary": compare(runs)}
+    return {"config": asdict(cfg), "interval": INTERVAL, "runs": runs, "summary": compare(runs),
+            "why": why(runs, cfg)}
+
+
+def why(runs: list[dict], cfg: PrecisionBenchConfig) -> dict:
+    """Why adaptive is (not) faster, measured: adaptive saves trials over fixed only on figures
+    that stop below the fixed count, i.e. whose spread (SD / mean) is within ``cv_to_stop_at``
+    of that count; every other figure runs at least as many repetitions as fixed, the noisier up
+    to the maximum. The spreads are the adaptive runs' (they have the most repetitions)."""
+    cvs = [cv for r in runs if r["contender"] == "adaptive" for cv in r["cv"].values() if cv is not None]
+    need = [n for r in runs if r["contender"] == "adaptive" for n in r["repetitions_needed"].values()]
+    stop_min = cv_to_stop_at(max(2, cfg.min_repetitions), cfg.precision)
+    stop_fixed = cv_to_stop_at(cfg.fixed_repetitions, cfg.precision)
+    stop_max = cv_to_stop_at(cfg.max_repetitions, cfg.precision)
+    out = {"cv_to_stop_at_min": stop_min, "cv_to_stop_at_fixed": stop_fixed, "cv_to_stop_at_max": stop_max,
+           "figures": len(cvs), "median_cv": statistics.median(cvs) if cvs else None,
+           "below_fixed": sum(1 for n in need if n is not None and n < cfg.fixed_repetitions),
+           "within_max": sum(1 for n in need if n is not None and n <= cfg.max_repetitions),
+           "median_repetitions_needed": (statistics.median([n if n is not None else 101 for n in need])
+                                         if need else None)}
+    if not cvs:
+        out["sentence"] = "no adaptive run gave two values of a figure: no spread measured"
+        return out
+    out["sentence"] = (
+        f"adaptive saves time over fixed {cfg.fixed_repetitions} only on figures that stop with fewer "
+        f"repetitions, i.e. whose spread (SD / mean) is at most {100 * cv_to_stop_at(max(2, cfg.fixed_repetitions - 1), cfg.precision):.2f} % "
+        f"(the t interval at {cfg.fixed_repetitions - 1} repetitions is that wide); measured here: median spread "
+        f"{100 * out['median_cv']:.2f} %, {out['below_fixed']} of {len(cvs)} figures below fixed's count, "
+        f"{out['within_max']} within the maximum of {cfg.max_repetitions} (spread <= {100 * stop_max:.2f} %), "
+        f"so adaptive runs every other figure at least {cfg.fixed_repetitions} times and the noisier up to "
+        f"{cfg.max_repetitions}")
+    return out
 
 
 def compare(runs: list[dict]) -> dict:
@@ -141,6 +181,8 @@ def format_table(res: dict) -> str:
             lines.append(f"          not within it: {', '.join(x['not_met'])}")
     r = s["adaptive_over_fixed"]
     lines.append(f"adaptive_over_fixed (wall time) {r:.2f}" if r is not None else "adaptive_over_fixed: missing")
+    if res.get("why", {}).get("sentence"):
+        lines.append("why: " + res["why"]["sentence"])
     if not s["adaptive_all_met"]:
         lines.append(f"adaptive did not reach ±{100 * c['precision']:g} % on every figure within "
                      f"{c['max_repetitions']} repetitions (see not within it)")

@@ -58,20 +58,71 @@ def rule_comment(udata: bytes) -> str:
     return ""
 
 
+_HDR = struct.Struct("=HH").unpack_from
+_U64_BE = struct.Struct(">Q").unpack_from
+#: an expression's first attribute when it is a counter: NFTA_EXPR_NAME (length 12) "counter\0"
+_COUNTER_NAME_ATTR = struct.pack("=HH", 12, NFTA_EXPR_NAME) + b"counter\0"
+_NAME_TYPE = struct.pack("=H", NFTA_EXPR_NAME)
+
+
+def _counter_packets(payload: bytes, j: int, end: int) -> int | None:
+    """Packets of the expression (NFTA_LIST_ELEM) at ``j`` if it is a counter, else None."""
+    k = j + 4
+    if not payload.startswith(_COUNTER_NAME_ATTR, k):
+        if payload.startswith(_NAME_TYPE, k + 2):
+            return None  # the kernel writes the name first: another expression
+        # the name is not first: read the element's attributes one by one
+        parts = dict(attrs(payload[k:end]))
+        if parts.get(NFTA_EXPR_NAME, b"").rstrip(b"\0") != b"counter":
+            return None
+        data = dict(attrs(parts.get(NFTA_EXPR_DATA, b"")))
+        v = data.get(NFTA_COUNTER_PACKETS)
+        return struct.unpack(">Q", v[:8])[0] if v is not None and len(v) >= 8 else None
+    k += 12
+    while k + 4 <= end:  # NFTA_EXPR_DATA, then NFTA_COUNTER_BYTES / _PACKETS inside it
+        aln, atyp = _HDR(payload, k)
+        if aln < 4:
+            return None
+        if atyp & 0x3FFF == NFTA_EXPR_DATA:
+            d, dend = k + 4, min(end, k + aln)
+            while d + 4 <= dend:
+                dln, dtyp = _HDR(payload, d)
+                if dln < 4:
+                    return None
+                if dtyp & 0x3FFF == NFTA_COUNTER_PACKETS and dln >= 12:
+                    return _U64_BE(payload, d + 4)[0]
+                d += (dln + 3) & ~3
+            return None
+        k += (aln + 3) & ~3
+    return None
+
+
 def rule_tag_packets(payload: bytes) -> tuple[str, int] | None:
     """One NEWRULE message's payload (after nfgenmsg) -> (comment, packets of its counter), or
-    None when the rule has no counter."""
+    None when the rule has no counter. Walks the attributes in place (offsets, no copies) and
+    looks into an expression only when its name is ``counter``: at 10,000 rules this runs once
+    per trial, and walking every attribute took ~0.2 s there."""
     comment, packets = "", None
-    for typ, val in attrs(payload):
+    n, i = len(payload), 0
+    while i + 4 <= n:
+        ln, typ = _HDR(payload, i)
+        if ln < 4:
+            break
+        end = min(n, i + ln)
+        typ &= 0x3FFF
         if typ == NFTA_RULE_USERDATA:
-            comment = rule_comment(val)
+            comment = rule_comment(payload[i + 4:end])
         elif typ == NFTA_RULE_EXPRESSIONS:
-            for _, elem in attrs(val):
-                parts = dict(attrs(elem))
-                if parts.get(NFTA_EXPR_NAME, b"").rstrip(b"\0") == b"counter":
-                    data = dict(attrs(parts.get(NFTA_EXPR_DATA, b"")))
-                    if NFTA_COUNTER_PACKETS in data:
-                        packets = (packets or 0) + struct.unpack(">Q", data[NFTA_COUNTER_PACKETS])[0]
+            j = i + 4
+            while j + 4 <= end:  # one NFTA_LIST_ELEM per expression
+                eln = _HDR(payload, j)[0]
+                if eln < 4:
+                    break
+                p = _counter_packets(payload, j, min(end, j + eln))
+                if p is not None:
+                    packets = (packets or 0) + p
+                j += (eln + 3) & ~3
+        i += (ln + 3) & ~3
     return None if packets is None else (comment, packets)
 
 

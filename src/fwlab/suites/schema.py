@@ -150,6 +150,10 @@ class Suite(Strict):
         None, ge=1, le=100, description="with precision: the stated maximum of repetitions per figure "
                                         "(default: the larger of 10 and repetitions)")
     settle_s: float = Field(0.2, ge=0, le=60, description="pause between trials [s]")
+    settle_until_quiet: bool = Field(
+        False, description="end the pause between two trials of one test bed (a rule-set load between them "
+                           "included) as soon as the bed is measured idle since the earlier trial's traffic "
+                           "(no interface moved more than 2 packets in 50 ms); settle_s stays the longest pause")
     seed: int = 1
     device_model: Literal["veth", "napi"] = Field(
         "veth", description="veth: the DUT's work runs in the sender's softirq (no loss, the sender "
