@@ -25,7 +25,8 @@ from fwlab.dut import DutContext, get_backend
 from fwlab.dut.memory import check_headroom, meminfo, need as memory_need
 from fwlab.dut.reset import Fingerprint, fingerprint, reset
 from fwlab.errors import BackendError, FwlabError, RecordError, RunnerError, SuiteError, ToolMissing
-from fwlab.floods import FloodSpec, run_with_background
+from fwlab.floods import FloodSpec
+from fwlab.floods.flood import run_with_background
 from fwlab.results import RunRecord, build_trial, host_metadata, utc_now
 from fwlab.results.metadata import remote_host_metadata
 from fwlab.results.overhead import Phases
