@@ -383,7 +383,7 @@ def cmd_bench_conn(args) -> int:
         raise FwlabError("--rounds must be >= 1, --seconds > 0, --workers 1..64 and --addresses 1..200",
                          fix="e.g. --rounds 3 --seconds 3 --workers 2 --addresses 8")
     cfg = ConnBenchConfig(rounds=args.rounds, seconds=args.seconds, workers=args.workers,
-                          addresses=args.addresses, max_inflight=args.max_inflight)
+                          addresses=args.addresses, max_inflight=args.max_inflight, direct=not args.no_direct)
     res = run_bench(cfg, log=None if args.quiet else sys.stderr)
     print(json.dumps(res, indent=2) if args.json else format_table(res))
     return 0
@@ -578,17 +578,23 @@ def build_parser() -> argparse.ArgumentParser:
     be.add_argument("--json", action="store_true", help="print one JSON object (medians, ratios, raw rounds)")
     be.add_argument("-q", "--quiet", action="store_true", help="no per-measurement progress on stderr")
     be.set_defaults(func=cmd_bench_engine)
-    bc = bsub.add_parser("conn", help="connections/s of the engine's connection client: before vs scaled (needs root)",
+    bc = bsub.add_parser("conn", help="connections/s of the engine's connection client: before vs lean vs scaled, "
+                                      "and what limits the 0-rule rate (needs root)",
                          description="On a routed bed with nftables and no deny rules, run fwlab-engine conn-rate "
                                      "closed loop, alternating round by round the client as before (1 pinned "
-                                     "process, FIN close, 1 server process) and scaled (--workers client and "
-                                     "server processes, RST close); prints each one's transactions/s and "
-                                     "scaled_vs_baseline with its 95 % interval.")
-    bc.add_argument("--rounds", type=int, default=3, help="baseline+scaled pairs (default 3)")
+                                     "process, FIN close, 1 server process), lean (the runner's default: the "
+                                     "same with 7 TCP segments per transaction instead of 10) and scaled "
+                                     "(lean, --workers client and server processes, RST close); then baseline "
+                                     "and lean on a direct bed (no DUT). Prints transactions/s, CPU per "
+                                     "transaction, segments per transaction, each ratio to the baseline with "
+                                     "its 95 % interval, the 2x goal's verdict and, when not met, what limits.")
+    bc.add_argument("--rounds", type=int, default=3, help="rounds of all contenders (default 3)")
     bc.add_argument("--seconds", type=float, default=3.0, help="launch window per measurement [s] (default 3)")
     bc.add_argument("--workers", type=int, default=2, help="client and server processes when scaled (default 2)")
     bc.add_argument("--addresses", type=int, default=8, help="client source addresses (default 8)")
     bc.add_argument("--max-inflight", type=int, default=2000, help="transactions in flight (default 2000)")
+    bc.add_argument("--no-direct", action="store_true",
+                    help="skip the direct bed (client and server without the DUT: the kernel's own ceiling)")
     bc.add_argument("--json", action="store_true", help="print one JSON object")
     bc.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     bc.set_defaults(func=cmd_bench_conn)

@@ -1,7 +1,8 @@
 """Connection tests on a real test bed (root; skipped when fwlab-engine is not built): held
 connections appear in the DUT's connection table and still carry data; a deny rule for one
 client source address makes exactly its connections fail, and they are counted; a short rate
-search through the runner ends with a result and a record-ready measurement."""
+search through the runner ends with a result and a record-ready measurement; the lean
+transaction (the runner's default) succeeds through a tracking DUT in fewer segments."""
 
 import pytest
 
@@ -41,6 +42,24 @@ def test_held_connections_fill_the_dut_table_and_echo(mode):
     assert 2000 <= held["nf_conntrack_count"] <= 2100
     assert after["nf_conntrack_count"] < 50  # flushed after the trial
     assert srv["accepted"] == 2000
+
+
+def test_lean_transactions_pass_a_tracking_dut_in_fewer_segments():
+    with Testbed(Topology(run_id=new_run_id(), mode="routed")) as bed:
+        stateful_bed(bed)
+        srcs = conn.prepare_bed(bed, {4: 2})["addresses"]["4"]
+        per_txn = {}
+        for lean in (False, True):
+            o = conn.check_options("conn_rate", {"timeout_s": 3.0, "lean": lean})
+            seg0 = [conn.tcp_segments_sent(bed, r) for r in ("client", "server")]
+            doc, srv, _, _ = conn.run_rate(bed, ip_version=4, rate_cps=200, duration_s=1, o=o, srcs=srcs)
+            seg1 = [conn.tcp_segments_sent(bed, r) for r in ("client", "server")]
+            assert doc["started"] == doc["succeeded"] == 200 and doc["failed"] == {}, doc["failed"]
+            assert doc["lean"] is lean and srv["lean"] is lean and srv["closed_after_end"] == 200
+            assert doc["cpu_sys_s"] + doc["cpu_user_s"] > 0
+            per_txn[lean] = (sum(seg1) - sum(seg0)) / 200
+    # 10 segments a transaction before, 7 lean (timing can add an ACK here and there)
+    assert per_txn[True] >= 7 and per_txn[True] < per_txn[False] - 2, per_txn
 
 
 def test_deny_rule_for_one_source_fails_exactly_its_connections():

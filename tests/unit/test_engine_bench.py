@@ -105,23 +105,76 @@ def test_perf_report_parser_keeps_share_command_space_and_symbol():
     assert len(parse_perf_report(PERF_REPORT, top=2)) == 2
 
 
-def test_bench_conn_summary_ratio_interval_and_table():
+def _conn_row(cps: float, cpu_us: float | None = 100.0, *, user: float = 0.02, local: int = 0,
+              engine_cpus: float = 1.2) -> dict:
+    return {"succeeded_cps": cps, "cpu_us_per_txn": cpu_us, "user_share": user, "segments_per_txn": 10.0,
+            "engine_cpus": engine_cpus, "host_busy_cpus": 2.0, "failed": 0, "local_errors": local}
+
+
+def _conn_rounds(triples, **kw) -> list[dict]:
+    return [{"baseline": _conn_row(b, 100.0, **kw), "lean": _conn_row(le, 75.0, **kw),
+             "scaled": _conn_row(s, 70.0, **kw)} for b, le, s in triples]
+
+
+def test_bench_conn_contenders_and_goal_met():
     from fwlab.bench.conn import ConnBenchConfig, contenders, format_table, summarize_rounds
 
     opts = contenders(ConnBenchConfig(workers=3))
     assert opts["scaled"]["workers"] == opts["scaled"]["ports"] == 3 and opts["scaled"]["close"] == "rst"
-    assert opts["baseline"]["workers"] == 1 and opts["baseline"]["close"] == "fin"
-    rounds = [{"baseline": {"succeeded_cps": b}, "scaled": {"succeeded_cps": s}}
-              for b, s in ((10000, 21000), (11000, 21000), (9000, 20000))]
-    res = summarize_rounds(rounds, opts)
+    assert opts["baseline"]["workers"] == 1 and opts["baseline"]["close"] == "fin" and not opts["baseline"]["lean"]
+    assert opts["lean"]["lean"] and opts["lean"]["close"] == "fin" and opts["lean"]["workers"] == 1
+    res = summarize_rounds(_conn_rounds([(10000, 13000, 21000), (11000, 14000, 23000), (9000, 12000, 20000)]),
+                           opts, cpus=2)
     r = res["scaled_vs_baseline"]
-    assert r["median"] == pytest.approx(2.1) and len(r["ratios"]) == 3
-    assert r["ci95"][0] <= r["median"] <= r["ci95"][1]
+    assert r["median"] == pytest.approx(2.1, abs=0.01) and len(r["ratios"]) == 3
+    assert r["ci95"][0] <= r["median"] <= r["ci95"][1] and r["ci95"][0] >= 2.0
+    assert r["cpu_ratio"] == pytest.approx(100 / 70, abs=1e-3)
+    assert res["goal"] == {"ratio": 2.0, "best": "scaled", "verdict": "met"} and "limit" not in res
     assert res["contenders"]["baseline"]["median_cps"] == 10000
     text = format_table(res)
-    assert "scaled_vs_baseline: 2.10 [" in text and "baseline" in text and "rst" in text
-    none = summarize_rounds([{"baseline": {"succeeded_cps": 0.0}, "scaled": {"succeeded_cps": 5.0}}], opts)
+    assert "scaled_vs_baseline: 2.1" in text and "goal 2 x baseline: met" in text and "rst" in text
+    none = summarize_rounds([{"baseline": _conn_row(0.0), "lean": _conn_row(5.0), "scaled": _conn_row(5.0)}], opts)
     assert none["scaled_vs_baseline"]["median"] is None and "not measured" in format_table(none)
+    assert none["goal"]["verdict"] == "inconclusive"
+
+
+def test_bench_conn_goal_not_met_names_the_kernel_cpu_limit_with_the_direct_bed():
+    from fwlab.bench.conn import ConnBenchConfig, contenders, format_table, summarize_rounds
+
+    opts = contenders(ConnBenchConfig())
+    rounds = _conn_rounds([(10000, 12500, 12000), (10500, 13000, 12500), (9800, 12000, 11800)])
+    direct = [{"baseline": _conn_row(12000, 80.0), "lean": _conn_row(15000, 62.0)} for _ in range(3)]
+    res = summarize_rounds(rounds, opts, direct, cpus=2)
+    assert res["goal"]["verdict"] == "not met" and res["goal"]["best"] == "lean"
+    lim = res["limit"]
+    # saturated CPUs: 100 us (baseline) / 75 us (lean) = 1.33x at most; 100 / 62 without the DUT
+    assert lim["limit"] == "kernel CPU per transaction" and lim["bound_cps_all_cpus"] == 26667
+    assert lim["max_ratio_best"] == 1.33 and lim["max_ratio_without_dut"] == 1.61
+    assert lim["direct_lean_cps"] == 15000
+    assert res["direct"]["lean_vs_routed_baseline"]["median"] == pytest.approx(15000 / 10000)
+    text = format_table(res)
+    assert "goal 2 x baseline: not met" in text and "limit: kernel CPU per transaction" in text
+    assert "direct" in text
+
+
+def test_bench_conn_limit_cpu_share_generator_and_inconclusive():
+    from fwlab.bench.conn import ConnBenchConfig, contenders, summarize_rounds, verdict
+
+    opts = contenders(ConnBenchConfig())
+    # CPUs left idle: the window of transactions in flight, not the CPU, limits
+    idle = [{n: {**_conn_row(c, 20.0), "host_busy_cpus": 1.1} for n, c in zip(opts, (10000, 12000, 11000))}
+            for _ in range(3)]
+    res = summarize_rounds(idle, opts, cpus=2)
+    assert res["goal"]["verdict"] == "not met" and res["limit"]["limit"] == "in-flight window"
+    loc = summarize_rounds(_conn_rounds([(10000, 11000, 11000)] * 3, local=5), opts, cpus=2)
+    assert loc["limit"]["limit"] == "generator"
+    mostly_user = summarize_rounds(_conn_rounds([(10000, 11000, 11000)] * 3, user=0.8), opts, cpus=2)
+    assert mostly_user["limit"]["limit"] == "tester code"
+    # an interval straddling the goal, or no interval at all, is inconclusive
+    assert verdict({"median": 2.05, "ci95": (1.8, 2.3)}) == "inconclusive"
+    assert verdict({"median": 2.5, "ci95": None}) == "inconclusive"
+    assert verdict({"median": 1.2, "ci95": (1.1, 1.3)}) == "not met"
+    assert verdict({"median": 2.4, "ci95": (2.1, 2.6)}) == "met"
 
 
 def test_cli_bench_conn_args_and_bad_input():

@@ -199,7 +199,9 @@ def test_connections_1m_suite_and_conn_rate_options():
     o = conn.check_options("conn_rate", {"workers": 2, "close": "rst"})
     assert o["workers"] == 2 and o["close"] == "rst"
     assert conn.check_options("conn_rate", {})["workers"] == 1
-    for bad in ({"workers": 0}, {"close": "abort"}):
+    assert conn.check_options("conn_rate", {})["lean"] is True  # the lean transaction by default
+    assert conn.check_options("conn_rate", {"lean": False})["lean"] is False
+    for bad in ({"workers": 0}, {"close": "abort"}, {"lean": "yes"}):
         with pytest.raises(ValueError):
             conn.check_options("conn_rate", bad)
 

@@ -196,6 +196,25 @@ pub fn write_fd(fd: i32, buf: &[u8]) -> io::Result<usize> {
     }
 }
 
+/// send(2) without SIGPIPE and with MSG_MORE: the bytes wait in the socket (corked) for what
+/// follows, e.g. a close whose FIN then leaves in the same segment.
+pub fn write_fd_more(fd: i32, buf: &[u8]) -> io::Result<usize> {
+    // SAFETY: buf is valid for reading.
+    let n = unsafe {
+        libc::send(
+            fd,
+            buf.as_ptr() as *const libc::c_void,
+            buf.len(),
+            libc::MSG_NOSIGNAL | libc::MSG_MORE,
+        )
+    };
+    if n < 0 {
+        Err(sys::last_err())
+    } else {
+        Ok(n as usize)
+    }
+}
+
 /// errno -> the failure class reported in results.
 pub fn errno_class(e: i32) -> &'static str {
     match e {
@@ -547,6 +566,14 @@ mod loopback_tests {
     }
 
     fn server(p: u16, secs: f64) -> std::thread::JoinHandle<super::server::ServerResult> {
+        server_with(p, secs, false)
+    }
+
+    fn server_with(
+        p: u16,
+        secs: f64,
+        lean: bool,
+    ) -> std::thread::JoinHandle<super::server::ServerResult> {
         let h = std::thread::spawn(move || {
             run(ServerConfig {
                 bind: "127.0.0.1".parse().unwrap(),
@@ -556,6 +583,7 @@ mod loopback_tests {
                 cpu: None,
                 max_fds: 4096,
                 ready_file: None,
+                lean,
             })
             .unwrap()
         });
@@ -584,6 +612,7 @@ mod loopback_tests {
             max_inflight: 1000,
             cpu: None,
             close_rst: false,
+            lean: false,
         })
         .unwrap();
         assert_eq!(r.intended, Some(200));
@@ -617,6 +646,37 @@ mod loopback_tests {
     }
 
     #[test]
+    fn lean_transactions_against_the_lean_server() {
+        // both close modes; a longer request (split reads are echoed before the end byte)
+        let p = port(3);
+        let srv = server_with(p, 3.0, true);
+        let mut total = 0;
+        for (close_rst, req_bytes) in [(false, 16), (true, 16), (false, 3000)] {
+            let r = rate(RateConfig {
+                ep: ep(p),
+                rate_cps: Some(400.0),
+                duration_s: 0.25,
+                req_bytes,
+                timeout_s: 2.0,
+                max_inflight: 1000,
+                cpu: None,
+                close_rst,
+                lean: true,
+            })
+            .unwrap();
+            assert!(r.lean);
+            assert_eq!(r.started, 100);
+            assert_eq!(r.succeeded, 100, "failures: {:?}", r.failed);
+            total += r.succeeded;
+        }
+        let s = srv.join().unwrap();
+        assert!(s.lean);
+        assert_eq!(s.accepted, total);
+        assert_eq!(s.closed_after_end, total);
+        assert_eq!(s.bytes_echoed, 200 * 16 + 100 * 3000);
+    }
+
+    #[test]
     fn refused_connections_are_counted_as_failures() {
         let p = port(2); // nothing listens here
         let r = rate(RateConfig {
@@ -628,6 +688,7 @@ mod loopback_tests {
             max_inflight: 100,
             cpu: None,
             close_rst: true,
+            lean: false,
         })
         .unwrap();
         assert_eq!(r.started, 50);

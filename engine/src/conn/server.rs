@@ -2,7 +2,7 @@
 //! stay open until the peer closes, resets, or a `!` byte asks the server to close its side.
 //! Stops at `--duration-s`, SIGINT or SIGTERM and prints its counters as JSON.
 
-use super::{END_BYTE, Epoll, close_fd, empty_events, read_fd, set_int, write_fd};
+use super::{END_BYTE, Epoll, close_fd, empty_events, read_fd, set_int, write_fd, write_fd_more};
 use crate::rate::mono_ns;
 use crate::result::{ENGINE_VERSION, SCHEMA_VERSION};
 use crate::sys;
@@ -18,6 +18,9 @@ pub struct ServerConfig {
     pub cpu: Option<usize>,
     pub max_fds: u64,
     pub ready_file: Option<String>,
+    /// Read a new connection at once (its request may have come with the handshake's last
+    /// ACK), no per-connection setsockopt, echo of the last byte corked so the FIN joins it.
+    pub lean: bool,
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -47,6 +50,100 @@ pub struct ServerResult {
     pub bytes_echoed: u64,
     pub elapsed_s: f64,
     pub stop_reason: &'static str,
+    pub lean: bool,
+    /// lean: connections served completely right after accept (never registered with epoll).
+    pub served_at_accept: u64,
+    /// This process's CPU time while serving [s] (user space / kernel, softirq it ran included).
+    pub cpu_user_s: f64,
+    pub cpu_sys_s: f64,
+}
+
+/// What became of a connection after one read-and-echo.
+#[derive(PartialEq)]
+enum Served {
+    /// Closed (EOF, error, or the transaction ended).
+    Closed,
+    /// Still open, waiting for more input.
+    Open,
+    /// Still open, an echo is pending (registered for EPOLLOUT).
+    Pending,
+}
+
+/// One read and its echo on connection `fd` (level-triggered: one read per event is enough).
+/// `registered`: fd is in the epoll set (else a pending echo adds it).
+#[allow(clippy::too_many_arguments)]
+fn serve(
+    fd: i32,
+    buf: &mut [u8],
+    lean: bool,
+    registered: bool,
+    ep: &Epoll,
+    res: &mut ServerResult,
+    open: &mut u64,
+    backlog: &mut HashMap<i32, (Vec<u8>, bool)>,
+) -> Served {
+    let want_out = |fd: i32| {
+        let ev = libc::EPOLLOUT as u32;
+        if registered {
+            let _ = ep.modify(fd, ev, fd as u64);
+        } else {
+            let _ = ep.add(fd, ev, fd as u64);
+        }
+    };
+    match read_fd(fd, buf) {
+        Ok(0) => {
+            close_fd(fd, false);
+            *open -= 1;
+            res.closed_by_peer += 1;
+            Served::Closed
+        }
+        Ok(n) => {
+            let data = &buf[..n];
+            let end = data.contains(&END_BYTE);
+            let sent = if lean && end {
+                write_fd_more(fd, data)
+            } else {
+                write_fd(fd, data)
+            };
+            match sent {
+                Ok(w) if w == n => {
+                    res.bytes_echoed += w as u64;
+                    if end {
+                        close_fd(fd, false);
+                        *open -= 1;
+                        res.closed_after_end += 1;
+                        Served::Closed
+                    } else {
+                        Served::Open
+                    }
+                }
+                Ok(w) => {
+                    res.bytes_echoed += w as u64;
+                    backlog.insert(fd, (data[w..].to_vec(), end));
+                    want_out(fd);
+                    Served::Pending
+                }
+                Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
+                    backlog.insert(fd, (data.to_vec(), end));
+                    want_out(fd);
+                    Served::Pending
+                }
+                Err(_) => {
+                    close_fd(fd, false);
+                    *open -= 1;
+                    res.closed_on_error += 1;
+                    Served::Closed
+                }
+            }
+        }
+        Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => Served::Open,
+        Err(_) => {
+            close_fd(fd, false);
+            *open -= 1;
+            res.closed_on_error += 1;
+            Served::Closed
+        }
+    }
 }
 
 const LISTEN_TOKEN_BASE: u64 = u64::MAX - 4096;
@@ -60,6 +157,7 @@ pub fn run(cfg: ServerConfig) -> Result<ServerResult, String> {
         bind: cfg.bind.to_string(),
         ports: cfg.ports.clone(),
         cpu: cfg.cpu,
+        lean: cfg.lean,
         ..Default::default()
     };
     if let Some(c) = cfg.cpu {
@@ -85,6 +183,7 @@ pub fn run(cfg: ServerConfig) -> Result<ServerResult, String> {
         super::write_marker(p, "READY\n")?;
     }
     eprintln!("READY");
+    let cpu0 = sys::own_cpu_s();
     let t0 = mono_ns();
     let deadline = cfg.duration_s.map(|d| t0 + (d * 1e9) as u64);
     let mut events = empty_events(1024);
@@ -136,17 +235,38 @@ pub fn run(cfg: ServerConfig) -> Result<ServerResult, String> {
                         }
                         break;
                     }
-                    let _ = set_int(c, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1);
+                    res.accepted += 1;
+                    open += 1;
+                    res.peak_open = res.peak_open.max(open);
+                    if cfg.lean {
+                        match serve(
+                            c,
+                            &mut buf,
+                            true,
+                            false,
+                            &ep,
+                            &mut res,
+                            &mut open,
+                            &mut backlog,
+                        ) {
+                            Served::Closed => {
+                                res.served_at_accept += 1;
+                                continue;
+                            }
+                            Served::Pending => continue,
+                            Served::Open => {}
+                        }
+                    } else {
+                        let _ = set_int(c, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1);
+                    }
                     if ep
                         .add(c, (libc::EPOLLIN | libc::EPOLLRDHUP) as u32, c as u64)
                         .is_err()
                     {
                         close_fd(c, false);
+                        open -= 1;
                         continue;
                     }
-                    res.accepted += 1;
-                    open += 1;
-                    res.peak_open = res.peak_open.max(open);
                 }
                 continue;
             }
@@ -198,53 +318,25 @@ pub fn run(cfg: ServerConfig) -> Result<ServerResult, String> {
                 continue;
             }
             // Level-triggered: one read per event is enough; the rest comes next round.
-            match read_fd(fd, &mut buf) {
-                Ok(0) => {
-                    close_fd(fd, false);
-                    open -= 1;
-                    res.closed_by_peer += 1;
-                }
-                Ok(n) => {
-                    let data = &buf[..n];
-                    let end = data.contains(&END_BYTE);
-                    match write_fd(fd, data) {
-                        Ok(w) if w == n => {
-                            res.bytes_echoed += w as u64;
-                            if end {
-                                close_fd(fd, false);
-                                open -= 1;
-                                res.closed_after_end += 1;
-                            }
-                        }
-                        Ok(w) => {
-                            res.bytes_echoed += w as u64;
-                            backlog.insert(fd, (data[w..].to_vec(), end));
-                            let _ = ep.modify(fd, libc::EPOLLOUT as u32, token);
-                        }
-                        Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
-                            backlog.insert(fd, (data.to_vec(), end));
-                            let _ = ep.modify(fd, libc::EPOLLOUT as u32, token);
-                        }
-                        Err(_) => {
-                            close_fd(fd, false);
-                            open -= 1;
-                            res.closed_on_error += 1;
-                        }
-                    }
-                }
-                Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {}
-                Err(_) => {
-                    close_fd(fd, false);
-                    open -= 1;
-                    res.closed_on_error += 1;
-                }
-            }
+            serve(
+                fd,
+                &mut buf,
+                cfg.lean,
+                true,
+                &ep,
+                &mut res,
+                &mut open,
+                &mut backlog,
+            );
             if sys::stopped() {
                 break 'outer;
             }
         }
     }
     res.open_at_stop = open;
+    let (u1, s1) = sys::own_cpu_s();
+    res.cpu_user_s = u1 - cpu0.0;
+    res.cpu_sys_s = s1 - cpu0.1;
     res.elapsed_s = (mono_ns() - t0) as f64 / 1e9;
     Ok(res)
 }
