@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from fwlab.testbed.bed import Testbed
 
 KINDS = ("throughput", "frame_loss", "back_to_back")
+BIDIR_MIN_OVERLAP = 0.9  #: direction bidir: the two senders must overlap for this share of every search trial
 SEARCH_TRIALS = 12  #: trials of one throughput search, including the maximum-load trials (for estimates)
 
 
@@ -289,6 +290,15 @@ class Rfc2544Runner(Runner):
             skews = [x for x in skews if x is not None]
             # how far apart the two senders started, at worst over the search's trials
             metrics["start_skew_max_s"] = max(skews) if skews else None
+            overlap = [t.result.extra["common_interval_s"] / t.result.duration_s for t in main.trials
+                       if t.result.extra.get("common_interval_s") is not None and t.result.duration_s]
+            metrics["overlap_min_ratio"] = min(overlap) if overlap else None
+            if overlap and min(overlap) < BIDIR_MIN_OVERLAP:
+                flags.append({"code": "generator-skew", "severity": "warning",
+                              "message": f"the two directions' senders sent together for only {100 * min(overlap):.0f} % "
+                                         f"of a search trial (start skew up to {1e3 * max(skews or [0]):.0f} ms): part "
+                                         f"of it was one-way, so the per-direction figure overstates what the DUT "
+                                         f"forwards both ways; use longer trials"})
         for r in results[1:]:
             name = (r.goal.get("name") or "goal").replace("-", "_")
             metrics[f"{name}_throughput_pps"] = r.throughput_pps

@@ -839,6 +839,7 @@ class EngineMeasurer:
                    "tx_pps": mt["tx_pps"], "jitter_ns": mt["jitter_ns"], "reordered": mt["reordered"],
                    "duplicated": mt["duplicated"], "pinning": mt["pinning"], "flags": m.flags,
                    "socket_drops": mt.get("socket_drops"), "start_skew_s": mt.get("start_skew_s"),
+                   "common_interval_s": mt.get("common_interval_s"),
                    # frames the sender's veth could not put into the DUT's receive ring: the DUT's
                    # ingress drops in device model "napi" (veth counts them as its tx_dropped)
                    "dut_ingress_drops": sum(a["tx_dropped"] - b["tx_dropped"] for a, b in zip(after, before)),
