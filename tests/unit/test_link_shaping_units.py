@@ -39,6 +39,25 @@ def test_the_shaper_counts_frames_as_on_ethernet():
     assert round(LinkShape(10**9).line_rate_pps(1518)) == 81274
 
 
+def test_a_full_shaper_queue_drops_its_oldest_frame_not_the_senders():
+    """A tail drop on the sender's own interface is refused to its socket, which Linux TCP takes for
+    local congestion and aborts on within seconds; the wire's queue drops at its head instead."""
+    shape = LinkShape(100_000_000)
+    root = shape.tc_args("eth9")
+    assert root[root.index("handle") + 1] == "1:"
+    q = shape.queue_args("eth9")
+    assert q[q.index("parent") + 1] == "1:1" and "pfifo_head_drop" in q and q[q.index("limit") + 1] == "256"
+    assert shape.to_dict()["queue"] == "pfifo_head_drop"
+
+
+def test_qdisc_counters_parse_the_root_of_shaper_and_queue():
+    text = ("qdisc tbf 1: root refcnt 3 rate 100Mbit burst 3Kb lat 31.3ms \n"
+            " Sent 2520000 bytes 30000 pkt (dropped 512, overlimits 8110 requeues 0) \n backlog 0b 0p requeues 0\n"
+            "qdisc pfifo_head_drop 10: parent 1:1 limit 256p\n"
+            " Sent 2520000 bytes 30000 pkt (dropped 9, overlimits 0 requeues 0) \n backlog 0b 0p requeues 0\n")
+    assert parse_qdisc_stats(text)["dropped"] == 512
+
+
 def test_qdisc_counters_parse():
     text = ("qdisc tbf 8002: root refcnt 3 rate 100Mbit burst 3076b lat 30.8ms \n"
             " Sent 2520000 bytes 30000 pkt (dropped 512, overlimits 8110 requeues 0) \n backlog 0b 0p requeues 0\n")

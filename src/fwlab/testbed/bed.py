@@ -400,6 +400,7 @@ class Testbed:
         shape = LinkShape(self.topo.link_rate_bps)
         for role, dev in self.shaped_interfaces():
             self.sh(role, *shape.tc_args(dev))
+            self.sh(role, *shape.queue_args(dev))
 
     def link_state(self) -> dict | None:
         """The emulated links as configured and their shapers' counters so far (None: unshaped)."""
