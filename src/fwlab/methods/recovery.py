@@ -237,26 +237,22 @@ def tcp_aborts(bed: "Testbed | None", role: str) -> dict[str, int] | None:
 
 def load_failure_cause(error: str, aborts: dict[str, int] | None, link_rate_bps: int | None) -> str | None:
     """What made a multi-stream load fail, from what was measured: iperf3's error, the sender's
-    TCP abort counters over the load (deltas) and whether its wire was shaped. A connection timed
-    out while nothing answered for minutes is impossible in a 25 s load (tcp_retries2 = 15 is
-    ~15 min of retransmissions); what aborts it in seconds is Linux's handling of *local*
-    congestion: a packet its own interface's queue refuses (the link_rate shaper sits on the
-    sender's egress) is not sent, the socket probes every 0.5 s (TCP_RESOURCE_PROBE_INTERVAL) and
-    gives up with ETIMEDOUT after tcp_retries2 such probes, about 8 s. None when nothing points
-    there."""
-    timed_out = "timed out" in error.lower()
+    TCP abort counters over the load (deltas) and the emulated wire. A connection that times out
+    within a 25 s load cannot be retransmission giving up (tcp_retries2 = 15 is ~15 min of it);
+    Linux does abort within seconds on *local* congestion (packets its own interface's queue
+    refuses: a probe every 0.5 s, ETIMEDOUT after tcp_retries2 of them) -- what the link_rate
+    shaper's tail drop did until its queue dropped at its head (testbed.shaping). None when
+    nothing was measured that names a cause."""
     n = (aborts or {}).get("TCPAbortOnTimeout", 0)
     mem = (aborts or {}).get("TCPAbortOnMemory", 0)
     if mem:
-        return f"the sender's TCP aborted {mem} connection(s) for lack of socket memory (TCPAbortOnMemory)"
-    if not timed_out:
+        return f"the sender's TCP aborted {mem} connection(s) for lack of socket memory (TCPAbortOnMemory +{mem})"
+    if "timed out" not in error.lower():
         return None
-    if link_rate_bps:
-        return (f"the sender's TCP timed out {n or 'a'} connection(s) (ETIMEDOUT; TCPAbortOnTimeout +{n}) within "
-                f"seconds: the emulated {link_rate_bps / 1e6:g} Mbit/s wire's queue on the sender's own interface "
-                "refused its packets, which Linux treats as local congestion (a probe every 0.5 s, abort after "
-                "tcp_retries2 = 15 of them, ~8 s); a switch's drop would have been a loss to retransmit instead")
-    return f"the sender's TCP timed out {n or 'a'} connection(s) (ETIMEDOUT; TCPAbortOnTimeout +{n})"
+    wire = f" behind an emulated {link_rate_bps / 1e6:g} Mbit/s wire" if link_rate_bps else ""
+    return (f"the sender's TCP timed out {n or 'a'} connection(s){wire} (ETIMEDOUT; TCPAbortOnTimeout +{n}): within "
+            "seconds that is Linux giving up on packets its own interface's queue refused (local congestion), "
+            "not on losses")
 
 
 def measure_with_probes(runner: "Iperf3", bed: "Testbed", spec: TrafficSpec) -> Measurement:
