@@ -387,8 +387,8 @@ class Executor:
                 "_digest_family": res.digest_family, "_state": res.state}
         if res.notes:
             info["notes"] = list(res.notes)
-        if rs.layout == "kube-proxy" or rs.layout in REALWORLD_LAYOUTS:
-            info["target"] = rs.target  # the test service / published port (None: the server itself)
+        info["target"] = rs.target  # the test service / published port (None: the server itself)
+        info["fresh_flows"] = rs.fresh_flows_per_trial
         if rs.flows:  # classbench-acl: the flows spread over the rules, and which rules they meet
             info["flows"] = rs.flows
             if rs.count <= 5000:  # O(N^2) check, under a second at 1000 rules
@@ -428,7 +428,7 @@ class Executor:
                             streams=spec.streams, rate_bps=spec.rate_bps, ip_version=spec.ip_version,
                             duration_s=spec.duration_s, options=dict(spec.options),
                             target=load_info.get("target"), flows=load_info.get("flows"))
-        if spec.layout in ("kube-proxy", "firewalld", "docker") and ctx is not None:
+        if load_info.get("fresh_flows") and ctx is not None:
             # NAT rules see only a flow's first packet: every trial starts without flows, so its
             # packets (distinct source ports, option new_flows) all walk the Service rules
             with ph.timed("dut_prep"):

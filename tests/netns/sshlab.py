@@ -402,7 +402,8 @@ class HostsLab:
         return {"addr": addr, "links": flags, "route4": out("ip", "route"), "route6": out("ip", "-6", "route"),
                 "nft": out("nft", "list", "ruleset"),
                 "sysctl": out("sysctl", "net.ipv4.ip_forward", "net.ipv6.conf.all.forwarding",
-                              "net.ipv4.conf.all.rp_filter"),
+                              "net.ipv4.conf.all.rp_filter", "net.ipv4.ip_local_port_range", "net.core.somaxconn",
+                              "net.ipv4.tcp_max_syn_backlog"),
                 "offloads": {d: out("ethtool", "-k", d) for d in devs},
                 "cache": sorted(os.listdir(cache)) if cache.exists() else None}
 

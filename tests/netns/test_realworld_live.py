@@ -1,7 +1,7 @@
 """Real-world rule sets on the real data path, 20 rules each: firewalld's zone passes the test
 traffic by its last rich rule (every one-way datagram: it never turns established) and rejects
-another port; Docker DNATs the last published port to
-the server and not another; the ClassBench-style ACL passes flows spread over its rules (engine,
+another port; Docker (its iptables form and Docker 29's nftables form) DNATs
+the last published port to the server and not another; the ClassBench-style ACL passes flows spread over its rules (engine,
 one flow per rule), each counted by the rule the model says it meets first."""
 
 import re
@@ -54,9 +54,10 @@ def test_firewalld_zone_passes_the_last_rich_rule_only(backend):
         be.flush(ctx)
 
 
-def test_docker_published_port_is_dnated_to_the_server():
+@pytest.mark.parametrize("backend", ["nftables", "iptables-nft"])
+def test_docker_published_port_is_dnated_to_the_server(backend):
     with Testbed(Topology(run_id=new_run_id(), mode="routed")) as bed:
-        be, ctx = get_backend("iptables-nft"), DutContext(bed.host, bed.ns("dut"), "routed")
+        be, ctx = get_backend(backend), DutContext(bed.host, bed.ns("dut"), "routed")
         rs = _rs(bed, "docker")
         be.load(ctx, rs)
         host, hport = rs.target

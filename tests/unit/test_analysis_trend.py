@@ -145,3 +145,14 @@ def test_golden_shape_is_used(tmp_path):
     p = write_series(tmp_path, 2, change_at=None)[0]
     shutil.copytree(p, tmp_path / "copy")
     assert main(["export", str(tmp_path / "copy"), "--format", "csv", "--out", str(tmp_path / "x.csv")]) == 0
+
+
+def test_page_is_the_same_bytes_when_built_twice(tmp_path):
+    """Two processes (each with its own matplotlib state) build the same page from the same runs."""
+    import subprocess
+    import sys
+    write_series(tmp_path / "runs", 4, change_at=2)
+    for name in ("a.html", "b.html"):
+        subprocess.run([sys.executable, "-m", "fwlab.cli", "trend", str(tmp_path / "runs"), "--out",
+                        str(tmp_path / name)], check=True, capture_output=True)
+    assert (tmp_path / "a.html").read_bytes() == (tmp_path / "b.html").read_bytes()

@@ -114,3 +114,9 @@ def test_engine_send_args_go_to_the_target_from_new_source_ports():
     args = build_send_args("eng", t, dst="198.19.1.1")
     assert args[args.index("--dst") + 1] == "198.19.32.9"
     assert args[args.index("--src-port") + 1] == "1024-2023" and args[args.index("--count") + 1] == "1000"
+
+
+def test_kube_proxy_trials_start_without_flows():
+    from fwlab.rules import generate_kube_proxy
+    rs = generate_kube_proxy(5, server_addr="198.19.1.1", port=5555)
+    assert rs.fresh_flows_per_trial

@@ -280,7 +280,7 @@ def _plan(kind, tool, extra=""):
 @pytest.mark.parametrize("kind, tool, extra, hosts, refused", [
     ("engine", "engine", "", {"client": _remote("a"), "server": _remote("b")}, None),
     ("tcp", "iperf3", "", {"client": _remote("a")}, None),
-    ("conn_rate", "conn", "", {"client": _remote("a")}, "tool 'conn' runs only on this machine"),
+    ("conn_rate", "conn", "", {"client": _remote("a"), "server": _remote("b")}, None),
     ("conn_rate", "conn", "", {"dut": _remote("a", ifaces=["eth1", "eth2"])}, None),  # client and server local
     ("http", "curl", "", {"server": _remote("a")}, "tool 'curl' runs only on this machine"),
     ("tcp", "iperf3", _FLOOD, {"server": _remote("a")}, "background floods run only on this machine"),

@@ -48,6 +48,14 @@ def test_bad_input_is_a_suite_error(layout, bad):
         generate_realworld(layout, bad["count"], **kw)
 
 
+def test_which_layouts_start_each_trial_without_flows():
+    """NAT layouts' rules see a flow's first packet only: the orchestrator empties conntrack
+    before each of their trials (RuleSet.fresh_flows_per_trial), not for the ACL or deny lists."""
+    fresh = {lay: generate_realworld(lay, 10, **_kw()).fresh_flows_per_trial for lay in REALWORLD_LAYOUTS}
+    assert fresh == {"firewalld": True, "docker": True, "classbench-acl": False}
+    assert not generate(10, "linear").fresh_flows_per_trial and not generate(10, "set").fresh_flows_per_trial
+
+
 def test_deny_list_generator_refuses_them():
     for layout in REALWORLD_LAYOUTS:
         with pytest.raises(SuiteError):
@@ -139,8 +147,27 @@ def test_docker_iptables_shape(backend):
     assert out.verdict == "accept" and out.decided_by == [model.chains["DOCKER"].rules[-1].rule_id]
 
 
-def test_docker_has_no_nftables_form():
-    assert "no 'docker' layout" in get_backend("nftables").unsupported("docker", "routed", False)
+def test_docker_nftables_shape():
+    """Docker 29's nftables backend: table ip docker-bridges, DNAT per port in
+    nat-prerouting-and-output, direct-access drops in raw-PREROUTING, per-bridge forward chains
+    reached through verdict maps; the test port's DNAT is the one tagged permit-dnat."""
+    rs = generate_docker(30, host_addr=DUT, server_addr=SERVER, port=PORT, bridge_if="eth1")
+    be = get_backend("nftables")
+    assert be.unsupported("docker", "routed", False) is None
+    assert "routed mode only" in be.unsupported("docker", "bridge", False)
+    assert be.family(rs, "routed") == "nft ip"
+    text = be.render(rs, "routed")
+    assert "table ip docker-bridges {" in text and "fib daddr type local counter jump nat-prerouting-and-output" in text
+    dnat = [line.strip() for line in text.splitlines() if " dnat to " in line]
+    assert len(dnat) == 30 and all('iifname != "eth1"' in d for d in dnat)
+    assert dnat[-1] == f'iifname != "eth1" udp dport 10029 counter dnat to {SERVER}:{PORT} comment "permit-dnat"'
+    assert sum('comment "permit' in line for line in text.splitlines()) == 1
+    direct = [line for line in text.splitlines() if "DROP DIRECT ACCESS" in line]
+    assert len(direct) == 30 and f"ip daddr {SERVER} " in direct[-1]
+    fwd_in = text.split("chain filter-forward-in__eth1 {")[1].split("}")[0].strip().splitlines()
+    assert fwd_in[0].strip() == "ct state established,related counter accept"
+    assert fwd_in[-2].strip() == f"ip daddr {SERVER} udp dport {PORT} counter accept"
+    assert "UNPUBLISHED PORT DROP" in fwd_in[-1]
 
 
 # -- classbench-acl --------------------------------------------------------------------------

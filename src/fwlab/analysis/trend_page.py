@@ -27,9 +27,15 @@ def _unit(metric: str) -> tuple[str, float]:
     return unit, scale
 
 
+#: SVG element ids are hashes salted with this (matplotlib's default: a random salt per process,
+#: which made two builds of one page differ); the report's plots use the same fixed salt
+SVG_HASH_SALT = "fwlab"
+
+
 def _svg(fig) -> str:
     buf = io.StringIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
+    with matplotlib.rc_context({"svg.hashsalt": SVG_HASH_SALT}):
+        fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
     plt.close(fig)
     text = buf.getvalue()
     return text[text.find("<svg"):]

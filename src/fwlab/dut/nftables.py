@@ -66,7 +66,7 @@ def _ipkw(v: int) -> str:
 
 class Nftables(Backend):
     name = "nftables"
-    layouts = ("linear", "set", "kube-proxy", "firewalld", "classbench-acl")
+    layouts = ("linear", "set", "kube-proxy", "firewalld", "docker", "classbench-acl")
     tools = ("nft",)
     summary = "nftables forward chain (ip/ip6; bridge family in bridge mode), linear rules or one set"
     clean_reset = True  # tests/netns/test_bed_reset.py
@@ -75,14 +75,14 @@ class Nftables(Backend):
                     system: str | None = None) -> str | None:
         if layout == "kube-proxy" and mode != "routed":
             return "the kube-proxy layout DNATs at the DUT's IP layer: routed mode only"
-        if layout in ("firewalld", "classbench-acl") and mode != "routed":
+        if layout in ("firewalld", "docker", "classbench-acl") and mode != "routed":
             return f"the {layout} layout works at the DUT's IP layer: routed mode only"
         return super().unsupported(layout, mode, stateful_shortcut, system)
 
     def table_family(self, rs: RuleSet, mode: str) -> str:
         if rs.layout == "firewalld":
             return "inet"
-        if rs.layout in ("kube-proxy", "classbench-acl"):
+        if rs.layout in ("kube-proxy", "docker", "classbench-acl"):
             return "ip"
         if mode == "bridge" and not rs.stateful_shortcut:
             return "bridge"
@@ -165,6 +165,53 @@ class Nftables(Backend):
         out.append("}")
         return "\n".join(out) + "\n"
 
+    def render_docker(self, rs: RuleSet) -> str:
+        """Docker's nftables firewall backend (Docker Engine 29+, ``firewall-backend=nftables``;
+        moby's integration/network/bridge/nftablesdoc) for the published ports of one bridge
+        network (fwlab.rules.docker): table ``ip docker-bridges``; nat-PREROUTING (``fib daddr
+        type local``) -> nat-prerouting-and-output, one ``iifname != BR P dport H dnat to C:CP``
+        per port; raw-PREROUTING drops direct access to each container from outside the bridge;
+        filter-FORWARD dispatches by interface through verdict maps to the bridge's chains, where
+        filter-forward-in__BR accepts each published container port, then "UNPUBLISHED PORT
+        DROP". Every rule counted, as Docker writes them; the test port's DNAT carries the comment
+        permit-dnat instead of Docker's "DNAT" (read back like the iptables form: one count per
+        new flow)."""
+        br, net = rs.meta["bridge_if"], rs.meta["bridge_net"]
+        last = len(rs.items) - 1
+        jumps = {"filter-forward-in-jumps": "filter-forward-in", "filter-forward-out-jumps": "filter-forward-out",
+                 "nat-postrouting-in-jumps": "nat-postrouting-in", "nat-postrouting-out-jumps": "nat-postrouting-out"}
+        out = ["flush ruleset", "table ip docker-bridges {"]
+        for m, chain in jumps.items():
+            out += [f"  map {m} {{", "    type ifname : verdict",
+                    f'    elements = {{ "{br}" : jump {chain}__{br} }}', "  }"]
+        out += ["  chain filter-FORWARD {", "    type filter hook forward priority filter; policy accept;",
+                "    oifname vmap @filter-forward-in-jumps", "    iifname vmap @filter-forward-out-jumps", "  }",
+                "  chain nat-OUTPUT {", "    type nat hook output priority -100; policy accept;",  # dstnat: nft < 1.0.7 knows no name here
+                "    ip daddr != 127.0.0.0/8 fib daddr type local counter jump nat-prerouting-and-output", "  }",
+                "  chain nat-POSTROUTING {", "    type nat hook postrouting priority srcnat; policy accept;",
+                "    iifname vmap @nat-postrouting-out-jumps", "    oifname vmap @nat-postrouting-in-jumps", "  }",
+                "  chain nat-PREROUTING {", "    type nat hook prerouting priority dstnat; policy accept;",
+                "    fib daddr type local counter jump nat-prerouting-and-output", "  }",
+                "  chain nat-prerouting-and-output {"]
+        for i, p in enumerate(rs.items):
+            tag = "permit-dnat" if i == last else "DNAT"
+            out.append(f'    iifname != "{br}" {p.proto} dport {p.host_port} counter dnat to '
+                       f'{p.container}:{p.container_port} comment "{tag}"')
+        out += ["  }", "  chain raw-PREROUTING {", "    type filter hook prerouting priority raw; policy accept;"]
+        for c in dict.fromkeys(p.container for p in rs.items):
+            out.append(f'    ip daddr {c} iifname != "{br}" counter drop comment "DROP DIRECT ACCESS"')
+        out += ["  }", f"  chain filter-forward-in__{br} {{", "    ct state established,related counter accept",
+                f'    iifname "{br}" counter accept comment "ICC"']
+        for p in rs.items:
+            out.append(f"    ip daddr {p.container} {p.proto} dport {p.container_port} counter accept")
+        out += ['    counter drop comment "UNPUBLISHED PORT DROP"', "  }",
+                f"  chain filter-forward-out__{br} {{", "    ct state established,related counter accept",
+                '    counter accept comment "OUTGOING"', "  }",
+                f"  chain nat-postrouting-in__{br} {{", "  }",
+                f"  chain nat-postrouting-out__{br} {{",
+                f'    oifname != "{br}" ip saddr {net} counter masquerade comment "MASQUERADE"', "  }", "}"]
+        return "\n".join(out) + "\n"
+
     def render_classbench(self, rs: RuleSet) -> str:
         """The ACL (fwlab.rules.classbench) on the prerouting hook before NAT, every rule counted
         (comment permit-acl-<k>), a final drop of the probe sources, then the DNAT of every probe
@@ -191,6 +238,8 @@ class Nftables(Backend):
             return self.render_kube_proxy(rs)
         if rs.layout == "firewalld":
             return self.render_firewalld(rs)
+        if rs.layout == "docker":
+            return self.render_docker(rs)
         if rs.layout == "classbench-acl":
             return self.render_classbench(rs)
         fam = self.table_family(rs, mode)

@@ -93,6 +93,14 @@ def _last_failing(sr: SearchResult, trials: list[dict], key: str) -> dict | None
     return None
 
 
+def _with_shipped(bed: "Testbed", m: Measurement) -> Measurement:
+    """Note where the engine was shipped (remote roles), as the engine runner does."""
+    got = conn.shipped(bed)
+    if got:
+        m.metrics["engine_shipped"] = got
+    return m
+
+
 def _ip(spec: TrafficSpec) -> int:
     return spec.ip_version
 
@@ -105,6 +113,7 @@ class ConnRunner(Runner):
     name = "conn"
     traffics = ("conn_rate", "conn_capacity")
     record_kind = "connections"
+    remote_roles = True  #: client and server ends run on their hosts (the engine shipped there)
     summary = ("fwlab-engine conn-*: TCP connection setup/tear-down rate (search, 0.001 % failures) and "
                "concurrent connection capacity through the DUT, with its conntrack table")
 
@@ -146,10 +155,14 @@ class ConnRunner(Runner):
         srcs = info["addresses"][str(spec.ip_version)]
         o = dict(spec.options) or conn.check_options(spec.traffic, {})
         if spec.traffic == "conn_rate":
-            return self._rate(bed, spec, o, srcs[:o["addresses"]])
+            return _with_shipped(bed, self._rate(bed, spec, o, srcs[:o["addresses"]]))
         if spec.traffic == "conn_capacity":
             need = conn.addresses_needed(spec.traffic, o)
-            return self._capacity(bed, spec, o, srcs[:need], env)
+            if bed.is_remote("dut") and (o.get("host_conntrack_max") or o.get("host_conntrack_buckets")):
+                raise RunnerError("host_conntrack_max/buckets change this machine's sysctl, but the DUT is "
+                                  "a remote host", fix="set net.netfilter.nf_conntrack_max on the DUT host "
+                                                       "yourself and drop the option")
+            return _with_shipped(bed, self._capacity(bed, spec, o, srcs[:need], env))
         raise RunnerError(f"the conn tool cannot generate '{spec.traffic}'", fix="use conn_rate or conn_capacity")
 
     # -- rate --------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import statistics
 from collections.abc import Callable
 
 from fwlab.stats.ratio import ratio_to_zero
-from fwlab.report import plots
+from fwlab.report import nics, plots
 from fwlab.report.summary import load_times, per_rule_costs
 from fwlab.results.curves import METRIC_INFO, Curve, Point, primary_metric
 from fwlab.results.identity import size_words
@@ -315,6 +315,7 @@ def render(run: dict, trials: list[TrialRecord], cs: list[Curve], summary_csv_na
                      + "the DUT's veths receive through threaded NAPI on a CPU of their own, so the DUT's "
                      "forwarding does not run on the sender's CPU and an overloaded DUT drops frames "
                      "(docs/device-model.md).</p>")
+    parts.append(nics.render(run.get("beds", [])))
     for bed in run.get("beds", []):
         topo = bed.get("topology", {})
         parts.append(f"<details><summary>test bed {esc(topo.get('run_id'))}: {esc(topo.get('mode'))}, "

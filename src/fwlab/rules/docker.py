@@ -1,4 +1,5 @@
-"""Docker rule sets: N published ports, as Docker's bridge driver writes them (iptables).
+"""Docker rule sets: N published ports, as Docker's bridge driver writes them (iptables, and
+since Docker 29 optionally nftables: fwlab.dut.nftables renders that form).
 
 Owns: choosing the N published ports (host port -> container address:port, tcp or udp) and
 the bridge's names. The iptables backends render the shape of Docker's classic iptables rules

@@ -12,6 +12,9 @@ from typing import NamedTuple
 LAYOUTS = ("linear", "set", "kube-proxy", "firewalld", "docker", "classbench-acl")
 #: layouts that are a real-world rule set's shape (fwlab.rules.realworld), not deny entries
 REALWORLD_LAYOUTS = ("firewalld", "docker", "classbench-acl")
+#: layouts whose test path goes through rules the kernel evaluates for a flow's first packet only
+#: (kube-proxy's and Docker's DNAT, firewalld's zone dispatch in its NAT/conntrack hooks)
+FIRST_PACKET_LAYOUTS = ("kube-proxy", "firewalld", "docker")
 
 
 class DenyEntry(NamedTuple):
@@ -88,6 +91,12 @@ class RuleSet:
         if self.layout == "kube-proxy" and self.services:
             return self.services[-1].cluster_ip, self.services[-1].port
         return self.to
+
+    @property
+    def fresh_flows_per_trial(self) -> bool:
+        """Its measured rules see only a flow's first packet, so every trial must start with an
+        empty conntrack table (each trial's flows then walk the rules, not a cached verdict)."""
+        return self.layout in FIRST_PACKET_LAYOUTS
 
     def describe(self) -> dict:
         return {"ip_version": self.ip_version, "layout": self.layout, "rules": self.count,

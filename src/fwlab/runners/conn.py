@@ -9,6 +9,12 @@ searches call, and the runner (traffic kinds ``conn_rate`` and ``conn_capacity``
 host-global change (the connection-table limit, only when a suite allows it) goes through
 ``fwlab.testbed.host_sysctl``.
 
+Remote roles (a hosts file): the client and server ends run on their own hosts over SSH, the
+engine shipped there (``runners.engine.engine_on``), ready and held files in the host's scratch
+directory. What this runner changes on a remote host (the extra client addresses, the port
+range and backlog sysctls) is undone when fwlab lets go of the host (normal end, error, Ctrl-C,
+SIGTERM), so the host is left as the hosts file handed it over.
+
 What is counted (intended / offered / forwarded, as for packets):
 - rate: intended = rate x duration transactions, offered = started (connect called),
   forwarded = succeeded (full echo and the server's FIN). A failed transaction is a connect
@@ -29,14 +35,15 @@ import ipaddress
 import math
 import os
 import shutil
+import signal
 import subprocess
-import tempfile
+import threading
 import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from fwlab.errors import RunnerError
-from fwlab.runners.engine import engine_unavailable, engine_version, find_engine, require_engine
+from fwlab.errors import FwlabError, RunnerError
+from fwlab.runners.engine import engine_on, engine_unavailable, engine_version, find_engine, shipped_engines
 from fwlab.search.measurer import TrialResult
 
 if TYPE_CHECKING:
@@ -203,17 +210,23 @@ def prepare_bed(bed: "Testbed", need: dict[int, int]) -> dict:
     for ipv, n in sorted(need.items()):
         addrs = extra_addresses(bed, ipv, n)
         plen = bed.topo.plan.client_net(ipv).split("/")[1]
+        dev = bed.dev("client", bed.topo.client_if)
         for a in addrs:
-            args = ["ip", "addr", "add", f"{a}/{plen}", "dev", bed.topo.client_if]
+            args = ["ip", "addr", "add", f"{a}/{plen}", "dev", dev]
             if ipv == 6:
                 args.append("nodad")
             cp = bed.sh("client", *args, check=False)
             if cp.returncode != 0 and "File exists" not in cp.stderr:
                 raise RunnerError(f"cannot add client address {a}: {cp.stderr.strip()}", fix="run 'fwlab clean'")
+            if cp.returncode == 0 and bed.is_remote("client"):
+                _undo_at_close(bed, "client", ["ip", "addr", "del", f"{a}/{plen}", "dev", dev])
         info["addresses"][str(ipv)] = addrs
     for role, table in (("client", CLIENT_SYSCTLS), ("server", SERVER_SYSCTLS)):
         for k, v in table.items():
-            bed.sh(role, "sysctl", "-q", "-w", f"{k}={v}")
+            if bed.is_remote(role):
+                _remote_sysctl(bed, role, k, v)
+            else:
+                bed.sh(role, "sysctl", "-q", "-w", f"{k}={v}")
             info["sysctls"][f"{role}:{k}"] = v
     # Let the DUT and the server learn the new addresses (bridge: ARP straight from the server).
     for ipv, addrs in need.items():
@@ -223,29 +236,74 @@ def prepare_bed(bed: "Testbed", need: dict[int, int]) -> dict:
     return info
 
 
+def _undo_at_close(bed: "Testbed", role: str, argv: list[str]) -> None:
+    """Run ``argv`` in ``role``'s namespace on its (remote) host when fwlab lets go of the host."""
+    host, ns = bed.host_for(role), bed.ns(role)
+    host.on_close(lambda: host.run(argv, ns=ns, check=False, timeout_s=30))
+
+
+def _remote_sysctl(bed: "Testbed", role: str, key: str, value: str) -> None:
+    """Set ``key`` on a remote role's host; its old value goes back when fwlab lets go of the host
+    (once per host and namespace: a later bed finds it set and changes nothing)."""
+    host, ns = bed.host_for(role), bed.ns(role)
+    done = host.__dict__.setdefault("_fwlab_conn_sysctls", set())
+    if (ns, key) in done:
+        return
+    old = bed.sh(role, "sysctl", "-n", key).stdout.strip()
+    if " ".join(old.split()) == " ".join(value.split()):
+        done.add((ns, key))
+        return
+    bed.sh(role, "sysctl", "-q", "-w", f"{key}={value}")
+    done.add((ns, key))
+    _undo_at_close(bed, role, ["sysctl", "-q", "-w", f"{key}={old}"])
+
+
 def read_conntrack(bed: "Testbed") -> dict[str, int | None]:
     """The DUT namespace's connection-table limit, hash size and count (None in direct mode)."""
     out: dict[str, int | None] = {k: None for k in CONNTRACK_KEYS}
     if not bed.topo.has_dut:
         return out
-    for k in CONNTRACK_KEYS:
-        cp = bed.sh("dut", "sysctl", "-n", f"net.netfilter.{k}", check=False)
-        out[k] = int(cp.stdout.strip()) if cp.returncode == 0 and cp.stdout.strip().isdigit() else None
+    # one command for the three (a remote DUT: one SSH session); -e: a key the kernel lacks is skipped
+    cp = bed.sh("dut", "sysctl", "-e", *(f"net.netfilter.{k}" for k in CONNTRACK_KEYS), check=False)
+    for line in cp.stdout.splitlines():
+        key, sep, val = line.partition("=")
+        k = key.strip().removeprefix("net.netfilter.")
+        if sep and k in out and val.strip().isdigit():
+            out[k] = int(val.strip())
     return out
 
 
 def mem_available_b(bed: "Testbed") -> int | None:
-    """The host's MemAvailable [bytes] (None when unreadable)."""
-    cp = bed.host.run(["cat", "/proc/meminfo"], check=False)
-    for line in cp.stdout.splitlines():
-        if line.startswith("MemAvailable:"):
-            return int(line.split()[1]) * 1024
-    return None
+    """MemAvailable [bytes] of the host the connections live on: with remote roles the least of
+    the client's, server's and DUT's hosts (None when unreadable)."""
+    hosts = []
+    for r in ("client", "server", "dut"):
+        h = bed.host_for(r)
+        if all(h is not o for o in hosts):
+            hosts.append(h)
+    got = []
+    for h in hosts:
+        cp = h.run(["cat", "/proc/meminfo"], check=False)
+        for line in cp.stdout.splitlines():
+            if line.startswith("MemAvailable:"):
+                got.append(int(line.split()[1]) * 1024)
+    return min(got) if got else None
+
+
+def _has_conntrack_tool(bed: "Testbed") -> bool:
+    if not bed.is_remote("dut"):
+        return shutil.which("conntrack") is not None
+    host = bed.host_for("dut")
+    if "_fwlab_has_conntrack" not in host.__dict__:
+        cp = host.run(["sh", "-c", "command -v conntrack"], check=False, timeout_s=30)
+        host.__dict__["_fwlab_has_conntrack"] = cp.returncode == 0
+    return host.__dict__["_fwlab_has_conntrack"]
 
 
 def flush_conntrack(bed: "Testbed") -> bool:
-    """Empty the DUT's connection table (``conntrack -F``); False when the tool is missing."""
-    if not bed.topo.has_dut or shutil.which("conntrack") is None:
+    """Empty the DUT's connection table (``conntrack -F``, on the DUT's host); False when the
+    tool is missing there."""
+    if not bed.topo.has_dut or not _has_conntrack_tool(bed):
         return False
     bed.sh("dut", "conntrack", "-F", check=False)
     return True
@@ -290,27 +348,36 @@ class ConnServer:
     doc: dict | None = None
 
     def __enter__(self) -> "ConnServer":
-        engine = require_engine()
-        self._tmp = tempfile.TemporaryDirectory(prefix="fwlab-conn-")
-        ready = os.path.join(self._tmp.name, "ready")
-        self.args = server_args(engine, ip_version=self.ip_version, ports=self.ports, ready=ready,
-                                cpu=self.bed.topo.pinning.server_cpu, duration_s=self.backstop_s)
-        self.proc = self.bed.host.spawn(self.args, ns=self.bed.ns("server"))
+        engine = engine_on(self.bed, "server")
+        self.host = self.bed.host_for("server")
+        self.ready = self.host.scratch_path(f"conn-ready-{os.getpid()}-{time.monotonic_ns()}")
+        cpu = None if self.bed.is_remote("server") else self.bed.topo.pinning.server_cpu
+        self.args = server_args(engine, ip_version=self.ip_version, ports=self.ports, ready=self.ready,
+                                cpu=cpu, duration_s=self.backstop_s)
+        self.proc = self.host.spawn(self.args, ns=self.bed.ns("server"))
         deadline = time.monotonic() + READY_TIMEOUT_S
-        while not os.path.exists(ready):
+        while not self.host.exists(self.ready):
             if self.proc.proc.poll() is not None or time.monotonic() > deadline:
                 _, err = self.proc.stop()
-                self.bed.host.forget(self.proc)
-                self._tmp.cleanup()
+                self.host.forget(self.proc)
+                self._remove_ready()
                 raise RunnerError(f"fwlab-engine conn-server did not become ready: {err.strip()[:200] or 'no output'}",
                                   fix="run 'fwlab clean'; check the engine build")
             time.sleep(0.01)
         return self
 
+    def _remove_ready(self) -> None:
+        if self.host.remote:  # the remote scratch directory goes when the host is let go
+            return
+        try:
+            os.unlink(self.ready)
+        except OSError:
+            pass
+
     def __exit__(self, *exc) -> None:
         out, err = self.proc.stop(sig=2, wait_s=20.0)
-        self.bed.host.forget(self.proc)
-        self._tmp.cleanup()
+        self.host.forget(self.proc)
+        self._remove_ready()
         try:
             self.doc = parse_doc(out, "conn-server") if out.strip() else None
         except RunnerError:
@@ -318,6 +385,8 @@ class ConnServer:
 
 
 def _client_cpu(bed: "Testbed") -> list[str]:
+    if bed.is_remote("client"):
+        return []  # the bed's CPU numbers are this machine's
     c = bed.topo.pinning.client_cpu
     return ["--cpu", str(c)] if c is not None else []
 
@@ -327,7 +396,7 @@ def run_rate(bed: "Testbed", *, ip_version: int, rate_cps: float | None, duratio
     """One conn-rate trial: flush the DUT's table, server up, client run, server down.
     ``rate_cps`` None: closed loop, as fast as the client goes with ``max_inflight`` in flight.
     Returns (client doc, server doc, conntrack before, conntrack after)."""
-    engine = require_engine()
+    engine = engine_on(bed, "client")
     flush_conntrack(bed)
     ct_before = read_conntrack(bed)
     workers = int(o.get("workers", 1))
@@ -338,7 +407,8 @@ def run_rate(bed: "Testbed", *, ip_version: int, rate_cps: float | None, duratio
             "--max-inflight", str(o["max_inflight"]), "--close", o.get("close", "fin"),
             "--workers", str(workers), *(_client_cpu(bed) if workers == 1 else [])]
     with ConnServer(bed, ip_version, o["ports"], duration_s + o["timeout_s"] + 60) as srv:
-        cp = bed.host.run(args, ns=bed.ns("client"), check=False, timeout_s=duration_s + o["timeout_s"] + 60)
+        cp = bed.host_for("client").run(args, ns=bed.ns("client"), check=False,
+                                        timeout_s=duration_s + o["timeout_s"] + 60)
         ct_after = read_conntrack(bed)
     if cp.returncode != 0:
         raise RunnerError(f"fwlab-engine conn-rate failed (exit {cp.returncode}): {cp.stderr.strip()[:200]}",
@@ -352,43 +422,47 @@ def run_hold(bed: "Testbed", *, ip_version: int, count: int, o: dict, srcs: list
              stop_on_failure: bool = False) -> tuple[dict, dict | None, dict, dict]:
     """One conn-hold trial. The DUT's table is read while every connection is held.
     Returns (client doc, server doc, conntrack before, conntrack while held)."""
-    engine = require_engine()
+    engine = engine_on(bed, "client")
     flush_conntrack(bed)
     ct_before = read_conntrack(bed)
     w = workers_for(count)
-    with tempfile.TemporaryDirectory(prefix="fwlab-hold-") as tmp:
-        held = os.path.join(tmp, "held")
-        args = [engine, "conn-hold", "--dst", bed.topo.plan.server(ip_version), "--port", ports_arg(w),
-                "--workers", str(w), "--src", src_arg(srcs), "--count", str(count),
-                "--hold-s", f"{o['hold_s']}", "--probe-every", str(o["probe_every"]),
-                "--connect-timeout-s", f"{o['connect_timeout_s']}", "--probe-timeout-s", f"{o['probe_timeout_s']}",
-                "--max-pending", str(o["max_pending"]), "--held-file", held, *_client_cpu(bed)]
-        if o["open_rate_cps"]:
-            args += ["--open-rate-cps", f"{o['open_rate_cps']:.3f}"]
-        if stop_on_failure:
-            args.append("--stop-on-failure")
-        # opening at >= 2000/s, the hold, probing and closing, with room to spare
-        budget = count / 2000 + o["hold_s"] + o["connect_timeout_s"] + o["probe_timeout_s"] + 120
-        ct_held: dict = {}
-        with ConnServer(bed, ip_version, w, budget + 30) as srv:
-            cl = bed.host.spawn(args, ns=bed.ns("client"))
-            try:
-                deadline = time.monotonic() + budget
-                while not os.path.exists(held) and cl.proc.poll() is None and time.monotonic() < deadline:
-                    time.sleep(0.05)
-                if os.path.exists(held):
-                    ct_held = read_conntrack(bed)
-                left = max(5.0, deadline - time.monotonic())
-                # read while waiting: with many workers the merged JSON outgrows the pipe's 64 KiB,
-                # and a client blocked writing it never exits (found at 1,000,000 connections)
+    host = bed.host_for("client")
+    held = host.scratch_path(f"conn-held-{os.getpid()}-{time.monotonic_ns()}")
+    poll_s = 0.1 if host.remote else 0.05  # a remote check is an SSH session
+    args = [engine, "conn-hold", "--dst", bed.topo.plan.server(ip_version), "--port", ports_arg(w),
+            "--workers", str(w), "--src", src_arg(srcs), "--count", str(count),
+            "--hold-s", f"{o['hold_s']}", "--probe-every", str(o["probe_every"]),
+            "--connect-timeout-s", f"{o['connect_timeout_s']}", "--probe-timeout-s", f"{o['probe_timeout_s']}",
+            "--max-pending", str(o["max_pending"]), "--held-file", held, *_client_cpu(bed)]
+    if o["open_rate_cps"]:
+        args += ["--open-rate-cps", f"{o['open_rate_cps']:.3f}"]
+    if stop_on_failure:
+        args.append("--stop-on-failure")
+    # opening at >= 2000/s, the hold, probing and closing, with room to spare
+    budget = count / 2000 + o["hold_s"] + o["connect_timeout_s"] + o["probe_timeout_s"] + 120
+    ct_held: dict = {}
+    with ConnServer(bed, ip_version, w, budget + 30) as srv:
+        cl = host.spawn(args, ns=bed.ns("client"))
+        try:
+            # read while waiting: with many workers the merged JSON outgrows the pipe's 64 KiB,
+            # and a client blocked writing it never exits (found at 1,000,000 connections)
+            reader = _Reader(cl)
+            deadline = time.monotonic() + budget
+            while cl.proc.poll() is None and time.monotonic() < deadline and not host.exists(held):
+                time.sleep(poll_s)
+            if host.exists(held):
+                ct_held = read_conntrack(bed)
+            left = max(5.0, deadline - time.monotonic())
+            out, err = reader.wait(left)
+        finally:
+            if cl.proc.poll() is None:
+                cl.stop()
+            host.forget(cl)
+            if not host.remote:
                 try:
-                    out, err = cl.proc.communicate(timeout=left)
-                except subprocess.TimeoutExpired:
-                    out, err = cl.stop(sig=2, wait_s=30.0)
-            finally:
-                if cl.proc.poll() is None:
-                    cl.stop()
-                bed.host.forget(cl)
+                    os.unlink(held)
+                except OSError:
+                    pass
     if not out.strip():
         raise RunnerError(f"fwlab-engine conn-hold printed nothing (exit {cl.proc.returncode}): {err.strip()[:200]}",
                           fix="check the engine build ('make engine')")
@@ -396,6 +470,67 @@ def run_hold(bed: "Testbed", *, ip_version: int, count: int, o: dict, srcs: list
     doc["argv"] = args
     flush_conntrack(bed)
     return doc, srv.doc, ct_before, ct_held
+
+
+class _Reader:
+    """Reads a spawned process's output while it runs, so it never blocks on a full pipe. A
+    remote process's stdin is its SSH session's signal channel: it stays open (closing it stops
+    the process), which is why this is not ``communicate``."""
+
+    def __init__(self, sp) -> None:
+        self.sp, self.out, self.err = sp, [], []
+        self.threads = [threading.Thread(target=self._read, args=(f, buf), daemon=True)
+                        for f, buf in ((sp.proc.stdout, self.out), (sp.proc.stderr, self.err)) if f is not None]
+        for t in self.threads:
+            t.start()
+
+    @staticmethod
+    def _read(f, buf: list) -> None:
+        try:
+            buf.append(f.read())
+        except (OSError, ValueError):
+            pass
+
+    def wait(self, timeout_s: float) -> tuple[str, str]:
+        """Wait up to ``timeout_s`` for the process to exit by itself, then SIGINT it (it prints
+        what it has), then stop it; return (stdout, stderr)."""
+        try:
+            self.sp.proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            _interrupt(self.sp)
+            try:
+                self.sp.proc.wait(timeout=30.0)
+            except subprocess.TimeoutExpired:
+                self.sp.stop(wait_s=5.0)
+        for t in self.threads:
+            t.join(timeout=10.0)
+        return "".join(self.out), "".join(self.err)
+
+
+def _interrupt(sp) -> None:
+    """SIGINT to a spawned process: a remote one through its session's stdin (its watchdog reads
+    signal names there), a local one to its process group."""
+    stdin = sp.proc.stdin
+    if stdin is not None and not stdin.closed:
+        try:
+            stdin.write("INT\n")
+            stdin.flush()
+        except (OSError, ValueError):
+            pass
+        return
+    try:
+        os.killpg(sp.proc.pid, signal.SIGINT)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def shipped(bed: "Testbed") -> dict[str, dict] | None:
+    """What the engine shipping did for this runner's remote roles (None: all local)."""
+    try:
+        got = shipped_engines(bed)
+    except FwlabError:
+        return None
+    return got or None
 
 
 # -- results ---------------------------------------------------------------------------------------

@@ -594,7 +594,7 @@ class Testbed:
         return [(r, self.placement.entry(r).ifaces[0]) for r in self.placement.generator_roles[1:]]
 
     def nics(self) -> list[NicInfo]:
-        """Every data interface as hardware: speed, driver, firmware, offloads (read now)."""
+        """Every data interface as hardware: speed, driver, firmware, offloads, queues, IRQs (read now)."""
         return [read_nic(self.host_for(r), self.ns(r), r, d)
                 for r, d in self.interfaces() + self.generator_interfaces()]
 

@@ -1,14 +1,17 @@
-"""Data interfaces as hardware: link speed, driver, firmware, offloads, and the line rate.
+"""Data interfaces as hardware: link speed, driver, firmware, offloads, queues, IRQs, and the line rate.
 
 Owns: reading one interface's speed (``/sys/class/net/X/speed``), driver and firmware
-(``ethtool -i``) and offloads (``ethtool -k``) on whatever host holds it (local namespace or SSH),
+(``ethtool -i``), offloads (``ethtool -k``), queues (``ethtool -l``) and its IRQs with their CPU
+affinity (``/proc/interrupts``, the device's ``msi_irqs``, ``/proc/irq/N/smp_affinity_list``) on
+whatever host holds it (local namespace or SSH),
 and the Ethernet line-rate arithmetic: a frame of F bytes (including the FCS) occupies F + 20
 bytes of wire time (preamble 7 + SFD 1 + inter-frame gap 12), so a link of S bit/s carries at most
 S / ((F + 20) x 8) frames/s. Never changes an interface.
 
 A virtual interface (veth, bridge, ...) has no line rate: the kernel reports a nominal speed for
 some of them (veth: 10000 Mb/s) that limits nothing, so fwlab records the speed as missing, with
-the reason, rather than a figure that would make "% of line rate" meaningless.
+the reason, rather than a figure that would make "% of line rate" meaningless. Likewise a virtual
+interface has no IRQs: recorded as missing with the reason.
 """
 
 from __future__ import annotations
@@ -39,6 +42,14 @@ class NicInfo:
     firmware: str | None = None
     bus: str | None = None
     offloads: dict[str, str] = field(default_factory=dict)  #: every ethtool -k feature: on/off [fixed]
+    #: ethtool -l: {"current": {rx, tx, other, combined}, "max": {...}} (None: a channel the
+    #: driver does not have); None: not readable (see queues_missing)
+    queues: dict | None = None
+    queues_missing: str | None = None
+    #: the interface's IRQs: [{irq, name, affinity (smp_affinity_list), per_cpu (counts at read)}];
+    #: None: none found (see irqs_missing)
+    irqs: list[dict] | None = None
+    irqs_missing: str | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -64,6 +75,93 @@ def parse_ethtool_k(text: str) -> dict[str, str]:
         if v.strip():
             out[k.strip()] = v.strip()
     return out
+
+
+def parse_ethtool_l(text: str) -> dict | None:
+    """``ethtool -l`` -> {"max": {rx, tx, other, combined}, "current": {...}}; "n/a" -> None.
+    None when the text holds neither section."""
+    out: dict[str, dict] = {}
+    part = None
+    for line in text.splitlines():
+        low = line.strip().lower()
+        if low.startswith("pre-set maximums"):
+            part = out.setdefault("max", {})
+        elif low.startswith("current hardware settings"):
+            part = out.setdefault("current", {})
+        elif part is not None and ":" in line:
+            k, _, v = line.partition(":")
+            key = k.strip().lower()
+            if key in ("rx", "tx", "other", "combined"):
+                v = v.strip()
+                part[key] = int(v) if v.isdigit() else None
+    return out or None
+
+
+def parse_interrupts(text: str) -> dict[int, dict]:
+    """``/proc/interrupts`` -> {irq: {"name": last column, "per_cpu": [counts], "line": the rest}}
+    for numbered IRQs (NMI, LOC ... skipped)."""
+    lines = text.splitlines()
+    if not lines:
+        return {}
+    ncpu = len(lines[0].split())
+    out = {}
+    for line in lines[1:]:
+        head, sep, rest = line.partition(":")
+        if not sep or not head.strip().isdigit():
+            continue
+        words = rest.split()
+        counts = []
+        for w in words[:ncpu]:
+            if not w.isdigit():
+                break
+            counts.append(int(w))
+        tail = words[len(counts):]
+        out[int(head.strip())] = {"name": tail[-1] if tail else "", "per_cpu": counts, "line": " ".join(tail)}
+    return out
+
+
+#: one shell session: the device's MSI IRQs (its own, or its parent's: virtio), its device name,
+#: /proc/interrupts and every IRQ's affinity list
+IRQ_SCRIPT = (
+    'd=/sys/class/net/$1/device; if [ ! -e "$d" ]; then echo NODEVICE; exit 0; fi; '
+    'echo "DEV $(basename "$(readlink -f "$d")")"; '
+    'for m in "$d/msi_irqs" "$d/../msi_irqs"; do if [ -d "$m" ]; then echo "MSI $(ls "$m" | tr "\n" " ")"; break; fi; done; '
+    'echo INTERRUPTS; cat /proc/interrupts; echo AFFINITY; '
+    'for f in /proc/irq/[0-9]*/smp_affinity_list; do n=${f#/proc/irq/}; echo "${n%%/*} $(cat "$f" 2>/dev/null)"; done')
+
+
+def irqs_from(iface: str, out: str) -> tuple[list[dict] | None, str | None]:
+    """(the interface's IRQs, None) or (None, why none) from :data:`IRQ_SCRIPT`'s output. An IRQ
+    is the interface's when it is one of its device's MSI vectors or its /proc/interrupts name
+    names the interface or the device (``enp1s0-TxRx-0``, ``virtio2-input.0``)."""
+    if out.strip().startswith("NODEVICE"):
+        return None, f"{iface} has no device behind it (/sys/class/net/{iface}/device): no IRQs"
+    dev, msi, ints, aff, section = None, set(), [], {}, None
+    for line in out.splitlines():
+        if section is None and line.startswith("DEV "):
+            dev = line[4:].strip()
+        elif section is None and line.startswith("MSI"):
+            msi = {int(w) for w in line[3:].split() if w.isdigit()}
+        elif line == "INTERRUPTS":
+            section = "int"
+        elif line == "AFFINITY":
+            section = "aff"
+        elif section == "int":
+            ints.append(line)
+        elif section == "aff":
+            n, _, cpus = line.partition(" ")
+            if n.isdigit():
+                aff[int(n)] = cpus.strip() or None
+    table = parse_interrupts("\n".join(ints))
+    names = [x for x in (iface, dev) if x]
+
+    def named(name: str) -> bool:
+        return any(name == x or name.startswith(x + "-") or name.startswith(x + ":") for x in names)
+    mine = sorted(n for n, e in table.items() if n in msi or named(e["name"]))
+    if not mine:
+        return None, f"no IRQ of {iface} in /proc/interrupts (device {dev or 'unknown'})"
+    return [{"irq": n, "name": table[n]["name"], "affinity": aff.get(n), "per_cpu": table[n]["per_cpu"]}
+            for n in mine], None
 
 
 def speed_from(sys_speed: str | None, driver: str | None) -> tuple[int | None, str | None]:
@@ -97,6 +195,19 @@ def read_nic(host: "Host", ns: str | None, role: str, iface: str) -> NicInfo:
         info.speed_missing = f"ethtool -i {iface} failed: {(cp.stderr or '').strip()[:100] or 'no output'}"
     k = host.run(["ethtool", "-k", iface], ns=ns, check=False, timeout_s=30)
     info.offloads = parse_ethtool_k(k.stdout) if k.returncode == 0 else {}
+    q = host.run(["ethtool", "-l", iface], ns=ns, check=False, timeout_s=30)
+    info.queues = parse_ethtool_l(q.stdout) if q.returncode == 0 else None
+    if info.queues is None:
+        why = (q.stderr or q.stdout or "").strip().splitlines()
+        info.queues_missing = f"ethtool -l {iface}: {why[-1][:120] if why else 'no output'}"
+    if info.driver in VIRTUAL_DRIVERS:
+        info.irqs_missing = f"{info.driver} is a virtual interface without IRQs"
+    else:
+        r = host.run(["sh", "-c", IRQ_SCRIPT, "fwlab", iface], ns=ns, check=False, timeout_s=30)
+        if r.returncode != 0:
+            info.irqs_missing = f"reading the IRQs of {iface} failed: {(r.stderr or '').strip()[:100] or 'no output'}"
+        else:
+            info.irqs, info.irqs_missing = irqs_from(iface, r.stdout)
     return info
 
 
