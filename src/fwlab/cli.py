@@ -87,7 +87,7 @@ def cmd_optimize(args) -> int:
     from fwlab.report import write_report
     from fwlab.ruleset_optimize import config_from_args, run_optimize
 
-    cfg = config_from_args(args.file, proposal=args.proposal, interfaces=args.interfaces,
+    cfg = config_from_args(args.file, proposal=args.proposal, ipset=args.ipset, interfaces=args.interfaces,
                            repetitions=args.repetitions, classes=args.classes, rate_count=args.rate_count,
                            no_rate=args.no_rate)
     res = run_optimize(cfg, Path(args.out), log=None if args.quiet else sys.stderr)
@@ -118,7 +118,11 @@ def _ruleset_config(args):
         if args.suite or args.resume:
             raise FwlabError("--ruleset runs a rule set, not a suite", fix="give either a suite or --ruleset FILE")
         return config_from_args(args.ruleset, ipset=args.ipset, interfaces=args.interfaces,
-                                repetitions=args.repetitions, no_rate=args.no_rate)
+                                repetitions=args.repetitions, no_rate=args.no_rate, mix=args.mix,
+                                latency_count=args.latency_count)
+    if args.mix or args.latency_count is not None:
+        raise FwlabError("--mix and --latency-count go with --ruleset FILE",
+                         fix="fwlab run --ruleset FILE --mix MIX (a [ruleset] suite takes class_weights / latency_count)")
     if args.suite and args.suite.endswith(".toml") and not args.resume:
         return config_from_suite_file(Path(args.suite), repetitions=args.repetitions)
     return None
@@ -390,13 +394,16 @@ def cmd_bench_search(args) -> int:
     from fwlab.testbed import require_root
 
     if args.rounds < 1 or args.repetitions < 1 or args.trial_s <= 0 or not 0 < args.initial_trial_s <= args.trial_s \
-            or not 0 < args.width < 1 or not 0 <= args.loss_ratio < 1 or args.rules < 0:
+            or not 0 <= args.coarse_targets <= 6 or not 0 < args.width < 1 or not 0 <= args.loss_ratio < 1 or args.rules < 0:
         raise FwlabError("--rounds and --repetitions must be >= 1, 0 < --initial-trial-s <= --trial-s, "
+                         "0 <= --coarse-targets <= 6, "
                          "0 < --width < 1, 0 <= --loss-ratio < 1 and --rules >= 0",
-                         fix="e.g. --rounds 2 --repetitions 1 --trial-s 3 --initial-trial-s 0.5 --width 0.02")
+                         fix="e.g. --rounds 2 --repetitions 1 --trial-s 3 --initial-trial-s 0.25 --coarse-targets 3 "
+                             "--width 0.02")
     require_root()
     cfg = SearchBenchConfig(rules=args.rules, layout=args.layout, mode=args.mode, trial_s=args.trial_s,
-                            initial_trial_s=args.initial_trial_s, relative_width=args.width, rounds=args.rounds,
+                            initial_trial_s=args.initial_trial_s, coarse_targets=args.coarse_targets,
+                            relative_width=args.width, rounds=args.rounds,
                             loss_ratio=args.loss_ratio, repetitions=args.repetitions, mlr_goal=args.mlr_goal)
     res = run_bench(cfg, Path(args.out), log=None if args.quiet else sys.stderr)
     print(json.dumps(res, indent=2) if args.json else format_table(res))
@@ -494,17 +501,27 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--interfaces", metavar="MAP",
                    help="the rule set's interface names for the DUT's sides (default eth0=client,eth1=server)")
     r.add_argument("--no-rate", action="store_true", help="with --ruleset: functional check only, no rates")
+    r.add_argument("--mix", metavar="FILE",
+                   help="with --ruleset: weigh the classes in the whole mix by this TOML profile (KEY = WEIGHT; "
+                        "KEY a class id c3, a rule id or an nft handle); default: every class alike")
+    r.add_argument("--latency-count", type=int, metavar="N",
+                   help="with --ruleset: frames per latency trial (default 20000; 0: no latency)")
     r.set_defaults(func=cmd_run)
 
-    op = sub.add_parser("optimize", help="propose an equivalent, faster nft rule set, prove it on derived probes "
-                                         "and measure the gain (needs root)",
+    op = sub.add_parser("optimize", help="propose an equivalent, faster rule set (nft or iptables-save), prove it "
+                                         "on derived probes and measure the gain (needs root)",
                         description="Merges runs of consecutive rules that differ in one value (ip saddr X drop "
-                                    "x N) into one set rule (never reordering anything), checks that every probe "
+                                    "x N) into one set rule, in two values into one set with a concatenated key "
+                                    "(ip saddr . tcp dport), per-value verdicts into a verdict map; in an "
+                                    "iptables-save file, address runs into an ipset match (-m set --match-set) "
+                                    "(never reordering anything), checks that every probe "
                                     "derived from both rule sets gets the same verdict in the model and on the "
                                     "real data path, then measures both (A B B A ...) and reports the gain with "
                                     "its interval. Exit 0: equivalent (or nothing to merge); 1: not equivalent; "
                                     "2: bad input.")
-    op.add_argument("file", metavar="FILE", help="the rule set, nft syntax ('nft list ruleset' output)")
+    op.add_argument("file", metavar="FILE", help="the rule set: nft syntax ('nft list ruleset' output) or "
+                                                 "iptables-save output (address runs become ipset matches)")
+    op.add_argument("--ipset", metavar="FILE", help="with an iptables-save FILE: its 'ipset save' output, loaded first")
     op.add_argument("--proposal", metavar="FILE", help="check and measure this hand-made rewrite instead of fwlab's")
     op.add_argument("--interfaces", metavar="MAP",
                     help="the rule set's interface names for the DUT's sides (default eth0=client,eth1=server)")
@@ -592,8 +609,11 @@ def build_parser() -> argparse.ArgumentParser:
     bs.add_argument("--mode", default="routed", choices=["routed", "bridge"])
     bs.add_argument("--trial-s", type=float, default=3.0, help="full-length trial duration of both searches [s] "
                                                                "(default 3)")
-    bs.add_argument("--initial-trial-s", type=float, default=0.5,
-                    help="MLRsearch's first, shortest trials [s] (default 0.5)")
+    bs.add_argument("--initial-trial-s", type=float, default=0.25,
+                    help="MLRsearch's first, shortest trials [s] (default 0.25)")
+    bs.add_argument("--coarse-targets", type=int, default=3,
+                    help="MLRsearch's targets before the goal, trial durations geometric from --initial-trial-s "
+                         "to --trial-s (default 3)")
     bs.add_argument("--width", type=float, default=0.02, help="relative width both searches stop at (default 0.02)")
     bs.add_argument("--rounds", type=int, default=2,
                     help="binary+mlr pairs in ABBA order (default 2; the noise needs >= 2 results per contender)")

@@ -1,4 +1,8 @@
-"""``fwlab optimize FILE``: an equivalent rewrite of a user's nft rule set, proven on probes, and its gain.
+"""``fwlab optimize FILE``: an equivalent rewrite of a user's rule set, proven on probes, and its gain.
+
+nft syntax: sets, verdict maps and concatenated keys (:mod:`fwlab.rules.optimize`); iptables-save
+(with ``--ipset``): address runs -> ipset matches (:mod:`fwlab.rules.optimize_iptables`), written as
+``proposal.iptables`` + ``proposal.ipset`` beside the record.
 
 Owns the order of work:
 
@@ -38,6 +42,7 @@ from fwlab.results import RunRecord, host_metadata, trial_record, utc_now
 from fwlab.rules.derive import TrafficClass, derive
 from fwlab.rules.nft_json import parse_nft_json
 from fwlab.rules.optimize import Proposal, model_differences, propose, union_probes
+from fwlab.rules.optimize_iptables import propose_iptables
 from fwlab.ruleset_run import (DEFAULT_INTERFACES, PROBE_PPS, SETTLE_S, Bed, _median_range, _read, _rx, _send,
                                note_to, observed_verdict, parse_interfaces, preflight, prepare, send_args)
 from fwlab.runners.engine import engine_version
@@ -54,6 +59,7 @@ MEASURED_CLASSES = 3  #: probes measured for the gain: deepest, middle, shallowe
 class OptimizeConfig:
     ruleset: Path
     proposal: Path | None = None  #: a hand-made rewrite to check (and measure) instead of fwlab's
+    ipset: Path | None = None  #: with an iptables-save file: its 'ipset save' file (the proposal's too)
     interfaces: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_INTERFACES))
     repetitions: int = 4
     rate_count: int = RATE_COUNT
@@ -77,6 +83,17 @@ class OptimizeResult:
     summary: list[str]  #: the one-screen summary
     record: Path | None = None
     first_difference: str | None = None
+
+
+def _rule_count(model) -> int:
+    """Rules as the user counts them: a verdict map's or concatenated set's elements (model rules
+    '<id>/<n>') are one rule."""
+    ids = set()
+    for ch in model.chains.values():
+        for r in ch.rules:
+            head, _, tail = r.rule_id.rpartition("/")
+            ids.add(head if head and tail.isdigit() and "#" in head else r.rule_id)
+    return len(ids)
 
 
 def _nft_json(b: Bed) -> str:
@@ -230,7 +247,7 @@ def summarize_gain(measured: list[TrafficClass], traversed: dict[str, dict[str, 
 
 
 def _rate_trial(rec: RunRecord, b: Bed, engine: str, routes: Routes, c: TrafficClass, cond: str, k: int,
-                cfg: OptimizeConfig, digest: str) -> float | None:
+                cfg: OptimizeConfig, digest: str, family: str = "nft (verbatim)") -> float | None:
     routes.ensure(c)
     role, argv = send_args(engine, b, c, count=cfg.rate_count, rate="max")
     started = utc_now()
@@ -253,7 +270,7 @@ def _rate_trial(rec: RunRecord, b: Bed, engine: str, routes: Routes, c: TrafficC
         spec, kind="ruleset-class", started_utc=started,
         metrics={"tx_pps": rate, "offered_count": offered, "duration_s": elapsed or None,
                  "ns_per_packet": 1e9 / rate if rate else None},
-        ruleset={"digest": digest, "family": "nft (verbatim)"},
+        ruleset={"digest": digest, "family": family},
         raw={"engine_send_json": send, "argv": argv}, error=error, extra={"class": c.to_dict()}))
     return rate
 
@@ -273,23 +290,27 @@ def _kpps(d: dict) -> str:
 def run_optimize(cfg: OptimizeConfig, out_root: Path, *, log: TextIO | None = sys.stderr) -> OptimizeResult:
     cfg.check()
     text = _read(cfg.ruleset, "rule set")
-    fw_a = ImportedFirewall.from_text(text, cfg.ruleset.name)
+    ipset_text = _read(cfg.ipset, "ipset file") if cfg.ipset else None
+    fw_a = ImportedFirewall.from_text(text, cfg.ruleset.name, ipset_text)
+    ipt = fw_a.kind == "iptables"
     given = _read(cfg.proposal, "proposal") if cfg.proposal else None
-    for fw_text, name in ((text, cfg.ruleset.name), (given, cfg.proposal.name if cfg.proposal else "")):
-        if fw_text is not None and ImportedFirewall.from_text(fw_text, name).kind != "nft":
-            raise SuiteError(f"{name} is iptables-save syntax: fwlab optimize rewrites nft rule sets",
-                             fix="translate it with 'iptables-restore-translate -f FILE', or measure it as it is "
-                                 "with 'fwlab run --ruleset'")
+    if given is not None:
+        kind_b = ImportedFirewall.from_text(given, cfg.proposal.name, ipset_text if ipt else None).kind
+        if kind_b != fw_a.kind:
+            raise SuiteError(f"{cfg.proposal.name} is {kind_b} syntax but {cfg.ruleset.name} is {fw_a.kind}",
+                             fix="give a rewrite in the original's syntax")
     names = parse_interfaces(cfg.interfaces)
-    engine = preflight(("nft",))
+    engine = preflight((fw_a._restore(), fw_a._save(), "ipset") if ipt else ("nft",))
+    suffix = "iptables" if ipt else "nft"
     note = note_to(log)
     bed = Testbed(Topology(run_id=new_run_id(), mode="routed"))
     with bed:
         desc = bed.describe()
         b = prepare(bed, names)
         fw_a.load(b.ctx)  # a refusal raises here, one line; `with` removes the bed
+        ipset_b = None
         try:
-            listing_a = _nft_json(b)
+            listing_a = b.bed.host.run([fw_a._save()], ns=b.ctx.ns).stdout if ipt else _nft_json(b)
             model_a = fw_a.readback(b.ctx)
             digest_a = fw_a.digest(b.ctx)
             fw_a.flush(b.ctx)
@@ -297,21 +318,26 @@ def run_optimize(cfg: OptimizeConfig, out_root: Path, *, log: TextIO | None = sy
                 prop = None
                 text_b = given
                 source_b = cfg.proposal.name
+                ipset_b = ipset_text
             else:
-                prop = propose(listing_a)
+                prop = propose_iptables(listing_a, fw_a.ip_version, ipset_text) if ipt else propose(listing_a)
                 if not prop.merges:
                     return OptimizeResult("nothing-to-merge", [f"{cfg.ruleset.name}: {prop.summary()}; nothing proposed"])
-                text_b = _load_proposal_doc(b, prop)
-                source_b = "proposal.nft"
-            fw_b = ImportedFirewall.from_text(text_b, source_b)
+                if ipt:
+                    text_b = "# fwlab optimize: proposed equivalent rule set (iptables-save; load proposal.ipset first)\n" \
+                        + prop.text
+                    ipset_b = (ipset_text or "") + prop.ipset_text
+                else:
+                    text_b = _load_proposal_doc(b, prop)
+                source_b = f"proposal.{suffix}"
+            fw_b = ImportedFirewall.from_text(text_b, source_b, ipset_b)
             fw_b.load(b.ctx)
             model_b = fw_b.readback(b.ctx)
             digest_b = fw_b.digest(b.ctx)
             fw_b.flush(b.ctx)
         finally:
-            bed.host.run(["nft", "flush", "ruleset"], ns=b.ctx.ns, check=False)
-        rules_b = sum(len(ch.rules) for ch in model_b.chains.values())
-        rules_a = sum(len(ch.rules) for ch in model_a.chains.values())
+            fw_a.flush(b.ctx)
+        rules_a, rules_b = _rule_count(model_a), _rule_count(model_b)
         der_a, der_b = derive(model_a, b.addrs, seed=cfg.seed), derive(model_b, b.addrs, seed=cfg.seed)
         probes = union_probes(der_a.classes, der_b.classes)
         diffs = model_differences(model_a, model_b, probes)
@@ -332,9 +358,14 @@ def run_optimize(cfg: OptimizeConfig, out_root: Path, *, log: TextIO | None = sy
             "host": host_metadata(),
             "beds": [{**desc, "backend": "imported", "backend_version": fw_a.version(b.ctx), "dut_interfaces": b.names}],
         })
-        (rec.path / "proposal.nft").write_text(text_b)
-        opt = {"file": str(cfg.ruleset), "text": text, "digest": digest_a,
-               "proposal_file": str(rec.path / "proposal.nft"), "proposal_source": "fwlab" if prop else str(cfg.proposal),
+        (rec.path / f"proposal.{suffix}").write_text(text_b)
+        if ipt and ipset_b:
+            (rec.path / "proposal.ipset").write_text(ipset_b)
+        opt = {"file": str(cfg.ruleset), "text": text, "digest": digest_a, "kind": fw_a.kind,
+               "ipset_file": str(cfg.ipset) if cfg.ipset else None,
+               "proposal_ipset_file": str(rec.path / "proposal.ipset") if ipt and ipset_b else None,
+               "proposal_file": str(rec.path / f"proposal.{suffix}"),
+               "proposal_source": "fwlab" if prop else str(cfg.proposal),
                "proposal_digest": digest_b, "rules_before": rules_a, "rules_after": rules_b,
                "rewrite": prop.to_dict() if prop else None, "interfaces": names,
                "derivation": {"original": der_a.to_dict(), "proposal": der_b.to_dict()},
@@ -343,7 +374,9 @@ def run_optimize(cfg: OptimizeConfig, out_root: Path, *, log: TextIO | None = sy
                "engine_version": engine_version()}
         rec.run["ruleset_optimize"] = opt
         rec.save_run()
-        summary = list(head) + [f"proposal: {rec.path / 'proposal.nft'}"]
+        summary = list(head) + [f"proposal: {rec.path / f'proposal.{suffix}'}"
+                                + (f" (with {rec.path / 'proposal.ipset'}, loaded first by 'ipset restore')"
+                                   if ipt and ipset_b else "")]
         try:
             nc = der_a.not_covered
             if nc:
@@ -401,7 +434,7 @@ def run_optimize(cfg: OptimizeConfig, out_root: Path, *, log: TextIO | None = sy
             rec.set_status("incomplete")
             raise
         finally:
-            bed.host.run(["nft", "flush", "ruleset"], ns=b.ctx.ns, check=False)
+            fw_a.flush(b.ctx)
     summary.append(f"record: {rec.path}  (fwlab report {rec.path})")
     return OptimizeResult("equivalent", summary, rec.path)
 
@@ -422,16 +455,18 @@ def _measure(rec, b, engine, cfg, probes, model_a, model_b, fw_a, fw_b, digest_a
             fw.load(b.ctx)
             for c in measured:
                 rates.setdefault((c.class_id, cond), []).append(
-                    _rate_trial(rec, b, engine, routes, c, cond, k, cfg, digest))
+                    _rate_trial(rec, b, engine, routes, c, cond, k, cfg, digest, fw.family))
             fw.flush(b.ctx)
         note(f"  rate round {k + 1}/{cfg.repetitions} done")
     return summarize_gain(measured, traversed, rates)
 
 
-def config_from_args(ruleset: str, *, proposal: str | None = None, interfaces: str | None = None,
+def config_from_args(ruleset: str, *, proposal: str | None = None, ipset: str | None = None,
+                     interfaces: str | None = None,
                      repetitions: int | None = None, classes: int | None = None, rate_count: int | None = None,
                      no_rate: bool = False) -> OptimizeConfig:
     cfg = OptimizeConfig(ruleset=Path(ruleset), proposal=Path(proposal) if proposal else None,
+                         ipset=Path(ipset) if ipset else None,
                          interfaces=parse_interfaces(interfaces) if interfaces else dict(DEFAULT_INTERFACES),
                          repetitions=4 if repetitions is None else repetitions,
                          classes=MEASURED_CLASSES if classes is None else classes,

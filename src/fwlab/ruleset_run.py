@@ -16,7 +16,15 @@ Owns the order of work of an imported-rule-set run:
    backend), with the rule set loaded and with no rule set (the reference), alternating, for
    ``repetitions`` rounds. On veth the DUT's forwarding and firewall run in the sender's softirq,
    so the sender's packet rate is the path's rate (generator + DUT together); per-class cost =
-   1e9 / rate - 1e9 / reference rate [ns/packet], median of the rounds with their range.
+   1e9 / rate - 1e9 / reference rate [ns/packet], median of the rounds with their range;
+6. latency: after each condition's rates in a round, each class that passes and is udp (tcp SYN
+   test frames carry no timestamp) as ``LATENCY_COUNT`` frames at ``LATENCY_FRACTION`` of its
+   rate just measured (RFC 2544 latency, as the engine's other latency trials), received by
+   ``fwlab-engine recv --backend packet`` on the far side's bed host: one-way latency HDR
+   histograms, merged over the rounds into percentiles, with rules and in the reference;
+7. the whole mix (:mod:`fwlab.ruleset_mix`): classes weighted evenly or by the user's profile
+   (``--mix FILE``, suite key ``class_weights``); its rate, cost and latency from the same
+   rounds' per-class figures.
 
 Writes a normal record (run.json with ``ruleset_import``, one trial per class x condition x
 round, kind ``ruleset-class``) and tears everything down on every exit path.
@@ -37,7 +45,8 @@ from fwlab.dut.imported import ImportedFirewall
 from fwlab.errors import FwlabError, RunnerError, SuiteError
 from fwlab.results import RunRecord, host_metadata, trial_record, utc_now
 from fwlab.rules.derive import BedAddresses, Derivation, TrafficClass, derive
-from fwlab.runners.engine import engine_version, parse_result, require_engine
+from fwlab.ruleset_mix import check_weights, latency_figures, mix_latency, read_mix_file, resolve, summarize_mix
+from fwlab.runners.engine import engine_version, metrics_from, parse_result, require_engine
 from fwlab.testbed import Testbed, Topology, new_run_id, require_root, require_tool
 
 PROBE_COUNT = 40  #: probe packets per class [packets]
@@ -47,6 +56,9 @@ DROP_MAX = 0.1  #: share at most arriving to call it dropped (between: inconclus
 RATE_COUNT = 100_000  #: frames per rate measurement (back to back at max)
 SETTLE_S = 0.3  #: wait after a probe burst before reading counters [s]
 DEFAULT_INTERFACES = {"eth0": "client", "eth1": "server"}
+LATENCY_COUNT = 20_000  #: frames per latency trial
+LATENCY_FRACTION = 0.5  #: latency trial load, share of the class's rate in the same round (RFC 2544 §26.2)
+LATENCY_IDLE_S = 0.3  #: the latency receiver stops this long after the last frame [s]
 
 
 @dataclass
@@ -59,6 +71,10 @@ class RulesetRunConfig:
     probe_count: int = PROBE_COUNT
     measure_rate: bool = True
     seed: int = 1
+    latency_count: int = LATENCY_COUNT  #: frames per latency trial; 0: no latency
+    latency_fraction: float = LATENCY_FRACTION
+    class_weights: dict[str, float] | None = None  #: the user's mix profile (None: every class alike)
+    mix_source: str | None = None  #: where the profile came from (a file, the suite)
 
 
 def parse_interfaces(text: str | dict) -> dict[str, str]:
@@ -219,9 +235,39 @@ def _median_range(xs: list[float]) -> dict:
     return {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "n": len(xs)}
 
 
-def summarize_costs(classes: list[TrafficClass], rates: dict[tuple[str, str], list[float]]) -> list[dict]:
+def latency_missing(c: TrafficClass) -> str | None:
+    """Why class ``c`` gets no latency trial (None: it gets one)."""
+    if c.expected != "accept":
+        return f"the rule set {c.terminal}s it: no frame arrives to be timed"
+    if c.packet.l4proto != "udp":
+        return "tcp SYN test frames carry no send timestamp (fwlab-engine times udp frames only)"
+    return None
+
+
+def summarize_latency(c: TrafficClass, lat: dict[tuple[str, str], list[dict]]) -> dict:
+    """A class's latency with rules and without: the rounds' histograms merged, percentiles [ns]."""
+    why = latency_missing(c)
+    if why:
+        return {"missing": why}
+    out: dict = {}
+    for cond in ("rules", "reference"):
+        trials = lat.get((c.class_id, cond), [])
+        texts = [t["hdr"] for t in trials if t.get("hdr")]
+        fig = latency_figures([(t, 1.0 / len(texts)) for t in texts]) if texts else None
+        out[cond] = {"latency_ns": fig, "rounds": len(texts),
+                     "samples": sum(t.get("samples") or 0 for t in trials),
+                     "load_pps": [t.get("load_pps") for t in trials]}
+        if fig is None:
+            out[cond]["missing"] = next((t["why"] for t in trials if t.get("why")), "no frame arrived")
+    r, ref = (out[k]["latency_ns"] for k in ("rules", "reference"))
+    out["added_p50_ns"] = r["p50"] - ref["p50"] if r and ref else None
+    return out
+
+
+def summarize_costs(classes: list[TrafficClass], rates: dict[tuple[str, str], list[float]],
+                    lat: dict[tuple[str, str], list[dict]] | None = None) -> list[dict]:
     """Per class: rate with rules and without, cost [ns/packet] = 1e9/rate - 1e9/ref (per round,
-    then median and range), sorted most expensive first."""
+    then median and range), latency when measured, sorted most expensive first."""
     out = []
     for c in classes:
         r = rates.get((c.class_id, "rules"), [])
@@ -231,6 +277,8 @@ def summarize_costs(classes: list[TrafficClass], rates: dict[tuple[str, str], li
                     "expected": c.expected, "traversed_rules": c.traversed_rules,
                     "rate_pps": _median_range(r), "reference_rate_pps": _median_range(ref),
                     "cost_ns_per_packet": _median_range(costs)})
+        if lat is not None:
+            out[-1]["latency"] = summarize_latency(c, lat)
     out.sort(key=lambda d: -(d["cost_ns_per_packet"]["median"] or float("-inf")))
     return out
 
@@ -270,6 +318,9 @@ def run_ruleset(cfg: RulesetRunConfig, out_root: Path, *, log: TextIO | None = s
         deriv: Derivation = derive(model, b.addrs, seed=cfg.seed)
         note(f"{cfg.ruleset.name}: {fw.family}, loaded in {load_s * 1e3:.1f} ms; "
              f"{len(deriv.classes)} traffic classes, {len(deriv.not_covered)} not covered")
+        mix = resolve(cfg.class_weights, deriv.classes, f"class weights ({cfg.mix_source or 'the profile'})")
+        mix["profile"] = cfg.class_weights
+        mix["profile_source"] = cfg.mix_source
         rec = RunRecord.create(out_root, f"ruleset-{cfg.ruleset.stem}", {
             "suite": {"name": f"ruleset-{cfg.ruleset.stem}", "toml": "", "parsed": {
                 "name": f"ruleset-{cfg.ruleset.stem}", "mode": ["routed"], "repetitions": cfg.repetitions,
@@ -288,6 +339,11 @@ def run_ruleset(cfg: RulesetRunConfig, out_root: Path, *, log: TextIO | None = s
                "rate": {"count": cfg.rate_count, "repetitions": cfg.repetitions, "frame_size": {"4": 64, "6": 78},
                         "method": "fwlab-engine send --backend packet --rate-pps max; rate = offered / elapsed "
                                   "(the sender's softirq carries the DUT's forwarding on veth)"},
+               "latency": {"count": cfg.latency_count, "fraction": cfg.latency_fraction,
+                           "method": "fwlab-engine send --backend packet at fraction x the class's rate in the same "
+                                     "round and condition; fwlab-engine recv --backend packet on the far side's bed "
+                                     "host; one-way latency (same host clock), HDR histograms merged over rounds"},
+               "mix": mix,
                "engine_version": engine_version()}
         if any(m.field == "ct_state" for ch in model.chains.values() for r in ch.rules for m in r.matches):
             imp["cost_note"] = ("the rule set matches ct state, so the DUT tracks connections while it is loaded and "
@@ -302,6 +358,7 @@ def run_ruleset(cfg: RulesetRunConfig, out_root: Path, *, log: TextIO | None = s
                      f"({p['arrived']}/{p['sent']}) -> {p['status']}")
             rec.save_run()
             rates: dict[tuple[str, str], list[float]] = {}
+            lat: dict[tuple[str, str], list[dict]] = {}
             if cfg.measure_rate and deriv.classes:
                 for k in range(cfg.repetitions):
                     for cond in ("rules", "reference") if k % 2 == 0 else ("reference", "rules"):
@@ -313,8 +370,24 @@ def run_ruleset(cfg: RulesetRunConfig, out_root: Path, *, log: TextIO | None = s
                         for c in deriv.classes:
                             rate = _rate_trial(rec, b, engine, c, cond, k, cfg, digest, fw.family)
                             rates.setdefault((c.class_id, cond), []).append(rate)
+                        if cfg.latency_count:
+                            for c in deriv.classes:
+                                if latency_missing(c) is None:
+                                    lat.setdefault((c.class_id, cond), []).append(_latency_trial(
+                                        rec, b, engine, c, cond, k, cfg, digest, fw.family,
+                                        rates[(c.class_id, cond)][-1]))
                     note(f"  rate round {k + 1}/{cfg.repetitions} done")
-                imp["costs"] = summarize_costs(deriv.classes, rates)
+                imp["costs"] = summarize_costs(deriv.classes, rates, lat if cfg.latency_count else None)
+                if not cfg.latency_count:
+                    imp["latency_missing"] = "not measured (latency_count = 0)"
+                w = mix["weights"]
+                mix.update(summarize_mix(w, rates, cfg.repetitions))
+                if cfg.latency_count:
+                    hists = {i: [t["hdr"] for t in lat.get((i, "rules"), []) if t.get("hdr")] for i in w}
+                    why = {c.class_id: latency_missing(c) or "no frame arrived" for c in deriv.classes}
+                    mix["latency"] = mix_latency(w, hists, why)
+                note(f"  mix ({mix['source']}, {sum(v > 0 for v in w.values())} classes): "
+                     f"{_kpps(mix['rate_pps'])} kpps, cost {_ns(mix['cost_ns_per_packet'])} ns/packet")
             else:
                 imp["costs"] = []
                 imp["rate_missing"] = "not measured (--no-rate)" if deriv.classes else "no traffic class derived"
@@ -326,6 +399,79 @@ def run_ruleset(cfg: RulesetRunConfig, out_root: Path, *, log: TextIO | None = s
         finally:
             fw.flush(b.ctx)
     return rec
+
+
+def _kpps(d: dict) -> str:
+    return "–" if d.get("median") is None else f"{d['median'] / 1e3:,.1f}"
+
+
+def _ns(d: dict) -> str:
+    return "–" if d.get("median") is None else f"{d['median']:,.0f}"
+
+
+def _latency_trial(rec: RunRecord, b: Bed, engine: str, c: TrafficClass, cond: str, k: int,
+                   cfg: RulesetRunConfig, digest: str, family: str, rate: float | None) -> dict:
+    """One latency trial of class ``c``: ``latency_count`` frames at ``latency_fraction`` x ``rate``,
+    received by the engine on the far side's bed host (AF_PACKET, the class's port). Appends the
+    trial (traffic ``ruleset-class-latency``) and returns {hdr, samples, load_pps, why}."""
+    if not rate:
+        return {"hdr": None, "samples": 0, "load_pps": None, "why": "no rate measured in this round to load at"}
+    load = max(1.0, rate * cfg.latency_fraction)
+    _route_class(b, c)
+    role, send_argv = send_args(engine, b, c, count=cfg.latency_count, rate=str(int(load)))
+    other = "server" if role == "client" else "client"
+    host, ns = b.bed.host, b.bed.ns(other)
+    ready = host.scratch_path(f"latency-ready-{c.class_id}-{cond}-{k}-{time.monotonic_ns()}")
+    iface = b.bed.topo.client_if if other == "client" else b.bed.topo.server_if
+    recv_argv = [engine, "recv", "--backend", "packet", "--iface", iface, "--port", str(c.packet.describe()["dport"]),
+                 "--idle-timeout-s", str(LATENCY_IDLE_S), "--duration-s", str(round(cfg.latency_count / load * 2 + 10)),
+                 "--ready-file", ready]
+    started = utc_now()
+    error, send, recv = None, {}, {}
+    rx = host.spawn(recv_argv, ns=ns)
+    try:
+        deadline = time.monotonic() + 5.0
+        while not host.exists(ready):
+            if rx.proc.poll() is not None or time.monotonic() > deadline:
+                raise RunnerError("fwlab-engine recv (latency) did not become ready",
+                                  fix="check the engine build ('make engine')")
+            time.sleep(0.01)
+        send = _send(b, role, send_argv)
+        try:
+            rx.proc.wait(timeout=LATENCY_IDLE_S + 3.0)
+        except Exception:  # noqa: BLE001 - still running: stopped below
+            pass
+        out, _ = rx.stop(sig=2, wait_s=5.0)
+        recv = parse_result(out, "recv") if out.strip() else {}
+        if not recv:
+            error = "fwlab-engine recv printed nothing"
+    except FwlabError as exc:
+        error = exc.one_line()
+    finally:
+        if rx.proc.poll() is None:
+            rx.stop()
+        host.forget(rx)
+    frame = 64 if c.packet.family == 4 else 78
+    m = metrics_from(send, recv, frame).metrics if send and recv else {}
+    spec = {"trial_id": f"{c.class_id}-{cond}-latency-r{k}", "suite": rec.run["suite"]["name"], "mode": "routed",
+            "backend": "imported" if cond == "rules" else "none", "class_id": c.class_id, "condition": cond,
+            "repetition": k, "ip_version": c.packet.family, "traffic": "ruleset-class-latency",
+            "tool": "fwlab-engine", "size_bytes": frame, "layout": "imported" if cond == "rules" else "none",
+            "rules": 0, "stateful_shortcut": False, "streams": 1, "rate_bps": None,
+            "duration_s": float(m.get("duration_s") or 0.0)}
+    keep = ("tx_pps", "rx_pps", "offered_count", "forwarded_count", "loss_ratio", "duration_s", "latency_ns",
+            "latency_samples", "latency_hdr_b64", "latency_hdr_unit", "jitter_ns", "generator_short")
+    metrics = {key: m.get(key) for key in keep} | {"ns_per_packet": None, "load_pps": load}
+    rec.append_trial(trial_record(
+        spec, kind="ruleset-class", started_utc=started, metrics=metrics if m else None,
+        ruleset={"digest": digest if cond == "rules" else None, "family": family if cond == "rules" else None},
+        raw={"engine_send_json": send, "engine_recv_json": {k2: v for k2, v in recv.items() if k2 != "streams"},
+             "argv": {"send": send_argv, "recv": recv_argv}},
+        error=error, extra={"class": c.to_dict()}))
+    hdr = m.get("latency_hdr_b64") if m else None
+    why = error or (None if hdr else f"no frame reached the receiver ({m.get('forwarded_count', 0) if m else 0} "
+                                     f"of {m.get('offered_count', 0) if m else 0})")
+    return {"hdr": hdr, "samples": m.get("latency_samples") if m else 0, "load_pps": load, "why": why}
 
 
 def _rate_trial(rec: RunRecord, b: Bed, engine: str, c: TrafficClass, cond: str, k: int,
@@ -360,16 +506,31 @@ def _rate_trial(rec: RunRecord, b: Bed, engine: str, c: TrafficClass, cond: str,
 
 
 # -- configuration ---------------------------------------------------------------------------
-RULESET_KEYS = ("file", "ipset", "interfaces", "rate_count", "probe_count", "measure_rate", "seed")
+RULESET_KEYS = ("file", "ipset", "interfaces", "rate_count", "probe_count", "measure_rate", "seed",
+                "latency_count", "latency_fraction", "class_weights", "mix")
+
+
+def _check_latency(count, fraction, where: str) -> None:
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        raise SuiteError(f"{where}: latency_count must be a whole number >= 0 (0: no latency)",
+                         fix="latency_count = 20000")
+    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction <= 1:
+        raise SuiteError(f"{where}: latency_fraction must be in (0, 1] (share of the class's rate)",
+                         fix="latency_fraction = 0.5")
 
 
 def config_from_args(ruleset: str, *, ipset: str | None = None, interfaces: str | None = None,
-                     repetitions: int | None = None, no_rate: bool = False) -> RulesetRunConfig:
+                     repetitions: int | None = None, no_rate: bool = False, mix: str | None = None,
+                     latency_count: int | None = None) -> RulesetRunConfig:
     if repetitions is not None and repetitions < 1:
         raise SuiteError(f"--repetitions {repetitions} must be at least 1", fix="e.g. --repetitions 3")
+    lc = LATENCY_COUNT if latency_count is None else latency_count
+    _check_latency(lc, LATENCY_FRACTION, "--latency-count")
     return RulesetRunConfig(ruleset=Path(ruleset), ipset=Path(ipset) if ipset else None,
                             interfaces=parse_interfaces(interfaces) if interfaces else dict(DEFAULT_INTERFACES),
-                            repetitions=repetitions or 3, measure_rate=not no_rate)
+                            repetitions=repetitions or 3, measure_rate=not no_rate, latency_count=lc,
+                            class_weights=read_mix_file(Path(mix)) if mix else None,
+                            mix_source=str(mix) if mix else None)
 
 
 def config_from_suite_file(path: Path, repetitions: int | None = None) -> RulesetRunConfig | None:
@@ -401,7 +562,21 @@ def config_from_suite_file(path: Path, repetitions: int | None = None) -> Rulese
     bad = [k for k, v in ints.items() if not isinstance(v, int) or v < 1]
     if bad:
         raise SuiteError(f"{where}: {bad[0]} must be a positive integer", fix=f"{bad[0]} = 100000")
-    return RulesetRunConfig(
+    lat = {"latency_count": table.get("latency_count", LATENCY_COUNT),
+           "latency_fraction": float(table.get("latency_fraction", LATENCY_FRACTION))
+           if not isinstance(table.get("latency_fraction"), bool) else table["latency_fraction"]}
+    _check_latency(lat["latency_count"], lat["latency_fraction"], where)
+    if "class_weights" in table and "mix" in table:
+        raise SuiteError(f"{where}: give class_weights or mix (a file), not both", fix="keep one of them")
+    weights, source = None, None
+    if "class_weights" in table:
+        weights, source = check_weights(table["class_weights"], f"{where} class_weights"), f"suite {path.name}"
+    elif "mix" in table:
+        if not isinstance(table["mix"], str):
+            raise SuiteError(f"{where}: mix must be a file name", fix='mix = "mix.toml"')
+        weights, source = read_mix_file(base / table["mix"]), str(base / table["mix"])
+    return RulesetRunConfig(class_weights=weights, mix_source=source, **lat,
+                            
         ruleset=base / table["file"], ipset=(base / table["ipset"]) if table.get("ipset") else None,
         interfaces=parse_interfaces(table.get("interfaces", DEFAULT_INTERFACES)), repetitions=reps,
         measure_rate=bool(table.get("measure_rate", True)), **ints)

@@ -38,7 +38,13 @@ def test_example_every_class_checked_and_measured(tmp_path, rules, ipset, n_clas
     assert len(imp["costs"]) == n_classes
     assert all(c["rate_pps"]["n"] == 1 and c["rate_pps"]["median"] > 0 and c["reference_rate_pps"]["n"] == 1
                for c in imp["costs"])
-    assert len(rec.trials("ruleset-class")) == 2 * n_classes
+    trials = rec.trials("ruleset-class")
+    assert len([t for t in trials if t["traffic"] == "ruleset-class"]) == 2 * n_classes
+    # a latency trial per condition for each class that passes and is udp; the others say why not
+    timed = [c for c in imp["costs"] if "missing" not in c["latency"]]
+    assert timed and len([t for t in trials if t["traffic"] == "ruleset-class-latency"]) == 2 * len(timed)
+    assert all(c["latency"]["rules"]["latency_ns"]["p50"] > 0 for c in timed)
+    assert imp["mix"]["source"] == "even" and imp["mix"]["rate_pps"]["n"] == 1
     reasons = " ".join(n["reason"] for n in imp["derivation"]["not_covered"])
     assert "mark" in reasons and "ct state new" in reasons
 

@@ -43,6 +43,7 @@ RANKS: dict[str, int] = {
     # on top: planning a suite against the plug-ins, running it, the CLI, benches
     "fwlab.suites.plan": 13,
     "fwlab.suites.estimate": 14, "fwlab.orchestrate": 14, "fwlab.bench": 14, "fwlab.baseline": 14,
+    "fwlab.ruleset_mix": 13,      # the class mix of fwlab run --ruleset: weights, mix figures (stats)
     "fwlab.ruleset_run": 14,      # fwlab run --ruleset: runs an imported rule set, like orchestrate
     "fwlab.bench.search": 15,     # runs its suite through the orchestrator
     "fwlab.ruleset_optimize": 15,  # fwlab optimize: reuses ruleset_run's bed, probes and sends

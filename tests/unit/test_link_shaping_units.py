@@ -32,9 +32,11 @@ def test_a_suite_link_rate_is_checked_and_kept_as_bits():
 
 
 def test_the_shaper_counts_frames_as_on_ethernet():
-    args = LinkShape(100_000_000).tc_args("eth9")
-    assert args[:6] == ["tc", "qdisc", "replace", "dev", "eth9", "root"]
-    assert args[args.index("overhead") + 1] == "24" and "tbf" in args and "100000000bit" in args
+    root, queue = LinkShape(100_000_000).tc_commands("eth9")
+    assert root[:6] == ["tc", "qdisc", "replace", "dev", "eth9", "root"]
+    assert root[root.index("overhead") + 1] == "24" and "tbf" in root and "100000000bit" in root
+    # the queue counts frames, as a NIC's ring counts descriptors (not bytes: 18x more 64 B frames)
+    assert queue[-3:] == ["pfifo_head_drop", "limit", "256"] and queue[queue.index("parent") + 1] == "1:1"
     assert round(LinkShape(100_000_000).line_rate_pps(64)) == 148810  # 100BASE-TX, 64 B frames
     assert round(LinkShape(10**9).line_rate_pps(1518)) == 81274
 
@@ -43,9 +45,8 @@ def test_a_full_shaper_queue_drops_its_oldest_frame_not_the_senders():
     """A tail drop on the sender's own interface is refused to its socket, which Linux TCP takes for
     local congestion and aborts on within seconds; the wire's queue drops at its head instead."""
     shape = LinkShape(100_000_000)
-    root = shape.tc_args("eth9")
+    root, q = shape.tc_commands("eth9")
     assert root[root.index("handle") + 1] == "1:"
-    q = shape.queue_args("eth9")
     assert q[q.index("parent") + 1] == "1:1" and "pfifo_head_drop" in q and q[q.index("limit") + 1] == "256"
     assert shape.to_dict()["queue"] == "pfifo_head_drop"
 

@@ -275,18 +275,23 @@ def test_optimize_bad_arguments(tmp_path, args, words):
     assert words in err.getvalue() and len(err.getvalue().strip().splitlines()) == 1
 
 
-def test_optimize_refuses_iptables_save_and_missing_files_before_any_bed(tmp_path):
+def test_optimize_refuses_a_proposal_of_the_other_syntax_and_missing_files_before_any_bed(tmp_path):
     from fwlab.ruleset_optimize import OptimizeConfig, run_optimize
     from fwlab.errors import FwlabError
 
     f = tmp_path / "r.iptables"
     f.write_text("*filter\n:FORWARD DROP [0:0]\n-A FORWARD -s 10.0.0.1 -j DROP\nCOMMIT\n")
+    g = tmp_path / "p.nft"
+    g.write_text("table inet t { }\n")
     with pytest.raises(FwlabError) as e:
-        run_optimize(OptimizeConfig(ruleset=f), tmp_path / "out", log=None)
-    assert "iptables-save syntax" in e.value.one_line()
+        run_optimize(OptimizeConfig(ruleset=f, proposal=g), tmp_path / "out", log=None)
+    assert "p.nft is nft syntax but r.iptables is iptables" in e.value.one_line()
     with pytest.raises(FwlabError) as e:
         run_optimize(OptimizeConfig(ruleset=tmp_path / "nope.nft"), tmp_path / "out", log=None)
     assert "cannot read" in e.value.one_line()
+    with pytest.raises(FwlabError) as e:
+        run_optimize(OptimizeConfig(ruleset=f, ipset=tmp_path / "nope.ipset"), tmp_path / "out", log=None)
+    assert "cannot read the ipset file" in e.value.one_line()
     assert not (tmp_path / "out").exists()
 
 

@@ -14,7 +14,7 @@ from fwlab.bench.search import (SearchBenchConfig, abba, compare, goals, noise, 
 from fwlab.methods.rfc2544 import Rfc2544Runner, parse_options
 from fwlab.results.trial import build_trial
 from fwlab.runners.base import TrafficSpec
-from fwlab.search.simulated import FixedCapacity, NoisyCapacity
+from fwlab.search.simulated import FixedCapacity, NoisyCapacity, Wandering
 from fwlab.suites import parse_suite
 from fwlab.suites.plan import expand
 
@@ -172,7 +172,7 @@ def test_cli_prints_pairing_trial_seconds_ratio_results_and_noise(monkeypatch, c
 
 
 @pytest.mark.parametrize("args", [["--rounds", "0"], ["--trial-s", "0"], ["--width", "1"],
-                                  ["--initial-trial-s", "9"], ["--rules", "-1"]])
+                                  ["--initial-trial-s", "9"], ["--rules", "-1"], ["--coarse-targets", "-1"]])
 def test_cli_bad_arguments_are_one_line_and_exit_2(args, capsys):
     assert cli.main(["bench", "search", *args]) == 2
     err = capsys.readouterr().err
@@ -189,3 +189,56 @@ def test_the_orchestrator_takes_an_order_of_the_same_trials_only():
     assert [t.trial_id for t in _reordered(p, abba).trials] == [t.trial_id for t in abba(trials)]
     with pytest.raises(FwlabError, match="planned trials"):
         _reordered(p, lambda ts: ts[:-1])
+
+
+def test_phases_take_an_mlr_search_apart():
+    def t(phase, d, load, passed):
+        return {"phase": f"g/{phase}", "duration_s": d, "load_pps": load, "passed": passed}
+    run = {"lower_bound_pps": 9000.4, "upper_bound_pps": 9150.0, "trials": [
+        t("1of3", 0.5, 100000, False),  # max-rate trial
+        t("1of3", 0.5, 11000, True), t("2of3", 1.2, 11000, True),  # coarse targets
+        t("3of3", 3.0, 11000, False),  # full length, failed where shorter trials had passed
+        t("3of3", 3.0, 10000, False),  # ... and below such a load
+        t("3of3", 3.0, 8800, True),  # a narrowing pass
+        t("3of3", 3.0, 9000, True),  # the lower bound
+        t("3of3", 1.2, 9150, True), t("3of3", 3.0, 9150, False)]}  # pre-trial, then the upper bound
+    p = bench.phases(run)
+    assert p == {"max_rate": 0.5, "preceding_targets": 1.7, "final_target_shorter": 1.2, "final_at_lower_bound": 3.0,
+                 "final_at_upper_bound": 3.0, "final_failed_below_shorter_pass": 6.0, "final_other": 3.0}
+    assert sum(p.values()) == pytest.approx(sum(x["duration_s"] for x in run["trials"]))
+
+
+class _ShortTrialsOptimistic(FixedCapacity):
+    """The zero-loss load falls with the trial duration (12 kpps for 0.5 s, 10.5 kpps for 1.2 s,
+    9 kpps for 3 s) and above it the DUT loses 1 % of the frames (as the live DUT's long trials do):
+    a failed trial's forwarding rate tells little about where it would pass."""
+
+    def capacity(self, duration_s, offered_pps):
+        return 12_000 if duration_s < 1 else 10_500 if duration_s < 2 else 9_000
+
+    def forward(self, duration_s, offered_pps, offered_count):
+        return offered_count if offered_pps <= self.capacity(duration_s, offered_pps) else int(offered_count * 0.99)
+
+
+def test_phase_breakdown_adds_up_to_the_ratio_and_names_what_stops_it():
+    # a DUT whose zero-loss load falls with the trial duration (short trials optimistic): not reached
+    cfg = SearchBenchConfig(rounds=2)
+    duts = {(r, alg): _ShortTrialsOptimistic(0) for r in (1, 2) for alg in ("binary", "mlr")}
+    s = compare(runs_from_records(_records(cfg, duts)), cfg.relative_width)
+    ph = s["mlr_phases"]
+    assert set(ph) == set(bench.MLR_PHASES)
+    # the parts add up to the ratio (trial traces keep durations to the millisecond)
+    assert sum(v["of_binary"] for v in ph.values()) == pytest.approx(s["mlr_vs_binary"], rel=1e-3)
+    assert sum(ph["preceding_targets"]["by_target"].values()) == pytest.approx(
+        ph["preceding_targets"]["seconds_per_search"], rel=1e-3)
+    assert ph["final_at_lower_bound"]["seconds_per_search"] == 3.0  # every result stands on one full-length pass
+    assert s["mlr_vs_binary"] > 0.34 and "full-length trials alone are" in s["what_stops_it"]
+    assert ph["final_failed_below_shorter_pass"]["seconds_per_search"] > 0
+    # a fixed capacity: the goal is reached, nothing to explain
+    cfg = SearchBenchConfig(rounds=2)
+    duts = {(r, alg): FixedCapacity(9_000) for r in (1, 2) for alg in ("binary", "mlr")}
+    s = compare(runs_from_records(_records(cfg, duts)), cfg.relative_width)
+    assert s["mlr_vs_binary"] <= 0.34 and s["what_stops_it"] is None and s["mlr_phases"] is not None
+    assert s["mlr_phases"]["final_failed_below_shorter_pass"]["seconds_per_search"] == 0
+    # nothing measured: no breakdown, no verdict
+    assert bench.what_stops_it(None, None) is None and bench.phase_breakdown([], 40.0) is None

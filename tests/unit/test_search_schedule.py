@@ -12,13 +12,17 @@ import pytest
 
 from fwlab.bench.search import SearchBenchConfig, goals
 from fwlab.search import run_search
-from fwlab.search.simulated import FixedCapacity, NoisyCapacity, Stalling
+from fwlab.search.simulated import FixedCapacity, NoisyCapacity, Stalling, Wandering
 
 MAX, MIN = 130_000.0, 1000.0
 
 
-def strict_goals(trial_s=3.0):
-    return goals(SearchBenchConfig(trial_s=trial_s, mlr_goal="rfc2544", repetitions=1))
+def strict_goals(trial_s=3.0, **chain):
+    return goals(SearchBenchConfig(trial_s=trial_s, mlr_goal="rfc2544", repetitions=1, **chain))
+
+
+OLD_CHAIN = {"initial_trial_s": 0.5, "coarse_targets": 2}
+"""0.5 / 1.22 / 3 s targets (labels 1of3..3of3), the chain the DUT below is shaped for."""
 
 
 @pytest.mark.parametrize("capacity", [9_000, 30_000, 70_000])
@@ -95,7 +99,7 @@ class ShortTrialsOptimistic(FixedCapacity):
 
 
 def test_step_down_goes_no_higher_than_the_forwarding_rate_seen_at_the_upper_bound():
-    g = strict_goals()
+    g = strict_goals(**OLD_CHAIN)
     dut = ShortTrialsOptimistic(0)
     m = run_search("mlr", dut, MAX, MIN, g["mlr"])[0]
     assert m.throughput_pps == pytest.approx(9_000, rel=0.02)
@@ -112,7 +116,7 @@ def test_step_down_goes_no_higher_than_the_forwarding_rate_seen_at_the_upper_bou
 
 
 def test_no_short_pre_trial_below_a_load_that_passed_one():
-    g = strict_goals()
+    g = strict_goals(**OLD_CHAIN)
     dut = ShortTrialsOptimistic(0)
     m = run_search("mlr", dut, MAX, MIN, g["mlr"])[0]
     pre = m.trials[[t.phase.endswith("3of3") for t in m.trials].index(True) - 1].result.duration_s
@@ -125,3 +129,28 @@ def test_no_short_pre_trial_below_a_load_that_passed_one():
         if t.passed and r.duration_s >= pre:
             seen.append(r.intended_load_pps)
     assert m.throughput_pps == pytest.approx(9_000, rel=0.02)
+
+
+def test_wandering_dut_results_stand_on_full_length_trials_and_the_default_chain_is_the_cheaper():
+    """A capacity wandering in time (the live DUT's behaviour): every MLRsearch result is a load
+    that passed a full-length trial and had no bad trial, with a failed load within the width
+    above; the default chain (0.25 s, three coarse targets) spends fewer trial seconds over many
+    searches than 0.5 s with two, for results as close to the binary search's."""
+    new, old = strict_goals(), strict_goals(**OLD_CHAIN)
+    cost = {"new": 0.0, "old": 0.0, "binary": 0.0}
+    gaps = {"new": [], "old": []}
+    for seed in range(40):
+        b = run_search("binary", Wandering(seed=1000 + seed), 200_000, MIN, new["binary"])[0]
+        cost["binary"] += b.trial_seconds
+        for name, g in (("new", new), ("old", old)):
+            m = run_search("mlr", Wandering(seed=seed), 200_000, MIN, g["mlr"])[0]
+            cost[name] += m.trial_seconds
+            gaps[name].append((m.throughput_pps - b.throughput_pps) / b.throughput_pps)
+            at_lower = [t for t in m.trials if t.result.intended_load_pps == m.lower_bound_pps]
+            assert any(t.passed and t.result.duration_s == 3.0 for t in at_lower) and all(t.passed for t in at_lower)
+            assert any(not t.passed for t in m.trials if t.result.intended_load_pps == m.upper_bound_pps)
+            assert m.width_reached
+    assert cost["new"] < cost["old"] < cost["binary"]
+    # the mean gap to the binary search stays within the width for both chains
+    for name in gaps:
+        assert abs(statistics.fmean(gaps[name])) <= 0.02

@@ -17,7 +17,11 @@ Pairings (both searches use the same full trial duration T, loss ratio and relat
   averaged against MLRsearch with ETSI TST 009's shape (trials of T, 2T per load, a load is a
   lower bound when at most half of its trial time was bad).
 MLRsearch starts with trials of ``initial_trial_s`` and spends full-length trials only near the
-end (its coarse-to-fine targets); the binary search's first load is the bed's maximum load.
+end (its coarse-to-fine targets: ``coarse_targets`` of them, trial durations geometric from
+``initial_trial_s`` to T, 0.25 / 0.57 / 1.31 / 3 s by default); the binary search's first load is
+the bed's maximum load. Defaults chosen with tools/search_schedule_sweep.py: on a simulated DUT
+whose zero-loss load falls with the trial duration (as this VM's does) 0.25 s and three coarse
+targets cost ~7 % fewer trial seconds than 0.5 s and two; no schedule option reached 1/3 there.
 
 Noise: every round repeats both searches, so each contender's results are repeated
 measurements of one quantity. Their pooled within-contender spread (and the binary search's own
@@ -56,7 +60,8 @@ class SearchBenchConfig:
     mode: str = "routed"
     frame_size: int = 64  #: Ethernet frame incl. FCS [bytes]
     trial_s: float = 3.0  #: full-length trial duration of both searches [s]
-    initial_trial_s: float = 0.5  #: MLRsearch's first (coarsest) trial duration [s]
+    initial_trial_s: float = 0.25  #: MLRsearch's first (coarsest) trial duration [s]
+    coarse_targets: int = 3  #: MLRsearch's targets before the goal, trial durations geometric up to trial_s
     relative_width: float = 0.02  #: both searches stop at this (upper - lower) / upper
     rounds: int = 2  #: binary + mlr pairs, ABBA order
     loss_ratio: float = 0.0  #: a trial passes with at most this loss ratio, in both searches (RFC 2544: 0)
@@ -84,7 +89,7 @@ def goals(cfg: SearchBenchConfig) -> dict:
         "mlr": {"name": f"{cfg.mlr_goal}-like", "final_trial_duration_s": cfg.trial_s,
                 "duration_sum_s": sum_factor * cfg.trial_s, "loss_ratio": cfg.loss_ratio, "exceed_ratio": exceed,
                 "relative_width": cfg.relative_width, "initial_trial_duration_s": cfg.initial_trial_s,
-                "preceding_targets": 2},
+                "preceding_targets": cfg.coarse_targets},
     }
 
 
@@ -187,6 +192,95 @@ def _seconds_by_duration(res: SearchResult) -> dict[str, float]:
     return out
 
 
+# -- where the trial seconds went ----------------------------------------------------------------
+MLR_PHASES = ("max_rate", "preceding_targets", "final_target_shorter", "final_at_lower_bound",
+              "final_at_upper_bound", "final_failed_below_shorter_pass", "final_other")
+"""MLRsearch's trial seconds, taken apart (see :func:`phases`)."""
+
+
+def _target_step(phase: str) -> tuple[int, int] | None:
+    """(k, n) of an MLRsearch phase label such as "rfc2544-like/2of3" (retries included)."""
+    for part in phase.split("/"):
+        k, sep, n = part.partition("of")
+        if sep and k.isdigit() and n.isdigit():
+            return int(k), int(n)
+    return None
+
+
+def phases(run: dict) -> dict[str, float]:
+    """One MLRsearch's trial seconds by phase:
+    - ``max_rate``: its first trial, at the maximum load (its forwarding rate sets the first bounds);
+    - ``preceding_targets``: the coarse targets' shorter trials;
+    - ``final_target_shorter``: the final target's shorter pre-trials at new loads;
+    - ``final_at_lower_bound`` / ``final_at_upper_bound``: full-length trials at the two loads the
+      result stands on (the pass no schedule can avoid, and the fail when the upper bound needed one);
+    - ``final_failed_below_shorter_pass``: other full-length trials that failed at or below a load
+      that had passed a shorter trial: what the short trials' optimism costs on this DUT;
+    - ``final_other``: the remaining full-length trials (narrowing passes)."""
+    trials = run.get("trials") or []
+    out = dict.fromkeys(MLR_PHASES, 0.0)
+    longest = max((t["duration_s"] for t in trials), default=0.0)
+    lower, upper = run.get("lower_bound_pps"), run.get("upper_bound_pps")
+    for k, t in enumerate(trials):
+        d, load = t["duration_s"], t["load_pps"]
+        step = _target_step(t["phase"])
+        final = step is not None and step[0] == step[1]
+        if k == 0:
+            key = "max_rate"
+        elif d < longest:
+            key = "final_target_shorter" if final else "preceding_targets"
+        elif lower is not None and load == round(lower) and t["passed"]:
+            key = "final_at_lower_bound"
+        elif upper is not None and load == round(upper) and not t["passed"]:
+            key = "final_at_upper_bound"
+        elif not t["passed"] and any(u["passed"] and u["duration_s"] < longest and u["load_pps"] >= load
+                                     for u in trials[:k]):
+            key = "final_failed_below_shorter_pass"
+        else:
+            key = "final_other"
+        out[key] += d
+    return out
+
+
+def phase_breakdown(runs: list[dict], binary_seconds_per_search: float | None) -> dict | None:
+    """MLRsearch's trial seconds by phase (:func:`phases`), per search on average and as a share of
+    the binary search's mean trial seconds: the parts add up to ``mlr_vs_binary``."""
+    ok = [r for r in runs if r["algorithm"] == "mlr" and r.get("trial_seconds") is not None]
+    if not ok or not binary_seconds_per_search:
+        return None
+    each = [phases(r) for r in ok]
+    per = {key: statistics.fmean(p[key] for p in each) for key in MLR_PHASES}
+    out = {key: {"seconds_per_search": sec, "of_binary": sec / binary_seconds_per_search}
+           for key, sec in per.items()}
+    # the coarse targets one by one ("1of3 0.5 s": the first target's trials after the max-rate one)
+    steps: dict[str, float] = {}
+    for r in ok:
+        for k, t in enumerate(r.get("trials") or []):
+            step = _target_step(t["phase"])
+            if k and step is not None and step[0] < step[1]:
+                key = f"{step[0]}of{step[1]} {t['duration_s']:g} s"
+                steps[key] = steps.get(key, 0.0) + t["duration_s"] / len(ok)
+    out["preceding_targets"]["by_target"] = dict(sorted(steps.items()))
+    return out
+
+
+def what_stops_it(ratio: float | None, parts: dict | None, goal: float = 0.34) -> str | None:
+    """When ``ratio`` misses ``goal``: which measured parts keep it up, in one sentence; None when
+    the goal was reached or nothing was measured."""
+    if ratio is None or parts is None or ratio <= goal:
+        return None
+    share = {key: v["of_binary"] for key, v in parts.items()}
+    final = sum(v for key, v in share.items() if key.startswith("final_at") or key in (
+        "final_failed_below_shorter_pass", "final_other"))
+    biggest = max(share, key=share.get)
+    return (f"full-length trials alone are {final:.2f} of the binary search's trial seconds "
+            f"(at the two bounds {share['final_at_lower_bound'] + share['final_at_upper_bound']:.2f}, failed at or "
+            f"below a load a shorter trial had passed {share['final_failed_below_shorter_pass']:.2f}), shorter "
+            f"trials {share['max_rate'] + share['preceding_targets'] + share['final_target_shorter']:.2f}; "
+            f"the largest part is {biggest} ({share[biggest]:.2f}); without the failures after a shorter pass "
+            f"the ratio would be {ratio - share['final_failed_below_shorter_pass']:.2f}")
+
+
 # -- the comparison -------------------------------------------------------------------------------
 def _results(runs: list[dict], alg: str) -> list[float]:
     """Every result of one contender: each binary repetition, else each search's result."""
@@ -279,6 +373,9 @@ def compare(runs: list[dict], relative_width: float = 0.02) -> dict:
     if out["mlr_vs_binary"] is not None:
         longest = max((float(d) for d in m["trial_seconds_by_duration"]), default=0.0)
         full_s = sum(sec for d, sec in m["trial_seconds_by_duration"].items() if float(d) >= longest)
+    binary_per_search = (b["trial_seconds_total"] / b["searches"]) if complete and b["searches"] else None
+    out["mlr_phases"] = phase_breakdown(runs, binary_per_search) if out["mlr_vs_binary"] is not None else None
+    out["what_stops_it"] = what_stops_it(out["mlr_vs_binary"], out["mlr_phases"])
     out["mlr_vs_binary_parts"] = None if full_s is None else {
         "full_length": full_s / b["trial_seconds_total"],
         "shorter": (m["trial_seconds_total"] - full_s) / b["trial_seconds_total"],
@@ -331,7 +428,7 @@ def format_table(res: dict) -> str:
     mx = (res.get("max_load") or {}).get("mrr_pps")
     lines = [f"pairing: {res['pairing']} (binary x{c['repetitions']} vs MLRsearch goal {c['mlr_goal']}-like); "
              f"{c['rounds']} rounds ABBA; {c['rules']} {c['layout']} rules; trials {c['trial_s']:g} s "
-             f"(MLRsearch from {c['initial_trial_s']:g} s); width {c['relative_width']}; loss ratio {c['loss_ratio']}; "
+             f"(MLRsearch from {c['initial_trial_s']:g} s, {c.get('coarse_targets', 2)} coarse targets); width {c['relative_width']}; loss ratio {c['loss_ratio']}; "
              f"max load {_kpps(mx)}"]
     for alg in CONTENDERS:
         a = s[alg]
@@ -351,6 +448,16 @@ def format_table(res: dict) -> str:
         lines.append(f"  ratio = {parts['full_length']:.3f} full-length + {parts['shorter']:.3f} shorter trials; "
                      f"{parts['full_length_trials_per_search']:.1f} full-length trials per MLRsearch vs "
                      f"{parts['binary_trials_per_search']:.1f} per binary search")
+    ph = s.get("mlr_phases")
+    if ph:
+        lines.append("  by phase (s per search / share of binary's): " + "; ".join(
+            f"{k} {v['seconds_per_search']:.1f} / {v['of_binary']:.3f}" for k, v in ph.items())
+            + " (coarse targets: " + ", ".join(f"{k}: {sec:.1f} s" for k, sec in
+                                               ph["preceding_targets"]["by_target"].items()) + ")")
+    if s.get("what_stops_it"):
+        lines.append(f"  goal <= 0.34 not reached: {s['what_stops_it']}")
+    elif s.get("mlr_at_most_third"):
+        lines.append("  goal <= 0.34 reached in this run")
     nz = s["noise"]
     gap = "missing" if s["result_gap"] is None else f"{100 * s['result_gap']:.1f} %"
     noise_txt = "not measured (fewer than 2 results per contender)" if nz["cv"] is None else \
@@ -361,5 +468,5 @@ def format_table(res: dict) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["CONTENDERS", "MLR_GOALS", "SearchBenchConfig", "abba", "compare", "format_table", "goals", "noise",
+__all__ = ["CONTENDERS", "MLR_GOALS", "MLR_PHASES", "phase_breakdown", "phases", "what_stops_it", "SearchBenchConfig", "abba", "compare", "format_table", "goals", "noise",
            "run_bench", "runs_from_records", "spending", "suite_data", "suite_toml", "trace", "within_noise"]

@@ -27,7 +27,9 @@ def render(trials: list[TrialRecord]) -> str:
             continue
         key = (config_label(t), t.size_bytes or m.get("frame_size"), t.rules)
         acc.setdefault(key, []).append(float(m["line_rate_pct"]))
-        link[key] = f"{m.get('line_rate_link')} at {m.get('line_rate_bps', 0) / 1e9:g} Gbit/s"
+        bps = float(m.get("line_rate_bps") or 0)
+        speed = f"{bps / 1e9:g} Gbit/s" if bps >= 1e9 else f"{bps / 1e6:g} Mbit/s"
+        link[key] = f"{m.get('line_rate_link')} at {speed}"
     if not acc and not missing:
         return ""
     out = ["<h2>% of line rate</h2>"]

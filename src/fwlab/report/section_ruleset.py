@@ -21,6 +21,50 @@ def _range(d: dict, scale: float = 1.0, digits: int = 0) -> str:
     return f(d["median"])
 
 
+def _us(v) -> str:
+    return "–" if v is None else f"{v / 1e3:,.1f}"
+
+
+def _lat(c: dict, cond: str = "rules") -> str:
+    """A class's latency cell: p50 / p99 [us], or why it has none."""
+    lat = c.get("latency")
+    if not lat:
+        return "–"
+    if lat.get("missing"):
+        return f"<span class='muted'>{esc(lat['missing'])}</span>"
+    d = lat.get(cond) or {}
+    f = d.get("latency_ns")
+    if not f:
+        return f"<span class='muted'>{esc(d.get('missing') or 'not measured')}</span>"
+    return f"{_us(f['p50'])} / {_us(f['p99'])}"
+
+
+def render_mix(mix: dict) -> str:
+    """The whole mix: its weighting, rate, cost and latency."""
+    w = mix.get("weights") or {}
+    used = {k: v for k, v in w.items() if v > 0}
+    how = ("every class alike" if mix.get("source") == "even" else
+           f"the profile {esc(mix.get('profile_source') or '')}: " + ", ".join(
+               f"{esc(k)} {v:.1%}" for k, v in sorted(used.items(), key=lambda kv: -kv[1])[:12])
+           + (" ..." if len(used) > 12 else ""))
+    parts = [f"<h3>The whole mix</h3><p>Weighting: {how} ({len(used)} of {len(w)} classes).</p>"]
+    lat = mix.get("latency") or {}
+    f = lat.get("latency_ns")
+    rows = [["with the rule set", _range(mix.get("rate_pps") or {}, 1e-3, 1), _range(mix.get("cost_ns_per_packet") or {}),
+             " / ".join(_us((f or {}).get(k)) for k in ("p50", "p90", "p99", "p99.9")) if f else "–"],
+            ["reference (no rule set)", _range(mix.get("reference_rate_pps") or {}, 1e-3, 1), "", ""]]
+    parts.append(_table(["", "rate [kpps]", "cost [ns/packet]", "latency p50 / p90 / p99 / p99.9 [µs]"], rows, left=1))
+    notes = [esc(mix.get("method") or "")]
+    if lat:
+        notes.append(esc(lat.get("method") or ""))
+        if lat.get("left_out"):
+            notes.append("latency leaves out " + "; ".join(f"{esc(k)} ({esc(v)})" for k, v in
+                                                           list(lat["left_out"].items())[:6])
+                         + f" — {lat.get('weight_covered', 0):.0%} of the mix's weight is timed")
+    parts.append("<p class='muted'>" + ". ".join(n for n in notes if n) + ".</p>")
+    return "\n".join(parts)
+
+
 def _pkt(p: dict) -> str:
     return esc(f"IPv{p['ip_version']} {p['proto']} {p['src']}:{p['sport']} → {p['dst']}:{p['dport']} "
                f"({p['iif']} → {p['oif']}, ct {p['ct_state']})")
@@ -135,9 +179,18 @@ def render(run: dict, trials: list[dict]) -> str | None:
         parts.append(f"<p class='warn'>Note: {esc(imp['cost_note'])}.</p>")
     rows = [[esc(c["class_id"]), esc(c["rule_id"]), esc(c["expected"]), c["traversed_rules"],
              _range(c["rate_pps"], 1e-3, 1), _range(c["reference_rate_pps"], 1e-3, 1),
-             _range(c["cost_ns_per_packet"])] for c in costs]
+             _range(c["cost_ns_per_packet"]), _lat(c), _lat(c, "reference")] for c in costs]
     parts.append(_table(["class", "rule", "verdict", "rules compared", "rate [kpps]", "reference [kpps]",
-                         "cost [ns/packet]"], rows, left=3))
+                         "cost [ns/packet]", "latency p50 / p99 [µs]", "reference latency [µs]"], rows, left=3))
+    lt = imp.get("latency") or {}
+    if any(c.get("latency") for c in costs):
+        parts.append(f"<p class='muted'>Latency: {esc(lt.get('method'))}; {lt.get('count')} frames per trial at "
+                     f"{lt.get('fraction')} of the class's rate; one-way, percentiles of the rounds' merged "
+                     f"histograms.</p>")
+    elif imp.get("latency_missing"):
+        parts.append(f"<p class='muted'>Latency not measured: {esc(imp['latency_missing'])}.</p>")
+    if (imp.get("mix") or {}).get("rate_pps"):
+        parts.append(render_mix(imp["mix"]))
     return "\n".join(parts)
 
 

@@ -167,7 +167,16 @@ class RulesetClassMetrics(_Metrics):
     tx_pps: Num = Field(description="packets/s sent back to back [packets/s]")
     offered_count: int | None = Field(description="packets sent")
     duration_s: Num = Field(description="sending time [s]")
-    ns_per_packet: Num = Field(description="1e9 / tx_pps [ns]")
+    ns_per_packet: Num = Field(description="1e9 / tx_pps [ns] (null in a latency trial)")
+    load_pps: Num = Field(None, description="latency trial (traffic ruleset-class-latency): the load, a share "
+                                            "of the class's rate in the same round [packets/s]")
+    forwarded_count: int | None = Field(None, description="latency trial: test frames the far side received")
+    loss_ratio: Num = Field(None, description="latency trial: 0..1, sent but not received")
+    latency_ns: dict | None = Field(None, description="latency trial: one-way latency min, mean, p50, p90, p99, "
+                                                      "p999, max [ns] (fwlab-engine)")
+    latency_samples: int | None = Field(None, description="latency trial: frames timed")
+    latency_hdr_b64: str | None = Field(None, description="latency trial: one-way latency HDR histogram (fwlab-engine)")
+    latency_hdr_unit: str | None = Field(None, description="latency trial: the histogram's unit, ns")
 
 
 #: kind -> the model of its ``metrics``

@@ -2,11 +2,13 @@
 
 Owns: turning the JSON into :mod:`fwlab.rules.imported_model` (forward-hook base chains in
 priority order, every regular chain, named sets resolved to their elements). Whatever the model
-cannot evaluate (concatenations, maps, marks set, limits, fields other than addresses, ports,
-protocol, interface names, ct state, mark) becomes an ``unsupported`` match or statement naming
-it, so the derived class is listed as not covered instead of guessed. A verdict map (``vmap``)
-keyed by one field the model reads becomes one model rule per element (keys never overlap, so
-this is exact); other verdict maps stay unsupported.
+cannot evaluate (maps, marks set, limits, fields other than addresses, ports, protocol,
+interface names, ct state, mark) becomes an ``unsupported`` match or statement naming it, so the
+derived class is listed as not covered instead of guessed. A verdict map (``vmap``) keyed by one
+field the model reads becomes one model rule per element (keys never overlap, so this is exact);
+other verdict maps stay unsupported. A match on a concatenated key (``ip saddr . tcp dport { A .
+P, ... }``, anonymous or named set) whose parts the model reads becomes one model rule per
+element, each with the parts' matches (every element shares the rule's verdict, so this is exact).
 """
 
 from __future__ import annotations
@@ -217,6 +219,46 @@ def _expand_vmap(rule: Rule, vmap: tuple, sets: dict, r: dict) -> list[Rule]:
     return out
 
 
+def _concat_elements(m: dict, sets: dict) -> list[list] | None:
+    """The elements (each a list of part values) of a positive match on a concatenated key."""
+    if m.get("op", "==") not in ("==", "in"):
+        return None
+    right = m.get("right")
+    if isinstance(right, str) and right.startswith("@"):
+        s = sets.get(right[1:])
+        if s is None or not isinstance(s.get("type"), list):
+            return None
+        items = s["elem"]
+    elif isinstance(right, dict) and "set" in right:
+        items = right["set"]
+    else:
+        items = [right]
+    out = []
+    n = len(m["left"]["concat"])
+    for it in items:
+        if isinstance(it, dict) and "elem" in it:
+            it = it["elem"]["val"]
+        if not (isinstance(it, dict) and isinstance(it.get("concat"), list) and len(it["concat"]) == n):
+            return None
+        out.append(it["concat"])
+    return out
+
+
+def _expand_concat(rule: Rule, concat: tuple, sets: dict, r: dict) -> list[Rule]:
+    """A rule matching a concatenated key, as one model rule per element (ids "<rule id>/<n>"),
+    each with the parts' matches; one unsupported rule when a part cannot be read."""
+    lefts, elems = concat
+    out = []
+    for n, values in enumerate(elems, 1):
+        parts = [parse_match({"op": "==", "left": lf, "right": v}, sets, r["family"]) for lf, v in zip(lefts, values)]
+        x = Rule(rule_id=f"{rule.rule_id}/{n}", chain=rule.chain,
+                 text=f"{rule.text} [element {n}: {' . '.join(p.text for p in parts)}]",
+                 matches=rule.matches + parts, has_counter=False, verdict=rule.verdict, target=rule.target,
+                 unsupported_stmt=rule.unsupported_stmt)
+        out.append(x)
+    return out
+
+
 _HANDLE = re.compile(r"^(.*?)\s+# handle (\d+)$")
 
 
@@ -286,10 +328,16 @@ def parse_nft_json(text: str, listing: str | None = None) -> ImportedRuleSet:
         tsets = sets.get((r["family"], r["table"]), {})
         rule = Rule(rule_id=f"{ckey} #{r['handle']}", chain=ckey, text=r.get("comment") or "",
                     counter_key=(r["family"], r["table"], r["chain"], r["handle"]))
-        vmap = None
+        vmap = concat = None
         for e in r.get("expr", []):
             k = next(iter(e)) if isinstance(e, dict) and e else None
-            if k == "match":
+            if k == "match" and isinstance(e["match"].get("left"), dict) and "concat" in e["match"]["left"]:
+                elems = _concat_elements(e["match"], tsets)
+                if elems is None or concat is not None:
+                    rule.matches.append(_unsupported(f"concatenation {json.dumps(e['match'])[:80]}"))
+                else:
+                    concat = (e["match"]["left"]["concat"], elems)
+            elif k == "match":
                 rule.matches.append(parse_match(e["match"], tsets, r["family"]))
             elif k == "counter":
                 rule.has_counter = True
@@ -319,7 +367,12 @@ def parse_nft_json(text: str, listing: str | None = None) -> ImportedRuleSet:
         rule.text = texts.get(rule.rule_id) or _render_rule(r.get("expr", [])) + (
             f'  # {r["comment"]}' if r.get("comment") else "")
         if ckey in chains:
-            if vmap is not None and not rule.unsupported_stmt and rule.verdict is None:
+            if concat is not None and vmap is None:
+                chains[ckey].rules += _expand_concat(rule, concat, tsets, r)
+            elif concat is not None:
+                rule.matches.append(_unsupported("concatenation beside a verdict map"))
+                chains[ckey].rules.append(rule)
+            elif vmap is not None and not rule.unsupported_stmt and rule.verdict is None:
                 chains[ckey].rules += _expand_vmap(rule, vmap, tsets, r)
             else:
                 chains[ckey].rules.append(rule)

@@ -9,7 +9,11 @@ is broken by any rule in between, rules are never reordered, rules with other st
 (limit, log, nat, set updates, ...) or negated matches are left as they are. Then runs that are
 identical but for one match's value *and* the verdict (accept, drop, jump, goto), with values that
 do not overlap (port dispatch: ``tcp dport 22 jump ssh; tcp dport 80 jump web``), become one
-verdict map (``tcp dport vmap { 22 : jump ssh, 80 : jump web }``). Merging such a run
+verdict map (``tcp dport vmap { 22 : jump ssh, 80 : jump web }``). Between the two, runs that
+differ in the values of the same *two* matches (``ip saddr A tcp dport P accept`` x N, pairs)
+with the same terminal verdict become one rule with a concatenated key (``ip saddr . tcp dport
+{ A . P, ... } accept``; each rule's values give the cross product of its two fields; a run ends
+before a rule whose pairs would overlap one already in the set). Merging such a run
 is equivalent by construction (the first matching rule of the run and the merged rule give the
 same verdict to the same packets); :func:`model_differences` still checks it probe by probe on
 the model (:func:`fwlab.rules.imported_model.evaluate`), and the caller checks it on the real
@@ -51,6 +55,10 @@ class Merge:
     values: int  #: elements of the set (after merging overlapping values)
 
     def describe(self) -> str:
+        if " . " in self.field:
+            return (f"{self.chain}: {len(self.handles)} rules (handles {self.handles[0]}..{self.handles[-1]}) "
+                    f"'{self.field.replace(' . ', ' A ')} B {self.verdict}' -> one rule '{self.field} "
+                    f"{{{self.values} A . B elements}} {self.verdict}' (concatenated key)")
         if self.verdict == "vmap":
             return (f"{self.chain}: {len(self.handles)} rules (handles {self.handles[0]}..{self.handles[-1]}) "
                     f"'{self.field} X <verdict>' -> one rule '{self.field} vmap {{{self.values} elements}}'")
@@ -70,9 +78,10 @@ class Proposal:
     def summary(self) -> str:
         if not self.merges:
             return f"{self.rules_before} rules: no run of consecutive rules differing in one value to merge"
-        sets = sum(m.verdict != "vmap" for m in self.merges)
+        concat = sum(" . " in m.field for m in self.merges)
+        sets = sum(m.verdict != "vmap" for m in self.merges) - concat
         return (f"{self.rules_before} rules -> {self.rules_after} rules; {sets} run(s) merged into sets, "
-                f"{len(self.merges) - sets} into verdict maps")
+                f"{concat} into sets with a concatenated key, {len(self.merges) - sets - concat} into verdict maps")
 
     def to_dict(self) -> dict:
         return {"rules_before": self.rules_before, "rules_after": self.rules_after,
@@ -201,6 +210,99 @@ def _runs(rules: list[dict]) -> list[tuple[list[dict], int | None]]:
     return out
 
 
+MAX_PAIRS = 4096  #: elements one rule may contribute to a concatenated set (its two fields' cross product)
+
+
+def _pairs(run0: dict, r: dict, idx: tuple[int, int]) -> list[tuple[tuple, tuple]] | None:
+    """The (field 1 interval, field 2 interval) pairs rule ``r`` matches, None when not readable."""
+    out = []
+    per = []
+    for i in idx:
+        proto = _mergeable_match(r["expr"][i])[0]
+        vals = _values(proto, r["expr"][i]["match"]["right"])
+        if vals is None:
+            return None
+        per.append(norm(vals[1]))
+    if len(per[0]) * len(per[1]) > MAX_PAIRS:
+        return None
+    for a in per[0]:
+        for b in per[1]:
+            out.append((a, b))
+    return out
+
+
+def _overlap(p: tuple, q: tuple) -> bool:
+    return all(x[0] <= y[1] and y[0] <= x[1] for x, y in zip(p, q))
+
+
+def _concat_pair(rule: dict, d: list[int] | None) -> tuple[int, int] | None:
+    """The two match indices a concatenated run starting at ``rule`` would merge: the two that
+    differ, or (one differs) the rule's only two mergeable matches."""
+    if d is None or not 1 <= len(d) <= 2:
+        return None
+    if len(d) == 2:
+        return (d[0], d[1])
+    mergeable = [i for i, e in enumerate(rule.get("expr") or []) if _mergeable_match(e)]
+    return (mergeable[0], mergeable[1]) if len(mergeable) == 2 and d[0] in mergeable else None
+
+
+def _concat_runs(rules: list[dict]) -> list[tuple[list[dict], tuple[int, int] | None]]:
+    """Runs of consecutive terminal rules identical but for the values of the same two matches
+    (two different fields), whose value pairs do not overlap (a concatenated interval set holds
+    no overlapping elements)."""
+    out: list[tuple[list[dict], tuple[int, int] | None]] = []
+    run: list[dict] = []
+    idx: tuple[int, int] | None = None
+    pairs: list[tuple] = []
+    for r in rules:
+        if run and _rule_ok(r) and _rule_ok(run[0]):
+            d = _diff(run[0], r)
+            cand = idx if idx is not None else _concat_pair(run[0], d)
+            if cand is not None and d is not None and set(d) <= set(cand) and all(
+                    _mergeable_match(run[0]["expr"][i]) and _mergeable_match(r["expr"][i])
+                    and _same_left(run[0]["expr"][i], r["expr"][i]) for i in cand) \
+                    and _mergeable_match(r["expr"][cand[0]]) != _mergeable_match(r["expr"][cand[1]]):
+                first = _pairs(run[0], run[0], cand) if idx is None else pairs
+                new = _pairs(run[0], r, cand)
+                if first is not None and new is not None and not any(_overlap(p, q) for p in new for q in first):
+                    run.append(r)
+                    idx, pairs = cand, first + new
+                    continue
+        if run:
+            out.append((run, idx))
+        run, idx, pairs = [r], None, []
+    if run:
+        out.append((run, idx))
+    return out
+
+
+def _elem(proto: str, ver: int | None, iv: Interval):
+    return _right_of(proto, ver, [iv])
+
+
+def _concat_merge(run: list[dict], idx: tuple[int, int], chain: str) -> tuple[dict, Merge] | None:
+    keys = [_mergeable_match(run[0]["expr"][i]) for i in idx]
+    vers = [None, None]
+    for k, i in enumerate(idx):
+        if keys[k][0] in ("ip", "ip6"):
+            vers[k] = 4 if keys[k][0] == "ip" else 6
+    elems = []
+    for r in run:
+        for a, b in _pairs(run[0], r, idx):
+            elems.append({"concat": [_elem(keys[0][0], vers[0], a), _elem(keys[1][0], vers[1], b)]})
+    merged = copy.deepcopy(run[0])
+    merged.pop("comment", None)
+    lefts = [merged["expr"][i]["match"]["left"] for i in idx]
+    merged["expr"][idx[0]] = {"match": {"op": "==", "left": {"concat": lefts}, "right": {"set": elems}}}
+    merged["expr"] = [e for i, e in enumerate(merged["expr"]) if i != idx[1]]
+    for e in merged["expr"]:
+        if _stmt(e) == "counter":
+            e["counter"] = {"packets": 0, "bytes": 0}
+    return merged, Merge(chain=chain, handles=[r.get("handle") for r in run],
+                         field=" . ".join(f"{p} {f}" for p, f in keys), verdict=_stmt(merged["expr"][-1]),
+                         values=len(elems))
+
+
 def _vmap_ok(rule: dict) -> bool:
     kinds = [_stmt(e) for e in rule.get("expr") or []]
     return (bool(kinds) and all(k in ("match", "counter", *VMAP_VERDICTS) for k in kinds)
@@ -279,7 +381,7 @@ def propose(listing_json: str) -> Proposal:
     for key, rules in by_chain.items():
         before += len(rules)
         chain_merges: list[Merge] = []
-        for runs, merge in ((_runs, _merge_run), (_vmap_runs, _vmap_merge)):
+        for runs, merge in ((_runs, _merge_run), (_concat_runs, _concat_merge), (_vmap_runs, _vmap_merge)):
             new: list[dict] = []
             for run, idx in runs(rules):
                 done = merge(run, idx, " ".join(key)) if idx is not None and len(run) >= MIN_RUN else None

@@ -115,6 +115,25 @@ def percentile_ns(h: HdrHistogram, pct: float, unit: str = "ns") -> float:
     return h.get_max_value() * UNIT_TO_NS[unit]
 
 
+def mixture(pairs: Iterable[tuple[str | None, float]], unit: str = "ns", total: int = 1_000_000) -> HdrHistogram | None:
+    """The weighted mixture of histograms: each (text, weight) scaled so its share of ``total``
+    counts is weight / sum of weights (counts rounded; a bucket rounding to 0 is dropped).
+    None when no histogram has a sample or every weight is 0."""
+    hs = [(decode(t, unit), w) for t, w in pairs if t is not None and w > 0]
+    hs = [(h, w) for h, w in hs if h.get_total_count() > 0]
+    wsum = sum(w for _, w in hs)
+    if not hs or wsum <= 0:
+        return None
+    out = HdrHistogram(LOWEST_NS, HIGHEST_NS, SIGNIFICANT_DIGITS)
+    for h, w in hs:
+        scale = total * (w / wsum) / h.get_total_count()
+        for it in h.get_recorded_iterator():
+            n = round(it.count_at_value_iterated_to * scale)
+            if n > 0:
+                out.record_value(min(HIGHEST_NS, max(LOWEST_NS, it.value_iterated_to)), n)
+    return out if out.get_total_count() else None
+
+
 def distribution(texts: Iterable[str | None], unit: str = "ns") -> Distribution | None:
     """Merge ``texts`` and describe the result; None when no histogram has a sample."""
     texts = [t for t in texts if t is not None]
@@ -133,4 +152,4 @@ def distribution(texts: Iterable[str | None], unit: str = "ns") -> Distribution 
 
 
 __all__ = ["Distribution", "HIGHEST_NS", "LOWEST_NS", "SIGNIFICANT_DIGITS", "UNIT_TO_NS", "decode", "distribution",
-           "encode", "merge", "percentile_ns"]
+           "encode", "merge", "mixture", "percentile_ns"]

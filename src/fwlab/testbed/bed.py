@@ -399,8 +399,8 @@ class Testbed:
     def _shape(self) -> None:
         shape = LinkShape(self.topo.link_rate_bps)
         for role, dev in self.shaped_interfaces():
-            self.sh(role, *shape.tc_args(dev))
-            self.sh(role, *shape.queue_args(dev))
+            for argv in shape.tc_commands(dev):
+                self.sh(role, *argv)
 
     def link_state(self) -> dict | None:
         """The emulated links as configured and their shapers' counters so far (None: unshaped)."""
@@ -599,9 +599,18 @@ class Testbed:
                 for r, d in self.interfaces() + self.generator_interfaces()]
 
     def path_line(self, nics: list[NicInfo]) -> PathLine:
-        """The line rate bounding the bed's client -> server path (see nic.path_line)."""
+        """The line rate bounding the bed's client -> server path (see nic.path_line). An emulated
+        wire (``link_rate``: the client's egress shaped to Ethernet line time) is a link of known
+        speed too: where it is slower than every known NIC, or none is known (veth), it bounds
+        the path and is named as emulated."""
         gens = ["client"] + [r for r, _ in self.generator_interfaces()]
-        return path_line([n for n in nics if n.role != "atk"], gens)
+        line = path_line([n for n in nics if n.role != "atk"], gens)
+        shaped = self.shaped_interfaces()
+        rate = self.topo.link_rate_bps
+        if rate and any(r == "client" for r, _ in shaped) and (line.speed_bps is None or rate < line.speed_bps):
+            where = " and ".join(f"{r}:{d}" for r, d in shaped)
+            return PathLine(float(rate), f"emulated wire ({where} egress shaped to Ethernet line time)")
+        return line
 
     def clock_offsets(self) -> dict[str, dict]:
         """Each remote role's clock offset vs this machine, measured now (they drift)."""

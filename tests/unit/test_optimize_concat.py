@@ -1,0 +1,99 @@
+"""``fwlab optimize`` on nft: runs of rules that differ in two fields together -> one set with a
+concatenated key, the model reading such sets (anonymous and named), order kept, overlapping
+pairs not merged, and a hand-broken concatenated set caught on the model."""
+
+import copy
+import json
+
+from fwlab.rules.derive import derive
+from fwlab.rules.nft_json import parse_nft_json
+from fwlab.rules.optimize import numbered, propose
+
+from test_optimize import BED, check, listing, m, rules_of
+
+
+def pairs(n, verdict="accept"):
+    """ip saddr A_i tcp dport P_i <verdict>: both fields change from rule to rule."""
+    return [[m("ip", "saddr", f"10.9.0.{i + 1}"), m("tcp", "dport", 1000 + i), {"counter": {"packets": 1, "bytes": 1}},
+             {verdict: None}] for i in range(n)]
+
+
+def test_pairs_become_one_concatenated_set_and_are_equivalent():
+    text = listing(pairs(30), policy="drop")
+    p = propose(text)
+    assert (p.rules_before, p.rules_after, len(p.merges)) == (30, 1, 1)
+    (rule,) = rules_of(p.doc)
+    mt = rule["expr"][0]["match"]
+    assert mt["left"] == {"concat": [{"payload": {"protocol": "ip", "field": "saddr"}},
+                                     {"payload": {"protocol": "tcp", "field": "dport"}}]}
+    assert mt["right"]["set"][0] == {"concat": ["10.9.0.1", 1000]} and len(mt["right"]["set"]) == 30
+    assert [next(iter(e)) for e in rule["expr"]] == ["match", "counter", "accept"]
+    assert p.merges[0].field == "ip saddr . tcp dport" and "concatenated key" in p.merges[0].describe()
+    assert "1 into sets with a concatenated key" in p.summary()
+    probes, diffs = check(text, p.doc)
+    assert len(probes) >= 31 and diffs == []
+    # every pair is its own class in the proposal's model, and crossing the pairs is not accepted
+    b = parse_nft_json(numbered(p.doc))
+    assert len([c for c in derive(b, BED).classes if c.expected == "accept"]) == 30
+
+
+def test_a_grid_merges_the_single_field_runs_first_then_the_pairs():
+    rules = [[m("ip", "saddr", a), m("tcp", "dport", port), {"drop": None}]
+             for a in ("10.9.0.1", "10.9.0.2", "10.9.0.3") for port in (22, 80)]
+    rules += [[m("ip", "saddr", "10.9.0.9"), m("tcp", "dport", 443), {"drop": None}]]
+    text = listing(rules)
+    p = propose(text)
+    assert p.rules_after == 1
+    elems = rules_of(p.doc)[0]["expr"][0]["match"]["right"]["set"]
+    assert len(elems) == 7 and {"concat": ["10.9.0.9", 443]} in elems
+    assert check(text, p.doc)[1] == []
+
+
+def test_order_and_verdicts_are_kept_and_overlaps_end_a_run():
+    rules = pairs(3)  # 10.9.0.1 . 1000, 10.9.0.2 . 1001, 10.9.0.3 . 1002 accept
+    # overlaps 10.9.0.2 . 1001 (10.9.0.0/24 contains 10.9.0.2): an interval set cannot hold both
+    rules.append([m("ip", "saddr", {"prefix": {"addr": "10.9.0.0", "len": 24}}), m("tcp", "dport", 1001),
+                  {"accept": None}])
+    rules.append([m("ip", "saddr", "10.9.0.1"), m("tcp", "dport", 1000), {"drop": None}])
+    rules += [[m("ip", "saddr", "10.9.0.8"), m("tcp", "dport", 3000 + i), {"accept": None}] for i in range(2)]
+    text = listing(rules)
+    p = propose(text)
+    assert [next(iter(r["expr"][-1])) for r in rules_of(p.doc)] == ["accept", "accept", "drop", "accept"]
+    assert [len(x.handles) for x in p.merges] == [2, 3]  # the single-field run (dport) first, then the pairs
+    assert p.merges[0].field == "tcp dport" and p.merges[1].field == "ip saddr . tcp dport"
+    assert check(text, p.doc)[1] == []
+
+
+def test_prefixes_and_port_ranges_become_interval_elements():
+    rules = [[m("ip", "saddr", {"prefix": {"addr": "10.9.1.0", "len": 24}}), m("udp", "dport", {"range": [5000, 5009]}),
+              {"drop": None}],
+             [m("ip", "saddr", "10.9.2.1"), m("udp", "dport", {"set": [53, 123]}), {"drop": None}]]
+    text = listing(rules)
+    p = propose(text)
+    elems = rules_of(p.doc)[0]["expr"][0]["match"]["right"]["set"]
+    assert elems == [{"concat": [{"prefix": {"addr": "10.9.1.0", "len": 24}}, {"range": [5000, 5009]}]},
+                     {"concat": ["10.9.2.1", 53]}, {"concat": ["10.9.2.1", 123]}]
+    assert check(text, p.doc)[1] == []
+
+
+def test_a_named_concatenated_set_is_read_by_the_model():
+    doc = json.loads(listing([[{"match": {"op": "==", "left": {"concat": [
+        {"payload": {"protocol": "ip", "field": "daddr"}}, {"payload": {"protocol": "udp", "field": "dport"}}]},
+        "right": "@svc"}}, {"accept": None}]], policy="drop"))
+    doc["nftables"].insert(2, {"set": {"family": "inet", "table": "t", "name": "svc", "handle": 9,
+                                       "type": ["ipv4_addr", "inet_service"],
+                                       "elem": [{"concat": ["198.19.1.5", 53]}, {"concat": ["198.19.1.6", 123]}]}})
+    rs = parse_nft_json(json.dumps(doc))
+    classes = derive(rs, BED).classes
+    acc = sorted((c.packet.describe()["dst"], c.packet.describe()["dport"]) for c in classes if c.expected == "accept")
+    assert acc == [("198.19.1.5", 53), ("198.19.1.6", 123)]
+
+
+def test_a_hand_broken_concatenated_set_is_caught():
+    text = listing(pairs(10), policy="drop")
+    p = propose(text)
+    bad = copy.deepcopy(p.doc)
+    elems = rules_of(bad)[0]["expr"][0]["match"]["right"]["set"]
+    elems[4] = {"concat": ["10.9.0.5", 1005]}  # the pair crossed: 10.9.0.5 now with 1005, not 1004
+    probes, diffs = check(text, bad)
+    assert diffs and any("10.9.0.5" in d.one_line() for d in diffs)

@@ -1,0 +1,221 @@
+"""The class mix of ``fwlab run --ruleset`` without root: the user's profile (checked, resolved to
+classes by id, rule id or handle), the mix's rate and cost from per-class rates, the weighted
+mixture of latency histograms, and per-class latency summaries."""
+
+import math
+from pathlib import Path
+
+import pytest
+
+from fwlab.errors import SuiteError
+from fwlab.rules.derive import BedAddresses, derive
+from fwlab.rules.iptables_save import parse_iptables_save
+from fwlab.rules.nft_json import parse_nft_json
+from fwlab.ruleset_mix import (check_weights, latency_figures, mix_latency, mix_rate, read_mix_file, resolve,
+                               summarize_mix)
+from fwlab.ruleset_run import config_from_suite_file, latency_missing, summarize_latency
+from fwlab.stats.latency import encode, mixture
+
+DATA = Path(__file__).resolve().parent / "data"
+EX = Path(__file__).resolve().parents[2] / "examples"
+BED = BedAddresses("eth0", "eth1", {4: "198.18.1.1", 6: "2001:2:0:1::1"}, {4: "198.19.1.1", 6: "2001:2:0:2::1"},
+                   {4: "198.18.1.0/24", 6: "2001:2:0:1::/64"}, {4: "198.19.1.0/24", 6: "2001:2:0:2::/64"},
+                   ("198.18.1.254", "198.19.1.254", "2001:2:0:1::fe", "2001:2:0:2::fe"))
+
+
+@pytest.fixture(scope="module")
+def nft_classes():
+    rs = parse_nft_json((DATA / "firewalld-style.nft.json").read_text(),
+                        (DATA / "firewalld-style.nft.listing").read_text())
+    return derive(rs, BED).classes
+
+
+@pytest.fixture(scope="module")
+def ipt_classes():
+    rs = parse_iptables_save((EX / "firewalld-style.iptables").read_text(), 4,
+                             (EX / "firewalld-style.ipset").read_text())
+    return derive(rs, BED).classes
+
+
+# -- the profile -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("data,needle", [
+    ({}, "non-empty"), ([1], "non-empty"), ({"c1": "3"}, "'c1'"), ({"c1": -1}, "'c1'"), ({"c1": True}, "'c1'"),
+    ({"c1": math.nan}, "'c1'"), ({"c1": 0, "c2": 0}, "every weight is 0")])
+def test_bad_weights_are_one_line(data, needle):
+    with pytest.raises(SuiteError, match=needle) as ei:
+        check_weights(data, "mix")
+    assert "\n" not in ei.value.one_line()
+
+
+def test_mix_file_forms(tmp_path):
+    f = tmp_path / "mix.toml"
+    f.write_text('c1 = 3\n"inet fwlab_example filter_FORWARD #8" = 1.5\n')
+    assert read_mix_file(f) == {"c1": 3.0, "inet fwlab_example filter_FORWARD #8": 1.5}
+    f.write_text("[class_weights]\nc2 = 1\n")
+    assert read_mix_file(f) == {"c2": 1.0}
+    f.write_text("c1 = = 3\n")
+    with pytest.raises(SuiteError, match="not TOML"):
+        read_mix_file(f)
+    with pytest.raises(SuiteError, match="cannot read"):
+        read_mix_file(tmp_path / "none.toml")
+
+
+def test_even_when_no_profile(nft_classes):
+    m = resolve(None, nft_classes)
+    assert m["source"] == "even" and set(m["weights"]) == {c.class_id for c in nft_classes}
+    assert all(w == pytest.approx(1 / len(nft_classes)) for w in m["weights"].values())
+
+
+def test_profile_by_class_rule_id_and_handle(nft_classes):
+    a, b, c = nft_classes[:3]
+    handle = b.rule_id.rsplit("#", 1)[1]
+    m = resolve({a.class_id: 2, b.rule_id: 1, f"#{handle}": 1, c.rule_id.rsplit(" ", 1)[1]: 0}, nft_classes)
+    w = m["weights"]
+    assert m["source"] == "profile"
+    assert w[a.class_id] == pytest.approx(0.5) and w[b.class_id] == pytest.approx(0.5)
+    assert w[c.class_id] == 0 and sum(w.values()) == pytest.approx(1)
+    assert m["keys"][f"#{handle}"] == [b.class_id]
+
+
+def test_profile_by_iptables_chain_and_number(ipt_classes):
+    first = next(c for c in ipt_classes if c.rule_id == "filter FORWARD #3")
+    m = resolve({"FORWARD #3": 1}, ipt_classes)
+    assert m["weights"][first.class_id] == 1.0
+    with pytest.raises(SuiteError, match="'3' names no derived traffic class"):
+        resolve({"3": 1}, ipt_classes)  # an iptables rule number needs its chain
+
+
+def test_unknown_or_ambiguous_keys(nft_classes):
+    with pytest.raises(SuiteError, match="'c999' names no derived"):
+        resolve({"c999": 1}, nft_classes)
+    twin = [c for c in nft_classes[:2]]
+    import copy
+    t2 = copy.copy(twin[1])
+    t2.rule_id = twin[0].rule_id.replace("fwlab_example", "other")
+    with pytest.raises(SuiteError, match="names 2 rules"):
+        resolve({"#" + twin[0].rule_id.rsplit("#", 1)[1]: 1}, [twin[0], t2])
+
+
+def test_vmap_elements_share_their_rules_weight(nft_classes):
+    import copy
+    a, b = copy.copy(nft_classes[0]), copy.copy(nft_classes[1])
+    a.rule_id, b.rule_id = "inet t c #7/1", "inet t c #7/2"
+    w = resolve({"inet t c #7": 1}, [a, b])["weights"]
+    assert w == {a.class_id: 0.5, b.class_id: 0.5}
+
+
+# -- the mix's figures --------------------------------------------------------------------------------
+def test_mix_rate_is_the_weighted_harmonic_mean():
+    w = {"c1": 0.5, "c2": 0.5}
+    assert mix_rate(w, {"c1": 1e6, "c2": 5e5}) == pytest.approx(1 / (0.5e-6 + 1e-6))
+    assert mix_rate({"c1": 0.9, "c2": 0.1}, {"c1": 1e6, "c2": 5e5}) == pytest.approx(1 / (0.9e-6 + 0.2e-6))
+    assert mix_rate({"c1": 1.0, "c2": 0.0}, {"c1": 1e6, "c2": None}) == pytest.approx(1e6)  # weight 0: not needed
+    assert mix_rate(w, {"c1": 1e6, "c2": None}) is None
+
+
+def test_summarize_mix_cost_is_the_weighted_cost():
+    w = {"c1": 0.75, "c2": 0.25}
+    rates = {("c1", "rules"): [1e6, 1e6], ("c1", "reference"): [2e6, 2e6],
+             ("c2", "rules"): [5e5, None], ("c2", "reference"): [2e6, 2e6]}
+    s = summarize_mix(w, rates, 2)
+    # round 0: cost = 0.75 x 500 + 0.25 x 1500; round 1 lacks c2's rate: no mix figure
+    assert s["cost_ns_per_packet"]["median"] == pytest.approx(0.75 * 500 + 0.25 * 1500)
+    assert s["cost_ns_per_packet"]["n"] == 1 and s["reference_rate_pps"]["n"] == 2
+    assert "1 / sum(w_i / rate_i)" in s["method"]
+
+
+def test_latency_mixture_follows_the_weights():
+    fast, slow = encode([1000] * 500), encode([100_000] * 2000)  # sample counts do not set the share
+    mostly_fast = latency_figures([(fast, 0.9), (slow, 0.1)])
+    mostly_slow = latency_figures([(fast, 0.1), (slow, 0.9)])
+    assert mostly_fast["p50"] == pytest.approx(1000, rel=1e-3) and mostly_fast["p99"] == pytest.approx(1e5, rel=1e-3)
+    assert mostly_slow["p50"] == pytest.approx(1e5, rel=1e-3)
+    assert mixture([(fast, 0.0)]) is None and latency_figures([]) is None
+
+
+def test_mix_latency_names_what_it_leaves_out():
+    h = encode([2000] * 100)
+    m = mix_latency({"c1": 0.5, "c2": 0.25, "c3": 0.25, "c4": 0.0}, {"c1": [h, h], "c2": [], "c3": []},
+                    {"c2": "the rule set drops it", "c3": "tcp"})
+    assert m["classes"] == ["c1"] and m["weight_covered"] == pytest.approx(0.5)
+    assert m["left_out"] == {"c2": "the rule set drops it", "c3": "tcp"}
+    assert m["latency_ns"]["p50"] == pytest.approx(2000, rel=1e-3)
+
+
+def test_class_latency_summary(nft_classes):
+    udp_acc = next(c for c in nft_classes if c.expected == "accept" and c.packet.l4proto == "udp")
+    tcp_acc = next(c for c in nft_classes if c.expected == "accept" and c.packet.l4proto == "tcp")
+    dropped = next(c for c in nft_classes if c.expected == "drop")
+    assert latency_missing(udp_acc) is None
+    assert "tcp" in latency_missing(tcp_acc) and "no frame arrives" in latency_missing(dropped)
+    lat = {(udp_acc.class_id, "rules"): [{"hdr": encode([3000] * 50), "samples": 50, "load_pps": 1e5},
+                                         {"hdr": encode([5000] * 50), "samples": 50, "load_pps": 1e5}],
+           (udp_acc.class_id, "reference"): [{"hdr": None, "samples": 0, "load_pps": 1e5, "why": "no frame reached"}]}
+    s = summarize_latency(udp_acc, lat)
+    assert s["rules"]["rounds"] == 2 and s["rules"]["samples"] == 100
+    assert s["rules"]["latency_ns"]["p50"] == pytest.approx(3000, rel=1e-3)
+    assert s["rules"]["latency_ns"]["p99"] == pytest.approx(5000, rel=1e-3)
+    assert s["reference"]["latency_ns"] is None and s["reference"]["missing"] == "no frame reached"
+    assert s["added_p50_ns"] is None
+    assert summarize_latency(dropped, lat) == {"missing": latency_missing(dropped)}
+
+
+# -- configuration -------------------------------------------------------------------------------------
+def test_suite_class_weights_and_mix_file(tmp_path):
+    (tmp_path / "r.nft").write_text("table inet t {}\n")
+    (tmp_path / "m.toml").write_text("c1 = 2\n")
+    f = tmp_path / "s.toml"
+    f.write_text('name = "x"\n[ruleset]\nfile = "r.nft"\nclass_weights = { c1 = 3, c2 = 1 }\nlatency_count = 0\n')
+    cfg = config_from_suite_file(f)
+    assert cfg.class_weights == {"c1": 3.0, "c2": 1.0} and cfg.latency_count == 0
+    f.write_text('name = "x"\n[ruleset]\nfile = "r.nft"\nmix = "m.toml"\n')
+    assert config_from_suite_file(f).class_weights == {"c1": 2.0}
+    for bad, needle in (('class_weights = { c1 = "a" }', "'c1'"), ('mix = "m.toml"\nclass_weights = { c1 = 1 }', "not both"),
+                        ("latency_count = -1", "latency_count"), ("latency_fraction = 1.5", "latency_fraction")):
+        f.write_text(f'name = "x"\n[ruleset]\nfile = "r.nft"\n{bad}\n')
+        with pytest.raises(SuiteError, match=needle):
+            config_from_suite_file(f)
+
+
+def test_cli_bad_mix_is_one_line(tmp_path, capsys):
+    from fwlab.cli import main
+
+    (tmp_path / "r.nft").write_text("table inet t {}\n")
+    (tmp_path / "m.toml").write_text("c1 = -2\n")
+    for argv, needle in ((["--mix", str(tmp_path / "m.toml")], "weight of 'c1'"),
+                         (["--latency-count", "-1"], "latency_count")):
+        try:
+            rc = main(["run", "--ruleset", str(tmp_path / "r.nft"), *argv])
+        except SystemExit as exc:
+            rc = exc.code
+        err = capsys.readouterr().err
+        assert rc == 2 and len(err.strip().splitlines()) == 1 and needle in err, err
+    try:
+        rc = main(["run", "quick", "--mix", str(tmp_path / "m.toml")])
+    except SystemExit as exc:
+        rc = exc.code
+    assert rc == 2 and "--mix" in capsys.readouterr().err
+
+
+def test_report_shows_latency_per_class_and_the_mix(nft_classes):
+    from fwlab.report.section_ruleset import render
+
+    d = {"classes": [c.to_dict() for c in nft_classes[:3]], "not_covered": [], "notes": [], "sampling": "x"}
+    rng = lambda v: {"median": v, "min": v, "max": v, "n": 1}  # noqa: E731
+    f = {"p50": 12_300.0, "p90": 15_000.0, "p99": 45_600.0, "p99.9": 50_000.0, "min": 1.0, "mean": 2.0, "max": 9e4}
+    costs = [{"class_id": c.class_id, "rule_id": c.rule_id, "rule_text": "r", "expected": c.expected,
+              "traversed_rules": 3, "rate_pps": rng(1e5), "reference_rate_pps": rng(2e5), "cost_ns_per_packet": rng(5000),
+              "latency": {"missing": "the rule set drops it: no frame arrives to be timed"} if i == 0 else
+              {"rules": {"latency_ns": f}, "reference": {"latency_ns": None, "missing": "no frame arrived"}}}
+             for i, c in enumerate(nft_classes[:2])]
+    mix = {"source": "profile", "profile_source": "mix.toml", "weights": {"c1": 0.75, "c2": 0.25, "c3": 0.0},
+           "rate_pps": rng(9e4), "reference_rate_pps": rng(1.5e5), "cost_ns_per_packet": rng(4444), "method": "M",
+           "latency": {"latency_ns": f, "left_out": {"c1": "dropped"}, "weight_covered": 0.25, "method": "L"}}
+    run = {"ruleset_import": {"file": "x", "derivation": d, "probes": [], "costs": costs, "rate": {},
+                              "latency": {"method": "engine", "count": 2000, "fraction": 0.5}, "mix": mix}}
+    html = render(run, [])
+    assert "12.3 / 45.6" in html and "no frame arrives to be timed" in html and "no frame arrived" in html
+    assert "The whole mix" in html and "mix.toml" in html and "c1 75.0%" in html and "(2 of 3 classes)" in html
+    assert "4,444" in html and "12.3 / 15.0 / 45.6 / 50.0" in html and "25% of the mix's weight" in html
+    run["ruleset_import"]["mix"] = {**mix, "source": "even", "latency": None}
+    assert "every class alike" in render(run, [])
