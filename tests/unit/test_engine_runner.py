@@ -232,3 +232,56 @@ def test_report_latency_table():
     assert "p99.9 [µs]" in html and f"{lat['p99'] / 1e3:.1f}" in html
     assert html.count("<tr>") == 2  # header + one configuration
     assert _latency_table(trials[2:]) == ""
+
+
+def _dir(offered: int, unique: int, pps: float = 50000.0, short: bool = False):
+    send, recv = golden("send", "v4_udp_50000"), golden("recv", "v4_udp_50000")
+    send = {**send, "offered_count": offered, "achieved_pps": pps, "generator_short": short}
+    recv = {**recv, "total": {**recv["total"], "unique": unique}}
+    return eng.metrics_from(send, recv, 64, intended_count=50000)
+
+
+def test_bidirectional_counts_both_directions_and_their_skew():
+    up, down = _dir(50000, 50000), _dir(50000, 49000, pps=49000.0, short=True)
+    m = eng.combine_directions(up, down, 100.0, 100.25)
+    mt = m.metrics
+    assert mt["direction"] == "bidir"
+    assert mt["offered_count"] == 100000 and mt["forwarded_count"] == 99000
+    assert mt["loss_ratio"] == pytest.approx(1000 / 100000) and mt["intended_count"] == 100000
+    assert mt["directions"]["up"]["loss_ratio"] == 0 and mt["directions"]["down"]["forwarded_count"] == 49000
+    assert mt["rx_pps"] == pytest.approx(up.metrics["rx_pps"] + down.metrics["rx_pps"])
+    assert mt["latency_ns"] is None  # two paths: each direction keeps its own
+    assert mt["start_skew_s"] == pytest.approx(0.25) and mt["generator_short"] is True
+    assert mt["common_interval_s"] == pytest.approx(down.metrics["duration_s"] - 0.25 if
+                                                    up.metrics["duration_s"] >= down.metrics["duration_s"] + 0.25
+                                                    else up.metrics["duration_s"] - 0.25)
+    msgs = [f["message"] for f in m.flags if f["code"] == "generator-short"]
+    assert msgs and msgs[0].startswith("server to client")
+
+
+def test_bidirectional_skew_flag_when_the_directions_barely_overlap():
+    up, down = _dir(50000, 50000), _dir(50000, 50000)
+    el = up.metrics["duration_s"]
+    m = eng.combine_directions(up, down, 0.0, 0.5 * el)
+    assert "generator-skew" in {f["code"] for f in m.flags}
+    assert "generator-skew" not in {f["code"] for f in eng.combine_directions(up, down, 0.0, 0.0).flags}
+
+
+def test_measurer_bidir_asks_both_directions(monkeypatch):
+    seen = {}
+
+    def fake_bidir(bed, t, intended):
+        seen["intended"] = intended
+        return eng.combine_directions(_dir(50000, 50000), _dir(50000, 50000), 0.0, 0.0)
+
+    monkeypatch.setattr(eng, "run_bidir_trial", fake_bidir)
+    monkeypatch.setattr(eng, "run_trial", lambda *a: pytest.fail("unidirectional trial in a bidir search"))
+    r = eng.EngineMeasurer(bed=_bed(), bidir=True).measure(1.0, 50000)
+    # the load is per direction; the counts are over both
+    assert seen["intended"] == 50000 and r.intended_count == 100000 and r.offered_count == 100000
+    assert r.forwarded_count == 100000 and r.extra["start_skew_s"] == 0.0
+
+
+def test_bidir_trial_refuses_raw_frames():
+    with pytest.raises(RunnerError, match="backend udp"):
+        eng.run_bidir_trial(_bed(), eng.EngineTrial(duration_s=1.0, backend="packet"))

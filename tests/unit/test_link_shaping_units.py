@@ -36,9 +36,27 @@ def test_the_shaper_counts_frames_as_on_ethernet():
     assert root[:6] == ["tc", "qdisc", "replace", "dev", "eth9", "root"]
     assert root[root.index("overhead") + 1] == "24" and "tbf" in root and "100000000bit" in root
     # the queue counts frames, as a NIC's ring counts descriptors (not bytes: 18x more 64 B frames)
-    assert queue[-3:] == ["pfifo", "limit", "256"] and queue[queue.index("parent") + 1] == "1:1"
+    assert queue[-3:] == ["pfifo_head_drop", "limit", "256"] and queue[queue.index("parent") + 1] == "1:1"
     assert round(LinkShape(100_000_000).line_rate_pps(64)) == 148810  # 100BASE-TX, 64 B frames
     assert round(LinkShape(10**9).line_rate_pps(1518)) == 81274
+
+
+def test_a_full_shaper_queue_drops_its_oldest_frame_not_the_senders():
+    """A tail drop on the sender's own interface is refused to its socket, which Linux TCP takes for
+    local congestion and aborts on within seconds; the wire's queue drops at its head instead."""
+    shape = LinkShape(100_000_000)
+    root, q = shape.tc_commands("eth9")
+    assert root[root.index("handle") + 1] == "1:"
+    assert q[q.index("parent") + 1] == "1:1" and "pfifo_head_drop" in q and q[q.index("limit") + 1] == "256"
+    assert shape.to_dict()["queue"] == "pfifo_head_drop"
+
+
+def test_qdisc_counters_parse_the_root_of_shaper_and_queue():
+    text = ("qdisc tbf 1: root refcnt 3 rate 100Mbit burst 3Kb lat 31.3ms \n"
+            " Sent 2520000 bytes 30000 pkt (dropped 512, overlimits 8110 requeues 0) \n backlog 0b 0p requeues 0\n"
+            "qdisc pfifo_head_drop 10: parent 1:1 limit 256p\n"
+            " Sent 2520000 bytes 30000 pkt (dropped 9, overlimits 0 requeues 0) \n backlog 0b 0p requeues 0\n")
+    assert parse_qdisc_stats(text)["dropped"] == 512
 
 
 def test_qdisc_counters_parse():

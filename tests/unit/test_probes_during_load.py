@@ -252,3 +252,64 @@ def test_probes_wait_until_the_loads_streams_are_up():
     # a load that ended stops the wait at once
     bed = SsBed([0])
     assert wait_streams_up(bed, spec, lambda: False, poll_s=0.0) < 1.0 and bed.argv is None
+
+
+NETSTAT = ("TcpExt: SyncookiesSent TCPAbortOnData TCPAbortOnMemory TCPAbortOnTimeout\n"
+           "TcpExt: 0 2 0 {n}\n"
+           "IpExt: InNoRoutes\nIpExt: 0\n")
+
+
+def test_tcp_abort_counters_are_read_from_the_senders_netstat():
+    from fwlab.methods.recovery import parse_tcpext, tcp_aborts
+
+    assert parse_tcpext(NETSTAT.format(n=7)) == {"SyncookiesSent": 0, "TCPAbortOnData": 2, "TCPAbortOnMemory": 0,
+                                                 "TCPAbortOnTimeout": 7}
+    assert parse_tcpext("IpExt: a\nIpExt: 1\n") == {}
+    bed = SimpleNamespace(sh=lambda role, *a, check=True: SimpleNamespace(returncode=0, stdout=NETSTAT.format(n=3)))
+    assert tcp_aborts(bed, "client") == {"TCPAbortOnTimeout": 3, "TCPAbortOnMemory": 0, "TCPAbortOnData": 2}
+    assert tcp_aborts(None, "client") is None
+
+
+def test_the_load_failures_cause_is_named_from_what_was_measured():
+    from fwlab.methods.recovery import load_failure_cause
+
+    err = "iperf3 failed: unable to write to stream socket: Connection timed out"
+    shaped = load_failure_cause(err, {"TCPAbortOnTimeout": 1, "TCPAbortOnMemory": 0}, 100_000_000)
+    assert "100 Mbit/s" in shaped and "local congestion" in shaped and "TCPAbortOnTimeout +1" in shaped
+    assert "Mbit/s" not in load_failure_cause(err, {"TCPAbortOnTimeout": 1}, None)
+    assert "memory" in load_failure_cause(err, {"TCPAbortOnTimeout": 0, "TCPAbortOnMemory": 4}, None)
+    assert load_failure_cause("2 of 4 iperf3 clients hung", {"TCPAbortOnTimeout": 0}, 100_000_000) is None
+
+
+class AbortBed:
+    """A bed whose sender's TCPAbortOnTimeout rises by one over the load, on a 100 Mbit/s wire."""
+
+    def __init__(self):
+        self.n = 0
+        self.topo = SimpleNamespace(link_rate_bps=100_000_000)
+
+    def sh(self, role, *argv, check=True):
+        if argv[:2] == ("cat", "/proc/net/netstat"):
+            out = NETSTAT.format(n=self.n)
+            self.n += 1
+            return SimpleNamespace(returncode=0, stdout=out, stderr="")
+        return SimpleNamespace(returncode=0, stdout="ESTAB x\n" * 600, stderr="")
+
+
+def test_a_dead_loads_measured_cause_reaches_the_flag_and_the_finding(fast_probes):
+    err = "iperf3 failed: unable to write to stream socket: Connection timed out"
+    ts = []
+    for rep in (1, 2):
+        opts = ProbePlan.from_options(T3_DURING).to_dict()
+        spec = spec_dict(mode="bridge", backend="nftables", rules=1000, traffic="parallel", streams=500, rep=rep,
+                         options=opts)
+        fake = LoadAndProbes([1e9, 0.2e9, 0.3e9, 0.99e9], 2e9, 3, load_error=err)
+        m = recovery.measure_with_probes(fake, AbortBed(), TrafficSpec(traffic="parallel", tool="iperf3",
+                                                                       streams=500, duration_s=5.0, options=opts))
+        ts.append(record(spec, m))
+    t = ts[0]
+    assert t["extra"]["load_tcp_aborts"]["TCPAbortOnTimeout"] == 1
+    assert "local congestion" in t["extra"]["load_failure_cause"]
+    assert "measured cause" in next(f for f in t["flags"] if f["code"] == "load-failed")["message"]
+    f = t3(compare_study(run_of("seed-004"), seed004_during(ts)))
+    assert f.verdict == INCONCLUSIVE and "load died" in f.reason and "local congestion" in f.reason

@@ -127,12 +127,17 @@ def test_seed_000_udp_table_is_in_payload_bits_like_netperf():
 
 # --- seed 001 -------------------------------------------------------------------------------------
 
-def s001(mid: float, high: float, *, bridge: float = 1.2, noise: float = 0.0, reps: int = 1):
+def s001(mid: float, high: float, *, bridge: float = 1.2, noise: float = 0.0, reps: int = 1,
+         bidir: float | None = None):
     """Throughput searches, frames 64/512/1518 B, both layouts: 1000 rules at `mid` x 0 rules and
-    10000 rules at `high` x the 1000-rule figure; bridge mode at `bridge` x routed, 0 rules."""
+    10000 rules at `high` x the 1000-rule figure; bridge mode at `bridge` x routed, 0 rules;
+    with `bidir`: a bidirectional search (per direction) at `bidir` x routed, 0 rules, 64 B."""
     ts = []
     for k in range(reps):
         j = spread(k, noise)
+        if bidir is not None:
+            ts.append(tr("rfc2544", "throughput", "nftables", 0, size=64, rep=k, label="bidir", direction="bidir",
+                         throughput_pps=500e3 * bidir * spread(k, noise)))
         for size, mx in ((64, 500e3), (512, 450e3), (1518, 300e3)):
             for lay in ("linear", "set"):
                 for n, f in ((0, 1.0), (1000, mid), (10000, mid * high)):
@@ -145,9 +150,9 @@ def s001(mid: float, high: float, *, bridge: float = 1.2, noise: float = 0.0, re
 
 def test_seed_001_every_finding_reaches_all_three():
     scenarios = [
-        s001(0.99, 0.5, bridge=1.2, noise=0.01, reps=3),     # flat to 5000, effect above, bridge above
-        s001(0.6, 1.0, bridge=0.8, noise=0.002, reps=3),      # an effect at 1000, none above, bridge below
-        s001(0.85, 0.97, bridge=1.02, noise=0.5, reps=3),    # all within the noise
+        s001(0.99, 0.5, bridge=1.2, noise=0.01, reps=3, bidir=0.5),   # flat to 5000, effect above, bridge above
+        s001(0.6, 1.0, bridge=0.8, noise=0.002, reps=3, bidir=0.97),  # an effect at 1000, none above, bridge below
+        s001(0.85, 0.97, bridge=1.02, noise=0.5, reps=3, bidir=0.5),  # all within the noise
         [capacity_trial("routed", r, c) for r, c in ((1, 200000), (2, 201000))]
         + [capacity_trial("bridge", r, c) for r, c in ((1, 250000), (2, 251000))],
         [capacity_trial("routed", 1, 259000), capacity_trial("bridge", 1, 260000)],
@@ -161,8 +166,42 @@ def test_seed_001_every_finding_reaches_all_three():
     assert set(got) == {"seed-001/flat-up-to-5000/linear", "seed-001/flat-up-to-5000/set",
                         "seed-001/effect-above-5000/linear", "seed-001/effect-above-5000/set",
                         "seed-001/bridge-above-gateway", "seed-001/bridge-holds-more",
-                        "seed-001/sessions-set-by-memory"}
+                        "seed-001/sessions-set-by-memory", "seed-001/bidir-half-at-small-frames"}
     check_all_three(got)
+
+
+def test_seed_001_bidirectional_is_read_per_direction_and_kept_apart():
+    ts = s001(0.99, 0.5, noise=0.01, reps=3, bidir=0.5)
+    cmp = compare_study(run_of("seed-001"), ts)
+    f = next(f for f in cmp.findings if f.id == "seed-001/bidir-half-at-small-frames")
+    assert f.verdict == REPRODUCED and "per direction" in f.fwlab and "both ways" in f.fwlab
+    # the bidirectional searches never enter the unidirectional findings (Table 1's 0-rule figures)
+    flat = next(f for f in cmp.findings if f.id == "seed-001/flat-up-to-5000/linear")
+    assert not set(flat.trial_ids) & {t["trial_id"] for t in ts if t["label"] == "bidir"}
+    assert not any("Bi-directional" in m for m in cmp.missing)
+    assert any("Bi-directional" in m for m in compare_study(run_of("seed-001"), s001(0.99, 0.5, reps=3)).missing)
+
+
+def test_seed_001_leaves_out_a_frame_size_the_generator_capped():
+    """1518 B searches that passed the generator's maximum at every rule count say nothing about the
+    rule count: the rule-count findings are decided on the other sizes and say what was left out."""
+    ts = s001(0.6, 0.5, noise=0.002, reps=3)
+    for t in ts:
+        if t["size_bytes"] == 1518:
+            t["flags"] = [{"code": "max-load-passed", "severity": "info", "message": "passed the maximum"}]
+    cmp = compare_study(run_of("seed-001"), ts)
+    flat = next(f for f in cmp.findings if f.id == "seed-001/flat-up-to-5000/linear")
+    assert flat.verdict == NOT_REPRODUCED and "Left out: 1518 B (max-load-passed" in flat.fwlab
+    assert not {t["trial_id"] for t in ts if t["size_bytes"] == 1518} & set(flat.trial_ids)
+    # every size capped (the rfc2544 search's own flag): nothing to decide on, the finding says which flag
+    for t in ts:
+        t["flags"] = [{"code": "search-max-load-passed", "severity": "warning", "message": "passed the maximum"}]
+    flat = next(f for f in compare_study(run_of("seed-001"), ts).findings if f.id == "seed-001/flat-up-to-5000/linear")
+    assert flat.verdict == INCONCLUSIVE and "search-max-load-passed" in flat.reason
+    # undecided by the numbers (one repetition) and capped: the reason names both
+    one = [t for t in ts if t["repetition"] == 0]
+    flat = next(f for f in compare_study(run_of("seed-001"), one).findings if f.id == "seed-001/flat-up-to-5000/linear")
+    assert flat.verdict == INCONCLUSIVE and "1 repetition" in flat.reason and "search-max-load-passed" in flat.reason
 
 
 def test_seed_001_quotes_the_study_and_names_the_goal():

@@ -99,3 +99,36 @@ def test_measurer_batch_follows_the_load():
     m = EngineMeasurer(bed=None, batch_window_us=100.0)
     assert m.batch_for(1000) == 4 and m.batch_for(200_000) == 20 and m.batch_for(5e6) == 64
     assert EngineMeasurer(bed=None, batch=16).batch_for(1e6) == 16
+
+
+class SkewedBidir(FixedCapacity):
+    """A simulated DUT whose bidirectional trials overlap for only `overlap` of each trial."""
+
+    def __init__(self, capacity_pps: float, overlap: float):
+        super().__init__(capacity_pps)
+        self.overlap = overlap
+        self.last = None
+
+    def measure(self, duration_s, load_pps):
+        r = super().measure(duration_s, load_pps)
+        r.extra.update({"start_skew_s": (1 - self.overlap) * duration_s,
+                        "common_interval_s": self.overlap * duration_s})
+        return r
+
+
+@pytest.mark.parametrize("overlap,flagged", [(0.95, False), (0.6, True)])
+def test_bidir_search_records_skew_and_flags_a_partly_one_way_trial(overlap, flagged):
+    from fwlab.methods.rfc2544 import Rfc2544Runner
+    from fwlab.runners.base import TrafficSpec
+
+    opts = parse_options({"algorithm": "binary", "direction": "bidir",
+                          "goal": {"trial_duration_s": 1.0, "final_trial_duration_s": 1.0, "relative_width": 0.05}})
+    spec = TrafficSpec(traffic="throughput", tool="rfc2544", size_bytes=64, duration_s=1.0,
+                       options=opts.model_dump())
+    flags = []
+    base = {"frame_size": 64, "max_load_pps": 100e3, "direction": "bidir"}
+    m = Rfc2544Runner()._throughput(spec, opts, SkewedBidir(50e3, overlap), 100e3, base, flags, None)
+    mt = m.metrics
+    assert mt["direction"] == "bidir" and mt["throughput_aggregate_pps"] == 2 * mt["throughput_pps"]
+    assert mt["overlap_min_ratio"] == pytest.approx(overlap)
+    assert ("generator-skew" in {f["code"] for f in m.flags}) is flagged

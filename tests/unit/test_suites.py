@@ -87,3 +87,28 @@ def test_direct_mode_runs_only_the_no_firewall_reference():
     suite = parse_suite({**BASE, "mode": ["direct"], "backends": ["nftables"], "rules": [0, 100], "repetitions": 1}, "x")
     plan = expand(suite)
     assert [(t.backend, t.rules) for t in plan.trials] == [("none", 0)]
+
+
+def test_item_repetitions_cap_that_item_only():
+    suite = parse_suite({**BASE, "backends": ["nftables"], "rules": [1], "repetitions": 3,
+                         "traffic": [{"kind": "udp", "sizes": [64]},
+                                     {"kind": "udp", "sizes": [64], "label": "once", "repetitions": 1}]}, "x")
+    reps = sorted((t.label or "-", t.repetition) for t in expand(suite).trials)
+    assert reps == [("-", 1), ("-", 2), ("-", 3), ("once", 1)]
+
+
+def test_item_repetitions_need_fixed_repetitions():
+    suite = parse_suite({**BASE, "backends": ["nftables"], "rules": [1], "repetitions": 2, "precision": 0.05,
+                         "traffic": [{"kind": "udp", "sizes": [64], "repetitions": 1}]}, "x")
+    with pytest.raises(SuiteError) as ei:
+        expand(suite)
+    assert "precision" in ei.value.one_line() and "fix:" in ei.value.one_line()
+
+
+def test_seed_001_quick_repeats_its_throughput_searches():
+    """Its verdicts are read on 95 % intervals, which one repetition cannot give."""
+    suite, _ = load_suite("seed-001-quick")
+    plan = expand(suite)
+    tp = [t for t in plan.trials if t.traffic == "throughput"]
+    assert {t.repetition for t in tp} == {1, 2, 3}
+    assert {t.mode for t in tp} == {"routed", "bridge"}

@@ -84,4 +84,4 @@ def test_seed_003_two_way_tcp_row_and_presets():
 
 def test_seed_001_says_its_two_way_runs_are_not_measured():
     cmp = compare_study(run_of("seed-001"), [])
-    assert any("Bi-directional" in m and "one direction" in m for m in cmp.missing)
+    assert any("Bi-directional" in m and "no bidirectional search" in m for m in cmp.missing)

@@ -214,14 +214,56 @@ def run_beside_load(load: Callable[[], Measurement], probe: Callable[[], float],
     return result["m"], probes
 
 
+#: TcpExt counters (/proc/net/netstat) read in the sending namespace around a probed load
+TCP_ABORT_COUNTERS = ("TCPAbortOnTimeout", "TCPAbortOnMemory", "TCPAbortOnData")
+
+
+def parse_tcpext(text: str) -> dict[str, int]:
+    """``/proc/net/netstat`` -> the TcpExt counters by name (its header line, then its values)."""
+    lines = [ln.split() for ln in text.splitlines() if ln.startswith("TcpExt:")]
+    if len(lines) < 2:
+        return {}
+    return {k: int(v) for k, v in zip(lines[0][1:], lines[1][1:]) if v.lstrip("-").isdigit()}
+
+
+def tcp_aborts(bed: "Testbed | None", role: str) -> dict[str, int] | None:
+    """The sending namespace's TCP abort counters now (None without a bed or when unreadable)."""
+    if bed is None:
+        return None
+    cp = bed.sh(role, "cat", "/proc/net/netstat", check=False)
+    got = parse_tcpext(cp.stdout or "") if cp.returncode == 0 else {}
+    return {k: got[k] for k in TCP_ABORT_COUNTERS if k in got} or None
+
+
+def load_failure_cause(error: str, aborts: dict[str, int] | None, link_rate_bps: int | None) -> str | None:
+    """What made a multi-stream load fail, from what was measured: iperf3's error, the sender's
+    TCP abort counters over the load (deltas) and the emulated wire. A connection that times out
+    within a 25 s load cannot be retransmission giving up (tcp_retries2 = 15 is ~15 min of it);
+    Linux does abort within seconds on *local* congestion (packets its own interface's queue
+    refuses: a probe every 0.5 s, ETIMEDOUT after tcp_retries2 of them) -- what the link_rate
+    shaper's tail drop did until its queue dropped at its head (testbed.shaping). None when
+    nothing was measured that names a cause."""
+    n = (aborts or {}).get("TCPAbortOnTimeout", 0)
+    mem = (aborts or {}).get("TCPAbortOnMemory", 0)
+    if mem:
+        return f"the sender's TCP aborted {mem} connection(s) for lack of socket memory (TCPAbortOnMemory +{mem})"
+    if "timed out" not in error.lower():
+        return None
+    wire = f" behind an emulated {link_rate_bps / 1e6:g} Mbit/s wire" if link_rate_bps else ""
+    return (f"the sender's TCP timed out {n or 'a'} connection(s){wire} (ETIMEDOUT; TCPAbortOnTimeout +{n}): within "
+            "seconds that is Linux giving up on packets its own interface's queue refused (local congestion), "
+            "not on losses")
+
+
 def measure_with_probes(runner: "Iperf3", bed: "Testbed", spec: TrafficSpec) -> Measurement:
     """Baseline single stream, the multi-stream run, then recovery probes (or probes during the
     run: ``during``); kind ``parallel``."""
     plan = ProbePlan.from_options(spec.options)
     direction = spec.options.get("direction", "up")
+    cc = {"congestion": spec.options["congestion"]} if spec.options.get("congestion") else {}
     single = replace(spec, traffic="tcp", streams=1, duration_s=plan.probe_s,
-                     options={"direction": direction if direction != "bidir" else "up"})
-    main_spec = replace(spec, traffic="tcp", options={"direction": direction})
+                     options={"direction": direction if direction != "bidir" else "up", **cc})
+    main_spec = replace(spec, traffic="tcp", options={"direction": direction, **cc})
     if plan.during and plan.load_s:
         main_spec = replace(main_spec, duration_s=plan.load_s)
     if plan.during:
@@ -235,7 +277,20 @@ def measure_with_probes(runner: "Iperf3", bed: "Testbed", spec: TrafficSpec) -> 
     baseline = one() if plan.baseline else None
     if plan.during and plan.max_probes:
         ready = (lambda running: wait_streams_up(bed, main_spec, running)) if bed is not None else None
+        sender = "server" if direction == "down" else "client"
+        before = tcp_aborts(bed, sender)
         m, probes = run_beside_load(lambda: runner.run_clients(bed, main_spec), one, baseline, plan, ready=ready)
+        after = tcp_aborts(bed, sender)
+        if m.extra.get("load_error"):
+            delta = {k: after[k] - before.get(k, 0) for k in after} if before and after else None
+            m.extra["load_tcp_aborts"] = delta
+            cause = load_failure_cause(m.extra["load_error"], delta, getattr(bed.topo, "link_rate_bps", None)
+                                       if bed is not None else None)
+            if cause:
+                m.extra["load_failure_cause"] = cause
+                for f in m.flags:
+                    if f.get("code") == "load-failed":
+                        f["message"] += f"; measured cause: {cause}"
     else:
         m = runner.run_clients(bed, main_spec)
         probes = run_probes(one, baseline, plan)
@@ -275,12 +330,13 @@ class ParallelStreams(Runner):
 
     def check_options(self, kind: str, options: dict[str, Any]) -> dict[str, Any]:
         probe_keys = set(ProbePlan.model_fields)
-        extra = set(options) - probe_keys - {"direction"}
+        tcp_keys = {"direction", "congestion"}
+        extra = set(options) - probe_keys - tcp_keys
         if extra:
-            raise ValueError(f"parallel takes options {', '.join(sorted(probe_keys | {'direction'}))} "
+            raise ValueError(f"parallel takes options {', '.join(sorted(probe_keys | tcp_keys))} "
                              f"(unknown: {', '.join(sorted(extra))})")
         out = ProbePlan.from_options(options).to_dict()
-        out.update(self.tool.check_options("tcp", {k: v for k, v in options.items() if k == "direction"}))
+        out.update(self.tool.check_options("tcp", {k: v for k, v in options.items() if k in tcp_keys}))
         return out
 
     def estimate_s(self, traffic: str, duration_s: float, streams: int, options: dict[str, Any]) -> float:

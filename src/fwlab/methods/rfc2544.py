@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from fwlab.testbed.bed import Testbed
 
 KINDS = ("throughput", "frame_loss", "back_to_back")
+BIDIR_MIN_OVERLAP = 0.9  #: direction bidir: the two senders must overlap for this share of every search trial
 SEARCH_TRIALS = 12  #: trials of one throughput search, including the maximum-load trials (for estimates)
 
 
@@ -50,6 +51,10 @@ class Rfc2544Options(BaseModel):
     engine_backend: Literal["udp", "packet"] = Field(
         "udp", description="udp: the kernel accepts every frame and ring drops count as DUT loss; "
                            "packet: frames the DUT's ring refuses are not counted as offered")
+    direction: Literal["up", "bidir"] = Field(
+        "up", description="up: one sender, client to server; bidir: RFC 2544 bidirectional, a second sender "
+                          "from the server to the client at the same load at once (the load and the throughput "
+                          "are per direction; a trial passes only when neither direction loses)")
     max_load_factor: float = Field(1.0, gt=0, le=10, description="search maximum = this x the bed's maximum load")
     min_load_pps: float = Field(1000.0, gt=0, description="search minimum [frames/s]")
     mrr_duration_s: float = Field(2.0, gt=0, le=60, description="length of each maximum-load trial [s]")
@@ -227,9 +232,12 @@ class Rfc2544Runner(Runner):
         measurer = EngineMeasurer(bed=bed, frame_size=frame, ip_version=spec.ip_version,
                                   backend=opts.engine_backend, batch=opts.batch, max_lag=opts.max_lag,
                                   batch_window_us=None if opts.batch else opts.batch_window_us,
-                                  rt_priority=opts.generator_rt_priority)
+                                  rt_priority=opts.generator_rt_priority, bidir=opts.direction == "bidir")
         base = {"frame_size": frame, "max_load_pps": info["mrr_pps"], "search_max_load_pps": max_load,
-                "device_model": bed.topo.device_model}
+                "device_model": bed.topo.device_model, "direction": opts.direction}
+        if opts.direction == "bidir" and spec.traffic != "throughput":
+            raise RunnerError(f"direction bidir is for the throughput search, not {spec.traffic}",
+                              fix="drop direction = \"bidir\" from this item")
         flags: list[dict] = []
         if bed.topo.device_model != "napi":
             flags.append({"code": "no-device-model", "severity": "warning",
@@ -274,6 +282,23 @@ class Rfc2544Runner(Runner):
             "algorithm": opts.algorithm, "goal": main.goal.get("name") or opts.algorithm,
             "rx_pps": tput,
         }
+        if opts.direction == "bidir":
+            # RFC 2544 bidirectional: throughput_pps is per direction; both directions together
+            metrics["throughput_aggregate_pps"] = 2 * tput if tput is not None else None
+            metrics["throughput_basis"] = "per direction (the same load each way at once); aggregate = 2 x"
+            skews = [t.result.extra.get("start_skew_s") for t in main.trials]
+            skews = [x for x in skews if x is not None]
+            # how far apart the two senders started, at worst over the search's trials
+            metrics["start_skew_max_s"] = max(skews) if skews else None
+            overlap = [t.result.extra["common_interval_s"] / t.result.duration_s for t in main.trials
+                       if t.result.extra.get("common_interval_s") is not None and t.result.duration_s]
+            metrics["overlap_min_ratio"] = min(overlap) if overlap else None
+            if overlap and min(overlap) < BIDIR_MIN_OVERLAP:
+                flags.append({"code": "generator-skew", "severity": "warning",
+                              "message": f"the two directions' senders sent together for only {100 * min(overlap):.0f} % "
+                                         f"of a search trial (start skew up to {1e3 * max(skews or [0]):.0f} ms): part "
+                                         f"of it was one-way, so the per-direction figure overstates what the DUT "
+                                         f"forwards both ways; use longer trials"})
         for r in results[1:]:
             name = (r.goal.get("name") or "goal").replace("-", "_")
             metrics[f"{name}_throughput_pps"] = r.throughput_pps

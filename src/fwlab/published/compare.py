@@ -43,8 +43,12 @@ LIMIT_FLAGS = {
     "client-cpu-bound": "the clients' CPU was the limit",
     "flood-generator-short": "the flood generator fell short of its intended rate",
     "max-load-passed": "the search passed its largest load, so the figure is the generator's, a lower bound",
+    "search-max-load-passed": "the throughput search passed its largest load (the bed's maximum), so the figure is "
+                              "the generator's, a lower bound",
     "receiver-bound": "the receiving process, not the DUT, dropped packets",
     "flood-ended-early": "the flood ended before the measurement did, so part of it ran without the flood",
+    "generator-skew": "the generators (or a bidirectional trial's two senders) sent together for only part of a "
+                      "trial, so the aggregate overstates the load",
     "delayline-limited": "the emulated delay line (link_delay) dropped frames or fell behind, so it set the figure",
 }
 """Quality flags (codes the runners write on a trial) that say the generator or a CPU, not the
@@ -100,11 +104,13 @@ class Finding:
         itself `weighed`; the reason names the flags and the trials."""
         used = as_records(used)
         ids = tuple(str(t.trial_id) for t in used if t.trial_id is not None)
-        if verdict in DECIDED:
-            lim = limit_reason(used, ignore=weighed)
-            if lim:
-                reason = f"{lim}; the numbers alone would say '{verdict}'"
-                verdict = INCONCLUSIVE
+        lim = limit_reason(used, ignore=weighed)
+        if verdict in DECIDED and lim:
+            reason = f"{lim}; the numbers alone would say '{verdict}'"
+            verdict = INCONCLUSIVE
+        elif verdict == INCONCLUSIVE and lim and lim not in reason:
+            # undecided by the numbers, and the figures are not the firewall's anyway: say both
+            reason = f"{reason}; besides, {lim}" if reason else lim
         return cls(claim=claim, published=published, fwlab=fwlab, criterion=criterion, verdict=verdict,
                    reason=reason, trial_ids=ids, id=id)
 

@@ -18,7 +18,9 @@ bridge / gateway and as what stopped each search (the DUT's connection table or 
 from __future__ import annotations
 
 from fwlab.published.compare import (
+    limit_reason,
     bound_verdict,
+    range_verdict,
     decides,
     fmt_ci,
     no_interval,
@@ -58,8 +60,18 @@ CAP_METRIC = "capacity_connections"
 MODE_NAMES = {"routed": "gateway", "bridge": "bridge"}
 
 
+def _direction(t: TrialRecord) -> str:
+    return str(_opt(t, "direction") or (t.metrics or {}).get("direction") or "up")
+
+
 def _tp(trials):
-    return [t for t in trials if t.kind == "rfc2544" and t.traffic == "throughput"]
+    """The unidirectional throughput searches (Table 1, Fig. 5)."""
+    return [t for t in trials if t.kind == "rfc2544" and t.traffic == "throughput" and _direction(t) != "bidir"]
+
+
+def _tp_bidir(trials):
+    """The bidirectional ones (§3.5): the load and the figure per direction."""
+    return [t for t in trials if t.kind == "rfc2544" and t.traffic == "throughput" and _direction(t) == "bidir"]
 
 
 def _cap(trials):
@@ -216,7 +228,7 @@ def compare(study: Study, run: dict, trials: list[TrialRecord]) -> StudyComparis
         "FreeBSD 4.5 firewall, pass rule last -> nftables, N non-matching rules then the permit rule; the "
         "seed's '1-Rule' (pass only) is fwlab's 0 rules.",
         "Binary search with 60 s trials, 3 repetitions averaged -> the suite's search (the quick variant: "
-        "MLRsearch with short trials, 1 repetition).",
+        "MLRsearch with short trials, 3 repetitions).",
     ]
     caps = _cap(trials)
     if caps:
@@ -228,9 +240,10 @@ def compare(study: Study, run: dict, trials: list[TrialRecord]) -> StudyComparis
             f"search target {', '.join(f'{x:,}' for x in tops) or '–'} connections (the quick variant uses a smaller "
             "target than the full preset's 700,000). The DUT's connection-table limit is the host's nf_conntrack_max "
             "(read-only inside a namespace; fwlab does not change it for this preset).")
-    out.missing = ["Windows 2000 / Linux 2.4 / FreeBSD comparison at 100 Mbit/s (Fig. 4): one kernel here.",
-                   "Bi-directional full duplex (§3.5: about 50 % lower at small frames, no table): fwlab's RFC 2544 "
-                   "search drives one direction (fwlab-engine, client to server)."]
+    out.missing = ["Windows 2000 / Linux 2.4 / FreeBSD comparison at 100 Mbit/s (Fig. 4): one kernel here."]
+    if not _tp_bidir(trials):
+        out.missing.append("Bi-directional full duplex (§3.5: about 50 % lower at small frames, no table): no "
+                           "bidirectional search in this run (rfc2544 option direction = \"bidir\").")
     modes = sorted({t.mode for t in tp})
     gw = "routed" if "routed" in modes else (modes[0] if modes else None)
     layouts = sorted({t.layout for t in tp if t.mode == gw})
@@ -286,27 +299,41 @@ def compare(study: Study, run: dict, trials: list[TrialRecord]) -> StudyComparis
                  f"up to {FLAT_UP_TO:,} (0 rules when the run has none) entirely below {100 - EFFECT_PCT:g} % (every "
                  f"one at or above -> not reproduced, else inconclusive)")
     for lay in layouts:
-        def used(*ns, lay=lay):
-            return [t for s in sizes for n in ns for t in pick(tp, METRIC, mode=gw, size_bytes=s, rules=n, layout=lay)]
+        def used(*ns, lay=lay, only=None):
+            return [t for s in (only or sizes) for n in ns
+                    for t in pick(tp, METRIC, mode=gw, size_bytes=s, rules=n, layout=lay)]
+
+        def measurable(*ns, lay=lay):
+            """(sizes to decide on, a note on those left out): a frame size whose searches carry a
+            limiting flag (the generator's maximum passed, ...) says nothing about the rule count; it
+            is left out when another size remains (all limited: the finding says so itself)."""
+            left = {s: limit_reason(used(*ns, lay=lay, only=[s])) for s in sizes}
+            keep = [s for s in sizes if not left[s]]
+            if not keep or len(keep) == len(sizes):
+                return sizes, ""
+            return keep, " Left out: " + "; ".join(f"{s} B ({why})" for s, why in left.items() if why) + "."
         if mid is not None:
-            verdict, why, ratios = _judge(sizes, lambda s: v(s, 0, lay), lambda s: v(s, mid, lay), crit, below_is_bad=True)
+            ok, note = measurable(0, mid)
+            verdict, why, ratios = _judge(ok, lambda s: v(s, 0, lay), lambda s: v(s, mid, lay), crit, below_is_bad=True)
             out.findings.append(Finding.judge(
-                id=f"seed-001/flat-up-to-{FLAT_UP_TO}/{lay}", used=used(0, mid), reason=why, claim=flat_claim,
+                id=f"seed-001/flat-up-to-{FLAT_UP_TO}/{lay}", used=used(0, mid, only=ok), reason=why, claim=flat_claim,
                 published=f"Table 1 and §3.3: the rule count hardly affects throughput up to {FLAT_UP_TO:,} rules; "
                           f"largest printed rule count over 1 rule {pub_worst:.1f} % at worst (128 B)",
                 fwlab=f"fwlab nftables {lay}, {mid:,} rules over 0: "
-                      + ", ".join(f"{s} B {r:.1f} %" for s, r in sorted(ratios.items())) + ".",
+                      + ", ".join(f"{s} B {r:.1f} %" for s, r in sorted(ratios.items())) + "." + note,
                 criterion=flat_crit, verdict=verdict))
         if high is not None:
             ref_n = mid if mid is not None else 0
-            verdict, why, ratios = _judge(sizes, lambda s: v(s, ref_n, lay), lambda s: v(s, high, lay),
+            ok, note = measurable(ref_n, high)
+            verdict, why, ratios = _judge(ok, lambda s: v(s, ref_n, lay), lambda s: v(s, high, lay),
                                           100.0 - EFFECT_PCT, below_is_bad=False)
             out.findings.append(Finding.judge(
-                id=f"seed-001/effect-above-{FLAT_UP_TO}/{lay}", used=used(ref_n, high), reason=why, claim=more_claim,
+                id=f"seed-001/effect-above-{FLAT_UP_TO}/{lay}", used=used(ref_n, high, only=ok), reason=why,
+                claim=more_claim,
                 published=f"conclusion: above {FLAT_UP_TO:,} rules the rule count affects performance (a faster "
                           f"algorithm is needed); Table 1's last column is at most {100 - pub_worst:.1f} % below the first",
                 fwlab=f"fwlab nftables {lay}, {high:,} rules over {ref_n:,}: "
-                      + ", ".join(f"{s} B {r:.1f} %" for s, r in sorted(ratios.items())) + ".",
+                      + ", ".join(f"{s} B {r:.1f} %" for s, r in sorted(ratios.items())) + "." + note,
                 criterion=more_crit, verdict=verdict))
     if not any(f.claim == flat_claim for f in out.findings):
         out.findings.append(Finding(id="seed-001/flat-up-to-5000/linear",
@@ -334,8 +361,55 @@ def compare(study: Study, run: dict, trials: list[TrialRecord]) -> StudyComparis
             claim="Bridge mode forwards more than gateway mode", published="Fig. 5 (no numbers printed)",
             fwlab="this run's throughput searches cover one mode only (the full seed-001 suite runs both).",
             criterion="bridge above routed at every frame size", verdict=NOT_MEASURED))
+    _bidirectional(out, trials)
     _capacity(study, out, trials)
     return out
+
+
+BIDIR_PUB_PCT = 50.0
+"""§3.5: bidirectional full duplex was 'about 50 % lower' at small frames than unidirectional."""
+BIDIR_BAND_PCT = 15.0
+"""'About': fwlab counts a per-direction figure within 50 ± 15 % of the unidirectional one as that."""
+
+
+def _bidirectional(out: StudyComparison, trials: list[TrialRecord]) -> None:
+    """§3.5: bidirectional (two senders at once, one each way) against unidirectional throughput
+    at the smallest frame size measured both ways, per direction, same mode, rules and wire."""
+    claim = "Bidirectional full duplex forwards about 50 % less than unidirectional at small frames (§3.5)"
+    published = "§3.5: bidirectional full duplex about 50 % lower at small frame sizes (no table)"
+    lo, hi = BIDIR_PUB_PCT - BIDIR_BAND_PCT, BIDIR_PUB_PCT + BIDIR_BAND_PCT
+    crit = (f"the 95 % interval of the bidirectional throughput per direction over the unidirectional one (same "
+            f"mode, rules, frame size and wire; the smallest frame measured both ways) within {lo:g}-{hi:g} % "
+            f"(entirely outside -> not reproduced, across -> inconclusive)")
+    bi, uni = _tp_bidir(trials), _tp(trials)
+    keys = sorted({(t.mode, t.rules, int(t.size_bytes or 0), t.layout, t.link_rate_bps or 0) for t in bi},
+                  key=lambda k: (k[2], k[1], k[0] != "routed"))
+    pairs = []
+    for mode, n, size, lay, rate in keys:
+        b = [t for t in bi if (t.mode, t.rules, int(t.size_bytes or 0), t.layout, t.link_rate_bps or 0)
+             == (mode, n, size, lay, rate) and t.metrics.get(METRIC) is not None]
+        u = [t for t in uni if (t.mode, t.rules, int(t.size_bytes or 0), t.layout, t.link_rate_bps or 0)
+             == (mode, n, size, lay, rate) and t.metrics.get(METRIC) is not None]
+        if b and u:
+            pairs.append(((mode, n, size), b, u))
+    if not pairs:
+        out.findings.append(Finding(id="seed-001/bidir-half-at-small-frames", claim=claim, published=published,
+            fwlab="not measured: no bidirectional throughput search beside a unidirectional one at the same "
+                  "mode, rules and frame size in this run.", criterion=crit, verdict=NOT_MEASURED))
+        return
+    (mode, n, size), b, u = pairs[0]
+    bv, uv = [float(t.metrics[METRIC]) for t in b], [float(t.metrics[METRIC]) for t in u]
+    iv = ratio_ci(bv, uv)
+    verdict, why = range_verdict([iv], lo, hi)
+    skews = [t.metrics.get("start_skew_max_s") for t in b if t.metrics.get("start_skew_max_s") is not None]
+    text = (f"fwlab, {MODE_NAMES.get(mode, mode)} mode, {n:,} rules, {size} B frames: bidirectional "
+            f"{fmt(mean(bv) / 1e3, 1)} kpps per direction ({fmt(2 * mean(bv) / 1e3, 1)} kpps both ways), "
+            f"unidirectional {fmt(mean(uv) / 1e3, 1)} kpps; per direction {fmt_ci(iv) if iv else '–'} of "
+            f"unidirectional (95 % interval; {len(bv)} and {len(uv)} repetitions)"
+            + (f"; the two senders started at most {1e3 * max(skews):.1f} ms apart" if skews else "") + ".")
+    out.findings.append(Finding.judge(
+        id="seed-001/bidir-half-at-small-frames", claim=claim, published=published, fwlab=text, criterion=crit,
+        verdict=verdict, reason=why, used=b + u))
 
 
 def _above(sizes, ref_of, other_of):

@@ -22,7 +22,8 @@ _RATE_WORD = {"rx_pps": "forwards", "throughput_bps": "carries", "throughput_pps
               "transactions_per_s": "completes"}
 _LIMITED = {"cpu-saturated": "sender-CPU-bound", "client-cpu-bound": "client-CPU-bound",
             "generator-short": "generator-short", "flood-generator-short": "flood-generator-short",
-            "max-load-passed": "at the search's maximum load", "receiver-bound": "receiver-bound",
+            "max-load-passed": "at the search's maximum load", "search-max-load-passed": "at the search's maximum load",
+            "receiver-bound": "receiver-bound",
             "link-limited": "capped by the emulated wire", "flood-ended-early": "flood-ended-early",
             "delayline-limited": "capped by the delay line"}
 #: limits the headline names beside LIMIT_FLAGS: an emulated wire (testbed.shaping) capping the

@@ -573,6 +573,133 @@ def run_trial(bed: Testbed, t: EngineTrial, intended_count: int | None = None) -
     return m
 
 
+def combine_directions(up: Measurement, down: Measurement, up_start_s: float | None,
+                       down_start_s: float | None) -> Measurement:
+    """One bidirectional trial's Measurement from its two directions' (each from
+    :func:`metrics_from`): offered, forwarded and intended counts summed (so the loss ratio is over
+    both directions and a trial passes only when neither loses), rates summed (the aggregate),
+    each direction's own figures under ``directions`` ("up": client to server, "down": server to
+    client), and how far apart the two senders started (``start_skew_s``) and how long they both
+    sent (``common_interval_s``). Flags of either direction are kept, named by direction."""
+    u, d = up.metrics, down.metrics
+
+    def add(key):
+        a, b = u.get(key), d.get(key)
+        return None if a is None or b is None else a + b
+    offered = int(u["offered_count"]) + int(d["offered_count"])
+    forwarded = int(u["forwarded_count"]) + int(d["forwarded_count"])
+    keep = ("intended_count", "offered_count", "forwarded_count", "loss_ratio", "tx_pps", "rx_pps",
+            "throughput_bps", "generator_short", "socket_drops", "duration_s", "latency_ns", "pinning")
+    metrics = dict(u)
+    metrics.update({
+        "direction": "bidir",
+        "intended_count": add("intended_count"), "intended_pps": add("intended_pps"),
+        "offered_count": offered, "forwarded_count": forwarded, "tx_packets": offered, "rx_packets": forwarded,
+        "lost": offered - forwarded, "loss_ratio": (offered - forwarded) / offered if offered else None,
+        "tx_pps": add("tx_pps"), "rx_pps": add("rx_pps"), "throughput_bps": add("throughput_bps"),
+        "throughput_basis": u.get("throughput_basis", "") + "; bidirectional: both directions summed",
+        "generator_short": bool(u.get("generator_short") or d.get("generator_short")),
+        "socket_drops": add("socket_drops"), "send_errors": add("send_errors"),
+        "lag_skipped_count": add("lag_skipped_count"),
+        # one latency would mix two paths: each direction keeps its own
+        "latency_ns": None, "latency_samples": None, "latency_hdr_b64": None, "latency_hdr_unit": None,
+        "directions": {"up": {k: u.get(k) for k in keep}, "down": {k: d.get(k) for k in keep}},
+    })
+    skew = common = None
+    if up_start_s is not None and down_start_s is not None:
+        skew = abs(up_start_s - down_start_s)
+        ends = [up_start_s + float(u.get("duration_s") or 0), down_start_s + float(d.get("duration_s") or 0)]
+        common = max(0.0, min(ends) - max(up_start_s, down_start_s))
+    metrics["start_skew_s"], metrics["common_interval_s"] = skew, common
+    flags = [{**f, "message": f"client to server: {f['message']}"} for f in up.flags]
+    flags += [{**f, "message": f"server to client: {f['message']}"} for f in down.flags]
+    shortest = min(float(u.get("duration_s") or 0), float(d.get("duration_s") or 0))
+    if common is not None and shortest and common < 0.9 * shortest:
+        flags.append({"code": "generator-skew", "severity": "warning",
+                      "message": f"the two directions sent together for only {common:.3f} s of {shortest:.3f} s "
+                                 f"(start skew {skew:.3f} s): the trial is partly unidirectional"})
+    return Measurement(metrics=metrics, flags=flags,
+                       raw={"engine_send_jsons": [up.raw.get("engine_send_json"), down.raw.get("engine_send_json")],
+                            "engine_recv_jsons": [up.raw.get("engine_recv_json"), down.raw.get("engine_recv_json")]})
+
+
+def run_bidir_trial(bed: Testbed, t: EngineTrial, intended_count: int | None = None) -> Measurement:
+    """RFC 2544 bidirectional: two engine senders at once, client to server and server to
+    client, each at ``t``'s rate (the load is per direction, as RFC 2544 offers it), each with its
+    own receiver on the far side; the result is :func:`combine_directions`. Both senders run on
+    the tester's CPUs (the client's; the server's CPU is the DUT's in device model napi), both
+    receivers too. A local bed with one client and the udp backend only."""
+    if t.backend != "udp":
+        raise RunnerError(f"a bidirectional engine trial sends UDP (backend udp), not '{t.backend}'",
+                          fix="use engine_backend = \"udp\" with direction = \"bidir\"")
+    if any(bed.is_remote(r) for r in ("client", "server")) or len(generator_roles(bed)) > 1:
+        raise RunnerError("a bidirectional engine trial needs a local bed with one client",
+                          fix="run direction = \"bidir\" without a hosts file, or use direction = \"up\"")
+    plan = bed.topo.plan
+    engine = require_engine()
+    host = bed.host_for("client")
+    legs = {"up": ("client", "server", plan.server(t.ip_version)),
+            "down": ("server", "client", plan.client(t.ip_version))}
+    readies, recv_args, send_args = {}, {}, {}
+    for d, (_tx, rx, dst) in legs.items():
+        readies[d] = host.scratch_path(f"engine-ready-{d}-{os.getpid()}-{time.monotonic_ns()}")
+        recv_args[d] = build_recv_args(engine, t, ready_file=readies[d])
+        a = build_send_args(engine, replace(t, stream_id=1 if d == "up" else 1 + STREAM_STRIDE), dst=dst)
+        send_args[d] = ["chrt", "-f", str(t.rt_priority), *a] if t.rt_priority else a
+    rxs = {d: host.spawn(recv_args[d], ns=bed.ns(legs[d][1])) for d in legs}
+    senders: dict = {}
+    done: dict = {}
+    outs: dict = {}
+    try:
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        for d, rx in rxs.items():
+            while not host.exists(readies[d]):
+                if rx.proc.poll() is not None or time.monotonic() > deadline:
+                    _, err = rx.stop()
+                    raise RunnerError(f"fwlab-engine recv ({d}) did not become ready: "
+                                      f"{err.strip()[:200] or 'no output'}",
+                                      fix="run 'fwlab clean'; check the engine build")
+                time.sleep(0.01)
+        try:
+            senders = {d: host.spawn(send_args[d], ns=bed.ns(legs[d][0])) for d in legs}
+            done = {d: _finish(sp, t.duration_s * 1.5 + 30) for d, sp in senders.items()}
+        except Exception:
+            for rx in rxs.values():
+                rx.stop(sig=2)
+            raise
+        for d, rx in rxs.items():
+            try:
+                rx.proc.wait(timeout=IDLE_TIMEOUT_S + 3.0)
+            except subprocess.TimeoutExpired:
+                pass
+            outs[d] = rx.stop(sig=2, wait_s=5.0)
+    finally:
+        for rx in rxs.values():
+            if rx.proc.poll() is None:
+                rx.stop()
+            host.forget(rx)
+        for sp in senders.values():
+            if sp.proc.poll() is None:
+                sp.stop()
+            host.forget(sp)
+    ms, starts = {}, {}
+    for d in legs:
+        rc, out, err = done[d]
+        if rc != 0:
+            raise RunnerError(f"fwlab-engine send ({d}, from the {legs[d][0]}) failed (exit {rc}): {err.strip()[:200]}",
+                              fix="check the test bed and the firewall's permit rules in both directions")
+        rout, rerr = outs[d]
+        if not rout.strip():
+            raise RunnerError(f"fwlab-engine recv ({d}) printed nothing: {rerr.strip()[:200]}",
+                              fix="check the engine build ('make engine')")
+        send = parse_result(out, "send")
+        ms[d] = metrics_from(send, parse_result(rout, "recv"), t.frame_size, intended_count)
+        starts[d] = send["started_unix_ns"] / 1e9 if send.get("started_unix_ns") else None
+    m = combine_directions(ms["up"], ms["down"], starts["up"], starts["down"])
+    m.raw["argv"] = {"send": [send_args["up"], send_args["down"]], "recv": [recv_args["up"], recv_args["down"]]}
+    return m
+
+
 def _version_text(stdout: str) -> str | None:
     try:
         doc = json.loads(stdout)
@@ -666,6 +793,9 @@ class EngineMeasurer:
     #: if set, the batch follows the load: the frames due in this window [us], within 4..64 (so the
     #: bursts stay short at low loads and the sender keeps up at high ones); overrides ``batch``
     batch_window_us: float | None = None
+    #: RFC 2544 bidirectional: a second sender from the server to the client at the same load
+    #: (``load_pps`` is per direction; counts and loss are over both directions)
+    bidir: bool = False
 
     #: with a real-time sender: busy-wait at most this long before a batch is due [us] and sleep
     #: the rest, so the sender stays well below the kernel's RT limit (a SCHED_FIFO thread busy
@@ -694,26 +824,28 @@ class EngineMeasurer:
                         send_cpus=send_cpus, recv_cpus=recv_cpus, batch=batch, burst=burst,
                         max_lag=self.max_lag, rt_priority=self.rt_priority,
                         spin_us=self.RT_SPIN_US if self.rt_priority else None)
-        role, dev = "client", self.bed.topo.client_if
-        before = self.bed.link_counters(role, dev)
-        m = run_trial(self.bed, t, intended)
-        after = self.bed.link_counters(role, dev)
+        legs = [("client", self.bed.topo.client_if)] + ([("server", self.bed.topo.server_if)] if self.bidir else [])
+        before = [self.bed.link_counters(role, dev) for role, dev in legs]
+        m = run_bidir_trial(self.bed, t, intended) if self.bidir else run_trial(self.bed, t, intended)
+        after = [self.bed.link_counters(role, dev) for role, dev in legs]
         self.last = m
         mt = m.metrics
         lat = mt.get("latency_ns")
         return TrialResult(
-            duration_s=duration_s, intended_load_pps=load_pps, intended_count=intended,
+            duration_s=duration_s, intended_load_pps=load_pps, intended_count=intended * len(legs),
             offered_count=mt["offered_count"], forwarded_count=mt["forwarded_count"],
             latency={f"{k}_ns": v for k, v in lat.items()} if lat else None,
             extra={"tool": "fwlab-engine", "engine_generator_short": mt["generator_short"],
                    "tx_pps": mt["tx_pps"], "jitter_ns": mt["jitter_ns"], "reordered": mt["reordered"],
                    "duplicated": mt["duplicated"], "pinning": mt["pinning"], "flags": m.flags,
-                   "socket_drops": mt.get("socket_drops"),
+                   "socket_drops": mt.get("socket_drops"), "start_skew_s": mt.get("start_skew_s"),
+                   "common_interval_s": mt.get("common_interval_s"),
                    # frames the sender's veth could not put into the DUT's receive ring: the DUT's
                    # ingress drops in device model "napi" (veth counts them as its tx_dropped)
-                   "dut_ingress_drops": after["tx_dropped"] - before["tx_dropped"],
+                   "dut_ingress_drops": sum(a["tx_dropped"] - b["tx_dropped"] for a, b in zip(after, before)),
                    "argv": m.raw.get("argv")})
 
 
 __all__ = ["EngineMeasurer", "EngineRunner", "EngineTrial", "build_recv_args", "build_send_args",
-           "find_engine", "metrics_from", "next_hop_mac", "parse_result", "run_trial"]
+           "combine_directions", "find_engine", "metrics_from", "next_hop_mac", "parse_result", "run_bidir_trial",
+           "run_trial"]

@@ -44,6 +44,8 @@ MAX_STREAMS_PER_PROCESS = 128  #: iperf3's own limit on -P
 #: its throughput is taken over the whole run, not iperf3's nominal length
 OVERRUN_FACTOR, OVERRUN_SLACK_S = 1.2, 2.0
 DIRECTIONS = ("up", "down", "bidir")
+#: iperf3 -C: TCP congestion controls fwlab offers (reno/cubic: loss-based, as the seeds' stacks were)
+CONGESTION_CONTROLS = ("reno", "cubic", "bbr")
 #: iperf3 -w (socket buffers, i.e. the TCP window): Linux raises anything below ~2 KiB to its minimum
 MIN_WINDOW_BYTES, MAX_WINDOW_BYTES = 2048, 64 * 1024 * 1024
 #: metrics added over client processes
@@ -76,6 +78,8 @@ def build_client_args(spec: TrafficSpec, server_addr: str, cpu: int | None, *,
         args += ["-A", str(cpu)]
     if spec.options.get("window_bytes"):
         args += ["-w", str(int(spec.options["window_bytes"]))]
+    if spec.options.get("congestion") and spec.traffic in ("tcp", "parallel"):
+        args += ["-C", str(spec.options["congestion"])]
     direction = spec.options.get("direction", "up")
     if direction == "down":
         args.append("-R")
@@ -168,6 +172,9 @@ def parse_json(text: str, traffic: str) -> Measurement:
         "cpu_receiver_pct": cpu.get("remote_total"),
         "direction": direction,
     }
+    if end.get("sender_tcp_congestion"):
+        # the sender's TCP congestion control (the namespace's default unless option congestion)
+        metrics["tcp_congestion"] = end["sender_tcp_congestion"]
     main = "down" if direction == "down" else "up"
     if traffic == "udp":
         per = {main: _udp_sum(end.get("sum") or {})}
@@ -261,6 +268,8 @@ def combine(parts: list[Measurement]) -> Measurement:
         return parts[0]
     m0 = parts[0].metrics
     metrics: dict = {"direction": m0.get("direction")}
+    if m0.get("tcp_congestion"):
+        metrics["tcp_congestion"] = m0["tcp_congestion"]
     for k in _SUMMED:
         vals = [p.metrics.get(k) for p in parts if p.metrics.get(k) is not None]
         if vals:
@@ -334,7 +343,7 @@ class Iperf3(Runner):
 
     def check_options(self, kind: str, options: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        known = {"direction", "rtt_probe", "window_bytes"}
+        known = {"congestion", "direction", "rtt_probe", "window_bytes"}
         extra = set(options) - known
         if extra:
             raise ValueError(f"iperf3 {kind} takes options {', '.join(sorted(known))} "
@@ -353,6 +362,12 @@ class Iperf3(Runner):
                 raise ValueError(f"iperf3 window_bytes {w!r} must be a whole number of bytes in "
                                  f"{MIN_WINDOW_BYTES}..{MAX_WINDOW_BYTES} (iperf3 -w)")
             out["window_bytes"] = w
+        if "congestion" in options:
+            c = options["congestion"]
+            if kind not in ("tcp", "parallel") or not isinstance(c, str) or c not in CONGESTION_CONTROLS:
+                raise ValueError(f"iperf3 congestion {c!r} must be one of {', '.join(CONGESTION_CONTROLS)} "
+                                 f"(iperf3 -C, TCP kinds only)")
+            out["congestion"] = c
         return out
 
     def start(self, bed: "Testbed", spec: TrafficSpec) -> None:

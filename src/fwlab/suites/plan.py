@@ -56,6 +56,9 @@ def _check(suite: Suite) -> None:
                 raise ValueError("IPv6 engine frames are at least 78 B (RFC 5180): raise sizes or drop IPv6")
         elif t.rate_pps is not None:
             raise ValueError("rate_pps is for kind = \"engine\" (use rate_bps)")
+        if t.repetitions is not None and suite.precision is not None:
+            raise ValueError(f"item '{t.label or t.kind}' sets repetitions = {t.repetitions}, which needs fixed "
+                             "repetitions: drop precision (or the item's repetitions)")
     realworld = [lay for lay in suite.layouts if lay in REALWORLD_LAYOUTS]
     if realworld:
         if min(suite.rules) < 1:
@@ -130,6 +133,8 @@ def expand(suite: Suite, dut_system: str | None = None) -> Plan:
                         for layout, n, sc in configs:
                             for item in suite.traffic:
                                 if not item.runs_on(mode, backend_name, layout, n, sc):
+                                    continue
+                                if item.repetitions is not None and rep > item.repetitions:
                                     continue
                                 floods: list[dict | None] = [
                                     f.to_dict() for b in suite.background

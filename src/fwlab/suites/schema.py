@@ -76,6 +76,10 @@ class TrafficItem(Strict):
                                     description="UDP payload / TCP write size [bytes]; for kind engine the "
                                                 "Ethernet frame size incl. FCS [bytes]; null = tool default")
     streams: int = Field(1, ge=1, le=1024)
+    repetitions: int | None = Field(None, ge=1, le=100,
+                                    description="run this item in the first N of the suite's repetitions only "
+                                                "(e.g. a long search whose verdict does not hang on the spread); "
+                                                "null = every repetition. Needs fixed repetitions (no precision)")
     rate_bps: int | None = Field(None, ge=1, description="target rate [bit/s]; null = unlimited")
     rate_pps: float | Literal["max"] | None = Field(
         None, description="kind engine: intended rate [frames/s]; null or \"max\" = the generator's maximum. "

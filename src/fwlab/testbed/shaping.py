@@ -13,11 +13,19 @@ inter-frame gap 12), so a 64-byte frame costs 84 bytes of line time, and 100 Mbi
 most 148,810 such frames per second, as a 100BASE-TX wire does.
 
 The shaper is tbf (a burst of two full-size frames, so the rate holds within one frame time)
-over a queue of 256 frames of any size (pfifo: a NIC's transmit ring counts descriptors, not
-bytes; 31 ms of full-size frames at 100 Mbit/s, 1.7 ms of 64-byte ones). A queue counted in bytes
-held 4,687 small frames, which let a 0.5 s RFC 2544 trial at 161 % of a 10 Mbit/s wire's line
-rate end without loss (the queue drained after the trial). A
-one-way delay (netem) is not offered: this lab's kernel has no sch_netem (docs say how to check).
+over a queue of 256 frames of any size (a NIC's transmit ring counts descriptors, not bytes; 31 ms
+of full-size frames at 100 Mbit/s, 1.7 ms of 64-byte ones). A queue counted in bytes held 4,687
+small frames, which let a 0.5 s RFC 2544 trial at 161 % of a 10 Mbit/s wire's line rate end
+without loss (the queue drained after the trial). The queue drops at its head when full
+(pfifo_head_drop). Head, not tail: the shaper sits on the sender's own interface, and a tail drop
+there is refused to the sending socket (NET_XMIT_DROP), which Linux TCP takes for *local*
+congestion: the socket probes every 0.5 s and aborts the connection with ETIMEDOUT after
+tcp_retries2 (15) refusals, about 8 s (measured: seed 004's 500-stream load through a 100 Mbit/s
+wire died 9.0-9.2 s in, its streams in the 'persist' timer with probe counts climbing to 15). A
+wire's or a switch's drop is a loss the sender learns of from missing acknowledgements; the head
+drop gives that: the new frame is accepted (NET_XMIT_CN, which TCP and UDP count as sent) and the
+oldest queued one is lost. A one-way delay (netem) is not offered: this lab's kernel has no
+sch_netem (docs say how to check).
 """
 
 from __future__ import annotations
@@ -43,14 +51,15 @@ class LinkShape:
 
     def tc_commands(self, dev: str) -> list[list[str]]:
         """The tc commands that shape ``dev``'s egress: tbf at the root (its own byte limit only
-        sizes the default queue), then its queue replaced by a pfifo of QUEUE_FRAMES frames."""
+        sizes the default queue), then its queue replaced by QUEUE_FRAMES frames dropping at the head."""
         burst = 2 * (FULL_FRAME_BYTES + ETHERNET_OVERHEAD_BYTES)
         limit = QUEUE_FRAMES * (FULL_FRAME_BYTES + ETHERNET_OVERHEAD_BYTES)
         return [["tc", "qdisc", "replace", "dev", dev, "root", "handle", "1:",
                  "stab", "overhead", str(ETHERNET_OVERHEAD_BYTES), "linklayer", "ethernet",
                  "tbf", "rate", f"{self.rate_bps}bit", "burst", str(burst), "limit", str(limit)],
+                # head drop: a full queue loses its oldest frame, never refuses the sender's
                 ["tc", "qdisc", "replace", "dev", dev, "parent", "1:1", "handle", "10:",
-                 "pfifo", "limit", str(QUEUE_FRAMES)]]
+                 "pfifo_head_drop", "limit", str(QUEUE_FRAMES)]]
 
     def line_rate_pps(self, frame_bytes: int) -> float:
         """Frames per second of ``frame_bytes`` (an Ethernet frame incl. FCS) the wire carries."""
@@ -58,7 +67,8 @@ class LinkShape:
 
     def to_dict(self) -> dict:
         return {"rate_bps": self.rate_bps, "overhead_bytes": ETHERNET_OVERHEAD_BYTES,
-                "queue_frames": QUEUE_FRAMES, "qdisc": "tbf + pfifo", "where": "client and server egress"}
+                "queue_frames": QUEUE_FRAMES, "qdisc": "tbf + pfifo_head_drop", "queue": "pfifo_head_drop",
+                "where": "client and server egress"}
 
 
 _STATS = re.compile(r"Sent (?P<bytes>\d+) bytes (?P<pkts>\d+) pkt \(dropped (?P<dropped>\d+), "
