@@ -35,7 +35,10 @@ def test_a_shaped_wire_carries_at_most_its_line_rate():
     ceiling = line_pps * duration_s * 1.01 + QUEUE_FRAMES + 2  # the queue counts frames
     assert m["offered_count"] > 1.5 * line_pps * duration_s  # the sender offered more than the wire
     assert 0.5 * line_pps * duration_s <= m["forwarded_count"] <= ceiling
-    assert dropped > 0 and m["forwarded_count"] + dropped <= m["offered_count"]
+    # the shaper also queues the bed's own frames (ARP, IPv6 ND/MLD); a full head-drop queue
+    # pushes out whatever is oldest, so its drop count may hold a few of those too
+    other_frames = 16
+    assert dropped > 0 and m["forwarded_count"] + dropped <= m["offered_count"] + other_frames
     assert desc["link"]["rate_bps"] == RATE_BPS and desc["topology"]["link_rate_bps"] == RATE_BPS
     assert "tbf" not in dut_qdisc  # the shaping cost is not the DUT's
 
