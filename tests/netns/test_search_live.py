@@ -22,7 +22,11 @@ def test_bench_search_one_short_round(tmp_path):
     lower, upper = mlr["lower_bound_pps"], mlr["upper_bound_pps"]
     assert lower is not None and upper is not None and lower < upper
     at_lower = [t for t in mlr["trials"] if t["load_pps"] == round(lower)]
-    assert any(t["passed"] and t["duration_s"] == 1.0 for t in at_lower) and all(t["passed"] for t in at_lower)
+    # the lower bound is proven at the final duration: a full-length pass there and no full-length
+    # failure (a shorter, earlier-target trial at the same load may fail: it does not count for
+    # the final goal, and on this DUT short trials pass or fail differently from long ones)
+    full = [t for t in at_lower if t["duration_s"] == 1.0]
+    assert full and all(t["passed"] for t in full)
     assert any(not t["passed"] for t in mlr["trials"] if t["load_pps"] == round(upper))
     assert all(t["duration_s"] <= 1.0 for t in mlr["trials"])
     # the breakdown is of what was measured: its parts add up to the ratio
