@@ -511,12 +511,35 @@ RULESET_KEYS = ("file", "ipset", "interfaces", "rate_count", "probe_count", "mea
 
 
 def _check_latency(count, fraction, where: str) -> None:
+    """A latency trial's frame count and load fraction, checked before any arithmetic on them."""
     if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-        raise SuiteError(f"{where}: latency_count must be a whole number >= 0 (0: no latency)",
+        raise SuiteError(f"{where}: latency_count must be a whole number >= 0 (0: no latency), not {count!r}",
                          fix="latency_count = 20000")
     if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction <= 1:
-        raise SuiteError(f"{where}: latency_fraction must be in (0, 1] (share of the class's rate)",
-                         fix="latency_fraction = 0.5")
+        raise SuiteError(f"{where}: latency_fraction must be a number in (0, 1] (share of the class's rate), "
+                         f"not {fraction!r}", fix="latency_fraction = 0.5")
+
+
+#: [ruleset] keys whose value must be a string / a bool / a table of strings (or a string)
+_STRING_KEYS = ("file", "ipset")
+_BOOL_KEYS = ("measure_rate",)
+
+
+def _check_table_types(table: dict, where: str) -> None:
+    """The [ruleset] table's file names, flags and interfaces are of the right TOML type (one line
+    naming the key otherwise, never a TypeError further on)."""
+    for k in _STRING_KEYS:
+        if k in table and (not isinstance(table[k], str) or not table[k].strip()):
+            raise SuiteError(f"{where}: {k} must be a file name (a string), not {table[k]!r}",
+                             fix=f'{k} = "my-rules.{"nft" if k == "file" else "ipset"}"')
+    for k in _BOOL_KEYS:
+        if k in table and not isinstance(table[k], bool):
+            raise SuiteError(f"{where}: {k} must be true or false, not {table[k]!r}", fix=f"{k} = false")
+    ifs = table.get("interfaces")
+    if ifs is not None and not isinstance(ifs, str) and not (
+            isinstance(ifs, dict) and all(isinstance(v, str) for v in ifs.values())):
+        raise SuiteError(f"{where}: interfaces must be a table NAME = ROLE (or \"NAME=ROLE,NAME=ROLE\"), "
+                         f"not {ifs!r}", fix='interfaces = { eth0 = "client", eth1 = "server" }')
 
 
 def config_from_args(ruleset: str, *, ipset: str | None = None, interfaces: str | None = None,
@@ -556,16 +579,19 @@ def config_from_suite_file(path: Path, repetitions: int | None = None) -> Rulese
                          f"and [ruleset] (found {', '.join(other)})", fix="move the other keys to another suite")
     base = path.parent
     reps = repetitions or data.get("repetitions", 3)
-    if not isinstance(reps, int) or reps < 1:
-        raise SuiteError(f"suite {path.name}: repetitions must be a positive integer", fix="repetitions = 3")
+    if isinstance(reps, bool) or not isinstance(reps, int) or reps < 1:
+        raise SuiteError(f"suite {path.name}: repetitions must be a positive integer, not {reps!r}",
+                         fix="repetitions = 3")
+    _check_table_types(table, where)
     ints = {k: table[k] for k in ("rate_count", "probe_count", "seed") if k in table}
-    bad = [k for k, v in ints.items() if not isinstance(v, int) or v < 1]
+    bad = [k for k, v in ints.items() if isinstance(v, bool) or not isinstance(v, int) or v < 1]
     if bad:
-        raise SuiteError(f"{where}: {bad[0]} must be a positive integer", fix=f"{bad[0]} = 100000")
+        raise SuiteError(f"{where}: {bad[0]} must be a positive integer, not {ints[bad[0]]!r}",
+                         fix=f"{bad[0]} = 100000")
     lat = {"latency_count": table.get("latency_count", LATENCY_COUNT),
-           "latency_fraction": float(table.get("latency_fraction", LATENCY_FRACTION))
-           if not isinstance(table.get("latency_fraction"), bool) else table["latency_fraction"]}
+           "latency_fraction": table.get("latency_fraction", LATENCY_FRACTION)}
     _check_latency(lat["latency_count"], lat["latency_fraction"], where)
+    lat["latency_fraction"] = float(lat["latency_fraction"])  # checked: an int or float in (0, 1]
     if "class_weights" in table and "mix" in table:
         raise SuiteError(f"{where}: give class_weights or mix (a file), not both", fix="keep one of them")
     weights, source = None, None
@@ -575,8 +601,8 @@ def config_from_suite_file(path: Path, repetitions: int | None = None) -> Rulese
         if not isinstance(table["mix"], str):
             raise SuiteError(f"{where}: mix must be a file name", fix='mix = "mix.toml"')
         weights, source = read_mix_file(base / table["mix"]), str(base / table["mix"])
-    return RulesetRunConfig(class_weights=weights, mix_source=source, **lat,
-                            
+    return RulesetRunConfig(
+        class_weights=weights, mix_source=source, **lat,
         ruleset=base / table["file"], ipset=(base / table["ipset"]) if table.get("ipset") else None,
         interfaces=parse_interfaces(table.get("interfaces", DEFAULT_INTERFACES)), repetitions=reps,
-        measure_rate=bool(table.get("measure_rate", True)), **ints)
+        measure_rate=table.get("measure_rate", True), **ints)

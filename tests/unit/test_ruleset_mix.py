@@ -197,6 +197,43 @@ def test_cli_bad_mix_is_one_line(tmp_path, capsys):
     assert rc == 2 and "--mix" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("bad, needle", [
+    ('latency_fraction = "half"', "latency_fraction"), ("latency_fraction = [0.5]", "latency_fraction"),
+    ("latency_fraction = true", "latency_fraction"), ("latency_fraction = nan", "latency_fraction"),
+    ('latency_count = "many"', "latency_count"), ("latency_count = 1.5", "latency_count"),
+    ('rate_count = "lots"', "rate_count"), ("seed = true", "seed"), ("file = 3", "file must be a file name"),
+    ("ipset = [1]", "ipset must be a file name"), ('measure_rate = "no"', "measure_rate"),
+    ("interfaces = [1, 2]", "interfaces"), ("interfaces = { eth0 = 1, eth1 = 2 }", "interfaces"),
+    ("mix = 5", "mix must be a file name"), ("class_weights = { c1 = \"x\" }", "weight of 'c1'")])
+def test_cli_bad_ruleset_suite_value_is_one_line(tmp_path, capsys, bad, needle):
+    """A [ruleset] suite value of the wrong type or range: exit 2, one line naming the key and
+    the fix, no traceback (a float()/int()/Path of the raw TOML value used to raise)."""
+    from fwlab.cli import main
+
+    (tmp_path / "r.nft").write_text("table inet t {}\n")
+    f = tmp_path / "s.toml"
+    key = bad.split(" =")[0]
+    f.write_text('name = "x"\n[ruleset]\n' + ("" if key == "file" else 'file = "r.nft"\n') + bad + "\n")
+    try:
+        rc = main(["run", str(f)])
+    except SystemExit as exc:
+        rc = exc.code
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert len(err.strip().splitlines()) == 1 and needle in err and "fix:" in err, err
+    assert "Traceback" not in err
+
+
+def test_ruleset_suite_good_types_still_load(tmp_path):
+    (tmp_path / "r.nft").write_text("table inet t {}\n")
+    f = tmp_path / "s.toml"
+    f.write_text('name = "x"\n[ruleset]\nfile = "r.nft"\nlatency_fraction = 1\nmeasure_rate = false\n'
+                 'interfaces = "a0=client,b0=server"\n')
+    cfg = config_from_suite_file(f)
+    assert cfg.latency_fraction == 1.0 and isinstance(cfg.latency_fraction, float)
+    assert cfg.measure_rate is False and cfg.interfaces == {"a0": "client", "b0": "server"}
+
+
 def test_report_shows_latency_per_class_and_the_mix(nft_classes):
     from fwlab.report.section_ruleset import render
 
