@@ -17,11 +17,14 @@ Owns the order of work of an imported-rule-set run:
    ``repetitions`` rounds. On veth the DUT's forwarding and firewall run in the sender's softirq,
    so the sender's packet rate is the path's rate (generator + DUT together); per-class cost =
    1e9 / rate - 1e9 / reference rate [ns/packet], median of the rounds with their range;
-6. latency: after each condition's rates in a round, each class that passes and is udp (tcp SYN
-   test frames carry no timestamp) as ``LATENCY_COUNT`` frames at ``LATENCY_FRACTION`` of its
-   rate just measured (RFC 2544 latency, as the engine's other latency trials), received by
-   ``fwlab-engine recv --backend packet`` on the far side's bed host: one-way latency HDR
-   histograms, merged over the rounds into percentiles, with rules and in the reference;
+6. latency: after both conditions' rates in a round, each class that passes and is udp (tcp SYN
+   test frames carry no timestamp) as ``LATENCY_COUNT`` frames at ``LATENCY_FRACTION`` of the
+   lower of its two rates in that round (with and without the rule set), in both conditions: the
+   same load, so the difference is the rule set's (RFC 2544 latency, as the engine's other latency
+   trials), received by ``fwlab-engine recv --backend packet`` on the far side's bed host: one-way
+   latency HDR histograms, merged over the rounds into percentiles, with rules and in the
+   reference; the added median latency per round (rules p50 - reference p50, same load) with its
+   interval over the rounds;
 7. the whole mix (:mod:`fwlab.ruleset_mix`): classes weighted evenly or by the user's profile
    (``--mix FILE``, suite key ``class_weights``); its rate, cost and latency from the same
    rounds' per-class figures.
@@ -47,6 +50,7 @@ from fwlab.results import RunRecord, host_metadata, trial_record, utc_now
 from fwlab.rules.derive import BedAddresses, Derivation, TrafficClass, derive
 from fwlab.ruleset_mix import check_weights, latency_figures, mix_latency, read_mix_file, resolve, summarize_mix
 from fwlab.runners.engine import engine_version, metrics_from, parse_result, require_engine
+from fwlab.stats.summary import percentile_ci
 from fwlab.testbed import Testbed, Topology, new_run_id, require_root, require_tool
 
 PROBE_COUNT = 40  #: probe packets per class [packets]
@@ -57,7 +61,7 @@ RATE_COUNT = 100_000  #: frames per rate measurement (back to back at max)
 SETTLE_S = 0.3  #: wait after a probe burst before reading counters [s]
 DEFAULT_INTERFACES = {"eth0": "client", "eth1": "server"}
 LATENCY_COUNT = 20_000  #: frames per latency trial
-LATENCY_FRACTION = 0.5  #: latency trial load, share of the class's rate in the same round (RFC 2544 §26.2)
+LATENCY_FRACTION = 0.5  #: latency trial load, share of the lower of the class's two rates in the round (RFC 2544 §26.2)
 LATENCY_IDLE_S = 0.3  #: the latency receiver stops this long after the last frame [s]
 
 
@@ -244,8 +248,51 @@ def latency_missing(c: TrafficClass) -> str | None:
     return None
 
 
+def latency_load(rates: dict[tuple[str, str], list[float | None]], class_id: str, k: int,
+                 fraction: float) -> float | None:
+    """The load [packets/s] of class ``class_id``'s latency trials in round ``k``, the same in both
+    conditions: ``fraction`` x the lower of its rates with and without the rule set in that round
+    (the one measured if only one was); None when neither was."""
+    got = [r[k] for r in (rates.get((class_id, cond)) or [] for cond in ("rules", "reference"))
+           if len(r) > k and r[k]]
+    return max(1.0, min(got) * fraction) if got else None
+
+
+def added_latency(pairs: list[tuple[float, float]]) -> dict:
+    """Added median latency [ns] from per-round (rules p50, reference p50) pairs, each pair at the
+    same load: the median of the differences with its 95 % percentile-bootstrap interval."""
+    diffs = [a - b for a, b in pairs]
+    iv = percentile_ci(diffs, 50.0) if len(diffs) >= 2 else (None, None)
+    return {"median": statistics.median(diffs), "low": iv[0], "high": iv[1], "n": len(diffs), "per_round": diffs,
+            "why": None if len(diffs) >= 2 else "one round: no interval",
+            "method": "per round: p50 with the rule set - p50 without, both at the same load; median of the "
+                      "rounds, 95 % percentile-bootstrap interval"}
+
+
+def _added_p50(trials: dict[str, list[dict]]) -> tuple[dict | None, str | None]:
+    """The added median latency from the two conditions' trials paired by round, or None and why."""
+    by_round = {cond: {t.get("round", i): t for i, t in enumerate(ts)} for cond, ts in trials.items()}
+    pairs, unlike = [], []
+    for k in sorted(set(by_round["rules"]) & set(by_round["reference"])):
+        a, b = by_round["rules"][k], by_round["reference"][k]
+        if not (a.get("hdr") and b.get("hdr")):
+            continue
+        if a.get("load_pps") != b.get("load_pps"):
+            unlike.append(k)
+            continue
+        pairs.append((latency_figures([(a["hdr"], 1.0)])["p50"], latency_figures([(b["hdr"], 1.0)])["p50"]))
+    if pairs:
+        return added_latency(pairs), None
+    if unlike:
+        return None, (f"the two conditions were timed at different loads in round(s) {', '.join(map(str, unlike))}: "
+                      "their medians are not comparable")
+    return None, "no round timed in both conditions"
+
+
 def summarize_latency(c: TrafficClass, lat: dict[tuple[str, str], list[dict]]) -> dict:
-    """A class's latency with rules and without: the rounds' histograms merged, percentiles [ns]."""
+    """A class's latency with rules and without: the rounds' histograms merged, percentiles [ns];
+    ``added_p50_ns``: the added median latency over the rounds timed in both conditions at the
+    same load (:func:`added_latency`), None with ``added_p50_missing`` otherwise."""
     why = latency_missing(c)
     if why:
         return {"missing": why}
@@ -259,8 +306,9 @@ def summarize_latency(c: TrafficClass, lat: dict[tuple[str, str], list[dict]]) -
                      "load_pps": [t.get("load_pps") for t in trials]}
         if fig is None:
             out[cond]["missing"] = next((t["why"] for t in trials if t.get("why")), "no frame arrived")
-    r, ref = (out[k]["latency_ns"] for k in ("rules", "reference"))
-    out["added_p50_ns"] = r["p50"] - ref["p50"] if r and ref else None
+    out["added_p50_ns"], missing = _added_p50({cond: lat.get((c.class_id, cond), []) for cond in ("rules", "reference")})
+    if missing:
+        out["added_p50_missing"] = missing
     return out
 
 
@@ -340,9 +388,10 @@ def run_ruleset(cfg: RulesetRunConfig, out_root: Path, *, log: TextIO | None = s
                         "method": "fwlab-engine send --backend packet --rate-pps max; rate = offered / elapsed "
                                   "(the sender's softirq carries the DUT's forwarding on veth)"},
                "latency": {"count": cfg.latency_count, "fraction": cfg.latency_fraction,
-                           "method": "fwlab-engine send --backend packet at fraction x the class's rate in the same "
-                                     "round and condition; fwlab-engine recv --backend packet on the far side's bed "
-                                     "host; one-way latency (same host clock), HDR histograms merged over rounds"},
+                           "method": "fwlab-engine send --backend packet at fraction x the lower of the class's two "
+                                     "rates (with and without the rule set) in the same round, the same load in both "
+                                     "conditions; fwlab-engine recv --backend packet on the far side's bed host; "
+                                     "one-way latency (same host clock), HDR histograms merged over rounds"},
                "mix": mix,
                "engine_version": engine_version()}
         if any(m.field == "ct_state" for ch in model.chains.values() for r in ch.rules for m in r.matches):
@@ -361,21 +410,23 @@ def run_ruleset(cfg: RulesetRunConfig, out_root: Path, *, log: TextIO | None = s
             lat: dict[tuple[str, str], list[dict]] = {}
             if cfg.measure_rate and deriv.classes:
                 for k in range(cfg.repetitions):
-                    for cond in ("rules", "reference") if k % 2 == 0 else ("reference", "rules"):
-                        if cond == "reference":
-                            fw.flush(b.ctx)
-                        else:
-                            fw.flush(b.ctx)
-                            fw.load(b.ctx)
+                    order = ("rules", "reference") if k % 2 == 0 else ("reference", "rules")
+                    for cond in order:
+                        _set_condition(b, fw, cond)
                         for c in deriv.classes:
                             rate = _rate_trial(rec, b, engine, c, cond, k, cfg, digest, fw.family)
                             rates.setdefault((c.class_id, cond), []).append(rate)
-                        if cfg.latency_count:
+                    if cfg.latency_count:
+                        # both conditions at the same load, known once both rates of the round are:
+                        # the condition still loaded first, then the other (A B | B A, one reload)
+                        for cond in reversed(order):
+                            if cond != order[-1]:
+                                _set_condition(b, fw, cond)
                             for c in deriv.classes:
                                 if latency_missing(c) is None:
                                     lat.setdefault((c.class_id, cond), []).append(_latency_trial(
                                         rec, b, engine, c, cond, k, cfg, digest, fw.family,
-                                        rates[(c.class_id, cond)][-1]))
+                                        latency_load(rates, c.class_id, k, cfg.latency_fraction)))
                     note(f"  rate round {k + 1}/{cfg.repetitions} done")
                 imp["costs"] = summarize_costs(deriv.classes, rates, lat if cfg.latency_count else None)
                 if not cfg.latency_count:
@@ -401,6 +452,13 @@ def run_ruleset(cfg: RulesetRunConfig, out_root: Path, *, log: TextIO | None = s
     return rec
 
 
+def _set_condition(b: Bed, fw: ImportedFirewall, cond: str) -> None:
+    """Load the rule set (``rules``) or leave the DUT without one (``reference``)."""
+    fw.flush(b.ctx)
+    if cond == "rules":
+        fw.load(b.ctx)
+
+
 def _kpps(d: dict) -> str:
     return "–" if d.get("median") is None else f"{d['median'] / 1e3:,.1f}"
 
@@ -410,13 +468,14 @@ def _ns(d: dict) -> str:
 
 
 def _latency_trial(rec: RunRecord, b: Bed, engine: str, c: TrafficClass, cond: str, k: int,
-                   cfg: RulesetRunConfig, digest: str, family: str, rate: float | None) -> dict:
-    """One latency trial of class ``c``: ``latency_count`` frames at ``latency_fraction`` x ``rate``,
-    received by the engine on the far side's bed host (AF_PACKET, the class's port). Appends the
-    trial (traffic ``ruleset-class-latency``) and returns {hdr, samples, load_pps, why}."""
-    if not rate:
-        return {"hdr": None, "samples": 0, "load_pps": None, "why": "no rate measured in this round to load at"}
-    load = max(1.0, rate * cfg.latency_fraction)
+                   cfg: RulesetRunConfig, digest: str, family: str, load: float | None) -> dict:
+    """One latency trial of class ``c`` in round ``k``: ``latency_count`` frames at ``load``
+    [packets/s] (:func:`latency_load`, the same in both conditions), received by the engine on the
+    far side's bed host (AF_PACKET, the class's port). Appends the trial (traffic
+    ``ruleset-class-latency``) and returns {hdr, samples, load_pps, round, why}."""
+    if not load:
+        return {"hdr": None, "samples": 0, "load_pps": None, "round": k,
+                "why": "no rate measured in this round to load at"}
     _route_class(b, c)
     role, send_argv = send_args(engine, b, c, count=cfg.latency_count, rate=str(int(load)))
     other = "server" if role == "client" else "client"
@@ -471,7 +530,7 @@ def _latency_trial(rec: RunRecord, b: Bed, engine: str, c: TrafficClass, cond: s
     hdr = m.get("latency_hdr_b64") if m else None
     why = error or (None if hdr else f"no frame reached the receiver ({m.get('forwarded_count', 0) if m else 0} "
                                      f"of {m.get('offered_count', 0) if m else 0})")
-    return {"hdr": hdr, "samples": m.get("latency_samples") if m else 0, "load_pps": load, "why": why}
+    return {"hdr": hdr, "samples": m.get("latency_samples") if m else 0, "load_pps": load, "round": k, "why": why}
 
 
 def _rate_trial(rec: RunRecord, b: Bed, engine: str, c: TrafficClass, cond: str, k: int,

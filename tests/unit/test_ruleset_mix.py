@@ -13,7 +13,7 @@ from fwlab.rules.iptables_save import parse_iptables_save
 from fwlab.rules.nft_json import parse_nft_json
 from fwlab.ruleset_mix import (check_weights, latency_figures, mix_latency, mix_rate, read_mix_file, resolve,
                                summarize_mix)
-from fwlab.ruleset_run import config_from_suite_file, latency_missing, summarize_latency
+from fwlab.ruleset_run import config_from_suite_file, latency_load, latency_missing, summarize_latency
 from fwlab.stats.latency import encode, mixture
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -160,6 +160,46 @@ def test_class_latency_summary(nft_classes):
     assert summarize_latency(dropped, lat) == {"missing": latency_missing(dropped)}
 
 
+def test_latency_load_is_the_same_in_both_conditions():
+    """Both conditions' latency trials of a round load at fraction x the LOWER of the two rates of
+    that round (was: each at half of its own rate, so the added p50 compared unlike loads)."""
+    rates = {("c1", "rules"): [100_000.0, 80_000.0, None], ("c1", "reference"): [200_000.0, 60_000.0, None],
+             ("c2", "rules"): [None], ("c2", "reference"): [50_000.0]}
+    assert latency_load(rates, "c1", 0, 0.5) == 50_000.0      # rules is the lower
+    assert latency_load(rates, "c1", 1, 0.5) == 30_000.0      # reference is the lower (noise)
+    assert latency_load(rates, "c1", 2, 0.5) is None          # neither measured: no trial
+    assert latency_load(rates, "c2", 0, 0.5) == 25_000.0      # only one measured: that one, both conditions
+    assert latency_load(rates, "c3", 0, 0.5) is None
+
+
+def test_added_p50_pairs_rounds_at_the_same_load(nft_classes):
+    udp_acc = next(c for c in nft_classes if c.expected == "accept" and c.packet.l4proto == "udp")
+    cid = udp_acc.class_id
+
+    def trials(p50s, loads):
+        return [{"hdr": encode([v] * 50), "samples": 50, "load_pps": ld, "round": k}
+                for k, (v, ld) in enumerate(zip(p50s, loads))]
+    # reproduced: the rule set adds ~2 us in every round, at the same load per round
+    lat = {(cid, "rules"): trials([5000, 5200, 4900], [5e4, 4e4, 5e4]),
+           (cid, "reference"): trials([3000, 3100, 3000], [5e4, 4e4, 5e4])}
+    a = summarize_latency(udp_acc, lat)["added_p50_ns"]
+    assert a["n"] == 3 and a["median"] == pytest.approx(2000, rel=0.01)
+    assert a["low"] > 0 and a["low"] <= a["median"] <= a["high"]
+    # not reproduced: no added latency, the interval spans 0
+    lat[(cid, "reference")] = trials([5100, 5000, 5000], [5e4, 4e4, 5e4])
+    a = summarize_latency(udp_acc, lat)["added_p50_ns"]
+    assert a["low"] <= 0 <= a["high"]
+    # one round: a figure but no interval, and it says why
+    one = {(cid, "rules"): trials([5000], [5e4]), (cid, "reference"): trials([3000], [5e4])}
+    a = summarize_latency(udp_acc, one)["added_p50_ns"]
+    assert a["median"] == pytest.approx(2000, rel=0.01) and a["low"] is None and "one round" in a["why"]
+    # inconclusive: the conditions were timed at unlike loads -> no figure, and the reason
+    unlike = {(cid, "rules"): trials([5000, 5000], [5e4, 5e4]), (cid, "reference"): trials([3000, 3000], [1e5, 1e5])}
+    s = summarize_latency(udp_acc, unlike)
+    assert s["added_p50_ns"] is None and "different loads" in s["added_p50_missing"]
+    assert s["rules"]["latency_ns"] and s["reference"]["latency_ns"]  # each condition's own figures stay
+
+
 # -- configuration -------------------------------------------------------------------------------------
 def test_suite_class_weights_and_mix_file(tmp_path):
     (tmp_path / "r.nft").write_text("table inet t {}\n")
@@ -256,3 +296,4 @@ def test_report_shows_latency_per_class_and_the_mix(nft_classes):
     assert "4,444" in html and "12.3 / 15.0 / 45.6 / 50.0" in html and "25% of the mix's weight" in html
     run["ruleset_import"]["mix"] = {**mix, "source": "even", "latency": None}
     assert "every class alike" in render(run, [])
+

@@ -39,6 +39,17 @@ def _lat(c: dict, cond: str = "rules") -> str:
     return f"{_us(f['p50'])} / {_us(f['p99'])}"
 
 
+def _added(c: dict) -> str:
+    """A class's added median latency [us] (same load in both conditions) with its interval, or why none."""
+    lat = c.get("latency") or {}
+    a = lat.get("added_p50_ns")
+    if not isinstance(a, dict):  # records before the same-load mend held a bare number at unlike loads
+        return f"<span class='muted'>{esc(lat.get('added_p50_missing') or '–')}</span>" if lat.get("added_p50_missing") else "–"
+    iv = (f" <span class='muted'>[{_us(a['low'])} … {_us(a['high'])}]</span>" if a.get("low") is not None
+          else f" <span class='muted'>({esc(a.get('why') or 'no interval')})</span>")
+    return _us(a["median"]) + iv
+
+
 def render_mix(mix: dict) -> str:
     """The whole mix: its weighting, rate, cost and latency."""
     w = mix.get("weights") or {}
@@ -179,14 +190,16 @@ def render(run: dict, trials: list[dict]) -> str | None:
         parts.append(f"<p class='warn'>Note: {esc(imp['cost_note'])}.</p>")
     rows = [[esc(c["class_id"]), esc(c["rule_id"]), esc(c["expected"]), c["traversed_rules"],
              _range(c["rate_pps"], 1e-3, 1), _range(c["reference_rate_pps"], 1e-3, 1),
-             _range(c["cost_ns_per_packet"]), _lat(c), _lat(c, "reference")] for c in costs]
+             _range(c["cost_ns_per_packet"]), _lat(c), _lat(c, "reference"), _added(c)] for c in costs]
     parts.append(_table(["class", "rule", "verdict", "rules compared", "rate [kpps]", "reference [kpps]",
-                         "cost [ns/packet]", "latency p50 / p99 [µs]", "reference latency [µs]"], rows, left=3))
+                         "cost [ns/packet]", "latency p50 / p99 [µs]", "reference latency [µs]",
+                         "added p50 [µs] (95 %)"], rows, left=3))
     lt = imp.get("latency") or {}
     if any(c.get("latency") for c in costs):
         parts.append(f"<p class='muted'>Latency: {esc(lt.get('method'))}; {lt.get('count')} frames per trial at "
-                     f"{lt.get('fraction')} of the class's rate; one-way, percentiles of the rounds' merged "
-                     f"histograms.</p>")
+                     f"{lt.get('fraction')} of the lower of the class's two rates in the round, the same load with "
+                     f"and without the rule set; one-way, percentiles of the rounds' merged histograms; added p50 = "
+                     f"median over the rounds of p50 with the rule set − p50 without, with its 95 % interval.</p>")
     elif imp.get("latency_missing"):
         parts.append(f"<p class='muted'>Latency not measured: {esc(imp['latency_missing'])}.</p>")
     if (imp.get("mix") or {}).get("rate_pps"):
