@@ -9,8 +9,12 @@ rule spreads its weight evenly over its elements' classes), and the mix's figure
 - rate: the mix is a packet stream whose share ``w_i`` (weights normalised to sum 1) are packets of
   class ``i``; each class's packets take 1/rate_i each (its back-to-back rate in that round), so
   the mix's rate is ``1 / sum(w_i / rate_i)`` and its cost ``sum(w_i * cost_i)`` [ns/packet];
-- latency: the mixture of the classes' latency histograms, each scaled to its share ``w_i``
-  (classes without a latency, dropped or tcp, are left out and named; the rest renormalised).
+- rate ratio: mean mix rate with the rule set / mean without over the rounds, with its Fieller
+  interval (:func:`fwlab.stats.ratio.ratio_interval`);
+- latency: the mixture of the classes' latency histograms, each scaled to its share ``w_i``, with
+  the rule set and in the reference (classes without a latency in that condition, dropped or tcp
+  or a trial that timed nothing, are left out with the reason their own summary gives; the rest
+  renormalised).
 
 The classes are measured one after the other, not interleaved on the wire: the mix's figures are
 computed from the same round's per-class measurements, and the record says so. Never touches the
@@ -26,12 +30,14 @@ from pathlib import Path
 from fwlab.errors import SuiteError
 from fwlab.rules.derive import TrafficClass
 from fwlab.stats.latency import mixture, percentile_ns
+from fwlab.stats.ratio import ratio_interval
 
 LATENCY_PERCENTILES = (50.0, 90.0, 99.0, 99.9)
 MIX_METHOD = ("mix rate of a round = 1 / sum(w_i / rate_i) over the weighted classes (w normalised to 1: the "
               "time per packet of a stream whose packets are w_i of class i, from the same round's per-class "
               "back-to-back rates; the classes are not interleaved on the wire); mix cost = sum(w_i x cost_i); "
-              "median [min ... max] of the rounds")
+              "median [min ... max] of the rounds; rate ratio = mean mix rate with the rule set / mean without, "
+              "95 % Fieller interval over the rounds")
 
 
 def check_weights(data, where: str) -> dict[str, float]:
@@ -134,18 +140,32 @@ def mix_rate(weights: dict[str, float], rates: dict[str, float | None]) -> float
     return 1.0 / sum(w / rates[i] for i, w in used.items())
 
 
+def mix_per_round(weights: dict[str, float], rates: dict[tuple[str, str], list[float | None]], cond: str,
+                  rounds: int) -> list[float | None]:
+    """The mix's rate in each round of condition ``cond``: :func:`mix_rate` of that round's class
+    rates (the one mix-rate computation, for ``run --ruleset`` and ``optimize`` alike)."""
+    return [mix_rate(weights, {i: _at(rates.get((i, cond)) or [], k) for i in weights}) for k in range(rounds)]
+
+
+def ratio_dict(num: list[float | None], den: list[float | None]) -> dict:
+    """mean(num) / mean(den) over the rounds that have a value, with its Fieller interval
+    (:func:`fwlab.stats.ratio.ratio_interval`), as a record dict."""
+    ri = ratio_interval([x for x in num if x], [x for x in den if x])
+    if ri is None:
+        return {"ratio": None, "low": None, "high": None, "why": "no rate on one side"}
+    return {"ratio": ri.ratio, "low": ri.low, "high": ri.high, "confidence": ri.confidence, "n_num": ri.n_num,
+            "n_den": ri.n_den, "why": ri.why, "method": ri.method}
+
+
 def summarize_mix(weights: dict[str, float], rates: dict[tuple[str, str], list[float | None]],
                   rounds: int) -> dict:
-    """The mix's rate with rules and without, and its cost, per round then median [min, max]."""
-    per = {"rules": [], "reference": [], "cost": []}
-    for k in range(rounds):
-        r = {cond: mix_rate(weights, {i: _at(rates.get((i, cond)) or [], k) for i in weights})
-             for cond in ("rules", "reference")}
-        per["rules"].append(r["rules"])
-        per["reference"].append(r["reference"])
-        per["cost"].append(1e9 / r["rules"] - 1e9 / r["reference"] if r["rules"] and r["reference"] else None)
+    """The mix's rate with rules and without, and its cost, per round then median [min, max]; the
+    rate with rules / the reference rate (``rate_ratio``) with its 95 % Fieller interval."""
+    per = {cond: mix_per_round(weights, rates, cond, rounds) for cond in ("rules", "reference")}
+    per["cost"] = [1e9 / a - 1e9 / b if a and b else None for a, b in zip(per["rules"], per["reference"])]
     return {"rate_pps": _median_range(per["rules"]), "reference_rate_pps": _median_range(per["reference"]),
-            "cost_ns_per_packet": _median_range(per["cost"]), "per_round": per, "method": MIX_METHOD}
+            "cost_ns_per_packet": _median_range(per["cost"]), "rate_ratio": ratio_dict(per["rules"], per["reference"]),
+            "per_round": per, "method": MIX_METHOD}
 
 
 def latency_figures(texts: list[tuple[str, float]]) -> dict | None:
@@ -158,14 +178,17 @@ def latency_figures(texts: list[tuple[str, float]]) -> dict | None:
     return out
 
 
-def mix_latency(weights: dict[str, float], hists: dict[str, list[str]], missing: dict[str, str]) -> dict:
-    """The mix's latency: the classes' histograms (merged over rounds) mixed by weight; the
-    weighted classes without a latency are named with their reason."""
+def mix_latency(weights: dict[str, float], hists: dict[str, list[str]], missing: dict[str, str | None],
+                condition: str = "rules") -> dict:
+    """The mix's latency in one condition: the classes' histograms (merged over rounds) mixed by
+    weight; the weighted classes without a latency are named with their reason (``missing``, from
+    the data: the class's own latency summary)."""
     have = {i: w for i, w in weights.items() if w > 0 and hists.get(i)}
-    left_out = {i: missing.get(i, "no latency measured") for i, w in weights.items() if w > 0 and not hists.get(i)}
+    left_out = {i: missing.get(i) or "no latency measured" for i, w in weights.items() if w > 0 and not hists.get(i)}
     pairs = [(t, have[i] / len(hists[i])) for i in have for t in hists[i]]
     fig = latency_figures(pairs) if pairs else None
     share = sum(have.values())
-    return {"latency_ns": fig, "classes": sorted(have), "weight_covered": share, "left_out": left_out,
-            "method": "mixture of the classes' one-way latency histograms (every round of the rules condition), each "
-                      "scaled to its weight; classes without a latency left out and the rest renormalised"}
+    return {"latency_ns": fig, "condition": condition, "classes": sorted(have), "weight_covered": share,
+            "left_out": left_out,
+            "method": f"mixture of the classes' one-way latency histograms (every round of the {condition} condition), "
+                      f"each scaled to its weight; classes without a latency left out and the rest renormalised"}

@@ -43,10 +43,11 @@ from fwlab.rules.derive import TrafficClass, derive
 from fwlab.rules.nft_json import parse_nft_json
 from fwlab.rules.optimize import Proposal, model_differences, propose, union_probes
 from fwlab.rules.optimize_iptables import propose_iptables
+from fwlab.ruleset_mix import mix_per_round, ratio_dict
 from fwlab.ruleset_run import (DEFAULT_INTERFACES, PROBE_PPS, SETTLE_S, Bed, _median_range, _read, _rx, _send,
                                note_to, observed_verdict, parse_interfaces, preflight, prepare, send_args)
 from fwlab.runners.engine import engine_version
-from fwlab.stats.ratio import RATIO_METHOD, ratio_interval
+from fwlab.stats.ratio import RATIO_METHOD
 from fwlab.testbed import Testbed, Topology, new_run_id
 
 PROBE_COUNT = 10  #: engine packets per probe and rule set [packets]
@@ -214,18 +215,11 @@ def pick_measured(probes: list[TrafficClass], traversed: dict[str, int], n: int)
     return sorted(out, key=lambda c: (-traversed[c.class_id], c.class_id))
 
 
-def _ratio_dict(num: list[float], den: list[float]) -> dict:
-    ri = ratio_interval(num, den)
-    if ri is None:
-        return {"ratio": None, "low": None, "high": None, "why": "no rate on one side"}
-    return {"ratio": ri.ratio, "low": ri.low, "high": ri.high, "confidence": ri.confidence, "n_num": ri.n_num,
-            "n_den": ri.n_den, "why": ri.why, "method": ri.method}
-
-
 def summarize_gain(measured: list[TrafficClass], traversed: dict[str, dict[str, int]],
                    rates: dict[tuple[str, str], list[float | None]]) -> dict:
     """Per class and for the classes' even mix: rates and gain = proposal / original with its interval.
-    The mix rate of a round = 1 / mean over classes of 1 / rate (each class an equal share of packets)."""
+    The mix rate of a round = :func:`fwlab.ruleset_mix.mix_rate` with even weights (each class an
+    equal share of packets)."""
     per = []
     for c in measured:
         a = [x for x in rates.get((c.class_id, "original"), []) if x]
@@ -234,15 +228,15 @@ def summarize_gain(measured: list[TrafficClass], traversed: dict[str, dict[str, 
                     "traversed_original": traversed["original"][c.class_id],
                     "traversed_proposal": traversed["proposal"][c.class_id],
                     "original_rate_pps": _median_range(a), "proposal_rate_pps": _median_range(b),
-                    "gain": _ratio_dict(b, a)})
-    mix: dict[str, list[float]] = {}
-    for cond in ("original", "proposal"):
-        rounds = zip(*[rates.get((c.class_id, cond), []) for c in measured]) if measured else []
-        mix[cond] = [len(r) / sum(1 / x for x in r) for r in rounds if r and all(r)]
+                    "gain": ratio_dict(b, a)})
+    even = {c.class_id: 1 / len(measured) for c in measured}
+    rounds = max((len(rates.get((c.class_id, cond)) or []) for c in measured for cond in ("original", "proposal")),
+                 default=0)
+    mix = {cond: [x for x in mix_per_round(even, rates, cond, rounds) if x] for cond in ("original", "proposal")}
     return {"classes": per, "mix": {"classes": [c.class_id for c in measured],
                                     "original_rate_pps": _median_range(mix["original"]),
                                     "proposal_rate_pps": _median_range(mix["proposal"]),
-                                    "gain": _ratio_dict(mix["proposal"], mix["original"])},
+                                    "gain": ratio_dict(mix["proposal"], mix["original"])},
             "method": f"gain = mean proposal rate / mean original rate over the rounds, 95 % interval {RATIO_METHOD}"}
 
 

@@ -26,8 +26,9 @@ Owns the order of work of an imported-rule-set run:
    reference; the added median latency per round (rules p50 - reference p50, same load) with its
    interval over the rounds;
 7. the whole mix (:mod:`fwlab.ruleset_mix`): classes weighted evenly or by the user's profile
-   (``--mix FILE``, suite key ``class_weights``); its rate, cost and latency from the same
-   rounds' per-class figures.
+   (``--mix FILE``, suite key ``class_weights``); its rate, cost, rate ratio (with its interval)
+   and latency (with the rule set and in the reference, each left-out class with its own
+   summary's reason) from the same rounds' per-class figures.
 
 Writes a normal record (run.json with ``ruleset_import``, one trial per class x condition x
 round, kind ``ruleset-class``) and tears everything down on every exit path.
@@ -312,6 +313,15 @@ def summarize_latency(c: TrafficClass, lat: dict[tuple[str, str], list[dict]]) -
     return out
 
 
+def latency_why(summary: dict, cond: str) -> str | None:
+    """Why a class's :func:`summarize_latency` has no latency in ``cond`` (None: it has one): the
+    class gets no trial (dropped, tcp), or its trials in that condition timed nothing (their reason)."""
+    if summary.get("missing"):
+        return summary["missing"]
+    d = summary.get(cond) or {}
+    return None if d.get("latency_ns") else d.get("missing") or "no latency measured"
+
+
 def summarize_costs(classes: list[TrafficClass], rates: dict[tuple[str, str], list[float]],
                     lat: dict[tuple[str, str], list[dict]] | None = None) -> list[dict]:
     """Per class: rate with rules and without, cost [ns/packet] = 1e9/rate - 1e9/ref (per round,
@@ -434,9 +444,11 @@ def run_ruleset(cfg: RulesetRunConfig, out_root: Path, *, log: TextIO | None = s
                 w = mix["weights"]
                 mix.update(summarize_mix(w, rates, cfg.repetitions))
                 if cfg.latency_count:
-                    hists = {i: [t["hdr"] for t in lat.get((i, "rules"), []) if t.get("hdr")] for i in w}
-                    why = {c.class_id: latency_missing(c) or "no frame arrived" for c in deriv.classes}
-                    mix["latency"] = mix_latency(w, hists, why)
+                    per_class = {c["class_id"]: c["latency"] for c in imp["costs"]}
+                    for cond, key in (("rules", "latency"), ("reference", "reference_latency")):
+                        hists = {i: [t["hdr"] for t in lat.get((i, cond), []) if t.get("hdr")] for i in w}
+                        why = {i: latency_why(per_class[i], cond) for i in w if i in per_class}
+                        mix[key] = mix_latency(w, hists, why, cond)
                 note(f"  mix ({mix['source']}, {sum(v > 0 for v in w.values())} classes): "
                      f"{_kpps(mix['rate_pps'])} kpps, cost {_ns(mix['cost_ns_per_packet'])} ns/packet")
             else:

@@ -11,9 +11,10 @@ from fwlab.errors import SuiteError
 from fwlab.rules.derive import BedAddresses, derive
 from fwlab.rules.iptables_save import parse_iptables_save
 from fwlab.rules.nft_json import parse_nft_json
-from fwlab.ruleset_mix import (check_weights, latency_figures, mix_latency, mix_rate, read_mix_file, resolve,
-                               summarize_mix)
-from fwlab.ruleset_run import config_from_suite_file, latency_load, latency_missing, summarize_latency
+from fwlab.ruleset_mix import (check_weights, latency_figures, mix_latency, mix_per_round, mix_rate, read_mix_file,
+                               resolve, summarize_mix)
+from fwlab.ruleset_run import (config_from_suite_file, latency_load, latency_missing, latency_why, summarize_costs,
+                               summarize_latency)
 from fwlab.stats.latency import encode, mixture
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -122,6 +123,71 @@ def test_summarize_mix_cost_is_the_weighted_cost():
     assert s["cost_ns_per_packet"]["median"] == pytest.approx(0.75 * 500 + 0.25 * 1500)
     assert s["cost_ns_per_packet"]["n"] == 1 and s["reference_rate_pps"]["n"] == 2
     assert "1 / sum(w_i / rate_i)" in s["method"]
+
+
+def test_mix_rate_ratio_has_a_fieller_interval():
+    w = {"a": 0.5, "b": 0.5}
+    # reproduced: the rule set clearly slows the mix -> ratio < 1 with the whole interval below 1
+    slow = {("a", "rules"): [50.0, 52.0, 49.0], ("b", "rules"): [100.0, 98.0, 101.0],
+            ("a", "reference"): [100.0, 101.0, 99.0], ("b", "reference"): [200.0, 198.0, 201.0]}
+    r = summarize_mix(w, slow, 3)["rate_ratio"]
+    assert r["ratio"] == pytest.approx(0.5, rel=0.02) and r["low"] < r["ratio"] < r["high"] < 1
+    assert r["n_num"] == r["n_den"] == 3 and "Fieller" in summarize_mix(w, slow, 3)["method"]
+    # not reproduced: no difference -> the interval spans 1
+    same = {("a", "rules"): [100.0, 103.0, 98.0], ("b", "rules"): [200.0, 196.0, 203.0],
+            ("a", "reference"): [101.0, 99.0, 102.0], ("b", "reference"): [199.0, 202.0, 197.0]}
+    r = summarize_mix(w, same, 3)["rate_ratio"]
+    assert r["low"] < 1 < r["high"]
+    # inconclusive: one round -> a ratio but no interval, and why; no rate -> no ratio, and why
+    r = summarize_mix(w, {k: v[:1] for k, v in slow.items()}, 1)["rate_ratio"]
+    assert r["ratio"] == pytest.approx(0.5) and r["low"] is None and ">= 2" in r["why"]
+    r = summarize_mix(w, {k: [None] * 3 for k in slow}, 3)["rate_ratio"]
+    assert r["ratio"] is None and r["why"]
+
+
+def test_one_mix_rate_for_run_and_optimize():
+    """``optimize``'s even mix and ``run --ruleset``'s weighted mix are the same computation."""
+    from fwlab.ruleset_optimize import summarize_gain
+
+    rates = {("a", "original"): [100.0, None, 90.0], ("b", "original"): [300.0, 200.0, 310.0]}
+    even = {"a": 0.5, "b": 0.5}
+    assert mix_per_round(even, rates, "original", 3) == [mix_rate(even, {"a": 100.0, "b": 300.0}), None,
+                                                         mix_rate(even, {"a": 90.0, "b": 310.0})]
+    assert mix_per_round(even, rates, "original", 3)[0] == pytest.approx(2 / (1 / 100 + 1 / 300))
+
+    class C:  # the fields summarize_gain reads
+        def __init__(self, i):
+            self.class_id, self.rule_id, self.rule_text, self.expected = i, i, i, "accept"
+    rates |= {("a", "proposal"): [110.0, 120.0, 100.0], ("b", "proposal"): [300.0, 290.0, 305.0]}
+    trav = {"original": {"a": 2, "b": 2}, "proposal": {"a": 1, "b": 1}}
+    g = summarize_gain([C("a"), C("b")], trav, rates)["mix"]
+    orig = [x for x in mix_per_round(even, rates, "original", 3) if x]
+    assert g["original_rate_pps"]["n"] == 2 and g["original_rate_pps"]["min"] == pytest.approx(min(orig))
+
+
+def test_mix_latency_in_both_conditions_with_the_reason_from_the_data(nft_classes):
+    """The mix's latency is given with the rule set and in the reference; a class left out names
+    the reason its own latency summary gives (was: a hard-coded 'no frame arrived')."""
+    udp = [c for c in nft_classes if c.expected == "accept" and c.packet.l4proto == "udp"][:1]
+    tcp = [c for c in nft_classes if c.expected == "accept" and c.packet.l4proto == "tcp"][:1]
+    assert udp and tcp
+    u, t = udp[0], tcp[0]
+    h = encode([2000] * 50)
+    lat = {(u.class_id, "rules"): [{"hdr": h, "samples": 50, "load_pps": 1e4, "round": 0}],
+           (u.class_id, "reference"): [{"hdr": None, "samples": 0, "load_pps": 1e4, "round": 0,
+                                        "why": "no frame reached the receiver (0 of 2000)"}]}
+    rates = {(c.class_id, cond): [1e5] for c in (u, t) for cond in ("rules", "reference")}
+    per = {c["class_id"]: c["latency"] for c in summarize_costs([u, t], rates, lat)}
+    w = {u.class_id: 0.5, t.class_id: 0.5}
+    out = {}
+    for cond in ("rules", "reference"):
+        hists = {i: [x["hdr"] for x in lat.get((i, cond), []) if x.get("hdr")] for i in w}
+        out[cond] = mix_latency(w, hists, {i: latency_why(per[i], cond) for i in w}, cond)
+    assert out["rules"]["classes"] == [u.class_id] and out["rules"]["latency_ns"]["p50"] == pytest.approx(2000, rel=1e-3)
+    assert out["rules"]["left_out"] == {t.class_id: latency_missing(t)} and "tcp" in latency_missing(t)
+    assert out["reference"]["latency_ns"] is None and out["reference"]["condition"] == "reference"
+    assert out["reference"]["left_out"][u.class_id] == "no frame reached the receiver (0 of 2000)"
+    assert latency_why(per[u.class_id], "rules") is None
 
 
 def test_latency_mixture_follows_the_weights():
@@ -297,3 +363,29 @@ def test_report_shows_latency_per_class_and_the_mix(nft_classes):
     run["ruleset_import"]["mix"] = {**mix, "source": "even", "latency": None}
     assert "every class alike" in render(run, [])
 
+
+def test_report_shows_the_added_latency_the_mix_ratio_and_reference_latency(nft_classes):
+    from fwlab.report.section_ruleset import render
+
+    d = {"classes": [c.to_dict() for c in nft_classes[:2]], "not_covered": [], "notes": [], "sampling": "x"}
+    rng = lambda v: {"median": v, "min": v, "max": v, "n": 3}  # noqa: E731
+    f = {"p50": 12_300.0, "p90": 15_000.0, "p99": 45_600.0, "p99.9": 50_000.0}
+    g = {"p50": 10_100.0, "p90": 11_000.0, "p99": 21_000.0, "p99.9": 30_000.0}
+    added = [{"median": 2200.0, "low": 1900.0, "high": 2600.0, "n": 3, "why": None},
+             {"median": 2200.0, "low": None, "high": None, "n": 1, "why": "one round: no interval"}]
+    costs = [{"class_id": c.class_id, "rule_id": c.rule_id, "rule_text": "r", "expected": c.expected,
+              "traversed_rules": 3, "rate_pps": rng(1e5), "reference_rate_pps": rng(2e5), "cost_ns_per_packet": rng(5000),
+              "latency": {"rules": {"latency_ns": f}, "reference": {"latency_ns": g}, "added_p50_ns": added[i]}}
+             for i, c in enumerate(nft_classes[:2])]
+    mix = {"source": "even", "weights": {"c1": 0.5, "c2": 0.5}, "rate_pps": rng(9e4), "reference_rate_pps": rng(1.5e5),
+           "cost_ns_per_packet": rng(4444), "method": "M",
+           "rate_ratio": {"ratio": 0.6, "low": 0.55, "high": 0.66, "why": None},
+           "latency": {"latency_ns": f, "left_out": {}, "weight_covered": 1.0, "method": "L"},
+           "reference_latency": {"latency_ns": g, "left_out": {"c2": "no frame reached the receiver (0 of 9)"},
+                                 "weight_covered": 0.5, "method": "L"}}
+    run = {"ruleset_import": {"file": "x", "derivation": d, "probes": [], "costs": costs, "rate": {},
+                              "latency": {"method": "engine", "count": 2000, "fraction": 0.5}, "mix": mix}}
+    html = render(run, [])
+    assert "2.2 <span class='muted'>[1.9 … 2.6]" in html and "one round: no interval" in html
+    assert "×0.60" in html and "[0.55 … 0.66]" in html
+    assert "10.1 / 11.0 / 21.0 / 30.0" in html and "reference latency leaves out c2 (no frame reached" in html

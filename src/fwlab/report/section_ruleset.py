@@ -60,18 +60,26 @@ def render_mix(mix: dict) -> str:
            + (" ..." if len(used) > 12 else ""))
     parts = [f"<h3>The whole mix</h3><p>Weighting: {how} ({len(used)} of {len(w)} classes).</p>"]
     lat = mix.get("latency") or {}
-    f = lat.get("latency_ns")
+    ref_lat = mix.get("reference_latency") or {}
+
+    def pcts(d: dict) -> str:
+        f = d.get("latency_ns")
+        return " / ".join(_us(f.get(k)) for k in ("p50", "p90", "p99", "p99.9")) if f else "–"
+
     rows = [["with the rule set", _range(mix.get("rate_pps") or {}, 1e-3, 1), _range(mix.get("cost_ns_per_packet") or {}),
-             " / ".join(_us((f or {}).get(k)) for k in ("p50", "p90", "p99", "p99.9")) if f else "–"],
-            ["reference (no rule set)", _range(mix.get("reference_rate_pps") or {}, 1e-3, 1), "", ""]]
+             pcts(lat)],
+            ["reference (no rule set)", _range(mix.get("reference_rate_pps") or {}, 1e-3, 1), "", pcts(ref_lat)]]
     parts.append(_table(["", "rate [kpps]", "cost [ns/packet]", "latency p50 / p90 / p99 / p99.9 [µs]"], rows, left=1))
+    if mix.get("rate_ratio"):
+        parts.append(f"<p>Mix rate with the rule set / without: {_gain(mix['rate_ratio'])} (95 %, Fieller).</p>")
     notes = [esc(mix.get("method") or "")]
     if lat:
         notes.append(esc(lat.get("method") or ""))
-        if lat.get("left_out"):
-            notes.append("latency leaves out " + "; ".join(f"{esc(k)} ({esc(v)})" for k, v in
-                                                           list(lat["left_out"].items())[:6])
-                         + f" — {lat.get('weight_covered', 0):.0%} of the mix's weight is timed")
+    for name, d in (("latency", lat), ("reference latency", ref_lat)):
+        if d.get("left_out"):
+            notes.append(f"{name} leaves out " + "; ".join(f"{esc(k)} ({esc(v)})" for k, v in
+                                                          list(d["left_out"].items())[:6])
+                         + f" — {d.get('weight_covered', 0):.0%} of the mix's weight is timed")
     parts.append("<p class='muted'>" + ". ".join(n for n in notes if n) + ".</p>")
     return "\n".join(parts)
 
