@@ -97,3 +97,87 @@ def test_a_hand_broken_concatenated_set_is_caught():
     elems[4] = {"concat": ["10.9.0.5", 1005]}  # the pair crossed: 10.9.0.5 now with 1005, not 1004
     probes, diffs = check(text, bad)
     assert diffs and any("10.9.0.5" in d.one_line() for d in diffs)
+
+
+# -- the run finder's overlap test: indexed, not pairwise -----------------------------------------------
+def _concat_runs_pairwise(rules):
+    """_concat_runs as it was (every new pair against every pair of the run: quadratic), the
+    reference the indexed one must agree with."""
+    from fwlab.rules import optimize as o
+
+    def overlap(p, q):
+        return all(x[0] <= y[1] and y[0] <= x[1] for x, y in zip(p, q))
+    out, run, idx, pairs_ = [], [], None, []
+    for r in rules:
+        if run and o._rule_ok(r) and o._rule_ok(run[0]):
+            d = o._diff(run[0], r)
+            cand = idx if idx is not None else o._concat_pair(run[0], d)
+            if cand is not None and d is not None and set(d) <= set(cand) and all(
+                    o._mergeable_match(run[0]["expr"][i]) and o._mergeable_match(r["expr"][i])
+                    and o._same_left(run[0]["expr"][i], r["expr"][i]) for i in cand) \
+                    and o._mergeable_match(r["expr"][cand[0]]) != o._mergeable_match(r["expr"][cand[1]]):
+                first = o._pairs(run[0], run[0], cand) if idx is None else pairs_
+                new = o._pairs(run[0], r, cand)
+                if first is not None and new is not None and not any(overlap(p, q) for p in new for q in first):
+                    run.append(r)
+                    idx, pairs_ = cand, first + new
+                    continue
+        if run:
+            out.append((run, idx))
+        run, idx, pairs_ = [r], None, []
+    if run:
+        out.append((run, idx))
+    return out
+
+
+def _random_rules(rng, n):
+    """Two-field rules with points, prefixes, port ranges and sets, some overlapping, some not."""
+    out = []
+    for i in range(n):
+        a = rng.choice([f"10.0.{rng.randrange(4)}.{rng.randrange(8)}",
+                        {"prefix": {"addr": f"10.0.{rng.randrange(4)}.0", "len": rng.choice([24, 30, 29])}},
+                        {"set": [f"10.0.1.{rng.randrange(8)}", f"10.0.2.{rng.randrange(8)}"]}])
+        p = rng.choice([rng.randrange(1, 40), {"range": sorted([rng.randrange(1, 40), rng.randrange(1, 40)])},
+                        {"set": sorted({rng.randrange(1, 40), rng.randrange(1, 40)})}])
+        verdict = "accept" if rng.random() < 0.9 else "drop"
+        out.append({"handle": i + 2, "expr": [m("ip", "saddr", a), m("tcp", "dport", p),
+                                               {"counter": {"packets": 0, "bytes": 0}}, {verdict: None}]})
+    return out
+
+
+def test_concat_runs_indexed_gives_the_pairwise_result():
+    import random
+
+    from fwlab.rules.optimize import _concat_runs
+
+    rng = random.Random(7)
+    merged_any = split_any = False
+    for _ in range(300):
+        rules = _random_rules(rng, rng.randrange(1, 14))
+        want = _concat_runs_pairwise(rules)
+        got = _concat_runs(rules)
+        assert [([r["handle"] for r in run], idx) for run, idx in got] == \
+               [([r["handle"] for r in run], idx) for run, idx in want]
+        merged_any |= any(len(run) > 1 for run, _ in got)
+        split_any |= len(got) > 1
+    assert merged_any and split_any  # the cases exercise both outcomes
+
+
+def test_concat_runs_takes_ten_thousand_rules():
+    """10k distinct (address, port) rules -> one run (55 s before the index; no timing asserted);
+    one overlapping pair in the middle splits it there, as the pairwise test did."""
+    from fwlab.rules.optimize import _concat_runs
+
+    def rule(i, port):
+        return {"handle": i + 2, "expr": [m("ip", "saddr", f"10.{i // 65536}.{i // 256 % 256}.{i % 256}"),
+                                          m("tcp", "dport", port), {"accept": None}]}
+    rules = [rule(i, 1000 + i % 50000) for i in range(10_000)]
+    (run, idx), = _concat_runs(rules)
+    assert len(run) == 10_000 and idx == (0, 1)
+    rules[6000] = {**rules[6000], "expr": [m("ip", "saddr", {"prefix": {"addr": "10.0.0.0", "len": 16}}),
+                                           m("tcp", "dport", {"range": [1000, 1100]}), {"accept": None}]}
+    got = _concat_runs(rules)
+    assert [len(r) for r, _ in got] == [6000, 4000]
+    small = rules[5990:6010]
+    assert [([r["handle"] for r in run], i) for run, i in _concat_runs(small)] == \
+           [([r["handle"] for r in run], i) for run, i in _concat_runs_pairwise(small)]
