@@ -62,22 +62,13 @@ _HDR = struct.Struct("=HH").unpack_from
 _U64_BE = struct.Struct(">Q").unpack_from
 #: an expression's first attribute when it is a counter: NFTA_EXPR_NAME (length 12) "counter\0"
 _COUNTER_NAME_ATTR = struct.pack("=HH", 12, NFTA_EXPR_NAME) + b"counter\0"
-_NAME_TYPE = struct.pack("=H", NFTA_EXPR_NAME)
 
 
 def _counter_packets(payload: bytes, j: int, end: int) -> int | None:
     """Packets of the expression (NFTA_LIST_ELEM) at ``j`` if it is a counter, else None."""
     k = j + 4
     if not payload.startswith(_COUNTER_NAME_ATTR, k):
-        if payload.startswith(_NAME_TYPE, k + 2):
-            return None  # the kernel writes the name first: another expression
-        # the name is not first: read the element's attributes one by one
-        parts = dict(attrs(payload[k:end]))
-        if parts.get(NFTA_EXPR_NAME, b"").rstrip(b"\0") != b"counter":
-            return None
-        data = dict(attrs(parts.get(NFTA_EXPR_DATA, b"")))
-        v = data.get(NFTA_COUNTER_PACKETS)
-        return struct.unpack(">Q", v[:8])[0] if v is not None and len(v) >= 8 else None
+        return None  # the kernel writes an expression's name first (nf_tables_fill_expr_info): another one
     k += 12
     while k + 4 <= end:  # NFTA_EXPR_DATA, then NFTA_COUNTER_BYTES / _PACKETS inside it
         aln, atyp = _HDR(payload, k)
@@ -101,7 +92,8 @@ def rule_tag_packets(payload: bytes) -> tuple[str, int] | None:
     """One NEWRULE message's payload (after nfgenmsg) -> (comment, packets of its counter), or
     None when the rule has no counter. Walks the attributes in place (offsets, no copies) and
     looks into an expression only when its name is ``counter``: at 10,000 rules this runs once
-    per trial, and walking every attribute took ~0.2 s there."""
+    per trial; walking every attribute with :func:`attrs` takes about 1.5 x as long (0.139 s against
+    0.092 s in place, one measurement on this host; noisy under load)."""
     comment, packets = "", None
     n, i = len(payload), 0
     while i + 4 <= n:
