@@ -32,7 +32,8 @@ from fwlab.rules.derive import TrafficClass
 from fwlab.stats.latency import mixture, percentile_ns
 from fwlab.stats.ratio import ratio_interval
 
-LATENCY_PERCENTILES = (50.0, 90.0, 99.0, 99.9)
+#: record key -> percentile; the keys the engine's own latency figures use (``p999``, not ``p99.9``)
+LATENCY_PERCENTILES = {"p50": 50.0, "p90": 90.0, "p99": 99.0, "p999": 99.9}
 MIX_METHOD = ("mix rate of a round = 1 / sum(w_i / rate_i) over the weighted classes (w normalised to 1: the "
               "time per packet of a stream whose packets are w_i of class i, from the same round's per-class "
               "back-to-back rates; the classes are not interleaved on the wire); mix cost = sum(w_i x cost_i); "
@@ -173,7 +174,7 @@ def latency_figures(texts: list[tuple[str, float]]) -> dict | None:
     h = mixture(texts)
     if h is None or h.get_total_count() == 0:
         return None
-    out = {f"p{p:g}": percentile_ns(h, p) for p in LATENCY_PERCENTILES}
+    out = {key: percentile_ns(h, p) for key, p in LATENCY_PERCENTILES.items()}
     out.update({"min": float(h.get_min_value()), "mean": float(h.get_mean_value()), "max": float(h.get_max_value())})
     return out
 

@@ -389,3 +389,18 @@ def test_report_shows_the_added_latency_the_mix_ratio_and_reference_latency(nft_
     assert "2.2 <span class='muted'>[1.9 … 2.6]" in html and "one round: no interval" in html
     assert "×0.60" in html and "[0.55 … 0.66]" in html
     assert "10.1 / 11.0 / 21.0 / 30.0" in html and "reference latency leaves out c2 (no frame reached" in html
+
+
+def test_latency_key_is_p999_and_old_records_still_read():
+    """One key for p99.9 everywhere: ``p999``, as the engine's latency figures; the report still
+    reads a record written with ``p99.9``."""
+    from fwlab.report.section_ruleset import render_mix
+    from fwlab.runners.engine import LATENCY_KEYS
+
+    f = latency_figures([(encode([1000] * 999 + [9000]), 1.0)])
+    assert set(f) <= set(LATENCY_KEYS) and "p999" in f and "p99.9" not in f
+    new = {"p50": 1e3, "p90": 2e3, "p99": 3e3, "p999": 4e3}
+    old = {"p50": 1e3, "p90": 2e3, "p99": 3e3, "p99.9": 4e3}
+    for fig in (new, old):
+        html = render_mix({"weights": {"c1": 1.0}, "source": "even", "latency": {"latency_ns": fig}})
+        assert "1.0 / 2.0 / 3.0 / 4.0" in html

@@ -39,6 +39,10 @@ def _lat(c: dict, cond: str = "rules") -> str:
     return f"{_us(f['p50'])} / {_us(f['p99'])}"
 
 
+#: (key, key in records before session 9) of the mix's percentiles: p99.9 is ``p999`` as the engine names it
+P_KEYS = (("p50", "p50"), ("p90", "p90"), ("p99", "p99"), ("p999", "p99.9"))
+
+
 def _added(c: dict) -> str:
     """A class's added median latency [us] (same load in both conditions) with its interval, or why none."""
     lat = c.get("latency") or {}
@@ -64,7 +68,7 @@ def render_mix(mix: dict) -> str:
 
     def pcts(d: dict) -> str:
         f = d.get("latency_ns")
-        return " / ".join(_us(f.get(k)) for k in ("p50", "p90", "p99", "p99.9")) if f else "–"
+        return " / ".join(_us(f.get(k, f.get(old))) for k, old in P_KEYS) if f else "–"
 
     rows = [["with the rule set", _range(mix.get("rate_pps") or {}, 1e-3, 1), _range(mix.get("cost_ns_per_packet") or {}),
              pcts(lat)],
