@@ -24,6 +24,7 @@ bed.
 from __future__ import annotations
 
 import math
+import statistics
 import tomllib
 from pathlib import Path
 
@@ -120,13 +121,13 @@ def resolve(weights: dict[str, float] | None, classes: list[TrafficClass], where
     return {"weights": {i: raw[i] / total for i in ids}, "source": "profile", "keys": keys}
 
 
-def _median_range(xs: list[float]) -> dict:
-    xs = sorted(x for x in xs if x is not None)
+def median_range(xs: list[float | None]) -> dict:
+    """Median, min, max and count of the values that are not None (the rounds' summary of every
+    rate and cost of ``run --ruleset`` and ``optimize``)."""
+    xs = [x for x in xs if x is not None]
     if not xs:
         return {"median": None, "min": None, "max": None, "n": 0}
-    n = len(xs)
-    med = xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
-    return {"median": med, "min": xs[0], "max": xs[-1], "n": n}
+    return {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "n": len(xs)}
 
 
 def _at(xs: list, k: int):
@@ -164,8 +165,8 @@ def summarize_mix(weights: dict[str, float], rates: dict[tuple[str, str], list[f
     rate with rules / the reference rate (``rate_ratio``) with its 95 % Fieller interval."""
     per = {cond: mix_per_round(weights, rates, cond, rounds) for cond in ("rules", "reference")}
     per["cost"] = [1e9 / a - 1e9 / b if a and b else None for a, b in zip(per["rules"], per["reference"])]
-    return {"rate_pps": _median_range(per["rules"]), "reference_rate_pps": _median_range(per["reference"]),
-            "cost_ns_per_packet": _median_range(per["cost"]), "rate_ratio": ratio_dict(per["rules"], per["reference"]),
+    return {"rate_pps": median_range(per["rules"]), "reference_rate_pps": median_range(per["reference"]),
+            "cost_ns_per_packet": median_range(per["cost"]), "rate_ratio": ratio_dict(per["rules"], per["reference"]),
             "per_round": per, "method": MIX_METHOD}
 
 

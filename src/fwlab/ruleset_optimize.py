@@ -43,9 +43,9 @@ from fwlab.rules.derive import TrafficClass, derive
 from fwlab.rules.nft_json import parse_nft_json
 from fwlab.rules.optimize import Proposal, model_differences, propose, union_probes
 from fwlab.rules.optimize_iptables import propose_iptables
-from fwlab.ruleset_mix import mix_per_round, ratio_dict
-from fwlab.ruleset_run import (DEFAULT_INTERFACES, PROBE_PPS, SETTLE_S, Bed, _median_range, _read, _rx, _send,
-                               note_to, observed_verdict, parse_interfaces, preflight, prepare, send_args)
+from fwlab.ruleset_mix import median_range, mix_per_round, ratio_dict
+from fwlab.ruleset_run import (DEFAULT_INTERFACES, PROBE_PPS, SETTLE_S, Bed, _read, _rx, _send,
+                               kpps_text, note_to, observed_verdict, parse_interfaces, preflight, prepare, send_args)
 from fwlab.runners.engine import engine_version
 from fwlab.stats.ratio import RATIO_METHOD
 from fwlab.testbed import Testbed, Topology, new_run_id
@@ -227,15 +227,15 @@ def summarize_gain(measured: list[TrafficClass], traversed: dict[str, dict[str, 
         per.append({"class_id": c.class_id, "rule_id": c.rule_id, "rule_text": c.rule_text, "expected": c.expected,
                     "traversed_original": traversed["original"][c.class_id],
                     "traversed_proposal": traversed["proposal"][c.class_id],
-                    "original_rate_pps": _median_range(a), "proposal_rate_pps": _median_range(b),
+                    "original_rate_pps": median_range(a), "proposal_rate_pps": median_range(b),
                     "gain": ratio_dict(b, a)})
     even = {c.class_id: 1 / len(measured) for c in measured}
     rounds = max((len(rates.get((c.class_id, cond)) or []) for c in measured for cond in ("original", "proposal")),
                  default=0)
     mix = {cond: [x for x in mix_per_round(even, rates, cond, rounds) if x] for cond in ("original", "proposal")}
     return {"classes": per, "mix": {"classes": [c.class_id for c in measured],
-                                    "original_rate_pps": _median_range(mix["original"]),
-                                    "proposal_rate_pps": _median_range(mix["proposal"]),
+                                    "original_rate_pps": median_range(mix["original"]),
+                                    "proposal_rate_pps": median_range(mix["proposal"]),
                                     "gain": ratio_dict(mix["proposal"], mix["original"])},
             "method": f"gain = mean proposal rate / mean original rate over the rounds, 95 % interval {RATIO_METHOD}"}
 
@@ -275,10 +275,6 @@ def _fmt_gain(g: dict) -> str:
         return "–"
     iv = f" [{g['low']:.2f}, {g['high']:.2f}]" if g.get("low") is not None else f" (no interval: {g.get('why')})"
     return f"x{g['ratio']:.2f}{iv}"
-
-
-def _kpps(d: dict) -> str:
-    return "–" if d.get("median") is None else f"{d['median'] / 1e3:,.1f}"
 
 
 def run_optimize(cfg: OptimizeConfig, out_root: Path, *, log: TextIO | None = sys.stderr) -> OptimizeResult:
@@ -414,11 +410,11 @@ def run_optimize(cfg: OptimizeConfig, out_root: Path, *, log: TextIO | None = sy
                                f"{cfg.repetitions} rounds {rounds}, 95 % interval):")
                 for g in gain["classes"]:
                     summary.append(f"  {g['class_id']:>6} {g['expected']:<6} ({g['traversed_original']:>5} -> "
-                                   f"{g['traversed_proposal']} rules compared): {_kpps(g['original_rate_pps'])} -> "
-                                   f"{_kpps(g['proposal_rate_pps'])} kpps  {_fmt_gain(g['gain'])}")
+                                   f"{g['traversed_proposal']} rules compared): {kpps_text(g['original_rate_pps'])} -> "
+                                   f"{kpps_text(g['proposal_rate_pps'])} kpps  {_fmt_gain(g['gain'])}")
                 mx = gain["mix"]
-                summary.append(f"  mix of these {len(mx['classes'])} classes: {_kpps(mx['original_rate_pps'])} -> "
-                               f"{_kpps(mx['proposal_rate_pps'])} kpps  {_fmt_gain(mx['gain'])}")
+                summary.append(f"  mix of these {len(mx['classes'])} classes: {kpps_text(mx['original_rate_pps'])} -> "
+                               f"{kpps_text(mx['proposal_rate_pps'])} kpps  {_fmt_gain(mx['gain'])}")
             else:
                 opt["gain"] = None
                 opt["rate_missing"] = "not measured (--no-rate)"

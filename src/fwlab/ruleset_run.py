@@ -49,7 +49,8 @@ from fwlab.dut.imported import ImportedFirewall
 from fwlab.errors import FwlabError, RunnerError, SuiteError
 from fwlab.results import RunRecord, host_metadata, trial_record, utc_now
 from fwlab.rules.derive import BedAddresses, Derivation, TrafficClass, derive
-from fwlab.ruleset_mix import check_weights, latency_figures, mix_latency, read_mix_file, resolve, summarize_mix
+from fwlab.ruleset_mix import (check_weights, latency_figures, median_range, mix_latency, read_mix_file, resolve,
+                              summarize_mix)
 from fwlab.runners.engine import engine_version, metrics_from, parse_result, require_engine
 from fwlab.stats.summary import percentile_ci
 from fwlab.testbed import Testbed, Topology, new_run_id, require_root, require_tool
@@ -233,13 +234,6 @@ def probe(b: Bed, fw: ImportedFirewall, engine: str, c: TrafficClass, count: int
 
 
 # -- the run -----------------------------------------------------------------------------------
-def _median_range(xs: list[float]) -> dict:
-    xs = [x for x in xs if x is not None]
-    if not xs:
-        return {"median": None, "min": None, "max": None, "n": 0}
-    return {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "n": len(xs)}
-
-
 def latency_missing(c: TrafficClass) -> str | None:
     """Why class ``c`` gets no latency trial (None: it gets one)."""
     if c.expected != "accept":
@@ -333,8 +327,8 @@ def summarize_costs(classes: list[TrafficClass], rates: dict[tuple[str, str], li
         costs = [1e9 / a - 1e9 / b for a, b in zip(r, ref) if a and b]
         out.append({"class_id": c.class_id, "rule_id": c.rule_id, "rule_text": c.rule_text,
                     "expected": c.expected, "traversed_rules": c.traversed_rules,
-                    "rate_pps": _median_range(r), "reference_rate_pps": _median_range(ref),
-                    "cost_ns_per_packet": _median_range(costs)})
+                    "rate_pps": median_range(r), "reference_rate_pps": median_range(ref),
+                    "cost_ns_per_packet": median_range(costs)})
         if lat is not None:
             out[-1]["latency"] = summarize_latency(c, lat)
     out.sort(key=lambda d: -(d["cost_ns_per_packet"]["median"] or float("-inf")))
@@ -450,7 +444,7 @@ def run_ruleset(cfg: RulesetRunConfig, out_root: Path, *, log: TextIO | None = s
                         why = {i: latency_why(per_class[i], cond) for i in w if i in per_class}
                         mix[key] = mix_latency(w, hists, why, cond)
                 note(f"  mix ({mix['source']}, {sum(v > 0 for v in w.values())} classes): "
-                     f"{_kpps(mix['rate_pps'])} kpps, cost {_ns(mix['cost_ns_per_packet'])} ns/packet")
+                     f"{kpps_text(mix['rate_pps'])} kpps, cost {_ns(mix['cost_ns_per_packet'])} ns/packet")
             else:
                 imp["costs"] = []
                 imp["rate_missing"] = "not measured (--no-rate)" if deriv.classes else "no traffic class derived"
@@ -471,7 +465,8 @@ def _set_condition(b: Bed, fw: ImportedFirewall, cond: str) -> None:
         fw.load(b.ctx)
 
 
-def _kpps(d: dict) -> str:
+def kpps_text(d: dict) -> str:
+    """A {median, ...} rate [packets/s] as kpps text for the progress lines, '–' without one."""
     return "–" if d.get("median") is None else f"{d['median'] / 1e3:,.1f}"
 
 
