@@ -290,7 +290,7 @@ def run_optimize(cfg: OptimizeConfig, out_root: Path, *, log: TextIO | None = sy
             raise SuiteError(f"{cfg.proposal.name} is {kind_b} syntax but {cfg.ruleset.name} is {fw_a.kind}",
                              fix="give a rewrite in the original's syntax")
     names = parse_interfaces(cfg.interfaces)
-    engine = preflight((fw_a._restore(), fw_a._save(), "ipset") if ipt else ("nft",))
+    engine = preflight((fw_a.restore_program, fw_a.save_program, "ipset") if ipt else ("nft",))
     suffix = "iptables" if ipt else "nft"
     note = note_to(log)
     bed = Testbed(Topology(run_id=new_run_id(), mode="routed"))
@@ -300,7 +300,7 @@ def run_optimize(cfg: OptimizeConfig, out_root: Path, *, log: TextIO | None = sy
         fw_a.load(b.ctx)  # a refusal raises here, one line; `with` removes the bed
         ipset_b = None
         try:
-            listing_a = b.bed.host.run([fw_a._save()], ns=b.ctx.ns).stdout if ipt else _nft_json(b)
+            listing_a = b.bed.host.run([fw_a.save_program], ns=b.ctx.ns).stdout if ipt else _nft_json(b)
             model_a = fw_a.readback(b.ctx)
             digest_a = fw_a.digest(b.ctx)
             fw_a.flush(b.ctx)

@@ -358,7 +358,7 @@ def run_ruleset(cfg: RulesetRunConfig, out_root: Path, *, log: TextIO | None = s
     ipset_text = _read(cfg.ipset, "ipset file") if cfg.ipset else None
     fw = ImportedFirewall.from_text(text, cfg.ruleset.name, ipset_text)
     names = parse_interfaces(cfg.interfaces)
-    engine = preflight(("nft" if fw.kind == "nft" else fw._restore(),) + (("ipset",) if ipset_text else ()))
+    engine = preflight(("nft" if fw.kind == "nft" else fw.restore_program,) + (("ipset",) if ipset_text else ()))
     note = note_to(log)
     bed = Testbed(Topology(run_id=new_run_id(), mode="routed"))
     with bed:

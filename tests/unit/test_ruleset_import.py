@@ -263,3 +263,14 @@ def test_report_section_names_findings_and_the_most_expensive():
     run["ruleset_import"].update(probes=probes[:1], costs=[], rate_missing="not measured (--no-rate)")
     html = render(run, [])
     assert "Every class's observed verdict equals" in html and "not measured (--no-rate)" in html
+
+
+def test_imported_firewall_names_its_programs():
+    """ruleset_run / ruleset_optimize ask the firewall for its restore/save programs (public),
+    not through its private helpers."""
+    from fwlab.dut.imported import ImportedFirewall
+
+    v4 = ImportedFirewall.from_text("*filter\n:FORWARD DROP [0:0]\n-A FORWARD -p tcp -j ACCEPT\nCOMMIT\n", "r")
+    v6 = ImportedFirewall.from_text("*filter\n:FORWARD DROP [0:0]\n-A FORWARD -s 2001:2::/64 -j ACCEPT\nCOMMIT\n", "r")
+    assert (v4.restore_program, v4.save_program) == ("iptables-restore", "iptables-save")
+    assert (v6.restore_program, v6.save_program) == ("ip6tables-restore", "ip6tables-save")

@@ -81,10 +81,14 @@ class ImportedFirewall:
         prog = "iptables" if self.ip_version == 4 else "ip6tables"
         return f"{prog}-restore (verbatim)" + (" + ipset" if self.ipset_text else "")
 
-    def _restore(self) -> str:
+    @property
+    def restore_program(self) -> str:
+        """iptables only: the program that loads the file (iptables-restore or ip6tables-restore)."""
         return "iptables-restore" if self.ip_version == 4 else "ip6tables-restore"
 
-    def _save(self) -> str:
+    @property
+    def save_program(self) -> str:
+        """iptables only: the program that lists the kernel's rules (iptables-save or ip6tables-save)."""
         return "iptables-save" if self.ip_version == 4 else "ip6tables-save"
 
     def load(self, ctx: DutContext) -> float:
@@ -98,8 +102,8 @@ class ImportedFirewall:
                 if self.ipset_text:
                     step = "ipset restore"
                     ctx.host.run(["ipset", "restore"], ns=ctx.ns, input=self.ipset_text)
-                step = self._restore()
-                ctx.host.run([self._restore()], ns=ctx.ns, input=self.text)
+                step = self.restore_program
+                ctx.host.run([self.restore_program], ns=ctx.ns, input=self.text)
         except CommandFailed as exc:
             self.flush(ctx)
             raise BackendError(f"{self.source}: {step} refused the rule set, nothing is loaded: {kernel_message(exc)}",
@@ -110,7 +114,7 @@ class ImportedFirewall:
     def listing(self, ctx: DutContext) -> str:
         if self.kind == "nft":
             return ctx.host.run(["nft", "-s", "list", "ruleset"], ns=ctx.ns).stdout
-        text = ctx.host.run([self._save()], ns=ctx.ns).stdout
+        text = ctx.host.run([self.save_program], ns=ctx.ns).stdout
         return "\n".join(l for l in text.splitlines() if not l.startswith("#"))
 
     def digest(self, ctx: DutContext) -> str:
@@ -122,7 +126,7 @@ class ImportedFirewall:
             return parse_nft_json(ctx.host.run(["nft", "-j", "list", "ruleset"], ns=ctx.ns).stdout,
                                   ctx.host.run(["nft", "-a", "-s", "list", "ruleset"], ns=ctx.ns).stdout)
         sets = ctx.host.run(["ipset", "save"], ns=ctx.ns).stdout if self.ipset_text else None
-        return parse_iptables_save(ctx.host.run([self._save()], ns=ctx.ns).stdout, self.ip_version, sets)
+        return parse_iptables_save(ctx.host.run([self.save_program], ns=ctx.ns).stdout, self.ip_version, sets)
 
     def counters(self, ctx: DutContext) -> dict[str, int]:
         """Packets per rule id (rules with a counter: every iptables rule, nft rules with ``counter``)."""
@@ -139,7 +143,7 @@ class ImportedFirewall:
                     out[f"{r['family']} {r['table']} {r['chain']} #{r['handle']}"] = sum(pk)
             return out
         index: dict[str, int] = {}
-        for line in ctx.host.run([self._save(), "-c", "-t", "filter"], ns=ctx.ns).stdout.splitlines():
+        for line in ctx.host.run([self.save_program, "-c", "-t", "filter"], ns=ctx.ns).stdout.splitlines():
             m = _COUNTED.match(line)
             if m:
                 index[m.group(3)] = index.get(m.group(3), 0) + 1
@@ -159,5 +163,5 @@ class ImportedFirewall:
     def version(self, ctx: DutContext) -> str:
         if self.kind == "nft":
             return ctx.host.run(["nft", "--version"]).stdout.strip()
-        return ctx.host.run([self._restore(), "--version"], check=False).stdout.strip() or \
+        return ctx.host.run([self.restore_program, "--version"], check=False).stdout.strip() or \
             ctx.host.run(["iptables", "--version"]).stdout.strip()
