@@ -21,6 +21,7 @@ import ipaddress
 import shlex
 from dataclasses import dataclass, field
 
+from fwlab.rules.iptables_save import parse_ipset
 from fwlab.rules.optimize import Merge
 
 TERMINAL_TARGETS = ("ACCEPT", "DROP", "REJECT")
@@ -111,8 +112,6 @@ def _parse(line: str, ipver: int) -> _Rule | None:
             f = "s" if opt in ("-s", "--source") else "d"
             addr_tokens[f] = args[i:j + 2]
             addr[f] = None if neg else _single(args[j + 1], ipver)
-            if neg:
-                addr[f] = None
             i = j + 2
             continue
         if t in ("-m", "--match") and i + 1 < len(args) and args[i + 1] == "comment":
@@ -151,22 +150,13 @@ def _set_name(chain: str, n: int, taken: set[str]) -> str:
     return name
 
 
-def _existing_sets(ipset_text: str | None) -> set[str]:
-    out = set()
-    for line in (ipset_text or "").splitlines():
-        tok = line.split()
-        if len(tok) >= 2 and tok[0] == "create":
-            out.add(tok[1])
-    return out
-
-
 def propose_iptables(save_text: str, ipver: int = 4, ipset_text: str | None = None) -> IptablesProposal:
     """The rewrite of an iptables-save file (the kernel's listing of the loaded rule set)."""
     lines = save_text.splitlines()
     out: list[str] = []
     sets: list[str] = []
     merges: list[Merge] = []
-    taken = _existing_sets(ipset_text)
+    taken = set(parse_ipset(ipset_text)) if ipset_text else set()  # the user's own set names
     table = None
     before = after = 0
     num: dict[str, int] = {}  #: rules seen per chain (the merged rules' numbers in the original)
