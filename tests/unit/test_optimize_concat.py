@@ -181,3 +181,15 @@ def test_concat_runs_takes_ten_thousand_rules():
     small = rules[5990:6010]
     assert [([r["handle"] for r in run], i) for run, i in _concat_runs(small)] == \
            [([r["handle"] for r in run], i) for run, i in _concat_runs_pairwise(small)]
+
+
+def test_a_merge_says_its_kind():
+    """The kind of a merge is a field (set | concat | vmap), not read back from its text."""
+    from fwlab.rules.optimize import Merge
+
+    assert [x.kind for x in propose(listing(pairs(5), policy="drop")).merges] == ["concat"]
+    assert [x.kind for x in propose(listing([[m("tcp", "dport", 80 + i), {"accept": None}] for i in range(4)],
+                                            policy="drop")).merges] == ["set"]
+    odd = Merge(chain="inet t fwd", handles=[2, 3], field="meta mark . x", verdict="accept", values=2)
+    assert odd.kind == "set" and "concatenated" not in odd.describe()
+    assert propose(listing(pairs(3))).to_dict()["merges"][0]["kind"] == "concat"

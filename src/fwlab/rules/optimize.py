@@ -52,15 +52,16 @@ class Merge:
     chain: str  #: "<family> <table> <chain>"
     handles: list[int]  #: the merged rules' handles, in order
     field: str  #: e.g. "ip saddr"
-    verdict: str  #: accept | drop | reject
+    verdict: str  #: accept | drop | reject, or vmap
     values: int  #: elements of the set (after merging overlapping values)
+    kind: str = "set"  #: set (one field) | concat (a set with a concatenated key) | vmap (a verdict map)
 
     def describe(self) -> str:
-        if " . " in self.field:
+        if self.kind == "concat":
             return (f"{self.chain}: {len(self.handles)} rules (handles {self.handles[0]}..{self.handles[-1]}) "
                     f"'{self.field.replace(' . ', ' A ')} B {self.verdict}' -> one rule '{self.field} "
                     f"{{{self.values} A . B elements}} {self.verdict}' (concatenated key)")
-        if self.verdict == "vmap":
+        if self.kind == "vmap":
             return (f"{self.chain}: {len(self.handles)} rules (handles {self.handles[0]}..{self.handles[-1]}) "
                     f"'{self.field} X <verdict>' -> one rule '{self.field} vmap {{{self.values} elements}}'")
         return (f"{self.chain}: {len(self.handles)} rules (handles {self.handles[0]}..{self.handles[-1]}) "
@@ -79,8 +80,8 @@ class Proposal:
     def summary(self) -> str:
         if not self.merges:
             return f"{self.rules_before} rules: no run of consecutive rules differing in one value to merge"
-        concat = sum(" . " in m.field for m in self.merges)
-        sets = sum(m.verdict != "vmap" for m in self.merges) - concat
+        concat = sum(m.kind == "concat" for m in self.merges)
+        sets = sum(m.kind == "set" for m in self.merges)
         return (f"{self.rules_before} rules -> {self.rules_after} rules; {sets} run(s) merged into sets, "
                 f"{concat} into sets with a concatenated key, {len(self.merges) - sets - concat} into verdict maps")
 
@@ -350,7 +351,7 @@ def _concat_merge(run: list[dict], idx: tuple[int, int], chain: str) -> tuple[di
             e["counter"] = {"packets": 0, "bytes": 0}
     return merged, Merge(chain=chain, handles=[r.get("handle") for r in run],
                          field=" . ".join(f"{p} {f}" for p, f in keys), verdict=_stmt(merged["expr"][-1]),
-                         values=len(elems))
+                         values=len(elems), kind="concat")
 
 
 def _vmap_ok(rule: dict) -> bool:
@@ -410,7 +411,7 @@ def _vmap_merge(run: list[dict], idx: int, chain: str) -> tuple[dict, Merge] | N
             e["counter"] = {"packets": 0, "bytes": 0}
     merged["expr"].append({"vmap": {"key": left, "data": {"set": elems}}})
     return merged, Merge(chain=chain, handles=[r.get("handle") for r in run], field=f"{proto} {fld}",
-                         verdict="vmap", values=len(elems))
+                         verdict="vmap", values=len(elems), kind="vmap")
 
 
 def propose(listing_json: str) -> Proposal:
