@@ -168,8 +168,9 @@ class RulesetClassMetrics(_Metrics):
     offered_count: int | None = Field(description="packets sent")
     duration_s: Num = Field(description="sending time [s]")
     ns_per_packet: Num = Field(description="1e9 / tx_pps [ns] (null in a latency trial)")
-    load_pps: Num = Field(None, description="latency trial (traffic ruleset-class-latency): the load, a share "
-                                            "of the class's rate in the same round [packets/s]")
+    load_pps: Num = Field(None, description="latency trial (traffic ruleset-class-latency): the load, fraction x "
+                                            "the lower of the class's two rates (with and without the rule set) in "
+                                            "the same round, the same in both conditions [packets/s]")
     forwarded_count: int | None = Field(None, description="latency trial: test frames the far side received")
     loss_ratio: Num = Field(None, description="latency trial: 0..1, sent but not received")
     latency_ns: dict | None = Field(None, description="latency trial: one-way latency min, mean, p50, p90, p99, "
