@@ -30,6 +30,7 @@ from pathlib import Path
 
 from fwlab.errors import SuiteError
 from fwlab.rules.derive import TrafficClass
+from fwlab.rules.imported_model import base_rule_id
 from fwlab.stats.latency import mixture, percentile_ns
 from fwlab.stats.ratio import ratio_interval
 
@@ -73,14 +74,8 @@ def read_mix_file(path: Path) -> dict[str, float]:
     return check_weights(data, f"mix file {path.name}")
 
 
-def _rule_of(rule_id: str) -> str:
-    """A verdict map element's class belongs to its map's rule ('... #7/2' -> '... #7')."""
-    head, _, tail = rule_id.rpartition("/")
-    return head if head and tail.isdigit() and "#" in head else rule_id
-
-
 def _matches(key: str, c: TrafficClass) -> bool:
-    rid = _rule_of(c.rule_id)
+    rid = base_rule_id(c.rule_id)
     if key in (c.class_id, c.rule_id, rid):
         return True
     k = key.lstrip("#")
@@ -108,7 +103,7 @@ def resolve(weights: dict[str, float] | None, classes: list[TrafficClass], where
                              f"{', '.join(ids[:6])}{' ...' if len(ids) > 6 else ''}; or a rule id / handle of a "
                              f"rule that has a class)",
                              fix="run with --no-rate first to see the classes and their rules, then name those")
-        rules = {_rule_of(c.rule_id) for c in hit}
+        rules = {base_rule_id(c.rule_id) for c in hit}
         if len(rules) > 1 and key not in ids:
             raise SuiteError(f"{where}: '{key}' names {len(rules)} rules ({', '.join(sorted(rules)[:3])})",
                              fix="name the rule by its whole id, e.g. 'inet filter fwd #12'")

@@ -40,6 +40,7 @@ from fwlab.dut.imported import ImportedFirewall
 from fwlab.errors import BackendError, FwlabError, SuiteError
 from fwlab.results import RunRecord, host_metadata, trial_record, utc_now
 from fwlab.rules.derive import TrafficClass, derive
+from fwlab.rules.imported_model import base_rule_id
 from fwlab.rules.nft_json import parse_nft_json
 from fwlab.rules.optimize import Proposal, model_differences, propose, union_probes
 from fwlab.rules.optimize_iptables import propose_iptables
@@ -89,12 +90,7 @@ class OptimizeResult:
 def _rule_count(model) -> int:
     """Rules as the user counts them: a verdict map's or concatenated set's elements (model rules
     '<id>/<n>') are one rule."""
-    ids = set()
-    for ch in model.chains.values():
-        for r in ch.rules:
-            head, _, tail = r.rule_id.rpartition("/")
-            ids.add(head if head and tail.isdigit() and "#" in head else r.rule_id)
-    return len(ids)
+    return len({base_rule_id(r.rule_id) for ch in model.chains.values() for r in ch.rules})
 
 
 def _nft_json(b: Bed) -> str:

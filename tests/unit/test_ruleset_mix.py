@@ -404,3 +404,15 @@ def test_latency_key_is_p999_and_old_records_still_read():
     for fig in (new, old):
         html = render_mix({"weights": {"c1": 1.0}, "source": "even", "latency": {"latency_ns": fig}})
         assert "1.0 / 2.0 / 3.0 / 4.0" in html
+
+
+def test_one_reader_of_element_rule_ids():
+    """'<id>/<n>' (a verdict map's or concatenated set's element) is read in one place."""
+    from fwlab.rules.imported_model import base_rule_id
+
+    assert base_rule_id("inet filter fwd #7/2") == "inet filter fwd #7"
+    assert base_rule_id("inet filter fwd #7") == "inet filter fwd #7"
+    assert base_rule_id("filter FORWARD #3") == "filter FORWARD #3"
+    assert base_rule_id("policy:FORWARD") == "policy:FORWARD"
+    assert base_rule_id("10.0.0.0/24") == "10.0.0.0/24"  # no '#': not an element id
+    assert base_rule_id("inet t fwd #7/x") == "inet t fwd #7/x"

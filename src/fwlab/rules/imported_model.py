@@ -125,9 +125,17 @@ class Match:
     requires: tuple[tuple[str, str], ...] = ()
 
 
+def base_rule_id(rule_id: str) -> str:
+    """The rule a model rule comes from: a verdict map's or concatenated set's element is the model
+    rule ``'<id>/<n>'`` (``'inet t fwd #7/2'`` -> ``'inet t fwd #7'``); any other id is its own."""
+    head, _, tail = rule_id.rpartition("/")
+    return head if head and tail.isdigit() and "#" in head else rule_id
+
+
 @dataclass
 class Rule:
-    rule_id: str  #: stable id: "<family> <table> <chain> #<handle>" or "<table> <chain> #<index>"
+    rule_id: str  #: stable id: "<family> <table> <chain> #<handle>" or "<table> <chain> #<index>";
+    #: an element of a verdict map or concatenated set: "<id>/<n>" (:func:`base_rule_id`)
     chain: str
     text: str  #: the rule as the user wrote it (or as the kernel lists it)
     matches: list[Match] = field(default_factory=list)
