@@ -37,16 +37,16 @@ from pathlib import Path
 from typing import TextIO
 
 from fwlab.dut.imported import ImportedFirewall
-from fwlab.errors import BackendError, FwlabError, SuiteError
-from fwlab.results import RunRecord, host_metadata, trial_record, utc_now
+from fwlab.errors import BackendError, SuiteError
+from fwlab.results import RunRecord, host_metadata
 from fwlab.rules.derive import TrafficClass, derive
 from fwlab.rules.imported_model import base_rule_id
-from fwlab.rules.nft_json import parse_nft_json
 from fwlab.rules.optimize import Proposal, model_differences, propose, union_probes
 from fwlab.rules.optimize_iptables import propose_iptables
 from fwlab.ruleset_mix import median_range, mix_per_round, ratio_dict
-from fwlab.ruleset_run import (DEFAULT_INTERFACES, PROBE_PPS, SETTLE_S, Bed, _read, _rx, _send,
-                               kpps_text, note_to, observed_verdict, parse_interfaces, preflight, prepare, send_args)
+from fwlab.ruleset_run import (DEFAULT_INTERFACES, PROBE_PPS, SETTLE_S, Bed, Routes, _read, _rx, _send,
+                               kpps_text, note_to, observed_verdict, parse_interfaces, preflight, prepare, rate_trial,
+                               send_args)
 from fwlab.runners.engine import engine_version
 from fwlab.stats.ratio import RATIO_METHOD
 from fwlab.testbed import Testbed, Topology, new_run_id
@@ -113,40 +113,6 @@ def _load_proposal_doc(b: Bed, prop: Proposal) -> str:
 
 
 # -- the live equivalence check --------------------------------------------------------------------
-def _route_lines(b: Bed, c: TrafficClass) -> list[tuple[str, str]]:
-    """(address, side) routes the probe needs on the DUT (as :func:`fwlab.ruleset_run._route_class`)."""
-    p, v = c.packet.describe(), c.packet.family
-    to_side, from_side = ("server", "client") if c.direction == "c2s" else ("client", "server")
-    gw = {"client": b.addrs.client[v], "server": b.addrs.server[v]}
-    return [(a, s) for a, s in ((p["dst"], to_side), (p["src"], from_side)) if a != gw[s]]
-
-
-class Routes:
-    """The DUT's per-probe host routes: installed in one ``ip -batch`` up front, then changed only
-    when a probe needs an address on the other side than the last probe did."""
-
-    def __init__(self, b: Bed, probes: list[TrafficClass]):
-        self.b = b
-        self.side: dict[str, str] = {}
-        for c in probes:
-            for addr, s in _route_lines(b, c):
-                self.side[addr] = s
-        lines = [self._line(a, s) for a, s in self.side.items()]
-        if lines:
-            b.bed.host.run(["ip", "-batch", "-"], ns=b.ctx.ns, input="\n".join(lines) + "\n")
-
-    def _line(self, addr: str, s: str) -> str:
-        v = 6 if ":" in addr else 4
-        gw = self.b.addrs.client[v] if s == "client" else self.b.addrs.server[v]
-        return f"route replace {addr} via {gw} dev {self.b.names[s]}"
-
-    def ensure(self, c: TrafficClass) -> None:
-        for addr, s in _route_lines(self.b, c):
-            if self.side.get(addr) != s:
-                self.b.bed.host.run(["ip", *self._line(addr, s).split()], ns=self.b.ctx.ns)
-                self.side[addr] = s
-
-
 def observe(b: Bed, engine: str, routes: Routes, c: TrafficClass, count: int) -> dict:
     """Send ``count`` packets of probe ``c``; passed | dropped | inconclusive from the receiver's
     rx counter (an inconclusive share is retried once, slower)."""
@@ -238,31 +204,10 @@ def summarize_gain(measured: list[TrafficClass], traversed: dict[str, dict[str, 
 
 def _rate_trial(rec: RunRecord, b: Bed, engine: str, routes: Routes, c: TrafficClass, cond: str, k: int,
                 cfg: OptimizeConfig, digest: str, family: str = "nft (verbatim)") -> float | None:
-    routes.ensure(c)
-    role, argv = send_args(engine, b, c, count=cfg.rate_count, rate="max")
-    started = utc_now()
-    error, send = None, {}
-    try:
-        send = _send(b, role, argv)
-    except FwlabError as exc:
-        error = exc.one_line()
-    elapsed = float(send.get("elapsed_s") or 0)
-    offered = int(send.get("offered_count") or 0)
-    rate = offered / elapsed if elapsed and offered else None
-    spec = {"trial_id": f"{c.class_id}-{cond}-r{k}", "suite": rec.run["suite"]["name"], "mode": "routed",
-            "backend": "imported", "class_id": c.class_id, "condition": cond, "repetition": k,
-            "ip_version": c.packet.family, "traffic": "ruleset-class", "tool": "fwlab-engine",
-            "size_bytes": 64 if c.packet.family == 4 else 78,
-            # the two conditions are told apart by layout: the original file or the proposal
-            "layout": cond, "rules": 0, "stateful_shortcut": False, "streams": 1, "rate_bps": None,
-            "duration_s": float(elapsed or 0.0)}
-    rec.append_trial(trial_record(
-        spec, kind="ruleset-class", started_utc=started,
-        metrics={"tx_pps": rate, "offered_count": offered, "duration_s": elapsed or None,
-                 "ns_per_packet": 1e9 / rate if rate else None},
-        ruleset={"digest": digest, "family": family},
-        raw={"engine_send_json": send, "argv": argv}, error=error, extra={"class": c.to_dict()}))
-    return rate
+    """:func:`fwlab.ruleset_run.rate_trial`; the two conditions are told apart by layout: the
+    original file or the proposal (both an imported rule set)."""
+    return rate_trial(rec, b, engine, c, cond, k, count=cfg.rate_count, route=routes.ensure, backend="imported",
+                      layout=cond, ruleset={"digest": digest, "family": family})
 
 
 # -- the run -----------------------------------------------------------------------------------------

@@ -148,17 +148,41 @@ def prepare(bed: Testbed, interfaces: dict[str, str]) -> Bed:
     return Bed(bed, ctx, names, macs, addrs)
 
 
-def _route_class(b: Bed, c: TrafficClass) -> None:
-    """Route the class's destination out of the receiving side (to that side's bed host, which
-    sees every frame at its interface) and its source back out of the sending side (so a
-    reject's ICMP error goes back to the sender, not on to the receiver)."""
-    p = c.packet.describe()
-    v = c.packet.family
+def _route_lines(b: Bed, c: TrafficClass) -> list[tuple[str, str]]:
+    """(address, side) routes class ``c`` needs on the DUT: its destination out of the receiving
+    side (to that side's bed host, which sees every frame at its interface) and its source back out
+    of the sending side (so a reject's ICMP error goes back to the sender, not on to the receiver)."""
+    p, v = c.packet.describe(), c.packet.family
     to_side, from_side = ("server", "client") if c.direction == "c2s" else ("client", "server")
     gw = {"client": b.addrs.client[v], "server": b.addrs.server[v]}
-    for addr, side in ((p["dst"], to_side), (p["src"], from_side)):
-        if addr != gw[side]:
-            b.bed.sh("dut", "ip", f"-{v}", "route", "replace", addr, "via", gw[side], "dev", b.names[side])
+    return [(a, s) for a, s in ((p["dst"], to_side), (p["src"], from_side)) if a != gw[s]]
+
+
+class Routes:
+    """The DUT's per-class host routes: installed in one ``ip -batch`` up front, then changed only
+    when a class needs an address on the other side than the last class did (``run --ruleset``
+    and ``optimize`` alike)."""
+
+    def __init__(self, b: Bed, probes: list[TrafficClass]):
+        self.b = b
+        self.side: dict[str, str] = {}
+        for c in probes:
+            for addr, s in _route_lines(b, c):
+                self.side[addr] = s
+        lines = [self._line(a, s) for a, s in self.side.items()]
+        if lines:
+            b.bed.host.run(["ip", "-batch", "-"], ns=b.ctx.ns, input="\n".join(lines) + "\n")
+
+    def _line(self, addr: str, s: str) -> str:
+        v = 6 if ":" in addr else 4
+        gw = self.b.addrs.client[v] if s == "client" else self.b.addrs.server[v]
+        return f"route replace {addr} via {gw} dev {self.b.names[s]}"
+
+    def ensure(self, c: TrafficClass) -> None:
+        for addr, s in _route_lines(self.b, c):
+            if self.side.get(addr) != s:
+                self.b.bed.host.run(["ip", *self._line(addr, s).split()], ns=self.b.ctx.ns)
+                self.side[addr] = s
 
 
 # -- sending ---------------------------------------------------------------------------------
@@ -167,7 +191,7 @@ def send_args(engine: str, b: Bed, c: TrafficClass, *, count: int, rate: str) ->
     p = c.packet.describe()
     role = "client" if c.direction == "c2s" else "server"
     iface = b.bed.topo.client_if if role == "client" else b.bed.topo.server_if
-    frame = 64 if c.packet.family == 4 else 78
+    frame = frame_size(c)
     argv = [engine, "send", "--backend", "packet", "--iface", iface, "--dst-mac", b.dut_mac[role],
             "--src", p["src"], "--dst", p["dst"], "--src-port", str(p["sport"]), "--dst-port", str(p["dport"]),
             "--proto", "udp" if p["proto"] == "udp" else "tcp-syn", "--frame-size", str(frame),
@@ -214,8 +238,8 @@ def check_class(expected: str, observed: str, rule_delta: int | None, sent: int,
     return "match", f"{observed} as the rule set says; {how}"
 
 
-def probe(b: Bed, fw: ImportedFirewall, engine: str, c: TrafficClass, count: int) -> dict:
-    _route_class(b, c)
+def probe(b: Bed, routes: Routes, fw: ImportedFirewall, engine: str, c: TrafficClass, count: int) -> dict:
+    routes.ensure(c)
     role, argv = send_args(engine, b, c, count=count, rate=str(PROBE_PPS))
     other = "server" if role == "client" else "client"
     c0, r0 = fw.counters(b.ctx), _rx(b, other)
@@ -404,7 +428,8 @@ def run_ruleset(cfg: RulesetRunConfig, out_root: Path, *, log: TextIO | None = s
         rec.run["ruleset_import"] = imp
         rec.save_run()
         try:
-            probes = [probe(b, fw, engine, c, cfg.probe_count) for c in deriv.classes]
+            routes = Routes(b, deriv.classes)
+            probes = [probe(b, routes, fw, engine, c, cfg.probe_count) for c in deriv.classes]
             imp["probes"] = probes
             for p in probes:
                 note(f"  {p['class_id']}: expected {p['expected']}, observed {p['observed']} "
@@ -418,7 +443,8 @@ def run_ruleset(cfg: RulesetRunConfig, out_root: Path, *, log: TextIO | None = s
                     for cond in order:
                         _set_condition(b, fw, cond)
                         for c in deriv.classes:
-                            rate = _rate_trial(rec, b, engine, c, cond, k, cfg, digest, fw.family)
+                            rate = rate_trial(rec, b, engine, c, cond, k, count=cfg.rate_count, route=routes.ensure,
+                                              **_identity(cond, digest, fw.family))
                             rates.setdefault((c.class_id, cond), []).append(rate)
                     if cfg.latency_count:
                         # both conditions at the same load, known once both rates of the round are:
@@ -429,7 +455,7 @@ def run_ruleset(cfg: RulesetRunConfig, out_root: Path, *, log: TextIO | None = s
                             for c in deriv.classes:
                                 if latency_missing(c) is None:
                                     lat.setdefault((c.class_id, cond), []).append(_latency_trial(
-                                        rec, b, engine, c, cond, k, cfg, digest, fw.family,
+                                        rec, b, routes, engine, c, cond, k, cfg, digest, fw.family,
                                         latency_load(rates, c.class_id, k, cfg.latency_fraction)))
                     note(f"  rate round {k + 1}/{cfg.repetitions} done")
                 imp["costs"] = summarize_costs(deriv.classes, rates, lat if cfg.latency_count else None)
@@ -474,7 +500,7 @@ def _ns(d: dict) -> str:
     return "–" if d.get("median") is None else f"{d['median']:,.0f}"
 
 
-def _latency_trial(rec: RunRecord, b: Bed, engine: str, c: TrafficClass, cond: str, k: int,
+def _latency_trial(rec: RunRecord, b: Bed, routes: Routes, engine: str, c: TrafficClass, cond: str, k: int,
                    cfg: RulesetRunConfig, digest: str, family: str, load: float | None) -> dict:
     """One latency trial of class ``c`` in round ``k``: ``latency_count`` frames at ``load``
     [packets/s] (:func:`latency_load`, the same in both conditions), received by the engine on the
@@ -483,7 +509,7 @@ def _latency_trial(rec: RunRecord, b: Bed, engine: str, c: TrafficClass, cond: s
     if not load:
         return {"hdr": None, "samples": 0, "load_pps": None, "round": k,
                 "why": "no rate measured in this round to load at"}
-    _route_class(b, c)
+    routes.ensure(c)
     role, send_argv = send_args(engine, b, c, count=cfg.latency_count, rate=str(int(load)))
     other = "server" if role == "client" else "client"
     host, ns = b.bed.host, b.bed.ns(other)
@@ -517,20 +543,15 @@ def _latency_trial(rec: RunRecord, b: Bed, engine: str, c: TrafficClass, cond: s
         if rx.proc.poll() is None:
             rx.stop()
         host.forget(rx)
-    frame = 64 if c.packet.family == 4 else 78
-    m = metrics_from(send, recv, frame).metrics if send and recv else {}
-    spec = {"trial_id": f"{c.class_id}-{cond}-latency-r{k}", "suite": rec.run["suite"]["name"], "mode": "routed",
-            "backend": "imported" if cond == "rules" else "none", "class_id": c.class_id, "condition": cond,
-            "repetition": k, "ip_version": c.packet.family, "traffic": "ruleset-class-latency",
-            "tool": "fwlab-engine", "size_bytes": frame, "layout": "imported" if cond == "rules" else "none",
-            "rules": 0, "stateful_shortcut": False, "streams": 1, "rate_bps": None,
-            "duration_s": float(m.get("duration_s") or 0.0)}
+    m = metrics_from(send, recv, frame_size(c)).metrics if send and recv else {}
+    ident = _identity(cond, digest, family)
+    spec = class_spec(rec, c, cond, k, trial_id=f"{c.class_id}-{cond}-latency-r{k}", traffic="ruleset-class-latency",
+                      backend=ident["backend"], layout=ident["layout"], duration_s=m.get("duration_s"))
     keep = ("tx_pps", "rx_pps", "offered_count", "forwarded_count", "loss_ratio", "duration_s", "latency_ns",
             "latency_samples", "latency_hdr_b64", "latency_hdr_unit", "jitter_ns", "generator_short")
     metrics = {key: m.get(key) for key in keep} | {"ns_per_packet": None, "load_pps": load}
     rec.append_trial(trial_record(
-        spec, kind="ruleset-class", started_utc=started, metrics=metrics if m else None,
-        ruleset={"digest": digest if cond == "rules" else None, "family": family if cond == "rules" else None},
+        spec, kind="ruleset-class", started_utc=started, metrics=metrics if m else None, ruleset=ident["ruleset"],
         raw={"engine_send_json": send, "engine_recv_json": {k2: v for k2, v in recv.items() if k2 != "streams"},
              "argv": {"send": send_argv, "recv": recv_argv}},
         error=error, extra={"class": c.to_dict()}))
@@ -540,10 +561,35 @@ def _latency_trial(rec: RunRecord, b: Bed, engine: str, c: TrafficClass, cond: s
     return {"hdr": hdr, "samples": m.get("latency_samples") if m else 0, "load_pps": load, "round": k, "why": why}
 
 
-def _rate_trial(rec: RunRecord, b: Bed, engine: str, c: TrafficClass, cond: str, k: int,
-                cfg: RulesetRunConfig, digest: str, family: str) -> float | None:
-    _route_class(b, c)
-    role, argv = send_args(engine, b, c, count=cfg.rate_count, rate="max")
+def frame_size(c: TrafficClass) -> int:
+    """The class's test frame [bytes]: the engine's smallest for its IP version."""
+    return 64 if c.packet.family == 4 else 78
+
+
+def class_spec(rec: RunRecord, c: TrafficClass, cond: str, k: int, *, trial_id: str, traffic: str, backend: str,
+               layout: str, duration_s: float | None) -> dict:
+    """A class trial's record identity (rate or latency, ``run --ruleset`` or ``optimize``): an
+    imported rule set has no generated rule count, so ``backend``/``layout`` tell the conditions
+    apart."""
+    return {"trial_id": trial_id, "suite": rec.run["suite"]["name"], "mode": "routed", "backend": backend,
+            "class_id": c.class_id, "condition": cond, "repetition": k, "ip_version": c.packet.family,
+            "traffic": traffic, "tool": "fwlab-engine", "size_bytes": frame_size(c), "layout": layout, "rules": 0,
+            "stateful_shortcut": False, "streams": 1, "rate_bps": None, "duration_s": float(duration_s or 0.0)}
+
+
+def _identity(cond: str, digest: str, family: str) -> dict:
+    """``run --ruleset``'s two conditions: the imported rule set, or none (the reference)."""
+    on = cond == "rules"
+    return {"backend": "imported" if on else "none", "layout": "imported" if on else "none",
+            "ruleset": {"digest": digest if on else None, "family": family if on else None}}
+
+
+def rate_trial(rec: RunRecord, b: Bed, engine: str, c: TrafficClass, cond: str, k: int, *, count: int,
+               route, backend: str, layout: str, ruleset: dict) -> float | None:
+    """One back-to-back rate trial of class ``c`` (``count`` frames at max, after ``route(c)``):
+    appends the trial (traffic ``ruleset-class``) and returns its rate [packets/s] (None if none)."""
+    route(c)
+    role, argv = send_args(engine, b, c, count=count, rate="max")
     started = utc_now()
     error, send = None, {}
     try:
@@ -553,21 +599,13 @@ def _rate_trial(rec: RunRecord, b: Bed, engine: str, c: TrafficClass, cond: str,
     elapsed = float(send.get("elapsed_s") or 0)
     offered = int(send.get("offered_count") or 0)
     rate = offered / elapsed if elapsed and offered else None
-    spec = {"trial_id": f"{c.class_id}-{cond}-r{k}", "suite": rec.run["suite"]["name"], "mode": "routed",
-            "backend": "imported" if cond == "rules" else "none", "class_id": c.class_id, "condition": cond,
-            "repetition": k, "ip_version": c.packet.family, "traffic": "ruleset-class", "tool": "fwlab-engine",
-            "size_bytes": 64 if c.packet.family == 4 else 78,
-            # the record's identity fields: an imported rule set has no generated rule count or
-            # layout (backend "imported" vs "none" tells the two conditions apart)
-            "layout": "imported" if cond == "rules" else "none", "rules": 0, "stateful_shortcut": False,
-            "streams": 1, "rate_bps": None, "duration_s": float(elapsed or 0.0)}
+    spec = class_spec(rec, c, cond, k, trial_id=f"{c.class_id}-{cond}-r{k}", traffic="ruleset-class",
+                      backend=backend, layout=layout, duration_s=elapsed)
     rec.append_trial(trial_record(
         spec, kind="ruleset-class", started_utc=started,
         metrics={"tx_pps": rate, "offered_count": offered, "duration_s": elapsed or None,
                  "ns_per_packet": 1e9 / rate if rate else None},
-        ruleset={"digest": digest if cond == "rules" else None, "family": family if cond == "rules" else None},
-        raw={"engine_send_json": send, "argv": argv}, error=error,
-        extra={"class": c.to_dict()}))
+        ruleset=ruleset, raw={"engine_send_json": send, "argv": argv}, error=error, extra={"class": c.to_dict()}))
     return rate
 
 

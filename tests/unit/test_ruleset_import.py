@@ -274,3 +274,29 @@ def test_imported_firewall_names_its_programs():
     v6 = ImportedFirewall.from_text("*filter\n:FORWARD DROP [0:0]\n-A FORWARD -s 2001:2::/64 -j ACCEPT\nCOMMIT\n", "r")
     assert (v4.restore_program, v4.save_program) == ("iptables-restore", "iptables-save")
     assert (v6.restore_program, v6.save_program) == ("ip6tables-restore", "ip6tables-save")
+
+
+def test_one_class_trial_identity_for_rate_latency_and_optimize():
+    """The spec of a class trial is built in one place (it was built three times); the records'
+    identity fields are unchanged: run --ruleset tells its conditions apart by backend/layout
+    imported | none, optimize by layout original | proposal."""
+    from types import SimpleNamespace
+
+    from fwlab.ruleset_run import _identity, class_spec
+
+    c = derive(parse_iptables_save("*filter\n:FORWARD DROP [0:0]\n-A FORWARD -p udp -j ACCEPT\nCOMMIT\n", 4),
+               BED).classes[0]
+    rec = SimpleNamespace(run={"suite": {"name": "s"}})
+    old_rules = {"trial_id": f"{c.class_id}-rules-r1", "suite": "s", "mode": "routed", "backend": "imported",
+                 "class_id": c.class_id, "condition": "rules", "repetition": 1, "ip_version": 4,
+                 "traffic": "ruleset-class", "tool": "fwlab-engine", "size_bytes": 64, "layout": "imported",
+                 "rules": 0, "stateful_shortcut": False, "streams": 1, "rate_bps": None, "duration_s": 0.5}
+    ident = _identity("rules", "D", "F")
+    assert class_spec(rec, c, "rules", 1, trial_id=f"{c.class_id}-rules-r1", traffic="ruleset-class",
+                      backend=ident["backend"], layout=ident["layout"], duration_s=0.5) == old_rules
+    assert ident["ruleset"] == {"digest": "D", "family": "F"}
+    ref = _identity("reference", "D", "F")
+    assert (ref["backend"], ref["layout"], ref["ruleset"]) == ("none", "none", {"digest": None, "family": None})
+    opt = class_spec(rec, c, "proposal", 2, trial_id="x", traffic="ruleset-class", backend="imported",
+                     layout="proposal", duration_s=None)
+    assert (opt["layout"], opt["backend"], opt["duration_s"]) == ("proposal", "imported", 0.0)
