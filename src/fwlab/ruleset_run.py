@@ -238,7 +238,12 @@ def check_class(expected: str, observed: str, rule_delta: int | None, sent: int,
     return "match", f"{observed} as the rule set says; {how}"
 
 
-def probe(b: Bed, routes: Routes, fw: ImportedFirewall, engine: str, c: TrafficClass, count: int) -> dict:
+def probe(b: Bed, fw: ImportedFirewall, engine: str, c: TrafficClass, count: int,
+          routes: Routes | None = None) -> dict:
+    """Send ``count`` probes of class ``c`` (routed by ``routes``, or on their own) and check the
+    observed verdict and the class's rule counter against what the rule set says."""
+    if routes is None:
+        routes = Routes(b, [c])
     routes.ensure(c)
     role, argv = send_args(engine, b, c, count=count, rate=str(PROBE_PPS))
     other = "server" if role == "client" else "client"
@@ -429,7 +434,7 @@ def run_ruleset(cfg: RulesetRunConfig, out_root: Path, *, log: TextIO | None = s
         rec.save_run()
         try:
             routes = Routes(b, deriv.classes)
-            probes = [probe(b, routes, fw, engine, c, cfg.probe_count) for c in deriv.classes]
+            probes = [probe(b, fw, engine, c, cfg.probe_count, routes) for c in deriv.classes]
             imp["probes"] = probes
             for p in probes:
                 note(f"  {p['class_id']}: expected {p['expected']}, observed {p['observed']} "
