@@ -38,6 +38,8 @@ from fwlab.testbed.provide import provide
 
 if TYPE_CHECKING:
     from fwlab.testbed.bed import Testbed
+    from fwlab.testbed.hosts import HostEntry
+    from fwlab.testbed.ship import Shipped
 
 ENV_VAR = "FWLAB_ENGINE"
 SRC_ENV_VAR = "FWLAB_ENGINE_SRC"  #: the engine's sources, for building it on a remote host
@@ -320,7 +322,14 @@ def engine_on(bed: Testbed, role: str) -> str:
     got = host.__dict__.get("_fwlab_engine")
     if got is not None:
         return got.path
-    entry = bed.placement.entry(role)
+    shipped = place_engine(host, bed.placement.entry(role), local)
+    host.__dict__["_fwlab_engine"] = shipped
+    return shipped.path
+
+
+def place_engine(host: Host, entry: HostEntry, local: str) -> Shipped:
+    """The engine ready on a remote ``host``: the local build ``local`` copied, or built there
+    (testbed.provide); either must answer ``version`` as the local build does."""
     want = engine_version()
 
     def check(path: str) -> str | None:
@@ -329,10 +338,8 @@ def engine_on(bed: Testbed, role: str) -> str:
         if cp.returncode == 0 and there == want:
             return None
         return f"{there or cp.stderr.strip()[:120] or f'exit {cp.returncode}'}; here: {want}"
-    shipped = provide(host, local, "fwlab-engine", source_dir=lambda: engine_source_dir(local),
-                      cache_dir=entry.cache_dir, keep=entry.keep_engine, check=check)
-    host.__dict__["_fwlab_engine"] = shipped
-    return shipped.path
+    return provide(host, local, "fwlab-engine", source_dir=lambda: engine_source_dir(local),
+                   cache_dir=entry.cache_dir, keep=entry.keep_engine, check=check)
 
 
 def engine_source_dir(binary: str) -> Path:
