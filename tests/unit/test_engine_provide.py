@@ -293,6 +293,17 @@ def test_a_kept_build_is_reused_by_its_source_digest(engine, monkeypatch):
     assert not other.cached and other.path != first.path and len(h.ran("build")) == 1
 
 
+def test_a_kept_build_that_does_not_run_is_built_afresh(engine, monkeypatch):
+    monkeypatch.setattr("platform.machine", lambda: "x86_64")
+    local, src = engine
+    h = FakeHost(arch="aarch64", builds=[(0, ""), (0, "")])
+    first = _provide(h, engine)
+    h.files[first.path] = b"damaged"  # as if left by an earlier run with keep_engine
+    h.dirs.add(CACHE)
+    again = _provide(h, engine)
+    assert not again.cached and h.files[again.path] == BUILT and len(h.ran("build")) == 2
+
+
 def test_engine_sources_are_found_beside_the_binary(tmp_path, monkeypatch):
     from fwlab.runners.engine import engine_source_dir
 

@@ -63,6 +63,10 @@ def provide(host: Host, local_path: str, name: str, *, source_dir: Callable[[], 
         why = f"the copy of {name} does not run there ({bad})"
     built = build_on_host(host, source_dir(), name, cache_dir=cache_dir, keep=keep, why=why)
     bad = check(built.path)
+    if bad is not None and built.cached:  # a kept build that no longer runs: build it afresh
+        host.run(["rm", "-f", "--", built.path], check=False, timeout_s=30)
+        built = build_on_host(host, source_dir(), name, cache_dir=cache_dir, keep=keep, why=why)
+        bad = check(built.path)
     if bad is not None:
         raise HostError(f"{name} built on host {host.name} is not the controller's ({bad})",
                         fix="build from the sources of the engine fwlab uses here (FWLAB_ENGINE_SRC, FWLAB_ENGINE)")
