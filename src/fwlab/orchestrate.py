@@ -691,7 +691,11 @@ def resume_run(path: Path, *, quiet: bool = False, hosts: dict[str, HostEntry] |
     stored = (rec.run.get("remote_hosts") or {}).get("entries")
     changed = None
     if hosts is None:
-        placement = _placement(suite, parse_hosts({"hosts": stored}, f"stored in {path}") if stored else None)
+        try:
+            placement = _placement(suite, parse_hosts({"hosts": stored}, f"stored in {path}") if stored else None)
+        except HostError as exc:  # e.g. a key or known_hosts file that has moved since
+            raise HostError(exc.message, fix=f"give the run's hosts as they are reached now: fwlab run --resume "
+                                             f"{path} --hosts FILE (docs/lab.md)") from None
     else:
         changed = resume_hosts_change(rec, suite, hosts, hosts_origin)
         placement = _placement(suite, hosts)

@@ -134,3 +134,14 @@ def test_resume_with_a_matching_hosts_file_uses_and_records_it(tmp_path, monkeyp
     assert main(["run", "--resume", str(d), "-q"]) == 0
     assert used["entries"]["dut"]["ssh"] == "lab@192.0.2.2"
     assert "hosts_file" not in json.loads((d / "run.json").read_text())["resume_events"][-1]
+
+
+def test_a_moved_key_points_the_plain_resume_to_hosts(tmp_path, capsys):
+    d = _lab_run(tmp_path)
+    run = json.loads((d / "run.json").read_text())
+    run["remote_hosts"]["entries"]["dut"]["key"] = str(tmp_path / "gone" / "id_ed25519")
+    (d / "run.json").write_text(json.dumps(run))
+    assert main(["run", "--resume", str(d)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "hosts.dut.key file" in err and "does not exist" in err
+    assert f"fwlab run --resume {d} --hosts FILE" in err and len(err.splitlines()) == 1
