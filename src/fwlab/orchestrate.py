@@ -233,7 +233,8 @@ class Executor:
                         pinning=Pinning(**s.pinning.model_dump()), device_model=s.device_model,
                         plan_overrides=self.placement.plan_overrides() if self.placement else (),
                         attacker=bool(s.background) and mode != "direct",
-                        link_rate_bps=link_rate_bps, link_delay_us=s.link_delay_us, tuning=s.tuning)
+                        link_rate_bps=link_rate_bps, link_delay_us=s.link_delay_us, tuning=s.tuning,
+                        pairs=s.pairs)
 
     def _run_bed(self, bed_key: tuple, trials: list[TrialSpec], kept: "_KeptBed | None" = None,
                  next_key: tuple | None = None, order: Iterable[TrialSpec] | None = None) -> "_KeptBed | None":
@@ -487,6 +488,12 @@ class Executor:
                                                lambda: runner.measure(bed, tspec, env))
             metrics, series, raw, flags = m.metrics, m.series, m.raw, list(m.flags)
             kind, extra = m.kind, dict(m.extra)
+            if bed.topo.pairs > 1 and "pair_count" not in metrics:
+                # a tool that drives one client and one server (all but iperf3's streams)
+                metrics["pair_count"] = 1
+                flags.append({"code": "one-pair", "severity": "info",
+                              "message": f"{spec.tool} drove pair 1 only of the bed's {bed.topo.pairs} "
+                                         f"client/server pairs"})
             series = derive_figures(metrics, series, extra)  # the runner left raw figures
         except RunnerError as exc:
             error = exc.one_line()
