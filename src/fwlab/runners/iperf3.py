@@ -558,7 +558,9 @@ class Iperf3(Runner):
         after = {k: [bed.link_counters(r, d) for r, d in ls] for k, ls in links.items()}
         parts: dict[int, list[Measurement]] = {k: [] for k in range(1, npairs + 1)}
         spans: dict[int, list[tuple[float, float]]] = {k: [] for k in range(1, npairs + 1)}
-        for (k, _), (rc, out, err), (_, exited) in zip(jobs, outs, times):
+        launched: dict[int, float] = {}
+        for (k, _), (rc, out, err), (spawned, exited) in zip(jobs, outs, times):
+            launched[k] = min(launched.get(k, spawned), spawned)
             if rc != 0 and not out.strip().startswith("{"):
                 self.stop(bed)
                 raise RunnerError(f"iperf3 client of pair {k} failed (exit {rc}): {err.strip()[:200]}",
@@ -587,6 +589,7 @@ class Iperf3(Runner):
         ov = overlap(intervals)
         m.metrics.update({"pair_count": npairs, "start_skew_s": ov["start_skew_s"],
                           "common_interval_s": ov["common_interval_s"], "overlap_ratio": ov["overlap_ratio"],
+                          "launch_skew_s": max(launched.values()) - min(launched.values()),
                           "start_basis": "each pair's iperf3 test interval placed to end at its client's exit "
                                         "(this machine's clock); the results exchange after the test counts "
                                         "into the skew"})
