@@ -168,3 +168,14 @@ def test_iperf3_pairs_that_ran_apart_are_flagged():
     m = _pair_trial({"client2": 1.5})  # pair 2 ends 1.5 s later: together for ~0.5 s of 2 s
     assert m.metrics["start_skew_s"] > 1.0 and m.metrics["overlap_ratio"] < MIN_OVERLAP_FRACTION
     assert [f["code"] for f in m.flags] == ["generator-skew"]
+
+
+def test_study_000_names_the_pairs_the_record_ran_with():
+    from fwlab.published import load_study
+    from fwlab.published.study_000 import compare
+
+    study = load_study("seed-000")
+    two = " ".join(compare(study, {"suite": {"parsed": {"pairs": 2}}}, []).scaling)
+    assert "2 client and 2 server namespaces" in two and "pairs' sum" in two
+    one = " ".join(compare(study, {"suite": {"parsed": {}}}, []).scaling)
+    assert "pairs = 1: one pair where the seed had two" in one
