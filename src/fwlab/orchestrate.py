@@ -46,6 +46,7 @@ from fwlab.testbed import LocalHost, Offloads, Pinning, Testbed, Topology, new_r
 from fwlab.testbed.hosts import HostEntry, Placement, changed_fields, identity_difference, parse_hosts
 from fwlab.testbed.nic import NicInfo, PathLine, trial_line_rate
 from fwlab.testbed.quiet import Pause, moved_packets, until_quiet
+from fwlab.testbed.shaping import ETHERNET_OVERHEAD_BYTES
 
 
 #: rule sets up to this size are kept for the next repetition's load instead of generated again
@@ -474,7 +475,7 @@ class Executor:
                 lb = self._links(bed)
                 pause = Pause(False, None if prev is None else time.monotonic() - prev[1], None,
                               None if prev is None else moved_packets(prev[0], lb), after_load=after_load)
-            shaped_before = bed.link_state()
+            shaped_before, t_shaped = bed.link_state(), time.monotonic()
             delay_before = bed.delay_counters()
         metrics, series, raw, flags, error = None, [], {}, [], None
         kind, extra = "stream", {}
@@ -533,7 +534,9 @@ class Executor:
                                          f"not the one loaded ({str(load_info.get('digest'))[:12]})"})
         if shaped_before is not None:
             extra["link_shapers"] = _shaper_deltas(shaped_before, bed.link_state())
-            for f in flag_link_limited(extra["link_shapers"], bed.topo.link_rate_bps):
+            for f in flag_link_limited(extra["link_shapers"], bed.topo.link_rate_bps,
+                                       window_s=time.monotonic() - t_shaped,
+                                       overhead_bytes=ETHERNET_OVERHEAD_BYTES):
                 flags.append(f.to_dict())
         if delay_before:
             extra["delay_lines"] = trial_deltas(delay_before, bed.delay_counters())
