@@ -157,3 +157,35 @@ def test_capacity_search_with_fractional_loads_completes(monkeypatch):
     assert any(t["count"] == cap for t in m.trials)          # the result is a count that was held
     assert upper is not None and upper > limit and ramp["count"] == 300000
     assert any(not float(t["result"]["intended_load_pps"]).is_integer() for t in sr["trials"])
+
+
+class _SysctlBed:
+    """A bed whose client is remote and server local: records the sysctl commands it is given."""
+
+    def __init__(self):
+        self.cmds = []
+
+    def is_remote(self, role):
+        return role == "client"
+
+    def sh(self, role, *argv, check=True):
+        self.cmds.append((role, argv))
+        out = "32768\t60999\n" if argv[:2] == ("sysctl", "-n") else ""
+        return type("CP", (), {"returncode": 0, "stdout": out, "stderr": ""})()
+
+
+def test_prepare_bed_never_writes_sysctls_on_a_remote_host():
+    bed = _SysctlBed()
+    info = conn.prepare_bed(bed, {})
+    writes = [(r, a) for r, a in bed.cmds if "-w" in a]
+    assert writes and {r for r, _ in writes} == {"server"}  # the local namespace is set
+    assert info["sysctls"] == {f"server:{k}": v for k, v in conn.SERVER_SYSCTLS.items()}
+    assert info["sysctls_not_applied"] == {
+        "client:net.ipv4.ip_local_port_range": "remote host left as handed over (it has 32768 60999)"}
+    # remote server too: nothing written anywhere
+    bed2 = _SysctlBed()
+    bed2.is_remote = lambda role: True
+    info2 = conn.prepare_bed(bed2, {})
+    assert not [a for _, a in bed2.cmds if "-w" in a] and info2["sysctls"] == {}
+    assert set(info2["sysctls_not_applied"]) == {f"client:{k}" for k in conn.CLIENT_SYSCTLS} | {
+        f"server:{k}" for k in conn.SERVER_SYSCTLS}

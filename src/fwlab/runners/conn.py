@@ -11,9 +11,10 @@ host-global change (the connection-table limit, only when a suite allows it) goe
 
 Remote roles (a hosts file): the client and server ends run on their own hosts over SSH, the
 engine shipped there (``runners.engine.engine_on``), ready and held files in the host's scratch
-directory. What this runner changes on a remote host (the extra client addresses, the port
-range and backlog sysctls) is undone when fwlab lets go of the host (normal end, error, Ctrl-C,
-SIGTERM), so the host is left as the hosts file handed it over.
+directory. The extra client addresses it adds on a remote client host are removed when fwlab
+lets go of the host (normal end, error, Ctrl-C, SIGTERM). The port range and backlog sysctls are
+never written on a remote host (as for a tuning profile, ``testbed.tuning``): their values there
+are read and recorded as not applied, so the host is left as the hosts file handed it over.
 
 What is counted (intended / offered / forwarded, as for packets):
 - rate: intended = rate x duration transactions, offered = started (connect called),
@@ -211,8 +212,9 @@ def extra_addresses(bed: "Testbed", ip_version: int, n: int) -> list[str]:
 
 
 def prepare_bed(bed: "Testbed", need: dict[int, int]) -> dict:
-    """Extra client addresses (per IP version), per-namespace port range and backlogs. Idempotent
-    per bed: returns what it set, for the record."""
+    """Extra client addresses (per IP version), per-namespace port range and backlogs (in the
+    namespaces this process created; a remote role's are read and listed under
+    ``sysctls_not_applied``). Idempotent per bed: returns what it set, for the record."""
     info: dict[str, Any] = {"addresses": {}, "sysctls": {}}
     for ipv, n in sorted(need.items()):
         addrs = extra_addresses(bed, ipv, n)
@@ -228,12 +230,15 @@ def prepare_bed(bed: "Testbed", need: dict[int, int]) -> dict:
             if cp.returncode == 0 and bed.is_remote("client"):
                 _undo_at_close(bed, "client", ["ip", "addr", "del", f"{a}/{plen}", "dev", dev])
         info["addresses"][str(ipv)] = addrs
+    info["sysctls_not_applied"] = {}
     for role, table in (("client", CLIENT_SYSCTLS), ("server", SERVER_SYSCTLS)):
         for k, v in table.items():
-            if bed.is_remote(role):
-                _remote_sysctl(bed, role, k, v)
-            else:
-                bed.sh(role, "sysctl", "-q", "-w", f"{k}={v}")
+            if bed.is_remote(role):  # a remote host's settings are the hosts file's: read, never written
+                cp = bed.sh(role, "sysctl", "-n", k, check=False)
+                now = " ".join(cp.stdout.split()) if cp.returncode == 0 else "unreadable"
+                info["sysctls_not_applied"][f"{role}:{k}"] = f"remote host left as handed over (it has {now})"
+                continue
+            bed.sh(role, "sysctl", "-q", "-w", f"{k}={v}")
             info["sysctls"][f"{role}:{k}"] = v
     # Let the DUT and the server learn the new addresses (bridge: ARP straight from the server).
     for ipv, addrs in need.items():
@@ -258,22 +263,6 @@ def _undo_at_close(bed: "Testbed", role: str, argv: list[str]) -> None:
     """Run ``argv`` in ``role``'s namespace on its (remote) host when fwlab lets go of the host."""
     host, ns = bed.host_for(role), bed.ns(role)
     host.on_close(lambda: host.run(argv, ns=ns, check=False, timeout_s=30))
-
-
-def _remote_sysctl(bed: "Testbed", role: str, key: str, value: str) -> None:
-    """Set ``key`` on a remote role's host; its old value goes back when fwlab lets go of the host
-    (once per host and namespace: a later bed finds it set and changes nothing)."""
-    host, ns = bed.host_for(role), bed.ns(role)
-    done = host.__dict__.setdefault("_fwlab_conn_sysctls", set())
-    if (ns, key) in done:
-        return
-    old = bed.sh(role, "sysctl", "-n", key).stdout.strip()
-    if " ".join(old.split()) == " ".join(value.split()):
-        done.add((ns, key))
-        return
-    bed.sh(role, "sysctl", "-q", "-w", f"{key}={value}")
-    done.add((ns, key))
-    _undo_at_close(bed, role, ["sysctl", "-q", "-w", f"{key}={old}"])
 
 
 def read_conntrack(bed: "Testbed") -> dict[str, int | None]:
