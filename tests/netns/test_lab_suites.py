@@ -199,7 +199,14 @@ def test_a_killed_lab_run_leaves_nothing_and_resumes(lab, tmp_path):
     before = {n: lab.state(n) for n in lab.names}
     p = _fwlab("run", str(tmp_path / "lab-kill.toml"), "--hosts", str(tmp_path / "hosts.toml"), "--out", str(out))
     run_dir = _kill_after(p, "lab-kill-*", out, 1, signal.SIGTERM, lab, before)
-    assert json.loads((run_dir / "run.json").read_text())["status"] == "interrupted"
+    run_doc = json.loads((run_dir / "run.json").read_text())
+    assert run_doc["status"] == "interrupted"
+    # the record says the remote sysctls were read there, not applied
+    info = run_doc["beds"][0]["runner_info"]["conn"]
+    assert info["sysctls"] == {}
+    assert set(info["sysctls_not_applied"]) == {"client:net.ipv4.ip_local_port_range", "server:net.core.somaxconn",
+                                                "server:net.ipv4.tcp_max_syn_backlog"}
+    assert all(v.startswith("remote host left as handed over (it has ") for v in info["sysctls_not_applied"].values())
     assert lab.wait_idle() == {n: [] for n in lab.names}
     assert changed(before, {n: lab.state(n) for n in lab.names}) == []
     kept1 = {t["trial_id"] for t in trials_of(run_dir)}
