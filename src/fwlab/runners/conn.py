@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 from fwlab.errors import FwlabError, RunnerError
 from fwlab.runners.engine import engine_on, engine_unavailable, engine_version, find_engine, shipped_engines
 from fwlab.search.measurer import TrialResult
+from fwlab.testbed.cpuseries import PROC_STAT, read_proc_stat
 
 if TYPE_CHECKING:
     from fwlab.testbed.bed import Testbed
@@ -402,9 +403,11 @@ def _client_cpu(bed: "Testbed") -> list[str]:
 
 
 def run_rate(bed: "Testbed", *, ip_version: int, rate_cps: float | None, duration_s: float, o: dict,
-             srcs: list[str]) -> tuple[dict, dict | None, dict, dict]:
+             srcs: list[str], proc_stat: list | None = None) -> tuple[dict, dict | None, dict, dict]:
     """One conn-rate trial: flush the DUT's table, server up, client run, server down.
     ``rate_cps`` None: closed loop, as fast as the client goes with ``max_inflight`` in flight.
+    ``proc_stat`` (a list): this machine's ``/proc/stat`` per CPU (``cpuseries.read_proc_stat``)
+    is appended right before and right after the client's run, for CPU accounting of the run alone.
     Returns (client doc, server doc, conntrack before, conntrack after)."""
     engine = engine_on(bed, "client")
     flush_conntrack(bed)
@@ -418,8 +421,12 @@ def run_rate(bed: "Testbed", *, ip_version: int, rate_cps: float | None, duratio
             "--workers", str(workers), *(_client_cpu(bed) if workers == 1 else []),
             *(["--lean"] if o.get("lean") else [])]
     with ConnServer(bed, ip_version, o["ports"], duration_s + o["timeout_s"] + 60, lean=bool(o.get("lean"))) as srv:
+        if proc_stat is not None:
+            proc_stat.append(read_proc_stat(PROC_STAT.read_text()))
         cp = bed.host_for("client").run(args, ns=bed.ns("client"), check=False,
                                         timeout_s=duration_s + o["timeout_s"] + 60)
+        if proc_stat is not None:
+            proc_stat.append(read_proc_stat(PROC_STAT.read_text()))
         ct_after = read_conntrack(bed)
     if cp.returncode != 0:
         raise RunnerError(f"fwlab-engine conn-rate failed (exit {cp.returncode}): {cp.stderr.strip()[:200]}",
