@@ -2,10 +2,11 @@
 host-sysctl guard and the report section (no root, no network)."""
 
 import json
+import time
 
 import pytest
 
-from fwlab.errors import FwlabError
+from fwlab.errors import FwlabError, RunnerError
 from fwlab.report.section_connections import render
 from fwlab.runners import conn
 from fwlab.methods.connections import limit_cause
@@ -189,3 +190,50 @@ def test_prepare_bed_never_writes_sysctls_on_a_remote_host():
     assert not [a for _, a in bed2.cmds if "-w" in a] and info2["sysctls"] == {}
     assert set(info2["sysctls_not_applied"]) == {f"client:{k}" for k in conn.CLIENT_SYSCTLS} | {
         f"server:{k}" for k in conn.SERVER_SYSCTLS}
+
+
+_STUBBORN = ("import signal, sys, time; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+             "signal.signal(signal.SIGTERM, signal.SIG_IGN); print('partial', flush=True); time.sleep(60)")
+
+
+def test_reader_ends_a_stubborn_process_without_racing_its_pipes(monkeypatch):
+    import sys
+
+    from fwlab.testbed.host import LocalHost
+
+    host = LocalHost()
+    sp = host.spawn([sys.executable, "-c", _STUBBORN])
+    try:
+        reader = conn._Reader(sp)
+        time.sleep(0.5)
+        # Spawned.stop would communicate() on the pipes the reader's threads read
+        monkeypatch.setattr(sp, "stop", lambda *a, **k: pytest.fail("stop() raced the reader"))
+        t0 = time.monotonic()
+        out, _ = reader.wait(0.1, grace_s=0.2, end_s=0.5)  # INT and TERM ignored: KILLed
+        assert sp.proc.poll() is not None and time.monotonic() - t0 < 10
+        assert out == "partial\n"
+    finally:
+        if sp.proc.poll() is None:
+            sp.proc.kill()
+        host.forget(sp)
+
+
+def test_wait_ready_returns_on_the_file_and_names_a_process_that_died(tmp_path):
+    import sys
+
+    from fwlab.runners.engine import wait_ready
+    from fwlab.testbed.host import LocalHost
+
+    host = LocalHost()
+    ready = tmp_path / "ready"
+    sp = host.spawn([sys.executable, "-c", f"open({str(ready)!r}, 'w').close(); import time; time.sleep(5)"])
+    try:
+        wait_ready(host, sp, str(ready), "conn-server", timeout_s=10.0)
+        assert ready.exists()
+    finally:
+        sp.stop()
+        host.forget(sp)
+    dead = host.spawn([sys.executable, "-c", "import sys; sys.stderr.write('bad flag'); sys.exit(2)"])
+    with pytest.raises(RunnerError, match="conn-server did not become ready: bad flag"):
+        wait_ready(host, dead, str(tmp_path / "never"), "conn-server", timeout_s=10.0)
+    host.forget(dead)

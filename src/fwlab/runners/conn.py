@@ -44,7 +44,8 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from fwlab.errors import FwlabError, RunnerError
-from fwlab.runners.engine import engine_on, engine_unavailable, engine_version, find_engine, shipped_engines
+from fwlab.runners.engine import (engine_on, engine_unavailable, engine_version, find_engine, shipped_engines,
+                                  wait_ready)
 from fwlab.search.measurer import TrialResult
 from fwlab.testbed.cpuseries import PROC_STAT, read_proc_stat
 
@@ -366,15 +367,12 @@ class ConnServer:
         self.args = server_args(engine, ip_version=self.ip_version, ports=self.ports, ready=self.ready,
                                 cpu=cpu, duration_s=self.backstop_s, lean=self.lean)
         self.proc = self.host.spawn(self.args, ns=self.bed.ns("server"))
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while not self.host.exists(self.ready):
-            if self.proc.proc.poll() is not None or time.monotonic() > deadline:
-                _, err = self.proc.stop()
-                self.host.forget(self.proc)
-                self._remove_ready()
-                raise RunnerError(f"fwlab-engine conn-server did not become ready: {err.strip()[:200] or 'no output'}",
-                                  fix="run 'fwlab clean'; check the engine build")
-            time.sleep(0.01)
+        try:
+            wait_ready(self.host, self.proc, self.ready, "conn-server", timeout_s=READY_TIMEOUT_S)
+        except RunnerError:
+            self.host.forget(self.proc)
+            self._remove_ready()
+            raise
         return self
 
     def _remove_ready(self) -> None:
@@ -461,10 +459,10 @@ def run_hold(bed: "Testbed", *, ip_version: int, count: int, o: dict, srcs: list
     ct_held: dict = {}
     with ConnServer(bed, ip_version, w, budget + 30) as srv:
         cl = host.spawn(args, ns=bed.ns("client"))
+        # read while waiting: with many workers the merged JSON outgrows the pipe's 64 KiB,
+        # and a client blocked writing it never exits (found at 1,000,000 connections)
+        reader = _Reader(cl)
         try:
-            # read while waiting: with many workers the merged JSON outgrows the pipe's 64 KiB,
-            # and a client blocked writing it never exits (found at 1,000,000 connections)
-            reader = _Reader(cl)
             deadline = time.monotonic() + budget
             while cl.proc.poll() is None and time.monotonic() < deadline and not host.exists(held):
                 time.sleep(poll_s)
@@ -474,7 +472,7 @@ def run_hold(bed: "Testbed", *, ip_version: int, count: int, o: dict, srcs: list
             out, err = reader.wait(left)
         finally:
             if cl.proc.poll() is None:
-                cl.stop()
+                reader.end()
             host.forget(cl)
             if not host.remote:
                 try:
@@ -509,37 +507,45 @@ class _Reader:
         except (OSError, ValueError):
             pass
 
-    def wait(self, timeout_s: float) -> tuple[str, str]:
+    def wait(self, timeout_s: float, grace_s: float = 30.0, end_s: float = 5.0) -> tuple[str, str]:
         """Wait up to ``timeout_s`` for the process to exit by itself, then SIGINT it (it prints
-        what it has), then stop it; return (stdout, stderr)."""
+        what it has) and wait ``grace_s``, then end it (:meth:`end`); return (stdout, stderr)."""
         try:
             self.sp.proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            _interrupt(self.sp)
+            self.sp.send_signal(signal.SIGINT)
             try:
-                self.sp.proc.wait(timeout=30.0)
+                self.sp.proc.wait(timeout=grace_s)
             except subprocess.TimeoutExpired:
-                self.sp.stop(wait_s=5.0)
+                self.end(end_s)
         for t in self.threads:
             t.join(timeout=10.0)
         return "".join(self.out), "".join(self.err)
 
-
-def _interrupt(sp) -> None:
-    """SIGINT to a spawned process: a remote one through its session's stdin (its watchdog reads
-    signal names there), a local one to its process group."""
-    stdin = sp.proc.stdin
-    if stdin is not None and not stdin.closed:
+    def end(self, wait_s: float = 5.0) -> None:
+        """Stop the process without touching its output pipes (this reader's threads read them;
+        ``Spawned.stop`` would race them with its own communicate): TERM its group (a remote one
+        through its watchdog), then, if it lingers, close its stdin (a remote watchdog then stops
+        it) and KILL the local process group (the ssh client of a remote one)."""
+        self.sp.send_signal(signal.SIGTERM)
         try:
-            stdin.write("INT\n")
-            stdin.flush()
-        except (OSError, ValueError):
+            self.sp.proc.wait(timeout=wait_s)
+            return
+        except subprocess.TimeoutExpired:
             pass
-        return
-    try:
-        os.killpg(sp.proc.pid, signal.SIGINT)
-    except (ProcessLookupError, PermissionError):
-        pass
+        try:
+            if self.sp.proc.stdin is not None:
+                self.sp.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            os.killpg(self.sp.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            self.sp.proc.wait(timeout=wait_s)
+        except subprocess.TimeoutExpired:
+            pass
 
 
 def shipped(bed: "Testbed") -> dict[str, dict] | None:

@@ -415,6 +415,20 @@ def skew_flag(common_s: float | None, shortest_s: float, skew_s: float | None, w
                        f"(start skew {skew_s:.3f} s): {consequence}"}
 
 
+def wait_ready(host: Host, sp: Any, path: str, what: str, timeout_s: float = READY_TIMEOUT_S,
+               fix: str = "run 'fwlab clean'; check the engine build") -> None:
+    """Wait until a spawned engine process ``sp`` on ``host`` writes its ready file ``path``. If
+    it exits first, or ``timeout_s`` passes: stop it and raise RunnerError naming ``what`` (e.g.
+    "recv") with the start of its stderr (the caller still forgets it and removes its files)."""
+    deadline = time.monotonic() + timeout_s
+    while not host.exists(path):
+        if sp.proc.poll() is not None or time.monotonic() > deadline:
+            _, err = sp.stop()
+            raise RunnerError(f"fwlab-engine {what} did not become ready: {err.strip()[:200] or 'no output'}",
+                              fix=fix)
+        time.sleep(0.01)
+
+
 def aggregate(sends: list[dict], recv: dict, gens: list[tuple[str, int, float]]) -> dict:
     """Several generators' send documents as one, and their common interval.
 
@@ -526,13 +540,7 @@ def run_trial(bed: Testbed, t: EngineTrial, intended_count: int | None = None) -
     rx = rx_host.spawn(recv_args, ns=bed.ns("server"))
     senders = []
     try:
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while not rx_host.exists(ready):
-            if rx.proc.poll() is not None or time.monotonic() > deadline:
-                _, err = rx.stop()
-                raise RunnerError(f"fwlab-engine recv did not become ready: {err.strip()[:200] or 'no output'}",
-                                  fix="run 'fwlab clean'; check the engine build")
-            time.sleep(0.01)
+        wait_ready(rx_host, rx, ready, "recv")
         before = bed.link_counters("server", bed.topo.server_if)
         try:
             senders = [g.host.spawn(a, ns=g.ns) for g, a in zip(gens, send_argvs)]
@@ -675,15 +683,9 @@ def run_bidir_trial(bed: Testbed, t: EngineTrial, intended_count: int | None = N
     done: dict = {}
     outs: dict = {}
     try:
-        deadline = time.monotonic() + READY_TIMEOUT_S
+        deadline = time.monotonic() + READY_TIMEOUT_S  # both receivers within one timeout
         for d, rx in rxs.items():
-            while not host.exists(readies[d]):
-                if rx.proc.poll() is not None or time.monotonic() > deadline:
-                    _, err = rx.stop()
-                    raise RunnerError(f"fwlab-engine recv ({d}) did not become ready: "
-                                      f"{err.strip()[:200] or 'no output'}",
-                                      fix="run 'fwlab clean'; check the engine build")
-                time.sleep(0.01)
+            wait_ready(host, rx, readies[d], f"recv ({d})", timeout_s=max(0.0, deadline - time.monotonic()))
         try:
             senders = {d: host.spawn(send_args[d], ns=bed.ns(legs[d][0])) for d in legs}
             done = {d: _finish(sp, t.duration_s * 1.5 + 30) for d, sp in senders.items()}
