@@ -237,3 +237,40 @@ def test_wait_ready_returns_on_the_file_and_names_a_process_that_died(tmp_path):
     with pytest.raises(RunnerError, match="conn-server did not become ready: bad flag"):
         wait_ready(host, dead, str(tmp_path / "never"), "conn-server", timeout_s=10.0)
     host.forget(dead)
+
+
+def test_rate_metrics_record_the_lean_and_close_options(monkeypatch):
+    from fwlab.methods.connections import ConnRunner
+    from fwlab.runners.base import TrafficSpec
+
+    seen = []
+
+    def fake_run_rate(bed, *, ip_version, rate_cps, duration_s, o, srcs, proc_stat=None):
+        seen.append((bool(o.get("lean")), o.get("close", "fin")))
+        doc = {"started": 100, "succeeded": 100, "failed": {}, "local_errors": {}, "connect_us": {"p50": 50}}
+        return doc, {}, {}, {}
+
+    monkeypatch.setattr(conn, "run_rate", fake_run_rate)
+    monkeypatch.setattr(conn, "read_conntrack", lambda bed: dict.fromkeys(conn.CONNTRACK_KEYS))
+    for lean, close in ((True, "fin"), (False, "rst")):
+        o = conn.check_options("conn_rate", {"search": "none", "rate_cps": 100, "lean": lean, "close": close})
+        spec = TrafficSpec(traffic="conn_rate", tool="conn", duration_s=1.0, options=o)
+        m = ConnRunner()._rate(None, spec, o, ["198.18.1.10"])
+        # what the engine was run with, not the defaults
+        assert (m.metrics["lean"], m.metrics["close"]) == (lean, close) == seen[-1]
+
+
+def test_mem_available_b_is_the_least_of_the_hosts():
+    class H:
+        def __init__(self, kib):
+            self.kib = kib
+
+        def run(self, argv, check=True):
+            out = f"MemTotal: 9999999 kB\nMemAvailable: {self.kib} kB\n" if self.kib else "garbage\n"
+            return type("CP", (), {"stdout": out, "returncode": 0})()
+
+    a, b = H(4000), H(3000)
+    bed = type("B", (), {"host_for": lambda self, r: {"client": a, "server": b, "dut": a}[r]})()
+    assert conn.mem_available_b(bed) == 3000 * 1024
+    unreadable = type("B", (), {"host_for": lambda self, r: H(None)})()
+    assert conn.mem_available_b(unreadable) is None

@@ -43,9 +43,9 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from fwlab.errors import FwlabError, RunnerError
-from fwlab.runners.engine import (engine_on, engine_unavailable, engine_version, find_engine, shipped_engines,
-                                  wait_ready)
+from fwlab.dut.memory import parse_meminfo
+from fwlab.errors import RunnerError
+from fwlab.runners.engine import engine_on, engine_unavailable, engine_version, find_engine, wait_ready
 from fwlab.search.measurer import TrialResult
 from fwlab.testbed.cpuseries import PROC_STAT, read_proc_stat
 
@@ -290,13 +290,9 @@ def mem_available_b(bed: "Testbed") -> int | None:
         h = bed.host_for(r)
         if all(h is not o for o in hosts):
             hosts.append(h)
-    got = []
-    for h in hosts:
-        cp = h.run(["cat", "/proc/meminfo"], check=False)
-        for line in cp.stdout.splitlines():
-            if line.startswith("MemAvailable:"):
-                got.append(int(line.split()[1]) * 1024)
-    return min(got) if got else None
+    got = [parse_meminfo(h.run(["cat", "/proc/meminfo"], check=False).stdout).get("MemAvailable") for h in hosts]
+    kib = [v for v in got if v is not None]
+    return min(kib) * 1024 if kib else None
 
 
 def _has_conntrack_tool(bed: "Testbed") -> bool:
@@ -546,15 +542,6 @@ class _Reader:
             self.sp.proc.wait(timeout=wait_s)
         except subprocess.TimeoutExpired:
             pass
-
-
-def shipped(bed: "Testbed") -> dict[str, dict] | None:
-    """What the engine shipping did for this runner's remote roles (None: all local)."""
-    try:
-        got = shipped_engines(bed)
-    except FwlabError:
-        return None
-    return got or None
 
 
 # -- results ---------------------------------------------------------------------------------------
