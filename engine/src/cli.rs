@@ -127,7 +127,8 @@ pub struct ConnServerArgs {
     #[arg(long, default_value_t = 1)]
     pub workers: usize,
     /// Lean echo: read a new connection's request right after accept (it rides on the
-    /// handshake's last ACK with `conn-rate --lean`), no per-connection setsockopt, and the
+    /// handshake's last ACK with `conn-rate --lean`), no per-connection setsockopt (TCP_NODELAY
+    /// only for a request that did not come whole with the handshake), and the
     /// echo of a request's last byte leaves in one segment with the server's FIN
     #[arg(long)]
     pub lean: bool,
