@@ -242,7 +242,8 @@ pub struct ConnRateArgs {
     pub workers: usize,
     /// Lean transaction, same protocol: the handshake's last ACK rides on the request
     /// (TCP_QUICKACK off), one edge-triggered epoll registration per connection, SO_ERROR only
-    /// on error events. With `conn-server --lean`: 6 segments per transaction (FIN) instead of 9
+    /// on error events. With `conn-server --lean`: 7 TCP segments per transaction (FIN) instead
+    /// of 10, 6 instead of 9 with RST (both ends' OutSegs, the server's ACK of the request included)
     #[arg(long)]
     pub lean: bool,
 }
