@@ -542,12 +542,9 @@ def run_trial(bed: Testbed, t: EngineTrial, intended_count: int | None = None) -
     try:
         wait_ready(rx_host, rx, ready, "recv")
         before = bed.link_counters("server", bed.topo.server_if)
-        try:
-            senders = [g.host.spawn(a, ns=g.ns) for g, a in zip(gens, send_argvs)]
-            done = [_finish(sp, t.duration_s * 1.5 + 30) for sp in senders]
-        except Exception:
-            rx.stop(sig=2)
-            raise
+        for g, a in zip(gens, send_argvs):  # each kept as soon as it runs: the finally stops it
+            senders.append(g.host.spawn(a, ns=g.ns))
+        done = [_finish(sp, t.duration_s * 1.5 + 30) for sp in senders]
         # The receiver stops IDLE_TIMEOUT_S after the last packet (its socket drained);
         # SIGINT only if nothing ever arrived.
         try:
@@ -686,13 +683,9 @@ def run_bidir_trial(bed: Testbed, t: EngineTrial, intended_count: int | None = N
         deadline = time.monotonic() + READY_TIMEOUT_S  # both receivers within one timeout
         for d, rx in rxs.items():
             wait_ready(host, rx, readies[d], f"recv ({d})", timeout_s=max(0.0, deadline - time.monotonic()))
-        try:
-            senders = {d: host.spawn(send_args[d], ns=bed.ns(legs[d][0])) for d in legs}
-            done = {d: _finish(sp, t.duration_s * 1.5 + 30) for d, sp in senders.items()}
-        except Exception:
-            for rx in rxs.values():
-                rx.stop(sig=2)
-            raise
+        for d in legs:  # each kept as soon as it runs: the finally stops it
+            senders[d] = host.spawn(send_args[d], ns=bed.ns(legs[d][0]))
+        done = {d: _finish(sp, t.duration_s * 1.5 + 30) for d, sp in senders.items()}
         for d, rx in rxs.items():
             try:
                 rx.proc.wait(timeout=IDLE_TIMEOUT_S + 3.0)
