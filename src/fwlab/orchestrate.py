@@ -46,6 +46,7 @@ from fwlab.testbed import LocalHost, Offloads, Pinning, Testbed, Topology, new_r
 from fwlab.testbed.hosts import HostEntry, Placement, changed_fields, identity_difference, parse_hosts
 from fwlab.testbed.nic import NicInfo, PathLine, trial_line_rate
 from fwlab.testbed.quiet import Pause, moved_packets, until_quiet
+from fwlab.testbed.shaping import ETHERNET_OVERHEAD_BYTES
 
 
 #: rule sets up to this size are kept for the next repetition's load instead of generated again
@@ -233,7 +234,8 @@ class Executor:
                         pinning=Pinning(**s.pinning.model_dump()), device_model=s.device_model,
                         plan_overrides=self.placement.plan_overrides() if self.placement else (),
                         attacker=bool(s.background) and mode != "direct",
-                        link_rate_bps=link_rate_bps, link_delay_us=s.link_delay_us, tuning=s.tuning)
+                        link_rate_bps=link_rate_bps, link_delay_us=s.link_delay_us, tuning=s.tuning,
+                        pairs=s.pairs)
 
     def _run_bed(self, bed_key: tuple, trials: list[TrialSpec], kept: "_KeptBed | None" = None,
                  next_key: tuple | None = None, order: Iterable[TrialSpec] | None = None) -> "_KeptBed | None":
@@ -473,7 +475,7 @@ class Executor:
                 lb = self._links(bed)
                 pause = Pause(False, None if prev is None else time.monotonic() - prev[1], None,
                               None if prev is None else moved_packets(prev[0], lb), after_load=after_load)
-            shaped_before = bed.link_state()
+            shaped_before, t_shaped = bed.link_state(), time.monotonic()
             delay_before = bed.delay_counters()
         metrics, series, raw, flags, error = None, [], {}, [], None
         kind, extra = "stream", {}
@@ -487,6 +489,12 @@ class Executor:
                                                lambda: runner.measure(bed, tspec, env))
             metrics, series, raw, flags = m.metrics, m.series, m.raw, list(m.flags)
             kind, extra = m.kind, dict(m.extra)
+            if bed.topo.pairs > 1 and "pair_count" not in metrics:
+                # a tool that drives one client and one server (all but iperf3's streams)
+                metrics["pair_count"] = 1
+                flags.append({"code": "one-pair", "severity": "info",
+                              "message": f"{spec.tool} drove pair 1 only of the bed's {bed.topo.pairs} "
+                                         f"client/server pairs"})
             series = derive_figures(metrics, series, extra)  # the runner left raw figures
         except RunnerError as exc:
             error = exc.one_line()
@@ -526,7 +534,9 @@ class Executor:
                                          f"not the one loaded ({str(load_info.get('digest'))[:12]})"})
         if shaped_before is not None:
             extra["link_shapers"] = _shaper_deltas(shaped_before, bed.link_state())
-            for f in flag_link_limited(extra["link_shapers"], bed.topo.link_rate_bps):
+            for f in flag_link_limited(extra["link_shapers"], bed.topo.link_rate_bps,
+                                       window_s=time.monotonic() - t_shaped,
+                                       overhead_bytes=ETHERNET_OVERHEAD_BYTES):
                 flags.append(f.to_dict())
         if delay_before:
             extra["delay_lines"] = trial_deltas(delay_before, bed.delay_counters())

@@ -181,7 +181,9 @@ def _kill_after(p, run_dir_glob, out: Path, at_least: int, sig, lab: HostsLab, b
         raise AssertionError("the run wrote no trials")
     # the conn runner's changes are in place on the hosts (so "nothing left" below means undone)
     assert "198.18.1.10/24" in lab.state("cli1")["addr"]
-    assert lab.state("srv")["sysctl"] != before["srv"]["sysctl"]
+    # ... and its port range and backlog sysctls were NOT written there (a remote host is the hosts file's)
+    assert lab.state("srv")["sysctl"] == before["srv"]["sysctl"]
+    assert lab.state("cli1")["sysctl"] == before["cli1"]["sysctl"]
     time.sleep(0.3)  # land inside a trial
     p.send_signal(sig)
     _, err = p.communicate(timeout=60)
@@ -197,7 +199,14 @@ def test_a_killed_lab_run_leaves_nothing_and_resumes(lab, tmp_path):
     before = {n: lab.state(n) for n in lab.names}
     p = _fwlab("run", str(tmp_path / "lab-kill.toml"), "--hosts", str(tmp_path / "hosts.toml"), "--out", str(out))
     run_dir = _kill_after(p, "lab-kill-*", out, 1, signal.SIGTERM, lab, before)
-    assert json.loads((run_dir / "run.json").read_text())["status"] == "interrupted"
+    run_doc = json.loads((run_dir / "run.json").read_text())
+    assert run_doc["status"] == "interrupted"
+    # the record says the remote sysctls were read there, not applied
+    info = run_doc["beds"][0]["runner_info"]["conn"]
+    assert info["sysctls"] == {}
+    assert set(info["sysctls_not_applied"]) == {"client:net.ipv4.ip_local_port_range", "server:net.core.somaxconn",
+                                                "server:net.ipv4.tcp_max_syn_backlog"}
+    assert all(v.startswith("remote host left as handed over (it has ") for v in info["sysctls_not_applied"].values())
     assert lab.wait_idle() == {n: [] for n in lab.names}
     assert changed(before, {n: lab.state(n) for n in lab.names}) == []
     kept1 = {t["trial_id"] for t in trials_of(run_dir)}

@@ -97,6 +97,21 @@ def sum_by_class(tagged: Iterable[tuple[str, int]]) -> dict[str, int]:
     return sums
 
 
+
+def dut_sysctl(ctx: "DutContext", key: str, value: str) -> None:
+    """Set ``key`` in the DUT's namespace of a bed fwlab built. On a remote DUT host fwlab changes
+    nothing the hosts file did not hand it (the safety rule): the value is read, and a different
+    one is one line naming the setting and how to set it there."""
+    if not ctx.host.remote:
+        ctx.host.run(["sysctl", "-q", "-w", f"{key}={value}"], ns=ctx.ns)
+        return
+    cp = ctx.host.run(["sysctl", "-n", key], ns=ctx.ns, check=False)
+    have = cp.stdout.strip() if cp.returncode == 0 else None
+    if have != value:
+        raise BackendError(f"the DUT host {ctx.host.name} has {key} = {have if have is not None else 'unset'}, "
+                           f"this test needs {value}; fwlab does not change a remote host's sysctls",
+                           fix=f"set it there yourself (sysctl -w {key}={value}) or leave this mode out")
+
 class Backend(ABC):
     """One firewall. Subclasses are registered with :func:`register`."""
 
@@ -184,7 +199,7 @@ class Backend(ABC):
         if bnf is not None:
             v = "1" if bnf else "0"
             for fam in ("iptables", "ip6tables", "arptables"):
-                ctx.host.run(["sysctl", "-q", "-w", f"net.bridge.bridge-nf-call-{fam}={v}"], ns=ctx.ns)
+                dut_sysctl(ctx, f"net.bridge.bridge-nf-call-{fam}", v)
         try:
             k0 = kernel_kib(meminfo(ctx.host))
         except (FwlabError, OSError):

@@ -135,6 +135,9 @@ class Proxy(Backend):
         why = super().unsupported(layout, mode, stateful_shortcut, system)
         if why:
             return why
+        if system is not None:  # a remote DUT host
+            return ("the proxy backend runs on a DUT this machine hosts (its config, block list and admin "
+                    "socket are local files, and it switches the DUT's forwarding off): not on a remote host")
         if mode != "routed":
             return "the proxy needs an address on the DUT: routed mode only"
         if not stateful_shortcut:

@@ -47,8 +47,8 @@ LIMIT_FLAGS = {
                               "the generator's, a lower bound",
     "receiver-bound": "the receiving process, not the DUT, dropped packets",
     "flood-ended-early": "the flood ended before the measurement did, so part of it ran without the flood",
-    "generator-skew": "the generators (or a bidirectional trial's two senders) sent together for only part of a "
-                      "trial, so the aggregate overstates the load",
+    "generator-skew": "the generators (or a bidirectional trial's two senders, or the client/server pairs) sent "
+                      "together for only part of a trial, so the aggregate overstates the load",
     "delayline-limited": "the emulated delay line (link_delay) dropped frames or fell behind, so it set the figure",
 }
 """Quality flags (codes the runners write on a trial) that say the generator or a CPU, not the
