@@ -239,6 +239,23 @@ def test_bench_summary_adds_the_phases_up_to_the_wall_time(tmp_path):
     assert p["median_pause_s"] == 0.2 and p["max_packets_in_pause"] == 9
 
 
+def test_bench_pauses_keep_early_and_full_apart():
+    from types import SimpleNamespace
+
+    from fwlab.bench.overhead import pauses
+
+    def t(settle):  # pauses() reads a trial's extra only
+        return SimpleNamespace(extra={"settle": settle})
+    early = {"until_quiet": True, "pause_s": 0.05, "quiet": True, "early": True, "saved_s": 0.95, "packets_in_pause": 1}
+    late_idle = {"until_quiet": True, "pause_s": 1.02, "quiet": True, "early": False, "saved_s": 0.0, "packets_in_pause": 0}
+    busy = {"until_quiet": True, "pause_s": 1.0, "quiet": False, "early": False, "saved_s": 0.0, "packets_in_pause": 40}
+    p = pauses([t(early), t(late_idle), t(busy)])
+    assert p["early"] == 1 and p["saved_s"] == 0.95 and p["quiet"] == 2 and p["full_length"] == 1
+    assert p["max_packets_in_early_pause"] == 1 and p["max_packets_in_full_pause"] == 40
+    p = pauses([t(late_idle)])  # idle only at its full length: nothing saved, nothing early
+    assert p["early"] == 0 and p["saved_s"] == 0 and p["max_packets_in_early_pause"] is None
+
+
 def test_bench_alternates_contenders_and_reports_the_goal(tmp_path):
     from fwlab.bench.overhead import OverheadConfig, format_table, run_bench
 

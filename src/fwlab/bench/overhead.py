@@ -90,18 +90,29 @@ def summarize(run_dir: Path, wall_s: float, report_s: float) -> dict:
 
 def pauses(trials: list[TrialRecord]) -> dict:
     """The pauses between trials of one bed (``extra.settle``): how many ended early on an
-    idle bed, their lengths, and the most packets any interface moved during one (the evidence
-    that an early end cut nothing short: a full fixed pause moves as few)."""
+    idle bed and the seconds that saved, their lengths, and the most packets any interface moved
+    during an early pause and during a full-length one, kept apart (the evidence that an early
+    end cut nothing short: an early pause moves no more than a full one). A pause that was idle
+    only once its full length had passed (bookkeeping or a load used it up) saved nothing and
+    counts as full-length."""
     ps = [t.extra["settle"] for t in trials if isinstance(t.extra.get("settle"), dict)
           and t.extra["settle"].get("pause_s") is not None]
-    early = [p for p in ps if p.get("until_quiet")]
+    until = [p for p in ps if p.get("until_quiet")]
+    early = [p for p in until if p.get("early")]
+    full = [p for p in ps if not p.get("early")]
     lengths = [float(p["pause_s"]) for p in ps]
-    moved = [int(p["packets_in_pause"]) for p in ps if p.get("packets_in_pause") is not None]
-    return {"measured": len(ps), "until_quiet": len(early), "after_load": sum(1 for p in ps if p.get("after_load")),
-            "quiet": sum(1 for p in early if p.get("quiet")),
-            "full_length": sum(1 for p in early if not p.get("quiet")),
+
+    def most(group: list[dict]) -> int | None:
+        moved = [int(p["packets_in_pause"]) for p in group if p.get("packets_in_pause") is not None]
+        return max(moved) if moved else None
+
+    return {"measured": len(ps), "until_quiet": len(until), "after_load": sum(1 for p in ps if p.get("after_load")),
+            "quiet": sum(1 for p in until if p.get("quiet")),
+            "full_length": sum(1 for p in until if not p.get("quiet")),
+            "early": len(early), "saved_s": round(sum(float(p.get("saved_s") or 0) for p in early), 4),
             "median_pause_s": round(statistics.median(lengths), 4) if lengths else None,
-            "max_packets_in_pause": max(moved) if moved else None}
+            "max_packets_in_pause": most(ps),
+            "max_packets_in_early_pause": most(early), "max_packets_in_full_pause": most(full)}
 
 
 def _machine() -> dict:
@@ -173,8 +184,11 @@ def format_table(res: dict) -> str:
         p = r.get("pauses") or {}
         if p.get("measured"):
             lines.append(f"  pauses between trials: {p['measured']} ({p['after_load']} with a load), median {p['median_pause_s']} s; "
-                         f"{p['quiet']} ended on an idle bed, {p['full_length']} ran the full settle_s; "
-                         f"most packets one interface moved in a pause: {p['max_packets_in_pause']}")
+                         f"{p.get('early', 0)} ended early on an idle bed (saving {p.get('saved_s', 0)} s), "
+                         f"{p['quiet'] - p.get('early', 0)} idle only at their full length, "
+                         f"{p['full_length']} ran the full settle_s never idle; most packets one interface moved "
+                         f"in an early pause: {p.get('max_packets_in_early_pause')}, in a full one: "
+                         f"{p.get('max_packets_in_full_pause')}")
         lines.append(f"  {r['record']}")
         for k, v in r["breakdown_s"].items():
             if abs(v) >= 0.05:
