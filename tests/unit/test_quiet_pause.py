@@ -86,3 +86,17 @@ def test_a_never_idle_pause_is_not_early():
     ref = {"server:eth0": {"rx_packets": 0, "tx_packets": 0}}
     _, p = until_quiet(_reader(clock, [500]), ref, start, deadline=start + 0.2, clock=clock, sleep=clock.sleep)
     assert not p.early and p.saved_s == 0
+
+
+def test_the_full_length_read_saved_nothing_even_a_hair_before_the_deadline():
+    class Early(Clock):  # a sleep that wakes a hair short (a coarse clock's rounding)
+        def sleep(self, s):
+            self.t += max(0.0, s - 1e-7)
+    clock = Early()
+    ref = {"server:eth0": {"rx_packets": 0, "tx_packets": 0}}
+    start = clock()
+    # busy for the first windows, idle in the last (full-length) one
+    _, p = until_quiet(_reader(clock, [500, 500, 500, 0]), ref, start, deadline=start + 0.2,
+                       clock=clock, sleep=clock.sleep)
+    assert p.quiet and p.reads == 4 and p.pause_s < 0.2  # idle at the last read, taken just short of the deadline
+    assert p.saved_s == 0 and not p.early and p.to_dict()["early"] is False

@@ -79,6 +79,9 @@ def until_quiet(read: Callable[[], Counters], ref: Counters, ref_t: float, deadl
         # idle only over a whole window (the last one, cut short by the deadline, never is)
         quiet = t - last_t >= QUIET_WINDOW_S - 1e-6 and moved_packets(last, now) <= QUIET_MAX_PACKETS
         if quiet or full:
+            # only a read before the full pause's end saves time: the full-length read (taken at
+            # the deadline, however close the clock lands to it) saved nothing, idle or not
+            saved = 0.0 if full else max(0.0, deadline - t)
             return now, Pause(True, t - ref_t, quiet, moved_packets(ref, now), reads, after_load,
-                              saved_s=max(0.0, deadline - t))
+                              saved_s=saved)
         last, last_t = now, t
