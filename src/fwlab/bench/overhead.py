@@ -28,7 +28,7 @@ from typing import TextIO
 from fwlab.errors import FwlabError
 from fwlab.results.overhead import add_up
 from fwlab.results.store import RunRecord
-from fwlab.results.trial import TrialRecord, as_records
+from fwlab.results.trial import TrialRecord
 
 GOAL = 1.15  #: issue 18's goal for wall_over_traffic on quick
 
@@ -42,9 +42,10 @@ class OverheadConfig:
 
 
 def _trials(run_dir: Path) -> tuple[dict, list[TrialRecord]]:
-    """run.json and the trials, typed (the last line per trial id wins; a torn last line is skipped)."""
+    """run.json and the trials, typed (the last line per trial id wins; a torn last line is
+    skipped; any other unreadable line is a RecordError naming it)."""
     rec = RunRecord.open(run_dir)
-    return rec.run, as_records(rec.read().trials)
+    return rec.run, rec.records()
 
 
 def summarize(run_dir: Path, wall_s: float, report_s: float) -> dict:
