@@ -120,6 +120,17 @@ def test_path_line_is_the_slowest_known_link_and_sums_generators():
     assert trial_line_rate({"throughput_bps": 1e9}, p) == {}  # a byte stream has no frame rate
 
 
+def test_an_emulated_wire_bounds_the_path_where_it_is_slowest_or_alone():
+    nics = [_nic("client", "c0", 1000), _nic("server", "s0", 10000)]
+    wire = (1e8, "client:c0")
+    p = path_line(nics, ["client"], emulated=wire)
+    assert p.speed_bps == 1e8 and p.link == "emulated wire (client:c0 egress shaped to Ethernet line time)"
+    assert path_line(nics, ["client"], emulated=(1e10, "client:c0")).link == "client:c0"  # the NIC is slower
+    veth = [_nic("client", "eth0", None, "veth is a virtual interface")]
+    p = path_line(veth, ["client"], emulated=wire)
+    assert p.speed_bps == 1e8 and p.missing is None and p.link.startswith("emulated wire")
+
+
 # -- several generators ---------------------------------------------------------------------------
 def test_split_trial_shares_rate_count_and_ports():
     t = EngineTrial(duration_s=2, rate_pps=30000, count=10, src_ports=(1024, 1033))

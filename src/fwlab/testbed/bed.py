@@ -614,18 +614,14 @@ class Testbed:
                 for r, d in self.interfaces() + self.generator_interfaces()]
 
     def path_line(self, nics: list[NicInfo]) -> PathLine:
-        """The line rate bounding the bed's client -> server path (see nic.path_line). An emulated
-        wire (``link_rate``: the client's egress shaped to Ethernet line time) is a link of known
-        speed too: where it is slower than every known NIC, or none is known (veth), it bounds
-        the path and is named as emulated."""
+        """The line rate bounding the bed's client -> server path (nic.path_line), with the
+        emulated wire when ``link_rate`` shapes the client's egress."""
         gens = ["client"] + [r for r, _ in self.generator_interfaces()]
-        line = path_line([n for n in nics if n.role != "atk"], gens)
         shaped = self.shaped_interfaces()
         rate = self.topo.link_rate_bps
-        if rate and any(r == "client" for r, _ in shaped) and (line.speed_bps is None or rate < line.speed_bps):
-            where = " and ".join(f"{r}:{d}" for r, d in shaped)
-            return PathLine(float(rate), f"emulated wire ({where} egress shaped to Ethernet line time)")
-        return line
+        emulated = ((float(rate), " and ".join(f"{r}:{d}" for r, d in shaped))
+                    if rate and any(r == "client" for r, _ in shaped) else None)
+        return path_line([n for n in nics if n.role != "atk"], gens, emulated=emulated)
 
     def clock_offsets(self) -> dict[str, dict]:
         """Each remote role's clock offset vs this machine, measured now (they drift)."""

@@ -242,10 +242,13 @@ class PathLine:
                                    f"inter-frame gap) per frame on the slowest known link of the path"}
 
 
-def path_line(nics: list[NicInfo], generators: list[str]) -> PathLine:
+def path_line(nics: list[NicInfo], generators: list[str], emulated: tuple[float, str] | None = None) -> PathLine:
     """The slowest link of the path: every non-generator interface on its own, the generators'
     interfaces together (their traffic adds up on the way to the DUT). Unknown speeds are left
-    out; with none known the line rate is missing, with each interface's reason."""
+    out; with none known the line rate is missing, with each interface's reason. ``emulated``
+    (rate [bit/s], where): an emulated wire (the generator's egress shaped to Ethernet line
+    time) is a link of known speed too: where it is slower than every known NIC, or none is
+    known (veth), it bounds the path and is named as emulated."""
     known: list[tuple[float, str]] = []
     gen = [n for n in nics if n.role in generators]
     if gen and all(n.speed_mbps for n in gen):
@@ -256,6 +259,8 @@ def path_line(nics: list[NicInfo], generators: list[str]) -> PathLine:
     for n in nics:
         if n.role not in generators and n.speed_mbps:
             known.append((n.speed_mbps * 1e6, f"{n.role}:{n.iface}"))
+    if emulated is not None and (not known or emulated[0] < min(known)[0]):
+        return PathLine(float(emulated[0]), f"emulated wire ({emulated[1]} egress shaped to Ethernet line time)")
     if not known:
         why = "; ".join(f"{n.role}:{n.iface}: {n.speed_missing}" for n in nics if n.speed_missing)
         return PathLine(None, None, f"no link speed known ({why or 'no interfaces'})")
