@@ -44,7 +44,7 @@ from fwlab.suites import Suite, parse_suite
 from fwlab.suites.plan import TrialSpec, check_suite, expand, expand_max
 from fwlab.testbed import LocalHost, Offloads, Pinning, Testbed, Topology, new_run_id, require_root, require_tool
 from fwlab.testbed.hosts import HostEntry, Placement, parse_hosts
-from fwlab.testbed.nic import NicInfo, PathLine, trial_line_rate
+from fwlab.testbed.nic import NicInfo, PathLine, trial_line_rate, trial_nic
 from fwlab.testbed.quiet import Pause, moved_packets, until_quiet
 
 
@@ -283,7 +283,8 @@ class Executor:
             line = bed.path_line([NicInfo(**n) for n in desc["nics"]])
             conditions_base = {
                 "offloads": desc["offloads"],
-                "nics": desc["nics"],  # speed, driver, firmware, every offload, per interface
+                # speed, driver, firmware, every offload, queues, IRQs and their affinity, per interface
+                "nics": [trial_nic(n) for n in desc["nics"]],
                 "line_rate": desc["line_rate"],
                 "pinning": bed.topo.to_dict()["pinning"],
                 "device": desc.get("device"),

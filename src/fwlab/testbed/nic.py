@@ -55,6 +55,16 @@ class NicInfo:
         return asdict(self)
 
 
+def trial_nic(nic: dict) -> dict:
+    """A stored NIC (:meth:`NicInfo.to_dict`) as every trial line's conditions keep it: without
+    its IRQs' per-CPU interrupt counts, a snapshot taken when the bed was described (``run.json``
+    keeps them once per bed; repeated in each trial line they only add bytes)."""
+    irqs = nic.get("irqs")
+    if not irqs:
+        return dict(nic)
+    return {**nic, "irqs": [{k: v for k, v in i.items() if k != "per_cpu"} for i in irqs]}
+
+
 def parse_ethtool_i(text: str) -> dict[str, str]:
     """``ethtool -i`` -> {driver, version, firmware-version, bus-info, ...}."""
     out = {}
