@@ -309,3 +309,30 @@ def test_remote_roles_only_for_tools_that_run_there(kind, tool, extra, hosts, re
         check_remote_roles(plan, placement)
     line = ei.value.one_line()
     assert refused in line and "docs/lab.md" in line and "\n" not in line
+
+
+def test_local_ip_commands_in_a_namespace_use_ip_n():
+    h = LocalHost()
+    assert h._argv(["ip", "-s", "-j", "link", "show"], "fwl-x") == ["ip", "-n", "fwl-x", "-s", "-j", "link", "show"]
+    assert h._argv(["nft", "-f", "-"], "fwl-x") == ["ip", "netns", "exec", "fwl-x", "nft", "-f", "-"]
+    assert h._argv(["ip", "netns", "pids", "a"], "fwl-x") == ["ip", "netns", "exec", "fwl-x", "ip", "netns", "pids", "a"]
+    assert h._argv(["ip", "link"], None) == ["ip", "link"]
+
+
+def test_link_counters_are_read_and_parsed_in_one_place():
+    import json as _json
+    from types import SimpleNamespace
+
+    from fwlab.testbed.linkseries import read_links
+
+    seen = []
+    st = {"rx": {"packets": 5, "bytes": 500, "dropped": 1}, "tx": {"packets": 7, "bytes": 700, "dropped": 0}}
+
+    class Fake:
+        def run(self, argv, ns=None, **kw):
+            seen.append((argv, ns))
+            return SimpleNamespace(stdout=_json.dumps([{"ifname": "c0", "stats64": st}, {"ifname": "lo", "stats64": st}]))
+    got = read_links("fwl-c", ["c0", "gone"], host=Fake())
+    assert seen == [(["ip", "-s", "-j", "link", "show"], "fwl-c")]
+    assert got == {"c0": {"rx_packets": 5, "rx_bytes": 500, "rx_dropped": 1, "tx_packets": 7, "tx_bytes": 700,
+                          "tx_dropped": 0}}

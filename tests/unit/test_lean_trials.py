@@ -172,7 +172,9 @@ def test_all_link_counters_reads_each_namespace_once():
     assert list(got) == [f"{r}:{d}" for r, d in bed.interfaces()]
     assert len(host.calls) == 3  # client, server, DUT: one call each, not one per interface
     assert sorted(ns for ns, _ in host.calls) == sorted(topo.ns(r) for r in ("client", "server", "dut"))
-    assert all(argv[:2] == ("ip", "-n") for _, argv in host.calls)  # not 'ip netns exec' + ip
+    # the host builds 'ip -n NS' (not 'ip netns exec' + ip) from an ip command and its namespace
+    from fwlab.testbed.host import LocalHost
+    assert all(LocalHost()._argv(list(argv), ns)[:3] == ["ip", "-n", ns] for ns, argv in host.calls)
     assert got[f"dut:{topo.dut_server_if}"]["tx_bytes"] == 4
 
 
