@@ -28,7 +28,7 @@ from fwlab.testbed import links
 from fwlab.testbed.clock import measure_offset
 from fwlab.testbed.delayline import DelayLine, RunningLine
 from fwlab.testbed.host import CommandFailed, Host, LocalHost, kill_namespace_pids, require_tool
-from fwlab.testbed.nic import NicInfo, PathLine, path_line, read_nic
+from fwlab.testbed.nic import NicInfo, PathLine, path_line, read_irq_table, read_nic
 from fwlab.testbed.hosts import IFACE_COUNT, Placement
 from fwlab.testbed.linkseries import link_stats, read_all_links
 from fwlab.testbed.shaping import LinkShape, parse_qdisc_stats
@@ -610,7 +610,15 @@ class Testbed:
 
     def nics(self) -> list[NicInfo]:
         """Every data interface as hardware: speed, driver, firmware, offloads, queues, IRQs (read now)."""
-        return [read_nic(self.host_for(r), self.ns(r), r, d)
+        tables: dict[int, object] = {}  # the host-wide IRQ table, read once per host
+
+        def table(host: Host):
+            def get():
+                if id(host) not in tables:
+                    tables[id(host)] = read_irq_table(host)
+                return tables[id(host)]
+            return get
+        return [read_nic(self.host_for(r), self.ns(r), r, d, irq_table=table(self.host_for(r)))
                 for r, d in self.interfaces() + self.generator_interfaces()]
 
     def path_line(self, nics: list[NicInfo]) -> PathLine:

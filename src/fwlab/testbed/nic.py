@@ -16,6 +16,8 @@ interface has no IRQs: recorded as missing with the reason.
 
 from __future__ import annotations
 
+import subprocess
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
@@ -130,14 +132,23 @@ def parse_interrupts(text: str) -> dict[int, dict]:
     return out
 
 
-#: one shell session: the device's MSI IRQs (its own, or its parent's: virtio), its device name,
-#: /proc/interrupts and every IRQ's affinity list
-IRQ_SCRIPT = (
+#: one shell session per interface (in its namespace): its device name and the device's MSI IRQs
+#: (its own, or its parent's: virtio)
+IRQ_DEVICE_SCRIPT = (
     'd=/sys/class/net/$1/device; if [ ! -e "$d" ]; then echo NODEVICE; exit 0; fi; '
     'echo "DEV $(basename "$(readlink -f "$d")")"; '
-    'for m in "$d/msi_irqs" "$d/../msi_irqs"; do if [ -d "$m" ]; then echo "MSI $(ls "$m" | tr "\n" " ")"; break; fi; done; '
+    'for m in "$d/msi_irqs" "$d/../msi_irqs"; do if [ -d "$m" ]; then echo "MSI $(ls "$m" | tr "\n" " ")"; break; fi; done')
+#: one shell session per host (IRQs are not namespaced): /proc/interrupts and every IRQ's affinity list
+IRQ_TABLE_SCRIPT = (
     'echo INTERRUPTS; cat /proc/interrupts; echo AFFINITY; '
     'for f in /proc/irq/[0-9]*/smp_affinity_list; do n=${f#/proc/irq/}; echo "${n%%/*} $(cat "$f" 2>/dev/null)"; done')
+#: both, as :func:`irqs_from` reads them
+IRQ_SCRIPT = IRQ_DEVICE_SCRIPT + "; " + IRQ_TABLE_SCRIPT
+
+
+def read_irq_table(host: "Host") -> "subprocess.CompletedProcess":
+    """:data:`IRQ_TABLE_SCRIPT` on ``host`` (once per host: :meth:`Testbed.nics` shares it)."""
+    return host.run(["sh", "-c", IRQ_TABLE_SCRIPT], check=False, timeout_s=30)
 
 
 def irqs_from(iface: str, out: str) -> tuple[list[dict] | None, str | None]:
@@ -190,8 +201,10 @@ def speed_from(sys_speed: str | None, driver: str | None) -> tuple[int | None, s
     return v, None
 
 
-def read_nic(host: "Host", ns: str | None, role: str, iface: str) -> NicInfo:
-    """Speed, driver, firmware and offloads of ``iface`` on ``host`` (in namespace ``ns``)."""
+def read_nic(host: "Host", ns: str | None, role: str, iface: str,
+             irq_table: "Callable[[], subprocess.CompletedProcess] | None" = None) -> NicInfo:
+    """Speed, driver, firmware, offloads, queues and IRQs of ``iface`` on ``host`` (in namespace
+    ``ns``); ``irq_table`` gives the host's :func:`read_irq_table` (default: read it here)."""
     info = NicInfo(role=role, iface=iface)
     cp = host.run(["ethtool", "-i", iface], ns=ns, check=False, timeout_s=30)
     drv = parse_ethtool_i(cp.stdout) if cp.returncode == 0 else {}
@@ -213,7 +226,10 @@ def read_nic(host: "Host", ns: str | None, role: str, iface: str) -> NicInfo:
     if info.driver in VIRTUAL_DRIVERS:
         info.irqs_missing = f"{info.driver} is a virtual interface without IRQs"
     else:
-        r = host.run(["sh", "-c", IRQ_SCRIPT, "fwlab", iface], ns=ns, check=False, timeout_s=30)
+        r = host.run(["sh", "-c", IRQ_DEVICE_SCRIPT, "fwlab", iface], ns=ns, check=False, timeout_s=30)
+        if r.returncode == 0 and not r.stdout.strip().startswith("NODEVICE"):
+            table = irq_table() if irq_table is not None else read_irq_table(host)
+            r = subprocess.CompletedProcess(r.args, table.returncode, r.stdout + "\n" + table.stdout, table.stderr)
         if r.returncode != 0:
             info.irqs_missing = f"reading the IRQs of {iface} failed: {(r.stderr or '').strip()[:100] or 'no output'}"
         else:
