@@ -211,7 +211,12 @@ def test_a_killed_lab_run_leaves_nothing_and_resumes(lab, tmp_path):
     kept2 = {t["trial_id"] for t in trials_of(run_dir)}
     assert kept1 < kept2
 
-    p = _fwlab("run", "--resume", str(run_dir), "-q")
+    # the last resume with the hosts file and key moved elsewhere (the stored key path is gone)
+    moved = tmp_path / "moved"
+    moved.mkdir()
+    lab.key.rename(moved / "key")
+    (moved / "hosts.toml").write_text(lab.hosts_toml(key=str(moved / "key"), connect_timeout_s=7))
+    p = _fwlab("run", "--resume", str(run_dir), "--hosts", str(moved / "hosts.toml"), "-q")
     _, err = p.communicate(timeout=300)
     assert p.returncode == 0, err
     ids = [t["trial_id"] for t in trials_of(run_dir)]
@@ -221,6 +226,12 @@ def test_a_killed_lab_run_leaves_nothing_and_resumes(lab, tmp_path):
     run_doc = json.loads((run_dir / "run.json").read_text())
     assert run_doc["status"] == "complete"
     assert [e["trials_done"] for e in run_doc["resume_events"]] == [len(kept1), len(kept2)]
+    moved_to = run_doc["resume_events"][-1]["hosts_file"]
+    assert moved_to["file"] == str((moved / "hosts.toml").resolve())
+    assert moved_to["changed"] == {r: ["connect_timeout_s", "key"] for r in ("client", "dut", "server")}
+    assert moved_to["previous_entries"]["dut"]["key"] == str(lab.tmp / "id_ed25519")
+    assert run_doc["remote_hosts"]["entries"]["dut"]["key"] == str(moved / "key")
+    assert "hosts_file" not in run_doc["resume_events"][0]
     assert assert_record_valid(run_dir) == 12
     assert all(t["error"] is None for t in trials_of(run_dir) if ids.count(t["trial_id"]) == 1)
     assert lab.wait_idle() == {n: [] for n in lab.names}

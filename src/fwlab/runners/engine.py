@@ -34,12 +34,15 @@ from fwlab.runners.base import Measurement, Runner, TrafficSpec, register
 from fwlab.search.measurer import TrialResult
 from fwlab.testbed.clock import ZERO, ClockOffset, one_way_correction_s
 from fwlab.testbed.host import Host
-from fwlab.testbed.ship import check_platform, ship
+from fwlab.testbed.provide import provide
 
 if TYPE_CHECKING:
     from fwlab.testbed.bed import Testbed
+    from fwlab.testbed.hosts import HostEntry
+    from fwlab.testbed.ship import Shipped
 
 ENV_VAR = "FWLAB_ENGINE"
+SRC_ENV_VAR = "FWLAB_ENGINE_SRC"  #: the engine's sources, for building it on a remote host
 REPO_BINARY = Path(fwlab.__file__).resolve().parents[2] / "engine" / "target" / "release" / "fwlab-engine"
 ENGINE_PORT = 5555  #: UDP port of the receiver (iperf3 uses 5201 in the same bed)
 IDLE_TIMEOUT_S = 0.5  #: the receiver stops this long after the last packet [s]
@@ -319,18 +322,37 @@ def engine_on(bed: Testbed, role: str) -> str:
     got = host.__dict__.get("_fwlab_engine")
     if got is not None:
         return got.path
-    entry = bed.placement.entry(role)
-    check_platform(host, "fwlab-engine")
-    shipped = ship(host, local, "fwlab-engine", cache_dir=entry.cache_dir, keep=entry.keep_engine)
-    cp = host.run([shipped.path, "version"], check=False, timeout_s=30)
-    want = engine_version()
-    there = _version_text(cp.stdout)
-    if cp.returncode != 0 or there != want:
-        raise RunnerError(f"fwlab-engine shipped to host {host.name} does not run there "
-                          f"({there or cp.stderr.strip()[:120] or f'exit {cp.returncode}'}; here: {want})",
-                          fix="check the host's C library (the engine is a dynamically linked Linux binary)")
+    shipped = place_engine(host, bed.placement.entry(role), local)
     host.__dict__["_fwlab_engine"] = shipped
     return shipped.path
+
+
+def place_engine(host: Host, entry: HostEntry, local: str) -> Shipped:
+    """The engine ready on a remote ``host``: the local build ``local`` copied, or built there
+    (testbed.provide); either must answer ``version`` as the local build does."""
+    want = engine_version()
+
+    def check(path: str) -> str | None:
+        cp = host.run([path, "version"], check=False, timeout_s=30)
+        there = _version_text(cp.stdout)
+        if cp.returncode == 0 and there == want:
+            return None
+        return f"{there or cp.stderr.strip()[:120] or f'exit {cp.returncode}'}; here: {want}"
+    return provide(host, local, "fwlab-engine", source_dir=lambda: engine_source_dir(local),
+                   cache_dir=entry.cache_dir, keep=entry.keep_engine, check=check)
+
+
+def engine_source_dir(binary: str) -> Path:
+    """The engine's cargo tree for a build on another host: $FWLAB_ENGINE_SRC, else the tree
+    ``binary`` was built in (``<tree>/target/release/fwlab-engine``), else this checkout's."""
+    env = os.environ.get(SRC_ENV_VAR)
+    if env:
+        return Path(env)
+    b = Path(binary).resolve()
+    if len(b.parents) > 2 and b.parent.name == "release" and b.parents[1].name == "target" \
+            and (b.parents[2] / "Cargo.toml").is_file():
+        return b.parents[2]
+    return REPO_BINARY.parents[2]
 
 
 def shipped_engines(bed: Testbed) -> dict[str, dict]:
