@@ -36,6 +36,24 @@ def test_suite_implies_the_tool_and_checks_options():
         check_suite(parse_suite({**base, "traffic": [{"kind": "throughput", "sizes": [40]}]}, "x"))
 
 
+@pytest.mark.parametrize("kind", ["frame_loss", "back_to_back"])
+def test_bidir_is_refused_at_suite_load_outside_the_throughput_search(kind, tmp_path, capsys):
+    from fwlab import cli
+
+    base = {"name": "t", "backends": ["nftables"], "device_model": "napi"}
+    bidir = {"tool": "rfc2544", "options": {"direction": "bidir"}}
+    s = check_suite(parse_suite({**base, "traffic": [{"kind": "throughput", **bidir}]}, "x"))
+    assert s.traffic[0].options["direction"] == "bidir"
+    with pytest.raises(SuiteError, match=f"bidir.* is for the throughput search, not {kind}"):
+        check_suite(parse_suite({**base, "traffic": [{"kind": kind, **bidir}]}, "x"))
+    path = tmp_path / "bidir.toml"
+    path.write_text(f'name = "t"\nbackends = ["nftables"]\ndevice_model = "napi"\n\n[[traffic]]\nkind = "{kind}"\n'
+                    'tool = "rfc2544"\noptions = { direction = "bidir" }\n')
+    assert cli.main(["run", str(path), "--dry-run"]) == 2  # bad input: one line, exit 2, before anything runs
+    err = capsys.readouterr().err
+    assert err.startswith("fwlab: error:") and "throughput search" in err and len(err.strip().splitlines()) == 1
+
+
 def test_builtin_rfc2544_suites_use_the_device_model():
     for name in ("rfc2544-quick", "rfc2544"):
         suite, _ = load_suite(name)
