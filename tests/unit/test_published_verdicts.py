@@ -396,3 +396,23 @@ def test_findings_json_is_written_with_the_report(tmp_path):
     # the same record gives the same file
     before = (run / FINDINGS_FILE).read_text()
     assert write_findings(run, meta, trials).read_text() == before
+
+
+def test_seed_001_bridge_above_gateway_reads_only_the_sizes_run_in_both_modes():
+    """seed-001-quick runs bridge mode at 64 B only; routed 1518 B searches capped by the generator
+    (search-max-load-passed) were never compared with bridge mode and must not make it inconclusive."""
+    def quick(bridge, noise):
+        ts = [t for t in s001(1.0, 1.0, bridge=bridge, noise=noise, reps=3)
+              if t["mode"] != "bridge" or t["size_bytes"] == 64]
+        for t in ts:
+            if t["size_bytes"] == 1518:
+                t["flags"] = [{"code": "search-max-load-passed", "severity": "warning", "message": "passed the maximum"}]
+        return ts
+    got = {}
+    for bridge, noise in ((1.2, 0.01), (0.8, 0.01), (1.02, 0.5)):
+        ts = quick(bridge, noise)
+        f = next(f for f in compare_study(run_of("seed-001"), ts).findings if f.id == "seed-001/bridge-above-gateway")
+        assert not {t["trial_id"] for t in ts if t["size_bytes"] != 64} & set(f.trial_ids)
+        assert "search-max-load-passed" not in f.reason and "64 B" in f.fwlab and "1518 B" not in f.fwlab
+        got[bridge] = f.verdict
+    assert got == {1.2: REPRODUCED, 0.8: NOT_REPRODUCED, 1.02: INCONCLUSIVE}

@@ -350,8 +350,10 @@ def compare(study: Study, run: dict, trials: list[TrialRecord]) -> StudyComparis
         verdict, why, ratios = _above(sizes, lambda s: v(s, 0, lay, "routed"), lambda s: v(s, 0, lay, "bridge"))
         out.findings.append(Finding.judge(
             id="seed-001/bridge-above-gateway", reason=why,
-            used=[t for s in sizes for m in ("routed", "bridge") for t in pick(tp, METRIC, mode=m, size_bytes=s,
-                                                                                rules=0, layout=lay)],
+            # only the sizes measured in both modes were compared: a size run in one mode (e.g. routed
+            # 1518 B, capped by the generator) was never weighed and must not sway the verdict
+            used=[t for s in sorted(ratios) for m in ("routed", "bridge") for t in pick(tp, METRIC, mode=m, size_bytes=s,
+                                                                                        rules=0, layout=lay)],
             claim="Bridge mode forwards more than gateway mode",
             published="Fig. 5: bridge above gateway at every frame size (no numbers printed)",
             fwlab="fwlab, 0 rules, bridge as % of routed: " + ", ".join(f"{s} B {r:.0f} %" for s, r in sorted(ratios.items())) + ".",
