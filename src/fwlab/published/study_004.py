@@ -416,10 +416,13 @@ def compare(study: Study, run: dict, trials: list[TrialRecord]) -> StudyComparis
             died = [t for t in sel if t not in in_time and (t.extra or {}).get("load_error")]
             if died:
                 ends = [float(t.extra["load_ended_s"]) for t in died if t.extra.get("load_ended_s") is not None]
-                causes = sorted({str(t.extra.get("load_failure_cause") or t.extra["load_error"]) for t in died})
+                causes = sorted({str(t.extra["load_failure_cause"]) for t in died if t.extra.get("load_failure_cause")})
+                facts = sorted({str(t.extra.get("load_failure_facts") or t.extra["load_error"])
+                                for t in died if not t.extra.get("load_failure_cause")})
                 why = (f"the {s_t3}-stream load died {fmt_range(ends, 1, 's') if ends else ''} after it began in "
                        f"{len(died)} repetition(s), before {RECOVERY_WITHIN_S:g} s, so no probe could recover during "
-                       f"it; measured cause: {'; '.join(causes)}")
+                       f"it" + (f"; measured cause: {'; '.join(causes)}" if causes else "")
+                       + (f"; no cause measured: {'; '.join(facts)}" if facts else ""))
         out.findings.append(Finding.judge(
             id="seed-004/probe-recovers-in-20s", used=sel, reason=why,
             claim=claim, published=published, fwlab=text,
