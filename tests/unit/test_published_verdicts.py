@@ -26,6 +26,7 @@ from fwlab.published.compare import (
     FINDINGS_FILE,
     INCONCLUSIVE,
     LIMIT_FLAGS,
+    NOT_MEASURED,
     NOT_REPRODUCED,
     NOT_TESTABLE,
     REPRODUCED,
@@ -416,3 +417,51 @@ def test_seed_001_bridge_above_gateway_reads_only_the_sizes_run_in_both_modes():
         assert "search-max-load-passed" not in f.reason and "64 B" in f.fwlab and "1518 B" not in f.fwlab
         got[bridge] = f.verdict
     assert got == {1.2: REPRODUCED, 0.8: NOT_REPRODUCED, 1.02: INCONCLUSIVE}
+
+
+def bidir_run(ratios: dict[int, float], *, bidir_s: float = 1.0, uni_s=(1.0,), noise: float = 0.01,
+              noisy: tuple[int, ...] = (), reps: int = 3):
+    """Routed 0-rule throughput searches at 64 and 128 B: unidirectional ones at each final trial
+    length in `uni_s` (100 % at the first, twice that at any other), bidirectional ones (`bidir_s`) at
+    `ratios[size]` x the unidirectional figure, with a spread of 50 % at the sizes in `noisy`."""
+    def goal(t, secs):
+        t["extra"] = {"rfc2544": {"test": "throughput", "results": [{"goal": {"final_trial_duration_s": secs}}]}}
+        return t
+    ts = []
+    for k in range(reps):
+        for size, mx in ((64, 500e3), (128, 450e3)):
+            for i, secs in enumerate(uni_s):
+                ts.append(goal(tr("rfc2544", "throughput", "nftables", 0, size=size, rep=k,
+                                  throughput_pps=mx * (1.0 if i == 0 else 2.0) * spread(k, noise)), secs))
+            if size in ratios:
+                ts.append(goal(tr("rfc2544", "throughput", "nftables", 0, size=size, rep=k, label="bidir",
+                                  direction="bidir", throughput_pps=mx * ratios[size]
+                                  * spread(k, 0.5 if size in noisy else noise)), bidir_s))
+    return ts
+
+
+def bidir_finding(ts):
+    return next(f for f in compare_study(run_of("seed-001"), ts).findings
+                if f.id == "seed-001/bidir-half-at-small-frames")
+
+
+def test_seed_001_bidirectional_judges_every_frame_size_at_like_trial_lengths():
+    ok = bidir_finding(bidir_run({64: 0.5, 128: 0.5}))
+    assert ok.verdict == REPRODUCED and "64 B" in ok.fwlab and "128 B" in ok.fwlab and "1 s final trials" in ok.fwlab
+    # 64 B alone would say reproduced: the 128 B pair is judged too
+    assert bidir_finding(bidir_run({64: 0.5, 128: 0.97})).verdict == NOT_REPRODUCED
+    f = bidir_finding(bidir_run({64: 0.5, 128: 0.5}, noisy=(128,)))
+    assert f.verdict == INCONCLUSIVE and "within noise" in f.reason
+
+
+def test_seed_001_bidirectional_never_compares_unlike_trial_lengths():
+    # 1 s bidirectional searches beside 0.5 s unidirectional ones only: not compared, and the reason says so
+    f = bidir_finding(bidir_run({64: 0.5, 128: 0.5}, uni_s=(0.5,)))
+    assert f.verdict == NOT_MEASURED and "unlike final trial lengths" in f.fwlab
+    assert "bidirectional final trials 1 s, unidirectional 0.5 s" in f.fwlab and not f.trial_ids
+    # unidirectional searches at 0.5 s and 1 s: only the 1 s ones are read (beside the 0.5 s figures,
+    # twice as high, the ratio would be 25 %: not reproduced)
+    ts = bidir_run({64: 0.5, 128: 0.5}, uni_s=(1.0, 0.5))
+    f = bidir_finding(ts)
+    half = {t["trial_id"] for t in ts if t["extra"]["rfc2544"]["results"][0]["goal"]["final_trial_duration_s"] == 0.5}
+    assert f.verdict == REPRODUCED and not half & set(f.trial_ids) and len(f.trial_ids) == 12

@@ -374,44 +374,87 @@ BIDIR_BAND_PCT = 15.0
 """'About': fwlab counts a per-direction figure within 50 ± 15 % of the unidirectional one as that."""
 
 
+def _final_trial_s(t: TrialRecord) -> float | None:
+    """How long the search's final trials lasted [s] (its goal's ``final_trial_duration_s``, as
+    the record's search result stores it, else as the options give it). A search's figure depends
+    on it (a longer trial meets more loss), so two searches' figures are compared only at like
+    trial lengths. None when the record does not say."""
+    results = ((t.extra or {}).get("rfc2544") or {}).get("results") or []
+    goal = results[0].get("goal") if results and isinstance(results[0], dict) else None
+    for g in (goal, _opt(t, "goal")):
+        if isinstance(g, dict) and g.get("final_trial_duration_s") is not None:
+            return float(g["final_trial_duration_s"])
+    return None
+
+
+def _secs(d: float | None) -> str:
+    return "not recorded" if d is None else f"{d:g} s"
+
+
 def _bidirectional(out: StudyComparison, trials: list[TrialRecord]) -> None:
-    """§3.5: bidirectional (two senders at once, one each way) against unidirectional throughput
-    at the smallest frame size measured both ways, per direction, same mode, rules and wire."""
+    """§3.5: bidirectional (two senders at once, one each way) against unidirectional throughput,
+    per direction, at every frame size measured both ways with the same mode, rules, wire and
+    final trial length (a search's figure depends on its trial length, so a 1 s bidirectional
+    search is never set beside a 0.5 s unidirectional one). Every such pair is judged: the claim
+    holds at every small frame the run measured both ways (the presets run 64 and 128 B)."""
     claim = "Bidirectional full duplex forwards about 50 % less than unidirectional at small frames (§3.5)"
     published = "§3.5: bidirectional full duplex about 50 % lower at small frame sizes (no table)"
     lo, hi = BIDIR_PUB_PCT - BIDIR_BAND_PCT, BIDIR_PUB_PCT + BIDIR_BAND_PCT
-    crit = (f"the 95 % interval of the bidirectional throughput per direction over the unidirectional one (same "
-            f"mode, rules, frame size and wire; the smallest frame measured both ways) within {lo:g}-{hi:g} % "
-            f"(entirely outside -> not reproduced, across -> inconclusive)")
+    crit = (f"at every frame size measured both ways, the 95 % interval of the bidirectional throughput per "
+            f"direction over the unidirectional one (same mode, rules, frame size, wire and final trial length) "
+            f"within {lo:g}-{hi:g} % (one entirely outside -> not reproduced, one across -> inconclusive)")
     bi, uni = _tp_bidir(trials), _tp(trials)
-    keys = sorted({(t.mode, t.rules, int(t.size_bytes or 0), t.layout, t.link_rate_bps or 0) for t in bi},
-                  key=lambda k: (k[2], k[1], k[0] != "routed"))
-    pairs = []
-    for mode, n, size, lay, rate in keys:
-        b = [t for t in bi if (t.mode, t.rules, int(t.size_bytes or 0), t.layout, t.link_rate_bps or 0)
-             == (mode, n, size, lay, rate) and t.metrics.get(METRIC) is not None]
-        u = [t for t in uni if (t.mode, t.rules, int(t.size_bytes or 0), t.layout, t.link_rate_bps or 0)
-             == (mode, n, size, lay, rate) and t.metrics.get(METRIC) is not None]
+
+    def key(t):
+        return (t.mode, t.rules, int(t.size_bytes or 0), t.layout, t.link_rate_bps or 0)
+
+    keys = sorted({(*key(t), _final_trial_s(t)) for t in bi},
+                  key=lambda k: (k[2], k[1], k[0] != "routed", k[5] or 0.0))
+    pairs, unlike = [], []
+    for k in keys:
+        b = [t for t in bi if key(t) == k[:5] and _final_trial_s(t) == k[5] and t.metrics.get(METRIC) is not None]
+        same = [t for t in uni if key(t) == k[:5] and t.metrics.get(METRIC) is not None]
+        u = [t for t in same if _final_trial_s(t) == k[5]]
         if b and u:
-            pairs.append(((mode, n, size), b, u))
+            pairs.append((k, b, u))
+        elif b and same:
+            unlike.append((k, sorted({_final_trial_s(t) for t in same}, key=lambda d: d or 0.0)))
+
+    def where(k):
+        mode, n, size = k[:3]
+        return f"{MODE_NAMES.get(mode, mode)} mode, {n:,} rules, {size} B frames"
+
+    skipped = "; ".join(f"{where(k)}: bidirectional final trials {_secs(k[5])}, unidirectional "
+                        f"{', '.join(_secs(d) for d in ds)}" for k, ds in unlike)
     if not pairs:
+        if unlike:
+            text = ("not measured: the bidirectional and unidirectional searches ran with unlike final trial lengths "
+                    f"({skipped}); a search's figure depends on its trial length, so they are not compared.")
+        else:
+            text = ("not measured: no bidirectional throughput search beside a unidirectional one at the same "
+                    "mode, rules and frame size in this run.")
         out.findings.append(Finding(id="seed-001/bidir-half-at-small-frames", claim=claim, published=published,
-            fwlab="not measured: no bidirectional throughput search beside a unidirectional one at the same "
-                  "mode, rules and frame size in this run.", criterion=crit, verdict=NOT_MEASURED))
+                                    fwlab=text, criterion=crit, verdict=NOT_MEASURED))
         return
-    (mode, n, size), b, u = pairs[0]
-    bv, uv = [float(t.metrics[METRIC]) for t in b], [float(t.metrics[METRIC]) for t in u]
-    iv = ratio_ci(bv, uv)
-    verdict, why = range_verdict([iv], lo, hi)
-    skews = [t.metrics.get("start_skew_max_s") for t in b if t.metrics.get("start_skew_max_s") is not None]
-    text = (f"fwlab, {MODE_NAMES.get(mode, mode)} mode, {n:,} rules, {size} B frames: bidirectional "
-            f"{fmt(mean(bv) / 1e3, 1)} kpps per direction ({fmt(2 * mean(bv) / 1e3, 1)} kpps both ways), "
-            f"unidirectional {fmt(mean(uv) / 1e3, 1)} kpps; per direction {fmt_ci(iv) if iv else '–'} of "
-            f"unidirectional (95 % interval; {len(bv)} and {len(uv)} repetitions)"
-            + (f"; the two senders started at most {1e3 * max(skews):.1f} ms apart" if skews else "") + ".")
+    ivs, parts, used = [], [], []
+    for k, b, u in pairs:
+        bv, uv = [float(t.metrics[METRIC]) for t in b], [float(t.metrics[METRIC]) for t in u]
+        iv = ratio_ci(bv, uv)
+        ivs.append(iv)
+        used += b + u
+        skews = [t.metrics.get("start_skew_max_s") for t in b if t.metrics.get("start_skew_max_s") is not None]
+        parts.append(f"{where(k)}" + (f", {k[5]:g} s final trials" if k[5] is not None else "")
+                     + f": bidirectional {fmt(mean(bv) / 1e3, 1)} kpps per direction ({fmt(2 * mean(bv) / 1e3, 1)} "
+                     f"kpps both ways), unidirectional {fmt(mean(uv) / 1e3, 1)} kpps; per direction "
+                     f"{fmt_ci(iv) if iv else '–'} of unidirectional (95 % interval; {len(bv)} and {len(uv)} "
+                     "repetitions)"
+                     + (f"; the two senders started at most {1e3 * max(skews):.1f} ms apart" if skews else ""))
+    verdict, why = range_verdict(ivs, lo, hi)
+    text = ("fwlab, " + "; ".join(parts) + "."
+            + (f" Not compared (unlike final trial lengths): {skipped}." if unlike else ""))
     out.findings.append(Finding.judge(
         id="seed-001/bidir-half-at-small-frames", claim=claim, published=published, fwlab=text, criterion=crit,
-        verdict=verdict, reason=why, used=b + u))
+        verdict=verdict, reason=why, used=used))
 
 
 def _above(sizes, ref_of, other_of):
