@@ -371,3 +371,31 @@ def test_a_dead_load_with_no_measured_cause_says_only_the_facts(fast_probes, bed
     f = t3(compare_study(run_of("seed-004"), seed004_during(ts)))
     assert f.verdict == INCONCLUSIVE and "load died" in f.reason and "local congestion" not in f.reason
     assert "measured cause" not in f.reason and "no cause measured" in f.reason
+
+
+def test_seed_004s_undecided_reason_joins_every_cause_and_checks_the_20_s():
+    """A dead load's reason joins the other repetitions' reasons (not replaces them); no double
+    space when the end was not recorded; 'before 20 s' only for a load that ended before it; a
+    load planned shorter than 20 s says so."""
+    from fwlab.published.study_004 import _undecided_recovery
+    from fwlab.results.trial import as_records
+
+    def rec(rep, *, load_s=25, **extra):
+        t = spec_dict(mode="bridge", backend="nftables", rules=1000, traffic="parallel", streams=500, rep=rep)
+        t.update(trial_id=f"t3-{rep}", kind="parallel", metrics={"throughput_bps": 1e9}, error=None, flags=[],
+                 extra={"probe_plan": {"during": True, "load_s": load_s}, **extra})
+        return t
+
+    err = "iperf3 failed: Connection timed out"
+    stopped, died = rec(1), rec(2, load_error=err, load_ended_s=4.2, load_failure_facts="iperf3 timed out; no cause")
+    why = _undecided_recovery(500, as_records([stopped, died]))
+    assert "of 1 repetition(s) ended before 20 s without recovering" in why          # the one that did not die
+    assert "load died 4.2 s after it began in 1 repetition(s), before 20 s" in why and "no cause measured" in why
+    unknown = _undecided_recovery(500, as_records([rec(3, load_error=err)]))
+    assert "  " not in unknown and "died (when it ended was not recorded) in 1" in unknown and "before 20" not in unknown
+    # a load that died after 20 s did not stop the probes before it: not given as the reason
+    late = _undecided_recovery(500, as_records([rec(4, load_error=err, load_ended_s=22.0)]))
+    assert "died" not in late and "ended before 20 s without recovering" in late
+    # a load planned for 10 s could never give a probe 20 s
+    short = _undecided_recovery(500, as_records([rec(5, load_s=10)]))
+    assert "planned for 10 s" in short and "shorter than the 20 s" in short
