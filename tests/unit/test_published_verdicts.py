@@ -466,3 +466,22 @@ def test_seed_001_bidirectional_never_compares_unlike_trial_lengths():
     f = bidir_finding(ts)
     half = {t["trial_id"] for t in ts if t["extra"]["rfc2544"]["results"][0]["goal"]["final_trial_duration_s"] == 0.5}
     assert f.verdict == REPRODUCED and not half & set(f.trial_ids) and len(f.trial_ids) == 12
+
+
+def test_seed_001_table_1_marks_the_capped_cells():
+    """1518 B searches that passed the generator's maximum: their Table 1 cells say so (a lower
+    bound, the flag named), the other sizes' cells stay plain, the note says what the mark means."""
+    ts = s001(0.6, 0.5, noise=0.002, reps=3)
+    for t in ts:
+        if t["size_bytes"] == 1518 and t["rules"] == 0:
+            t["flags"] = [{"code": "search-max-load-passed", "severity": "warning", "message": "passed the maximum"}]
+    table = next(t for t in compare_study(run_of("seed-001"), ts).tables if t.title.startswith("Table 1"))
+    row = {r[0]: r for r in table.rows}
+    z, top, ratio = row["1518"][4:7]
+    assert z.startswith("≥ ") and z.endswith("⚑ max-load-passed")
+    assert "⚑" not in top and ratio.endswith("⚑ max-load-passed") and not ratio.startswith("≥")
+    assert not any("⚑" in c for c in row["64"])
+    assert "⚑ marks" in table.note and "max-load-passed: the search passed its largest load" in table.note
+    plain = next(t for t in compare_study(run_of("seed-001"), s001(0.6, 0.5, noise=0.002, reps=3)).tables
+                 if t.title.startswith("Table 1"))
+    assert "⚑" not in plain.note and not any("⚑" in c for r in plain.rows for c in r)

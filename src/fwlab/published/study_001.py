@@ -18,6 +18,7 @@ bridge / gateway and as what stopped each search (the DUT's connection table or 
 from __future__ import annotations
 
 from fwlab.published.compare import (
+    LIMIT_FLAGS,
     limit_reason,
     bound_verdict,
     range_verdict,
@@ -254,9 +255,15 @@ def compare(study: Study, run: dict, trials: list[TrialRecord]) -> StudyComparis
     def v(size, n, layout, mode=gw):
         return values(tp, METRIC, mode=mode, size_bytes=size, rules=n, layout=layout)
 
+    def limits(size, n, layout, mode=gw) -> set[str]:
+        """The limiting flags (`LIMIT_FLAGS`) on the searches behind one cell."""
+        return {c for t in pick(tp, METRIC, mode=mode, size_bytes=size, rules=n, layout=layout)
+                for c in t.flag_codes if c in LIMIT_FLAGS}
+
     label = result_label(tp) if tp else "throughput"
     rows = []
     pub_ratios = {}
+    marked: set[str] = set()
     for lab, vals in t1.rows:
         first, last = vals[0], vals[-1]
         r = None if not first else 100.0 * last / first
@@ -266,7 +273,10 @@ def compare(study: Study, run: dict, trials: list[TrialRecord]) -> StudyComparis
             size = int(lab)
             if size in sizes and top:
                 z, m = v(size, 0, lay), v(size, top, lay)
-                cells += [fmt(mean(z) and mean(z) / 1e3, 1), fmt(mean(m) and mean(m) / 1e3, 1), fmt(ratio_pct(m, z), 1)]
+                fz, fm = limits(size, 0, lay), limits(size, top, lay)
+                marked |= fz | fm
+                cells += [_marked(fmt(mean(z) and mean(z) / 1e3, 1), fz), _marked(fmt(mean(m) and mean(m) / 1e3, 1), fm),
+                          _marked(fmt(ratio_pct(m, z), 1), fz | fm, bound=False)]
             else:
                 cells += ["not measured", "", ""]
         rows.append(tuple(cells))
@@ -277,7 +287,11 @@ def compare(study: Study, run: dict, trials: list[TrialRecord]) -> StudyComparis
     out.tables.append(SideTable(
         title=f"{t1.ref}, gateway mode: effect of the rule count", header=tuple(header), rows=tuple(rows),
         note="The seed's last printed value is 5000 or 10000 rules (one column is lost in the source); the seed: "
-             f"zero-loss throughput; fwlab: {label} (frame sizes incl. FCS), mean over repetitions."))
+             f"zero-loss throughput; fwlab: {label} (frame sizes incl. FCS), mean over repetitions."
+             + (" ⚑ marks a cell whose searches carry a limiting quality flag, named in the cell: "
+                + "; ".join(f"{c}: {LIMIT_FLAGS[c]}" for c in sorted(marked))
+                + (" (≥: the figure is a lower bound)" if "max-load-passed" in marked else "") + "."
+                if marked else "")))
     if rules and len(rules) > 2:
         rows = []
         for lay in layouts:
@@ -366,6 +380,16 @@ def compare(study: Study, run: dict, trials: list[TrialRecord]) -> StudyComparis
     _bidirectional(out, trials)
     _capacity(study, out, trials)
     return out
+
+
+def _marked(cell: str, codes: set[str], *, bound: bool = True) -> str:
+    """A figure's cell with the limiting flags of its searches: '≥ 47.1 ⚑ max-load-passed' (a
+    search that passed its largest load gives a lower bound; `bound` False for a ratio, which
+    such a figure makes neither bound), as the report's main table flags its cells."""
+    if not codes or cell in ("–", ""):
+        return cell
+    low = "≥ " if bound and "max-load-passed" in codes else ""
+    return f"{low}{cell} ⚑ {', '.join(sorted(codes))}"
 
 
 BIDIR_PUB_PCT = 50.0
