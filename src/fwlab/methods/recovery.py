@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from fwlab.errors import RunnerError
 from fwlab.runners.base import Measurement, Runner, TrafficSpec, get_runner, register
 from fwlab.runners.iperf3 import Iperf3, split_streams
+from fwlab.testbed.netstat import NETSTAT, parse_counters, read_counters
 from fwlab.validation import one_line
 
 if TYPE_CHECKING:
@@ -219,19 +220,15 @@ TCP_ABORT_COUNTERS = ("TCPAbortOnTimeout", "TCPAbortOnMemory", "TCPAbortOnData")
 
 
 def parse_tcpext(text: str) -> dict[str, int]:
-    """``/proc/net/netstat`` -> the TcpExt counters by name (its header line, then its values)."""
-    lines = [ln.split() for ln in text.splitlines() if ln.startswith("TcpExt:")]
-    if len(lines) < 2:
-        return {}
-    return {k: int(v) for k, v in zip(lines[0][1:], lines[1][1:]) if v.lstrip("-").isdigit()}
+    """``/proc/net/netstat`` -> the TcpExt counters by name (`fwlab.testbed.netstat`)."""
+    return parse_counters(text, "TcpExt")
 
 
 def tcp_aborts(bed: "Testbed | None", role: str) -> dict[str, int] | None:
     """The sending namespace's TCP abort counters now (None without a bed or when unreadable)."""
     if bed is None:
         return None
-    cp = bed.sh(role, "cat", "/proc/net/netstat", check=False)
-    got = parse_tcpext(cp.stdout or "") if cp.returncode == 0 else {}
+    got = read_counters(bed, role, NETSTAT, "TcpExt") or {}
     return {k: got[k] for k in TCP_ABORT_COUNTERS if k in got} or None
 
 
