@@ -177,7 +177,6 @@ pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
     Ok(())
 }
 
-/// CPU the calling thread runs on now.
 /// This process's CPU time so far: (user, system) [s] (getrusage RUSAGE_SELF; on veth the
 /// kernel's packet path, softirq included, mostly runs in the sending process's context).
 pub fn own_cpu_s() -> (f64, f64) {
@@ -192,11 +191,13 @@ pub fn own_cpu_s() -> (f64, f64) {
     }
 }
 
+/// CPU the calling thread runs on now.
 pub fn current_cpu() -> i32 {
     // SAFETY: plain call.
     unsafe { libc::sched_getcpu() }
 }
 
+/// Index of the interface `name` (if_nametoindex).
 pub fn ifindex(name: &str) -> io::Result<i32> {
     let c = std::ffi::CString::new(name)
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "bad name"))?;

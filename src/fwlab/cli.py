@@ -31,14 +31,20 @@ def cmd_run(args) -> int:
         from fwlab.ruleset_run import run_ruleset
         rec = run_ruleset(ruleset_cfg, Path(args.out), log=None if args.quiet else sys.stderr)
     elif args.resume:
-        if args.suite or args.quick or args.repetitions is not None or args.duration is not None or args.hosts \
+        if args.suite or args.quick or args.repetitions is not None or args.duration is not None \
                 or args.link_rate or args.link_delay or args.precision is not None or args.max_repetitions is not None:
             raise FwlabError("--resume finishes a run as it was planned: it takes no SUITE, --quick, --link-rate, --link-delay, "
-                             "--repetitions, --precision, --max-repetitions, --duration or --hosts",
+                             "--repetitions, --precision, --max-repetitions or --duration (--hosts only to reach "
+                             "the same hosts another way)",
                              fix=f"fwlab run --resume {args.resume}")
+        hosts = None
+        if args.hosts:  # the run's hosts reached another way (moved file, new SSH addresses)
+            from fwlab.testbed.hosts import load_hosts
+            hosts, _ = load_hosts(args.hosts)
         if args.dry_run:
-            return _dry_run_resume(Path(args.resume))
-        rec = resume_run(Path(args.resume), quiet=args.quiet)
+            return _dry_run_resume(Path(args.resume), hosts, args.hosts)
+        rec = resume_run(Path(args.resume), quiet=args.quiet, hosts=hosts,
+                         hosts_origin=str(Path(args.hosts).resolve()) if args.hosts else None)
     else:
         if not args.suite:
             raise FwlabError("no suite given", fix="fwlab run SUITE (see 'fwlab list'), or --resume DIR")
@@ -165,8 +171,10 @@ def _dry_run(suite, done: set[str] = frozenset(), trials: list[dict] | None = No
     return 0
 
 
-def _dry_run_resume(path: Path) -> int:
-    """What ``run --resume DIR`` would still run, read from the record without writing to it."""
+def _dry_run_resume(path: Path, hosts=None, hosts_file: str | None = None) -> int:
+    """What ``run --resume DIR`` would still run, read from the record without writing to it
+    (with ``--hosts``: checked against the run's hosts first, connecting to none)."""
+    from fwlab.orchestrate import resume_hosts_change
     from fwlab.results.record import RunRecord
     from fwlab.suites import parse_suite
 
@@ -175,6 +183,10 @@ def _dry_run_resume(path: Path) -> int:
     if not isinstance(parsed, dict):
         raise FwlabError(f"{path}/run.json holds no parsed suite", fix="resume a directory written by 'fwlab run'")
     suite = parse_suite(parsed, f"stored in {path}")
+    if hosts is not None:
+        change = resume_hosts_change(rec, suite, hosts, hosts_file)
+        print(f"hosts file {hosts_file} matches the run's hosts; it changes "
+              + ("; ".join(f"{r}: {', '.join(k)}" for r, k in change["changed"].items()) or "nothing"))
     return _dry_run(suite, done=rec.finished_ids(), trials=rec.trials())
 
 
@@ -488,7 +500,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="add this one-way delay to the client's and the server's wire, e.g. 5ms or 250us "
                         "('none': no delay); overrides the suite's link_delay")
     r.add_argument("--hosts", metavar="FILE", help="TOML file placing roles on remote hosts over SSH "
-                                                   "([hosts.dut] ssh = \"root@host\", ...; docs/remote-hosts.md)")
+                                                   "([hosts.dut] ssh = \"root@host\", ...; docs/remote-hosts.md); with --resume: the "
+                                                   "run's hosts reached another way (same roles, ifaces, addresses)")
     r.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     r.add_argument("--dry-run", action="store_true",
                    help="print the number of trials, the combinations left out (and why) and a rough "

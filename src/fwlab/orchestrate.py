@@ -24,7 +24,7 @@ from typing import Callable, Iterable, TextIO
 from fwlab.dut import DutContext, get_backend
 from fwlab.dut.memory import check_headroom, meminfo, need as memory_need
 from fwlab.dut.reset import Fingerprint, fingerprint, reset
-from fwlab.errors import BackendError, FwlabError, RecordError, RunnerError, SuiteError, ToolMissing
+from fwlab.errors import BackendError, FwlabError, HostError, RecordError, RunnerError, SuiteError, ToolMissing
 from fwlab.floods import FloodSpec
 from fwlab.floods.flood import run_with_background
 from fwlab.results import RunRecord, build_trial, host_metadata, utc_now
@@ -43,9 +43,10 @@ from fwlab.stats.quality import flag_cpu_saturated, flag_delayline_limited, flag
 from fwlab.suites import Suite, parse_suite
 from fwlab.suites.plan import TrialSpec, check_suite, expand, expand_max
 from fwlab.testbed import LocalHost, Offloads, Pinning, Testbed, Topology, new_run_id, require_root, require_tool
-from fwlab.testbed.hosts import HostEntry, Placement, parse_hosts
+from fwlab.testbed.hosts import HostEntry, Placement, changed_fields, identity_difference, parse_hosts
 from fwlab.testbed.nic import NicInfo, PathLine, trial_line_rate
 from fwlab.testbed.quiet import Pause, moved_packets, until_quiet
+from fwlab.testbed.shaping import ETHERNET_OVERHEAD_BYTES
 
 
 #: rule sets up to this size are kept for the next repetition's load instead of generated again
@@ -233,7 +234,8 @@ class Executor:
                         pinning=Pinning(**s.pinning.model_dump()), device_model=s.device_model,
                         plan_overrides=self.placement.plan_overrides() if self.placement else (),
                         attacker=bool(s.background) and mode != "direct",
-                        link_rate_bps=link_rate_bps, link_delay_us=s.link_delay_us, tuning=s.tuning)
+                        link_rate_bps=link_rate_bps, link_delay_us=s.link_delay_us, tuning=s.tuning,
+                        pairs=s.pairs)
 
     def _run_bed(self, bed_key: tuple, trials: list[TrialSpec], kept: "_KeptBed | None" = None,
                  next_key: tuple | None = None, order: Iterable[TrialSpec] | None = None) -> "_KeptBed | None":
@@ -473,7 +475,7 @@ class Executor:
                 lb = self._links(bed)
                 pause = Pause(False, None if prev is None else time.monotonic() - prev[1], None,
                               None if prev is None else moved_packets(prev[0], lb), after_load=after_load)
-            shaped_before = bed.link_state()
+            shaped_before, t_shaped = bed.link_state(), time.monotonic()
             delay_before = bed.delay_counters()
         metrics, series, raw, flags, error = None, [], {}, [], None
         kind, extra = "stream", {}
@@ -487,6 +489,12 @@ class Executor:
                                                lambda: runner.measure(bed, tspec, env))
             metrics, series, raw, flags = m.metrics, m.series, m.raw, list(m.flags)
             kind, extra = m.kind, dict(m.extra)
+            if bed.topo.pairs > 1 and "pair_count" not in metrics:
+                # a tool that drives one client and one server (all but iperf3's streams)
+                metrics["pair_count"] = 1
+                flags.append({"code": "one-pair", "severity": "info",
+                              "message": f"{spec.tool} drove pair 1 only of the bed's {bed.topo.pairs} "
+                                         f"client/server pairs"})
             series = derive_figures(metrics, series, extra)  # the runner left raw figures
         except RunnerError as exc:
             error = exc.one_line()
@@ -526,7 +534,9 @@ class Executor:
                                          f"not the one loaded ({str(load_info.get('digest'))[:12]})"})
         if shaped_before is not None:
             extra["link_shapers"] = _shaper_deltas(shaped_before, bed.link_state())
-            for f in flag_link_limited(extra["link_shapers"], bed.topo.link_rate_bps):
+            for f in flag_link_limited(extra["link_shapers"], bed.topo.link_rate_bps,
+                                       window_s=time.monotonic() - t_shaped,
+                                       overhead_bytes=ETHERNET_OVERHEAD_BYTES):
                 flags.append(f.to_dict())
         if delay_before:
             extra["delay_lines"] = trial_deltas(delay_before, bed.delay_counters())
@@ -665,11 +675,40 @@ def start_run(suite: Suite, suite_text: str, out_root: Path, *, quiet: bool = Fa
     return rec
 
 
-def resume_run(path: Path, *, quiet: bool = False) -> RunRecord:
+def resume_hosts_change(rec: RunRecord, suite: Suite, hosts: dict[str, HostEntry],
+                        origin: str | None) -> dict:
+    """What a hosts file given to ``--resume`` changes in the run's stored entries (for
+    ``resume_events[].hosts_file``); HostError naming the first differing field when it changes
+    what the record's identity depends on (roles, data interfaces, addresses, namespaces)."""
+    stored = (rec.run.get("remote_hosts") or {}).get("entries")
+    old = {**suite.hosts, **(stored or {})}
+    new = {**suite.hosts, **{r: e.model_dump(exclude_defaults=True) for r, e in hosts.items()}}
+    diff = identity_difference(old, new)
+    if diff is not None:
+        raise HostError(f"hosts file {origin or ''} does not match the run in {rec.path}: {diff} differs",
+                        fix="give --resume a hosts file with the run's roles, data interfaces, addresses and "
+                            "namespaces (only how each host is reached may change), or start a new run")
+    return {"file": origin, "changed": changed_fields(old, new), "previous_entries": stored}
+
+
+def resume_run(path: Path, *, quiet: bool = False, hosts: dict[str, HostEntry] | None = None,
+               hosts_origin: str | None = None) -> RunRecord:
+    """Finish the run in ``path``. Its hosts are the ones stored in run.json, or ``hosts`` (from
+    ``--resume DIR --hosts FILE``) when they keep the run's roles, data interfaces, addresses and
+    namespaces (:func:`fwlab.testbed.hosts.identity_difference`); the change is recorded."""
     rec = RunRecord.open(path)
     suite = parse_suite(rec.run["suite"]["parsed"], f"from {path}")
     stored = (rec.run.get("remote_hosts") or {}).get("entries")
-    placement = _placement(suite, parse_hosts({"hosts": stored}, f"stored in {path}") if stored else None)
+    changed = None
+    if hosts is None:
+        try:
+            placement = _placement(suite, parse_hosts({"hosts": stored}, f"stored in {path}") if stored else None)
+        except HostError as exc:  # e.g. a key or known_hosts file that has moved since
+            raise HostError(exc.message, fix=f"give the run's hosts as they are reached now: fwlab run --resume "
+                                             f"{path} --hosts FILE (docs/lab.md)") from None
+    else:
+        changed = resume_hosts_change(rec, suite, hosts, hosts_origin)
+        placement = _placement(suite, hosts)
     with placement or _Nothing():
         preflight(suite, placement)
         plan = expand(suite, dut_system(placement))
@@ -678,7 +717,10 @@ def resume_run(path: Path, *, quiet: bool = False) -> RunRecord:
         if not isinstance(rec.run.get("plan"), dict):
             rec.run["plan"] = {"trials": len(plan.trials), "skipped": list(plan.skipped)}
         rec.run["plan"].setdefault("trial_ids", [t.trial_id for t in plan.trials])  # a 1.0 record has none
-        rec.note_resume()
+        if changed is not None and placement is not None:  # a later --resume uses the new entries
+            rec.run["remote_hosts"] = {**(rec.run.get("remote_hosts") or {}), "entries": {
+                r: e.model_dump(exclude_defaults=True) for r, e in placement.entries.items()}}
+        rec.note_resume(hosts_file=changed)
         _execute(suite, plan, rec, quiet, placement)
     return rec
 

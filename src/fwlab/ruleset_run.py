@@ -46,7 +46,7 @@ from fwlab.errors import FwlabError, RunnerError, SuiteError
 from fwlab.results import RunRecord, host_metadata, trial_record, utc_now
 from fwlab.rules.derive import BedAddresses, Derivation, TrafficClass, derive
 from fwlab.ruleset_mix import check_weights, latency_figures, mix_latency, read_mix_file, resolve, summarize_mix
-from fwlab.runners.engine import engine_version, metrics_from, parse_result, require_engine
+from fwlab.runners.engine import engine_version, metrics_from, parse_result, require_engine, wait_ready
 from fwlab.testbed import Testbed, Topology, new_run_id, require_root, require_tool
 
 PROBE_COUNT = 40  #: probe packets per class [packets]
@@ -430,12 +430,7 @@ def _latency_trial(rec: RunRecord, b: Bed, engine: str, c: TrafficClass, cond: s
     error, send, recv = None, {}, {}
     rx = host.spawn(recv_argv, ns=ns)
     try:
-        deadline = time.monotonic() + 5.0
-        while not host.exists(ready):
-            if rx.proc.poll() is not None or time.monotonic() > deadline:
-                raise RunnerError("fwlab-engine recv (latency) did not become ready",
-                                  fix="check the engine build ('make engine')")
-            time.sleep(0.01)
+        wait_ready(host, rx, ready, "recv (latency)", timeout_s=5.0, fix="check the engine build ('make engine')")
         send = _send(b, role, send_argv)
         try:
             rx.proc.wait(timeout=LATENCY_IDLE_S + 3.0)

@@ -71,6 +71,9 @@ def read_toml(path: Path, what: str, error: type[FwlabError]) -> tuple[dict[str,
         raise error(f"{what} {path.name} is not valid TOML: {exc}", fix="correct the TOML syntax") from None
 
 
+#: client/server pairs a namespace bed may hold (suite key ``pairs``; testbed.topology builds them)
+MAX_PAIRS = 8
+
 _RATE_UNITS = {"bit": 1, "kbit": 10**3, "mbit": 10**6, "gbit": 10**9, "tbit": 10**12}
 
 

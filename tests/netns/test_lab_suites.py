@@ -181,7 +181,9 @@ def _kill_after(p, run_dir_glob, out: Path, at_least: int, sig, lab: HostsLab, b
         raise AssertionError("the run wrote no trials")
     # the conn runner's changes are in place on the hosts (so "nothing left" below means undone)
     assert "198.18.1.10/24" in lab.state("cli1")["addr"]
-    assert lab.state("srv")["sysctl"] != before["srv"]["sysctl"]
+    # ... and its port range and backlog sysctls were NOT written there (a remote host is the hosts file's)
+    assert lab.state("srv")["sysctl"] == before["srv"]["sysctl"]
+    assert lab.state("cli1")["sysctl"] == before["cli1"]["sysctl"]
     time.sleep(0.3)  # land inside a trial
     p.send_signal(sig)
     _, err = p.communicate(timeout=60)
@@ -197,7 +199,14 @@ def test_a_killed_lab_run_leaves_nothing_and_resumes(lab, tmp_path):
     before = {n: lab.state(n) for n in lab.names}
     p = _fwlab("run", str(tmp_path / "lab-kill.toml"), "--hosts", str(tmp_path / "hosts.toml"), "--out", str(out))
     run_dir = _kill_after(p, "lab-kill-*", out, 1, signal.SIGTERM, lab, before)
-    assert json.loads((run_dir / "run.json").read_text())["status"] == "interrupted"
+    run_doc = json.loads((run_dir / "run.json").read_text())
+    assert run_doc["status"] == "interrupted"
+    # the record says the remote sysctls were read there, not applied
+    info = run_doc["beds"][0]["runner_info"]["conn"]
+    assert info["sysctls"] == {}
+    assert set(info["sysctls_not_applied"]) == {"client:net.ipv4.ip_local_port_range", "server:net.core.somaxconn",
+                                                "server:net.ipv4.tcp_max_syn_backlog"}
+    assert all(v.startswith("remote host left as handed over (it has ") for v in info["sysctls_not_applied"].values())
     assert lab.wait_idle() == {n: [] for n in lab.names}
     assert changed(before, {n: lab.state(n) for n in lab.names}) == []
     kept1 = {t["trial_id"] for t in trials_of(run_dir)}
@@ -211,7 +220,12 @@ def test_a_killed_lab_run_leaves_nothing_and_resumes(lab, tmp_path):
     kept2 = {t["trial_id"] for t in trials_of(run_dir)}
     assert kept1 < kept2
 
-    p = _fwlab("run", "--resume", str(run_dir), "-q")
+    # the last resume with the hosts file and key moved elsewhere (the stored key path is gone)
+    moved = tmp_path / "moved"
+    moved.mkdir()
+    lab.key.rename(moved / "key")
+    (moved / "hosts.toml").write_text(lab.hosts_toml(key=str(moved / "key"), connect_timeout_s=7))
+    p = _fwlab("run", "--resume", str(run_dir), "--hosts", str(moved / "hosts.toml"), "-q")
     _, err = p.communicate(timeout=300)
     assert p.returncode == 0, err
     ids = [t["trial_id"] for t in trials_of(run_dir)]
@@ -221,6 +235,12 @@ def test_a_killed_lab_run_leaves_nothing_and_resumes(lab, tmp_path):
     run_doc = json.loads((run_dir / "run.json").read_text())
     assert run_doc["status"] == "complete"
     assert [e["trials_done"] for e in run_doc["resume_events"]] == [len(kept1), len(kept2)]
+    moved_to = run_doc["resume_events"][-1]["hosts_file"]
+    assert moved_to["file"] == str((moved / "hosts.toml").resolve())
+    assert moved_to["changed"] == {r: ["connect_timeout_s", "key"] for r in ("client", "dut", "server")}
+    assert moved_to["previous_entries"]["dut"]["key"] == str(lab.tmp / "id_ed25519")
+    assert run_doc["remote_hosts"]["entries"]["dut"]["key"] == str(moved / "key")
+    assert "hosts_file" not in run_doc["resume_events"][0]
     assert assert_record_valid(run_dir) == 12
     assert all(t["error"] is None for t in trials_of(run_dir) if ids.count(t["trial_id"]) == 1)
     assert lab.wait_idle() == {n: [] for n in lab.names}

@@ -2,10 +2,11 @@
 host-sysctl guard and the report section (no root, no network)."""
 
 import json
+import time
 
 import pytest
 
-from fwlab.errors import FwlabError
+from fwlab.errors import FwlabError, RunnerError
 from fwlab.report.section_connections import render
 from fwlab.runners import conn
 from fwlab.methods.connections import limit_cause
@@ -157,3 +158,119 @@ def test_capacity_search_with_fractional_loads_completes(monkeypatch):
     assert any(t["count"] == cap for t in m.trials)          # the result is a count that was held
     assert upper is not None and upper > limit and ramp["count"] == 300000
     assert any(not float(t["result"]["intended_load_pps"]).is_integer() for t in sr["trials"])
+
+
+class _SysctlBed:
+    """A bed whose client is remote and server local: records the sysctl commands it is given."""
+
+    def __init__(self):
+        self.cmds = []
+
+    def is_remote(self, role):
+        return role == "client"
+
+    def sh(self, role, *argv, check=True):
+        self.cmds.append((role, argv))
+        out = "32768\t60999\n" if argv[:2] == ("sysctl", "-n") else ""
+        return type("CP", (), {"returncode": 0, "stdout": out, "stderr": ""})()
+
+
+def test_prepare_bed_never_writes_sysctls_on_a_remote_host():
+    bed = _SysctlBed()
+    info = conn.prepare_bed(bed, {})
+    writes = [(r, a) for r, a in bed.cmds if "-w" in a]
+    assert writes and {r for r, _ in writes} == {"server"}  # the local namespace is set
+    assert info["sysctls"] == {f"server:{k}": v for k, v in conn.SERVER_SYSCTLS.items()}
+    assert info["sysctls_not_applied"] == {
+        "client:net.ipv4.ip_local_port_range": "remote host left as handed over (it has 32768 60999)"}
+    # remote server too: nothing written anywhere
+    bed2 = _SysctlBed()
+    bed2.is_remote = lambda role: True
+    info2 = conn.prepare_bed(bed2, {})
+    assert not [a for _, a in bed2.cmds if "-w" in a] and info2["sysctls"] == {}
+    assert set(info2["sysctls_not_applied"]) == {f"client:{k}" for k in conn.CLIENT_SYSCTLS} | {
+        f"server:{k}" for k in conn.SERVER_SYSCTLS}
+
+
+_STUBBORN = ("import signal, sys, time; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+             "signal.signal(signal.SIGTERM, signal.SIG_IGN); print('partial', flush=True); time.sleep(60)")
+
+
+def test_reader_ends_a_stubborn_process_without_racing_its_pipes(monkeypatch):
+    import sys
+
+    from fwlab.testbed.host import LocalHost
+
+    host = LocalHost()
+    sp = host.spawn([sys.executable, "-c", _STUBBORN])
+    try:
+        reader = conn._Reader(sp)
+        time.sleep(0.5)
+        # Spawned.stop would communicate() on the pipes the reader's threads read
+        monkeypatch.setattr(sp, "stop", lambda *a, **k: pytest.fail("stop() raced the reader"))
+        t0 = time.monotonic()
+        out, _ = reader.wait(0.1, grace_s=0.2, end_s=0.5)  # INT and TERM ignored: KILLed
+        assert sp.proc.poll() is not None and time.monotonic() - t0 < 10
+        assert out == "partial\n"
+    finally:
+        if sp.proc.poll() is None:
+            sp.proc.kill()
+        host.forget(sp)
+
+
+def test_wait_ready_returns_on_the_file_and_names_a_process_that_died(tmp_path):
+    import sys
+
+    from fwlab.runners.engine import wait_ready
+    from fwlab.testbed.host import LocalHost
+
+    host = LocalHost()
+    ready = tmp_path / "ready"
+    sp = host.spawn([sys.executable, "-c", f"open({str(ready)!r}, 'w').close(); import time; time.sleep(5)"])
+    try:
+        wait_ready(host, sp, str(ready), "conn-server", timeout_s=10.0)
+        assert ready.exists()
+    finally:
+        sp.stop()
+        host.forget(sp)
+    dead = host.spawn([sys.executable, "-c", "import sys; sys.stderr.write('bad flag'); sys.exit(2)"])
+    with pytest.raises(RunnerError, match="conn-server did not become ready: bad flag"):
+        wait_ready(host, dead, str(tmp_path / "never"), "conn-server", timeout_s=10.0)
+    host.forget(dead)
+
+
+def test_rate_metrics_record_the_lean_and_close_options(monkeypatch):
+    from fwlab.methods.connections import ConnRunner
+    from fwlab.runners.base import TrafficSpec
+
+    seen = []
+
+    def fake_run_rate(bed, *, ip_version, rate_cps, duration_s, o, srcs, proc_stat=None):
+        seen.append((bool(o.get("lean")), o.get("close", "fin")))
+        doc = {"started": 100, "succeeded": 100, "failed": {}, "local_errors": {}, "connect_us": {"p50": 50}}
+        return doc, {}, {}, {}
+
+    monkeypatch.setattr(conn, "run_rate", fake_run_rate)
+    monkeypatch.setattr(conn, "read_conntrack", lambda bed: dict.fromkeys(conn.CONNTRACK_KEYS))
+    for lean, close in ((True, "fin"), (False, "rst")):
+        o = conn.check_options("conn_rate", {"search": "none", "rate_cps": 100, "lean": lean, "close": close})
+        spec = TrafficSpec(traffic="conn_rate", tool="conn", duration_s=1.0, options=o)
+        m = ConnRunner()._rate(None, spec, o, ["198.18.1.10"])
+        # what the engine was run with, not the defaults
+        assert (m.metrics["lean"], m.metrics["close"]) == (lean, close) == seen[-1]
+
+
+def test_mem_available_b_is_the_least_of_the_hosts():
+    class H:
+        def __init__(self, kib):
+            self.kib = kib
+
+        def run(self, argv, check=True):
+            out = f"MemTotal: 9999999 kB\nMemAvailable: {self.kib} kB\n" if self.kib else "garbage\n"
+            return type("CP", (), {"stdout": out, "returncode": 0})()
+
+    a, b = H(4000), H(3000)
+    bed = type("B", (), {"host_for": lambda self, r: {"client": a, "server": b, "dut": a}[r]})()
+    assert conn.mem_available_b(bed) == 3000 * 1024
+    unreadable = type("B", (), {"host_for": lambda self, r: H(None)})()
+    assert conn.mem_available_b(unreadable) is None

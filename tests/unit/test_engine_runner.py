@@ -259,6 +259,29 @@ def test_bidirectional_counts_both_directions_and_their_skew():
     assert msgs and msgs[0].startswith("server to client")
 
 
+def test_bidirectional_keeps_jitter_and_reordering_per_direction():
+    up, down = _dir(50000, 50000), _dir(50000, 49000)
+    up.metrics.update(jitter_ns=1000.0, reordered=3, duplicated=0, late=1)
+    down.metrics.update(jitter_ns=9000.0, reordered=40, duplicated=2, late=None)
+    mt = eng.combine_directions(up, down, 0.0, 0.0).metrics
+    # the up direction's figures are not passed off as both directions'
+    assert mt["jitter_ns"] is None and "two paths" in mt["aggregate_missing"]["jitter_ns"]
+    assert "latency_ns" in mt["aggregate_missing"]
+    assert mt["directions"]["up"]["jitter_ns"] == 1000.0 and mt["directions"]["down"]["jitter_ns"] == 9000.0
+    assert mt["reordered"] == 43 and mt["duplicated"] == 2 and mt["late"] is None  # a count unknown one way
+    assert mt["directions"]["down"]["reordered"] == 40 and mt["directions"]["up"]["late"] == 1
+
+
+def test_overlap_and_skew_flag():
+    assert eng.overlap([(10.0, 2.0), (10.5, 2.0)]) == (0.5, 1.5)
+    assert eng.overlap([(10.0, 1.0), (12.0, 1.0)]) == (2.0, 0.0)  # never negative
+    assert eng.overlap([(10.0, 1.0), (None, 1.0)]) == (None, None)
+    f = eng.skew_flag(1.5, 2.0, 0.5, "the two directions", "partly one-way")
+    assert f["code"] == "generator-skew" and "only 1.500 s of 2.000 s" in f["message"]
+    assert eng.skew_flag(eng.MIN_OVERLAP_SHARE * 2.0, 2.0, 0.2, "x", "y") is None
+    assert eng.skew_flag(None, 2.0, None, "x", "y") is None
+
+
 def test_bidirectional_skew_flag_when_the_directions_barely_overlap():
     up, down = _dir(50000, 50000), _dir(50000, 50000)
     el = up.metrics["duration_s"]

@@ -74,6 +74,22 @@ def test_link_limited_flag():
     assert f.code == "link-limited" and "100 Mbit/s" in f.message and "3 dropped" in f.message
 
 
+
+def test_link_limited_only_when_the_wire_dropped_or_was_busy():
+    """Overlimits alone on a wire far from full (a TCP flow's bursts) are no limit; the same
+    overlimits on a wire carrying >= 90 % of its rate, or any drop, are."""
+    rate, window_s = 1_000_000_000, 2.0
+    def shaped(mbit, dropped=0):  # 1514 B frames carrying `mbit` Mbit/s of line time over the window
+        pkts = int(mbit * 1e6 * window_s / ((1514 + 24) * 8))
+        return {"c0": {"sent_bytes": pkts * 1514, "sent_packets": pkts, "overlimits": 500, "dropped": dropped}}
+    assert flag_link_limited(shaped(200), rate, window_s=window_s) == []
+    (f,) = flag_link_limited(shaped(950), rate, window_s=window_s)
+    assert "95% busy" in f.message
+    (f,) = flag_link_limited(shaped(200, dropped=7), rate, window_s=window_s)
+    assert "7 dropped" in f.message and "20% busy" in f.message
+    assert flag_link_limited({"c0": {"sent_bytes": 0, "sent_packets": 0, "overlimits": 0, "dropped": 0}},
+                             rate, window_s=window_s) == []
+
 def test_a_reference_capped_by_the_emulated_wire_is_named_in_the_headline_but_decides_no_verdict():
     from fwlab.published.compare import LIMIT_FLAGS
     from fwlab.report.overview import reference_limit

@@ -511,8 +511,9 @@ pub struct RateConfig {
     /// ACK rides on the request (TCP_QUICKACK off), one edge-triggered epoll registration per
     /// connection, SO_ERROR read only on an error event, the reply read right after the
     /// request when it is already there (on veth it often is). With `conn-server --lean` the
-    /// echo and the server's FIN are one segment: 6 segments per transaction with FIN close
-    /// instead of 9, 5 with RST.
+    /// echo and the server's FIN are one segment: 7 TCP segments per transaction with FIN close
+    /// instead of 10, 6 instead of 9 with RST (both ends' OutSegs; one of them is the server
+    /// kernel's immediate ACK of a new connection's first data).
     pub lean: bool,
 }
 

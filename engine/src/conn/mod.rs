@@ -178,15 +178,15 @@ pub fn read_fd(fd: i32, buf: &mut [u8]) -> io::Result<usize> {
     }
 }
 
-/// send(2) without SIGPIPE.
-pub fn write_fd(fd: i32, buf: &[u8]) -> io::Result<usize> {
+/// send(2) with `flags` and MSG_NOSIGNAL (no SIGPIPE): the bytes written.
+fn send_flags(fd: i32, buf: &[u8], flags: i32) -> io::Result<usize> {
     // SAFETY: buf is valid for reading.
     let n = unsafe {
         libc::send(
             fd,
             buf.as_ptr() as *const libc::c_void,
             buf.len(),
-            libc::MSG_NOSIGNAL,
+            libc::MSG_NOSIGNAL | flags,
         )
     };
     if n < 0 {
@@ -196,23 +196,15 @@ pub fn write_fd(fd: i32, buf: &[u8]) -> io::Result<usize> {
     }
 }
 
+/// send(2) without SIGPIPE.
+pub fn write_fd(fd: i32, buf: &[u8]) -> io::Result<usize> {
+    send_flags(fd, buf, 0)
+}
+
 /// send(2) without SIGPIPE and with MSG_MORE: the bytes wait in the socket (corked) for what
 /// follows, e.g. a close whose FIN then leaves in the same segment.
 pub fn write_fd_more(fd: i32, buf: &[u8]) -> io::Result<usize> {
-    // SAFETY: buf is valid for reading.
-    let n = unsafe {
-        libc::send(
-            fd,
-            buf.as_ptr() as *const libc::c_void,
-            buf.len(),
-            libc::MSG_NOSIGNAL | libc::MSG_MORE,
-        )
-    };
-    if n < 0 {
-        Err(sys::last_err())
-    } else {
-        Ok(n as usize)
-    }
+    send_flags(fd, buf, libc::MSG_MORE)
 }
 
 /// errno -> the failure class reported in results.

@@ -253,8 +253,15 @@ pub fn run(cfg: ServerConfig) -> Result<ServerResult, String> {
                                 res.served_at_accept += 1;
                                 continue;
                             }
-                            Served::Pending => continue,
-                            Served::Open => {}
+                            served => {
+                                // the request did not come whole with the handshake: echo what
+                                // follows at once, as without --lean (Nagle would hold a short
+                                // echo until the client's delayed ACK)
+                                let _ = set_int(c, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1);
+                                if served == Served::Pending {
+                                    continue;
+                                }
+                            }
                         }
                     } else {
                         let _ = set_int(c, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1);

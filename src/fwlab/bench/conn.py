@@ -22,11 +22,15 @@ second), failures, the engine processes' own CPU time (client + server, user and
 engine reports it: on veth the kernel's packet path, the DUT's forwarding included, runs mostly
 in the sending process's context), CPU microseconds per transaction, the share of it in user
 space (the tester's own code), TCP segments per transaction (client and server namespaces'
-OutSegs) and the host's busy CPUs over the measurement (others' load = busy - engine).
+OutSegs) and, over the client's run only (``/proc/stat`` read right around it, not the bed's
+set-up, the conntrack flush or the server's start), the CPUs the engine processes used, the
+host's busy CPUs (others' load = busy - engine) and the busy CPUs among those the contender may
+run on (``cpus_used``: the pinned client and server CPUs; all CPUs for unpinned workers).
 
 ``<name>_vs_baseline`` is the median of the per-round rate ratios with its 95 % interval (a
-bootstrap of the median); ``cpu_ratio`` is baseline CPU per transaction / the contender's (not
-moved by other load on the host). The goal (``GOAL_RATIO`` x baseline) is met when the best
+bootstrap of the median); ``cpu_ratio`` is the median of the per-round baseline CPU per
+transaction / the contender's, with its interval the same way (not moved by other load on the
+host). The goal (``GOAL_RATIO`` x baseline) is met when the best
 contender's interval lies above it, not met when below, inconclusive otherwise; when it is not
 met, ``limit`` says from the figures what limits the rate. Beds are torn down on every exit path.
 """
@@ -43,10 +47,12 @@ from fwlab.dut import DutContext, get_backend
 from fwlab.rules import generate
 from fwlab.runners import conn
 from fwlab.stats import summarize
+from fwlab.stats.ratio import ratio_interval
 from fwlab.testbed import Testbed, Topology, new_run_id
 
 GOAL_RATIO = 2.0  #: issue 18: the connection client opens >= 2 x the old client's rate
 DIRECT_CONTENDERS = ("baseline", "lean")
+SATURATED = 0.9  #: CPUs busy at least this share of those a contender may use are saturated
 
 
 @dataclass(frozen=True)
@@ -67,37 +73,69 @@ def contenders(cfg: ConnBenchConfig) -> dict[str, dict]:
             "scaled": {**base, "workers": cfg.workers, "close": "rst", "ports": cfg.workers, "lean": True}}
 
 
-def host_cpu_s() -> tuple[float, float]:
-    """(busy, total) CPU seconds of the host so far, all CPUs (/proc/stat; busy = not idle/iowait)."""
-    with open("/proc/stat") as f:
-        v = [int(x) for x in f.readline().split()[1:9]]
-    tick = os.sysconf("SC_CLK_TCK")
-    return (sum(v) - v[3] - v[4]) / tick, sum(v) / tick
-
-
 def measure(bed: Testbed, o: dict, seconds: float, srcs: list[str]) -> dict:
-    """One closed-loop conn-rate measurement with its CPU and segment accounting."""
+    """One closed-loop conn-rate measurement with its CPU and segment accounting. The host's CPU
+    figures span the client's run only (``/proc/stat`` read right around it, not the conntrack
+    flush or the server's start and stop)."""
     seg0 = [conn.tcp_segments_sent(bed, r) for r in ("client", "server")]
-    busy0, tot0 = host_cpu_s()
-    doc, srv, _, _ = conn.run_rate(bed, ip_version=4, rate_cps=None, duration_s=seconds, o=o, srcs=srcs)
-    busy1, tot1 = host_cpu_s()
+    used = contender_cpus(bed, o)
+    stat: list[dict] = []
+    doc, srv, _, _ = conn.run_rate(bed, ip_version=4, rate_cps=None, duration_s=seconds, o=o, srcs=srcs,
+                                   proc_stat=stat)
     seg1 = [conn.tcp_segments_sent(bed, r) for r in ("client", "server")]
     ok = int(doc.get("succeeded") or 0)
     failed = sum((doc.get("failed") or {}).values())
     cu, cs = float(doc.get("cpu_user_s") or 0.0), float(doc.get("cpu_sys_s") or 0.0)
     su, ss = (float((srv or {}).get("cpu_user_s") or 0.0), float((srv or {}).get("cpu_sys_s") or 0.0))
     engine_s = cu + cs + su + ss
-    wall_s = (tot1 - tot0) / (os.cpu_count() or 1)
+    wall_s, busy_cpus = run_cpus(stat)
+    _, used_busy = run_cpus(stat, used)
     segs = None if None in seg0 + seg1 else (seg1[0] - seg0[0] + seg1[1] - seg0[1])
     return {"succeeded_cps": float(doc.get("succeeded_cps") or 0.0), "started": doc.get("started"),
             "succeeded": ok, "failed": failed, "local_errors": sum((doc.get("local_errors") or {}).values()),
             "workers": doc.get("workers", 1), "connect_p50_us": (doc.get("connect_us") or {}).get("p50"),
+            "engine_processes": engine_processes(o),
             "client_cpu_s": round(cu + cs, 3), "server_cpu_s": round(su + ss, 3),
             "cpu_us_per_txn": round(1e6 * engine_s / ok, 1) if ok and engine_s else None,
             "user_share": round((cu + su) / engine_s, 4) if engine_s else None,
             "segments_per_txn": round(segs / (ok + failed), 2) if segs is not None and ok + failed else None,
-            "engine_cpus": round(engine_s / wall_s, 2) if wall_s > 0 else None,
-            "host_busy_cpus": round((busy1 - busy0) / wall_s, 2) if wall_s > 0 else None}
+            "run_s": round(wall_s, 3) if wall_s else None,
+            "engine_cpus": round(engine_s / wall_s, 2) if wall_s else None,
+            "host_busy_cpus": busy_cpus, "cpus_used": used, "busy_cpus_used": used_busy}
+
+
+def run_cpus(stat: list[dict], only: list[int] | None = None) -> tuple[float | None, float | None]:
+    """(wall seconds, busy CPUs) between two ``cpuseries.read_proc_stat`` readings, over the CPUs
+    in ``only`` (all: None). None: fewer than two readings, none of those CPUs, or no time passed."""
+    if len(stat) < 2 or not stat[0]:
+        return None, None
+    cpus = [c for c in stat[0] if c in stat[1] and (only is None or c in only)]
+    if not cpus:
+        return None, None
+    total = sum(stat[1][c][0] - stat[0][c][0] for c in cpus)
+    idle = sum(stat[1][c][1] - stat[0][c][1] for c in cpus)
+    if total <= 0:
+        return None, None
+    per_cpu = total / len(cpus)  # jiffies each CPU lived through = the wall time
+    return per_cpu / os.sysconf("SC_CLK_TCK"), round((total - idle) / per_cpu, 2)
+
+
+def contender_cpus(bed: Testbed, o: dict) -> list[int]:
+    """The CPUs a contender's engine processes may run on (``conn.run_rate``): a single client
+    worker is pinned to the bed's client CPU, the server's processes to its server CPU; an
+    unpinned process may run on any CPU this process may use."""
+    avail = sorted(os.sched_getaffinity(0))
+    p = bed.topo.pinning
+    used: set[int] = set()
+    for cpu, pinned in ((p.client_cpu, int(o.get("workers") or 1) == 1 and not bed.is_remote("client")),
+                        (p.server_cpu, not bed.is_remote("server"))):
+        used |= {cpu} if pinned and cpu is not None and cpu in avail else set(avail)
+    return sorted(used)
+
+
+def engine_processes(o: dict) -> int:
+    """Engine processes of a contender: its client workers and its server's (one per port)."""
+    return int(o.get("workers") or 1) + int(o.get("ports") or 1)
 
 
 def _bed_rounds(mode: str, cfg: ConnBenchConfig, opts: dict[str, dict], names: tuple[str, ...],
@@ -141,20 +179,36 @@ def _stats(rows: list[dict], names) -> dict:
     return {n: {"median_cps": _median(rows, n, "succeeded_cps") or 0.0,
                 "cps": [float(r[n]["succeeded_cps"] or 0.0) for r in rows],
                 **{k: _median(rows, n, k) for k in ("cpu_us_per_txn", "user_share", "segments_per_txn",
-                                                    "engine_cpus", "host_busy_cpus")},
+                                                    "engine_cpus", "host_busy_cpus", "busy_cpus_used", "run_s")},
+                "cpus_used": next((r[n]["cpus_used"] for r in rows if r[n].get("cpus_used")), None),
                 "failed": sum(int(r[n].get("failed") or 0) for r in rows),
                 "local_errors": sum(int(r[n].get("local_errors") or 0) for r in rows)}
             for n in names}
 
 
-def _ratio(rounds: list[dict], name: str, base_rounds: list[dict] | None = None) -> dict:
-    base_rounds = base_rounds or rounds
-    ratios = [r[name]["succeeded_cps"] / b["baseline"]["succeeded_cps"] for r, b in zip(rounds, base_rounds)
-              if b["baseline"]["succeeded_cps"]]
+def _ratio(rounds: list[dict], name: str) -> dict:
+    ratios = [r[name]["succeeded_cps"] / r["baseline"]["succeeded_cps"] for r in rounds
+              if r["baseline"]["succeeded_cps"]]
     if not ratios:
         return {"median": None, "ci95": None, "ratios": [], "why": "the baseline completed no transaction"}
     s = summarize(ratios)
     return {"median": s.median, "ci95": s.ci_median, "ratios": ratios}
+
+
+def _cpu_ratio(rounds: list[dict], name: str) -> dict:
+    """Per round (the contenders alternate within a round): baseline CPU per transaction / the
+    contender's; the median with its 95 % interval (bootstrap of the median, as ``_ratio``)."""
+    ratios = [r["baseline"]["cpu_us_per_txn"] / r[name]["cpu_us_per_txn"] for r in rounds
+              if r["baseline"].get("cpu_us_per_txn") and r[name].get("cpu_us_per_txn")]
+    if not ratios:
+        return {"cpu_ratio": None, "cpu_ratio_ci95": None, "cpu_ratios": []}
+    s = summarize(ratios)
+    ci = tuple(round(x, 3) for x in s.ci_median) if s.ci_median else None
+    return {"cpu_ratio": round(s.median, 3), "cpu_ratio_ci95": ci, "cpu_ratios": [round(x, 4) for x in ratios]}
+
+
+def _ci_text(ci) -> str:
+    return f" [{ci[0]:.2f}, {ci[1]:.2f}] (95 %)" if ci else " (no interval)"
 
 
 def verdict(ratio: dict, goal: float = GOAL_RATIO) -> str:
@@ -169,20 +223,30 @@ def verdict(ratio: dict, goal: float = GOAL_RATIO) -> str:
     return "inconclusive"
 
 
-def limit(res: dict, cpus: int) -> dict:
-    """What limits the 0-rule rate when the goal is not met, decided from the measured figures:
-    the tester's resources (local errors: ports, descriptors), the tester's own user-space code,
-    the in-flight window (CPUs left idle), or the kernel's CPU per transaction. With the CPUs
-    busy, contenders that alternate share what other load leaves, so a contender's rate ratio
-    can reach at most baseline CPU per transaction / its own; the direct bed's lean transaction
-    (no DUT at all) bounds what any client could gain on this host."""
+def limit(res: dict, cpus: int, routed: list[dict] | None = None, direct: list[dict] | None = None) -> dict:
+    """What limits the 0-rule rate when the goal is not met, decided from the measured figures
+    (over the client's run): the tester's resources (local errors: ports, descriptors), the
+    tester's own user-space code, the CPUs the best contender's processes may run on (busy >=
+    ``SATURATED`` of them, counted over those CPUs alone: the kernel's CPU per transaction), the
+    engine processes (each near a whole CPU while those CPUs had room: more workers would help),
+    or, with neither saturated, the in-flight window. With those CPUs
+    busy, contenders that alternate share what other load leaves, so a contender's rate ratio is
+    about the baseline's CPU per transaction / its own (given with its per-round interval); the
+    direct bed's lean transaction (no DUT at all) bounds what any client could gain on this host."""
     c = res["contenders"]
     best = res["goal"]["best"]
     b = c[best]
     base_cpu = c["baseline"]["cpu_us_per_txn"]
+    procs = engine_processes(b.get("options") or {})
+    # the CPUs the best contender's processes could use, and how busy those were (older rows and
+    # unpinned contenders: all of the host's)
+    used = b.get("cpus_used")
+    n_used = len(used) if used else cpus
+    busy = b.get("busy_cpus_used") if used else b["host_busy_cpus"]
     figs: dict = {"best": best, "best_cpu_us_per_txn": b["cpu_us_per_txn"], "baseline_cpu_us_per_txn": base_cpu,
-                  "best_user_share": b["user_share"], "engine_cpus": b["engine_cpus"],
-                  "host_busy_cpus": b["host_busy_cpus"], "cpus": cpus}
+                  "best_user_share": b["user_share"], "engine_cpus": b["engine_cpus"], "engine_processes": procs,
+                  "host_busy_cpus": b["host_busy_cpus"], "cpus": cpus, "cpus_used": used,
+                  "busy_cpus_used": busy, "saturated_at_cpus": round(SATURATED * n_used, 2)}
     d = (res.get("direct") or {}).get("contenders", {}).get("lean")
     if d:
         figs["direct_lean_cps"] = round(d["median_cps"])
@@ -197,24 +261,47 @@ def limit(res: dict, cpus: int) -> dict:
         return {**figs, "limit": "tester code",
                 "why": f"{best}: {user:.0%} of its {b['cpu_us_per_txn']:.0f} us CPU per transaction is the "
                        "tester's own user-space code"}
-    busy = b["host_busy_cpus"]
-    if busy is not None and busy < 0.9 * cpus:
+    ecpus = b["engine_cpus"]
+    if busy is None or ecpus is None:
+        return {**figs, "limit": "unknown", "why": "the host's CPU use over the client's run was not read"}
+    where = f"CPUs {','.join(map(str, used))}" if used and n_used < cpus else "the host's CPUs"
+    if busy < SATURATED * n_used:
+        if ecpus >= SATURATED * procs:
+            return {**figs, "limit": "engine processes",
+                    "why": f"{best}'s {procs} engine processes used {ecpus} CPUs (each near a whole CPU) "
+                           f"while {where} had {n_used - busy:.2f} of {n_used} idle: more workers would go faster"}
         return {**figs, "limit": "in-flight window",
-                "why": f"the host's CPUs were not saturated ({busy} of {cpus} busy): more transactions in "
-                       "flight or more workers would go faster"}
-    figs["max_ratio_best"] = round(base_cpu / b["cpu_us_per_txn"], 2)
+                "why": f"neither {where} ({busy} of {n_used} busy, saturated from {figs['saturated_at_cpus']}) "
+                       f"nor {best}'s {procs} engine processes ({ecpus} CPUs) were saturated: the transactions "
+                       "in flight bound the rate; a larger max_inflight would go faster"}
+    r = res[f"{best}_vs_baseline"]
+    figs["max_ratio_best"] = round(r["cpu_ratio"], 2) if r.get("cpu_ratio") else round(base_cpu / b["cpu_us_per_txn"], 2)
+    figs["max_ratio_best_ci95"] = r.get("cpu_ratio_ci95")
     figs["bound_cps_all_cpus"] = round(cpus * 1e6 / b["cpu_us_per_txn"])
+    per_round = [x[best]["cpu_us_per_txn"] for x in routed or [] if (x.get(best) or {}).get("cpu_us_per_txn")]
+    ci = summarize(per_round).ci_median if per_round else None
+    figs["bound_cps_all_cpus_ci95"] = (round(cpus * 1e6 / ci[1]), round(cpus * 1e6 / ci[0])) if ci else None
     dtxt = ""
     if d and d["cpu_us_per_txn"]:
-        figs["max_ratio_without_dut"] = round(base_cpu / d["cpu_us_per_txn"], 2)
+        # routed baseline and direct lean ran on different beds (not alternated): independent
+        # samples, the ratio of their means with its Fieller interval
+        num = [x["baseline"]["cpu_us_per_txn"] for x in routed or [] if x["baseline"].get("cpu_us_per_txn")]
+        den = [x["lean"]["cpu_us_per_txn"] for x in direct or [] if x.get("lean", {}).get("cpu_us_per_txn")]
+        iv = ratio_interval(num, den) if num and den else None
+        figs["max_ratio_without_dut"] = round(iv.ratio if iv else base_cpu / d["cpu_us_per_txn"], 2)
+        figs["max_ratio_without_dut_ci95"] = (round(iv.low, 3), round(iv.high, 3)) if iv and iv.has_interval else None
         dtxt = (f"; even without the DUT (direct bed) the lean transaction needs {d['cpu_us_per_txn']:.0f} us, "
-                f"so even without the DUT's work it would gain at most {figs['max_ratio_without_dut']:.2f}x")
+                f"so without the DUT's work it would gain about {figs['max_ratio_without_dut']:.2f}x"
+                + _ci_text(figs["max_ratio_without_dut_ci95"]))
     return {**figs, "limit": "kernel CPU per transaction",
-            "why": f"the CPUs are saturated ({busy} of {cpus} busy; the engine processes had {b['engine_cpus']}, "
-                   f"the rest is other load) and a transaction is kernel work: {best} needs "
+            "why": f"{where} are saturated ({busy} of {n_used} busy over the client's run; the engine processes had "
+                   f"{ecpus}, the rest is other load) and a transaction is kernel work: {best} needs "
                    f"{b['cpu_us_per_txn']:.0f} us of CPU ({user:.0%} in the tester's user space) against the "
-                   f"baseline's {base_cpu:.0f} us: at an equal share of the CPUs at most "
-                   f"{figs['max_ratio_best']:.2f}x{dtxt} (all {cpus} CPUs: at most {figs['bound_cps_all_cpus']}/s). "
+                   f"baseline's {base_cpu:.0f} us: at an equal share of the CPUs about "
+                   f"{figs['max_ratio_best']:.2f}x" + _ci_text(figs["max_ratio_best_ci95"]) + f"{dtxt} "
+                   f"(all {cpus} CPUs: about {figs['bound_cps_all_cpus']}/s"
+                   + (" [{}, {}] (95 %)".format(*figs["bound_cps_all_cpus_ci95"]) if figs["bound_cps_all_cpus_ci95"]
+                      else " (no interval)") + "). "
                    f"Each rate here is the CPUs its processes got / its CPU per transaction (median CPUs: "
                    + ", ".join(f"{n} {c[n]['engine_cpus']}" for n in c) + "): a rate ratio above the CPU "
                    "ratio is a larger share taken from other load, not a faster client"}
@@ -229,26 +316,18 @@ def summarize_rounds(rounds: list[dict], opts: dict[str, dict], direct: list[dic
     out: dict = {"rounds": rounds, "contenders": _stats(rounds, opts)}
     for name, o in opts.items():
         out["contenders"][name]["options"] = {k: o[k] for k in ("workers", "close", "ports", "max_inflight", "lean")}
-    base_cpu = out["contenders"]["baseline"]["cpu_us_per_txn"]
     for name in opts:
         if name == "baseline":
             continue
-        r = _ratio(rounds, name)
-        cpu = out["contenders"][name]["cpu_us_per_txn"]
-        r["cpu_ratio"] = round(base_cpu / cpu, 3) if base_cpu and cpu else None
-        out[f"{name}_vs_baseline"] = r
+        out[f"{name}_vs_baseline"] = {**_ratio(rounds, name), **_cpu_ratio(rounds, name)}
     if direct:
-        names = tuple(direct[0])
-        out["direct"] = {"rounds": direct, "contenders": _stats(direct, names)}
-        if "lean" in names and len(direct) == len(rounds):
-            out["direct"]["lean_vs_routed_baseline"] = _ratio(
-                [{"lean": d["lean"]} for d in direct], "lean", rounds)
+        out["direct"] = {"rounds": direct, "contenders": _stats(direct, tuple(direct[0]))}
     cands = [n for n in opts if n != "baseline" and out[f"{n}_vs_baseline"]["median"] is not None]
     best = max(cands, key=lambda n: out[f"{n}_vs_baseline"]["median"]) if cands else None
     out["goal"] = {"ratio": GOAL_RATIO, "best": best,
                    "verdict": verdict(out[f"{best}_vs_baseline"]) if best else "inconclusive"}
     if best and out["goal"]["verdict"] != "met":
-        out["limit"] = limit(out, cpus)
+        out["limit"] = limit(out, cpus, rounds, direct)
     return out
 
 
@@ -281,7 +360,8 @@ def format_table(res: dict) -> str:
         lines.append(f"{key}: {r['median']:.2f}"
                      + (f" [{ci[0]:.2f}, {ci[1]:.2f}] (95 %, over {len(r['ratios'])} rounds)" if ci else
                         " (no interval: 1 round)")
-                     + (f"; CPU per transaction {r['cpu_ratio']:.2f}x less" if r.get("cpu_ratio") else ""))
+                     + (f"; CPU per transaction {r['cpu_ratio']:.2f}x less" + _ci_text(r.get("cpu_ratio_ci95"))
+                        if r.get("cpu_ratio") else ""))
     g = res["goal"]
     lines.append(f"goal {g['ratio']:g} x baseline: {g['verdict']}" + (f" (best: {g['best']})" if g["best"] else ""))
     if res.get("limit"):

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from fwlab.errors import RunnerError
 from fwlab.runners import conn
 from fwlab.runners.base import Measurement, Runner, TrafficSpec, TrialEnv, register
+from fwlab.runners.engine import shipped_engines
 from fwlab.search import BinaryGoal, run_search
 from fwlab.search.result import SearchResult
 from fwlab.testbed import host_sysctl
@@ -95,7 +96,7 @@ def _last_failing(sr: SearchResult, trials: list[dict], key: str) -> dict | None
 
 def _with_shipped(bed: "Testbed", m: Measurement) -> Measurement:
     """Note where the engine was shipped (remote roles), as the engine runner does."""
-    got = conn.shipped(bed)
+    got = shipped_engines(bed)
     if got:
         m.metrics["engine_shipped"] = got
     return m
@@ -213,6 +214,9 @@ class ConnRunner(Runner):
             "duration_s": trial_s,
             "req_bytes": o["req_bytes"],
             "addresses": len(srcs),
+            # as conn.run_rate passes them to the engine
+            "lean": bool(o.get("lean")),
+            "close": o.get("close", "fin"),
         }
         flags = []
         if "max_load_passed" in irregular:

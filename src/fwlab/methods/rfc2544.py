@@ -25,8 +25,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from fwlab.errors import FwlabError, RunnerError
 from fwlab.runners.base import Measurement, Runner, TrafficSpec, TrialEnv, register
 from fwlab.validation import one_line
-from fwlab.runners.engine import (EngineMeasurer, EngineTrial, default_cpus, default_frame_size,
-                                  engine_unavailable, engine_version, run_trial)
+from fwlab.runners.engine import (MIN_OVERLAP_SHARE, EngineMeasurer, EngineTrial, default_cpus,
+                                  default_frame_size, engine_unavailable, engine_version, run_trial)
 from fwlab.search import run_search
 from fwlab.search.measurer import TrialResult
 
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from fwlab.testbed.bed import Testbed
 
 KINDS = ("throughput", "frame_loss", "back_to_back")
-BIDIR_MIN_OVERLAP = 0.9  #: direction bidir: the two senders must overlap for this share of every search trial
+BIDIR_MIN_OVERLAP = MIN_OVERLAP_SHARE  #: direction bidir: the two senders must overlap for this share of every search trial
 SEARCH_TRIALS = 12  #: trials of one throughput search, including the maximum-load trials (for estimates)
 
 

@@ -37,6 +37,7 @@ VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_MEASURED, NOT_TESTABLE
 DECIDED = (REPRODUCED, NOT_REPRODUCED)
 NEEDS_REASON = (INCONCLUSIVE, NOT_MEASURED, NOT_TESTABLE)
 
+
 @dataclass(frozen=True)
 class Limit:
     """A quality flag that says something other than the firewall set a figure."""
@@ -61,8 +62,8 @@ LIMITS: dict[str, Limit] = {
     "flood-ended-early": Limit("flood-ended-early",
                                "the flood ended before the measurement did, so part of it ran without the flood"),
     "generator-skew": Limit("generator-skew",
-                            "the generators (or a bidirectional trial's two senders) sent together for only part of "
-                            "a trial, so the aggregate overstates the load"),
+                            "the generators (or a bidirectional trial's two senders, or the client/server pairs) "
+                            "sent together for only part of a trial, so the aggregate overstates the load"),
     "delayline-limited": Limit("capped by the delay line",
                                "the emulated delay line (link_delay) dropped frames or fell behind, so it set the "
                                "figure"),

@@ -89,9 +89,14 @@ def _payload_bps(t: TrialRecord) -> float | None:
 def compare(study: Study, run: dict, trials: list[TrialRecord]) -> StudyComparison:
     out = StudyComparison(study)
     st = _streams(trials)
+    pairs = int(((run.get("suite") or {}).get("parsed") or {}).get("pairs") or 1)
     out.scaling = [
-        "Two PCs through a gigabit switch and an Athlon firewall -> client, DUT and server namespaces on veth "
-        "(direct mode = the seed's direct connection).",
+        ("Two client and two server PCs through a gigabit switch and an Athlon firewall -> "
+         + (f"{pairs} client and {pairs} server namespaces on veth, each client's TCP stream to its own server "
+            "at once, through a switch namespace (a bridge) per side into the DUT's one veth per side; a trial's "
+            "TCP figure is the pairs' sum (the engine's UDP drives pair 1)" if pairs > 1 else
+            "one client, one DUT and one server namespace on veth (pairs = 1: one pair where the seed had two)")
+         + " (direct mode = the seed's direct connection)."),
         "netfilter on Linux 2.6.22 -> iptables-legacy (and nftables in the full suite) with "
         "'established,related accept' first: the seed credits netfilter's stateful tracking for flat TCP.",
         "OpenBSD PF: cannot run in a Linux namespace; only on a remote OpenBSD/FreeBSD DUT (backend command:pf). "

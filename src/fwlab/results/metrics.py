@@ -137,6 +137,8 @@ class ConnectionsMetrics(_Metrics):
     hold_s: Num = Field(None, description="seconds each capacity step holds its connections")
     duration_s: Num = Field(None, description="seconds per rate trial")
     workers: int | None = Field(None, description="generator workers")
+    lean: bool | None = Field(None, description="rate: the lean transaction (engine --lean) was used")
+    close: str | None = Field(None, description="rate: how the client closed a transaction (fin or rst)")
     limit_cause: str | None = Field(None, description="what stopped the capacity (conntrack table, generator, ...)")
     host_sysctls: dict[str, Any] | None = Field(None, description="host-global sysctls changed for the trial")
     ceiling_connections: int | None = Field(

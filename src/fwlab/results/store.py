@@ -41,6 +41,9 @@ class ResumeEvent(BaseModel):
     model_config = ConfigDict(extra="allow")
     at_utc: str
     trials_done: int | None = Field(default=None, description="trials that had ended without error before it")
+    hosts_file: dict[str, Any] | None = Field(
+        default=None, description="the hosts file given with this --resume, if any: `file`, "
+        "`changed` (per role, the entry keys that differ from the run's), `previous_entries`")
 
 
 class Plan(BaseModel):
@@ -237,11 +240,15 @@ class RunRecord:
         self.run["ended_utc"] = utc_now()
         self.save_run()
 
-    def note_resume(self) -> None:
-        """Record that a resume starts now (time and how many trials were done before it)."""
+    def note_resume(self, hosts_file: dict | None = None) -> None:
+        """Record that a resume starts now (time, how many trials were done before it and, when
+        ``--resume`` was given a hosts file, which and what it changed)."""
         now = utc_now()
         self.run.setdefault("resumed_utc", []).append(now)
-        self.run.setdefault("resume_events", []).append({"at_utc": now, "trials_done": len(self.finished_ids())})
+        event = {"at_utc": now, "trials_done": len(self.finished_ids())}
+        if hosts_file is not None:
+            event["hosts_file"] = hosts_file
+        self.run.setdefault("resume_events", []).append(event)
         self.run["record_version"] = RECORD_VERSION
         self.run["status"] = "running"
         self.save_run()

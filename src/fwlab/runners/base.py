@@ -72,6 +72,39 @@ class Measurement:
     extra: dict = field(default_factory=dict)  #: kind-specific structured results (e.g. a search's trials)
 
 
+#: several senders of one trial (generator hosts, client/server pairs, a bidirectional trial's two
+#: directions) must send together for at least this fraction of the shortest one's sending time,
+#: or the trial is flagged ``generator-skew``: their summed rate overstates the load
+MIN_OVERLAP_FRACTION = 0.9
+
+
+def overlap(intervals: list[tuple[float, float]]) -> dict:
+    """How several senders' intervals ``[(start, end), ...]`` (one clock, seconds) lined up:
+    ``start_skew_s`` (latest start - earliest start), ``common_interval_s`` (all sending at once:
+    earliest end - latest start; negative when some never overlapped), ``shortest_s`` (the
+    shortest interval) and ``overlap_ratio`` (common / shortest)."""
+    if not intervals:
+        raise ValueError("overlap of no intervals")
+    starts = [a for a, _ in intervals]
+    ends = [b for _, b in intervals]
+    common = min(ends) - max(starts)
+    shortest = min(b - a for a, b in intervals)
+    return {"start_skew_s": max(starts) - min(starts), "common_interval_s": common, "shortest_s": shortest,
+            "overlap_ratio": common / shortest if shortest > 0 else None}
+
+
+def skew_flag(ov: dict, who: str) -> dict | None:
+    """The ``generator-skew`` flag when ``who`` (e.g. "2 client/server pairs") sent together for
+    less than :data:`MIN_OVERLAP_FRACTION` of the shortest one's time (``ov``: :func:`overlap`)."""
+    ratio = ov.get("overlap_ratio")
+    if ratio is not None and ratio >= MIN_OVERLAP_FRACTION:
+        return None
+    return {"code": "generator-skew", "severity": "warning",
+            "message": f"the {who} sent together for only {max(0.0, ov['common_interval_s']):.3f} s of "
+                       f"{ov['shortest_s']:.3f} s (start skew {ov['start_skew_s']:.3f} s, below "
+                       f"{100 * MIN_OVERLAP_FRACTION:.0f} %): the summed rate overstates the load"}
+
+
 def apply_link_counts(m: Measurement, traffic: str, server_if_rx: int, receiver: str = "receiving") -> None:
     """Take the stream rates from the server interface's receive counter: the packets that
     crossed the DUT, whatever the receiving process (``receiver``, e.g. "iperf3") managed to

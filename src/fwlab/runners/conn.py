@@ -11,9 +11,10 @@ host-global change (the connection-table limit, only when a suite allows it) goe
 
 Remote roles (a hosts file): the client and server ends run on their own hosts over SSH, the
 engine shipped there (``runners.engine.engine_on``), ready and held files in the host's scratch
-directory. What this runner changes on a remote host (the extra client addresses, the port
-range and backlog sysctls) is undone when fwlab lets go of the host (normal end, error, Ctrl-C,
-SIGTERM), so the host is left as the hosts file handed it over.
+directory. The extra client addresses it adds on a remote client host are removed when fwlab
+lets go of the host (normal end, error, Ctrl-C, SIGTERM). The port range and backlog sysctls are
+never written on a remote host (as for a tuning profile, ``testbed.tuning``): their values there
+are read and recorded as not applied, so the host is left as the hosts file handed it over.
 
 What is counted (intended / offered / forwarded, as for packets):
 - rate: intended = rate x duration transactions, offered = started (connect called),
@@ -42,9 +43,11 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from fwlab.errors import FwlabError, RunnerError
-from fwlab.runners.engine import engine_on, engine_unavailable, engine_version, find_engine, shipped_engines
+from fwlab.dut.memory import parse_meminfo
+from fwlab.errors import RunnerError
+from fwlab.runners.engine import engine_on, engine_unavailable, engine_version, find_engine, wait_ready
 from fwlab.search.measurer import TrialResult
+from fwlab.testbed.cpuseries import PROC_STAT, read_proc_stat
 from fwlab.testbed.netstat import SNMP, read_counters
 
 if TYPE_CHECKING:
@@ -212,8 +215,9 @@ def extra_addresses(bed: "Testbed", ip_version: int, n: int) -> list[str]:
 
 
 def prepare_bed(bed: "Testbed", need: dict[int, int]) -> dict:
-    """Extra client addresses (per IP version), per-namespace port range and backlogs. Idempotent
-    per bed: returns what it set, for the record."""
+    """Extra client addresses (per IP version), per-namespace port range and backlogs (in the
+    namespaces this process created; a remote role's are read and listed under
+    ``sysctls_not_applied``). Idempotent per bed: returns what it set, for the record."""
     info: dict[str, Any] = {"addresses": {}, "sysctls": {}}
     for ipv, n in sorted(need.items()):
         addrs = extra_addresses(bed, ipv, n)
@@ -229,12 +233,15 @@ def prepare_bed(bed: "Testbed", need: dict[int, int]) -> dict:
             if cp.returncode == 0 and bed.is_remote("client"):
                 _undo_at_close(bed, "client", ["ip", "addr", "del", f"{a}/{plen}", "dev", dev])
         info["addresses"][str(ipv)] = addrs
+    info["sysctls_not_applied"] = {}
     for role, table in (("client", CLIENT_SYSCTLS), ("server", SERVER_SYSCTLS)):
         for k, v in table.items():
-            if bed.is_remote(role):
-                _remote_sysctl(bed, role, k, v)
-            else:
-                bed.sh(role, "sysctl", "-q", "-w", f"{k}={v}")
+            if bed.is_remote(role):  # a remote host's settings are the hosts file's: read, never written
+                cp = bed.sh(role, "sysctl", "-n", k, check=False)
+                now = " ".join(cp.stdout.split()) if cp.returncode == 0 else "unreadable"
+                info["sysctls_not_applied"][f"{role}:{k}"] = f"remote host left as handed over (it has {now})"
+                continue
+            bed.sh(role, "sysctl", "-q", "-w", f"{k}={v}")
             info["sysctls"][f"{role}:{k}"] = v
     # Let the DUT and the server learn the new addresses (bridge: ARP straight from the server).
     for ipv, addrs in need.items():
@@ -255,22 +262,6 @@ def _undo_at_close(bed: "Testbed", role: str, argv: list[str]) -> None:
     """Run ``argv`` in ``role``'s namespace on its (remote) host when fwlab lets go of the host."""
     host, ns = bed.host_for(role), bed.ns(role)
     host.on_close(lambda: host.run(argv, ns=ns, check=False, timeout_s=30))
-
-
-def _remote_sysctl(bed: "Testbed", role: str, key: str, value: str) -> None:
-    """Set ``key`` on a remote role's host; its old value goes back when fwlab lets go of the host
-    (once per host and namespace: a later bed finds it set and changes nothing)."""
-    host, ns = bed.host_for(role), bed.ns(role)
-    done = host.__dict__.setdefault("_fwlab_conn_sysctls", set())
-    if (ns, key) in done:
-        return
-    old = bed.sh(role, "sysctl", "-n", key).stdout.strip()
-    if " ".join(old.split()) == " ".join(value.split()):
-        done.add((ns, key))
-        return
-    bed.sh(role, "sysctl", "-q", "-w", f"{key}={value}")
-    done.add((ns, key))
-    _undo_at_close(bed, role, ["sysctl", "-q", "-w", f"{key}={old}"])
 
 
 def read_conntrack(bed: "Testbed") -> dict[str, int | None]:
@@ -296,13 +287,9 @@ def mem_available_b(bed: "Testbed") -> int | None:
         h = bed.host_for(r)
         if all(h is not o for o in hosts):
             hosts.append(h)
-    got = []
-    for h in hosts:
-        cp = h.run(["cat", "/proc/meminfo"], check=False)
-        for line in cp.stdout.splitlines():
-            if line.startswith("MemAvailable:"):
-                got.append(int(line.split()[1]) * 1024)
-    return min(got) if got else None
+    got = [parse_meminfo(h.run(["cat", "/proc/meminfo"], check=False).stdout).get("MemAvailable") for h in hosts]
+    kib = [v for v in got if v is not None]
+    return min(kib) * 1024 if kib else None
 
 
 def _has_conntrack_tool(bed: "Testbed") -> bool:
@@ -373,15 +360,12 @@ class ConnServer:
         self.args = server_args(engine, ip_version=self.ip_version, ports=self.ports, ready=self.ready,
                                 cpu=cpu, duration_s=self.backstop_s, lean=self.lean)
         self.proc = self.host.spawn(self.args, ns=self.bed.ns("server"))
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while not self.host.exists(self.ready):
-            if self.proc.proc.poll() is not None or time.monotonic() > deadline:
-                _, err = self.proc.stop()
-                self.host.forget(self.proc)
-                self._remove_ready()
-                raise RunnerError(f"fwlab-engine conn-server did not become ready: {err.strip()[:200] or 'no output'}",
-                                  fix="run 'fwlab clean'; check the engine build")
-            time.sleep(0.01)
+        try:
+            wait_ready(self.host, self.proc, self.ready, "conn-server", timeout_s=READY_TIMEOUT_S)
+        except RunnerError:
+            self.host.forget(self.proc)
+            self._remove_ready()
+            raise
         return self
 
     def _remove_ready(self) -> None:
@@ -410,9 +394,11 @@ def _client_cpu(bed: "Testbed") -> list[str]:
 
 
 def run_rate(bed: "Testbed", *, ip_version: int, rate_cps: float | None, duration_s: float, o: dict,
-             srcs: list[str]) -> tuple[dict, dict | None, dict, dict]:
+             srcs: list[str], proc_stat: list | None = None) -> tuple[dict, dict | None, dict, dict]:
     """One conn-rate trial: flush the DUT's table, server up, client run, server down.
     ``rate_cps`` None: closed loop, as fast as the client goes with ``max_inflight`` in flight.
+    ``proc_stat`` (a list): this machine's ``/proc/stat`` per CPU (``cpuseries.read_proc_stat``)
+    is appended right before and right after the client's run, for CPU accounting of the run alone.
     Returns (client doc, server doc, conntrack before, conntrack after)."""
     engine = engine_on(bed, "client")
     flush_conntrack(bed)
@@ -426,8 +412,12 @@ def run_rate(bed: "Testbed", *, ip_version: int, rate_cps: float | None, duratio
             "--workers", str(workers), *(_client_cpu(bed) if workers == 1 else []),
             *(["--lean"] if o.get("lean") else [])]
     with ConnServer(bed, ip_version, o["ports"], duration_s + o["timeout_s"] + 60, lean=bool(o.get("lean"))) as srv:
+        if proc_stat is not None:
+            proc_stat.append(read_proc_stat(PROC_STAT.read_text()))
         cp = bed.host_for("client").run(args, ns=bed.ns("client"), check=False,
                                         timeout_s=duration_s + o["timeout_s"] + 60)
+        if proc_stat is not None:
+            proc_stat.append(read_proc_stat(PROC_STAT.read_text()))
         ct_after = read_conntrack(bed)
     if cp.returncode != 0:
         raise RunnerError(f"fwlab-engine conn-rate failed (exit {cp.returncode}): {cp.stderr.strip()[:200]}",
@@ -462,10 +452,10 @@ def run_hold(bed: "Testbed", *, ip_version: int, count: int, o: dict, srcs: list
     ct_held: dict = {}
     with ConnServer(bed, ip_version, w, budget + 30) as srv:
         cl = host.spawn(args, ns=bed.ns("client"))
+        # read while waiting: with many workers the merged JSON outgrows the pipe's 64 KiB,
+        # and a client blocked writing it never exits (found at 1,000,000 connections)
+        reader = _Reader(cl)
         try:
-            # read while waiting: with many workers the merged JSON outgrows the pipe's 64 KiB,
-            # and a client blocked writing it never exits (found at 1,000,000 connections)
-            reader = _Reader(cl)
             deadline = time.monotonic() + budget
             while cl.proc.poll() is None and time.monotonic() < deadline and not host.exists(held):
                 time.sleep(poll_s)
@@ -475,7 +465,7 @@ def run_hold(bed: "Testbed", *, ip_version: int, count: int, o: dict, srcs: list
             out, err = reader.wait(left)
         finally:
             if cl.proc.poll() is None:
-                cl.stop()
+                reader.end()
             host.forget(cl)
             if not host.remote:
                 try:
@@ -510,46 +500,45 @@ class _Reader:
         except (OSError, ValueError):
             pass
 
-    def wait(self, timeout_s: float) -> tuple[str, str]:
+    def wait(self, timeout_s: float, grace_s: float = 30.0, end_s: float = 5.0) -> tuple[str, str]:
         """Wait up to ``timeout_s`` for the process to exit by itself, then SIGINT it (it prints
-        what it has), then stop it; return (stdout, stderr)."""
+        what it has) and wait ``grace_s``, then end it (:meth:`end`); return (stdout, stderr)."""
         try:
             self.sp.proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            _interrupt(self.sp)
+            self.sp.send_signal(signal.SIGINT)
             try:
-                self.sp.proc.wait(timeout=30.0)
+                self.sp.proc.wait(timeout=grace_s)
             except subprocess.TimeoutExpired:
-                self.sp.stop(wait_s=5.0)
+                self.end(end_s)
         for t in self.threads:
             t.join(timeout=10.0)
         return "".join(self.out), "".join(self.err)
 
-
-def _interrupt(sp) -> None:
-    """SIGINT to a spawned process: a remote one through its session's stdin (its watchdog reads
-    signal names there), a local one to its process group."""
-    stdin = sp.proc.stdin
-    if stdin is not None and not stdin.closed:
+    def end(self, wait_s: float = 5.0) -> None:
+        """Stop the process without touching its output pipes (this reader's threads read them;
+        ``Spawned.stop`` would race them with its own communicate): TERM its group (a remote one
+        through its watchdog), then, if it lingers, close its stdin (a remote watchdog then stops
+        it) and KILL the local process group (the ssh client of a remote one)."""
+        self.sp.send_signal(signal.SIGTERM)
         try:
-            stdin.write("INT\n")
-            stdin.flush()
-        except (OSError, ValueError):
+            self.sp.proc.wait(timeout=wait_s)
+            return
+        except subprocess.TimeoutExpired:
             pass
-        return
-    try:
-        os.killpg(sp.proc.pid, signal.SIGINT)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def shipped(bed: "Testbed") -> dict[str, dict] | None:
-    """What the engine shipping did for this runner's remote roles (None: all local)."""
-    try:
-        got = shipped_engines(bed)
-    except FwlabError:
-        return None
-    return got or None
+        try:
+            if self.sp.proc.stdin is not None:
+                self.sp.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            os.killpg(self.sp.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            self.sp.proc.wait(timeout=wait_s)
+        except subprocess.TimeoutExpired:
+            pass
 
 
 # -- results ---------------------------------------------------------------------------------------

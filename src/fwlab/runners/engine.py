@@ -34,12 +34,15 @@ from fwlab.runners.base import Measurement, Runner, TrafficSpec, register
 from fwlab.search.measurer import TrialResult
 from fwlab.testbed.clock import ZERO, ClockOffset, one_way_correction_s
 from fwlab.testbed.host import Host
-from fwlab.testbed.ship import check_platform, ship
+from fwlab.testbed.provide import provide
 
 if TYPE_CHECKING:
     from fwlab.testbed.bed import Testbed
+    from fwlab.testbed.hosts import HostEntry
+    from fwlab.testbed.ship import Shipped
 
 ENV_VAR = "FWLAB_ENGINE"
+SRC_ENV_VAR = "FWLAB_ENGINE_SRC"  #: the engine's sources, for building it on a remote host
 REPO_BINARY = Path(fwlab.__file__).resolve().parents[2] / "engine" / "target" / "release" / "fwlab-engine"
 ENGINE_PORT = 5555  #: UDP port of the receiver (iperf3 uses 5201 in the same bed)
 IDLE_TIMEOUT_S = 0.5  #: the receiver stops this long after the last packet [s]
@@ -51,6 +54,11 @@ RAW_BACKENDS = ("packet", "packet-mmsg")
 NEW_FLOW_PORT0 = 1024
 MAX_NEW_FLOWS = 65535 - NEW_FLOW_PORT0 + 1
 LATENCY_KEYS = ("min", "mean", "p50", "p90", "p99", "p999", "max")
+#: senders that sent together for less than this share of the shortest one's time are flagged
+#: ``generator-skew``: the aggregate (several generators, or both directions) overstates the load
+MIN_OVERLAP_SHARE = 0.9
+#: the receiver's per-packet counts (``metrics_from``): a bidirectional trial sums its two directions'
+RECEIVER_COUNTS = ("reordered", "duplicated", "late", "receiver_lost", "foreign")
 
 
 def find_engine() -> str | None:
@@ -319,18 +327,37 @@ def engine_on(bed: Testbed, role: str) -> str:
     got = host.__dict__.get("_fwlab_engine")
     if got is not None:
         return got.path
-    entry = bed.placement.entry(role)
-    check_platform(host, "fwlab-engine")
-    shipped = ship(host, local, "fwlab-engine", cache_dir=entry.cache_dir, keep=entry.keep_engine)
-    cp = host.run([shipped.path, "version"], check=False, timeout_s=30)
-    want = engine_version()
-    there = _version_text(cp.stdout)
-    if cp.returncode != 0 or there != want:
-        raise RunnerError(f"fwlab-engine shipped to host {host.name} does not run there "
-                          f"({there or cp.stderr.strip()[:120] or f'exit {cp.returncode}'}; here: {want})",
-                          fix="check the host's C library (the engine is a dynamically linked Linux binary)")
+    shipped = place_engine(host, bed.placement.entry(role), local)
     host.__dict__["_fwlab_engine"] = shipped
     return shipped.path
+
+
+def place_engine(host: Host, entry: HostEntry, local: str) -> Shipped:
+    """The engine ready on a remote ``host``: the local build ``local`` copied, or built there
+    (testbed.provide); either must answer ``version`` as the local build does."""
+    want = engine_version()
+
+    def check(path: str) -> str | None:
+        cp = host.run([path, "version"], check=False, timeout_s=30)
+        there = _version_text(cp.stdout)
+        if cp.returncode == 0 and there == want:
+            return None
+        return f"{there or cp.stderr.strip()[:120] or f'exit {cp.returncode}'}; here: {want}"
+    return provide(host, local, "fwlab-engine", source_dir=lambda: engine_source_dir(local),
+                   cache_dir=entry.cache_dir, keep=entry.keep_engine, check=check)
+
+
+def engine_source_dir(binary: str) -> Path:
+    """The engine's cargo tree for a build on another host: $FWLAB_ENGINE_SRC, else the tree
+    ``binary`` was built in (``<tree>/target/release/fwlab-engine``), else this checkout's."""
+    env = os.environ.get(SRC_ENV_VAR)
+    if env:
+        return Path(env)
+    b = Path(binary).resolve()
+    if len(b.parents) > 2 and b.parent.name == "release" and b.parents[1].name == "target" \
+            and (b.parents[2] / "Cargo.toml").is_file():
+        return b.parents[2]
+    return REPO_BINARY.parents[2]
 
 
 def shipped_engines(bed: Testbed) -> dict[str, dict]:
@@ -389,6 +416,41 @@ def split_trial(t: EngineTrial, n: int, i: int) -> EngineTrial:
     return replace(t, rate_pps=rate, count=count, src_ports=ports)
 
 
+def overlap(spans: list[tuple[float | None, float | None]]) -> tuple[float | None, float | None]:
+    """Senders' (start [s, one clock], duration [s]) -> (start skew, common interval [s]): how far
+    apart they started and how long all of them sent (>= 0). Both None if a start is unknown."""
+    if not spans or any(st is None for st, _ in spans):
+        return None, None
+    starts = [float(st) for st, _ in spans]
+    ends = [float(st) + float(d or 0) for st, d in spans]
+    return max(starts) - min(starts), max(0.0, min(ends) - max(starts))
+
+
+def skew_flag(common_s: float | None, shortest_s: float, skew_s: float | None, what: str,
+              consequence: str) -> dict | None:
+    """The ``generator-skew`` warning when the senders overlapped for less than
+    ``MIN_OVERLAP_SHARE`` of the shortest one's time (None otherwise, or when not known)."""
+    if common_s is None or not shortest_s or common_s >= MIN_OVERLAP_SHARE * shortest_s:
+        return None
+    return {"code": "generator-skew", "severity": "warning",
+            "message": f"{what} sent together for only {common_s:.3f} s of {shortest_s:.3f} s "
+                       f"(start skew {skew_s:.3f} s): {consequence}"}
+
+
+def wait_ready(host: Host, sp: Any, path: str, what: str, timeout_s: float = READY_TIMEOUT_S,
+               fix: str = "run 'fwlab clean'; check the engine build") -> None:
+    """Wait until a spawned engine process ``sp`` on ``host`` writes its ready file ``path``. If
+    it exits first, or ``timeout_s`` passes: stop it and raise RunnerError naming ``what`` (e.g.
+    "recv") with the start of its stderr (the caller still forgets it and removes its files)."""
+    deadline = time.monotonic() + timeout_s
+    while not host.exists(path):
+        if sp.proc.poll() is not None or time.monotonic() > deadline:
+            _, err = sp.stop()
+            raise RunnerError(f"fwlab-engine {what} did not become ready: {err.strip()[:200] or 'no output'}",
+                              fix=fix)
+        time.sleep(0.01)
+
+
 def aggregate(sends: list[dict], recv: dict, gens: list[tuple[str, int, float]]) -> dict:
     """Several generators' send documents as one, and their common interval.
 
@@ -409,11 +471,7 @@ def aggregate(sends: list[dict], recv: dict, gens: list[tuple[str, int, float]])
                     "offered_count": int(sd.get("offered_count") or 0), "forwarded_count": fwd,
                     "elapsed_s": el or None, "rx_pps": fwd / el if el else None,
                     "tx_pps": sd.get("achieved_pps"), "start_local_s": start})
-    starts = [p["start_local_s"] for p in per if p["start_local_s"] is not None]
-    ends = [p["start_local_s"] + (p["elapsed_s"] or 0) for p in per if p["start_local_s"] is not None]
-    full = len(starts) == len(per)
-    skew = max(starts) - min(starts) if full else None
-    common = min(ends) - max(starts) if full else None
+    skew, common = overlap([(p["start_local_s"], p["elapsed_s"]) for p in per])
     merged = dict(sends[0])
 
     def total(key):
@@ -504,20 +562,11 @@ def run_trial(bed: Testbed, t: EngineTrial, intended_count: int | None = None) -
     rx = rx_host.spawn(recv_args, ns=bed.ns("server"))
     senders = []
     try:
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while not rx_host.exists(ready):
-            if rx.proc.poll() is not None or time.monotonic() > deadline:
-                _, err = rx.stop()
-                raise RunnerError(f"fwlab-engine recv did not become ready: {err.strip()[:200] or 'no output'}",
-                                  fix="run 'fwlab clean'; check the engine build")
-            time.sleep(0.01)
+        wait_ready(rx_host, rx, ready, "recv")
         before = bed.link_counters("server", bed.topo.server_if)
-        try:
-            senders = [g.host.spawn(a, ns=g.ns) for g, a in zip(gens, send_argvs)]
-            done = [_finish(sp, t.duration_s * 1.5 + 30) for sp in senders]
-        except Exception:
-            rx.stop(sig=2)
-            raise
+        for g, a in zip(gens, send_argvs):  # each kept as soon as it runs: the finally stops it
+            senders.append(g.host.spawn(a, ns=g.ns))
+        done = [_finish(sp, t.duration_s * 1.5 + 30) for sp in senders]
         # The receiver stops IDLE_TIMEOUT_S after the last packet (its socket drained);
         # SIGINT only if nothing ever arrived.
         try:
@@ -559,11 +608,10 @@ def run_trial(bed: Testbed, t: EngineTrial, intended_count: int | None = None) -
         m.metrics["throughput_basis"] += (f"; {len(gens)} generator hosts: the sum of each one's "
                                           f"received rate, i.e. the rate over their common interval")
         shortest = min((p["elapsed_s"] or 0) for p in agg["generators"])
-        if agg["common_interval_s"] is not None and agg["common_interval_s"] < 0.9 * shortest:
-            m.flags.append({"code": "generator-skew", "severity": "warning",
-                            "message": f"the {len(gens)} generator hosts sent together for only "
-                                       f"{agg['common_interval_s']:.3f} s of {shortest:.3f} s (start skew "
-                                       f"{agg['start_skew_s']:.3f} s): the aggregate rate overstates the load"})
+        flag = skew_flag(agg["common_interval_s"], shortest, agg["start_skew_s"],
+                         f"the {len(gens)} generator hosts", "the aggregate rate overstates the load")
+        if flag:
+            m.flags.append(flag)
     shipped = shipped_engines(bed)
     if shipped:
         m.metrics["engine_shipped"] = shipped
@@ -580,7 +628,10 @@ def combine_directions(up: Measurement, down: Measurement, up_start_s: float | N
     both directions and a trial passes only when neither loses), rates summed (the aggregate),
     each direction's own figures under ``directions`` ("up": client to server, "down": server to
     client), and how far apart the two senders started (``start_skew_s``) and how long they both
-    sent (``common_interval_s``). Flags of either direction are kept, named by direction."""
+    sent (``common_interval_s``). The receivers' counts (reordered, duplicated, late, lost, foreign)
+    are summed too; latency and jitter are each path's own, so they are per direction only and
+    the aggregate's are None with the reason under ``aggregate_missing``. Flags of either
+    direction are kept, named by direction."""
     u, d = up.metrics, down.metrics
 
     def add(key):
@@ -589,7 +640,8 @@ def combine_directions(up: Measurement, down: Measurement, up_start_s: float | N
     offered = int(u["offered_count"]) + int(d["offered_count"])
     forwarded = int(u["forwarded_count"]) + int(d["forwarded_count"])
     keep = ("intended_count", "offered_count", "forwarded_count", "loss_ratio", "tx_pps", "rx_pps",
-            "throughput_bps", "generator_short", "socket_drops", "duration_s", "latency_ns", "pinning")
+            "throughput_bps", "generator_short", "socket_drops", "duration_s", "latency_ns", "latency_samples",
+            "jitter_ns", *RECEIVER_COUNTS, "pinning")
     metrics = dict(u)
     metrics.update({
         "direction": "bidir",
@@ -601,23 +653,22 @@ def combine_directions(up: Measurement, down: Measurement, up_start_s: float | N
         "generator_short": bool(u.get("generator_short") or d.get("generator_short")),
         "socket_drops": add("socket_drops"), "send_errors": add("send_errors"),
         "lag_skipped_count": add("lag_skipped_count"),
-        # one latency would mix two paths: each direction keeps its own
+        **{k: add(k) for k in RECEIVER_COUNTS},
+        # one latency or jitter would mix two paths: each direction keeps its own
         "latency_ns": None, "latency_samples": None, "latency_hdr_b64": None, "latency_hdr_unit": None,
+        "jitter_ns": None,
+        "aggregate_missing": {k: "bidirectional: two paths, one figure would mix them; see directions.up/down"
+                              for k in ("latency_ns", "jitter_ns")},
         "directions": {"up": {k: u.get(k) for k in keep}, "down": {k: d.get(k) for k in keep}},
     })
-    skew = common = None
-    if up_start_s is not None and down_start_s is not None:
-        skew = abs(up_start_s - down_start_s)
-        ends = [up_start_s + float(u.get("duration_s") or 0), down_start_s + float(d.get("duration_s") or 0)]
-        common = max(0.0, min(ends) - max(up_start_s, down_start_s))
+    skew, common = overlap([(up_start_s, u.get("duration_s")), (down_start_s, d.get("duration_s"))])
     metrics["start_skew_s"], metrics["common_interval_s"] = skew, common
     flags = [{**f, "message": f"client to server: {f['message']}"} for f in up.flags]
     flags += [{**f, "message": f"server to client: {f['message']}"} for f in down.flags]
     shortest = min(float(u.get("duration_s") or 0), float(d.get("duration_s") or 0))
-    if common is not None and shortest and common < 0.9 * shortest:
-        flags.append({"code": "generator-skew", "severity": "warning",
-                      "message": f"the two directions sent together for only {common:.3f} s of {shortest:.3f} s "
-                                 f"(start skew {skew:.3f} s): the trial is partly unidirectional"})
+    flag = skew_flag(common, shortest, skew, "the two directions", "the trial is partly unidirectional")
+    if flag:
+        flags.append(flag)
     return Measurement(metrics=metrics, flags=flags,
                        raw={"engine_send_jsons": [up.raw.get("engine_send_json"), down.raw.get("engine_send_json")],
                             "engine_recv_jsons": [up.raw.get("engine_recv_json"), down.raw.get("engine_recv_json")]})
@@ -651,22 +702,12 @@ def run_bidir_trial(bed: Testbed, t: EngineTrial, intended_count: int | None = N
     done: dict = {}
     outs: dict = {}
     try:
-        deadline = time.monotonic() + READY_TIMEOUT_S
+        deadline = time.monotonic() + READY_TIMEOUT_S  # both receivers within one timeout
         for d, rx in rxs.items():
-            while not host.exists(readies[d]):
-                if rx.proc.poll() is not None or time.monotonic() > deadline:
-                    _, err = rx.stop()
-                    raise RunnerError(f"fwlab-engine recv ({d}) did not become ready: "
-                                      f"{err.strip()[:200] or 'no output'}",
-                                      fix="run 'fwlab clean'; check the engine build")
-                time.sleep(0.01)
-        try:
-            senders = {d: host.spawn(send_args[d], ns=bed.ns(legs[d][0])) for d in legs}
-            done = {d: _finish(sp, t.duration_s * 1.5 + 30) for d, sp in senders.items()}
-        except Exception:
-            for rx in rxs.values():
-                rx.stop(sig=2)
-            raise
+            wait_ready(host, rx, readies[d], f"recv ({d})", timeout_s=max(0.0, deadline - time.monotonic()))
+        for d in legs:  # each kept as soon as it runs: the finally stops it
+            senders[d] = host.spawn(send_args[d], ns=bed.ns(legs[d][0]))
+        done = {d: _finish(sp, t.duration_s * 1.5 + 30) for d, sp in senders.items()}
         for d, rx in rxs.items():
             try:
                 rx.proc.wait(timeout=IDLE_TIMEOUT_S + 3.0)

@@ -31,7 +31,9 @@ from fwlab.runners.base import (
     Runner,
     TrafficSpec,
     apply_link_counts,
+    overlap,
     register,
+    skew_flag,
     whole_seconds,
 )
 from fwlab.testbed.host import CommandTimeout, Spawned, require_tool
@@ -314,6 +316,22 @@ def combine(parts: list[Measurement]) -> Measurement:
                        extra={"per_stream_bps": per})
 
 
+def server_roles(bed: "Testbed") -> list[str]:
+    """The bed's server roles: ``server``, then ``server2`` ... of its further pairs."""
+    return [bed.topo.pair_role("server", k) for k in range(1, bed.topo.pairs + 1)]
+
+
+def pair_figures(k: int, m: Measurement, interval: tuple[float, float], links: list[tuple[str, str]],
+                 rx_packets: list[int], rx_bytes: list[int]) -> dict:
+    """One pair's own figures in a trial of several pairs: iperf3's rate and bytes, its receiving
+    interface(s)' counters over the trial, and its test interval (this machine's clock)."""
+    mt = m.metrics
+    return {"pair": k, "throughput_bps": mt.get("throughput_bps"), "bytes": mt.get("bytes"),
+            "retransmits": mt.get("retransmits"), "duration_s": mt.get("duration_s"),
+            "rx_links": [f"{r}:{d}" for r, d in links], "rx_if_packets": sum(rx_packets),
+            "rx_if_bytes": sum(rx_bytes), "start_unix_s": interval[0], "end_unix_s": interval[1]}
+
+
 def check_direction(options: dict) -> str:
     d = options.get("direction", "up")
     if d not in DIRECTIONS:
@@ -371,10 +389,11 @@ class Iperf3(Runner):
         return out
 
     def start(self, bed: "Testbed", spec: TrafficSpec) -> None:
-        self._start_port(bed, spec.port)
+        for role in server_roles(bed):
+            self._start_port(bed, spec.port, role)
 
-    def _start_port(self, bed: "Testbed", port: int) -> None:
-        key = (bed.ns("server"), port)
+    def _start_port(self, bed: "Testbed", port: int, role: str = "server") -> None:
+        key = (bed.ns(role), port)
         sp = self._servers.get(key)
         if sp is not None and sp.proc.poll() is None:
             return
@@ -386,13 +405,13 @@ class Iperf3(Runner):
         cpu = bed.topo.pinning.server_cpu
         if cpu is not None:
             args += ["-A", str(cpu)]
-        self._servers[key] = bed.host_for("server").spawn(args, ns=bed.ns("server"))
-        self._wait_listening(bed, port)
+        self._servers[key] = bed.host_for(role).spawn(args, ns=bed.ns(role))
+        self._wait_listening(bed, port, role)
 
-    def _wait_listening(self, bed: "Testbed", port: int, timeout_s: float = 5.0) -> None:
+    def _wait_listening(self, bed: "Testbed", port: int, role: str = "server", timeout_s: float = 5.0) -> None:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            cp = bed.sh("server", "ss", "-ltnH", f"sport = :{port}", check=False)
+            cp = bed.sh(role, "ss", "-ltnH", f"sport = :{port}", check=False)
             if cp.stdout.strip():
                 return
             time.sleep(0.05)
@@ -400,28 +419,39 @@ class Iperf3(Runner):
                           fix="run 'fwlab clean'; another process may hold the port")
 
     def stop(self, bed: "Testbed") -> None:
-        for key, sp in list(self._servers.items()):
-            if key[0] == bed.ns("server"):
-                sp.stop()
-                bed.host_for("server").forget(sp)
-                del self._servers[key]
+        for role in server_roles(bed):
+            for key, sp in list(self._servers.items()):
+                if key[0] == bed.ns(role):
+                    sp.stop()
+                    bed.host_for(role).forget(sp)
+                    del self._servers[key]
 
-    def _rx_links(self, bed: "Testbed", direction: str) -> list[tuple[str, str]]:
+    def _rx_links(self, bed: "Testbed", direction: str, pair: int = 1) -> list[tuple[str, str]]:
         """The interfaces whose receive counters see the stream: the server's (up), the
-        client's (down), both (bidir)."""
+        client's (down), both (bidir); of pair ``pair`` (1: the bed's client and server)."""
         t = bed.topo
-        return {"up": [("server", t.server_if)], "down": [("client", t.client_if)],
-                "bidir": [("server", t.server_if), ("client", t.client_if)]}[direction]
+        c = (t.pair_role("client", pair), t.pair_if("client", pair))
+        s_ = (t.pair_role("server", pair), t.pair_if("server", pair))
+        return {"up": [s_], "down": [c], "bidir": [s_, c]}[direction]
 
-    def _run_concurrently(self, bed: "Testbed", argvs: list[list[str]], timeout_s: float
+    def _run_concurrently(self, bed: "Testbed", argvs: list[list[str]], timeout_s: float,
+                          roles: list[str] | None = None, times: list | None = None
                           ) -> list[tuple[int, str, str]]:
         """Start every client at once and read all their pipes at once (a client whose JSON
-        does not fit its pipe would otherwise block the others' end of test)."""
-        procs = [bed.host_for("client").spawn(a, ns=bed.ns("client")) for a in argvs]
+        does not fit its pipe would otherwise block the others' end of test). ``roles``: each
+        argv's client role (default all "client"); ``times`` (if given) gets each process's
+        (spawn, exit) wall-clock times [s]."""
+        roles = roles or ["client"] * len(argvs)
+        spawned_at, exited_at = [], {}
+        procs = []
+        for a, r in zip(argvs, roles):
+            spawned_at.append(time.time())
+            procs.append(bed.host_for(r).spawn(a, ns=bed.ns(r)))
         results: dict[int, tuple[int, str, str]] = {}
 
         def read(k: int, sp: Spawned) -> None:
             out, err = sp.proc.communicate()
+            exited_at[k] = time.time()
             results[k] = (sp.proc.returncode, out, err)
 
         threads = [threading.Thread(target=read, args=(k, sp), daemon=True) for k, sp in enumerate(procs)]
@@ -434,8 +464,10 @@ class Iperf3(Runner):
         for k in hung:  # kill the group; the reader thread then sees end-of-file and returns
             procs[k]._signal_group(signal.SIGKILL)
             threads[k].join(5.0)
-        for sp in procs:
-            bed.host_for("client").forget(sp)
+        for sp, r in zip(procs, roles):
+            bed.host_for(r).forget(sp)
+        if times is not None:
+            times.extend((spawned_at[k], exited_at.get(k)) for k in range(len(procs)))
         if hung:
             self.stop(bed)
             raise RunnerError(f"{len(hung)} of {len(procs)} iperf3 clients hung; this trial's figure is missing",
@@ -445,7 +477,10 @@ class Iperf3(Runner):
     def run_clients(self, bed: "Testbed", spec: TrafficSpec) -> Measurement:
         """Run the client process(es) of ``spec`` at once and return the combined Measurement
         with link counts, per-stream rates (their spread: ``fwlab.stats.derive``) and
-        ``completion_s`` (first start to last exit)."""
+        ``completion_s`` (first start to last exit). A bed with several client/server pairs:
+        :meth:`run_pairs`."""
+        if bed.topo.pairs > 1:
+            return self.run_pairs(bed, spec)
         shares = split_streams(spec.streams)
         ports = [spec.port + k for k in range(len(shares))]
         for p in ports:
@@ -494,6 +529,76 @@ class Iperf3(Runner):
         m.metrics["client_processes"] = len(argvs)
         m.metrics["streams"] = spec.streams
         m.raw["argv"] = argvs[0] if len(argvs) == 1 else argvs
+        return m
+
+    def run_pairs(self, bed: "Testbed", spec: TrafficSpec) -> Measurement:
+        """Every client/server pair of the bed at once, each client (all its processes) against
+        its own server: the trial's figures are their sum (:func:`combine`, rates over the
+        longest pair's time), each pair's own in ``metrics["pairs"]``, with how far apart they
+        started (``start_skew_s``) and how long all sent at once (``common_interval_s``); a
+        trial where that is under 90 % of the shortest pair's time is flagged ``generator-skew``."""
+        t = bed.topo
+        npairs = t.pairs
+        shares = split_streams(spec.streams)
+        ports = [spec.port + k for k in range(len(shares))]
+        for k in range(1, npairs + 1):
+            for p in ports:
+                self._start_port(bed, p, t.pair_role("server", k))
+        cpu = t.pinning.client_cpu
+        jobs = [(k, build_client_args(spec, t.plan.pair_server(k, spec.ip_version), cpu, streams=n, port=p))
+                for k in range(1, npairs + 1) for n, p in zip(shares, ports)]
+        direction = spec.options.get("direction", "up")
+        links = {k: self._rx_links(bed, direction, k) for k in range(1, npairs + 1)}
+        before = {k: [bed.link_counters(r, d) for r, d in ls] for k, ls in links.items()}
+        t0 = time.monotonic()
+        times: list = []
+        outs = self._run_concurrently(bed, [a for _, a in jobs], timeout_s=spec.duration_s + 30 + 2 * len(jobs),
+                                      roles=[t.pair_role("client", k) for k, _ in jobs], times=times)
+        completion_s = time.monotonic() - t0
+        after = {k: [bed.link_counters(r, d) for r, d in ls] for k, ls in links.items()}
+        parts: dict[int, list[Measurement]] = {k: [] for k in range(1, npairs + 1)}
+        spans: dict[int, list[tuple[float, float]]] = {k: [] for k in range(1, npairs + 1)}
+        launched: dict[int, float] = {}
+        for (k, _), (rc, out, err), (spawned, exited) in zip(jobs, outs, times):
+            launched[k] = min(launched.get(k, spawned), spawned)
+            if rc != 0 and not out.strip().startswith("{"):
+                self.stop(bed)
+                raise RunnerError(f"iperf3 client of pair {k} failed (exit {rc}): {err.strip()[:200]}",
+                                  fix="check the test bed and the firewall's permit rule")
+            try:
+                m_k = parse_json(out, spec.traffic)
+            except RunnerError:
+                self.stop(bed)
+                raise
+            parts[k].append(m_k)
+            dur = m_k.metrics.get("duration_s") or float(spec.duration_s)
+            spans[k].append((exited - dur, exited))
+        per_pair = [combine(parts[k]) for k in range(1, npairs + 1)]
+        m = combine([p for k in range(1, npairs + 1) for p in parts[k]])
+        traffic = "tcp" if spec.traffic == "parallel" else spec.traffic
+        rx = {k: [a["rx_packets"] - b["rx_packets"] for a, b in zip(after[k], before[k])] for k in links}
+        rx_bytes = {k: [a["rx_bytes"] - b["rx_bytes"] for a, b in zip(after[k], before[k])] for k in links}
+        apply_link_counts(m, traffic, sum(sum(v) for v in rx.values()), "iperf3")
+        if traffic == "udp" and direction != "bidir":
+            m.metrics[f"throughput_{direction}_bps"] = m.metrics.get("throughput_bps")
+        m.metrics["completion_s"] = completion_s
+        account_overrun(m, traffic, direction, spec.duration_s, completion_s)
+        intervals = [(min(a for a, _ in spans[k]), max(b for _, b in spans[k])) for k in range(1, npairs + 1)]
+        m.metrics["pairs"] = [pair_figures(k, pm, intervals[k - 1], links[k], rx[k], rx_bytes[k])
+                              for k, pm in zip(range(1, npairs + 1), per_pair)]
+        ov = overlap(intervals)
+        m.metrics.update({"pair_count": npairs, "start_skew_s": ov["start_skew_s"],
+                          "common_interval_s": ov["common_interval_s"], "overlap_ratio": ov["overlap_ratio"],
+                          "launch_skew_s": max(launched.values()) - min(launched.values()),
+                          "start_basis": "each pair's iperf3 test interval placed to end at its client's exit "
+                                        "(this machine's clock); the results exchange after the test counts "
+                                        "into the skew"})
+        flag = skew_flag(ov, f"{npairs} client/server pairs")
+        if flag:
+            m.flags.append(flag)
+        m.metrics["client_processes"] = len(jobs)
+        m.metrics["streams"] = spec.streams * npairs
+        m.raw["argv"] = [a for _, a in jobs]
         return m
 
     def measure(self, bed: "Testbed", spec: TrafficSpec, env=None) -> Measurement:

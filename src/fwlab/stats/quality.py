@@ -150,15 +150,34 @@ def quality_flags(values: Iterable[float] | None = None, *,
     return flags
 
 
-def flag_link_limited(shapers: dict[str, dict | None], rate_bps: int) -> list[Flag]:
-    """Flag a trial whose emulated wire (testbed.shaping) held packets back: the line rate, not
-    the firewall, limited what was offered beyond it. ``shapers``: per interface, the shaper's
-    counter deltas over the trial (overlimits, dropped)."""
-    held = {k: v for k, v in shapers.items() if v and (v.get("overlimits") or v.get("dropped"))}
+#: an emulated wire that carried at least this share of its line rate over a trial was the limit
+LINK_BUSY_SHARE = 0.9
+
+
+def flag_link_limited(shapers: dict[str, dict | None], rate_bps: int, window_s: float | None = None,
+                      overhead_bytes: int = 24) -> list[Flag]:
+    """Flag a trial whose emulated wire (testbed.shaping) was the limit: its queue dropped frames,
+    or it carried at least ``LINK_BUSY_SHARE`` of its line rate over ``window_s`` (the time between
+    the two shaper readings). A shaper that only delayed a burst now and then (overlimits on a wire
+    far from full, as a TCP flow's bursts at 200 Mbit/s on a 1 Gbit/s wire) held nothing back that
+    the firewall would have passed, and is not flagged. ``shapers``: per interface, the shaper's
+    counter deltas over the trial (sent_bytes, sent_packets, overlimits, dropped);
+    ``overhead_bytes``: line time per frame beyond what tc counts (Ethernet: 24)."""
+    held = {}
+    for k, v in shapers.items():
+        if not v or not (v.get("overlimits") or v.get("dropped")):
+            continue
+        busy = None
+        if window_s and window_s > 0 and "sent_bytes" in v:
+            bits = (v["sent_bytes"] + overhead_bytes * v.get("sent_packets", 0)) * 8
+            busy = bits / window_s / rate_bps
+        if v.get("dropped") or busy is None or busy >= LINK_BUSY_SHARE:
+            held[k] = (v, busy)
     if not held:
         return []
     parts = ", ".join(f"{k}: {v.get('dropped', 0)} dropped, {v.get('overlimits', 0)} over the limit"
-                      for k, v in sorted(held.items()))
+                      + ("" if busy is None else f", {busy:.0%} busy")
+                      for k, (v, busy) in sorted(held.items()))
     return [Flag("link-limited", f"the emulated {rate_bps / 1e6:g} Mbit/s wire was the limit ({parts})",
                  "info")]
 

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from fwlab.floods.model import BackgroundItem
 from fwlab.suites.tuning import profile
-from fwlab.validation import check_only_keys, only_matches, parse_delay_us, parse_rate_bps
+from fwlab.validation import MAX_PAIRS, check_only_keys, only_matches, parse_delay_us, parse_rate_bps
 
 #: largest rule count a suite may ask for (the generator's fwlab.rules.generate.MAX_RULES; a
 #: unit test keeps the two equal)
@@ -182,6 +182,14 @@ class Suite(Strict):
                           "into each wire, outside the DUT; a routed or bridged bed's round trip gains "
                           "4x the delay, a direct bed's 2x; one delay for every link rate's bed; unset: no delay "
                           "(see testbed.delayline)")
+    pairs: int = Field(
+        1, ge=1, le=MAX_PAIRS, strict=True,
+        description="client/server pairs on the namespace bed, streaming at once, each client to its own server "
+                    "(seed 000 used 2): pair k >= 2 adds namespaces client<k> and server<k>; through a DUT they "
+                    "reach its one veth per side through a switch namespace (a bridge), so the DUT's data path "
+                    "is a one-pair bed's; direct mode gives each pair its own wire. iperf3 runs every pair "
+                    "and sums them (per-pair figures and start skew in the trial); other tools drive pair 1 "
+                    "(the trial says so). Not with link_delay or remote hosts")
     hosts: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="[hosts.<role>] tables placing roles on remote hosts over SSH "
                                           "(checked by fwlab.testbed.hosts; `fwlab run --hosts FILE` adds to them)")
@@ -273,6 +281,12 @@ class Suite(Strict):
             if self.max_repetitions < self.repetitions:
                 raise ValueError(f"max_repetitions {self.max_repetitions} is below repetitions {self.repetitions} "
                                  "(the minimum with precision)")
+        if self.pairs > 1 and self.link_delay:
+            raise ValueError(f"pairs = {self.pairs} cannot be built with link_delay (a delay line splices one wire "
+                             "per side): drop link_delay or use pairs = 1")
+        if self.pairs > 1 and self.hosts:
+            raise ValueError(f"pairs = {self.pairs} is built on the namespace bed only, not with [hosts] tables: "
+                             "use pairs = 1 (extra generator hosts are [hosts.client2] ...)")
         if "direct" in self.mode and any(b.may_apply_to_mode("direct") for b in self.background):
             raise ValueError("a [[background]] flood needs a DUT: use mode routed or bridge, not direct "
                              "(or restrict the flood with only = { mode = [\"routed\"] })")

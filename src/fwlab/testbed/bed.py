@@ -60,6 +60,9 @@ RECORDED_FEATURES = (
 )
 
 
+#: the switch namespaces of a bed with several pairs (no host of their own: no tuning profile)
+SWITCHES = ("swc", "sws")
+
 #: every namespace this process created and has not deleted yet (tests check it is empty)
 LIVE_NAMESPACES: set[str] = set()
 
@@ -262,6 +265,10 @@ class Testbed:
     def _build(self) -> None:
         t = self.topo
         plan = t.plan
+        if t.pairs > 1 and self.placement is not None and self.placement.remote_roles:
+            raise TestbedError(f"pairs = {t.pairs} is built on the namespace bed only, but the hosts file places "
+                               f"{', '.join(sorted(self.placement.remote_roles))} on remote hosts",
+                               fix="use pairs = 1 with a hosts file (extra generator hosts: client2 ... entries)")
         for role in self.local_roles:
             self.host.run(["ip", "netns", "add", self.ns(role)])
             LIVE_NAMESPACES.add(self.ns(role))
@@ -274,11 +281,15 @@ class Testbed:
         c, s = t.client_if, t.server_if
         if t.wires:
             self._build_wires()
+        elif t.has_dut and t.pairs > 1:
+            self._build_switches()
         elif t.has_dut:
             self._link("client", c, "dut", t.dut_client_if)
             self._link("dut", t.dut_server_if, "server", s)
         else:
             self._link("client", c, "server", s)
+            for k in range(2, t.pairs + 1):  # direct: each further pair on a wire of its own
+                self._pair_veth(("client", k), ("server", k))
         if t.has_dut:
             d0, d1 = t.dut_client_if, t.dut_server_if
 
@@ -291,6 +302,13 @@ class Testbed:
             if not self.is_remote(role):  # a remote role's addresses are the user's set-up
                 self._addr(role, dev, a4, p4)
                 self._addr(role, dev, a6, p6, v6=True)
+                self._up(role, dev)
+        for k in range(2, t.pairs + 1):
+            for side, p4, p6 in (("client", plen4_c, plen6_c), ("server", plen4_s, plen6_s)):
+                role, dev = t.pair_role(side, k), t.pair_if(side, k)
+                addr = plan.pair_client if side == "client" else plan.pair_server
+                self._addr(role, dev, addr(k, 4), p4)
+                self._addr(role, dev, addr(k, 6), p6, v6=True)
                 self._up(role, dev)
 
         if self.is_remote("dut") or not t.has_dut:
@@ -319,7 +337,10 @@ class Testbed:
                 self._sysctl("dut", f"net.bridge.bridge-nf-call-{fam}", val)
         if t.mode == "routed":
             for role, gw4, gw6 in (("client", plan.dut_client_side4, plan.dut_client_side6),
-                                   ("server", plan.dut_server_side4, plan.dut_server_side6)):
+                                   ("server", plan.dut_server_side4, plan.dut_server_side6),
+                                   *((t.pair_role(side, k), gw4, gw6) for k in range(2, t.pairs + 1)
+                                     for side, gw4, gw6 in (("client", plan.dut_client_side4, plan.dut_client_side6),
+                                                            ("server", plan.dut_server_side4, plan.dut_server_side6)))):
                 if not self.is_remote(role):
                     self.sh(role, "ip", "route", "add", "default", "via", gw4)
                     self.sh(role, "ip", "-6", "route", "add", "default", "via", gw6)
@@ -331,11 +352,61 @@ class Testbed:
             self._napi_device()
         if t.tuning:
             # only the namespaces this process just created (local roles), never the host's own
-            self.tuning_state = apply_profile(profile(t.tuning), [r for r in self.local_roles],
+            self.tuning_state = apply_profile(profile(t.tuning), [r for r in self.local_roles if r not in SWITCHES],
                                               lambda role, *argv, check=True: self.sh(role, *argv, check=check))
         if t.wires:
             self._start_delay_lines()
         self._wait_link_ready()
+
+    # -- client/server pairs (topo.pairs > 1) ------------------------------------------------------
+    def _pair_veth(self, a: tuple[str, int], b: tuple[str, int]) -> None:
+        """A veth between pair ``a[1]``'s ``a[0]`` role and pair ``b[1]``'s ``b[0]`` role."""
+        t = self.topo
+        (sa, ka), (sb, kb) = a, b
+        ra, rb = t.pair_role(sa, ka), t.pair_role(sb, kb)
+        self._veth(t.pair_if(sa, ka), self.ns(ra), t.pair_if(sb, kb), self.ns(rb))
+        self._offloads(ra, t.pair_if(sa, ka))
+        self._offloads(rb, t.pair_if(sb, kb))
+
+    def _build_switches(self) -> None:
+        """Pairs through a DUT: on each side a switch namespace (``swc``, ``sws``) holding a bridge
+        with one port per pair's client (server) and an uplink veth to the DUT's one veth on that
+        side, as machines on a switch. The DUT's own interfaces are those of a one-pair bed."""
+        t = self.topo
+        for side, sw, dut_if in (("client", "swc", t.dut_client_if), ("server", "sws", t.dut_server_if)):
+            # the switch holds no address and sends nothing of its own (no IPv6 link-local, no
+            # router solicitation); its bridged frames skip netfilter (br_netfilter's hooks off)
+            for key in ("net.ipv6.conf.all.disable_ipv6", "net.ipv6.conf.default.disable_ipv6"):
+                self._sysctl(sw, key, 1)
+            for fam in ("iptables", "ip6tables", "arptables"):
+                self.sh(sw, "sysctl", "-q", "-w", f"net.bridge.bridge-nf-call-{fam}=0", check=False)
+            br, up = t.switch_bridge_if(side), t.switch_uplink_if(side)
+            self.sh(sw, "ip", "link", "add", br, "type", "bridge", "stp_state", "0", "mcast_snooping", "0")
+            self._veth(up, self.ns(sw), dut_if, self.ns("dut"))
+            self._offloads(sw, up)
+            self._offloads("dut", dut_if)
+            ports = [up]
+            for k in range(1, t.pairs + 1):
+                role, own, port = t.pair_role(side, k), t.pair_if(side, k), t.switch_port_if(side, k)
+                self._veth(own, self.ns(role), port, self.ns(sw))
+                self._offloads(role, own)
+                self._offloads(sw, port)
+                ports.append(port)
+            for dev in ports:
+                self.sh(sw, "ip", "link", "set", dev, "master", br)
+                self._up(sw, dev)
+            self._up(sw, br)
+
+    def pair_interfaces(self) -> list[tuple[str, str]]:
+        """(role, interface) of pairs 2.. and of the switches (none with one pair)."""
+        t = self.topo
+        out = [(t.pair_role(side, k), t.pair_if(side, k)) for k in range(2, t.pairs + 1)
+               for side in ("client", "server")]
+        if t.has_dut and t.pairs > 1:
+            for side, sw in (("client", "swc"), ("server", "sws")):
+                out += [(sw, t.switch_port_if(side, k)) for k in range(1, t.pairs + 1)]
+                out.append((sw, t.switch_uplink_if(side)))
+        return out
 
     # -- emulated delay (testbed.delayline) ---------------------------------------------------
     def _build_wires(self) -> None:
@@ -392,10 +463,17 @@ class Testbed:
     def shaped_interfaces(self) -> list[tuple[str, str]]:
         """(role, interface) whose egress carries the emulated line rate: the client's and the
         server's data interfaces, outside the DUT (local roles only)."""
-        if not self.topo.link_rate_bps:
+        t = self.topo
+        if not t.link_rate_bps:
             return []
-        return [(r, d) for r, d in (("client", self.topo.client_if), ("server", self.topo.server_if))
-                if not self.is_remote(r)]
+        out = [(r, d) for r, d in (("client", t.client_if), ("server", t.server_if)) if not self.is_remote(r)]
+        # pairs: every pair's own wire, and with a DUT the switches' wires into it (the DUT's one
+        # port per side, shared by the pairs as on a switched lab)
+        out += [(t.pair_role(side, k), t.pair_if(side, k)) for k in range(2, t.pairs + 1)
+                for side in ("client", "server")]
+        if t.has_dut and t.pairs > 1:
+            out += [("swc", t.switch_uplink_if("client")), ("sws", t.switch_uplink_if("server"))]
+        return out
 
     def _shape(self) -> None:
         shape = LinkShape(self.topo.link_rate_bps)
@@ -507,18 +585,25 @@ class Testbed:
 
     def _wait_link_ready(self, timeout_s: float = 5.0) -> None:
         """Wait until the client reaches the server over IPv4 and IPv6 (neighbours resolved)."""
-        plan = self.topo.plan
+        plan, t = self.topo.plan, self.topo
         deadline = time.monotonic() + timeout_s
-        pending = {4: plan.server4, 6: plan.server6}
+        # every pair's client to its own server (pair 1: client to server)
+        pending = {(k, v): plan.pair_server(k, v) for k in range(1, t.pairs + 1) for v in (4, 6)}
         while pending and time.monotonic() < deadline:
-            for v, addr in list(pending.items()):
-                cp = self.sh("client", "ping", f"-{v}", "-c", "1", "-W", "1", addr, check=False)
+            for (k, v), addr in list(pending.items()):
+                cp = self.sh(t.pair_role("client", k), "ping", f"-{v}", "-c", "1", "-W", "1", addr, check=False)
                 if cp.returncode == 0:
-                    del pending[v]
+                    del pending[(k, v)]
             if pending:
                 time.sleep(0.1)
         if pending:
             remote = [r for r in self.topo.roles if self.is_remote(r)]
+            bad = sorted({k for k, _ in pending})
+            pending = {v: a for (k, v), a in pending.items()}
+            if bad != [1]:
+                raise TestbedError(f"pair(s) {bad}: a client cannot reach its server over IPv{sorted(pending)} "
+                                   f"in {self.topo.mode} mode before any firewall is loaded",
+                                   fix="run 'fwlab clean' and retry; check that the kernel has veth and bridge")
             raise TestbedError(f"the client cannot reach the server over IPv{sorted(pending)} "
                                f"in {self.topo.mode} mode before any firewall is loaded",
                                fix=(f"check the set-up of the remote {', '.join(remote)} host (addresses, "
@@ -535,6 +620,7 @@ class Testbed:
             out += [("atk", t.attacker_if), ("dut", t.dut_attacker_if)]
         for w in t.wires:
             out += [(w.tag, w.a_if), (w.tag, w.b_if)]
+        out += self.pair_interfaces()
         return [(r, self.dev(r, d)) for r, d in out]
 
     def offload_state(self) -> dict[str, dict[str, str]]:

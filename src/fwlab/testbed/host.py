@@ -98,6 +98,11 @@ class Spawned:
                 out, err = "", ""
         return out or "", err or ""
 
+    def send_signal(self, sig: int) -> None:
+        """Send ``sig`` to the process (its group) and return at once, reading nothing: for a
+        caller that reads the output pipes itself and must not race ``stop``'s communicate."""
+        self._signal_group(sig)
+
     def _signal_group(self, sig: int) -> None:
         # Spawned with start_new_session=True: the process leads its own group.
         try:

@@ -190,6 +190,46 @@ class HostsFile(BaseModel):
         return self
 
 
+#: what a record's trials depend on in a role's entry: a hosts file given to ``--resume`` must
+#: keep these for every role; how a host is reached (ssh, port, key, known_hosts, options,
+#: cache_dir ...) may change
+IDENTITY_FIELDS = ("remote", "ifaces", "addresses", "ns")
+
+
+def _identity(entry: dict) -> dict:
+    return {"remote": bool(entry.get("ssh")), "ifaces": list(entry.get("ifaces") or []),
+            "addresses": dict(entry.get("addresses") or {}), "ns": entry.get("ns")}
+
+
+def identity_difference(old: dict[str, dict], new: dict[str, dict]) -> str | None:
+    """Where two sets of (dumped) entries differ in what a record's identity depends on (the
+    roles, and per role remote or local, data interfaces, address overrides, namespace), as
+    ``hosts.dut.ifaces (... in the run, ... in the file)``; None: they agree."""
+    if set(old) != set(new):
+        gone, added = sorted(set(old) - set(new)), sorted(set(new) - set(old))
+        return ("the roles" + (f" (missing: {', '.join(gone)})" if gone else "")
+                + (f" (not in the run: {', '.join(added)})" if added else ""))
+    for role in sorted(old):
+        a, b = _identity(old[role]), _identity(new[role])
+        for f in IDENTITY_FIELDS:
+            if a[f] != b[f]:
+                return f"hosts.{role}.{f} ({a[f]!r} in the run, {b[f]!r} in the file)"
+    return None
+
+
+def changed_fields(old: dict[str, dict], new: dict[str, dict]) -> dict[str, list[str]]:
+    """Per role, the entry keys whose values differ (connection details, after
+    :func:`identity_difference` found none in the identity)."""
+    out = {}
+    defaults = {n: f.get_default(call_default_factory=True) for n, f in HostEntry.model_fields.items()}
+    for role in sorted(set(old) & set(new)):
+        a, b = {**defaults, **old[role]}, {**defaults, **new[role]}
+        keys = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+        if keys:
+            out[role] = keys
+    return out
+
+
 def command_overhead_s(host: Host, n: int = 7) -> float:
     """Median wall time of ``true`` on ``host`` [s] (session set-up, remote shell, wrapper)."""
     times = []

@@ -40,12 +40,15 @@ class Shipped:
     path: str
     sha256: str
     size_bytes: int
-    cached: bool  #: True: a file with this hash was already there (no copy)
+    cached: bool  #: True: a file with this hash (or a build of this source) was already there
     kept: bool  #: True: left on the host after the run (keep_engine = true)
+    method: str = "copied"  #: "copied" (the controller's build) or "built" (with cargo on the host)
+    why_built: str | None = None  #: why the controller's build was not used there
 
     def to_dict(self) -> dict:
         return {"path": self.path, "sha256": self.sha256, "size_bytes": self.size_bytes,
-                "cached": self.cached, "kept": self.kept}
+                "cached": self.cached, "kept": self.kept, "method": self.method,
+                **({"why_built": self.why_built} if self.why_built else {})}
 
 
 def sha256_file(path: str | Path) -> str:
@@ -61,15 +64,41 @@ def normalise_arch(machine: str) -> str:
     return _ARCH.get(m, m)
 
 
-def check_platform(host: Host, what: str) -> None:
-    """The host must run Linux on this machine's architecture (the binary is a Linux ELF)."""
+def platform_mismatch(host: Host, what: str) -> str | None:
+    """Why this machine's Linux binary cannot run on ``host`` by its ``uname -s``/``-m`` (None:
+    same system and architecture). Raises HostError for a host that is not Linux at all."""
     system = host.system()
     arch = normalise_arch(host.run(["uname", "-m"], timeout_s=30).stdout)
     here = normalise_arch(platform.machine())
-    if system != "Linux" or arch != here:
-        raise HostError(f"{what} built here is a Linux {here} binary; host {host.name} runs "
-                        f"{system} {arch}", fix=f"use a Linux {here} host for this role, or build "
-                        f"{what} on that host and put it on its PATH")
+    if system != "Linux":
+        raise HostError(f"{what} runs on Linux only (AF_PACKET, Linux socket options); host {host.name} "
+                        f"runs {system} {arch}", fix="use a Linux host for this role")
+    if arch != here:
+        return f"{what} built here is a Linux {here} binary and host {host.name} runs Linux {arch}"
+    return None
+
+
+def make_cache_dir(host: Host, cache_dir: str) -> bool:
+    """Make ``cache_dir`` on ``host`` (mode 700) unless it is there; True when fwlab made it."""
+    made = host.run(["sh", "-c", 'if [ -d "$1" ]; then echo old; else mkdir -p -m 700 "$1" && echo new; fi',
+                     "mk", cache_dir], check=False, timeout_s=30)
+    if made.returncode != 0:
+        raise HostError(f"cannot create {cache_dir} on host {host.name}: {made.stderr.strip()[:120]}",
+                        fix="set cache_dir in the hosts file to a directory fwlab may write")
+    return made.stdout.strip() == "new"
+
+
+def register_removal(host: Host, target: str, cache_dir: str, created_dir: bool, keep: bool) -> None:
+    """At the host's close remove ``target`` (and ``cache_dir`` if fwlab made it and it is
+    empty) unless ``keep``."""
+    if keep:
+        return
+
+    def remove() -> None:
+        host.run(["rm", "-f", "--", target], check=False, timeout_s=30)
+        if created_dir:
+            host.run(["rmdir", "--", cache_dir], check=False, timeout_s=30)
+    host.on_close(remove)
 
 
 REMOTE_SHA = ('if command -v sha256sum >/dev/null 2>&1; then sha256sum "$1" | cut -d" " -f1; '
@@ -95,12 +124,7 @@ def ship(host: Host, local_path: str, name: str, *, cache_dir: str = DEFAULT_CAC
     digest = sha256_file(local_path)
     size = os.path.getsize(local_path)
     target = f"{cache_dir.rstrip('/')}/{name}-{digest}"
-    made = host.run(["sh", "-c", 'if [ -d "$1" ]; then echo old; else mkdir -p -m 700 "$1" && echo new; fi',
-                     "mk", cache_dir], check=False, timeout_s=30)
-    if made.returncode != 0:
-        raise HostError(f"cannot create {cache_dir} on host {host.name}: {made.stderr.strip()[:120]}",
-                        fix="set cache_dir in the hosts file to a directory fwlab may write")
-    created_dir = made.stdout.strip() == "new"
+    created_dir = make_cache_dir(host, cache_dir)
     cached = remote_sha256(host, target) == digest
     if not cached:
         tmp = f"{target}.part{os.getpid()}"
@@ -111,10 +135,5 @@ def ship(host: Host, local_path: str, name: str, *, cache_dir: str = DEFAULT_CAC
             raise HostError(f"the copy of {name} on host {host.name} has SHA-256 {str(got)[:16]}..., "
                             f"not {digest[:16]}... (transfer damaged)", fix="retry; check the host's disk")
         host.run(["mv", "-f", "--", tmp, target], timeout_s=30)
-    if not keep:
-        def remove() -> None:
-            host.run(["rm", "-f", "--", target], check=False, timeout_s=30)
-            if created_dir:
-                host.run(["rmdir", "--", cache_dir], check=False, timeout_s=30)
-        host.on_close(remove)
+    register_removal(host, target, cache_dir, created_dir, keep)
     return Shipped(path=target, sha256=digest, size_bytes=size, cached=cached, kept=keep)

@@ -105,13 +105,7 @@ class SshSpawned(Spawned):
         """Send ``sig`` to the remote process group (over the session's stdin), wait up to
         ``wait_s``; then close stdin (the remote watchdog TERMs, then KILLs) and, as a last
         resort, kill the local ssh client. Returns (stdout, stderr)."""
-        name = signal.Signals(sig).name.removeprefix("SIG")
-        if self.proc.poll() is None and self.proc.stdin and not self.proc.stdin.closed:
-            try:
-                self.proc.stdin.write(name + "\n")
-                self.proc.stdin.flush()
-            except (BrokenPipeError, OSError, ValueError):
-                pass
+        self.send_signal(sig)
         try:
             # waits for the remote process to end; stdin stays open so sig alone gets its chance
             self.proc.wait(timeout=wait_s)
@@ -129,6 +123,17 @@ class SshSpawned(Spawned):
             except subprocess.TimeoutExpired:
                 out, err = "", ""
         return out or "", err or ""
+
+    def send_signal(self, sig: int) -> None:
+        """Send ``sig`` to the remote process group over the session's stdin (its watchdog reads
+        signal names there) and return at once."""
+        name = signal.Signals(sig).name.removeprefix("SIG")
+        if self.proc.poll() is None and self.proc.stdin and not self.proc.stdin.closed:
+            try:
+                self.proc.stdin.write(name + "\n")
+                self.proc.stdin.flush()
+            except (BrokenPipeError, OSError, ValueError):
+                pass
 
 
 @dataclass

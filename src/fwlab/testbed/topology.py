@@ -10,6 +10,9 @@ from __future__ import annotations
 import secrets
 from dataclasses import asdict, dataclass, field
 
+from fwlab.errors import TestbedError
+from fwlab.validation import MAX_PAIRS
+
 PREFIX = "fwl-"
 
 #: The test bed modes: routed (DUT forwards between two subnets), bridge (DUT bridges its two
@@ -24,6 +27,7 @@ MODES = ("routed", "bridge", "direct")
 #:   fills the DUT's 256-slot receive ring; when the DUT falls behind, frames are dropped at that
 #:   ring, as at a real NIC's RX ring. This is the model for loss-based (RFC 2544) searches.
 DEVICE_MODELS = ("veth", "napi")
+
 
 
 def new_run_id() -> str:
@@ -95,6 +99,27 @@ class AddressPlan:
     def server_net(self, ip_version: int) -> str:
         return self.server_net4 if ip_version == 4 else self.server_net6
 
+    def pair_client(self, k: int, ip_version: int) -> str:
+        """Pair ``k``'s client address (pair 1: :meth:`client`). Pairs 2.. sit high in the
+        client's subnet (.241.. routed, .231.. flat), away from the low addresses the connection
+        and transaction runners add as extra sources and servers."""
+        return self.client(ip_version) if k == 1 else _nth(self.client_net(ip_version), self._pair_base("c") + k)
+
+    def pair_server(self, k: int, ip_version: int) -> str:
+        """Pair ``k``'s server address (pair 1: :meth:`server`)."""
+        return self.server(ip_version) if k == 1 else _nth(self.server_net(ip_version), self._pair_base("s") + k)
+
+    def _pair_base(self, side: str) -> int:
+        flat = self.client_net4 == self.server_net4
+        return 240 if not flat else (230 if side == "c" else 240)
+
+
+def _nth(net: str, n: int) -> str:
+    """The ``n``-th address of ``net`` (e.g. ``198.18.1.0/24``, 241 -> 198.18.1.241)."""
+    import ipaddress
+
+    return str(ipaddress.ip_network(net, strict=False).network_address + n)
+
 
 ROUTED_PLAN = AddressPlan(
     client4="198.18.1.1", server4="198.19.1.1",
@@ -158,6 +183,19 @@ class Topology:
     link_delay_us: float | None = None
     #: a named tuning profile (suites.tuning) applied in the bed's own namespaces; None: none
     tuning: str | None = None
+    #: client/server pairs (seed 000's two clients each streaming to its own server): pair k >= 2
+    #: adds namespaces ``client<k>`` and ``server<k>``. With a DUT, every client then reaches the
+    #: DUT's one client-side veth through a switch namespace (``swc``: a bridge), every server its
+    #: server-side veth through ``sws``, as machines on a switch; the DUT's own interfaces, and so
+    #: its data path, stay those of one pair. Direct mode: each pair its own wire. 1: today's bed.
+    pairs: int = 1
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.pairs <= MAX_PAIRS:
+            raise TestbedError(f"pairs {self.pairs} is outside 1..{MAX_PAIRS}", fix=f"use pairs = 1..{MAX_PAIRS}")
+        if self.pairs > 1 and self.link_delay_us:
+            raise TestbedError("pairs > 1 with link_delay is not built (a delay line splices one wire per side)",
+                               fix="leave link_delay unset with pairs > 1, or use pairs = 1")
 
     def ns(self, role: str) -> str:
         return f"{PREFIX}{self.run_id}-{role}"
@@ -180,9 +218,39 @@ class Topology:
 
     @property
     def roles(self) -> tuple[str, ...]:
+        extra = self.pair_roles
         if not self.has_dut:
-            return ("client", "server")
-        return ("client", "dut", "server", "atk") if self.attacker else ("client", "dut", "server")
+            return ("client", "server", *extra)
+        sw = ("swc", "sws") if self.pairs > 1 else ()
+        return ("client", "dut", "server", *(("atk",) if self.attacker else ()), *extra, *sw)
+
+    # -- pairs (``pairs`` > 1) ------------------------------------------------------------------
+    @property
+    def pair_roles(self) -> tuple[str, ...]:
+        """The roles of pairs 2.. (``client2``, ``server2``, ...)."""
+        return tuple(f"{side}{k}" for k in range(2, self.pairs + 1) for side in ("client", "server"))
+
+    @staticmethod
+    def pair_role(side: str, k: int) -> str:
+        """Pair ``k``'s ``side`` ("client" or "server") role: pair 1 is ``client``/``server``."""
+        return side if k == 1 else f"{side}{k}"
+
+    def pair_if(self, side: str, k: int) -> str:
+        """Pair ``k``'s own data interface (pair 1: c0 / s0; then c2, s2, ...)."""
+        if k == 1:
+            return self.client_if if side == "client" else self.server_if
+        return self.ifname(f"{side[0]}{k}")
+
+    def switch_port_if(self, side: str, k: int) -> str:
+        """The switch's port cabled to pair ``k``'s ``side`` role (``pc<k>`` / ``ps<k>``)."""
+        return self.ifname(f"p{side[0]}{k}")
+
+    def switch_uplink_if(self, side: str) -> str:
+        """The switch's port cabled to the DUT (``uc`` towards d0, ``us`` towards d1)."""
+        return self.ifname(f"u{side[0]}")
+
+    def switch_bridge_if(self, side: str) -> str:
+        return self.ifname(f"b{side[0]}")
 
     # interface names
     @property
