@@ -305,7 +305,9 @@ class Rfc2544Runner(Runner):
             metrics[f"{name}_throughput_pps"] = r.throughput_pps
         for r in results:
             for code in r.irregular:
-                flags.append({"code": f"search-{code.replace('_', '-')}", "severity": "warning",
+                # the maximum load passed: the one code every search writes (connections too)
+                flag = "max-load-passed" if code == "max_load_passed" else f"search-{code.replace('_', '-')}"
+                flags.append({"code": flag, "severity": "warning",
                               "message": f"{r.algorithm} search ({r.goal.get('name') or 'goal'}): {code.replace('_', ' ')}"})
         latency = []
         if tput and opts.latency_at:
