@@ -14,20 +14,25 @@ went per variant. Deterministic (seeded).
 from __future__ import annotations
 
 import argparse
+import statistics
 
 from fwlab.bench.search import SearchBenchConfig, compare, goals, trace
 from fwlab.search import run_search
 from fwlab.search.simulated import FixedCapacity, Wandering
 
+_D = SearchBenchConfig()
 VARIANTS = [
-    ("default (2 coarse targets, 0.5 s, expansion 2)", {}),
-    ("1 coarse target", {"preceding_targets": 1}),
-    ("3 coarse targets", {"preceding_targets": 3}),
-    ("first trials 0.25 s", {"initial_trial_duration_s": 0.25}),
+    (f"default ({_D.coarse_targets} coarse targets, {_D.initial_trial_s:g} s, expansion 2)", {}),
+    ("old schedule (2 coarse targets, 0.5 s, expansion 2)", {"preceding_targets": 2, "initial_trial_duration_s": 0.5}),
+    (f"{_D.coarse_targets - 1} coarse targets", {"preceding_targets": _D.coarse_targets - 1}),
+    (f"{_D.coarse_targets + 1} coarse targets", {"preceding_targets": _D.coarse_targets + 1}),
+    ("first trials 0.5 s", {"initial_trial_duration_s": 0.5}),
     ("first trials 1 s", {"initial_trial_duration_s": 1.0}),
     ("expansion 1.5", {"expansion_coefficient": 1.5}),
     ("expansion 4", {"expansion_coefficient": 4.0}),
 ]
+"""(label, change to the default goal): the default's own labels come from SearchBenchConfig, the
+old schedule (before 0.25 s / three targets) is set explicitly."""
 
 
 def _run(result, alg: str, rnd: int) -> dict:
@@ -39,16 +44,36 @@ def _run(result, alg: str, rnd: int) -> dict:
 
 
 def sweep(dut_factory, seeds: int, max_load: float = 200_000.0) -> None:
+    """Every variant's MLRsearch on the same seeds against the same binary searches (paired):
+    mlr_vs_binary over all seeds, the spread of the per-seed ratios (quartiles) and each variant's
+    trial seconds against the default's, per seed (median and quartiles of the paired change)."""
     g = goals(SearchBenchConfig())
+    binary = [_run(run_search("binary", dut_factory(1000 + s), max_load, 1000.0, g["binary"])[0], "binary", s)
+              for s in range(seeds)]
+    base: list[float] | None = None
     for name, change in VARIANTS:
-        runs = []
-        for s in range(seeds):
-            runs.append(_run(run_search("binary", dut_factory(1000 + s), max_load, 1000.0, g["binary"])[0], "binary", s))
-            runs.append(_run(run_search("mlr", dut_factory(s), max_load, 1000.0, {**g["mlr"], **change})[0], "mlr", s))
-        c = compare(runs)
+        mlr = [_run(run_search("mlr", dut_factory(s), max_load, 1000.0, {**g["mlr"], **change})[0], "mlr", s)
+               for s in range(seeds)]
+        c = compare(binary + mlr)
+        ratios = c["mlr_vs_binary_per_round"]
+        secs = [r["trial_seconds"] for r in mlr]
+        vs = ""
+        if base is None:
+            base = secs
+        else:
+            ch = [100 * (a / b - 1) for a, b in zip(secs, base)]
+            vs = f"  vs default {_quartiles(ch, '%+.0f')} %"
         parts = ", ".join(f"{k} {v['seconds_per_search']:.1f}" for k, v in c["mlr_phases"].items())
-        print(f"  {name:48s} mlr_vs_binary {c['mlr_vs_binary']:.3f}  gap {100 * c['result_gap']:.1f} %  "
-              f"[s per search: {parts}]")
+        print(f"  {name:48s} mlr_vs_binary {c['mlr_vs_binary']:.3f} (per seed {_quartiles(ratios, '%.2f')})"
+              f"{vs}  gap {100 * c['result_gap']:.1f} %  [s per search: {parts}]")
+
+
+def _quartiles(values: list[float], fmt: str) -> str:
+    """"median [q1, q3]" of values (one value: itself)."""
+    if len(values) < 2:
+        return fmt % values[0] if values else "-"
+    q1, q2, q3 = statistics.quantiles(values, n=4)
+    return f"{fmt % q2} [{fmt % q1}, {fmt % q3}]"
 
 
 def main() -> None:

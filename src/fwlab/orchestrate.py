@@ -44,7 +44,7 @@ from fwlab.suites import Suite, parse_suite
 from fwlab.suites.plan import TrialSpec, check_suite, expand, expand_max
 from fwlab.testbed import LocalHost, Offloads, Pinning, Testbed, Topology, new_run_id, require_root, require_tool
 from fwlab.testbed.hosts import HostEntry, Placement, changed_fields, identity_difference, parse_hosts
-from fwlab.testbed.nic import NicInfo, PathLine, trial_line_rate
+from fwlab.testbed.nic import NicInfo, PathLine, trial_line_rate, trial_nic
 from fwlab.testbed.quiet import Pause, moved_packets, until_quiet
 from fwlab.testbed.shaping import ETHERNET_OVERHEAD_BYTES
 
@@ -180,6 +180,12 @@ class Executor:
     #: generated rule sets by their generator's arguments (repetitions reload them; generation is
     #: deterministic for a seed, and a RuleSet is frozen)
     _generated: dict = field(default_factory=dict)
+    #: the pause before a bed's next trial: the previous trial's last counter reading and its
+    #: time (None: no trial on this bed yet, or the previous path), when the full pause ends
+    #: (monotonic [s]) and whether a rule-set load ran since the previous trial
+    _after_links: tuple[dict, float] | None = None
+    _quiet_until: float = 0.0
+    _loaded: bool = False
 
     def run(self, trials: list[TrialSpec], done: set[str]) -> None:
         beds = self._beds(trials, done)
@@ -279,7 +285,8 @@ class Executor:
             line = bed.path_line([NicInfo(**n) for n in desc["nics"]])
             conditions_base = {
                 "offloads": desc["offloads"],
-                "nics": desc["nics"],  # speed, driver, firmware, every offload, per interface
+                # speed, driver, firmware, every offload, queues, IRQs and their affinity, per interface
+                "nics": [trial_nic(n) for n in desc["nics"]],
                 "line_rate": desc["line_rate"],
                 "pinning": bed.topo.to_dict()["pinning"],
                 "device": desc.get("device"),
@@ -442,8 +449,8 @@ class Executor:
         ph = Phases()
         # the previous trial's last counter reading on this bed (None for the bed's first trial):
         # the pause, a load included, is measured from it
-        prev = getattr(self, "_after_links", None) if self.lean else None
-        after_load, self._loaded = getattr(self, "_loaded", False), False
+        prev = self._after_links if self.lean else None
+        after_load, self._loaded = self._loaded, False
         self._after_links = None
         until_quiet_ok = prev is not None and self.suite.settle_until_quiet
         lb = None
@@ -455,7 +462,7 @@ class Executor:
                 lb, pause = until_quiet(lambda: self._links(bed), prev[0], prev[1], self._quiet_until,
                                         after_load=after_load)
             else:  # the rest of the pause after the previous trial or load
-                time.sleep(max(0.0, getattr(self, "_quiet_until", 0.0) - time.monotonic()))
+                time.sleep(max(0.0, self._quiet_until - time.monotonic()))
         tspec = TrafficSpec(traffic=spec.traffic, tool=spec.tool, size_bytes=spec.size_bytes,
                             streams=spec.streams, rate_bps=spec.rate_bps, ip_version=spec.ip_version,
                             duration_s=spec.duration_s, options=dict(spec.options),

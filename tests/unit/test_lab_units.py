@@ -120,6 +120,17 @@ def test_path_line_is_the_slowest_known_link_and_sums_generators():
     assert trial_line_rate({"throughput_bps": 1e9}, p) == {}  # a byte stream has no frame rate
 
 
+def test_an_emulated_wire_bounds_the_path_where_it_is_slowest_or_alone():
+    nics = [_nic("client", "c0", 1000), _nic("server", "s0", 10000)]
+    wire = (1e8, "client:c0")
+    p = path_line(nics, ["client"], emulated=wire)
+    assert p.speed_bps == 1e8 and p.link == "emulated wire (client:c0 egress shaped to Ethernet line time)"
+    assert path_line(nics, ["client"], emulated=(1e10, "client:c0")).link == "client:c0"  # the NIC is slower
+    veth = [_nic("client", "eth0", None, "veth is a virtual interface")]
+    p = path_line(veth, ["client"], emulated=wire)
+    assert p.speed_bps == 1e8 and p.missing is None and p.link.startswith("emulated wire")
+
+
 # -- several generators ---------------------------------------------------------------------------
 def test_split_trial_shares_rate_count_and_ports():
     t = EngineTrial(duration_s=2, rate_pps=30000, count=10, src_ports=(1024, 1033))
@@ -298,3 +309,30 @@ def test_remote_roles_only_for_tools_that_run_there(kind, tool, extra, hosts, re
         check_remote_roles(plan, placement)
     line = ei.value.one_line()
     assert refused in line and "docs/lab.md" in line and "\n" not in line
+
+
+def test_local_ip_commands_in_a_namespace_use_ip_n():
+    h = LocalHost()
+    assert h._argv(["ip", "-s", "-j", "link", "show"], "fwl-x") == ["ip", "-n", "fwl-x", "-s", "-j", "link", "show"]
+    assert h._argv(["nft", "-f", "-"], "fwl-x") == ["ip", "netns", "exec", "fwl-x", "nft", "-f", "-"]
+    assert h._argv(["ip", "netns", "pids", "a"], "fwl-x") == ["ip", "netns", "exec", "fwl-x", "ip", "netns", "pids", "a"]
+    assert h._argv(["ip", "link"], None) == ["ip", "link"]
+
+
+def test_link_counters_are_read_and_parsed_in_one_place():
+    import json as _json
+    from types import SimpleNamespace
+
+    from fwlab.testbed.linkseries import read_links
+
+    seen = []
+    st = {"rx": {"packets": 5, "bytes": 500, "dropped": 1}, "tx": {"packets": 7, "bytes": 700, "dropped": 0}}
+
+    class Fake:
+        def run(self, argv, ns=None, **kw):
+            seen.append((argv, ns))
+            return SimpleNamespace(stdout=_json.dumps([{"ifname": "c0", "stats64": st}, {"ifname": "lo", "stats64": st}]))
+    got = read_links("fwl-c", ["c0", "gone"], host=Fake())
+    assert seen == [(["ip", "-s", "-j", "link", "show"], "fwl-c")]
+    assert got == {"c0": {"rx_packets": 5, "rx_bytes": 500, "rx_dropped": 1, "tx_packets": 7, "tx_bytes": 700,
+                          "tx_dropped": 0}}

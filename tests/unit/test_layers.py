@@ -6,7 +6,7 @@ The rule (README "Layout"): data flows
     suites -> rules -> testbed -> dut -> search -> runners -> methods -> results -> stats -> published
            -> analysis | report,   with cli / orchestrate / bench / planning on top,
 
-and errors / registry / validation (and the package root, for its version) a shared bottom. A
+and errors / registry / validation / svgplot (and the package root, for its version) a shared bottom. A
 module may import its own package, the bottom, and any layer of a LOWER rank (upstream of it).
 Importing a layer of the same or a higher rank (downstream) is an edge against the flow. Both
 module-level and function-level imports count: an import hidden in a function is still an edge.
@@ -26,6 +26,7 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 RANKS: dict[str, int] = {
     # shared bottom
     "fwlab": 0, "fwlab.errors": 0, "fwlab.registry": 0, "fwlab.validation": 0,
+    "fwlab.svgplot": 0,           # figures as reproducible SVG text: the report's and the trend page's
     # the inputs: a suite (its [[background]] flood items are suite data) and the hosts file
     "fwlab.floods.model": 1, "fwlab.suites": 2,
     "fwlab.rules": 3,             # rule sets the suite names, loaded by the DUT

@@ -172,7 +172,9 @@ def test_all_link_counters_reads_each_namespace_once():
     assert list(got) == [f"{r}:{d}" for r, d in bed.interfaces()]
     assert len(host.calls) == 3  # client, server, DUT: one call each, not one per interface
     assert sorted(ns for ns, _ in host.calls) == sorted(topo.ns(r) for r in ("client", "server", "dut"))
-    assert all(argv[:2] == ("ip", "-n") for _, argv in host.calls)  # not 'ip netns exec' + ip
+    # the host builds 'ip -n NS' (not 'ip netns exec' + ip) from an ip command and its namespace
+    from fwlab.testbed.host import LocalHost
+    assert all(LocalHost()._argv(list(argv), ns)[:3] == ["ip", "-n", ns] for ns, argv in host.calls)
     assert got[f"dut:{topo.dut_server_if}"]["tx_bytes"] == 4
 
 
@@ -237,6 +239,56 @@ def test_bench_summary_adds_the_phases_up_to_the_wall_time(tmp_path):
     p = s["pauses"]  # the first trial after its load has no pause measured
     assert p["measured"] == 3 and p["until_quiet"] == 2 and p["quiet"] == 1 and p["full_length"] == 1
     assert p["median_pause_s"] == 0.2 and p["max_packets_in_pause"] == 9
+
+
+def test_bench_pauses_keep_early_and_full_apart():
+    from types import SimpleNamespace
+
+    from fwlab.bench.overhead import pauses
+
+    def t(settle):  # pauses() reads a trial's extra only
+        return SimpleNamespace(extra={"settle": settle})
+    early = {"until_quiet": True, "pause_s": 0.05, "quiet": True, "early": True, "saved_s": 0.95, "packets_in_pause": 1}
+    late_idle = {"until_quiet": True, "pause_s": 1.02, "quiet": True, "early": False, "saved_s": 0.0, "packets_in_pause": 0}
+    busy = {"until_quiet": True, "pause_s": 1.0, "quiet": False, "early": False, "saved_s": 0.0, "packets_in_pause": 40}
+    p = pauses([t(early), t(late_idle), t(busy)])
+    assert p["early"] == 1 and p["saved_s"] == 0.95 and p["quiet"] == 2 and p["full_length"] == 1
+    assert p["max_packets_in_early_pause"] == 1 and p["max_packets_in_full_pause"] == 40
+    p = pauses([t(late_idle)])  # idle only at its full length: nothing saved, nothing early
+    assert p["early"] == 0 and p["saved_s"] == 0 and p["max_packets_in_early_pause"] is None
+
+
+def test_bench_pause_verdict_holds_fails_and_is_undecided():
+    from types import SimpleNamespace
+
+    from fwlab.bench.overhead import format_table, pauses
+
+    def t(settle):
+        return SimpleNamespace(extra={"settle": settle})
+
+    def pause(early, moved, quiet=True, until=True):
+        return t({"until_quiet": until, "pause_s": 0.1 if early else 1.0, "quiet": quiet, "early": early,
+                  "saved_s": 0.9 if early else 0.0, "packets_in_pause": moved})
+    # early pauses moved no more than a full one: ending early cut nothing short
+    held = pauses([pause(True, 2), pause(True, 1), pause(False, 5, quiet=False)])
+    assert held["cut_nothing_short"] is True
+    # an early pause moved more than any full one (traffic still going when it ended): it did
+    failed = pauses([pause(True, 60), pause(False, 3, quiet=False), pause(False, 0, until=False, quiet=None)])
+    assert failed["cut_nothing_short"] is False and failed["max_packets_in_full_pause"] == 3
+    # nothing to compare against: undecided
+    assert pauses([pause(True, 1), pause(True, 0)])["cut_nothing_short"] is None
+    assert pauses([pause(False, 4, quiet=False)])["cut_nothing_short"] is None
+    # an idle pause of an older record (no "early" in it) is in neither group, not taken as full
+    old = {"until_quiet": True, "pause_s": 0.07, "quiet": True, "packets_in_pause": 90}
+    p = pauses([t(old), pause(True, 1), pause(False, 5, quiet=False)])
+    assert p["unknown_early"] == 1 and p["max_packets_in_full_pause"] == 5 and p["cut_nothing_short"] is True
+    run = {"contender": "lean", "round": 1, "wall_s": 10.0, "traffic_s": 8.0, "wall_over_traffic": 1.25, "trials": 3,
+           "failed_trials": 0, "beds": {"built": 1, "reused": 0}, "record": "r", "breakdown_s": {}}
+    res = {"suite": "quick", "goal_wall_over_traffic": 1.15, "machine_before": {"cpus": 2, "loadavg": [1, 1, 1]},
+           "machine_after": {"cpus": 2, "loadavg": [1, 1, 1]}, "wall_over_traffic": 1.25, "goal_met": False}
+    assert "ending early cut nothing short" in format_table({**res, "runs": [{**run, "pauses": held}]})
+    assert "ending early cut traffic short" in format_table({**res, "runs": [{**run, "pauses": failed}]})
+    assert "1 idle in an older record" in format_table({**res, "runs": [{**run, "pauses": p}]})
 
 
 def test_bench_alternates_contenders_and_reports_the_goal(tmp_path):

@@ -97,3 +97,16 @@ def test_a_study_is_judged_at_the_runs_own_rate_with_the_unshaped_bed_beside():
     assert got["seed-004/small-set-keeps-cross"].verdict == NOT_REPRODUCED
     f = got["seed-004/small-set-keeps-cross@unshaped"]
     assert f.verdict == INCONCLUSIVE and "cannot reach the seed's regime" in f.reason
+
+
+def test_link_speeds_are_worded_in_one_place():
+    from fwlab.report.line_rate import render
+    from fwlab.results.identity import link_words, speed_words
+
+    assert (speed_words(1e8), speed_words(1e9), speed_words(2.5e10)) == ("100 Mbit/s", "1 Gbit/s", "25 Gbit/s")
+    assert link_words(10 ** 8) == "100 Mbit/s link" and link_words(None) == "unshaped bed"
+    from trials import full_trial
+
+    t = full_trial(kind="stream", traffic="engine", size_bytes=64, metrics={
+        "frame_size": 64, "line_rate_pct": 50.0, "line_rate_bps": 1e9, "line_rate_link": "client:c0"})
+    assert "client:c0 at 1 Gbit/s" in render([t])

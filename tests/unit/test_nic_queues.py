@@ -128,3 +128,38 @@ def test_report_table_shows_queues_and_irq_affinity_or_why_missing():
     assert "rx 1/2, tx 1/2" in page and "missing: veth is a virtual interface without IRQs" in page
     assert "10000 Mbit/s" in page and "firmware 8.70" in page
     assert nics_report.render([{"nics": []}]) == ""
+
+
+def test_trial_lines_keep_the_irqs_without_their_per_cpu_counts():
+    from fwlab.testbed.nic import NicInfo, trial_nic
+
+    got, _ = irqs_from("enp1s0f0", script_out("0000:01:00.0", "41 42", {41: "0-3", 42: "0"}))
+    nic = NicInfo(role="dut", iface="enp1s0f0", driver="i40e", irqs=got).to_dict()
+    assert all("per_cpu" in i for i in nic["irqs"])  # the bed's description (run.json) keeps them
+    t = trial_nic(nic)
+    assert t["irqs"][:2] == [{"irq": 41, "name": "i40e-0000:01:00.0:misc", "affinity": "0-3"},
+                             {"irq": 42, "name": "enp1s0f0-TxRx-0", "affinity": "0"}]
+    assert len(t["irqs"]) == len(nic["irqs"]) and not any("per_cpu" in i for i in t["irqs"])
+    assert {k: v for k, v in t.items() if k != "irqs"} == {k: v for k, v in nic.items() if k != "irqs"}
+    assert nic["irqs"][0]["per_cpu"] == [1, 0, 0, 0]  # the stored NIC is not changed
+    veth = NicInfo(role="client", iface="eth0", irqs_missing="veth is a virtual interface without IRQs").to_dict()
+    assert trial_nic(veth) == veth
+
+
+def test_the_host_wide_irq_table_is_read_once_per_host_not_per_interface():
+    from fwlab.testbed import Testbed, Topology
+
+    table = "\n".join(["INTERRUPTS", *INTERRUPTS.splitlines(), "AFFINITY", "42 0", "43 1"]) + "\n"
+    host = FakeHost({"ethtool -i": (0, "driver: i40e\nbus-info: 0000:01:00.0\n", ""), "cat /sys": (0, "10000\n", ""),
+                     "ethtool -k": (0, "", ""), "ethtool -l": (0, ETHTOOL_L_I40E, ""),
+                     "sh -c d=": (0, "DEV 0000:01:00.0\nMSI 41 42 43\n", ""), "sh -c echo INTERRUPTS": (0, table, "")})
+    bed = Testbed(Topology(run_id="t1", mode="routed"), host=host)
+    nics = bed.nics()
+    assert len(nics) == 4 and all(n.irqs and n.irqs_missing is None for n in nics)
+    device = [a for a in host.calls if a[:2] == ["sh", "-c"] and a[2].startswith("d=")]
+    tables = [a for a in host.calls if a[:2] == ["sh", "-c"] and a[2].startswith("echo INTERRUPTS")]
+    assert len(device) == 4 and len(tables) == 1  # per interface: its device; per host: the table
+    assert [(i["irq"], i["affinity"]) for i in nics[0].irqs] == [(41, None), (42, "0"), (43, "1")]
+    # the table unreadable: every interface says so
+    host.answers["sh -c echo INTERRUPTS"] = (1, "", "sh: cat: Permission denied")
+    assert all("reading the IRQs" in n.irqs_missing and "Permission denied" in n.irqs_missing for n in bed.nics())

@@ -366,6 +366,29 @@ def test_bench_alternates_contenders_and_judges_both_by_one_rule(monkeypatch, tm
     assert w["figures"] == 16 and w["below_fixed"] == 8 and w["within_max"] == 8  # 2 adaptive runs x 8
     assert "8 of 16 figures below fixed's count" in text
     json.dumps(res)
+    # the spread is the stats module's (Summary.cv) of the figure's values
+    tcp = next(fid for fid in res["runs"][1]["cv"] if "tcp" in fid)
+    assert res["runs"][1]["cv"][tcp] == pytest.approx(summarize(NOISY[:4]).cv)
+
+
+def test_bench_why_stores_the_threshold_it_counts_and_prints():
+    from fwlab.bench.precision import PrecisionBenchConfig, why
+    from fwlab.stats.precision import cv_to_stop_at
+
+    def runs(cvs):
+        from fwlab.stats.precision import repetitions_needed
+        return [{"contender": "adaptive", "cv": {f"f{k}": cv for k, cv in enumerate(cvs)},
+                 "repetitions_needed": {f"f{k}": repetitions_needed(cv, 0.03) for k, cv in enumerate(cvs)}}]
+    cfg = PrecisionBenchConfig()  # fixed 3, adaptive 2..10 at 3 %
+    stop = cv_to_stop_at(2, 0.03)  # a figure stops below 3 repetitions only at 2: spread <= 0.33 %
+    w = why(runs([0.5 * stop, stop * (1 - 1e-9), stop * 1.01, 0.02, 0.5]), cfg)
+    assert w["cv_to_stop_below_fixed"] == stop and "cv_to_stop_at_fixed" not in w
+    assert w["below_fixed"] == 2  # the two at or under the stored threshold, none above it
+    assert f"at most {100 * stop:.2f} % (the t interval at 2 repetitions" in w["sentence"]
+    assert w["within_max"] == 4 and w["cv_to_stop_at_max"] == cv_to_stop_at(10, 0.03)
+    # fixed 2: nothing can stop with fewer, and the sentence says so
+    w = why(runs([0.0001, 0.02]), PrecisionBenchConfig(fixed_repetitions=2))
+    assert w["cv_to_stop_below_fixed"] is None and w["below_fixed"] == 0 and "none can" in w["sentence"]
 
 
 def test_repetitions_needed_follows_the_t_interval():

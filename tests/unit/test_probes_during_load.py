@@ -313,3 +313,89 @@ def test_a_dead_loads_measured_cause_reaches_the_flag_and_the_finding(fast_probe
     assert "measured cause" in next(f for f in t["flags"] if f["code"] == "load-failed")["message"]
     f = t3(compare_study(run_of("seed-004"), seed004_during(ts)))
     assert f.verdict == INCONCLUSIVE and "load died" in f.reason and "local congestion" in f.reason
+
+
+def test_a_timed_out_load_is_read_as_local_congestion_only_when_the_counter_rose():
+    """TCPAbortOnTimeout +0, or counters unread: only the facts, no cause asserted."""
+    from fwlab.methods.recovery import load_failure_cause, load_failure_facts
+
+    err = "iperf3 failed: unable to write to stream socket: Connection timed out"
+    assert load_failure_cause(err, {"TCPAbortOnTimeout": 0, "TCPAbortOnMemory": 0}, 100_000_000, 3.2) is None
+    assert load_failure_cause(err, None, 100_000_000, 3.2) is None
+    zero = load_failure_facts(err, {"TCPAbortOnTimeout": 0, "TCPAbortOnMemory": 0}, 3.2)
+    assert "timed out" in zero and "TCPAbortOnTimeout +0" in zero and "3.2 s" in zero
+    assert "local congestion" not in zero and "no cause measured" in zero
+    unread = load_failure_facts(err, None, None)
+    assert "could not be read" in unread and "local congestion" not in unread
+    # the counter rose: the reading says when the load ended; a load that ran past the
+    # retransmissions' give-up time is not read as local congestion
+    rose = load_failure_cause(err, {"TCPAbortOnTimeout": 2}, None, 4.0)
+    assert "local congestion" in rose and "ended 4.0 s after it began" in rose
+    assert load_failure_cause(err, {"TCPAbortOnTimeout": 2}, None, 1000.0) is None
+
+
+class NoAbortBed(AbortBed):
+    """TCPAbortOnTimeout stays put over the load."""
+
+    def sh(self, role, *argv, check=True):
+        if argv[:2] == ("cat", "/proc/net/netstat"):
+            return SimpleNamespace(returncode=0, stdout=NETSTAT.format(n=5), stderr="")
+        return super().sh(role, *argv, check=check)
+
+
+class UnreadBed(AbortBed):
+    """/proc/net/netstat cannot be read in the sending namespace."""
+
+    def sh(self, role, *argv, check=True):
+        if argv[:2] == ("cat", "/proc/net/netstat"):
+            return SimpleNamespace(returncode=1, stdout="", stderr="no such file")
+        return super().sh(role, *argv, check=check)
+
+
+@pytest.mark.parametrize("bed,shown", [(NoAbortBed, "TCPAbortOnTimeout +0"), (UnreadBed, "could not be read")])
+def test_a_dead_load_with_no_measured_cause_says_only_the_facts(fast_probes, bed, shown):
+    err = "iperf3 failed: unable to write to stream socket: Connection timed out"
+    ts = []
+    for rep in (1, 2):
+        opts = ProbePlan.from_options(T3_DURING).to_dict()
+        spec = spec_dict(mode="bridge", backend="nftables", rules=1000, traffic="parallel", streams=500, rep=rep,
+                         options=opts)
+        fake = LoadAndProbes([1e9, 0.2e9, 0.3e9, 0.99e9], 2e9, 3, load_error=err)
+        m = recovery.measure_with_probes(fake, bed(), TrafficSpec(traffic="parallel", tool="iperf3",
+                                                                  streams=500, duration_s=5.0, options=opts))
+        ts.append(record(spec, m))
+    t = ts[0]
+    assert "load_failure_cause" not in t["extra"] and shown in t["extra"]["load_failure_facts"]
+    msg = next(f for f in t["flags"] if f["code"] == "load-failed")["message"]
+    assert "measured cause" not in msg and "local congestion" not in msg and shown in msg
+    f = t3(compare_study(run_of("seed-004"), seed004_during(ts)))
+    assert f.verdict == INCONCLUSIVE and "load died" in f.reason and "local congestion" not in f.reason
+    assert "measured cause" not in f.reason and "no cause measured" in f.reason
+
+
+def test_seed_004s_undecided_reason_joins_every_cause_and_checks_the_20_s():
+    """A dead load's reason joins the other repetitions' reasons (not replaces them); no double
+    space when the end was not recorded; 'before 20 s' only for a load that ended before it; a
+    load planned shorter than 20 s says so."""
+    from fwlab.published.study_004 import _undecided_recovery
+    from fwlab.results.trial import as_records
+
+    def rec(rep, *, load_s=25, **extra):
+        t = spec_dict(mode="bridge", backend="nftables", rules=1000, traffic="parallel", streams=500, rep=rep)
+        t.update(trial_id=f"t3-{rep}", kind="parallel", metrics={"throughput_bps": 1e9}, error=None, flags=[],
+                 extra={"probe_plan": {"during": True, "load_s": load_s}, **extra})
+        return t
+
+    err = "iperf3 failed: Connection timed out"
+    stopped, died = rec(1), rec(2, load_error=err, load_ended_s=4.2, load_failure_facts="iperf3 timed out; no cause")
+    why = _undecided_recovery(500, as_records([stopped, died]))
+    assert "of 1 repetition(s) ended before 20 s without recovering" in why          # the one that did not die
+    assert "load died 4.2 s after it began in 1 repetition(s), before 20 s" in why and "no cause measured" in why
+    unknown = _undecided_recovery(500, as_records([rec(3, load_error=err)]))
+    assert "  " not in unknown and "died (when it ended was not recorded) in 1" in unknown and "before 20" not in unknown
+    # a load that died after 20 s did not stop the probes before it: not given as the reason
+    late = _undecided_recovery(500, as_records([rec(4, load_error=err, load_ended_s=22.0)]))
+    assert "died" not in late and "ended before 20 s without recovering" in late
+    # a load planned for 10 s could never give a probe 20 s
+    short = _undecided_recovery(500, as_records([rec(5, load_s=10)]))
+    assert "planned for 10 s" in short and "shorter than the 20 s" in short

@@ -26,6 +26,7 @@ from fwlab.published.compare import (
     FINDINGS_FILE,
     INCONCLUSIVE,
     LIMIT_FLAGS,
+    NOT_MEASURED,
     NOT_REPRODUCED,
     NOT_TESTABLE,
     REPRODUCED,
@@ -193,15 +194,16 @@ def test_seed_001_leaves_out_a_frame_size_the_generator_capped():
     flat = next(f for f in cmp.findings if f.id == "seed-001/flat-up-to-5000/linear")
     assert flat.verdict == NOT_REPRODUCED and "Left out: 1518 B (max-load-passed" in flat.fwlab
     assert not {t["trial_id"] for t in ts if t["size_bytes"] == 1518} & set(flat.trial_ids)
-    # every size capped (the rfc2544 search's own flag): nothing to decide on, the finding says which flag
+    # every size capped (the rfc2544 search's flag as an older record wrote it, read as the one code
+    # max-load-passed): nothing to decide on, the finding says which flag
     for t in ts:
         t["flags"] = [{"code": "search-max-load-passed", "severity": "warning", "message": "passed the maximum"}]
     flat = next(f for f in compare_study(run_of("seed-001"), ts).findings if f.id == "seed-001/flat-up-to-5000/linear")
-    assert flat.verdict == INCONCLUSIVE and "search-max-load-passed" in flat.reason
+    assert flat.verdict == INCONCLUSIVE and "max-load-passed on 18 of 18" in flat.reason
     # undecided by the numbers (one repetition) and capped: the reason names both
     one = [t for t in ts if t["repetition"] == 0]
     flat = next(f for f in compare_study(run_of("seed-001"), one).findings if f.id == "seed-001/flat-up-to-5000/linear")
-    assert flat.verdict == INCONCLUSIVE and "1 repetition" in flat.reason and "search-max-load-passed" in flat.reason
+    assert flat.verdict == INCONCLUSIVE and "1 repetition" in flat.reason and "max-load-passed on" in flat.reason
 
 
 def test_seed_001_quotes_the_study_and_names_the_goal():
@@ -396,3 +398,90 @@ def test_findings_json_is_written_with_the_report(tmp_path):
     # the same record gives the same file
     before = (run / FINDINGS_FILE).read_text()
     assert write_findings(run, meta, trials).read_text() == before
+
+
+def test_seed_001_bridge_above_gateway_reads_only_the_sizes_run_in_both_modes():
+    """seed-001-quick runs bridge mode at 64 B only; routed 1518 B searches capped by the generator
+    (search-max-load-passed) were never compared with bridge mode and must not make it inconclusive."""
+    def quick(bridge, noise):
+        ts = [t for t in s001(1.0, 1.0, bridge=bridge, noise=noise, reps=3)
+              if t["mode"] != "bridge" or t["size_bytes"] == 64]
+        for t in ts:
+            if t["size_bytes"] == 1518:
+                t["flags"] = [{"code": "search-max-load-passed", "severity": "warning", "message": "passed the maximum"}]
+        return ts
+    got = {}
+    for bridge, noise in ((1.2, 0.01), (0.8, 0.01), (1.02, 0.5)):
+        ts = quick(bridge, noise)
+        f = next(f for f in compare_study(run_of("seed-001"), ts).findings if f.id == "seed-001/bridge-above-gateway")
+        assert not {t["trial_id"] for t in ts if t["size_bytes"] != 64} & set(f.trial_ids)
+        assert "search-max-load-passed" not in f.reason and "64 B" in f.fwlab and "1518 B" not in f.fwlab
+        got[bridge] = f.verdict
+    assert got == {1.2: REPRODUCED, 0.8: NOT_REPRODUCED, 1.02: INCONCLUSIVE}
+
+
+def bidir_run(ratios: dict[int, float], *, bidir_s: float = 1.0, uni_s=(1.0,), noise: float = 0.01,
+              noisy: tuple[int, ...] = (), reps: int = 3):
+    """Routed 0-rule throughput searches at 64 and 128 B: unidirectional ones at each final trial
+    length in `uni_s` (100 % at the first, twice that at any other), bidirectional ones (`bidir_s`) at
+    `ratios[size]` x the unidirectional figure, with a spread of 50 % at the sizes in `noisy`."""
+    def goal(t, secs):
+        t["extra"] = {"rfc2544": {"test": "throughput", "results": [{"goal": {"final_trial_duration_s": secs}}]}}
+        return t
+    ts = []
+    for k in range(reps):
+        for size, mx in ((64, 500e3), (128, 450e3)):
+            for i, secs in enumerate(uni_s):
+                ts.append(goal(tr("rfc2544", "throughput", "nftables", 0, size=size, rep=k,
+                                  throughput_pps=mx * (1.0 if i == 0 else 2.0) * spread(k, noise)), secs))
+            if size in ratios:
+                ts.append(goal(tr("rfc2544", "throughput", "nftables", 0, size=size, rep=k, label="bidir",
+                                  direction="bidir", throughput_pps=mx * ratios[size]
+                                  * spread(k, 0.5 if size in noisy else noise)), bidir_s))
+    return ts
+
+
+def bidir_finding(ts):
+    return next(f for f in compare_study(run_of("seed-001"), ts).findings
+                if f.id == "seed-001/bidir-half-at-small-frames")
+
+
+def test_seed_001_bidirectional_judges_every_frame_size_at_like_trial_lengths():
+    ok = bidir_finding(bidir_run({64: 0.5, 128: 0.5}))
+    assert ok.verdict == REPRODUCED and "64 B" in ok.fwlab and "128 B" in ok.fwlab and "1 s final trials" in ok.fwlab
+    # 64 B alone would say reproduced: the 128 B pair is judged too
+    assert bidir_finding(bidir_run({64: 0.5, 128: 0.97})).verdict == NOT_REPRODUCED
+    f = bidir_finding(bidir_run({64: 0.5, 128: 0.5}, noisy=(128,)))
+    assert f.verdict == INCONCLUSIVE and "within noise" in f.reason
+
+
+def test_seed_001_bidirectional_never_compares_unlike_trial_lengths():
+    # 1 s bidirectional searches beside 0.5 s unidirectional ones only: not compared, and the reason says so
+    f = bidir_finding(bidir_run({64: 0.5, 128: 0.5}, uni_s=(0.5,)))
+    assert f.verdict == NOT_MEASURED and "unlike final trial lengths" in f.fwlab
+    assert "bidirectional final trials 1 s, unidirectional 0.5 s" in f.fwlab and not f.trial_ids
+    # unidirectional searches at 0.5 s and 1 s: only the 1 s ones are read (beside the 0.5 s figures,
+    # twice as high, the ratio would be 25 %: not reproduced)
+    ts = bidir_run({64: 0.5, 128: 0.5}, uni_s=(1.0, 0.5))
+    f = bidir_finding(ts)
+    half = {t["trial_id"] for t in ts if t["extra"]["rfc2544"]["results"][0]["goal"]["final_trial_duration_s"] == 0.5}
+    assert f.verdict == REPRODUCED and not half & set(f.trial_ids) and len(f.trial_ids) == 12
+
+
+def test_seed_001_table_1_marks_the_capped_cells():
+    """1518 B searches that passed the generator's maximum: their Table 1 cells say so (a lower
+    bound, the flag named), the other sizes' cells stay plain, the note says what the mark means."""
+    ts = s001(0.6, 0.5, noise=0.002, reps=3)
+    for t in ts:
+        if t["size_bytes"] == 1518 and t["rules"] == 0:
+            t["flags"] = [{"code": "search-max-load-passed", "severity": "warning", "message": "passed the maximum"}]
+    table = next(t for t in compare_study(run_of("seed-001"), ts).tables if t.title.startswith("Table 1"))
+    row = {r[0]: r for r in table.rows}
+    z, top, ratio = row["1518"][4:7]
+    assert z.startswith("≥ ") and z.endswith("⚑ max-load-passed")
+    assert "⚑" not in top and ratio.endswith("⚑ max-load-passed") and not ratio.startswith("≥")
+    assert not any("⚑" in c for c in row["64"])
+    assert "⚑ marks" in table.note and "max-load-passed: the search passed its largest load" in table.note
+    plain = next(t for t in compare_study(run_of("seed-001"), s001(0.6, 0.5, noise=0.002, reps=3)).tables
+                 if t.title.startswith("Table 1"))
+    assert "⚑" not in plain.note and not any("⚑" in c for r in plain.rows for c in r)

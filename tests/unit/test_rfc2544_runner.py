@@ -36,6 +36,24 @@ def test_suite_implies_the_tool_and_checks_options():
         check_suite(parse_suite({**base, "traffic": [{"kind": "throughput", "sizes": [40]}]}, "x"))
 
 
+@pytest.mark.parametrize("kind", ["frame_loss", "back_to_back"])
+def test_bidir_is_refused_at_suite_load_outside_the_throughput_search(kind, tmp_path, capsys):
+    from fwlab import cli
+
+    base = {"name": "t", "backends": ["nftables"], "device_model": "napi"}
+    bidir = {"tool": "rfc2544", "options": {"direction": "bidir"}}
+    s = check_suite(parse_suite({**base, "traffic": [{"kind": "throughput", **bidir}]}, "x"))
+    assert s.traffic[0].options["direction"] == "bidir"
+    with pytest.raises(SuiteError, match=f"bidir.* is for the throughput search, not {kind}"):
+        check_suite(parse_suite({**base, "traffic": [{"kind": kind, **bidir}]}, "x"))
+    path = tmp_path / "bidir.toml"
+    path.write_text(f'name = "t"\nbackends = ["nftables"]\ndevice_model = "napi"\n\n[[traffic]]\nkind = "{kind}"\n'
+                    'tool = "rfc2544"\noptions = { direction = "bidir" }\n')
+    assert cli.main(["run", str(path), "--dry-run"]) == 2  # bad input: one line, exit 2, before anything runs
+    err = capsys.readouterr().err
+    assert err.startswith("fwlab: error:") and "throughput search" in err and len(err.strip().splitlines()) == 1
+
+
 def test_builtin_rfc2544_suites_use_the_device_model():
     for name in ("rfc2544-quick", "rfc2544"):
         suite, _ = load_suite(name)
@@ -132,3 +150,30 @@ def test_bidir_search_records_skew_and_flags_a_partly_one_way_trial(overlap, fla
     assert mt["direction"] == "bidir" and mt["throughput_aggregate_pps"] == 2 * mt["throughput_pps"]
     assert mt["overlap_min_ratio"] == pytest.approx(overlap)
     assert ("generator-skew" in {f["code"] for f in m.flags}) is flagged
+
+
+def test_a_search_that_passed_its_maximum_writes_the_one_code():
+    """max-load-passed, as the connection searches write it (not a search- twin); an older record's
+    search-max-load-passed is read as it, and the one table names it once."""
+    from fwlab.methods.rfc2544 import Rfc2544Runner
+    from fwlab.published.compare import LIMIT_FLAGS, LIMITS, limit_reason
+    from fwlab.report.overview import reference_limit
+    from fwlab.results.trial import RENAMED_FLAGS, TrialFlag
+    from fwlab.runners.base import TrafficSpec
+
+    opts = parse_options({"algorithm": "binary",
+                          "goal": {"trial_duration_s": 1.0, "final_trial_duration_s": 1.0, "relative_width": 0.05}})
+    spec = TrafficSpec(traffic="throughput", tool="rfc2544", size_bytes=64, duration_s=1.0, options=opts.model_dump())
+    flags = []
+    m = Rfc2544Runner()._throughput(spec, opts, FixedCapacity(500e3), 100e3,
+                                    {"frame_size": 64, "max_load_pps": 100e3}, flags, None)
+    codes = {f["code"] for f in m.flags}
+    assert "max-load-passed" in codes and not any(c.startswith("search-max") for c in codes)
+    assert TrialFlag(code="search-max-load-passed").code == "max-load-passed"
+    assert not set(RENAMED_FLAGS) & set(LIMITS) and "max-load-passed" in LIMIT_FLAGS
+    old = {"code": "search-max-load-passed", "severity": "warning", "message": "old record"}
+    assert reference_limit([TrialFlag(**old).code]) == " [0-rule reference at the search's maximum load (max-load-passed)]"
+    from test_published import tr
+    t = tr("rfc2544", "throughput", "nftables", 0, size=64, throughput_pps=1e5)
+    t["flags"] = [old]
+    assert limit_reason([t]).startswith("max-load-passed on 1 of 1 trials used")

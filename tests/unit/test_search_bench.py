@@ -242,3 +242,65 @@ def test_phase_breakdown_adds_up_to_the_ratio_and_names_what_stops_it():
     assert s["mlr_phases"]["final_failed_below_shorter_pass"]["seconds_per_search"] == 0
     # nothing measured: no breakdown, no verdict
     assert bench.what_stops_it(None, None) is None and bench.phase_breakdown([], 40.0) is None
+
+
+def test_one_classifier_gives_phases_and_spending_alike():
+    def t(phase, d, load, passed):
+        return {"phase": f"g/{phase}", "duration_s": d, "load_pps": load, "passed": passed}
+    run = {"lower_bound_pps": 8800.0, "upper_bound_pps": 9500.0, "trials": [
+        t("1of2", 0.5, 100000, False), t("1of2", 0.5, 11000, True),
+        t("2of2", 3.0, 11000, False),  # failed at the load a shorter trial passed
+        t("2of2", 3.0, 10000, False),  # failed below it
+        t("2of2", 3.0, 12000, False),  # failed above every shorter pass: not counted
+        t("2of2", 3.0, 8800, True)]}
+    cs = bench.classify(run)
+    assert [c.failed_after_shorter_pass for c in cs] == [None, None, "at", "below", None, None]
+    assert [c.phase for c in cs][2:] == ["final_failed_below_shorter_pass"] * 2 + ["final_other", "final_at_lower_bound"]
+    sp = bench.spending([{**run, "trial_seconds_by_duration": {}}])
+    ph = bench.phases(run)
+    # spending's "at the load" count is the classifier's "at" subset of the phase's failures
+    assert sp["full_length_trials"] == 4 and sp["full_length_failed_after_short_pass"] == 1
+    assert ph["final_failed_below_shorter_pass"] == 6.0
+    assert sum(ph[k] for k in bench.FULL_LENGTH_PHASES) == 3.0 * sp["full_length_trials"]
+
+
+def _seconds_runs(binary, mlr):
+    """Searches that spent the given trial seconds, one per round per contender."""
+    return [{"algorithm": alg, "round": i + 1, "throughput_pps": 9000.0, "trial_seconds": sec, "trial_count": 5,
+             "irregular": [], "repetitions_pps": [], "trials": []}
+            for alg, secs in (("binary", binary), ("mlr", mlr)) for i, sec in enumerate(secs)]
+
+
+def test_the_goal_is_reached_not_reached_or_inconclusive_on_the_ratios_interval():
+    def summary(binary, mlr):
+        return compare(_seconds_runs(binary, mlr))
+    # MLRsearch ~0.10 of the binary search's seconds, steady over three rounds: reached
+    s = summary([30.0, 31.0, 29.0], [3.0, 3.2, 3.1])
+    assert s["goal"]["verdict"] == bench.REACHED and s["mlr_at_most_third"] is True and s["what_stops_it"] is None
+    iv = s["goal"]["interval"]
+    assert iv["low"] <= s["mlr_vs_binary"] <= iv["high"] <= bench.GOAL_RATIO
+    assert iv["ratio"] == pytest.approx(s["mlr_vs_binary"])
+    # ~0.5, steady: not reached, and the line says what keeps it up
+    s = summary([30.0, 31.0, 29.0], [15.0, 15.5, 14.5])
+    assert s["goal"]["verdict"] == bench.NOT_REACHED and s["mlr_at_most_third"] is False
+    assert s["goal"]["interval"]["low"] > bench.GOAL_RATIO and s["what_stops_it"]
+    # the mean below the goal, the rounds far apart: the interval spans it, inconclusive
+    s = summary([30.0, 31.0], [4.0, 15.0])
+    assert s["mlr_vs_binary"] < bench.GOAL_RATIO and s["goal"]["verdict"] == bench.INCONCLUSIVE
+    assert s["mlr_at_most_third"] is None and s["goal"]["interval"]["high"] > bench.GOAL_RATIO
+    assert s["what_stops_it"]  # not shown reached: what keeps it up is still said
+    # one round: a ratio but no interval, inconclusive however low
+    s = summary([30.0], [3.0])
+    assert s["mlr_vs_binary"] == pytest.approx(0.1) and s["goal"]["verdict"] == bench.INCONCLUSIVE
+    assert s["goal"]["interval"]["low"] is None and "2 repetitions" in s["goal"]["interval"]["why"]
+    # nothing measured: no verdict
+    assert bench.goal_verdict(None) is None
+
+
+def test_the_goal_line_gives_the_interval_and_each_rounds_ratio():
+    cfg = SearchBenchConfig(rounds=2)
+    res = {"pairing": cfg.pairing, "config": bench.asdict(cfg), "max_load": None, "wall_s": 1.0, "record": "r"}
+    text = bench.format_table({**res, "summary": compare(_seconds_runs([30.0, 31.0], [15.0, 15.4]))})
+    assert f"goal <= {bench.GOAL_RATIO} not reached: 0.498 [0.454, 0.548] (95 % interval" in text and "per round 0.500, 0.497" in text
+    text = bench.format_table({**res, "summary": compare(_seconds_runs([30.0], [3.0]))})
+    assert f"goal <= {bench.GOAL_RATIO} inconclusive: 0.100, no interval (" in text and "per round 0.100" in text

@@ -9,15 +9,10 @@ changes marked) and the list of runs in time order. Never computes a trend itsel
 from __future__ import annotations
 
 import html
-import io
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-from fwlab.analysis.trend import INCONCLUSIVE, REGRESSION, FigureTrend, Trend  # noqa: E402
-from fwlab.results.curves import METRIC_INFO  # noqa: E402
+from fwlab.analysis.trend import INCONCLUSIVE, REGRESSION, FigureTrend, Trend
+from fwlab.results.curves import METRIC_INFO
+from fwlab.svgplot import figure_svg, plt
 
 _COLOURS = {REGRESSION: "#c0392b", "progression": "#1e8449"}
 
@@ -25,20 +20,6 @@ _COLOURS = {REGRESSION: "#c0392b", "progression": "#1e8449"}
 def _unit(metric: str) -> tuple[str, float]:
     _, unit, scale = METRIC_INFO.get(metric, (metric, "", 1.0))
     return unit, scale
-
-
-#: SVG element ids are hashes salted with this (matplotlib's default: a random salt per process,
-#: which made two builds of one page differ); the report's plots use the same fixed salt
-SVG_HASH_SALT = "fwlab"
-
-
-def _svg(fig) -> str:
-    buf = io.StringIO()
-    with matplotlib.rc_context({"svg.hashsalt": SVG_HASH_SALT}):
-        fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
-    plt.close(fig)
-    text = buf.getvalue()
-    return text[text.find("<svg"):]
 
 
 def figure_plot(ft: FigureTrend, labels: list[str]) -> str:
@@ -62,7 +43,7 @@ def figure_plot(ft: FigureTrend, labels: list[str]) -> str:
     ax.set_ylabel(f"{ft.metric} [{unit}]", fontsize=8)
     ax.set_title(ft.figure, fontsize=9)
     ax.grid(True, alpha=0.3)
-    return _svg(fig)
+    return figure_svg(fig)
 
 
 def _fmt(v, spec: str = ".1f") -> str:

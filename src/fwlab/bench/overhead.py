@@ -28,7 +28,7 @@ from typing import TextIO
 from fwlab.errors import FwlabError
 from fwlab.results.overhead import add_up
 from fwlab.results.store import RunRecord
-from fwlab.results.trial import TrialRecord, as_records
+from fwlab.results.trial import TrialRecord
 
 GOAL = 1.15  #: issue 18's goal for wall_over_traffic on quick
 
@@ -42,9 +42,10 @@ class OverheadConfig:
 
 
 def _trials(run_dir: Path) -> tuple[dict, list[TrialRecord]]:
-    """run.json and the trials, typed (the last line per trial id wins; a torn last line is skipped)."""
+    """run.json and the trials, typed (the last line per trial id wins; a torn last line is
+    skipped; any other unreadable line is a RecordError naming it)."""
     rec = RunRecord.open(run_dir)
-    return rec.run, as_records(rec.read().trials)
+    return rec.run, rec.records()
 
 
 def summarize(run_dir: Path, wall_s: float, report_s: float) -> dict:
@@ -90,18 +91,44 @@ def summarize(run_dir: Path, wall_s: float, report_s: float) -> dict:
 
 def pauses(trials: list[TrialRecord]) -> dict:
     """The pauses between trials of one bed (``extra.settle``): how many ended early on an
-    idle bed, their lengths, and the most packets any interface moved during one (the evidence
-    that an early end cut nothing short: a full fixed pause moves as few)."""
+    idle bed and the seconds that saved, their lengths, and the most packets any interface moved
+    during an early pause and during a full-length one, kept apart, with the verdict they give
+    (:func:`cut_nothing_short`). A pause that was idle only once its full length had passed
+    (bookkeeping or a load used it up) saved nothing and counts as full-length. A pause that could
+    end early, did end idle and predates ``early`` in the record (unknown whether it saved time)
+    counts in neither group."""
     ps = [t.extra["settle"] for t in trials if isinstance(t.extra.get("settle"), dict)
           and t.extra["settle"].get("pause_s") is not None]
-    early = [p for p in ps if p.get("until_quiet")]
+    until = [p for p in ps if p.get("until_quiet")]
+    early = [p for p in until if p.get("early") is True]
+    # full length: a fixed pause, one never idle (it ran to the deadline), or one recorded not early
+    full = [p for p in ps if not p.get("until_quiet") or p.get("quiet") is False or p.get("early") is False]
     lengths = [float(p["pause_s"]) for p in ps]
-    moved = [int(p["packets_in_pause"]) for p in ps if p.get("packets_in_pause") is not None]
-    return {"measured": len(ps), "until_quiet": len(early), "after_load": sum(1 for p in ps if p.get("after_load")),
-            "quiet": sum(1 for p in early if p.get("quiet")),
-            "full_length": sum(1 for p in early if not p.get("quiet")),
+
+    def most(group: list[dict]) -> int | None:
+        moved = [int(p["packets_in_pause"]) for p in group if p.get("packets_in_pause") is not None]
+        return max(moved) if moved else None
+
+    most_early, most_full = most(early), most(full)
+    return {"measured": len(ps), "until_quiet": len(until), "after_load": sum(1 for p in ps if p.get("after_load")),
+            "quiet": sum(1 for p in until if p.get("quiet")),
+            "full_length": sum(1 for p in until if not p.get("quiet")),
+            "early": len(early), "saved_s": round(sum(float(p.get("saved_s") or 0) for p in early), 4),
+            "unknown_early": len(ps) - len(early) - len(full),
             "median_pause_s": round(statistics.median(lengths), 4) if lengths else None,
-            "max_packets_in_pause": max(moved) if moved else None}
+            "max_packets_in_pause": most(ps),
+            "max_packets_in_early_pause": most_early, "max_packets_in_full_pause": most_full,
+            "cut_nothing_short": cut_nothing_short(most_early, most_full)}
+
+
+def cut_nothing_short(most_early: int | None, most_full: int | None) -> bool | None:
+    """Did ending pauses early cut nothing short? Yes when no interface moved more packets during
+    any early pause than the most during a full-length one (an early end saw no more traffic
+    than a full pause does); no when an early pause moved more (traffic was still going when it
+    ended); undecided (None) when either kind of pause is missing or has no packet count."""
+    if most_early is None or most_full is None:
+        return None
+    return most_early <= most_full
 
 
 def _machine() -> dict:
@@ -173,8 +200,16 @@ def format_table(res: dict) -> str:
         p = r.get("pauses") or {}
         if p.get("measured"):
             lines.append(f"  pauses between trials: {p['measured']} ({p['after_load']} with a load), median {p['median_pause_s']} s; "
-                         f"{p['quiet']} ended on an idle bed, {p['full_length']} ran the full settle_s; "
-                         f"most packets one interface moved in a pause: {p['max_packets_in_pause']}")
+                         f"{p.get('early', 0)} ended early on an idle bed (saving {p.get('saved_s', 0)} s), "
+                         f"{p['quiet'] - p.get('early', 0) - p.get('unknown_early', 0)} idle only at their full length, "
+                         + (f"{p['unknown_early']} idle in an older record that does not say whether early, "
+                            if p.get("unknown_early") else "")
+                         + f"{p['full_length']} ran the full settle_s never idle; most packets one interface moved "
+                         f"in an early pause: {p.get('max_packets_in_early_pause')}, in a full one: "
+                         f"{p.get('max_packets_in_full_pause')}: "
+                         + {True: "ending early cut nothing short",
+                            False: "an early pause moved MORE than any full one: ending early cut traffic short",
+                            None: "undecided (no early or no full-length pause to compare)"}[p.get("cut_nothing_short")])
         lines.append(f"  {r['record']}")
         for k, v in r["breakdown_s"].items():
             if abs(v) >= 0.05:

@@ -27,6 +27,7 @@ from typing import Callable, TextIO
 from fwlab.errors import FwlabError
 from fwlab.results.store import RunRecord
 from fwlab.stats.precision import INTERVAL, PrecisionRule, cv_to_stop_at, figures_of, outcome, repetitions_needed
+from fwlab.stats.summary import summarize
 from fwlab.suites import load_suite, parse_suite
 
 SUITE = "quick"
@@ -73,11 +74,10 @@ def judge(run_dir: Path, rule: PrecisionRule) -> dict:
     rec = RunRecord.open(run_dir)
     trials = rec.trials()
     o = outcome(trials, rule)
-    cvs = {}
-    for fid, f in figures_of(trials).items():
-        vals = [v for v in f.by_rep.values() if v is not None]
-        mean = statistics.fmean(vals) if vals else 0.0
-        cvs[fid] = statistics.stdev(vals) / abs(mean) if len(vals) >= 2 and mean else None
+    # each figure's spread: the stats module's coefficient of variation of its values (None with
+    # fewer than 2 values or a mean of 0)
+    cvs = {fid: summarize(vals).cv if (vals := [v for v in f.by_rep.values() if v is not None]) else None
+           for fid, f in figures_of(trials).items()}
     return {"trials": len(trials), "trial_seconds": sum(float(t.get("duration_s") or 0) for t in trials),
             "figures": o.total, "met": o.met, "share_met": (o.met / o.total) if o.total else None,
             "rel_half_width": {f.figure: f.rel_half_width for f in o.figures},
@@ -117,27 +117,32 @@ def run_bench(cfg: PrecisionBenchConfig, run_suite: Callable, log: TextIO | None
 
 def why(runs: list[dict], cfg: PrecisionBenchConfig) -> dict:
     """Why adaptive is (not) faster, measured: adaptive saves trials over fixed only on figures
-    that stop below the fixed count, i.e. whose spread (SD / mean) is within ``cv_to_stop_at``
-    of that count; every other figure runs at least as many repetitions as fixed, the noisier up
-    to the maximum. The spreads are the adaptive runs' (they have the most repetitions)."""
+    that stop below the fixed count, i.e. whose spread (SD / mean) is at most
+    ``cv_to_stop_below_fixed`` (``cv_to_stop_at`` one repetition fewer than fixed; None when that is
+    below 2, where no interval stops); every other figure runs at least as many repetitions as
+    fixed, the noisier up to the maximum. The same thresholds are stored, counted against and
+    printed. The spreads are the adaptive runs' (they have the most repetitions)."""
     cvs = [cv for r in runs if r["contender"] == "adaptive" for cv in r["cv"].values() if cv is not None]
     need = [n for r in runs if r["contender"] == "adaptive" for n in r["repetitions_needed"].values()]
     stop_min = cv_to_stop_at(max(2, cfg.min_repetitions), cfg.precision)
-    stop_fixed = cv_to_stop_at(cfg.fixed_repetitions, cfg.precision)
+    below = cfg.fixed_repetitions - 1
+    stop_below_fixed = cv_to_stop_at(below, cfg.precision) if below >= max(2, cfg.min_repetitions) else None
     stop_max = cv_to_stop_at(cfg.max_repetitions, cfg.precision)
-    out = {"cv_to_stop_at_min": stop_min, "cv_to_stop_at_fixed": stop_fixed, "cv_to_stop_at_max": stop_max,
+    out = {"cv_to_stop_at_min": stop_min, "cv_to_stop_below_fixed": stop_below_fixed, "cv_to_stop_at_max": stop_max,
            "figures": len(cvs), "median_cv": statistics.median(cvs) if cvs else None,
-           "below_fixed": sum(1 for n in need if n is not None and n < cfg.fixed_repetitions),
-           "within_max": sum(1 for n in need if n is not None and n <= cfg.max_repetitions),
+           "below_fixed": 0 if stop_below_fixed is None else sum(1 for cv in cvs if cv <= stop_below_fixed),
+           "within_max": sum(1 for cv in cvs if cv <= stop_max),
            "median_repetitions_needed": (statistics.median([n if n is not None else 101 for n in need])
                                          if need else None)}
     if not cvs:
         out["sentence"] = "no adaptive run gave two values of a figure: no spread measured"
         return out
+    where = (f"i.e. whose spread (SD / mean) is at most {100 * stop_below_fixed:.2f} % (the t interval at "
+             f"{below} repetitions is that wide)" if stop_below_fixed is not None else
+             f"and none can (an interval needs at least {max(2, cfg.min_repetitions)} repetitions)")
     out["sentence"] = (
         f"adaptive saves time over fixed {cfg.fixed_repetitions} only on figures that stop with fewer "
-        f"repetitions, i.e. whose spread (SD / mean) is at most {100 * cv_to_stop_at(max(2, cfg.fixed_repetitions - 1), cfg.precision):.2f} % "
-        f"(the t interval at {cfg.fixed_repetitions - 1} repetitions is that wide); measured here: median spread "
+        f"repetitions, {where}; measured here: median spread "
         f"{100 * out['median_cv']:.2f} %, {out['below_fixed']} of {len(cvs)} figures below fixed's count, "
         f"{out['within_max']} within the maximum of {cfg.max_repetitions} (spread <= {100 * stop_max:.2f} %), "
         f"so adaptive runs every other figure at least {cfg.fixed_repetitions} times and the noisier up to "

@@ -19,15 +19,22 @@ Pairings (both searches use the same full trial duration T, loss ratio and relat
 MLRsearch starts with trials of ``initial_trial_s`` and spends full-length trials only near the
 end (its coarse-to-fine targets: ``coarse_targets`` of them, trial durations geometric from
 ``initial_trial_s`` to T, 0.25 / 0.57 / 1.31 / 3 s by default); the binary search's first load is
-the bed's maximum load. Defaults chosen with tools/search_schedule_sweep.py: on a simulated DUT
-whose zero-loss load falls with the trial duration (as this VM's does) 0.25 s and three coarse
-targets cost ~7 % fewer trial seconds than 0.5 s and two; no schedule option reached 1/3 there.
+the bed's maximum load. Defaults chosen with tools/search_schedule_sweep.py (60 seeds): on a
+simulated DUT whose zero-loss load falls with the trial duration (as this VM's does) 0.25 s and
+three coarse targets give mlr_vs_binary 0.41 against 0.44 for the old 0.5 s and two, but per seed
+the old schedule's trial seconds differ by a median +8 % (quartiles -16 % to +30 %): a gain
+smaller than the seed-to-seed spread. On a fixed capacity the old schedule is 7 % cheaper (0.195
+vs 0.210). No schedule option reached 1/3 on the first DUT.
 
 Noise: every round repeats both searches, so each contender's results are repeated
 measurements of one quantity. Their pooled within-contender spread (and the binary search's own
 repetitions) is the DUT's measured noise; the gap of the two contenders' means is within noise
 when it is at most 2 such sigmas (seed 002's rule) or within the searches' own resolution
 (the relative width), and undecided when fewer than two results of any contender exist.
+
+Goal: ``mlr_vs_binary`` <= ``GOAL_RATIO``, judged once (:func:`goal_verdict`) on the ratio's Fieller
+interval over the rounds (fwlab.stats.ratio): reached, not reached, or inconclusive (the interval
+spans the goal, or one round gives none).
 """
 
 from __future__ import annotations
@@ -44,6 +51,7 @@ from typing import Any, TextIO
 from fwlab.errors import FwlabError
 from fwlab.results.trial import TrialRecord
 from fwlab.search import SearchResult
+from fwlab.stats.ratio import RatioInterval, ratio_interval
 from fwlab.suites import parse_suite
 
 
@@ -51,6 +59,12 @@ MLR_GOALS = ("rfc2544", "tst009")
 """Goal shapes `goals` scales to the trial length (see the module docstring)."""
 
 CONTENDERS = ("binary", "mlr")
+
+GOAL_RATIO = 0.34
+"""Issue goal: MLRsearch's trial seconds at most about a third of the binary search's."""
+
+REACHED, NOT_REACHED, INCONCLUSIVE = "reached", "not reached", "inconclusive"
+"""The goal's verdicts (:func:`goal_verdict`)."""
 
 
 @dataclass(frozen=True)
@@ -207,8 +221,23 @@ def _target_step(phase: str) -> tuple[int, int] | None:
     return None
 
 
-def phases(run: dict) -> dict[str, float]:
-    """One MLRsearch's trial seconds by phase:
+FULL_LENGTH_PHASES = ("final_at_lower_bound", "final_at_upper_bound", "final_failed_below_shorter_pass", "final_other")
+"""The phases made of full-length trials (the rest of MLR_PHASES are shorter trials)."""
+
+
+@dataclass(frozen=True)
+class TrialClass:
+    """Where one search trial's seconds go (:func:`classify`)."""
+
+    phase: str  #: one of MLR_PHASES
+    full_length: bool  #: the search's longest trial duration
+    #: a full-length trial that failed where an earlier shorter trial had passed: "at" the same
+    #: load, "below" (only a higher load had passed a shorter trial), None otherwise
+    failed_after_shorter_pass: str | None
+
+
+def classify(run: dict) -> list[TrialClass]:
+    """Each trial of one search, classified once (phases and spending both derive from it):
     - ``max_rate``: its first trial, at the maximum load (its forwarding rate sets the first bounds);
     - ``preceding_targets``: the coarse targets' shorter trials;
     - ``final_target_shorter``: the final target's shorter pre-trials at new loads;
@@ -218,27 +247,39 @@ def phases(run: dict) -> dict[str, float]:
       that had passed a shorter trial: what the short trials' optimism costs on this DUT;
     - ``final_other``: the remaining full-length trials (narrowing passes)."""
     trials = run.get("trials") or []
-    out = dict.fromkeys(MLR_PHASES, 0.0)
     longest = max((t["duration_s"] for t in trials), default=0.0)
     lower, upper = run.get("lower_bound_pps"), run.get("upper_bound_pps")
+    out = []
     for k, t in enumerate(trials):
         d, load = t["duration_s"], t["load_pps"]
-        step = _target_step(t["phase"])
+        full = d >= longest
+        after = None
+        if full and not t["passed"]:
+            passed_short = [u["load_pps"] for u in trials[:k] if u["passed"] and u["duration_s"] < longest]
+            after = "at" if load in passed_short else "below" if any(x > load for x in passed_short) else None
+        step = _target_step(t.get("phase", ""))
         final = step is not None and step[0] == step[1]
         if k == 0:
             key = "max_rate"
-        elif d < longest:
+        elif not full:
             key = "final_target_shorter" if final else "preceding_targets"
         elif lower is not None and load == round(lower) and t["passed"]:
             key = "final_at_lower_bound"
         elif upper is not None and load == round(upper) and not t["passed"]:
             key = "final_at_upper_bound"
-        elif not t["passed"] and any(u["passed"] and u["duration_s"] < longest and u["load_pps"] >= load
-                                     for u in trials[:k]):
+        elif after is not None:
             key = "final_failed_below_shorter_pass"
         else:
             key = "final_other"
-        out[key] += d
+        out.append(TrialClass(key, full, after))
+    return out
+
+
+def phases(run: dict) -> dict[str, float]:
+    """One search's trial seconds by phase (:func:`classify`)."""
+    out = dict.fromkeys(MLR_PHASES, 0.0)
+    for t, c in zip(run.get("trials") or [], classify(run)):
+        out[c.phase] += t["duration_s"]
     return out
 
 
@@ -264,14 +305,29 @@ def phase_breakdown(runs: list[dict], binary_seconds_per_search: float | None) -
     return out
 
 
-def what_stops_it(ratio: float | None, parts: dict | None, goal: float = 0.34) -> str | None:
-    """When ``ratio`` misses ``goal``: which measured parts keep it up, in one sentence; None when
-    the goal was reached or nothing was measured."""
-    if ratio is None or parts is None or ratio <= goal:
+def goal_verdict(ratio: RatioInterval | None, goal: float = GOAL_RATIO) -> str | None:
+    """The one classifier of the goal (mlr_vs_binary <= ``goal``), on the ratio's interval:
+    ``reached`` when the whole interval is at or below the goal, ``not reached`` when all of it is
+    above, ``inconclusive`` when it spans the goal or there is no interval (one round, or the
+    binary search's seconds too noisy); None when no ratio was measured."""
+    if ratio is None:
+        return None
+    if not ratio.has_interval:
+        return INCONCLUSIVE
+    if ratio.high <= goal:
+        return REACHED
+    if ratio.low > goal:
+        return NOT_REACHED
+    return INCONCLUSIVE
+
+
+def what_stops_it(ratio: float | None, parts: dict | None) -> str | None:
+    """Which measured parts keep ``ratio`` up, in one sentence (:func:`compare` gives it when the
+    goal was not shown reached); None when nothing was measured."""
+    if ratio is None or parts is None:
         return None
     share = {key: v["of_binary"] for key, v in parts.items()}
-    final = sum(v for key, v in share.items() if key.startswith("final_at") or key in (
-        "final_failed_below_shorter_pass", "final_other"))
+    final = sum(share[key] for key in FULL_LENGTH_PHASES)
     biggest = max(share, key=share.get)
     return (f"full-length trials alone are {final:.2f} of the binary search's trial seconds "
             f"(at the two bounds {share['final_at_lower_bound'] + share['final_at_upper_bound']:.2f}, failed at or "
@@ -295,25 +351,31 @@ def _results(runs: list[dict], alg: str) -> list[float]:
 
 def spending(runs: list[dict]) -> dict:
     """Where a contender's trial seconds went (what keeps the ratio up): seconds per trial
-    duration, the full-length trials, and those that failed at a load a shorter trial had
+    duration, the full-length trials, and those that failed at the very load a shorter trial had
     passed (the DUT's zero-loss load falls with the trial duration: short trials were
-    optimistic there)."""
+    optimistic there). From :func:`classify`, as the phases are: its
+    ``final_failed_below_shorter_pass`` adds the full-length failures below such a load."""
     by_duration: dict[str, float] = {}
     full = full_failed_after_short = 0
     for r in runs:
         for key, sec in (r.get("trial_seconds_by_duration") or {}).items():
             by_duration[key] = by_duration.get(key, 0.0) + sec
-        trials = r.get("trials") or []
-        longest = max((t["duration_s"] for t in trials), default=0.0)
-        for k, t in enumerate(trials):
-            if t["duration_s"] < longest:
-                continue
-            full += 1
-            if not t["passed"] and any(u["load_pps"] == t["load_pps"] and u["passed"] and u["duration_s"] < longest
-                                       for u in trials[:k]):
-                full_failed_after_short += 1
+        cs = classify(r)
+        full += sum(1 for c in cs if c.full_length)
+        full_failed_after_short += sum(1 for c in cs if c.failed_after_shorter_pass == "at")
     return {"trial_seconds_by_duration": dict(sorted(by_duration.items(), key=lambda kv: float(kv[0]))),
             "full_length_trials": full, "full_length_failed_after_short_pass": full_failed_after_short}
+
+
+def _ratio_per_round(runs: list[dict]) -> list[float]:
+    """mlr_vs_binary of each round on its own (rounds where both searches completed)."""
+    out = []
+    for rnd in sorted({r["round"] for r in runs}):
+        sec = {alg: [r.get("trial_seconds") for r in runs if r["round"] == rnd and r["algorithm"] == alg]
+               for alg in CONTENDERS}
+        if all(v and None not in v for v in sec.values()) and sum(sec["binary"]):
+            out.append(sum(sec["mlr"]) / sum(sec["binary"]))
+    return out
 
 
 def noise(results: dict[str, list[float]]) -> dict:
@@ -367,18 +429,26 @@ def compare(runs: list[dict], relative_width: float = 0.02) -> dict:
     complete = b["failed"] == 0 and m["failed"] == 0 and b["searches"] == m["searches"] > 0
     out["mlr_vs_binary"] = (m["trial_seconds_total"] / b["trial_seconds_total"]) \
         if complete and b["trial_seconds_total"] else None
-    # the ratio taken apart: MLRsearch's full-length trials (what no short trial can replace:
-    # the lower bound's confirmation, and the full-length trials that failed) and its short ones
-    full_s = None
-    if out["mlr_vs_binary"] is not None:
-        longest = max((float(d) for d in m["trial_seconds_by_duration"]), default=0.0)
-        full_s = sum(sec for d, sec in m["trial_seconds_by_duration"].items() if float(d) >= longest)
+    out["mlr_vs_binary_per_round"] = _ratio_per_round(runs) if out["mlr_vs_binary"] is not None else []
+    # the ratio of the mean trial seconds per search (= of the totals: both ran as many searches)
+    # with its Fieller interval over the rounds; the goal is judged on that interval
+    ri = ratio_interval(m["trial_seconds_per_search"], b["trial_seconds_per_search"]) \
+        if out["mlr_vs_binary"] is not None else None
+    verdict = goal_verdict(ri)
+    out["goal"] = {"ratio": GOAL_RATIO, "verdict": verdict, "interval": None if ri is None else ri.to_dict()}
+    out["mlr_at_most_third"] = {REACHED: True, NOT_REACHED: False}.get(verdict)
     binary_per_search = (b["trial_seconds_total"] / b["searches"]) if complete and b["searches"] else None
     out["mlr_phases"] = phase_breakdown(runs, binary_per_search) if out["mlr_vs_binary"] is not None else None
-    out["what_stops_it"] = what_stops_it(out["mlr_vs_binary"], out["mlr_phases"])
-    out["mlr_vs_binary_parts"] = None if full_s is None else {
-        "full_length": full_s / b["trial_seconds_total"],
-        "shorter": (m["trial_seconds_total"] - full_s) / b["trial_seconds_total"],
+    out["what_stops_it"] = what_stops_it(out["mlr_vs_binary"], out["mlr_phases"]) \
+        if verdict in (NOT_REACHED, INCONCLUSIVE) else None
+    # the ratio taken apart in two (from the phases): MLRsearch's full-length trials (what no
+    # short trial can replace: the lower bound's confirmation, and the full-length trials that
+    # failed) and its shorter ones (the rest of the ratio)
+    ph = out["mlr_phases"]
+    full_share = None if ph is None else sum(ph[key]["of_binary"] for key in FULL_LENGTH_PHASES)
+    out["mlr_vs_binary_parts"] = None if full_share is None else {
+        "full_length": full_share,
+        "shorter": out["mlr_vs_binary"] - full_share,
         "full_length_trials_per_search": m["full_length_trials"] / m["searches"],
         "binary_trials_per_search": sum(b["trial_count_per_search"]) / b["searches"]}
     nz = noise({alg: out[alg]["results_pps"] for alg in CONTENDERS})
@@ -392,7 +462,6 @@ def compare(runs: list[dict], relative_width: float = 0.02) -> dict:
     out["noise"] = {**nz, "gap_sigma": gap_sigma, "relative_width": relative_width,
                     "how": "pooled within-contender spread of repeated search results (rounds x repetitions)"}
     out["within_noise"] = within_noise(gap, gap_sigma, relative_width)
-    out["mlr_at_most_third"] = None if out["mlr_vs_binary"] is None else out["mlr_vs_binary"] <= 0.34
     return out
 
 
@@ -423,6 +492,14 @@ def _kpps(v: float | None) -> str:
     return "missing" if v is None else f"{v / 1e3:.2f} kpps"
 
 
+def _goal_evidence(iv: dict, per_round: list[float]) -> str:
+    """The ratio's interval (or why there is none) and the rounds' own ratios, for the goal line."""
+    rounds = f"per round {', '.join(f'{v:.3f}' for v in per_round)}" if per_round else "no round complete"
+    if iv.get("low") is None:
+        return f"{iv['ratio']:.3f}, no interval ({iv.get('why') or 'not measured'}); {rounds}"
+    return f"{iv['ratio']:.3f} [{iv['low']:.3f}, {iv['high']:.3f}] ({100 * iv['confidence']:g} % interval over the rounds); {rounds}"
+
+
 def format_table(res: dict) -> str:
     s, c = res["summary"], res["config"]
     mx = (res.get("max_load") or {}).get("mrr_pps")
@@ -442,7 +519,7 @@ def format_table(res: dict) -> str:
     m = s["mlr"]
     spent = ", ".join(f"{sec:.1f} s in {d} s trials" for d, sec in m["trial_seconds_by_duration"].items())
     lines.append(f"MLRsearch spent {spent}; {m['full_length_trials']} full-length trials, "
-                 f"{m['full_length_failed_after_short_pass']} failed where a shorter trial had passed")
+                 f"{m['full_length_failed_after_short_pass']} failed at a load a shorter trial had passed")
     parts = s.get("mlr_vs_binary_parts")
     if parts:
         lines.append(f"  ratio = {parts['full_length']:.3f} full-length + {parts['shorter']:.3f} shorter trials; "
@@ -454,10 +531,10 @@ def format_table(res: dict) -> str:
             f"{k} {v['seconds_per_search']:.1f} / {v['of_binary']:.3f}" for k, v in ph.items())
             + " (coarse targets: " + ", ".join(f"{k}: {sec:.1f} s" for k, sec in
                                                ph["preceding_targets"]["by_target"].items()) + ")")
-    if s.get("what_stops_it"):
-        lines.append(f"  goal <= 0.34 not reached: {s['what_stops_it']}")
-    elif s.get("mlr_at_most_third"):
-        lines.append("  goal <= 0.34 reached in this run")
+    g = s.get("goal") or {}
+    if g.get("verdict"):
+        lines.append(f"  goal <= {g['ratio']} {g['verdict']}: {_goal_evidence(g['interval'], s.get('mlr_vs_binary_per_round') or [])}"
+                     + (f"; {s['what_stops_it']}" if s.get("what_stops_it") else ""))
     nz = s["noise"]
     gap = "missing" if s["result_gap"] is None else f"{100 * s['result_gap']:.1f} %"
     noise_txt = "not measured (fewer than 2 results per contender)" if nz["cv"] is None else \
@@ -468,5 +545,7 @@ def format_table(res: dict) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["CONTENDERS", "MLR_GOALS", "MLR_PHASES", "phase_breakdown", "phases", "what_stops_it", "SearchBenchConfig", "abba", "compare", "format_table", "goals", "noise",
+__all__ = ["CONTENDERS", "FULL_LENGTH_PHASES", "GOAL_RATIO", "INCONCLUSIVE", "MLR_GOALS", "MLR_PHASES", "NOT_REACHED",
+           "REACHED", "TrialClass", "classify", "goal_verdict",
+           "phase_breakdown", "phases", "what_stops_it", "SearchBenchConfig", "abba", "compare", "format_table", "goals", "noise",
            "run_bench", "runs_from_records", "spending", "suite_data", "suite_toml", "trace", "within_noise"]

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from fwlab.errors import RunnerError
 from fwlab.runners.base import Measurement, Runner, TrafficSpec, get_runner, register
 from fwlab.runners.iperf3 import Iperf3, split_streams
+from fwlab.testbed.netstat import NETSTAT, parse_counters, read_counters
 from fwlab.validation import one_line
 
 if TYPE_CHECKING:
@@ -219,40 +220,60 @@ TCP_ABORT_COUNTERS = ("TCPAbortOnTimeout", "TCPAbortOnMemory", "TCPAbortOnData")
 
 
 def parse_tcpext(text: str) -> dict[str, int]:
-    """``/proc/net/netstat`` -> the TcpExt counters by name (its header line, then its values)."""
-    lines = [ln.split() for ln in text.splitlines() if ln.startswith("TcpExt:")]
-    if len(lines) < 2:
-        return {}
-    return {k: int(v) for k, v in zip(lines[0][1:], lines[1][1:]) if v.lstrip("-").isdigit()}
+    """``/proc/net/netstat`` -> the TcpExt counters by name (`fwlab.testbed.netstat`)."""
+    return parse_counters(text, "TcpExt")
 
 
 def tcp_aborts(bed: "Testbed | None", role: str) -> dict[str, int] | None:
     """The sending namespace's TCP abort counters now (None without a bed or when unreadable)."""
     if bed is None:
         return None
-    cp = bed.sh(role, "cat", "/proc/net/netstat", check=False)
-    got = parse_tcpext(cp.stdout or "") if cp.returncode == 0 else {}
+    got = read_counters(bed, role, NETSTAT, "TcpExt") or {}
     return {k: got[k] for k in TCP_ABORT_COUNTERS if k in got} or None
 
 
-def load_failure_cause(error: str, aborts: dict[str, int] | None, link_rate_bps: int | None) -> str | None:
-    """What made a multi-stream load fail, from what was measured: iperf3's error, the sender's
-    TCP abort counters over the load (deltas) and the emulated wire. A connection that times out
-    within a 25 s load cannot be retransmission giving up (tcp_retries2 = 15 is ~15 min of it);
-    Linux does abort within seconds on *local* congestion (packets its own interface's queue
-    refuses: a probe every 0.5 s, ETIMEDOUT after tcp_retries2 of them) -- what the link_rate
-    shaper's tail drop did until its queue dropped at its head (testbed.shaping). None when
-    nothing was measured that names a cause."""
+RETRIES_GIVE_UP_S = 900.0
+"""About how long Linux retransmits before it gives up on a connection (tcp_retries2 = 15, ~924 s
+with the 200 ms minimum RTO): a connection timed out sooner was not given up for losses."""
+
+
+def load_failure_cause(error: str, aborts: dict[str, int] | None, link_rate_bps: int | None,
+                       ended_s: float | None = None) -> str | None:
+    """What made a multi-stream load fail, when something measured names it: the sender's TCP
+    abort counters over the load (deltas), iperf3's error, when the load ended and the emulated
+    wire. A connection that times out within seconds cannot be retransmission giving up
+    (`RETRIES_GIVE_UP_S`); Linux does abort within seconds on *local* congestion (packets its own
+    interface's queue refuses: a probe every 0.5 s, ETIMEDOUT after tcp_retries2 of them) -- what
+    the link_rate shaper's tail drop did until its queue dropped at its head (testbed.shaping).
+    That reading is given only when TCPAbortOnTimeout rose over the load; None when nothing
+    measured names a cause (`load_failure_facts` then says what was seen)."""
     n = (aborts or {}).get("TCPAbortOnTimeout", 0)
     mem = (aborts or {}).get("TCPAbortOnMemory", 0)
-    if mem:
+    if mem > 0:
         return f"the sender's TCP aborted {mem} connection(s) for lack of socket memory (TCPAbortOnMemory +{mem})"
-    if "timed out" not in error.lower():
+    if "timed out" not in error.lower() or n <= 0:
+        return None
+    if ended_s is not None and ended_s >= RETRIES_GIVE_UP_S:
         return None
     wire = f" behind an emulated {link_rate_bps / 1e6:g} Mbit/s wire" if link_rate_bps else ""
-    return (f"the sender's TCP timed out {n or 'a'} connection(s){wire} (ETIMEDOUT; TCPAbortOnTimeout +{n}): within "
-            "seconds that is Linux giving up on packets its own interface's queue refused (local congestion), "
-            "not on losses")
+    when = (f"the load ended {ended_s:.1f} s after it began" if ended_s is not None
+            else "when the load ended was not recorded")
+    return (f"the sender's TCP timed out {n} connection(s){wire} (ETIMEDOUT; TCPAbortOnTimeout +{n}; {when}): "
+            f"sooner than retransmissions give up (~{RETRIES_GIVE_UP_S / 60:.0f} min), that is Linux giving up on "
+            "packets its own interface's queue refused (local congestion), not on losses")
+
+
+def load_failure_facts(error: str, aborts: dict[str, int] | None, ended_s: float | None = None) -> str:
+    """What was seen of a failed load when no cause was measured (`load_failure_cause` None): the
+    error, when the load ended and the sender's TCP abort counters over it (or that they could
+    not be read)."""
+    what = "iperf3 timed out" if "timed out" in error.lower() else f"iperf3 failed ({error})"
+    when = f" {ended_s:.1f} s after the load began" if ended_s is not None else ""
+    if aborts is None:
+        counters = "the sender's TCP abort counters could not be read"
+    else:
+        counters = "the sender's TCP abort counters " + ", ".join(f"{k} +{v}" for k, v in sorted(aborts.items()))
+    return f"{what}{when}; {counters}; no cause measured"
 
 
 def measure_with_probes(runner: "Iperf3", bed: "Testbed", spec: TrafficSpec) -> Measurement:
@@ -284,13 +305,18 @@ def measure_with_probes(runner: "Iperf3", bed: "Testbed", spec: TrafficSpec) -> 
         if m.extra.get("load_error"):
             delta = {k: after[k] - before.get(k, 0) for k in after} if before and after else None
             m.extra["load_tcp_aborts"] = delta
+            ended = m.extra.get("load_ended_s")
             cause = load_failure_cause(m.extra["load_error"], delta, getattr(bed.topo, "link_rate_bps", None)
-                                       if bed is not None else None)
+                                       if bed is not None else None, ended)
             if cause:
                 m.extra["load_failure_cause"] = cause
-                for f in m.flags:
-                    if f.get("code") == "load-failed":
-                        f["message"] += f"; measured cause: {cause}"
+                said = f"; measured cause: {cause}"
+            else:
+                m.extra["load_failure_facts"] = load_failure_facts(m.extra["load_error"], delta, ended)
+                said = f"; {m.extra['load_failure_facts']}"
+            for f in m.flags:
+                if f.get("code") == "load-failed":
+                    f["message"] += said
     else:
         m = runner.run_clients(bed, main_spec)
         probes = run_probes(one, baseline, plan)

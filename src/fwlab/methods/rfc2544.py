@@ -185,7 +185,11 @@ class Rfc2544Runner(Runner):
         return engine_version()
 
     def check_options(self, kind: str, options: dict[str, Any]) -> dict[str, Any]:
-        return parse_options(options).model_dump()
+        opts = parse_options(options)
+        if opts.direction == "bidir" and kind != "throughput":  # at suite load, not at measure time
+            raise ValueError(f"rfc2544 option direction = \"bidir\" is for the throughput search, not {kind}: "
+                             "drop it from this item")
+        return opts.model_dump()
 
     def estimate_s(self, traffic: str, duration_s: float, streams: int, options: dict[str, Any]) -> float:
         return parse_options(options).estimate_s(traffic, duration_s)
@@ -235,9 +239,6 @@ class Rfc2544Runner(Runner):
                                   rt_priority=opts.generator_rt_priority, bidir=opts.direction == "bidir")
         base = {"frame_size": frame, "max_load_pps": info["mrr_pps"], "search_max_load_pps": max_load,
                 "device_model": bed.topo.device_model, "direction": opts.direction}
-        if opts.direction == "bidir" and spec.traffic != "throughput":
-            raise RunnerError(f"direction bidir is for the throughput search, not {spec.traffic}",
-                              fix="drop direction = \"bidir\" from this item")
         flags: list[dict] = []
         if bed.topo.device_model != "napi":
             flags.append({"code": "no-device-model", "severity": "warning",
@@ -304,7 +305,9 @@ class Rfc2544Runner(Runner):
             metrics[f"{name}_throughput_pps"] = r.throughput_pps
         for r in results:
             for code in r.irregular:
-                flags.append({"code": f"search-{code.replace('_', '-')}", "severity": "warning",
+                # the maximum load passed: the one code every search writes (connections too)
+                flag = "max-load-passed" if code == "max_load_passed" else f"search-{code.replace('_', '-')}"
+                flags.append({"code": flag, "severity": "warning",
                               "message": f"{r.algorithm} search ({r.goal.get('name') or 'goal'}): {code.replace('_', ' ')}"})
         latency = []
         if tput and opts.latency_at:

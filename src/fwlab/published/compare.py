@@ -37,25 +37,49 @@ VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_MEASURED, NOT_TESTABLE
 DECIDED = (REPRODUCED, NOT_REPRODUCED)
 NEEDS_REASON = (INCONCLUSIVE, NOT_MEASURED, NOT_TESTABLE)
 
-LIMIT_FLAGS = {
-    "generator-short": "the traffic generator fell short of its intended load",
-    "cpu-saturated": "the sender's CPU was saturated (on veth it also does the DUT's forwarding)",
-    "client-cpu-bound": "the clients' CPU was the limit",
-    "flood-generator-short": "the flood generator fell short of its intended rate",
-    "max-load-passed": "the search passed its largest load, so the figure is the generator's, a lower bound",
-    "search-max-load-passed": "the throughput search passed its largest load (the bed's maximum), so the figure is "
-                              "the generator's, a lower bound",
-    "receiver-bound": "the receiving process, not the DUT, dropped packets",
-    "flood-ended-early": "the flood ended before the measurement did, so part of it ran without the flood",
-    "generator-skew": "the generators (or a bidirectional trial's two senders, or the client/server pairs) sent "
-                      "together for only part of a trial, so the aggregate overstates the load",
-    "delayline-limited": "the emulated delay line (link_delay) dropped frames or fell behind, so it set the figure",
+
+@dataclass(frozen=True)
+class Limit:
+    """A quality flag that says something other than the firewall set a figure."""
+
+    headline: str
+    """How a headline names it beside a percentage, e.g. 'sender-CPU-bound'."""
+    why: str
+    """What it means for a figure, as a finding's reason says it."""
+    undecides: bool = True
+    """Whether it makes a decided finding inconclusive (`LIMIT_FLAGS`)."""
+
+
+LIMITS: dict[str, Limit] = {
+    "generator-short": Limit("generator-short", "the traffic generator fell short of its intended load"),
+    "cpu-saturated": Limit("sender-CPU-bound",
+                           "the sender's CPU was saturated (on veth it also does the DUT's forwarding)"),
+    "client-cpu-bound": Limit("client-CPU-bound", "the clients' CPU was the limit"),
+    "flood-generator-short": Limit("flood-generator-short", "the flood generator fell short of its intended rate"),
+    "max-load-passed": Limit("at the search's maximum load",
+                             "the search passed its largest load, so the figure is the generator's, a lower bound"),
+    "receiver-bound": Limit("receiver-bound", "the receiving process, not the DUT, dropped packets"),
+    "flood-ended-early": Limit("flood-ended-early",
+                               "the flood ended before the measurement did, so part of it ran without the flood"),
+    "generator-skew": Limit("generator-skew",
+                            "the generators (or a bidirectional trial's two senders, or the client/server pairs) "
+                            "sent together for only part of a trial, so the aggregate overstates the load"),
+    "delayline-limited": Limit("capped by the delay line",
+                               "the emulated delay line (link_delay) dropped frames or fell behind, so it set the "
+                               "figure"),
+    "link-limited": Limit("capped by the emulated wire", "the emulated wire (link_rate) capped the figure",
+                          undecides=False),
 }
-"""Quality flags (codes the runners write on a trial) that say the generator or a CPU, not the
-firewall, set the figure: a finding reading such a trial cannot be reproduced or not reproduced.
-Not here on purpose: `link-limited` (an emulated wire capping the figure is the seeds' own
-regime; the headline still names it) and `overran` (stalled streams are what seed 004's
-"many streams stall" finding looks for)."""
+"""The one table of limiting quality flags (codes the runners write on a trial): how a headline
+names each and what it means for a figure. An older record's ``search-max-load-passed`` is read
+as ``max-load-passed`` (`fwlab.results.trial.RENAMED_FLAGS`). `link-limited` does not undecide a
+finding: an emulated wire capping the figure is the seeds' own regime (the headline still names
+it). Not here on purpose: `overran` (stalled streams are what seed 004's "many streams stall"
+finding looks for)."""
+
+LIMIT_FLAGS = {code: lim.why for code, lim in LIMITS.items() if lim.undecides}
+"""The flags of `LIMITS` that say the generator or a CPU, not the firewall, set the figure: a
+finding reading such a trial cannot be reproduced or not reproduced."""
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ bridge / gateway and as what stopped each search (the DUT's connection table or 
 from __future__ import annotations
 
 from fwlab.published.compare import (
+    LIMIT_FLAGS,
     limit_reason,
     bound_verdict,
     range_verdict,
@@ -254,9 +255,15 @@ def compare(study: Study, run: dict, trials: list[TrialRecord]) -> StudyComparis
     def v(size, n, layout, mode=gw):
         return values(tp, METRIC, mode=mode, size_bytes=size, rules=n, layout=layout)
 
+    def limits(size, n, layout, mode=gw) -> set[str]:
+        """The limiting flags (`LIMIT_FLAGS`) on the searches behind one cell."""
+        return {c for t in pick(tp, METRIC, mode=mode, size_bytes=size, rules=n, layout=layout)
+                for c in t.flag_codes if c in LIMIT_FLAGS}
+
     label = result_label(tp) if tp else "throughput"
     rows = []
     pub_ratios = {}
+    marked: set[str] = set()
     for lab, vals in t1.rows:
         first, last = vals[0], vals[-1]
         r = None if not first else 100.0 * last / first
@@ -266,7 +273,10 @@ def compare(study: Study, run: dict, trials: list[TrialRecord]) -> StudyComparis
             size = int(lab)
             if size in sizes and top:
                 z, m = v(size, 0, lay), v(size, top, lay)
-                cells += [fmt(mean(z) and mean(z) / 1e3, 1), fmt(mean(m) and mean(m) / 1e3, 1), fmt(ratio_pct(m, z), 1)]
+                fz, fm = limits(size, 0, lay), limits(size, top, lay)
+                marked |= fz | fm
+                cells += [_marked(fmt(mean(z) and mean(z) / 1e3, 1), fz), _marked(fmt(mean(m) and mean(m) / 1e3, 1), fm),
+                          _marked(fmt(ratio_pct(m, z), 1), fz | fm, bound=False)]
             else:
                 cells += ["not measured", "", ""]
         rows.append(tuple(cells))
@@ -277,7 +287,11 @@ def compare(study: Study, run: dict, trials: list[TrialRecord]) -> StudyComparis
     out.tables.append(SideTable(
         title=f"{t1.ref}, gateway mode: effect of the rule count", header=tuple(header), rows=tuple(rows),
         note="The seed's last printed value is 5000 or 10000 rules (one column is lost in the source); the seed: "
-             f"zero-loss throughput; fwlab: {label} (frame sizes incl. FCS), mean over repetitions."))
+             f"zero-loss throughput; fwlab: {label} (frame sizes incl. FCS), mean over repetitions."
+             + (" ⚑ marks a cell whose searches carry a limiting quality flag, named in the cell: "
+                + "; ".join(f"{c}: {LIMIT_FLAGS[c]}" for c in sorted(marked))
+                + (" (≥: the figure is a lower bound)" if "max-load-passed" in marked else "") + "."
+                if marked else "")))
     if rules and len(rules) > 2:
         rows = []
         for lay in layouts:
@@ -350,8 +364,10 @@ def compare(study: Study, run: dict, trials: list[TrialRecord]) -> StudyComparis
         verdict, why, ratios = _above(sizes, lambda s: v(s, 0, lay, "routed"), lambda s: v(s, 0, lay, "bridge"))
         out.findings.append(Finding.judge(
             id="seed-001/bridge-above-gateway", reason=why,
-            used=[t for s in sizes for m in ("routed", "bridge") for t in pick(tp, METRIC, mode=m, size_bytes=s,
-                                                                                rules=0, layout=lay)],
+            # only the sizes measured in both modes were compared: a size run in one mode (e.g. routed
+            # 1518 B, capped by the generator) was never weighed and must not sway the verdict
+            used=[t for s in sorted(ratios) for m in ("routed", "bridge") for t in pick(tp, METRIC, mode=m, size_bytes=s,
+                                                                                        rules=0, layout=lay)],
             claim="Bridge mode forwards more than gateway mode",
             published="Fig. 5: bridge above gateway at every frame size (no numbers printed)",
             fwlab="fwlab, 0 rules, bridge as % of routed: " + ", ".join(f"{s} B {r:.0f} %" for s, r in sorted(ratios.items())) + ".",
@@ -366,50 +382,103 @@ def compare(study: Study, run: dict, trials: list[TrialRecord]) -> StudyComparis
     return out
 
 
+def _marked(cell: str, codes: set[str], *, bound: bool = True) -> str:
+    """A figure's cell with the limiting flags of its searches: '≥ 47.1 ⚑ max-load-passed' (a
+    search that passed its largest load gives a lower bound; `bound` False for a ratio, which
+    such a figure makes neither bound), as the report's main table flags its cells."""
+    if not codes or cell in ("–", ""):
+        return cell
+    low = "≥ " if bound and "max-load-passed" in codes else ""
+    return f"{low}{cell} ⚑ {', '.join(sorted(codes))}"
+
+
 BIDIR_PUB_PCT = 50.0
 """§3.5: bidirectional full duplex was 'about 50 % lower' at small frames than unidirectional."""
 BIDIR_BAND_PCT = 15.0
 """'About': fwlab counts a per-direction figure within 50 ± 15 % of the unidirectional one as that."""
 
 
+def _final_trial_s(t: TrialRecord) -> float | None:
+    """How long the search's final trials lasted [s] (its goal's ``final_trial_duration_s``, as
+    the record's search result stores it, else as the options give it). A search's figure depends
+    on it (a longer trial meets more loss), so two searches' figures are compared only at like
+    trial lengths. None when the record does not say."""
+    results = ((t.extra or {}).get("rfc2544") or {}).get("results") or []
+    goal = results[0].get("goal") if results and isinstance(results[0], dict) else None
+    for g in (goal, _opt(t, "goal")):
+        if isinstance(g, dict) and g.get("final_trial_duration_s") is not None:
+            return float(g["final_trial_duration_s"])
+    return None
+
+
+def _secs(d: float | None) -> str:
+    return "not recorded" if d is None else f"{d:g} s"
+
+
 def _bidirectional(out: StudyComparison, trials: list[TrialRecord]) -> None:
-    """§3.5: bidirectional (two senders at once, one each way) against unidirectional throughput
-    at the smallest frame size measured both ways, per direction, same mode, rules and wire."""
+    """§3.5: bidirectional (two senders at once, one each way) against unidirectional throughput,
+    per direction, at every frame size measured both ways with the same mode, rules, wire and
+    final trial length (a search's figure depends on its trial length, so a 1 s bidirectional
+    search is never set beside a 0.5 s unidirectional one). Every such pair is judged: the claim
+    holds at every small frame the run measured both ways (the presets run 64 and 128 B)."""
     claim = "Bidirectional full duplex forwards about 50 % less than unidirectional at small frames (§3.5)"
     published = "§3.5: bidirectional full duplex about 50 % lower at small frame sizes (no table)"
     lo, hi = BIDIR_PUB_PCT - BIDIR_BAND_PCT, BIDIR_PUB_PCT + BIDIR_BAND_PCT
-    crit = (f"the 95 % interval of the bidirectional throughput per direction over the unidirectional one (same "
-            f"mode, rules, frame size and wire; the smallest frame measured both ways) within {lo:g}-{hi:g} % "
-            f"(entirely outside -> not reproduced, across -> inconclusive)")
+    crit = (f"at every frame size measured both ways, the 95 % interval of the bidirectional throughput per "
+            f"direction over the unidirectional one (same mode, rules, frame size, wire and final trial length) "
+            f"within {lo:g}-{hi:g} % (one entirely outside -> not reproduced, one across -> inconclusive)")
     bi, uni = _tp_bidir(trials), _tp(trials)
-    keys = sorted({(t.mode, t.rules, int(t.size_bytes or 0), t.layout, t.link_rate_bps or 0) for t in bi},
-                  key=lambda k: (k[2], k[1], k[0] != "routed"))
-    pairs = []
-    for mode, n, size, lay, rate in keys:
-        b = [t for t in bi if (t.mode, t.rules, int(t.size_bytes or 0), t.layout, t.link_rate_bps or 0)
-             == (mode, n, size, lay, rate) and t.metrics.get(METRIC) is not None]
-        u = [t for t in uni if (t.mode, t.rules, int(t.size_bytes or 0), t.layout, t.link_rate_bps or 0)
-             == (mode, n, size, lay, rate) and t.metrics.get(METRIC) is not None]
+
+    def key(t):
+        return (t.mode, t.rules, int(t.size_bytes or 0), t.layout, t.link_rate_bps or 0)
+
+    keys = sorted({(*key(t), _final_trial_s(t)) for t in bi},
+                  key=lambda k: (k[2], k[1], k[0] != "routed", k[5] or 0.0))
+    pairs, unlike = [], []
+    for k in keys:
+        b = [t for t in bi if key(t) == k[:5] and _final_trial_s(t) == k[5] and t.metrics.get(METRIC) is not None]
+        same = [t for t in uni if key(t) == k[:5] and t.metrics.get(METRIC) is not None]
+        u = [t for t in same if _final_trial_s(t) == k[5]]
         if b and u:
-            pairs.append(((mode, n, size), b, u))
+            pairs.append((k, b, u))
+        elif b and same:
+            unlike.append((k, sorted({_final_trial_s(t) for t in same}, key=lambda d: d or 0.0)))
+
+    def where(k):
+        mode, n, size = k[:3]
+        return f"{MODE_NAMES.get(mode, mode)} mode, {n:,} rules, {size} B frames"
+
+    skipped = "; ".join(f"{where(k)}: bidirectional final trials {_secs(k[5])}, unidirectional "
+                        f"{', '.join(_secs(d) for d in ds)}" for k, ds in unlike)
     if not pairs:
+        if unlike:
+            text = ("not measured: the bidirectional and unidirectional searches ran with unlike final trial lengths "
+                    f"({skipped}); a search's figure depends on its trial length, so they are not compared.")
+        else:
+            text = ("not measured: no bidirectional throughput search beside a unidirectional one at the same "
+                    "mode, rules and frame size in this run.")
         out.findings.append(Finding(id="seed-001/bidir-half-at-small-frames", claim=claim, published=published,
-            fwlab="not measured: no bidirectional throughput search beside a unidirectional one at the same "
-                  "mode, rules and frame size in this run.", criterion=crit, verdict=NOT_MEASURED))
+                                    fwlab=text, criterion=crit, verdict=NOT_MEASURED))
         return
-    (mode, n, size), b, u = pairs[0]
-    bv, uv = [float(t.metrics[METRIC]) for t in b], [float(t.metrics[METRIC]) for t in u]
-    iv = ratio_ci(bv, uv)
-    verdict, why = range_verdict([iv], lo, hi)
-    skews = [t.metrics.get("start_skew_max_s") for t in b if t.metrics.get("start_skew_max_s") is not None]
-    text = (f"fwlab, {MODE_NAMES.get(mode, mode)} mode, {n:,} rules, {size} B frames: bidirectional "
-            f"{fmt(mean(bv) / 1e3, 1)} kpps per direction ({fmt(2 * mean(bv) / 1e3, 1)} kpps both ways), "
-            f"unidirectional {fmt(mean(uv) / 1e3, 1)} kpps; per direction {fmt_ci(iv) if iv else '–'} of "
-            f"unidirectional (95 % interval; {len(bv)} and {len(uv)} repetitions)"
-            + (f"; the two senders started at most {1e3 * max(skews):.1f} ms apart" if skews else "") + ".")
+    ivs, parts, used = [], [], []
+    for k, b, u in pairs:
+        bv, uv = [float(t.metrics[METRIC]) for t in b], [float(t.metrics[METRIC]) for t in u]
+        iv = ratio_ci(bv, uv)
+        ivs.append(iv)
+        used += b + u
+        skews = [t.metrics.get("start_skew_max_s") for t in b if t.metrics.get("start_skew_max_s") is not None]
+        parts.append(f"{where(k)}" + (f", {k[5]:g} s final trials" if k[5] is not None else "")
+                     + f": bidirectional {fmt(mean(bv) / 1e3, 1)} kpps per direction ({fmt(2 * mean(bv) / 1e3, 1)} "
+                     f"kpps both ways), unidirectional {fmt(mean(uv) / 1e3, 1)} kpps; per direction "
+                     f"{fmt_ci(iv) if iv else '–'} of unidirectional (95 % interval; {len(bv)} and {len(uv)} "
+                     "repetitions)"
+                     + (f"; the two senders started at most {1e3 * max(skews):.1f} ms apart" if skews else ""))
+    verdict, why = range_verdict(ivs, lo, hi)
+    text = ("fwlab, " + "; ".join(parts) + "."
+            + (f" Not compared (unlike final trial lengths): {skipped}." if unlike else ""))
     out.findings.append(Finding.judge(
         id="seed-001/bidir-half-at-small-frames", claim=claim, published=published, fwlab=text, criterion=crit,
-        verdict=verdict, reason=why, used=b + u))
+        verdict=verdict, reason=why, used=used))
 
 
 def _above(sizes, ref_of, other_of):

@@ -411,15 +411,7 @@ def compare(study: Study, run: dict, trials: list[TrialRecord]) -> StudyComparis
             verdict = NOT_REPRODUCED
         else:
             verdict = INCONCLUSIVE
-            why = (f"the probes during the load of {len(sel) - len(in_time)} repetition(s) ended before "
-                   f"{RECOVERY_WITHIN_S:g} s without recovering (the load ended, or max_probes was reached, earlier)")
-            died = [t for t in sel if t not in in_time and (t.extra or {}).get("load_error")]
-            if died:
-                ends = [float(t.extra["load_ended_s"]) for t in died if t.extra.get("load_ended_s") is not None]
-                causes = sorted({str(t.extra.get("load_failure_cause") or t.extra["load_error"]) for t in died})
-                why = (f"the {s_t3}-stream load died {fmt_range(ends, 1, 's') if ends else ''} after it began in "
-                       f"{len(died)} repetition(s), before {RECOVERY_WITHIN_S:g} s, so no probe could recover during "
-                       f"it; measured cause: {'; '.join(causes)}")
+            why = _undecided_recovery(s_t3, [t for t in sel if t not in in_time])
         out.findings.append(Finding.judge(
             id="seed-004/probe-recovers-in-20s", used=sel, reason=why,
             claim=claim, published=published, fwlab=text,
@@ -435,3 +427,45 @@ def compare(study: Study, run: dict, trials: list[TrialRecord]) -> StudyComparis
             criterion=f"a probe within the tolerance of the single-stream baseline within {RECOVERY_WITHIN_S:g} s",
             verdict=NOT_MEASURED))
     return out
+
+
+def _load_planned_s(t: TrialRecord) -> float:
+    """How long the trial's multi-stream load was to run [s]: the probe plan's ``load_s``, else the
+    trial's own duration."""
+    plan = (t.extra or {}).get("probe_plan") or {}
+    return float(plan.get("load_s") or t.duration_s or 0.0)
+
+
+def _undecided_recovery(streams: int, undecided: list[TrialRecord]) -> str:
+    """Why Table 3's repetitions whose probes during the load neither recovered within
+    `RECOVERY_WITHIN_S` nor ran past it leave the finding undecided, each group with its own
+    reason, joined: the load died before that time (when it ended, with the measured cause or the
+    facts), the load was planned shorter than that, or the probes stopped earlier."""
+    ended = {id(t): (t.extra or {}).get("load_ended_s") for t in undecided}
+    # a load that died after RECOVERY_WITHIN_S did not stop the probes before it: not its reason
+    died = [t for t in undecided if (t.extra or {}).get("load_error")
+            and (ended[id(t)] is None or float(ended[id(t)]) < RECOVERY_WITHIN_S)]
+    short = [t for t in undecided if t not in died and _load_planned_s(t) < RECOVERY_WITHIN_S]
+    rest = [t for t in undecided if t not in died and t not in short]
+    parts = []
+    if rest:
+        parts.append(f"the probes during the load of {len(rest)} repetition(s) ended before {RECOVERY_WITHIN_S:g} s "
+                     "without recovering (the load ended, or max_probes was reached, earlier)")
+    if short:
+        planned = [_load_planned_s(t) for t in short]
+        parts.append(f"the probes during the load of {len(short)} repetition(s) ended before {RECOVERY_WITHIN_S:g} s "
+                     f"without recovering: the load was planned for {fmt_range(planned, 0, 's')} (probe_plan load_s, "
+                     f"else the trial's duration), shorter than the {RECOVERY_WITHIN_S:g} s the finding allows")
+    if died:
+        ends = [float(ended[id(t)]) for t in died if ended[id(t)] is not None]
+        unknown = len(died) - len(ends)
+        when = (f" {fmt_range(ends, 1, 's')} after it began" if ends else "") + (
+            f" ({'in ' + str(unknown) + ' of them ' if ends else ''}when it ended was not recorded)" if unknown else "")
+        causes = sorted({str(t.extra["load_failure_cause"]) for t in died if t.extra.get("load_failure_cause")})
+        facts = sorted({str(t.extra.get("load_failure_facts") or t.extra["load_error"])
+                        for t in died if not t.extra.get("load_failure_cause")})
+        parts.append(f"the {streams}-stream load died{when} in {len(died)} repetition(s)"
+                     + (f", before {RECOVERY_WITHIN_S:g} s, so no probe could recover during it" if not unknown else "")
+                     + (f"; measured cause: {'; '.join(causes)}" if causes else "")
+                     + (f"; no cause measured: {'; '.join(facts)}" if facts else ""))
+    return "; ".join(parts)

@@ -10,6 +10,7 @@ import html
 import statistics
 
 from fwlab.report.timeseries import config_label
+from fwlab.results.identity import speed_words
 from fwlab.results.trial import TrialRecord, as_records
 
 
@@ -27,9 +28,7 @@ def render(trials: list[TrialRecord]) -> str:
             continue
         key = (config_label(t), t.size_bytes or m.get("frame_size"), t.rules)
         acc.setdefault(key, []).append(float(m["line_rate_pct"]))
-        bps = float(m.get("line_rate_bps") or 0)
-        speed = f"{bps / 1e9:g} Gbit/s" if bps >= 1e9 else f"{bps / 1e6:g} Mbit/s"
-        link[key] = f"{m.get('line_rate_link')} at {speed}"
+        link[key] = f"{m.get('line_rate_link')} at {speed_words(float(m.get('line_rate_bps') or 0))}"
     if not acc and not missing:
         return ""
     out = ["<h2>% of line rate</h2>"]

@@ -12,7 +12,7 @@ import html
 import statistics
 
 from fwlab.stats.ratio import ratio_to_zero
-from fwlab.published.compare import LIMIT_FLAGS
+from fwlab.published.compare import LIMITS
 from fwlab.results.curves import METRIC_INFO, Curve, primary_metric
 from fwlab.results.store import RecordState, state_without_plan
 from fwlab.report.summary import noise_floor
@@ -20,26 +20,21 @@ from fwlab.results.trial import TrialRecord, as_records
 
 _RATE_WORD = {"rx_pps": "forwards", "throughput_bps": "carries", "throughput_pps": "passes",
               "transactions_per_s": "completes"}
-_LIMITED = {"cpu-saturated": "sender-CPU-bound", "client-cpu-bound": "client-CPU-bound",
-            "generator-short": "generator-short", "flood-generator-short": "flood-generator-short",
-            "max-load-passed": "at the search's maximum load", "search-max-load-passed": "at the search's maximum load",
-            "receiver-bound": "receiver-bound",
-            "link-limited": "capped by the emulated wire", "flood-ended-early": "flood-ended-early",
-            "delayline-limited": "capped by the delay line"}
-#: limits the headline names beside LIMIT_FLAGS: an emulated wire (testbed.shaping) capping the
-#: reference is the seeds' regime, so it leaves verdicts decided, but a percentage must say it
-_NAMED_LIMITS = set(LIMIT_FLAGS) | {"link-limited"}
+#: the limits the headline names (`fwlab.published.compare.LIMITS`, the one table): those that
+#: undecide a finding, and an emulated wire (testbed.shaping) capping the reference -- the seeds'
+#: regime, so it leaves verdicts decided, but a percentage must say it
+_NAMED_LIMITS = set(LIMITS)
 
 
 def reference_limit(codes) -> str:
     """' [0-rule reference sender-CPU-bound (cpu-saturated)]' when a limiting quality flag
-    (`fwlab.published.compare.LIMIT_FLAGS`, or `link-limited`) is among the 0-rule reference's
+    (`fwlab.published.compare.LIMITS`: those of LIMIT_FLAGS, and `link-limited`) is among the 0-rule reference's
     flag `codes`, else ''. Such a percentage is the generator's, a CPU's or the wire's as much as
     the firewall's."""
     hit = sorted({c for c in codes if c in _NAMED_LIMITS})
     if not hit:
         return ""
-    return " [0-rule reference " + ", ".join(f"{_LIMITED.get(c, c)} ({c})" for c in hit) + "]"
+    return " [0-rule reference " + ", ".join(f"{LIMITS[c].headline} ({c})" for c in hit) + "]"
 
 
 def _e(x) -> str:

@@ -1,36 +1,19 @@
 """Plots as inline SVG text (matplotlib, Agg backend), from report.summary curves only.
 
-Owns: how figures look, and that they come out the same bytes from the same record (fixed SVG
-id salt, no creation date in the SVG metadata). Never reads the live run or the record directly.
+Owns: how figures look; that they come out the same bytes from the same record is
+fwlab.svgplot's (shared with the trend page). Never reads the live run or the record directly.
 """
 
 from __future__ import annotations
 
-import io
-
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-#: SVG element ids are hashes salted with this (by default a random salt per process)
-SVG_HASH_SALT = "fwlab"
-
-from fwlab.results.curves import Curve  # noqa: E402
+from fwlab.results.curves import Curve
+from fwlab.svgplot import SVG_HASH_SALT, plt  # noqa: F401  (the report's modules draw with these)
+from fwlab.svgplot import figure_svg as _svg
 
 UNITS = {"throughput_bps": ("Throughput [Gbit/s]", 1e-9), "rx_pps": ("Received packet rate [kpps]", 1e-3),
          "loss_ratio": ("Loss [%]", 100.0), "transactions_per_s": ("Transactions [1/s]", 1.0),
          "throughput_pps": ("Search throughput [kpps]", 1e-3),
          "throughput_pct_of_max": ("Throughput [% of the bed's maximum load]", 1.0)}
-
-
-def _svg(fig) -> str:
-    buf = io.StringIO()
-    with matplotlib.rc_context({"svg.hashsalt": SVG_HASH_SALT}):
-        fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
-    plt.close(fig)
-    text = buf.getvalue()
-    return text[text.find("<svg"):]
 
 
 def rate_vs_rules(cs: list[Curve], metric: str, title: str) -> str:

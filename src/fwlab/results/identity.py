@@ -63,11 +63,16 @@ def rate_id(bps: int) -> str:
     return f"{bps}bit"
 
 
+def speed_words(bps: float) -> str:
+    """A link speed: '100 Mbit/s', '10 Gbit/s'."""
+    return f"{bps / 1e9:g} Gbit/s" if bps >= 10 ** 9 else f"{bps / 1e6:g} Mbit/s"
+
+
 def link_words(bps: int | None) -> str:
     """'100 Mbit/s link' or 'unshaped bed' (a curve's or a table's emulated wire)."""
     if not bps:
         return "unshaped bed"
-    return f"{bps / 1e9:g} Gbit/s link" if bps >= 10 ** 9 else f"{bps / 1e6:g} Mbit/s link"
+    return f"{speed_words(bps)} link"
 
 
 def curve_key(t: Mapping) -> tuple:

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from fwlab.results.identity import IDENTITY_FIELDS, TrialIdentity, traffic_label
 from fwlab.results.kinds import TrialKind
@@ -25,6 +25,11 @@ def utc_now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+RENAMED_FLAGS = {"search-max-load-passed": "max-load-passed"}
+"""Flag codes an older fwlab wrote, each with the one code that names the same thing now: a
+record is read with the new code (the rfc2544 search wrote its own twin of ``max-load-passed``)."""
+
+
 class TrialFlag(BaseModel):
     """A quality flag on a trial, e.g. ``cpu-saturated`` (fwlab.stats.quality ``Flag.to_dict``)."""
 
@@ -32,6 +37,11 @@ class TrialFlag(BaseModel):
     code: str
     severity: str | None = None
     message: str | None = None
+
+    @field_validator("code")
+    @classmethod
+    def _one_code(cls, v: str) -> str:
+        return RENAMED_FLAGS.get(v, v)
 
 
 class TrialRecord(BaseModel):

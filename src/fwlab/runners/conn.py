@@ -48,6 +48,7 @@ from fwlab.errors import RunnerError
 from fwlab.runners.engine import engine_on, engine_unavailable, engine_version, find_engine, wait_ready
 from fwlab.search.measurer import TrialResult
 from fwlab.testbed.cpuseries import PROC_STAT, read_proc_stat
+from fwlab.testbed.netstat import SNMP, read_counters
 
 if TYPE_CHECKING:
     from fwlab.testbed.bed import Testbed
@@ -253,12 +254,8 @@ def prepare_bed(bed: "Testbed", need: dict[int, int]) -> dict:
 def tcp_segments_sent(bed: "Testbed", role: str) -> int | None:
     """TCP segments (RSTs included) sent so far in ``role``'s namespace (/proc/net/snmp Tcp
     OutSegs), None when unreadable."""
-    cp = bed.sh(role, "cat", "/proc/net/snmp", check=False)
-    rows = [line.split() for line in cp.stdout.splitlines() if line.startswith("Tcp:")]
-    if cp.returncode != 0 or len(rows) < 2:
-        return None
-    fields = dict(zip(rows[0][1:], rows[1][1:]))
-    return int(fields["OutSegs"]) if fields.get("OutSegs", "").isdigit() else None
+    n = (read_counters(bed, role, SNMP, "Tcp") or {}).get("OutSegs")
+    return n if n is not None and n >= 0 else None
 
 
 def _undo_at_close(bed: "Testbed", role: str, argv: list[str]) -> None:

@@ -28,8 +28,9 @@ from fwlab.testbed import links
 from fwlab.testbed.clock import measure_offset
 from fwlab.testbed.delayline import DelayLine, RunningLine
 from fwlab.testbed.host import CommandFailed, Host, LocalHost, kill_namespace_pids, require_tool
-from fwlab.testbed.nic import NicInfo, PathLine, path_line, read_nic
+from fwlab.testbed.nic import NicInfo, PathLine, path_line, read_irq_table, read_nic
 from fwlab.testbed.hosts import IFACE_COUNT, Placement
+from fwlab.testbed.linkseries import link_stats, read_all_links
 from fwlab.testbed.shaping import LinkShape, parse_qdisc_stats
 from fwlab.testbed.topology import PREFIX, Topology
 from fwlab.testbed.tuning import apply_profile
@@ -125,6 +126,8 @@ class Testbed:
     delay_lines: dict[str, RunningLine] = field(default_factory=dict)
     #: what the suite's tuning profile set, where, and what not (testbed.tuning); None: no profile
     tuning_state: dict | None = None
+    #: threads reading the local namespaces' link counters at once (made on first use)
+    _pool: ThreadPoolExecutor | None = field(default=None, repr=False)
 
     # -- life cycle -------------------------------------------------------------------------
     def __enter__(self) -> "Testbed":
@@ -168,6 +171,9 @@ class Testbed:
                 links.give_back(self.host, ns, cur, orig)
             self._adopted.clear()
             self.delay_lines.clear()
+            if self._pool is not None:
+                self._pool.shutdown(wait=False)
+                self._pool = None
             for role in self.local_roles:
                 delete_namespace(self.host, self.topo.ns(role))
             for w in self.topo.wires:
@@ -654,29 +660,23 @@ class Testbed:
 
     def link_counters(self, role: str, dev: str) -> dict[str, int]:
         """rx/tx packet, byte and drop counters of one interface (from ``ip -s -j link``)."""
-        ns, name = self.ns(role), self.dev(role, dev)
-        # ip -n enters the namespace itself (ip netns exec also remounts /sys: twice the time)
-        argv = ["ip", "-s", "-j", "link", "show", name] if ns is None else ["ip", "-n", ns, "-s", "-j", "link", "show", name]
-        cp = self.host_for(role).run(argv)
-        return _link_stats(json.loads(cp.stdout)[0]["stats64"])
+        cp = self.host_for(role).run(["ip", "-s", "-j", "link", "show", self.dev(role, dev)], ns=self.ns(role))
+        return link_stats(json.loads(cp.stdout)[0]["stats64"])
 
     def all_link_counters(self) -> dict[str, dict[str, int]]:
         """:meth:`link_counters` of every interface of :meth:`interfaces` (keys ``role:dev``, in
-        that order), with one ``ip -s -j link show`` per role's namespace, not one per interface.
-        ``ip -n NS`` enters the namespace itself (``ip netns exec`` also remounts /sys: twice the
-        time), and the namespaces on this machine are read at once, one thread each."""
+        that order), with one ``ip -s -j link show`` per role's namespace, not one per interface;
+        the namespaces on this machine are read at once, one thread each (the bed's own pool)."""
         wanted = self.interfaces()
         roles = list(dict.fromkeys(r for r, _ in wanted))
 
         def read(role: str) -> dict[str, dict]:
-            ns = self.ns(role)
-            argv = ["ip", "-s", "-j", "link", "show"] if ns is None else ["ip", "-n", ns, "-s", "-j", "link", "show"]
-            cp = self.host_for(role).run(argv)
-            return {e.get("ifname"): e.get("stats64") for e in json.loads(cp.stdout or "[]")}
+            return read_all_links(self.host_for(role), self.ns(role))
 
         if len(roles) > 1 and not any(self.is_remote(r) for r in roles):
-            with ThreadPoolExecutor(max_workers=len(roles)) as pool:
-                read_by_role = dict(zip(roles, pool.map(read, roles)))
+            if self._pool is None:  # made once per bed (this runs every 50 ms in a quiet pause)
+                self._pool = ThreadPoolExecutor(max_workers=len(self.topo.roles), thread_name_prefix="fwlab-links")
+            read_by_role = dict(zip(roles, self._pool.map(read, roles)))
         else:
             read_by_role = {r: read(r) for r in roles}
         out = {}
@@ -685,7 +685,7 @@ class Testbed:
             if stats is None:
                 raise TestbedError(f"interface {dev} of role {role} is missing from 'ip -s -j link show'",
                                    fix="run 'fwlab clean' and rebuild the test bed")
-            out[f"{role}:{dev}"] = _link_stats(stats)
+            out[f"{role}:{dev}"] = link_stats(stats)
         return out
 
     def generator_interfaces(self) -> list[tuple[str, str]]:
@@ -696,22 +696,26 @@ class Testbed:
 
     def nics(self) -> list[NicInfo]:
         """Every data interface as hardware: speed, driver, firmware, offloads, queues, IRQs (read now)."""
-        return [read_nic(self.host_for(r), self.ns(r), r, d)
+        tables: dict[int, object] = {}  # the host-wide IRQ table, read once per host
+
+        def table(host: Host):
+            def get():
+                if id(host) not in tables:
+                    tables[id(host)] = read_irq_table(host)
+                return tables[id(host)]
+            return get
+        return [read_nic(self.host_for(r), self.ns(r), r, d, irq_table=table(self.host_for(r)))
                 for r, d in self.interfaces() + self.generator_interfaces()]
 
     def path_line(self, nics: list[NicInfo]) -> PathLine:
-        """The line rate bounding the bed's client -> server path (see nic.path_line). An emulated
-        wire (``link_rate``: the client's egress shaped to Ethernet line time) is a link of known
-        speed too: where it is slower than every known NIC, or none is known (veth), it bounds
-        the path and is named as emulated."""
+        """The line rate bounding the bed's client -> server path (nic.path_line), with the
+        emulated wire when ``link_rate`` shapes the client's egress."""
         gens = ["client"] + [r for r, _ in self.generator_interfaces()]
-        line = path_line([n for n in nics if n.role != "atk"], gens)
         shaped = self.shaped_interfaces()
         rate = self.topo.link_rate_bps
-        if rate and any(r == "client" for r, _ in shaped) and (line.speed_bps is None or rate < line.speed_bps):
-            where = " and ".join(f"{r}:{d}" for r, d in shaped)
-            return PathLine(float(rate), f"emulated wire ({where} egress shaped to Ethernet line time)")
-        return line
+        emulated = ((float(rate), " and ".join(f"{r}:{d}" for r, d in shaped))
+                    if rate and any(r == "client" for r, _ in shaped) else None)
+        return path_line([n for n in nics if n.role != "atk"], gens, emulated=emulated)
 
     def clock_offsets(self) -> dict[str, dict]:
         """Each remote role's clock offset vs this machine, measured now (they drift)."""
@@ -746,10 +750,3 @@ class Testbed:
         }
 
 
-def _link_stats(stats: dict) -> dict[str, int]:
-    """The recorded counters of one interface from its ``stats64`` (``ip -s -j link``)."""
-    return {
-        "rx_packets": stats["rx"]["packets"], "rx_bytes": stats["rx"]["bytes"],
-        "rx_dropped": stats["rx"]["dropped"], "tx_packets": stats["tx"]["packets"],
-        "tx_bytes": stats["tx"]["bytes"], "tx_dropped": stats["tx"]["dropped"],
-    }

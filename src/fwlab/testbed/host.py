@@ -204,6 +204,9 @@ class LocalHost(Host):
     def _argv(self, argv: list[str], ns: str | None) -> list[str]:
         if ns is None:
             return list(argv)
+        if argv[:1] == ["ip"] and argv[1:2] not in (["netns"], ["-n"], ["-netns"]):
+            # iproute2 enters the namespace itself (ip netns exec also remounts /sys: twice the time)
+            return ["ip", "-n", ns, *argv[1:]]
         return ["ip", "netns", "exec", ns, *argv]
 
     def run(self, argv: list[str], ns: str | None = None, *, input: str | None = None,

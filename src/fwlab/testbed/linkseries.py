@@ -1,8 +1,9 @@
 """Per-second link-counter samples taken while any trial runs.
 
-Owns: a background thread that reads the rx/tx counters of chosen interfaces once per
-``interval_s`` (``ip -n NS -s -j link``, one call per namespace) and turns them into per-interval
-rates. The orchestrator keeps them with every trial (``extra.link_series``) and uses them as the
+Owns: reading a namespace's link counters (one ``ip -s -j link show`` per namespace, parsed into
+the counters the record keeps; the test bed's before/after reads use the same), and a background
+thread that reads the rx/tx counters of chosen interfaces once per ``interval_s`` and turns them
+into per-interval rates. The orchestrator keeps them with every trial (``extra.link_series``) and uses them as the
 trial's ``series`` when the tool itself gives none (netperf, fwlab-engine), so every stream trial
 has a time series. Never touches the firewall.
 """
@@ -14,21 +15,33 @@ import subprocess
 import time
 from typing import TYPE_CHECKING
 
+from fwlab.errors import FwlabError
+from fwlab.testbed.host import Host, LocalHost
 from fwlab.testbed.sampler import PeriodicSampler
 
 if TYPE_CHECKING:
     from fwlab.testbed.bed import Testbed
 
 
-def read_links(ns: str, devs: list[str]) -> dict[str, dict[str, int]]:
-    cp = subprocess.run(["ip", "-n", ns, "-s", "-j", "link"], capture_output=True, text=True, timeout=5)
-    out = {}
-    for e in json.loads(cp.stdout or "[]"):
-        if e.get("ifname") in devs:
-            st = e.get("stats64") or {}
-            out[e["ifname"]] = {"rx_packets": st["rx"]["packets"], "rx_bytes": st["rx"]["bytes"],
-                                "tx_packets": st["tx"]["packets"], "tx_bytes": st["tx"]["bytes"]}
-    return out
+def link_stats(stats: dict) -> dict[str, int]:
+    """The recorded counters of one interface from its ``stats64`` (``ip -s -j link``)."""
+    return {
+        "rx_packets": stats["rx"]["packets"], "rx_bytes": stats["rx"]["bytes"],
+        "rx_dropped": stats["rx"]["dropped"], "tx_packets": stats["tx"]["packets"],
+        "tx_bytes": stats["tx"]["bytes"], "tx_dropped": stats["tx"]["dropped"],
+    }
+
+
+def read_all_links(host: Host, ns: str | None, check: bool = True, timeout_s: float | None = 120.0) -> dict[str, dict]:
+    """Every interface's ``stats64`` in one namespace, by name: one ``ip -s -j link show``."""
+    cp = host.run(["ip", "-s", "-j", "link", "show"], ns=ns, check=check, timeout_s=timeout_s)
+    return {e.get("ifname"): e.get("stats64") for e in json.loads(cp.stdout or "[]")}
+
+
+def read_links(ns: str, devs: list[str], host: Host | None = None) -> dict[str, dict[str, int]]:
+    """:func:`link_stats` of ``devs`` in namespace ``ns`` (those present)."""
+    got = read_all_links(host or LocalHost(), ns, check=False, timeout_s=5)
+    return {d: link_stats(got[d]) for d in devs if got.get(d)}
 
 
 def rates(samples: list[tuple[float, dict]], names: dict[str, str]) -> list[dict]:
@@ -80,7 +93,7 @@ class LinkSampler(PeriodicSampler):
         for ns, devs in self.groups.items():
             try:
                 merged.update(read_links(ns, list(devs)))
-            except (subprocess.SubprocessError, json.JSONDecodeError, KeyError, OSError):
+            except (FwlabError, subprocess.SubprocessError, json.JSONDecodeError, KeyError, OSError):
                 pass
         self.samples.append((time.monotonic(), merged))
 

@@ -16,6 +16,8 @@ interface has no IRQs: recorded as missing with the reason.
 
 from __future__ import annotations
 
+import subprocess
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
@@ -53,6 +55,16 @@ class NicInfo:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def trial_nic(nic: dict) -> dict:
+    """A stored NIC (:meth:`NicInfo.to_dict`) as every trial line's conditions keep it: without
+    its IRQs' per-CPU interrupt counts, a snapshot taken when the bed was described (``run.json``
+    keeps them once per bed; repeated in each trial line they only add bytes)."""
+    irqs = nic.get("irqs")
+    if not irqs:
+        return dict(nic)
+    return {**nic, "irqs": [{k: v for k, v in i.items() if k != "per_cpu"} for i in irqs]}
 
 
 def parse_ethtool_i(text: str) -> dict[str, str]:
@@ -120,14 +132,23 @@ def parse_interrupts(text: str) -> dict[int, dict]:
     return out
 
 
-#: one shell session: the device's MSI IRQs (its own, or its parent's: virtio), its device name,
-#: /proc/interrupts and every IRQ's affinity list
-IRQ_SCRIPT = (
+#: one shell session per interface (in its namespace): its device name and the device's MSI IRQs
+#: (its own, or its parent's: virtio)
+IRQ_DEVICE_SCRIPT = (
     'd=/sys/class/net/$1/device; if [ ! -e "$d" ]; then echo NODEVICE; exit 0; fi; '
     'echo "DEV $(basename "$(readlink -f "$d")")"; '
-    'for m in "$d/msi_irqs" "$d/../msi_irqs"; do if [ -d "$m" ]; then echo "MSI $(ls "$m" | tr "\n" " ")"; break; fi; done; '
+    'for m in "$d/msi_irqs" "$d/../msi_irqs"; do if [ -d "$m" ]; then echo "MSI $(ls "$m" | tr "\n" " ")"; break; fi; done')
+#: one shell session per host (IRQs are not namespaced): /proc/interrupts and every IRQ's affinity list
+IRQ_TABLE_SCRIPT = (
     'echo INTERRUPTS; cat /proc/interrupts; echo AFFINITY; '
     'for f in /proc/irq/[0-9]*/smp_affinity_list; do n=${f#/proc/irq/}; echo "${n%%/*} $(cat "$f" 2>/dev/null)"; done')
+#: both, as :func:`irqs_from` reads them
+IRQ_SCRIPT = IRQ_DEVICE_SCRIPT + "; " + IRQ_TABLE_SCRIPT
+
+
+def read_irq_table(host: "Host") -> "subprocess.CompletedProcess":
+    """:data:`IRQ_TABLE_SCRIPT` on ``host`` (once per host: :meth:`Testbed.nics` shares it)."""
+    return host.run(["sh", "-c", IRQ_TABLE_SCRIPT], check=False, timeout_s=30)
 
 
 def irqs_from(iface: str, out: str) -> tuple[list[dict] | None, str | None]:
@@ -180,8 +201,10 @@ def speed_from(sys_speed: str | None, driver: str | None) -> tuple[int | None, s
     return v, None
 
 
-def read_nic(host: "Host", ns: str | None, role: str, iface: str) -> NicInfo:
-    """Speed, driver, firmware and offloads of ``iface`` on ``host`` (in namespace ``ns``)."""
+def read_nic(host: "Host", ns: str | None, role: str, iface: str,
+             irq_table: "Callable[[], subprocess.CompletedProcess] | None" = None) -> NicInfo:
+    """Speed, driver, firmware, offloads, queues and IRQs of ``iface`` on ``host`` (in namespace
+    ``ns``); ``irq_table`` gives the host's :func:`read_irq_table` (default: read it here)."""
     info = NicInfo(role=role, iface=iface)
     cp = host.run(["ethtool", "-i", iface], ns=ns, check=False, timeout_s=30)
     drv = parse_ethtool_i(cp.stdout) if cp.returncode == 0 else {}
@@ -203,7 +226,10 @@ def read_nic(host: "Host", ns: str | None, role: str, iface: str) -> NicInfo:
     if info.driver in VIRTUAL_DRIVERS:
         info.irqs_missing = f"{info.driver} is a virtual interface without IRQs"
     else:
-        r = host.run(["sh", "-c", IRQ_SCRIPT, "fwlab", iface], ns=ns, check=False, timeout_s=30)
+        r = host.run(["sh", "-c", IRQ_DEVICE_SCRIPT, "fwlab", iface], ns=ns, check=False, timeout_s=30)
+        if r.returncode == 0 and not r.stdout.strip().startswith("NODEVICE"):
+            table = irq_table() if irq_table is not None else read_irq_table(host)
+            r = subprocess.CompletedProcess(r.args, table.returncode, r.stdout + "\n" + table.stdout, table.stderr)
         if r.returncode != 0:
             info.irqs_missing = f"reading the IRQs of {iface} failed: {(r.stderr or '').strip()[:100] or 'no output'}"
         else:
@@ -242,10 +268,13 @@ class PathLine:
                                    f"inter-frame gap) per frame on the slowest known link of the path"}
 
 
-def path_line(nics: list[NicInfo], generators: list[str]) -> PathLine:
+def path_line(nics: list[NicInfo], generators: list[str], emulated: tuple[float, str] | None = None) -> PathLine:
     """The slowest link of the path: every non-generator interface on its own, the generators'
     interfaces together (their traffic adds up on the way to the DUT). Unknown speeds are left
-    out; with none known the line rate is missing, with each interface's reason."""
+    out; with none known the line rate is missing, with each interface's reason. ``emulated``
+    (rate [bit/s], where): an emulated wire (the generator's egress shaped to Ethernet line
+    time) is a link of known speed too: where it is slower than every known NIC, or none is
+    known (veth), it bounds the path and is named as emulated."""
     known: list[tuple[float, str]] = []
     gen = [n for n in nics if n.role in generators]
     if gen and all(n.speed_mbps for n in gen):
@@ -256,6 +285,8 @@ def path_line(nics: list[NicInfo], generators: list[str]) -> PathLine:
     for n in nics:
         if n.role not in generators and n.speed_mbps:
             known.append((n.speed_mbps * 1e6, f"{n.role}:{n.iface}"))
+    if emulated is not None and (not known or emulated[0] < min(known)[0]):
+        return PathLine(float(emulated[0]), f"emulated wire ({emulated[1]} egress shaped to Ethernet line time)")
     if not known:
         why = "; ".join(f"{n.role}:{n.iface}: {n.speed_missing}" for n in nics if n.speed_missing)
         return PathLine(None, None, f"no link speed known ({why or 'no interfaces'})")

@@ -44,10 +44,19 @@ class Pause:
     packets_in_pause: int | None  #: most packets one interface moved over the whole pause
     reads: int = 0  #: counter readings taken while waiting (the last one is the trial's)
     after_load: bool = False  #: a rule-set load ran in this pause (its time counts towards it)
+    saved_s: float = 0.0  #: how long before the full pause's end it ended (>= 0; 0 for a fixed pause) [s]
+
+    @property
+    def early(self) -> bool:
+        """The pause ended on an idle bed before its full length: it saved time. A pause whose
+        full length was used up (by bookkeeping or a load) before its idle read saved nothing,
+        idle or not."""
+        return bool(self.quiet) and self.saved_s > 0
 
     def to_dict(self) -> dict:
         return {"until_quiet": self.until_quiet, "pause_s": None if self.pause_s is None else round(self.pause_s, 4),
-                "quiet": self.quiet, "packets_in_pause": self.packets_in_pause, "reads": self.reads, "after_load": self.after_load,
+                "quiet": self.quiet, "early": self.early, "saved_s": round(self.saved_s, 4),
+                "packets_in_pause": self.packets_in_pause, "reads": self.reads, "after_load": self.after_load,
                 "window_s": QUIET_WINDOW_S, "max_packets": QUIET_MAX_PACKETS}
 
 
@@ -70,5 +79,9 @@ def until_quiet(read: Callable[[], Counters], ref: Counters, ref_t: float, deadl
         # idle only over a whole window (the last one, cut short by the deadline, never is)
         quiet = t - last_t >= QUIET_WINDOW_S - 1e-6 and moved_packets(last, now) <= QUIET_MAX_PACKETS
         if quiet or full:
-            return now, Pause(True, t - ref_t, quiet, moved_packets(ref, now), reads, after_load)
+            # only a read before the full pause's end saves time: the full-length read (taken at
+            # the deadline, however close the clock lands to it) saved nothing, idle or not
+            saved = 0.0 if full else max(0.0, deadline - t)
+            return now, Pause(True, t - ref_t, quiet, moved_packets(ref, now), reads, after_load,
+                              saved_s=saved)
         last, last_t = now, t
