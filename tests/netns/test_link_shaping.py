@@ -31,8 +31,11 @@ def test_a_shaped_wire_carries_at_most_its_line_rate():
         dut_qdisc = bed.sh("dut", "tc", "qdisc", "show", "dev", bed.topo.dut_client_if).stdout
     client = f"client:{bed.topo.client_if}"
     dropped = after["shapers"][client]["dropped"] - before["shapers"][client]["dropped"]
-    # what the wire can carry in the trial, plus what its queue held when the sender stopped
-    ceiling = line_pps * duration_s * 1.01 + QUEUE_FRAMES + 2  # the queue counts frames
+    # what the wire can carry in the trial, plus what its queue held when the sender stopped (the
+    # queue counts frames), plus the token bucket's depth let out at once on an idle wire (CI saw
+    # 30,354 forwarded against 30,318 without it: 36 frames over, the bucket's 36 frames of 64 B)
+    burst_frames = shape.burst_bytes / (64 + 20)
+    ceiling = line_pps * duration_s * 1.01 + QUEUE_FRAMES + burst_frames + 2
     assert m["offered_count"] > 1.5 * line_pps * duration_s  # the sender offered more than the wire
     assert 0.5 * line_pps * duration_s <= m["forwarded_count"] <= ceiling
     # the shaper also queues the bed's own frames (ARP, IPv6 ND/MLD); a full head-drop queue

@@ -52,7 +52,7 @@ class LinkShape:
     def tc_commands(self, dev: str) -> list[list[str]]:
         """The tc commands that shape ``dev``'s egress: tbf at the root (its own byte limit only
         sizes the default queue), then its queue replaced by QUEUE_FRAMES frames dropping at the head."""
-        burst = 2 * (FULL_FRAME_BYTES + ETHERNET_OVERHEAD_BYTES)
+        burst = self.burst_bytes
         limit = QUEUE_FRAMES * (FULL_FRAME_BYTES + ETHERNET_OVERHEAD_BYTES)
         return [["tc", "qdisc", "replace", "dev", dev, "root", "handle", "1:",
                  "stab", "overhead", str(ETHERNET_OVERHEAD_BYTES), "linklayer", "ethernet",
@@ -60,6 +60,12 @@ class LinkShape:
                 # head drop: a full queue loses its oldest frame, never refuses the sender's
                 ["tc", "qdisc", "replace", "dev", dev, "parent", "1:1", "handle", "10:",
                  "pfifo_head_drop", "limit", str(QUEUE_FRAMES)]]
+
+    @property
+    def burst_bytes(self) -> int:
+        """The token bucket's depth: two full-size frames of line time, let out at once when the
+        wire has been idle (36 frames of 64 B)."""
+        return 2 * (FULL_FRAME_BYTES + ETHERNET_OVERHEAD_BYTES)
 
     def line_rate_pps(self, frame_bytes: int) -> float:
         """Frames per second of ``frame_bytes`` (an Ethernet frame incl. FCS) the wire carries."""
