@@ -241,7 +241,7 @@ class Executor:
                         plan_overrides=self.placement.plan_overrides() if self.placement else (),
                         attacker=bool(s.background) and mode != "direct",
                         link_rate_bps=link_rate_bps, link_delay_us=s.link_delay_us, tuning=s.tuning,
-                        pairs=s.pairs)
+                        pairs=s.pairs, ip_versions=tuple(sorted(set(s.ip_versions))))
 
     def _run_bed(self, bed_key: tuple, trials: list[TrialSpec], kept: "_KeptBed | None" = None,
                  next_key: tuple | None = None, order: Iterable[TrialSpec] | None = None) -> "_KeptBed | None":

@@ -590,11 +590,13 @@ class Testbed:
         self._up("dut", d2)
 
     def _wait_link_ready(self, timeout_s: float = 5.0) -> None:
-        """Wait until the client reaches the server over IPv4 and IPv6 (neighbours resolved)."""
+        """Wait until the client reaches the server over each of the bed's IP versions
+        (``topo.ip_versions``; neighbours resolved)."""
         plan, t = self.topo.plan, self.topo
         deadline = time.monotonic() + timeout_s
         # every pair's client to its own server (pair 1: client to server)
-        pending = {(k, v): plan.pair_server(k, v) for k in range(1, t.pairs + 1) for v in (4, 6)}
+        pending = {(k, v): plan.pair_server(k, v) for k in range(1, t.pairs + 1)
+                   for v in sorted(set(t.ip_versions))}
         while pending and time.monotonic() < deadline:
             for (k, v), addr in list(pending.items()):
                 cp = self.sh(t.pair_role("client", k), "ping", f"-{v}", "-c", "1", "-W", "1", addr, check=False)

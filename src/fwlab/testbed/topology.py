@@ -189,8 +189,16 @@ class Topology:
     #: server-side veth through ``sws``, as machines on a switch; the DUT's own interfaces, and so
     #: its data path, stay those of one pair. Direct mode: each pair its own wire. 1: today's bed.
     pairs: int = 1
+    #: IP versions the build's link check proves (each client reaches its server) before any
+    #: trial: the suite's. IPv6 here becomes reachable about 1 s after the links come up (the
+    #: DUT's link-local address waits for the kernel's link-state events), so a bed for IPv4
+    #: trials only does not wait for it.
+    ip_versions: tuple[int, ...] = (4, 6)
 
     def __post_init__(self) -> None:
+        if not self.ip_versions or not set(self.ip_versions) <= {4, 6}:
+            raise TestbedError(f"ip_versions {self.ip_versions} must name 4, 6 or both",
+                               fix="use ip_versions = (4,), (6,) or (4, 6)")
         if not 1 <= self.pairs <= MAX_PAIRS:
             raise TestbedError(f"pairs {self.pairs} is outside 1..{MAX_PAIRS}", fix=f"use pairs = 1..{MAX_PAIRS}")
         if self.pairs > 1 and self.link_delay_us:
