@@ -208,10 +208,38 @@ def render(run: dict, trials: list[TrialRecord], cs: list[Curve], summary_csv_na
         ["machine-readable", f"<code>trials.jsonl</code>, <code>run.json</code>, <code>{esc(summary_csv_name)}</code>"],
     ], left=2)
 
+    from fwlab.report.cpu import render as render_cpu
     from fwlab.report.overview import render_overview
+    from fwlab.report.parallel import render_parts
     from fwlab.report.sections import render_sections
 
-    top = render_sections(run, trials, run_level=True)
+    groups: dict[str, list[Curve]] = {}
+    for c in cs:
+        if c.kind != "stream":
+            continue  # e.g. RFC 2544 curves: their own section (report/section_rfc2544.py)
+        groups.setdefault(c.traffic_label, []).append(c)
+    lt_all = load_times(cs)
+    modes = sorted({str(r["mode"]) for r in lt_all})
+    # the parts that draw plots, independent of each other: drawn side by side (report.parallel),
+    # the costliest first; the page below places them
+    thunks: dict[str, Callable[[], object]] = {
+        "cpu": lambda: render_cpu(trials),
+        "top": lambda: render_sections(run, trials, run_level=True),
+        "sections": lambda: render_sections(run, trials),
+    }
+    for tl, group in groups.items():
+        metric = primary_metric(group[0])
+        thunks[f"rate {tl}"] = (lambda g=group, m=metric, tl=tl: plots.rate_vs_rules(
+            g, m, f"{tl}: {METRIC_INFO[m][0]} vs rule count"))
+        if metric == "rx_pps":
+            thunks[f"throughput {tl}"] = (lambda g=group, tl=tl: plots.rate_vs_rules(
+                g, "throughput_bps", f"{tl}: throughput vs rule count"))
+    for mode in modes:
+        lt = [r for r in lt_all if str(r["mode"]) == mode]
+        thunks[f"load {mode}"] = lambda lt=lt: (plots.load_time_plot(lt), plots.kernel_memory_plot(lt))
+    drawn = dict(zip(thunks, render_parts(list(thunks.values()))))
+
+    top = drawn["top"]
     if not state.complete:
         parts.append(status_html)  # an incomplete run says so before anything else
     parts.append(render_overview(run, trials, cs, top, state=state))
@@ -219,28 +247,21 @@ def render(run: dict, trials: list[TrialRecord], cs: list[Curve], summary_csv_na
         parts.append("<h3>Run</h3>" + status_html)
     parts.extend(top)
 
-    groups: dict[str, list[Curve]] = {}
-    for c in cs:
-        if c.kind != "stream":
-            continue  # e.g. RFC 2544 curves: their own section (report/section_rfc2544.py)
-        groups.setdefault(c.traffic_label, []).append(c)
     for tl, group in groups.items():
         parts.append(f"<h2>{esc(tl)}</h2>")
         metric = primary_metric(group[0])
-        parts.append("<div class='plot'>" + plots.rate_vs_rules(group, metric, f"{tl}: "
-                     f"{METRIC_INFO[metric][0]} vs rule count") + "</div>")
+        parts.append("<div class='plot'>" + drawn[f"rate {tl}"] + "</div>")
         if metric == "rx_pps":
-            parts.append("<div class='plot'>" + plots.rate_vs_rules(group, "throughput_bps", f"{tl}: throughput vs rule count") + "</div>")
+            parts.append("<div class='plot'>" + drawn[f"throughput {tl}"] + "</div>")
         parts.append(_pct_table(group))
         parts.append("<details><summary>absolute medians per rule count</summary>" + _abs_table(group) + "</details>")
 
-    parts.extend(render_sections(run, trials))
+    parts.extend(drawn["sections"])
     parts.append(_latency_table([t for t in trials if t.kind == "stream"]))
-    from fwlab.report.cpu import render as render_cpu
     from fwlab.report.line_rate import render as render_line_rate
 
     parts.append(render_line_rate(trials))
-    parts.append(render_cpu(trials))
+    parts.append(drawn["cpu"])
     costs = per_rule_costs(cs)
     parts.append("<h2>Per-rule cost of linear rule sets</h2>")
     if costs:
@@ -261,14 +282,12 @@ def render(run: dict, trials: list[TrialRecord], cs: list[Curve], summary_csv_na
     from fwlab.report.datapaths import render as render_datapaths
 
     parts.append(render_datapaths(run, trials))
-    lt_all = load_times(cs)
     parts.append("<h2>Rule-set load time</h2>")
-    modes = sorted({str(r["mode"]) for r in lt_all})
     for mode in modes:  # one table per mode: routed and bridge rule sets load into different families
         lt = [r for r in lt_all if str(r["mode"]) == mode]
         if len(modes) > 1:
             parts.append(f"<h3>{esc(mode)} mode</h3>")
-        for svg in (plots.load_time_plot(lt), plots.kernel_memory_plot(lt)):
+        for svg in drawn[f"load {mode}"]:
             if svg:
                 parts.append("<div class='plot'>" + svg + "</div>")
         parts.append(_table(["backend", "layout", "established first", "rules", "load time [ms]", "loads",
