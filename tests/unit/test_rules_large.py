@@ -225,3 +225,20 @@ def test_report_draws_kernel_memory_and_lists_it():
     page = render_page({"suite": {"parsed": {"name": "x"}}, "status": "complete"}, trials, curves(trials), "s.csv")
     load = page[page.index("Rule-set load time"):]
     assert "kernel memory [MiB]" in load and "90.0" in load and "Kernel memory of the load" in load
+
+
+def test_this_machines_meminfo_is_read_without_a_command(monkeypatch, tmp_path):
+    import fwlab.dut.memory as memory
+    from fwlab.testbed.host import LocalHost
+
+    fake = tmp_path / "meminfo"
+    fake.write_text(MEMINFO.format(avail=1234, slab=200))
+    monkeypatch.setattr(memory, "PROC_MEMINFO", str(fake))
+
+    def no_command(*a, **k):
+        raise AssertionError("a cat process was started")
+
+    monkeypatch.setattr(LocalHost, "run", no_command)
+    assert memory.meminfo(LocalHost())["MemAvailable"] == 1234
+    host = MemHost(4321)  # another host: through its command channel
+    assert memory.meminfo(host)["MemAvailable"] == 4321 and host.sent[0][0] == ["cat", "/proc/meminfo"]
