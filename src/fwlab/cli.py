@@ -23,7 +23,7 @@ def _sigterm_as_interrupt(signum, frame):  # noqa: ARG001
 
 def cmd_run(args) -> int:
     from fwlab.orchestrate import resume_run, start_run
-    from fwlab.report import print_summary, write_report
+    from fwlab.report import prepare, print_summary, write_report
     from fwlab.suites import load_suite
 
     ruleset_cfg = _ruleset_config(args)
@@ -82,7 +82,7 @@ def cmd_run(args) -> int:
             check_cpus(suite)
         if args.dry_run:
             return _dry_run(suite)
-        rec = start_run(suite, text, Path(args.out), quiet=args.quiet, hosts=hosts)
+        rec = start_run(suite, text, Path(args.out), quiet=args.quiet, hosts=hosts, prepare=prepare)
     report = write_report(rec.path)
     print_summary(rec.path, sys.stdout)
     print(f"report: {report}")

@@ -8,13 +8,15 @@ per run). Lean trials (the default): one interface-counter read per namespace pe
 one read of the firewall's rule set per trial (its counters and its digest from that one read;
 the read that ends a trial also begins the next on the same loaded rule set), and the pause
 between trials overlapping the bookkeeping. ``lean=False`` keeps the previous path (for
-``fwlab bench overhead --compare-old``).
+``fwlab bench overhead --compare-old``). Work for after the run (``prepare``, e.g. the
+report's imports) runs beside the first bed's set-up and ends before the first traffic.
 Never parses tool output (runners do), renders rules (backends do) or computes statistics.
 """
 
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from itertools import chain, groupby
@@ -186,8 +188,35 @@ class Executor:
     _after_links: tuple[dict, float] | None = None
     _quiet_until: float = 0.0
     _loaded: bool = False
+    #: work for after the run (e.g. importing the report's plotting library) done on a thread
+    #: while the first bed is built and its first rule set loaded; it never overlaps traffic:
+    #: the first trial waits for it (run overhead ``prepare_wait``)
+    prepare: Callable[[], None] | None = None
+    _preparing: threading.Thread | None = None
+
+    def _start_prepare(self) -> None:
+        if self.prepare is None:
+            return
+        work = self.prepare
+
+        def run() -> None:
+            try:
+                work()
+            except Exception:  # noqa: BLE001 — a warm-up only: whoever needs it later meets the error
+                pass
+
+        self._preparing = threading.Thread(target=run, name="fwlab-prepare", daemon=True)
+        self._preparing.start()
+
+    def _finish_prepare(self) -> None:
+        """Wait for the prepare thread (before any traffic), timed as ``prepare_wait``."""
+        if self._preparing is not None:
+            with self.run_phases.timed("prepare_wait"):
+                self._preparing.join()
+            self._preparing = None
 
     def run(self, trials: list[TrialSpec], done: set[str]) -> None:
+        self._start_prepare()
         beds = self._beds(trials, done)
         cur = next(beds, None)
         kept: _KeptBed | None = None
@@ -198,6 +227,7 @@ class Executor:
                 kept = self._run_bed(bed_key, group, kept, nxt[0] if nxt is not None else None, order=order)
                 cur = nxt
         finally:
+            self._finish_prepare()
             if kept is not None:
                 kept.bed.teardown()
 
@@ -445,6 +475,7 @@ class Executor:
 
     def _trial(self, bed: Testbed, env: TrialEnv, spec: TrialSpec, load_info: dict, cond: dict,
                line: PathLine | None = None) -> None:
+        self._finish_prepare()  # nothing of it runs beside the traffic
         runner = get_runner(spec.tool)
         backend, ctx = env.backend, env.dut
         ph = Phases()
@@ -658,10 +689,12 @@ def _remote_hosts_info(placement: Placement) -> dict:
 def start_run(suite: Suite, suite_text: str, out_root: Path, *, quiet: bool = False,
               hosts: dict[str, HostEntry] | None = None,
               order: Callable[[list[TrialSpec]], list[TrialSpec]] | None = None,
-              lean: bool = True) -> RunRecord:
+              lean: bool = True, prepare: Callable[[], None] | None = None) -> RunRecord:
     """Run ``suite``; ``hosts`` (from ``--hosts FILE``) places roles on remote hosts; ``order``
     may reorder the planned trials (the same trials; e.g. ``fwlab bench search``'s ABBA order);
-    ``lean`` False takes the previous per-trial path (``fwlab bench overhead --compare-old``)."""
+    ``lean`` False takes the previous per-trial path (``fwlab bench overhead --compare-old``);
+    ``prepare`` is work for after the run done beside the first bed's set-up, never beside
+    traffic (:attr:`Executor.prepare`; e.g. :func:`fwlab.report.prepare`)."""
     placement = _placement(suite, hosts)
     if placement is None:
         preflight(suite)
@@ -679,7 +712,7 @@ def start_run(suite: Suite, suite_text: str, out_root: Path, *, quiet: bool = Fa
             "host": host_metadata(),
             **({"remote_hosts": _remote_hosts_info(placement)} if placement else {}),
         })
-        _execute(suite, plan, rec, quiet, placement, lean=lean)
+        _execute(suite, plan, rec, quiet, placement, lean=lean, prepare=prepare)
     return rec
 
 
@@ -749,7 +782,7 @@ class _Nothing:
 
 
 def _execute(suite: Suite, plan, rec: RunRecord, quiet: bool, placement: Placement | None = None,
-             lean: bool = True) -> None:
+             lean: bool = True, prepare: Callable[[], None] | None = None) -> None:
     done = rec.finished_ids()
     rule = PrecisionRule.of_suite(suite)
     known = {t.trial_id for t in (expand_max(suite, dut_system(placement)) if rule else plan).trials}
@@ -763,7 +796,7 @@ def _execute(suite: Suite, plan, rec: RunRecord, quiet: bool, placement: Placeme
     warning = placement.latency_clock_warning() if placement is not None else None
     if warning and any(t.tool in ("engine", "rfc2544") for t in plan.trials):
         progress.note(f"warning: {warning}")
-    ex = Executor(suite, rec, progress, placement=placement, rule=rule, lean=lean)
+    ex = Executor(suite, rec, progress, placement=placement, rule=rule, lean=lean, prepare=prepare)
     rec.run["lean_trials"] = lean
     try:
         ex.run(list(plan.trials), done)

@@ -142,8 +142,9 @@ def run_bench(cfg: OverheadConfig, start_run: Callable, log: TextIO | None = Non
     orchestrator are one layer); ``write_report`` defaults to fwlab's own."""
     from fwlab.suites import load_suite
 
-    if write_report is None:
-        from fwlab.report import write_report
+    prepare = None
+    if write_report is None:  # fwlab run's report, prepared beside the first bed's set-up as there
+        from fwlab.report import prepare, write_report
     suite, text = load_suite(cfg.suite)
     contenders = ["lean", "old"] if cfg.compare_old else ["lean"]
     runs = []
@@ -157,7 +158,8 @@ def run_bench(cfg: OverheadConfig, start_run: Callable, log: TextIO | None = Non
                 log.flush()
             t0 = time.monotonic()
             try:
-                rec = start_run(suite, text, Path(cfg.out), quiet=log is None, lean=name == "lean")
+                rec = start_run(suite, text, Path(cfg.out), quiet=log is None, lean=name == "lean",
+                                **({"prepare": prepare} if prepare is not None else {}))
                 t1 = time.monotonic()
                 write_report(rec.path)
             except FwlabError as exc:  # this contender's figure is missing, with the reason

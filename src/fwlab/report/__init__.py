@@ -33,6 +33,12 @@ def write_report(run_dir: Path, appendix_html: str | None = None) -> Path:
     return out
 
 
+def prepare() -> None:
+    """Import what :func:`write_report` draws with (the plotting library: about a second of CPU),
+    so that a run can do it beside its first bed's set-up (``start_run(prepare=...)``)."""
+    from fwlab.report import cpu, html, parallel  # noqa: F401
+
+
 def print_summary(run_dir: Path, stream: TextIO) -> None:
     """A short terminal table: per curve, the primary figure per rule count and % of the 0-rule
     reference (mean ratio) with its 95 % Fieller interval in brackets."""

@@ -3,7 +3,8 @@
 Owns: :class:`Phases` (seconds per named phase, accumulated, with a ``timed`` context manager)
 and the phase names the record uses. The orchestrator keeps one ``Phases`` per trial (stored as
 ``extra.overhead_s``), one per test bed (``beds[].overhead_s`` in run.json) and one for the run
-(``overhead_s`` in run.json); ``fwlab bench overhead`` (fwlab.bench.overhead) adds them up.
+(``overhead_s`` in run.json: record writing, and ``prepare_wait``, the first trial waiting for
+work prepared beside the first bed's set-up); ``fwlab bench overhead`` (fwlab.bench.overhead) adds them up.
 Never decides anything from the figures: they are machine-dependent bookkeeping.
 """
 
