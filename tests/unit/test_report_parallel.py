@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import random
+import signal
 from datetime import datetime
 
 import pytest
@@ -46,3 +47,16 @@ def test_the_page_is_the_same_drawn_side_by_side_or_in_turn(tmp_path, monkeypatc
     write_report(run)
     in_turn = (run / REPORT_FILE).read_bytes()
     assert side_by_side == in_turn and b"<svg" in in_turn
+
+
+def test_workers_end_quietly_under_the_clis_sigterm_handler(capfd):
+    def as_interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGTERM, as_interrupt)
+    try:
+        out = parallel.render_parts([lambda: signal.getsignal(signal.SIGTERM)] * 2, workers=2)
+    finally:
+        signal.signal(signal.SIGTERM, old)
+    assert out == [signal.SIG_DFL] * 2
+    assert "Traceback" not in capfd.readouterr().err

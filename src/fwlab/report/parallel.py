@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -33,6 +34,14 @@ def _run_part(i: int) -> Any:
     return _PARTS[i]()
 
 
+def _worker_signals() -> None:
+    """A worker ends quietly on SIGTERM (the pool's stop; the CLI's own handler, inherited with
+    the fork, would raise KeyboardInterrupt and print a traceback) and leaves Ctrl-C to the
+    parent, which stops the pool."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def render_parts(parts: Sequence[Callable[[], Any]], workers: int | None = None) -> list[Any]:
     """``[p() for p in parts]``, computed in up to ``workers`` forked processes (default: the
     CPUs available). A part's exception is raised here."""
@@ -41,8 +50,15 @@ def render_parts(parts: Sequence[Callable[[], Any]], workers: int | None = None)
     if n <= 1 or "fork" not in multiprocessing.get_all_start_methods():
         return [p() for p in parts]
     _PARTS = parts
+    pool = multiprocessing.get_context("fork").Pool(n, initializer=_worker_signals)
     try:
-        with multiprocessing.get_context("fork").Pool(n) as pool:
-            return pool.map(_run_part, range(len(parts)), chunksize=1)
+        out = pool.map(_run_part, range(len(parts)), chunksize=1)
+    except BaseException:
+        pool.terminate()
+        raise
+    else:
+        pool.close()  # the workers finish on their own
     finally:
+        pool.join()
         _PARTS = ()
+    return out
