@@ -422,9 +422,8 @@ class Executor:
                 if rs.count <= GENERATED_KEPT_MAX:  # the next repetition loads the same (frozen) rule set
                     self._generated[args] = rs
         ph.add("load_generate", time.monotonic() - t_gen)
-        if not backend.load_replaces:  # else the load command itself replaces what is loaded
-            with ph.timed("load_flush"):
-                backend.flush(ctx)
+        with ph.timed("load_flush"):
+            backend.flush(ctx)
         check_headroom(ctx.host, backend.name, rs.layout, rs.count)
         t0 = time.monotonic()
         res = backend.load(ctx, rs)

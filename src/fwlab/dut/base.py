@@ -127,9 +127,6 @@ class Backend(ABC):
     #: True when tests/netns/test_bed_reset.py proves that fwlab.dut.reset.reset() leaves the
     #: DUT as new after this backend, so the test bed may be reused for the next backend
     clean_reset: bool = False
-    #: True when :meth:`load` itself removes everything loaded before, in the same atomic
-    #: command (nftables: the text opens with ``flush ruleset``), so no flush is run before it
-    load_replaces: bool = False
 
     #: operating systems (``uname -s``, lower case) it runs on; None: any (a reference)
     platforms: tuple[str, ...] | None = ("linux",)

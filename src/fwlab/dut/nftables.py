@@ -7,9 +7,7 @@ for one IP version, so the check buys nothing). Bridge mode: a ``bridge`` table 
 bridge forward hook — stateless, because this kernel has no bridge conntrack — or, for the
 stateful shortcut, ``ip``/``ip6`` rules that see bridged packets through br_netfilter.
 Every rule carries a comment naming its class (deny-i, permit-..., default) so counters can be
-read back per class. Loaded atomically with one ``nft -f`` whose text opens with ``flush ruleset``:
-the load replaces the previous rule set in the same transaction, with no flush command before it
-(``load_replaces``).
+read back per class. Loaded atomically with one ``nft -f``.
 
 Read back with one ``nft list ruleset``: the counters per class and the canonical listing of
 the digest (the same text without counter values) come from that one read. In a local namespace
@@ -72,7 +70,6 @@ class Nftables(Backend):
     tools = ("nft",)
     summary = "nftables forward chain (ip/ip6; bridge family in bridge mode), linear rules or one set"
     clean_reset = True  # tests/netns/test_bed_reset.py
-    load_replaces = True  # every rendered text opens with "flush ruleset" (_apply checks it)
 
     def unsupported(self, layout: str, mode: str, stateful_shortcut: bool,
                     system: str | None = None) -> str | None:
@@ -279,8 +276,6 @@ class Nftables(Backend):
 
     def _apply(self, ctx: DutContext, text: str, rs: RuleSet) -> None:
         self.__dict__.setdefault("_terse", {})[ctx.ns] = self._large(rs)
-        if not text.startswith("flush ruleset\n"):  # load_replaces: the one command replaces all
-            text = "flush ruleset\n" + text
         ctx.host.run(["nft", "-f", "-"], ns=ctx.ns, input=text, timeout_s=command_timeout_s(rs))
 
     @staticmethod
