@@ -464,6 +464,21 @@ def test_a_flag_that_is_not_a_limit_leaves_the_verdict_alone():
     assert all(f.verdict == REPRODUCED for f in compare_study(run_of("seed-000"), ts).findings if f.trial_ids)
 
 
+def test_the_wire_cannot_refute_a_fall_but_leaves_no_effect_decided():
+    """link-limited (the seeds' own regime: a wire capped their figures too) leaves decided verdicts
+    alone, except that figures the emulated wire capped cannot refute a claim that a figure falls."""
+    def verdicts(ts):
+        return {f.id: f for f in compare_study(run_of("seed-001"), flagged(ts, "link-limited")).findings}
+
+    no_fall = verdicts(s001(0.99, 1.0, noise=0.002, reps=3))              # 10000 rules as fast as 1000
+    assert no_fall["seed-001/flat-up-to-5000/linear"].verdict == REPRODUCED
+    f = no_fall["seed-001/effect-above-5000/linear"]
+    assert f.verdict == INCONCLUSIVE and f.reason.startswith("link-limited on 18 of 18 trials used")
+    assert "would say 'not reproduced'" in f.reason
+    fall = verdicts(s001(0.99, 0.5, noise=0.01, reps=3))                  # half at 10000 rules: shown anyway
+    assert fall["seed-001/effect-above-5000/linear"].verdict == REPRODUCED
+
+
 def test_an_undecided_verdict_needs_its_reason():
     from fwlab.errors import FwlabError
 

@@ -358,7 +358,8 @@ def compare(study: Study, run: dict, trials: list[TrialRecord]) -> StudyComparis
             verdict, why, ratios = _judge(ok, lambda s: v(s, ref_n, lay), lambda s: v(s, high, lay),
                                           100.0 - EFFECT_PCT, below_is_bad=False)
             out.findings.append(Finding.judge(
-                id=f"seed-001/effect-above-{FLAT_UP_TO}/{lay}", used=used(ref_n, high, only=ok), reason=why,
+                id=f"seed-001/effect-above-{FLAT_UP_TO}/{lay}", effect=True, used=used(ref_n, high, only=ok),
+                reason=why,
                 claim=more_claim,
                 published=f"conclusion: above {FLAT_UP_TO:,} rules the rule count affects performance (a faster "
                           f"algorithm is needed); Table 1's last column is at most {100 - pub_worst:.1f} % below the first",

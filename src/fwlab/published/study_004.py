@@ -347,7 +347,7 @@ def compare(study: Study, run: dict, trials: list[TrialRecord]) -> StudyComparis
         keep = ratio_of_ratios_ci([fw[(big, top_s)], direct[1]], [direct[top_s], fw[(big, 1)]])
         verdict, why = bound_verdict([keep], FALL_TO, at_least=False)
         out.findings.append(Finding.judge(
-            id="seed-004/large-sets-fall-with-streams", reason=why,
+            id="seed-004/large-sets-fall-with-streams", effect=True, reason=why,
             used=[t for s in (1, top_s) for t in pick(tcp, METRIC, mode="direct", streams=s)
                   + pick(tcp, METRIC, mode=fw_mode, rules=big, streams=s)],
             claim=claim, published=published,
