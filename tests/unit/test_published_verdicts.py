@@ -1,8 +1,10 @@
 """Every published finding reaches all three verdicts: for each finding of each seed study there are
-synthetic records that make it reproduced, not reproduced and inconclusive (the findings this bed
-cannot decide are 'not testable here' with their reason instead of 'reproduced'). A limiting
-quality flag on the trials a finding reads makes any decided verdict inconclusive, naming the flag
-and the trials; the verdicts land in findings.json beside the record. No root, no traffic."""
+synthetic records that make it reproduced, not reproduced and inconclusive, both within the noise
+and by a limiting flag (the findings this bed cannot decide are 'not testable here' with their
+reason instead; `OUTCOMES` says which finding reaches what, and why where it is not all of them).
+A limiting quality flag on the trials a finding reads makes any decided verdict inconclusive,
+naming the flag and the trials; the verdicts land in findings.json beside the record. No root, no
+traffic."""
 
 from __future__ import annotations
 
