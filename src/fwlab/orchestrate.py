@@ -504,6 +504,13 @@ class Executor:
                 flags.append({"code": "one-pair", "severity": "info",
                               "message": f"{spec.tool} drove pair 1 only of the bed's {npairs} "
                                          f"client/server pairs"})
+            gens = bed.placement.generator_roles if bed.placement is not None else ("client",)
+            if len(gens) > 1 and npairs == 1 and not runner.splits_generators:
+                flags.append({"code": "one-generator", "severity": "info",
+                              "message": f"{spec.tool} drove the first generator host only of {len(gens)} "
+                                         f"({', '.join(gens)}): with one server host only the engine splits a "
+                                         f"trial across generator hosts (server2 ... entries make iperf3 "
+                                         f"stream in pairs)"})
             series = derive_figures(metrics, series, extra)  # the runner left raw figures
         except RunnerError as exc:
             error = exc.one_line()

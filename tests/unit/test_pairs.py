@@ -127,6 +127,9 @@ class _FakeBed:
     def host_for(self, role):
         return self.host
 
+    def dev(self, role, dev):
+        return dev
+
     def sh(self, role, *argv, check=True):
         return _Cp()
 

@@ -453,7 +453,7 @@ class Iperf3(Runner):
         results: dict[int, tuple[int, str, str]] = {}
 
         def read(k: int, sp: Spawned) -> None:
-            out, err = sp.proc.communicate()
+            out, err = sp.output()  # not communicate(): a remote client's stdin must stay open
             exited_at[k] = time.time()
             results[k] = (sp.proc.returncode, out, err)
 
@@ -595,7 +595,8 @@ class Iperf3(Runner):
         m.metrics["completion_s"] = completion_s
         account_overrun(m, traffic, direction, spec.duration_s, completion_s)
         intervals = [(min(a for a, _ in spans[p.k]), max(b for _, b in spans[p.k])) for p in pairs]
-        m.metrics["pairs"] = [pair_figures(p, pm, iv, links[p.k], rx[p.k], rx_bytes[p.k])
+        named = {k: [(r, bed.dev(r, d)) for r, d in ls] for k, ls in links.items()}  # a remote host's own names
+        m.metrics["pairs"] = [pair_figures(p, pm, iv, named[p.k], rx[p.k], rx_bytes[p.k])
                               for p, pm, iv in zip(pairs, per_pair, intervals)]
         ov = overlap(intervals)
         m.metrics.update({"pair_count": npairs, "start_skew_s": ov["start_skew_s"],
