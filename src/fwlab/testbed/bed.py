@@ -607,10 +607,16 @@ class Testbed:
             remote = [r for r in self.topo.roles if self.is_remote(r)]
             bad = sorted({k for k, _ in pending})
             pending = {v: a for (k, v), a in pending.items()}
-            if bad != [1]:
+            if bad != [1] and self.topo.pairs > 1:
                 raise TestbedError(f"pair(s) {bad}: a client cannot reach its server over IPv{sorted(pending)} "
                                    f"in {self.topo.mode} mode before any firewall is loaded",
                                    fix="run 'fwlab clean' and retry; check that the kernel has veth and bridge")
+            if bad != [1]:  # server hosts of a hosts file
+                hosts = [f"{pairs[k].client} -> {pairs[k].server}" for k in bad]
+                raise TestbedError(f"{', '.join(hosts)}: the client host cannot reach its server host over "
+                                   f"IPv{sorted(pending)} before any firewall is loaded",
+                                   fix="check those hosts' set-up (addresses, routes, cabling) and their hosts-file "
+                                       "addresses.client4/server4 (docs/lab.md, \"Several generator hosts\")")
             raise TestbedError(f"the client cannot reach the server over IPv{sorted(pending)} "
                                f"in {self.topo.mode} mode before any firewall is loaded",
                                fix=(f"check the set-up of the remote {', '.join(remote)} host (addresses, "
