@@ -455,6 +455,30 @@ class HostsLab:
             delete_namespace(self.host, ns)
 
 
+def record_local(monkeypatch) -> list[list[str]]:
+    """Every command fwlab runs or spawns on this machine from now on (``["ns", NS, argv...]``),
+    to check that nothing of a lab's data path ran here."""
+    local: list[list[str]] = []
+    run, spawn = LocalHost.run, LocalHost.spawn
+
+    def rec_run(self, argv, ns=None, **kw):
+        local.append([*(["ns", ns] if ns else []), *argv])
+        return run(self, argv, ns, **kw)
+
+    def rec_spawn(self, argv, ns=None):
+        local.append([*(["ns", ns] if ns else []), *argv])
+        return spawn(self, argv, ns)
+
+    monkeypatch.setattr(LocalHost, "run", rec_run)
+    monkeypatch.setattr(LocalHost, "spawn", rec_spawn)
+    return local
+
+
+def changed(before: dict, after: dict) -> list:
+    """(host, item, before, after) of every snapshot item (``HostsLab.state``) that differs."""
+    return [(n, k, before[n][k], after[n][k]) for n in before for k in before[n] if before[n][k] != after[n][k]]
+
+
 def to_toml(hosts: dict) -> str:
     """``{role: entry}`` as a hosts file (``[hosts.<role>]`` tables)."""
     def val(v):

@@ -10,11 +10,10 @@ import json
 
 import pytest
 
-from sshlab import HostsLab
+from sshlab import HostsLab, changed, record_local
 from fwlab.cli import main
 from fwlab.runners.base import MIN_OVERLAP_FRACTION
 from fwlab.runners.iperf3 import Iperf3
-from fwlab.testbed.host import LocalHost
 
 if Iperf3().unavailable():
     pytest.skip(Iperf3().unavailable(), allow_module_level=True)
@@ -39,8 +38,11 @@ rate_bps = 20000000
 """
 
 
-def changed(before: dict, after: dict) -> list:
-    return [(n, k, before[n][k], after[n][k]) for n in before for k in before[n] if before[n][k] != after[n][k]]
+ENGINE_SUITE = SUITE.split("[[traffic]]")[0] + """[[traffic]]
+kind = "engine"
+sizes = [64]
+rate_pps = 10000
+"""
 
 
 def rx_bytes(lab: HostsLab, name: str) -> int:
@@ -49,15 +51,8 @@ def rx_bytes(lab: HostsLab, name: str) -> int:
     return int(doc[0]["stats64"]["rx"]["bytes"])
 
 
-def test_two_client_and_two_server_hosts_stream_in_pairs(tmp_path, monkeypatch):
-    local: list[list[str]] = []
-    run = LocalHost.run
-
-    def rec(self, argv, ns=None, **kw):
-        local.append([*(["ns", ns] if ns else []), *argv])
-        return run(self, argv, ns, **kw)
-
-    monkeypatch.setattr(LocalHost, "run", rec)
+def test_two_client_and_two_server_hosts_stream_in_pairs(tmp_path, monkeypatch, capsys):
+    local = record_local(monkeypatch)
     (tmp_path / "lab").mkdir()
     lab = HostsLab(tmp_path / "lab", clients=2, servers=2).up()
     try:
@@ -110,8 +105,17 @@ def test_two_client_and_two_server_hosts_stream_in_pairs(tmp_path, monkeypatch):
         for name, role in zip(lab.server_names, ("server", "server2")):
             recorded = sum(p["rx_if_bytes"] for t in trials for p in t["metrics"]["pairs"] if p["server"] == role)
             assert rx_after[name] - rx_before[name] >= recorded > 0
-        # nothing on the data path ran here: no local command entered a lab host's namespace
-        assert not [c for c in fwlab_local if any(ns in " ".join(c) for ns in lab.ns.values())]
+        # nothing on the data path ran here: no local namespace entered, no traffic tool started
+        assert not [c for c in fwlab_local if c[0] == "ns" or "netns" in c]
+        assert not [c for c in fwlab_local if any(tool in " ".join(c) for tool in ("fwlab-engine", "iperf3"))]
+
+        # the engine's split (every generator to one receiver) is not the pairs': refused, one line
+        capsys.readouterr()
+        (tmp_path / "engine.toml").write_text(ENGINE_SUITE)
+        assert main(["run", str(tmp_path / "engine.toml"), "--hosts", str(tmp_path / "hosts.toml"),
+                     "--out", str(tmp_path / "results-engine"), "-q"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "tool 'engine' splits its trial" in err[0] and "server2" in err[0], err
 
         # teardown restored what the hosts file handed over, on every host; nothing left running
         assert lab.wait_idle() == {n: [] for n in lab.names}

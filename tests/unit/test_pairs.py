@@ -103,10 +103,15 @@ class _Cp:
 class _FakeHost:
     delays: dict  #: client role -> seconds before its "iperf3" prints
     golden: str
+    spawned: list = field(default_factory=list)  #: every argv spawned here
+
+    def role_of(self, ns):
+        return ns.rsplit("-", 1)[1]
 
     def spawn(self, argv, ns=None):
-        role = ns.rsplit("-", 1)[1]
-        cmd = f"sleep {self.delays.get(role, 0)}; cat {self.golden}"
+        """An iperf3 client prints the golden output after its role's delay; a server waits."""
+        self.spawned.append(argv)
+        cmd = f"sleep {self.delays.get(self.role_of(ns), 0)}; cat {self.golden}" if "-c" in argv else "sleep 30"
         proc = subprocess.Popen(["sh", "-c", cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 start_new_session=True)
         return Spawned(proc, ns, argv)

@@ -3,12 +3,13 @@ one line and exit 2 when bad), the pairs a bed of remote hosts makes of them (cl
 k), iperf3's pair trial over such a bed summed from per-pair client output (the same code as the
 namespace pairs), and the refusal of tools that split a trial across generators to one server."""
 
-import subprocess
 import sys
 from dataclasses import dataclass, field
 
 import pytest
 from goldens import GOLDEN
+
+from test_pairs import _Cp, _FakeHost
 
 from fwlab.cli import main
 from fwlab.errors import HostError, SuiteError
@@ -16,7 +17,6 @@ from fwlab.runners import TrafficSpec
 from fwlab.runners.base import MIN_OVERLAP_FRACTION
 from fwlab.runners.iperf3 import Iperf3, parse_json
 from fwlab.testbed import Topology
-from fwlab.testbed.host import Spawned
 from fwlab.testbed.hosts import Placement, parse_hosts
 from fwlab.testbed.pairs import stream_pairs
 
@@ -107,29 +107,13 @@ def test_tools_that_split_across_generators_are_refused_with_server_hosts(kind, 
 
 # -- the pairs of a bed of remote hosts, and iperf3's trial over them -------------------------------
 @dataclass
-class _Cp:
-    stdout: str = "LISTEN 0 5 *:5201 *:*"
-    returncode: int = 0
+class _HostOf(_FakeHost):
+    """One "remote host" per role (test_pairs' fake host: iperf3 clients print recorded output)."""
 
+    role: str = "client"
 
-@dataclass
-class _FakeHost:
-    """One "remote host" per role: spawning a client prints recorded iperf3 output after a delay."""
-
-    role: str
-    delay_s: float
-    golden: str
-    spawned: list = field(default_factory=list)
-
-    def spawn(self, argv, ns=None):
-        self.spawned.append(argv)
-        cmd = f"sleep {self.delay_s}; cat {self.golden}" if "-c" in argv else "sleep 30"
-        proc = subprocess.Popen(["sh", "-c", cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                start_new_session=True)
-        return Spawned(proc, ns, argv)
-
-    def forget(self, sp):
-        pass
+    def role_of(self, ns):
+        return self.role
 
 
 @dataclass
@@ -165,7 +149,7 @@ class _RemoteBed:
 def _remote_bed(delays: dict | None = None) -> _RemoteBed:
     placement = Placement(parse_hosts({"hosts": _lab(2)}, "t"))
     golden = str(GOLDEN / "iperf3_tcp.json")
-    hosts = {r: _FakeHost(r, (delays or {}).get(r, 0), golden) for r in placement.entries}
+    hosts = {r: _HostOf(delays or {}, golden, role=r) for r in placement.entries}
     return _RemoteBed(Topology(run_id="abc123"), placement, hosts)
 
 
