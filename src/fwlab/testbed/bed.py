@@ -275,7 +275,7 @@ class Testbed:
         if t.pairs > 1 and self.placement is not None and self.placement.remote_roles:
             raise TestbedError(f"pairs = {t.pairs} is built on the namespace bed only, but the hosts file places "
                                f"{', '.join(sorted(self.placement.remote_roles))} on remote hosts",
-                               fix="use pairs = 1 with a hosts file (extra generator hosts: client2 ... entries)")
+                               fix="use pairs = 1 with a hosts file (pairs of hosts: client2 with server2 ... entries)")
         for role in self.local_roles:
             self.host.run(["ip", "netns", "add", self.ns(role)])
             LIVE_NAMESPACES.add(self.ns(role))

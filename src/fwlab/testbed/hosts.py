@@ -11,7 +11,8 @@ namespace, link or address there; it runs commands there (in ``ns`` when given) 
 role's data interfaces (``ifaces``) to read counters. Its addresses are the standard plan's
 unless ``addresses`` overrides them. A local role whose neighbour is remote must name the local
 interface cabled to it (``ifaces``): fwlab moves it into the role's namespace for the bed and
-gives it back afterwards.
+gives it back afterwards. Extra generator hosts ``client2`` ... and server hosts ``server2`` ...
+are remote only, each with its own address; pair k is client k -> server k (``testbed.pairs``).
 
 Example::
 
