@@ -22,6 +22,7 @@ import shutil
 import signal
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -351,7 +352,10 @@ class Iperf3(Runner):
                "size and rate; up, down or both directions (kind parallel: tool parallel)")
 
     def __init__(self) -> None:
-        self._servers: dict[tuple[str, int], Spawned] = {}
+        self._servers: dict[tuple[str, str | None, int], Spawned] = {}  #: (role, ns, port)
+        # probes during a load run a second client beside it (methods.recovery): both threads
+        # start and stop servers of this runner
+        self._servers_lock = threading.Lock()
 
     def unavailable(self) -> str | None:
         return None if shutil.which("iperf3") else "iperf3 is not installed (apt-get install iperf3)"
@@ -397,7 +401,8 @@ class Iperf3(Runner):
     def _start_port(self, bed: "Testbed", port: int, role: str = "server") -> None:
         # the role too: remote server hosts without ``ns`` all have namespace None
         key = (role, bed.ns(role), port)
-        sp = self._servers.get(key)
+        with self._servers_lock:
+            sp = self._servers.get(key)
         if sp is not None and sp.proc.poll() is None:
             return
         require_tool("iperf3")
@@ -408,7 +413,9 @@ class Iperf3(Runner):
         cpu = bed.topo.pinning.server_cpu
         if cpu is not None:
             args += ["-A", str(cpu)]
-        self._servers[key] = bed.host_for(role).spawn(args, ns=bed.ns(role))
+        sp = bed.host_for(role).spawn(args, ns=bed.ns(role))
+        with self._servers_lock:
+            self._servers[key] = sp
         self._wait_listening(bed, port, role)
 
     def _wait_listening(self, bed: "Testbed", port: int, role: str = "server", timeout_s: float = 5.0) -> None:
@@ -421,13 +428,19 @@ class Iperf3(Runner):
         raise RunnerError(f"iperf3 server did not listen on port {port} within {timeout_s} s",
                           fix="run 'fwlab clean'; another process may hold the port")
 
-    def stop(self, bed: "Testbed") -> None:
+    def stop(self, bed: "Testbed", ports: Iterable[int] | None = None) -> None:
+        """Stop the bed's iperf3 servers: all of them, or only those on ``ports`` (a failed
+        client restarts its own servers, never those of a load or a probe running beside it)."""
+        wanted = None if ports is None else set(ports)
         for role in server_roles(bed):
-            for key, sp in list(self._servers.items()):
-                if key[:2] == (role, bed.ns(role)):
-                    sp.stop()
-                    bed.host_for(role).forget(sp)
+            with self._servers_lock:
+                mine = [(key, sp) for key, sp in self._servers.items()
+                        if key[:2] == (role, bed.ns(role)) and (wanted is None or key[2] in wanted)]
+                for key, _ in mine:
                     del self._servers[key]
+            for _, sp in mine:
+                sp.stop()
+                bed.host_for(role).forget(sp)
 
     def _rx_links(self, bed: "Testbed", direction: str, pair: StreamPair | None = None) -> list[tuple[str, str]]:
         """The interfaces whose receive counters see the stream: the server's (up), the
@@ -438,8 +451,8 @@ class Iperf3(Runner):
         return {"up": [s_], "down": [c], "bidir": [s_, c]}[direction]
 
     def _run_concurrently(self, bed: "Testbed", argvs: list[list[str]], timeout_s: float,
-                          roles: list[str] | None = None, times: list | None = None
-                          ) -> list[tuple[int, str, str]]:
+                          roles: list[str] | None = None, times: list | None = None,
+                          ports: Iterable[int] | None = None) -> list[tuple[int, str, str]]:
         """Start every client at once and read all their pipes at once (a client whose JSON
         does not fit its pipe would otherwise block the others' end of test). ``roles``: each
         argv's client role (default all "client"); ``times`` (if given) gets each process's
@@ -472,7 +485,7 @@ class Iperf3(Runner):
         if times is not None:
             times.extend((spawned_at[k], exited_at.get(k)) for k in range(len(procs)))
         if hung:
-            self.stop(bed)
+            self.stop(bed, ports)
             raise RunnerError(f"{len(hung)} of {len(procs)} iperf3 clients hung; this trial's figure is missing",
                               fix="none needed: the next trial uses fresh iperf3 servers")
         return [results[k] for k in range(len(procs))]
@@ -502,24 +515,24 @@ class Iperf3(Runner):
                 cp = bed.host_for("client").run(argvs[0], ns=bed.ns("client"), check=False,
                                                timeout_s=spec.duration_s + 30)
             except CommandTimeout as exc:
-                self.stop(bed)  # a wedged server would hang the next trial too: start a fresh one
+                self.stop(bed, ports)  # a wedged server would hang the next trial too: start a fresh one
                 raise RunnerError(f"iperf3 client hung: {exc.message}; this trial's figure is missing",
                                   fix="none needed: the next trial uses a fresh iperf3 server") from exc
             outs.append((cp.returncode, cp.stdout, cp.stderr))
         else:
-            outs = self._run_concurrently(bed, argvs, timeout_s=spec.duration_s + 30 + 2 * len(argvs))
+            outs = self._run_concurrently(bed, argvs, timeout_s=spec.duration_s + 30 + 2 * len(argvs), ports=ports)
         completion_s = time.monotonic() - t0
         after = sum(bed.link_counters(r, d)["rx_packets"] for r, d in links)
         parts = []
         for rc, out, err in outs:
             if rc != 0 and not out.strip().startswith("{"):
-                self.stop(bed)
+                self.stop(bed, ports)
                 raise RunnerError(f"iperf3 client failed (exit {rc}): {err.strip()[:200]}",
                                   fix="check the test bed and the firewall's permit rule")
             try:
                 parts.append(parse_json(out, spec.traffic))
             except RunnerError:
-                self.stop(bed)  # a failed test can wedge the server: start a fresh one next time
+                self.stop(bed, ports)  # a failed test can wedge the server: start a fresh one next time
                 raise
         m = combine(parts)
         traffic = "tcp" if spec.traffic == "parallel" else spec.traffic
@@ -563,7 +576,7 @@ class Iperf3(Runner):
         t0 = time.monotonic()
         times: list = []
         outs = self._run_concurrently(bed, [a for _, a in jobs], timeout_s=spec.duration_s + 30 + 2 * len(jobs),
-                                      roles=[p.client for p, _ in jobs], times=times)
+                                      roles=[p.client for p, _ in jobs], times=times, ports=ports)
         completion_s = time.monotonic() - t0
         after = {k: [bed.link_counters(r, d) for r, d in ls] for k, ls in links.items()}
         parts: dict[int, list[Measurement]] = {p.k: [] for p in pairs}
@@ -573,13 +586,13 @@ class Iperf3(Runner):
             k = p.k
             launched[k] = min(launched.get(k, spawned), spawned)
             if rc != 0 and not out.strip().startswith("{"):
-                self.stop(bed)
+                self.stop(bed, ports)
                 raise RunnerError(f"iperf3 client of pair {k} ({p.client} -> {p.server}) failed (exit {rc}): "
                                   f"{err.strip()[:200]}", fix="check the test bed and the firewall's permit rule")
             try:
                 m_k = parse_json(out, spec.traffic)
             except RunnerError:
-                self.stop(bed)
+                self.stop(bed, ports)
                 raise
             parts[k].append(m_k)
             dur = m_k.metrics.get("duration_s") or float(spec.duration_s)

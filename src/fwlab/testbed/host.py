@@ -84,10 +84,20 @@ class Spawned:
     proc: subprocess.Popen
     ns: str | None
     argv: list[str]
+    _stop_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
+    _stopped: tuple[str, str] | None = field(default=None, init=False, repr=False, compare=False)
 
     def stop(self, sig: int = signal.SIGTERM, wait_s: float = 3.0) -> tuple[str, str]:
         """Signal the process group (tools such as trafgen fork workers that hold the output
-        pipes), wait up to ``wait_s``, kill the group if still alive; return (stdout, stderr)."""
+        pipes), wait up to ``wait_s``, kill the group if still alive; return (stdout, stderr).
+        Safe from several threads and more than once: the first call reads the pipes, later
+        ones return what it read (two readers of one pipe would close it under each other)."""
+        with self._stop_lock:
+            if self._stopped is None:
+                self._stopped = self._stop_once(sig, wait_s)
+            return self._stopped
+
+    def _stop_once(self, sig: int, wait_s: float) -> tuple[str, str]:
         self._signal_group(sig)
         try:
             out, err = self.proc.communicate(timeout=wait_s)
