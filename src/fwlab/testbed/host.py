@@ -114,6 +114,20 @@ class Spawned:
         caller that reads the output pipes itself and must not race ``stop``'s communicate."""
         self._signal_group(sig)
 
+    def output(self) -> tuple[str, str]:
+        """Wait for the process to end by itself, reading stdout and stderr as they come (a
+        large output never blocks it), and return them. Unlike ``communicate()`` it leaves a
+        stdin pipe open: a remote process's watchdog reads its stop signals there, and stops the
+        process when stdin closes."""
+        err: list[str] = []
+        reader = threading.Thread(target=lambda: err.append(self.proc.stderr.read() if self.proc.stderr else ""),
+                                  daemon=True)
+        reader.start()
+        out = self.proc.stdout.read() if self.proc.stdout else ""
+        reader.join()
+        self.proc.wait()
+        return out or "", (err[0] if err else "") or ""
+
     def _signal_group(self, sig: int) -> None:
         # Spawned with start_new_session=True: the process leads its own group.
         try:
