@@ -48,6 +48,7 @@ from fwlab.testbed import LocalHost, Offloads, Pinning, Testbed, Topology, new_r
 from fwlab.testbed.hosts import HostEntry, Placement, changed_fields, identity_difference, parse_hosts
 from fwlab.testbed.nic import NicInfo, PathLine, trial_line_rate, trial_nic
 from fwlab.testbed.quiet import Pause, moved_packets, until_quiet
+from fwlab.testbed.pairs import stream_pairs
 from fwlab.testbed.shaping import ETHERNET_OVERHEAD_BYTES
 
 
@@ -527,12 +528,20 @@ class Executor:
                                                lambda: runner.measure(bed, tspec, env))
             metrics, series, raw, flags = m.metrics, m.series, m.raw, list(m.flags)
             kind, extra = m.kind, dict(m.extra)
-            if bed.topo.pairs > 1 and "pair_count" not in metrics:
+            npairs = len(stream_pairs(bed))
+            if npairs > 1 and "pair_count" not in metrics:
                 # a tool that drives one client and one server (all but iperf3's streams)
                 metrics["pair_count"] = 1
                 flags.append({"code": "one-pair", "severity": "info",
-                              "message": f"{spec.tool} drove pair 1 only of the bed's {bed.topo.pairs} "
+                              "message": f"{spec.tool} drove pair 1 only of the bed's {npairs} "
                                          f"client/server pairs"})
+            gens = bed.placement.generator_roles if bed.placement is not None else ("client",)
+            if len(gens) > 1 and npairs == 1 and not runner.splits_generators:
+                flags.append({"code": "one-generator", "severity": "info",
+                              "message": f"{spec.tool} drove the first generator host only of {len(gens)} "
+                                         f"({', '.join(gens)}): with one server host only the engine splits a "
+                                         f"trial across generator hosts (server2 ... entries make iperf3 "
+                                         f"stream in pairs)"})
             series = derive_figures(metrics, series, extra)  # the runner left raw figures
         except RunnerError as exc:
             error = exc.one_line()
@@ -658,12 +667,19 @@ def check_remote_roles(plan, placement: Placement | None) -> None:
         return
     remote = set(placement.remote_roles)
     ends = sorted(remote & {"client", "server"})
+    servers = placement.server_roles[1:]
     for t in plan.trials:
         if ends and not get_runner(t.tool).remote_roles:
             raise SuiteError(f"tool '{t.tool}' runs only on this machine, but the hosts file puts "
                              f"{' and '.join(ends)} on a remote host",
                              fix="run it on the namespace test bed (no --hosts), or use engine, rfc2544, "
                                  "iperf3, netperf or parallel in a lab (docs/lab.md)")
+        if servers and get_runner(t.tool).splits_generators:
+            raise SuiteError(f"tool '{t.tool}' splits its trial across the generator hosts towards one server, "
+                             f"but the hosts file names server hosts {', '.join(servers)} (client<k> streams to "
+                             f"server<k>: iperf3 streams only)",
+                             fix="drop the server2 ... entries for this suite, or run iperf3 stream trials "
+                                 "(docs/lab.md, \"Several generator hosts\")")
         if t.background and remote & {"client", "server", "attacker"}:
             raise SuiteError("background floods run only on this machine, but the hosts file puts "
                              f"{' and '.join(sorted(remote & {'client', 'server', 'attacker'}))} on a remote host",

@@ -203,32 +203,36 @@ class SshLab:
 
 # -- a lab of separate "machines": every role behind its own sshd ----------------------------------
 class HostsLab:
-    """Client host(s), a DUT host and a server host, each a namespace with its own sshd, wired
+    """Client host(s), a DUT host and server host(s), each a namespace with its own sshd, wired
     like separate machines by cables fwlab does not create:
 
-        cli1 eth0 --(switch ns, bridge, when clients > 1)-- eth1 dut eth2 -- eth0 srv
+        cli1 eth0 --(switch ns, bridge, when clients > 1)-- eth1 dut eth2 --(switch ns, when servers > 1)-- eth0 srv
 
-    The client hosts are 198.18.1.<i>/24 (2001:2:0:1::<i>), the server 198.19.1.1/24, the DUT
-    forwards between 198.18.1.254 and 198.19.1.254: the standard routed plan, set up here as a
+    The client hosts are 198.18.1.<i>/24 (2001:2:0:1::<i>), the server hosts 198.19.1.<k>/24
+    (2001:2:0:2::<k>; the first is ``srv``, then ``srv2`` ...), the DUT forwards between
+    198.18.1.254 and 198.19.1.254: the standard routed plan, set up here as a
     user sets up real machines. Management: every host's sshd listens on 198.19.254.<10+i>:2222 on a
     management bridge in ``fwl-<id>-mgmt``, reached through ssh's ProxyCommand (this machine's own
     namespace gets no address). The hosts share this machine's file system, so each one's
     hosts-file entry names its own ``cache_dir`` (as separate machines would have their own).
     """
 
-    def __init__(self, tmp: Path, clients: int = 1, quiet_shell: bool = True):
-        self.tmp, self.clients, self.quiet_shell = tmp, clients, quiet_shell
+    def __init__(self, tmp: Path, clients: int = 1, quiet_shell: bool = True, servers: int = 1):
+        self.tmp, self.clients, self.servers, self.quiet_shell = tmp, clients, servers, quiet_shell
         self.id = new_run_id()
-        self.names = [f"cli{i}" for i in range(1, clients + 1)] + ["dut", "srv"]
+        self.server_names = ["srv"] + [f"srv{k}" for k in range(2, servers + 1)]
+        self.names = [f"cli{i}" for i in range(1, clients + 1)] + ["dut", *self.server_names]
         self.ns = {n: f"fwl-{self.id}-h{n}" for n in self.names}
         self.mgmt_ns = f"fwl-{self.id}-mgmt"
         self.switch_ns = f"fwl-{self.id}-sw"
+        self.server_switch_ns = f"fwl-{self.id}-sws"
         self.addr = {n: f"198.19.254.{10 + i}" for i, n in enumerate(self.names)}
         self.host = LocalHost()
         self.sshd: dict[str, subprocess.Popen] = {}
 
     def all_ns(self) -> list[str]:
-        return [*self.ns.values(), self.mgmt_ns] + ([self.switch_ns] if self.clients > 1 else [])
+        return ([*self.ns.values(), self.mgmt_ns] + ([self.switch_ns] if self.clients > 1 else [])
+                + ([self.server_switch_ns] if self.servers > 1 else []))
 
     def up(self) -> "HostsLab":
         try:
@@ -267,20 +271,9 @@ class HostsLab:
             for key in ("net.ipv4.conf.all.rp_filter", "net.ipv4.conf.default.rp_filter",
                         "net.ipv6.conf.all.accept_dad", "net.ipv6.conf.default.accept_dad"):
                 self.sh(n, "sysctl", "-q", "-w", f"{key}=0")
-        # data cables
-        if self.clients == 1:
-            self._veth("eth0", self.ns["cli1"], "eth1", self.ns["dut"])
-        else:
-            s = self.switch_ns
-            self.sh(s, "ip", "link", "add", "br0", "type", "bridge")
-            self._veth("eth1", self.ns["dut"], "pd", s)
-            for i in range(1, self.clients + 1):
-                self._veth("eth0", self.ns[f"cli{i}"], f"p{i}", s)
-            for dev in ["pd", *[f"p{i}" for i in range(1, self.clients + 1)]]:
-                self.sh(s, "ip", "link", "set", dev, "master", "br0")
-                self.sh(s, "ip", "link", "set", dev, "up")
-            self.sh(s, "ip", "link", "set", "br0", "up")
-        self._veth("eth2", self.ns["dut"], "eth0", self.ns["srv"])
+        # data cables: a host alone on its side is cabled to the DUT, several through a switch
+        self._cable("eth1", [f"cli{i}" for i in range(1, self.clients + 1)], self.switch_ns)
+        self._cable("eth2", self.server_names, self.server_switch_ns)
         for key in ("net.ipv4.ip_forward", "net.ipv6.conf.all.forwarding"):
             self.sh("dut", "sysctl", "-q", "-w", f"{key}=1")
         for dev, a4, a6 in (("eth1", f"{p.dut_client_side4}/24", f"{p.dut_client_side6}/64"),
@@ -291,7 +284,8 @@ class HostsLab:
             self.sh("dut", "ip", "link", "set", dev, "up")
         ends = [(f"cli{i}", f"198.18.1.{i}/24", f"2001:2:0:1::{i}/64", p.dut_client_side4, p.dut_client_side6)
                 for i in range(1, self.clients + 1)]
-        ends.append(("srv", f"{p.server4}/24", f"{p.server6}/64", p.dut_server_side4, p.dut_server_side6))
+        ends += [(n, f"198.19.1.{k}/24", f"2001:2:0:2::{k}/64", p.dut_server_side4, p.dut_server_side6)
+                 for k, n in enumerate(self.server_names, 1)]
         for n, a4, a6, gw4, gw6 in ends:
             self.sh(n, "ethtool", "-K", "eth0", "tso", "off", "gso", "off", "gro", "off")
             self.sh(n, "ip", "addr", "add", a4, "dev", "eth0")
@@ -300,16 +294,32 @@ class HostsLab:
             self.sh(n, "ip", "route", "add", "default", "via", gw4)
             self.sh(n, "ip", "-6", "route", "add", "default", "via", gw6)
 
+    def _cable(self, dut_if: str, names: list[str], switch_ns: str) -> None:
+        """The DUT's ``dut_if`` cabled to the one host ``names`` (its eth0), or to a switch (a
+        bridge in ``switch_ns``) with a port per host."""
+        if len(names) == 1:
+            self._veth("eth0", self.ns[names[0]], dut_if, self.ns["dut"])
+            return
+        s = switch_ns
+        self.sh(s, "ip", "link", "add", "br0", "type", "bridge")
+        self._veth(dut_if, self.ns["dut"], "pd", s)
+        for i, n in enumerate(names, 1):
+            self._veth("eth0", self.ns[n], f"p{i}", s)
+        for dev in ["pd", *[f"p{i}" for i in range(1, len(names) + 1)]]:
+            self.sh(s, "ip", "link", "set", dev, "master", "br0")
+            self.sh(s, "ip", "link", "set", dev, "up")
+        self.sh(s, "ip", "link", "set", "br0", "up")
+
     def _settle(self, timeout_s: float = 5.0) -> None:
-        """Wait until every client reaches the server over IPv4 and IPv6 (links up, link-local
+        """Wait until every client reaches every server over IPv4 and IPv6 (links up, link-local
         addresses in place, neighbours known), so "before" snapshots are of a settled lab."""
-        p = ROUTED_PLAN
         deadline = time.monotonic() + timeout_s
         for i in range(1, self.clients + 1):
-            for v, addr in ((4, p.server4), (6, p.server6)):
+            for v, addr in [(v, f"198.19.1.{k}" if v == 4 else f"2001:2:0:2::{k}")
+                            for k in range(1, self.servers + 1) for v in (4, 6)]:
                 while self.sh(f"cli{i}", "ping", f"-{v}", "-c", "1", "-W", "1", addr, check=False).returncode:
                     if time.monotonic() > deadline:
-                        raise RuntimeError(f"lab client cli{i} cannot reach the server over IPv{v}")
+                        raise RuntimeError(f"lab client cli{i} cannot reach the server {addr} over IPv{v}")
                     time.sleep(0.1)
 
     def _keys(self) -> None:
@@ -370,6 +380,9 @@ class HostsLab:
         if n.startswith("cli") and n != "cli1":
             i = int(n[3:])
             e["addresses"] = {"client4": f"198.18.1.{i}", "client6": f"2001:2:0:1::{i}"}
+        if n.startswith("srv") and n != "srv":
+            k = int(n[3:])
+            e["addresses"] = {"server4": f"198.19.1.{k}", "server6": f"2001:2:0:2::{k}"}
         e.update(over)
         return e
 
@@ -378,6 +391,8 @@ class HostsLab:
                "server": self.entry("srv", **over)}
         for i in range(2, self.clients + 1):
             out[f"client{i}"] = self.entry(f"cli{i}", **over)
+        for k in range(2, self.servers + 1):
+            out[f"server{k}"] = self.entry(f"srv{k}", **over)
         return out
 
     def hosts_toml(self, **over) -> str:
@@ -438,6 +453,30 @@ class HostsLab:
                     proc.kill()
         for ns in self.all_ns():
             delete_namespace(self.host, ns)
+
+
+def record_local(monkeypatch) -> list[list[str]]:
+    """Every command fwlab runs or spawns on this machine from now on (``["ns", NS, argv...]``),
+    to check that nothing of a lab's data path ran here."""
+    local: list[list[str]] = []
+    run, spawn = LocalHost.run, LocalHost.spawn
+
+    def rec_run(self, argv, ns=None, **kw):
+        local.append([*(["ns", ns] if ns else []), *argv])
+        return run(self, argv, ns, **kw)
+
+    def rec_spawn(self, argv, ns=None):
+        local.append([*(["ns", ns] if ns else []), *argv])
+        return spawn(self, argv, ns)
+
+    monkeypatch.setattr(LocalHost, "run", rec_run)
+    monkeypatch.setattr(LocalHost, "spawn", rec_spawn)
+    return local
+
+
+def changed(before: dict, after: dict) -> list:
+    """(host, item, before, after) of every snapshot item (``HostsLab.state``) that differs."""
+    return [(n, k, before[n][k], after[n][k]) for n in before for k in before[n] if before[n][k] != after[n][k]]
 
 
 def to_toml(hosts: dict) -> str:

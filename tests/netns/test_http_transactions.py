@@ -1,5 +1,7 @@
 """HTTP transactions through a real DUT: nginx in the server namespace, curl in the client's."""
 
+import shutil
+
 import pytest
 
 from fwlab.dut import DutContext, get_backend
@@ -75,3 +77,29 @@ def test_request_matrix_reaches_six_servers_from_eight_clients():
     bs = m.extra["by_server"]
     assert bs["srv01.fwlab.test"]["transactions"] < bs["srv03.fwlab.test"]["transactions"]
     assert "198.19.1.17" not in left  # the extra server addresses go with the server
+
+
+def test_request_mix_with_ftp_crosses_the_firewall_with_table_8s_protocol_shares():
+    """Seed 002's HTTP/FTP mix (Table 8) through nftables: both protocols complete, counted apart,
+    and vsftpd goes with the runner."""
+    r = _runner()
+    if not shutil.which("vsftpd", path="/usr/sbin:/usr/bin"):
+        pytest.skip("vsftpd is not installed")
+    with Testbed(Topology(run_id=new_run_id(), mode="routed")) as bed:
+        plan = bed.topo.plan
+        be = get_backend("nftables")
+        ctx = DutContext(bed.host, bed.ns("dut"), "routed")
+        be.load(ctx, generate(10, "linear", client_net=plan.client_net(4), server_net=plan.server_net(4),
+                              stateful_shortcut=True))
+        spec = TrafficSpec(traffic="mix", tool="curl", size_bytes=None, streams=16, ip_version=4, duration_s=2,
+                           options=r.check_options("mix", {"ftp": True, "objects_bytes": [1000, 16000]}))
+        m = r.measure(bed, spec, TrialEnv(backend=be, dut=ctx))
+        r.stop(bed)
+        left = bed.sh("server", "ss", "-ltnH", "sport = :21", check=False).stdout
+    bp = m.extra["by_protocol"]
+    assert m.metrics["failure_pct"] == 0.0, m.extra["failures_by_reason"]
+    assert bp["ftp"]["transactions"] > 0 and bp["http"]["transactions"] > 0
+    assert bp["ftp"]["transactions"] + bp["http"]["transactions"] == m.metrics["transactions"]
+    assert m.metrics["ftp_tpm"] > 0 and m.metrics["http_tpm"] > 0
+    assert m.extra["mix_shares"]["ftp"] > 0.3  # the planned share over the eight clients' cycles
+    assert not left.strip()  # vsftpd stopped with the runner

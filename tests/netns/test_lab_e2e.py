@@ -8,10 +8,9 @@ import json
 
 import pytest
 
-from sshlab import HostsLab, to_toml
+from sshlab import HostsLab, changed, record_local, to_toml
 from fwlab.cli import main
 from fwlab.runners.engine import find_engine
-from fwlab.testbed.host import LocalHost
 
 if find_engine() is None:
     pytest.skip("fwlab-engine is not built", allow_module_level=True)
@@ -35,19 +34,8 @@ tool = "iperf3"
 """
 
 
-def changed(before: dict, after: dict) -> list:
-    return [(n, k, before[n][k], after[n][k]) for n in before for k in before[n] if before[n][k] != after[n][k]]
-
-
 def test_fwlab_run_over_a_lab_of_ssh_hosts(tmp_path, capsys, monkeypatch):
-    local: list[list[str]] = []
-    run = LocalHost.run
-
-    def rec(self, argv, ns=None, **kw):
-        local.append([*(["ns", ns] if ns else []), *argv])
-        return run(self, argv, ns, **kw)
-
-    monkeypatch.setattr(LocalHost, "run", rec)
+    local = record_local(monkeypatch)
     lab = HostsLab(tmp_path, clients=2).up()
     try:
         before = {n: lab.state(n) for n in lab.names}

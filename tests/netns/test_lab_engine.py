@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from sshlab import HostsLab
+from sshlab import HostsLab, changed
 from fwlab.runners.engine import EngineTrial, engine_source_dir, find_engine, place_engine, run_trial
 from fwlab.testbed.cargo_build import source_digest
 from fwlab.testbed import Testbed, Topology, new_run_id
@@ -42,11 +42,6 @@ def spawns(monkeypatch):
     monkeypatch.setattr(LocalHost, "spawn", rec_l)
     monkeypatch.setattr(SshHost, "spawn", rec_s)
     return calls
-
-
-def changed(before: dict, after: dict) -> list:
-    """(host, item, before, after) of every recorded item that differs."""
-    return [(n, k, before[n][k], after[n][k]) for n in before for k in before[n] if before[n][k] != after[n][k]]
 
 
 def _trial(bed, **kw):

@@ -20,10 +20,9 @@ from pathlib import Path
 import pytest
 
 from record_schema import assert_record_valid
-from sshlab import HostsLab
+from sshlab import HostsLab, changed, record_local
 from fwlab.cli import main
 from fwlab.runners.engine import find_engine
-from fwlab.testbed.host import LocalHost
 
 if find_engine() is None:
     pytest.skip("fwlab-engine is not built", allow_module_level=True)
@@ -70,10 +69,6 @@ def shape(run_dir: Path) -> dict[tuple, set[str]]:
     return out
 
 
-def changed(before: dict, after: dict) -> list:
-    return [(n, k, before[n][k], after[n][k]) for n in before for k in before[n] if before[n][k] != after[n][k]]
-
-
 @pytest.fixture
 def lab(tmp_path):
     (tmp_path / "lab").mkdir()
@@ -85,26 +80,13 @@ def lab(tmp_path):
 def test_builtin_suites_every_role_remote_have_the_namespace_beds_shape(lab, tmp_path, monkeypatch):
     (tmp_path / "hosts.toml").write_text(lab.hosts_toml())
     before = {n: lab.state(n) for n in lab.names}
-    local: list[list[str]] = []
-    run, spawn = LocalHost.run, LocalHost.spawn
-
-    def rec_run(self, argv, ns=None, **kw):
-        local.append([*(["ns", ns] if ns else []), *argv])
-        return run(self, argv, ns, **kw)
-
-    def rec_spawn(self, argv, ns=None):
-        local.append([*(["ns", ns] if ns else []), *argv])
-        return spawn(self, argv, ns)
-
     for name, (_, over) in TRIMS.items():
         (tmp_path / f"{name}.toml").write_text(trimmed(name))
         # the namespace bed: the reference shape
         assert main(["run", str(tmp_path / f"{name}.toml"), *over, "--out", str(tmp_path / "ns" / name), "-q"]) == 0
         ref_dir = next((tmp_path / "ns" / name).iterdir())
         # the lab: every role on its own SSH host
-        monkeypatch.setattr(LocalHost, "run", rec_run)
-        monkeypatch.setattr(LocalHost, "spawn", rec_spawn)
-        local.clear()
+        local = record_local(monkeypatch)
         try:
             assert main(["run", str(tmp_path / f"{name}.toml"), *over, "--hosts", str(tmp_path / "hosts.toml"),
                          "--out", str(tmp_path / "remote" / name), "-q"]) == 0

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from probes import tcp_probe, udp_probe
-from sshlab import SshLab
+from sshlab import SshLab, record_local
 from fwlab.dut import DutContext, get_backend
 from fwlab.errors import HostError
 from fwlab.orchestrate import start_run
@@ -37,20 +37,7 @@ def lab(tmp_path):
 @pytest.fixture
 def local_calls(monkeypatch):
     """Every argv this process runs through LocalHost (run and spawn)."""
-    calls: list[list[str]] = []
-    run, spawn = LocalHost.run, LocalHost.spawn
-
-    def rec_run(self, argv, ns=None, **kw):
-        calls.append([*(["ns", ns] if ns else []), *argv])
-        return run(self, argv, ns, **kw)
-
-    def rec_spawn(self, argv, ns=None):
-        calls.append([*(["ns", ns] if ns else []), *argv])
-        return spawn(self, argv, ns)
-
-    monkeypatch.setattr(LocalHost, "run", rec_run)
-    monkeypatch.setattr(LocalHost, "spawn", rec_spawn)
-    return calls
+    return record_local(monkeypatch)
 
 
 @pytest.fixture

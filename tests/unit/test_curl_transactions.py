@@ -8,6 +8,7 @@ from fwlab.runners.curl import (
     Transaction,
     curl_argv,
     ClientProc,
+    ftp_config,
     http_config,
     mix_config,
     parse_line,
@@ -76,7 +77,13 @@ def test_client_configs_and_argv():
     reqs = txmix.matrix_cycle(0, [1000, 16000], ftp=True, seed=1, length=100)
     text = mix_config(reqs, 2)
     assert text.count("url = ") == 200
-    assert 'url = "ftp://' in text and "ftp://srv" in text and "?0-0" not in text.split("ftp://")[1].split('"')[0]
+    ftp_urls = [ln.split('"')[1] for ln in text.splitlines() if ln.startswith('url = "ftp://')]
+    assert ftp_urls and all(u.startswith("ftp://anonymous:") and "?" not in u for u in ftp_urls)
+    # every FTP request logs in with its own password: curl reuses no control connection
+    assert len({u.split("@")[0] for u in ftp_urls}) == len(ftp_urls)
+    t = parse_line(f"T 0 226 {reqs[0].size_bytes} 0.001 0.002 0.003 2 {ftp_urls[0]}", 1.0)
+    assert t.protocol == "ftp" and t.server.startswith("srv0") and t.expected_size in (1000, 16000)
+    assert 'url = "ftp://anonymous:[1-7]@srv01.fwlab.test/obj/' in ftp_config(1000, 7)
     cp = ClientProc("client02", 5, "198.18.1.17", cfg)
     argv = curl_argv(cp, "/tmp/x.cfg", resolve=["srv01.fwlab.test:80:198.19.1.1"],
                      proxy="http://198.18.1.254:3128", connect_timeout_s=2, timeout_s=5, cpu=0)
@@ -94,7 +101,6 @@ def test_client_configs_and_argv():
     ("mix", {"bogus": 1}, "no option"),
     ("http", {"ftp": True}, "ftp is for kind 'mix'"),
     ("http", {"timeout_s": 0}, "timeout_s"),
-    ("mix", {"ftp": True}, "not implemented"),
 ])
 def test_bad_options(kind, opts, needle):
     with pytest.raises(ValueError, match=needle):

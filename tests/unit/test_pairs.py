@@ -103,10 +103,15 @@ class _Cp:
 class _FakeHost:
     delays: dict  #: client role -> seconds before its "iperf3" prints
     golden: str
+    spawned: list = field(default_factory=list)  #: every argv spawned here
+
+    def role_of(self, ns):
+        return ns.rsplit("-", 1)[1]
 
     def spawn(self, argv, ns=None):
-        role = ns.rsplit("-", 1)[1]
-        cmd = f"sleep {self.delays.get(role, 0)}; cat {self.golden}"
+        """An iperf3 client prints the golden output after its role's delay; a server waits."""
+        self.spawned.append(argv)
+        cmd = f"sleep {self.delays.get(self.role_of(ns), 0)}; cat {self.golden}" if "-c" in argv else "sleep 30"
         proc = subprocess.Popen(["sh", "-c", cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 start_new_session=True)
         return Spawned(proc, ns, argv)
@@ -127,6 +132,9 @@ class _FakeBed:
     def host_for(self, role):
         return self.host
 
+    def dev(self, role, dev):
+        return dev
+
     def sh(self, role, *argv, check=True):
         return _Cp()
 
@@ -141,7 +149,7 @@ def _pair_trial(delays: dict):
     bed = _FakeBed(Topology(run_id="abc123", pairs=2), _FakeHost(delays, str(GOLDEN / "iperf3_tcp.json")))
     r = Iperf3()
     for role in ("server", "server2"):  # servers already listening: the fake bed runs no iperf3 -s
-        r._servers[(bed.ns(role), 5201)] = Spawned(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"],
+        r._servers[(role, bed.ns(role), 5201)] = Spawned(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"],
                                                                     start_new_session=True), bed.ns(role), [])
     try:
         return r.run_clients(bed, TrafficSpec(traffic="tcp", tool="iperf3", duration_s=2))

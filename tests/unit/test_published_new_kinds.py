@@ -222,11 +222,15 @@ def test_seed_004_table_3_not_measured_without_probes(fast_probes):
     assert t3.verdict == NOT_MEASURED and "no multi-stream trial with recovery probes" in t3.fwlab
     assert not any("表3" in t.title for t in cmp.tables)
     # probes that end before 20 s without recovery cannot decide
-    short = {"interval_s": 5, "probe_s": 2, "max_probes": 2, "tolerance": 0.10}
-    ts = probed_during([parallel_trial("bridge", 10000, 500, 1, 2e9, probes=[0.3e9, 0.3e9], baseline=1e9,
-                                       options=short)])
-    t3 = next(f for f in compare_study(run_of("seed-004"), ts).findings if "500-stream" in f.claim)
+    t3 = next(f for f in compare_study(run_of("seed-004"), probes_end_early()).findings if "500-stream" in f.claim)
     assert t3.verdict == INCONCLUSIVE and "ended before 20 s" in t3.reason
+
+
+def probes_end_early():
+    """One repetition of Table 3 whose two probes during the load end before 20 s, neither recovered."""
+    short = {"interval_s": 5, "probe_s": 2, "max_probes": 2, "tolerance": 0.10}
+    return probed_during([parallel_trial("bridge", 10000, 500, 1, 2e9, probes=[0.3e9, 0.3e9], baseline=1e9,
+                                         options=short)])
 
 
 def test_seed_004_reads_older_stream_records():
@@ -290,6 +294,13 @@ def capacity_trial(mode, rep, cap, *, table_full=True, capped=False, max_count=3
     return record(spec, m)
 
 
+def capped_capacity(mode: str, held: int, found: int) -> list[dict]:
+    """`mode`'s search held all `held` connections it asked for (a lower bound); the other mode's
+    found its limit at `found`."""
+    other = "routed" if mode == "bridge" else "bridge"
+    return [capacity_trial(mode, 1, held, capped=True, max_count=held), capacity_trial(other, 1, found)]
+
+
 def capacity_finding(cmp):
     return next(f for f in cmp.findings if "Bridge mode holds more" in f.claim)
 
@@ -337,6 +348,12 @@ def test_seed_001_capacity_capped_and_missing():
     assert capacity_finding(cmp).verdict == NOT_MEASURED and memory_finding(cmp).verdict == NOT_MEASURED
     one = [capacity_trial("routed", 1, 300000, capped=True), capacity_trial("bridge", 1, 200000)]
     assert capacity_finding(compare_study(run_of("seed-001"), one)).verdict == NOT_REPRODUCED
+    # a capped mode's figure is a lower bound: it decides only the way it bounds
+    assert capacity_finding(compare_study(run_of("seed-001"), capped_capacity("bridge", 300000, 200000))).verdict \
+        == REPRODUCED
+    for mode, held, found in (("bridge", 300000, 290000), ("routed", 200000, 250000)):
+        f = capacity_finding(compare_study(run_of("seed-001"), capped_capacity(mode, held, found)))
+        assert f.verdict == INCONCLUSIVE and f"held every connection asked for ({held:,}, a lower bound)" in f.reason
     other = [capacity_trial("routed", 1, 100000, table_full=False), capacity_trial("bridge", 1, 150000)]
     cmp = compare_study(run_of("seed-001"), other)
     assert memory_finding(cmp).verdict == NOT_REPRODUCED and "generator-side errors" in memory_finding(cmp).fwlab
@@ -556,12 +573,13 @@ def test_measure_with_probes_is_used_unchanged():
     assert m.kind == "parallel" and m.metrics["probes"] == 0 and m.metrics["baseline_bps"] is None
 
 
-def stalled_trials(stall: bool):
-    """Direct runs near their 5 s; through 1000 rules 500 streams take 3 x and 900 hang (or not)."""
+def stalled_trials(stall: bool, direct_x: float = 1.0):
+    """Direct runs near their 5 s (times `direct_x`); through 1000 rules 500 streams take 3 x and 900
+    hang (or not)."""
     ts = []
     for rep in (1, 2):
         for s in (1, 100, 500, 900):
-            ts.append(parallel_trial("direct", 0, s, rep, 6e9, completion_s=5.0 + 0.003 * s))
+            ts.append(parallel_trial("direct", 0, s, rep, 6e9, completion_s=(5.0 + 0.003 * s) * direct_x))
             if s == 900 and stall:
                 ts.append(hung_trial("bridge", 1000, s, rep))
             else:
@@ -585,4 +603,8 @@ def test_seed_004_stalled_runs():
     assert rows[("fwlab", "nftables 1,000 rules (bridge)")][4:] == ("15.0 s (3.0 x)", "did not finish (2 of 2)")
     calm = compare_study(run_of("seed-004"), stalled_trials(stall=False))
     assert next(f for f in calm.findings if "stall" in f.claim).verdict == NOT_REPRODUCED
+    # direct runs overran as far: the bed itself stalls many streams, not the rule set
+    both = next(f for f in compare_study(run_of("seed-004"), stalled_trials(stall=True, direct_x=2.5)).findings
+                if "stall" in f.claim)
+    assert both.verdict == INCONCLUSIVE and "direct runs without a firewall overran too (up to 3.9 x" in both.reason
     assert next(f for f in compare_study(run_of("seed-004"), []).findings if "stall" in f.claim).verdict == NOT_MEASURED

@@ -44,3 +44,25 @@ def test_table1_columns_follow_seed_002():
     b12 = 2 * 100 * statistics.stdev([700, 640]) / 670
     assert abs(band - (b1 + b12) / 2) < 1e-9
     assert fband is not None and fband > 0
+
+
+def _mix(rep, ftp):
+    t = _trial("nftables", "linear", 100, 24, rep, 30000.0)
+    d = t.to_dict() if hasattr(t, "to_dict") else dict(t)
+    d.update({"traffic": "mix", "size_bytes": None})
+    shares = {"http": 0.5, "ftp": 0.5, "server01": 1.0} if ftp else {"http": 1.0, "server01": 1.0}
+    d["extra"] = {"objects_bytes": [1000, 16000], "mix_shares": shares,
+                  "by_server": {"srv01.fwlab.test": {"transactions": 10, "failures": 0}},
+                  "by_protocol": {"http": {"transactions": 6, "failures": 0}, **({"ftp": {"transactions": 4, "failures": 0}} if ftp else {})}}
+    d["metrics"] = {**d["metrics"], "http_tpm": 18000.0, **({"ftp_tpm": 12000.0} if ftp else {})}
+    return full_trial(d)
+
+
+def test_the_request_mix_says_whether_it_ran_ftp_and_gives_each_protocols_share_and_tpm():
+    html = render({}, [_mix(1, True), _mix(2, True)])
+    assert "request matrix (seed 002 appendix), HTTP and FTP (Table 8)" in html
+    assert "Table 8's HTTP/FTP shares" in html and "HTTP only" not in html
+    assert "<td class='l'>FTP</td><td>40.0</td>" in html and "<td class='l'>HTTP</td><td>60.0</td>" in html
+    assert "HTTP 18,000, FTP 12,000 TPM" in html
+    plain = render({}, [_mix(1, False)])
+    assert "HTTP only" in plain and "FTP: not measured" in plain and "FTP 12,000" not in plain

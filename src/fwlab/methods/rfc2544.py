@@ -172,6 +172,7 @@ def longest_burst(burst_ok, max_burst: int, resolution: float, min_burst: int = 
 class Rfc2544Runner(Runner):
     name = "rfc2544"
     remote_roles = True
+    splits_generators = True  #: senders on client, client2 ...; one receiver on the server
     traffics = KINDS
     record_kind = "rfc2544"
     frame_sizes = True

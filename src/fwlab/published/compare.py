@@ -74,8 +74,13 @@ LIMITS: dict[str, Limit] = {
 names each and what it means for a figure. An older record's ``search-max-load-passed`` is read
 as ``max-load-passed`` (`fwlab.results.trial.RENAMED_FLAGS`). `link-limited` does not undecide a
 finding: an emulated wire capping the figure is the seeds' own regime (the headline still names
-it). Not here on purpose: `overran` (stalled streams are what seed 004's "many streams stall"
-finding looks for)."""
+it), except that it cannot refute a claim that a figure falls (`WIRE_HIDES_EFFECTS`). Not here on
+purpose: `overran` (stalled streams are what seed 004's "many streams stall" finding looks for)."""
+
+WIRE_HIDES_EFFECTS = ("link-limited",)
+"""Flags that cannot undecide a finding in general but can hide a fall: a claim that a figure falls
+(`Finding.judge`'s ``effect``) is not refuted by figures the wire capped (a fall above the wire's
+rate cannot show)."""
 
 LIMIT_FLAGS = {code: lim.why for code, lim in LIMITS.items() if lim.undecides}
 """The flags of `LIMITS` that say the generator or a CPU, not the firewall, set the figure: a
@@ -122,13 +127,17 @@ class Finding:
 
     @classmethod
     def judge(cls, *, claim: str, published: str, fwlab: str, criterion: str, verdict: str,
-              used: list[dict] = (), reason: str = "", weighed: tuple[str, ...] = (), id: str = "") -> "Finding":
+              used: list[dict] = (), reason: str = "", weighed: tuple[str, ...] = (), id: str = "",
+              effect: bool = False) -> "Finding":
         """A finding whose decided verdict (reproduced / not reproduced) turns inconclusive when a
         trial in `used` carries a limiting quality flag (`LIMIT_FLAGS`) the finding has not
-        itself `weighed`; the reason names the flags and the trials."""
+        itself `weighed`; the reason names the flags and the trials. `effect`: the claim is that a
+        figure falls, so a 'not reproduced' on figures the wire capped (`WIRE_HIDES_EFFECTS`) is
+        inconclusive too."""
         used = as_records(used)
         ids = tuple(str(t.trial_id) for t in used if t.trial_id is not None)
-        lim = limit_reason(used, ignore=weighed)
+        hides = WIRE_HIDES_EFFECTS if effect and verdict == NOT_REPRODUCED else ()
+        lim = limit_reason(used, ignore=weighed, also=hides)
         if verdict in DECIDED and lim:
             reason = f"{lim}; the numbers alone would say '{verdict}'"
             verdict = INCONCLUSIVE
@@ -148,14 +157,14 @@ class Finding:
         return f"{self.claim}: {self.verdict}{why}. {self.fwlab}"
 
 
-def limit_reason(trials, ignore: tuple[str, ...] = ()) -> str:
+def limit_reason(trials, ignore: tuple[str, ...] = (), also: tuple[str, ...] = ()) -> str:
     """'cpu-saturated on 3 of 8 trials (t1, t2, t5): the sender's CPU ...; ...', or '' when no
-    trial carries a limiting flag (`LIMIT_FLAGS`, minus `ignore`)."""
+    trial carries a limiting flag (`LIMIT_FLAGS` and the `LIMITS` codes in `also`, minus `ignore`)."""
     trials = as_records(trials)
     by_code: dict[str, list[str]] = {}
     for t in trials:
         for code in t.flag_codes:
-            if code in LIMIT_FLAGS and code not in ignore:
+            if (code in LIMIT_FLAGS or code in also) and code not in ignore:
                 ids = by_code.setdefault(code, [])
                 tid = str(t.trial_id or "?")
                 if tid not in ids:
@@ -163,7 +172,7 @@ def limit_reason(trials, ignore: tuple[str, ...] = ()) -> str:
     parts = []
     for code, ids in sorted(by_code.items()):
         shown = ", ".join(ids[:4]) + (", ..." if len(ids) > 4 else "")
-        parts.append(f"{code} on {len(ids)} of {len(trials)} trials used ({shown}): {LIMIT_FLAGS[code]}")
+        parts.append(f"{code} on {len(ids)} of {len(trials)} trials used ({shown}): {LIMITS[code].why}")
     return "; ".join(parts)
 
 

@@ -205,7 +205,8 @@ def compare(study: Study, run: dict, trials: list[TrialRecord]) -> StudyComparis
                 ivs = {n: ratio_ci(v("engine", 1400, cfg, n), ref) for n in drops}
                 verdict, why = bound_verdict(list(ivs.values()), pub, at_least=False)
                 out.findings.append(Finding.judge(
-                    id=f"seed-000/udp-collapse/{name}", used=used("engine", 1400, cfg, n200, *drops), reason=why,
+                    id=f"seed-000/udp-collapse/{name}", effect=True, reason=why,
+                    used=used("engine", 1400, cfg, n200, *drops),
                     claim="One-way UDP collapses at 500 and 1000 rules (every packet walks the rule base)",
                     published=f"below 100 Mbit/s at 500 and 1000 rules, i.e. under {pub:.0f} % of the 200-rule rate",
                     fwlab=f"fwlab {name}, as % of its {n200}-rule rate: "
@@ -442,7 +443,7 @@ def _attack(out: StudyComparison, trials: list[TrialRecord]) -> None:
         verdict, why, cells, used = against(fw[0], n_low, [(fw[0], n) for n in high], higher=False)
         if cells:
             out.findings.append(Finding.judge(
-                id="seed-000/attack-many-rules-worse", used=used, reason=why,
+                id="seed-000/attack-many-rules-worse", effect=True, used=used, reason=why,
                 claim=c_many, published="Fig. 8 text: netfilter helped under attack up to 200 rules; at 500 or 1000 "
                                         "rules it had a negative effect",
                 fwlab=f"fwlab {config_name(*fw[0])} {where}, as % of {n_low} rules under the same flood: "

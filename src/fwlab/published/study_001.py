@@ -133,7 +133,8 @@ def _capacity(study: Study, out: StudyComparison, trials: list[TrialRecord]) -> 
              "about this host's table than about the firewall."))
 
     crit = ("the 95 % interval of bridge / gateway above 1 + the search's width (entirely below -> not reproduced, "
-            "across -> inconclusive)")
+            "across -> inconclusive); a mode whose search held every connection asked for gives a lower bound, "
+            "which decides only the way it bounds")
     if not vals["routed"] or not vals["bridge"]:
         have = [MODE_NAMES[m] for m in MODE_NAMES if vals[m]]
         out.findings.append(Finding(id="seed-001/bridge-holds-more",
@@ -153,10 +154,25 @@ def _capacity(study: Study, out: StudyComparison, trials: list[TrialRecord]) -> 
             verdict = NOT_MEASURED
             text += "; both searches held every connection they asked for, so neither mode's limit was found."
         elif cap_r and not cap_b:
-            verdict = NOT_REPRODUCED
-            text += "; gateway mode held every connection asked for, more than bridge mode could."
+            # gateway's figure is a lower bound: it refutes the claim only when even that bound leaves
+            # bridge short of 1 + the width above it; else the gateway's search target was too low to tell
+            if b < r * (1.0 + width):
+                verdict = NOT_REPRODUCED
+                text += "; gateway mode held every connection asked for, as many as bridge mode could or more."
+            else:
+                verdict = INCONCLUSIVE
+                reason = (f"gateway mode held every connection asked for ({r:,.0f}, a lower bound), fewer than "
+                          f"bridge's {b:,.0f} over the search's {100 * width:.0f} % width: its limit was not found")
+                text += "; gateway mode held every connection asked for (a lower bound)."
         elif cap_b and not cap_r:
-            verdict = REPRODUCED if b > r else NOT_REPRODUCED
+            # bridge's figure is a lower bound: it confirms the claim only when even that bound is beyond
+            # 1 + the width over gateway's; it can never refute it
+            if b > r * (1.0 + width):
+                verdict = REPRODUCED
+            else:
+                verdict = INCONCLUSIVE
+                reason = (f"bridge mode held every connection asked for ({b:,.0f}, a lower bound), not beyond "
+                          f"gateway's {r:,.0f} by the search's {100 * width:.0f} % width: its limit was not found")
             text += "; bridge mode held every connection asked for (a lower bound)."
         else:
             above = b > r * (1.0 + width)
@@ -342,7 +358,8 @@ def compare(study: Study, run: dict, trials: list[TrialRecord]) -> StudyComparis
             verdict, why, ratios = _judge(ok, lambda s: v(s, ref_n, lay), lambda s: v(s, high, lay),
                                           100.0 - EFFECT_PCT, below_is_bad=False)
             out.findings.append(Finding.judge(
-                id=f"seed-001/effect-above-{FLAT_UP_TO}/{lay}", used=used(ref_n, high, only=ok), reason=why,
+                id=f"seed-001/effect-above-{FLAT_UP_TO}/{lay}", effect=True, used=used(ref_n, high, only=ok),
+                reason=why,
                 claim=more_claim,
                 published=f"conclusion: above {FLAT_UP_TO:,} rules the rule count affects performance (a faster "
                           f"algorithm is needed); Table 1's last column is at most {100 - pub_worst:.1f} % below the first",

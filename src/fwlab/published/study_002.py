@@ -87,13 +87,11 @@ def compare(study: Study, run: dict, trials: list[TrialRecord]) -> StudyComparis
         "'BS + 100 rules' -> 100 packet-filter rules (nftables, established first) against nftables "
         "with 0 rules: the proxy cannot carry packet-filter rules in fwlab.",
         "Client loads as published (virtual clients = concurrent closed-loop curl clients); one object "
-        "size (16 kB: the seed gives none); the comparisons use HTTP (FTP transactions, kind 'ftp', are reported beside them in the transactions section; the request mix is HTTP only); short trials.",
+        "size (16 kB: the seed gives none); the comparisons use HTTP (FTP transactions, kind 'ftp', and the HTTP/FTP request mix of Tables 7 and 8, kind 'mix' with ftp = true, are reported beside them in the transactions section); short trials.",
         "Absolute TPM cannot compare (1997 hardware, other objects); the spread (2 stdev %) and the "
         "% changes can.",
     ]
-    out.missing = ["The HTTP/FTP request mix (Table 8: 10-90 % FTP): the mix runs HTTP only; FTP alone is "
-                   "measured by kind 'ftp' (transactions section).",
-                   "Hardware rows of Table 2 (memory, processors, bus, NIC buffers, 10 Mbit/s network): not "
+    out.missing = ["Hardware rows of Table 2 (memory, processors, bus, NIC buffers, 10 Mbit/s network): not "
                    "firewall configurations, nothing to map on a namespace test bed."]
     if not tx:
         out.missing.insert(0, "No transaction trials in this run.")

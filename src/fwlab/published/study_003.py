@@ -298,7 +298,7 @@ def _window_part(out: StudyComparison, st: list[dict], cfgs, ref, name) -> None:
         if untestable and verdict == REPRODUCED:
             verdict, why = NOT_TESTABLE, ("decided for one IP version only; " + "; ".join(untestable))
     out.findings.append(Finding.judge(
-        id="seed-003/small-window-slower", used=used, reason=why, claim=claim, published=published,
+        id="seed-003/small-window-slower", used=used, effect=True, reason=why, claim=claim, published=published,
         fwlab=f"fwlab ({name(ref)}), TCP with a {small:,} B window: " + ", ".join(cells) + " (95 % intervals).",
         criterion=crit, verdict=verdict))
 

@@ -39,9 +39,16 @@ def traffic_label(t: TrialRecord) -> str:
     size = t.size_bytes
     if t.traffic == "mix":
         objs = (t.extra or {}).get("objects_bytes") or []
-        return "request matrix (seed 002 appendix), objects " + "/".join(f"{o / 1000:g}" for o in objs) + " kB"
+        protos = "HTTP and FTP (Table 8)" if _mix_has_ftp(t) else "HTTP only"
+        return (f"request matrix (seed 002 appendix), {protos}, objects "
+                + "/".join(f"{o / 1000:g}" for o in objs) + " kB")
     proto = "FTP" if t.traffic == "ftp" else "HTTP"
     return f"{proto}, {size / 1000:g} kB objects" if size else proto
+
+
+def _mix_has_ftp(t: TrialRecord) -> bool:
+    """A mix trial that planned FTP requests (options ftp = true: Table 8's protocol shares)."""
+    return bool(((t.extra or {}).get("mix_shares") or {}).get("ftp"))
 
 
 def _groups(trials: list[TrialRecord]) -> dict[str, dict[tuple, dict[int, list[dict]]]]:
@@ -189,26 +196,40 @@ def _matrix_table(trials: list[TrialRecord]) -> str:
     for t in trials:
         for srv, row in ((t.extra or {}).get("by_server") or {}).items():
             by_server[srv] = by_server.get(srv, 0) + row.get("transactions", 0) + row.get("failures", 0)
+    by_proto: dict[str, int] = {}
+    for t in trials:
+        for proto, row in ((t.extra or {}).get("by_protocol") or {}).items():
+            by_proto[proto] = by_proto.get(proto, 0) + row.get("transactions", 0) + row.get("failures", 0)
     tot = sum(by_server.values()) or 1
     rows = [f"<tr><td class='l'>{_esc(s)}</td><td>{100 * n / tot:.1f}</td></tr>" for s, n in sorted(by_server.items())]
+    ptot = sum(by_proto.values()) or 1
+    rows += [f"<tr><td class='l'>{_esc(p.upper())}</td><td>{100 * n / ptot:.1f}</td></tr>" for p, n in sorted(by_proto.items())]
     planned = ", ".join(f"{k} {100 * v:.1f} %" for k, v in sorted((shares or {}).items()))
+    tpm = [f"{_esc(_config_words(t.backend, t.layout, t.rules or 0))}, {int(t.streams or 1)} clients, "
+           f"repetition {t.repetition}: HTTP {_f(t.metric('http_tpm'), 0)}, FTP {_f(t.metric('ftp_tpm'), 0)} TPM"
+           for t in trials if t.metric("ftp_tpm") is not None]
     return ("<p class='muted'>Planned shares over all eight clients (seed 002 Tables 7 and 8): "
-            f"{_esc(planned)}. Measured share of transactions per server (all loads, all configurations):</p>"
-            "<table><tr><th class='l'>server</th><th>% of transactions</th></tr>" + "".join(rows) + "</table>")
+            f"{_esc(planned)}. Measured share of ended transactions per server and per protocol (all loads, "
+            "all configurations):</p>"
+            "<table><tr><th class='l'>server / protocol</th><th>% of transactions</th></tr>" + "".join(rows) + "</table>"
+            + ("<details><summary>each protocol's own TPM per trial</summary><ul>"
+               + "".join(f"<li>{x}</li>" for x in tpm) + "</ul></details>" if tpm else ""))
 
 
 def render(run: dict, trials: list[TrialRecord]) -> str | None:
     trials = as_records(trials)
     if not trials:
         return None
-    has_ftp = any(t.traffic == "ftp" for t in trials)
+    has_ftp = any(t.traffic == "ftp" or (t.traffic == "mix" and _mix_has_ftp(t)) for t in trials)
+    mix_words = ("The request matrix runs Table 8's HTTP/FTP shares." if any(_mix_has_ftp(t) for t in trials)
+                 else "The request matrix, where measured, runs HTTP only.")
     ftp_note = ("<p class='muted'>FTP rows: one transaction = connect, anonymous login, passive RETR of one "
                 "object, quit (curl against vsftpd in the server namespace; a fresh login per transaction, so "
                 "two connections — control and data — cross the DUT each). The HTTP proxy does not relay FTP: "
-                "FTP is measured through packet filters only. The request matrix still runs HTTP only.</p>"
+                "FTP is measured through packet filters only. " + mix_words + "</p>"
                 if has_ftp else
-                "<p class='muted'>FTP: not measured in this run. The request matrix runs HTTP only (every "
-                "request of Table 8 goes to HTTP; the server shares of Table 7 stay).</p>")
+                "<p class='muted'>FTP: not measured in this run. A request matrix without <code>ftp = true</code> "
+                "runs HTTP only (every request of Table 8 goes to HTTP; the server shares of Table 7 stay).</p>")
     parts = ["<h2>Transactions per minute (" + ("HTTP and FTP" if has_ftp else "HTTP") + " through the DUT)</h2>",
              "<p class='muted'>One transaction = connect, request one object, read it, close (seed 002's NSTL "
              "definition; HTTP/1.1 with <code>Connection: close</code>). Client load = concurrent virtual clients, "

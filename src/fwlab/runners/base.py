@@ -149,6 +149,10 @@ class Runner(ABC):
     #: it runs its client and server ends on the role's own host (remote ones over SSH); False:
     #: only in this machine's namespaces, so a hosts file placing client or server remotely is refused
     remote_roles: bool = False
+    #: it splits each trial across the generator hosts (``client2`` ...) towards the one server
+    #: (the engine's sender split): a hosts file with server hosts ``server2`` ... (client k
+    #: streams to server k) is refused for it, since its trial would not be the pairs'
+    splits_generators: bool = False
     #: seconds one trial takes beyond its duration (tool start, connection set-up, counter
     #: reads), by traffic kind; rough, measured on this 2-CPU machine class
     trial_overhead_s: dict[str, float] = {}

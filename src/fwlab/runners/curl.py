@@ -22,8 +22,9 @@ transaction when the previous ends, as NSTL's). Kinds:
   record's ``connections_per_transaction`` is then 2: control + data).
 - ``mix``: seed 002's request matrix and protocol mix (``runners.txmix``): eight physical clients
   (eight source addresses), six virtual servers (six server addresses), objects of
-  ``options.objects_bytes``; HTTP only (``options.ftp = true`` is refused: FTP is not
-  implemented yet, although vsftpd and curl's ftp:// would fit the same runner).
+  ``options.objects_bytes``; HTTP only, or with ``options.ftp = true`` Table 8's protocol mix
+  (servers 01/03/05 10 % FTP, 02/04/06 90 % FTP), each FTP request a whole transaction as in kind
+  ``ftp``; the record's ``http_tpm`` and ``ftp_tpm`` give each protocol's own TPM.
 
 Owns: the client command lines, the per-transaction parser and the trial's figures (TPM,
 failure %, connect time / time to first byte percentiles). Never touches the firewall.
@@ -221,9 +222,13 @@ def _reader(cp: ClientProc, t0: float) -> None:
 
 
 def url_for(proto: str, server: int, size_bytes: int, n: int | str) -> str:
-    """The URL of one request; HTTP gets a query (``n``) so every request's URL is distinct."""
-    base = f"{proto}://{server_host(server)}/obj/{object_name(size_bytes)}"
-    return f"{base}?{n}" if proto == "http" else base
+    """The URL of one request, distinct per ``n``: HTTP gets it as a query; FTP as the anonymous
+    password, so curl never reuses a control connection and every request is a whole FTP
+    transaction (connect, login, passive RETR, quit), as seed 002's FTP requests were."""
+    path = f"/obj/{object_name(size_bytes)}"
+    if proto == "ftp":
+        return f"ftp://anonymous:{n}@{server_host(server)}{path}"
+    return f"{proto}://{server_host(server)}{path}?{n}"
 
 
 def http_config(size_bytes: int, count: int) -> str:
@@ -232,10 +237,9 @@ def http_config(size_bytes: int, count: int) -> str:
 
 
 def ftp_config(size_bytes: int, count: int) -> str:
-    """-K text for ``count`` FTP retrievals of one object, each logging in anew: the anonymous
-    password (globbed 1..count) differs per URL, so curl never reuses a control connection."""
-    url = f"ftp://anonymous:[1-{count}]@{server_host(0)}/obj/{object_name(size_bytes)}"
-    return f'url = "{url}"\noutput = "/dev/null"\n'
+    """-K text for ``count`` FTP retrievals of one object, each logging in anew (:func:`url_for`:
+    the anonymous password, globbed 1..count, differs per URL)."""
+    return f'url = "{url_for("ftp", 0, size_bytes, f"[1-{count}]")}"\noutput = "/dev/null"\n'
 
 
 def mix_config(reqs: list[txmix.Request], repeats: int) -> str:
@@ -311,8 +315,6 @@ class Curl(Runner):
             raise ValueError("ftp must be true or false")
         if out.get("ftp") and kind != "mix":
             raise ValueError("ftp is for kind 'mix'")
-        if out.get("ftp"):
-            raise ValueError("FTP transactions are not implemented yet: set ftp = false (the mix then runs HTTP only)")
         for k, dflt in (("connect_timeout_s", 2.0), ("timeout_s", 5.0)):
             v = out.get(k, dflt)
             if not isinstance(v, (int, float)) or not 0.05 <= v <= 120:
@@ -348,7 +350,7 @@ class Curl(Runner):
             count = max(5_000, int(20_000 * (duration_s + WARMUP_S)))
             return [ClientProc("client01", spec.streams, None, ftp_config(size, count))], [size], 1
         sizes = list(spec.options.get("objects_bytes") or DEFAULT_OBJECTS)
-        ftp = bool(spec.options.get("ftp"))  # always false: check_options refuses true
+        ftp = bool(spec.options.get("ftp"))  # Table 8's FTP share per server (else every request HTTP)
         procs = []
         for i, k in enumerate(txmix.spread(spec.streams, txmix.N_CLIENTS)):
             if k == 0:
@@ -373,7 +375,8 @@ class Curl(Runner):
         servers = [nth_address(plan.server(v), k) for k in range(n_servers)]
         ws = self._web(bed)
         ws.ensure(sizes, [(a, plen) for a in servers[1:]])
-        if spec.traffic == "ftp":
+        ftp = spec.traffic == "ftp" or (spec.traffic == "mix" and bool(opts.get("ftp")))
+        if ftp:
             ns = bed.ns("server")
             if ns not in self._ftp:
                 self._ftp[ns] = FtpServer(bed)
@@ -389,9 +392,10 @@ class Curl(Runner):
             proxy = proxy_of(env.dut, v)
         resolve = [f"{server_host(k)}:{port}:{a if v == 4 else '[' + a + ']'}"
                    for k, a in enumerate(servers) for port in (HTTP_PORT, FTP_PORT)]
-        if spec.traffic == "ftp" and proxy:
+        if ftp and proxy:
             raise RunnerError("the application proxy DUT relays HTTP only: FTP transactions cannot pass it",
-                              fix="measure kind 'ftp' with a packet-filter backend (nftables, iptables, ...)")
+                              fix="measure FTP (kind 'ftp', or a mix with ftp = true) with a packet-filter "
+                                  "backend (nftables, iptables, ...)")
         tmp = Path(tempfile.mkdtemp(prefix="fwlab-curl-"))
         before = ws.status()
         link0 = bed.link_counters("server", bed.topo.server_if)
@@ -456,7 +460,7 @@ class Curl(Runner):
                       "window_s": [WARMUP_S, window_end]})
         if spec.traffic == "mix":
             extra["mix_shares"] = txmix.mix_shares([r for i in range(txmix.N_CLIENTS)
-                                                    for r in txmix.matrix_cycle(i, sizes, ftp=bool(opts.get("ftp")), seed=1)])
+                                                    for r in txmix.matrix_cycle(i, sizes, ftp=ftp, seed=1)])
         head = [ln for p in procs for _, ln in p.lines[:20]]
         raw = {"argv": argvs, "curl_stderr": errs, "write_out_head": head,
                "transactions_read": len(txs_all)}

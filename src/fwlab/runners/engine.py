@@ -783,6 +783,7 @@ def trial_from_spec(bed: Testbed, spec: TrafficSpec, backend: str = "udp") -> En
 class EngineRunner(Runner):
     name = "engine"
     remote_roles = True
+    splits_generators = True  #: senders on client, client2 ...; one receiver on the server
     traffics = ("engine",)
     trial_overhead_s = {"engine": 1.2}
     frame_sizes = True

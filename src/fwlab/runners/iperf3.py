@@ -22,6 +22,7 @@ import shutil
 import signal
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +38,7 @@ from fwlab.runners.base import (
     whole_seconds,
 )
 from fwlab.testbed.host import CommandTimeout, Spawned, require_tool
+from fwlab.testbed.pairs import StreamPair, stream_pairs
 
 if TYPE_CHECKING:
     from fwlab.testbed.bed import Testbed
@@ -317,16 +319,17 @@ def combine(parts: list[Measurement]) -> Measurement:
 
 
 def server_roles(bed: "Testbed") -> list[str]:
-    """The bed's server roles: ``server``, then ``server2`` ... of its further pairs."""
-    return [bed.topo.pair_role("server", k) for k in range(1, bed.topo.pairs + 1)]
+    """The bed's server roles: ``server``, then ``server2`` ... of its further pairs (namespaces
+    or server hosts: testbed.pairs)."""
+    return [p.server for p in stream_pairs(bed)]
 
 
-def pair_figures(k: int, m: Measurement, interval: tuple[float, float], links: list[tuple[str, str]],
+def pair_figures(pair: StreamPair, m: Measurement, interval: tuple[float, float], links: list[tuple[str, str]],
                  rx_packets: list[int], rx_bytes: list[int]) -> dict:
     """One pair's own figures in a trial of several pairs: iperf3's rate and bytes, its receiving
     interface(s)' counters over the trial, and its test interval (this machine's clock)."""
     mt = m.metrics
-    return {"pair": k, "throughput_bps": mt.get("throughput_bps"), "bytes": mt.get("bytes"),
+    return {"pair": pair.k, "client": pair.client, "server": pair.server, "throughput_bps": mt.get("throughput_bps"), "bytes": mt.get("bytes"),
             "retransmits": mt.get("retransmits"), "duration_s": mt.get("duration_s"),
             "rx_links": [f"{r}:{d}" for r, d in links], "rx_if_packets": sum(rx_packets),
             "rx_if_bytes": sum(rx_bytes), "start_unix_s": interval[0], "end_unix_s": interval[1]}
@@ -349,7 +352,10 @@ class Iperf3(Runner):
                "size and rate; up, down or both directions (kind parallel: tool parallel)")
 
     def __init__(self) -> None:
-        self._servers: dict[tuple[str, int], Spawned] = {}
+        self._servers: dict[tuple[str, str | None, int], Spawned] = {}  #: (role, ns, port)
+        # probes during a load run a second client beside it (methods.recovery): both threads
+        # start and stop servers of this runner
+        self._servers_lock = threading.Lock()
 
     def unavailable(self) -> str | None:
         return None if shutil.which("iperf3") else "iperf3 is not installed (apt-get install iperf3)"
@@ -393,8 +399,10 @@ class Iperf3(Runner):
             self._start_port(bed, spec.port, role)
 
     def _start_port(self, bed: "Testbed", port: int, role: str = "server") -> None:
-        key = (bed.ns(role), port)
-        sp = self._servers.get(key)
+        # the role too: remote server hosts without ``ns`` all have namespace None
+        key = (role, bed.ns(role), port)
+        with self._servers_lock:
+            sp = self._servers.get(key)
         if sp is not None and sp.proc.poll() is None:
             return
         require_tool("iperf3")
@@ -405,7 +413,9 @@ class Iperf3(Runner):
         cpu = bed.topo.pinning.server_cpu
         if cpu is not None:
             args += ["-A", str(cpu)]
-        self._servers[key] = bed.host_for(role).spawn(args, ns=bed.ns(role))
+        sp = bed.host_for(role).spawn(args, ns=bed.ns(role))
+        with self._servers_lock:
+            self._servers[key] = sp
         self._wait_listening(bed, port, role)
 
     def _wait_listening(self, bed: "Testbed", port: int, role: str = "server", timeout_s: float = 5.0) -> None:
@@ -418,25 +428,31 @@ class Iperf3(Runner):
         raise RunnerError(f"iperf3 server did not listen on port {port} within {timeout_s} s",
                           fix="run 'fwlab clean'; another process may hold the port")
 
-    def stop(self, bed: "Testbed") -> None:
+    def stop(self, bed: "Testbed", ports: Iterable[int] | None = None) -> None:
+        """Stop the bed's iperf3 servers: all of them, or only those on ``ports`` (a failed
+        client restarts its own servers, never those of a load or a probe running beside it)."""
+        wanted = None if ports is None else set(ports)
         for role in server_roles(bed):
-            for key, sp in list(self._servers.items()):
-                if key[0] == bed.ns(role):
-                    sp.stop()
-                    bed.host_for(role).forget(sp)
+            with self._servers_lock:
+                mine = [(key, sp) for key, sp in self._servers.items()
+                        if key[:2] == (role, bed.ns(role)) and (wanted is None or key[2] in wanted)]
+                for key, _ in mine:
                     del self._servers[key]
+            for _, sp in mine:
+                sp.stop()
+                bed.host_for(role).forget(sp)
 
-    def _rx_links(self, bed: "Testbed", direction: str, pair: int = 1) -> list[tuple[str, str]]:
+    def _rx_links(self, bed: "Testbed", direction: str, pair: StreamPair | None = None) -> list[tuple[str, str]]:
         """The interfaces whose receive counters see the stream: the server's (up), the
-        client's (down), both (bidir); of pair ``pair`` (1: the bed's client and server)."""
+        client's (down), both (bidir); of ``pair`` (None: the bed's client and server)."""
         t = bed.topo
-        c = (t.pair_role("client", pair), t.pair_if("client", pair))
-        s_ = (t.pair_role("server", pair), t.pair_if("server", pair))
+        c, s_ = ((pair.client, pair.client_if), (pair.server, pair.server_if)) if pair else \
+            (("client", t.client_if), ("server", t.server_if))
         return {"up": [s_], "down": [c], "bidir": [s_, c]}[direction]
 
     def _run_concurrently(self, bed: "Testbed", argvs: list[list[str]], timeout_s: float,
-                          roles: list[str] | None = None, times: list | None = None
-                          ) -> list[tuple[int, str, str]]:
+                          roles: list[str] | None = None, times: list | None = None,
+                          ports: Iterable[int] | None = None) -> list[tuple[int, str, str]]:
         """Start every client at once and read all their pipes at once (a client whose JSON
         does not fit its pipe would otherwise block the others' end of test). ``roles``: each
         argv's client role (default all "client"); ``times`` (if given) gets each process's
@@ -450,7 +466,7 @@ class Iperf3(Runner):
         results: dict[int, tuple[int, str, str]] = {}
 
         def read(k: int, sp: Spawned) -> None:
-            out, err = sp.proc.communicate()
+            out, err = sp.output()  # not communicate(): a remote client's stdin must stay open
             exited_at[k] = time.time()
             results[k] = (sp.proc.returncode, out, err)
 
@@ -469,7 +485,7 @@ class Iperf3(Runner):
         if times is not None:
             times.extend((spawned_at[k], exited_at.get(k)) for k in range(len(procs)))
         if hung:
-            self.stop(bed)
+            self.stop(bed, ports)
             raise RunnerError(f"{len(hung)} of {len(procs)} iperf3 clients hung; this trial's figure is missing",
                               fix="none needed: the next trial uses fresh iperf3 servers")
         return [results[k] for k in range(len(procs))]
@@ -479,8 +495,9 @@ class Iperf3(Runner):
         with link counts, per-stream rates (their spread: ``fwlab.stats.derive``) and
         ``completion_s`` (first start to last exit). A bed with several client/server pairs:
         :meth:`run_pairs`."""
-        if bed.topo.pairs > 1:
-            return self.run_pairs(bed, spec)
+        pairs = stream_pairs(bed)
+        if len(pairs) > 1:
+            return self.run_pairs(bed, spec, pairs)
         shares = split_streams(spec.streams)
         ports = [spec.port + k for k in range(len(shares))]
         for p in ports:
@@ -498,24 +515,24 @@ class Iperf3(Runner):
                 cp = bed.host_for("client").run(argvs[0], ns=bed.ns("client"), check=False,
                                                timeout_s=spec.duration_s + 30)
             except CommandTimeout as exc:
-                self.stop(bed)  # a wedged server would hang the next trial too: start a fresh one
+                self.stop(bed, ports)  # a wedged server would hang the next trial too: start a fresh one
                 raise RunnerError(f"iperf3 client hung: {exc.message}; this trial's figure is missing",
                                   fix="none needed: the next trial uses a fresh iperf3 server") from exc
             outs.append((cp.returncode, cp.stdout, cp.stderr))
         else:
-            outs = self._run_concurrently(bed, argvs, timeout_s=spec.duration_s + 30 + 2 * len(argvs))
+            outs = self._run_concurrently(bed, argvs, timeout_s=spec.duration_s + 30 + 2 * len(argvs), ports=ports)
         completion_s = time.monotonic() - t0
         after = sum(bed.link_counters(r, d)["rx_packets"] for r, d in links)
         parts = []
         for rc, out, err in outs:
             if rc != 0 and not out.strip().startswith("{"):
-                self.stop(bed)
+                self.stop(bed, ports)
                 raise RunnerError(f"iperf3 client failed (exit {rc}): {err.strip()[:200]}",
                                   fix="check the test bed and the firewall's permit rule")
             try:
                 parts.append(parse_json(out, spec.traffic))
             except RunnerError:
-                self.stop(bed)  # a failed test can wedge the server: start a fresh one next time
+                self.stop(bed, ports)  # a failed test can wedge the server: start a fresh one next time
                 raise
         m = combine(parts)
         traffic = "tcp" if spec.traffic == "parallel" else spec.traffic
@@ -531,50 +548,57 @@ class Iperf3(Runner):
         m.raw["argv"] = argvs[0] if len(argvs) == 1 else argvs
         return m
 
-    def run_pairs(self, bed: "Testbed", spec: TrafficSpec) -> Measurement:
-        """Every client/server pair of the bed at once, each client (all its processes) against
-        its own server: the trial's figures are their sum (:func:`combine`, rates over the
-        longest pair's time), each pair's own in ``metrics["pairs"]``, with how far apart they
-        started (``start_skew_s``) and how long all sent at once (``common_interval_s``); a
-        trial where that is under 90 % of the shortest pair's time is flagged ``generator-skew``."""
+    def run_pairs(self, bed: "Testbed", spec: TrafficSpec, pairs: list[StreamPair]) -> Measurement:
+        """Every client/server pair of the bed at once (namespaces, or hosts of a hosts file:
+        testbed.pairs), each client (all its processes) against its own server: the trial's
+        figures are their sum (:func:`combine`, rates over the longest pair's time), each pair's
+        own in ``metrics["pairs"]``, with how far apart they started (``start_skew_s``) and how
+        long all sent at once (``common_interval_s``); a trial where that is under 90 % of the
+        shortest pair's time is flagged ``generator-skew``."""
         t = bed.topo
-        npairs = t.pairs
+        npairs = len(pairs)
         shares = split_streams(spec.streams)
         ports = [spec.port + k for k in range(len(shares))]
-        for k in range(1, npairs + 1):
-            for p in ports:
-                self._start_port(bed, p, t.pair_role("server", k))
+        for p in pairs:
+            if p.server_addr(spec.ip_version) is None:
+                raise RunnerError(f"server host {p.server} has no server{spec.ip_version} address for an "
+                                  f"IPv{spec.ip_version} trial",
+                                  fix=f"add addresses.server{spec.ip_version} to [hosts.{p.server}]")
+        for p in pairs:
+            for port in ports:
+                self._start_port(bed, port, p.server)
         cpu = t.pinning.client_cpu
-        jobs = [(k, build_client_args(spec, t.plan.pair_server(k, spec.ip_version), cpu, streams=n, port=p))
-                for k in range(1, npairs + 1) for n, p in zip(shares, ports)]
+        jobs = [(p, build_client_args(spec, p.server_addr(spec.ip_version), cpu, streams=n, port=port))
+                for p in pairs for n, port in zip(shares, ports)]
         direction = spec.options.get("direction", "up")
-        links = {k: self._rx_links(bed, direction, k) for k in range(1, npairs + 1)}
+        links = {p.k: self._rx_links(bed, direction, p) for p in pairs}
         before = {k: [bed.link_counters(r, d) for r, d in ls] for k, ls in links.items()}
         t0 = time.monotonic()
         times: list = []
         outs = self._run_concurrently(bed, [a for _, a in jobs], timeout_s=spec.duration_s + 30 + 2 * len(jobs),
-                                      roles=[t.pair_role("client", k) for k, _ in jobs], times=times)
+                                      roles=[p.client for p, _ in jobs], times=times, ports=ports)
         completion_s = time.monotonic() - t0
         after = {k: [bed.link_counters(r, d) for r, d in ls] for k, ls in links.items()}
-        parts: dict[int, list[Measurement]] = {k: [] for k in range(1, npairs + 1)}
-        spans: dict[int, list[tuple[float, float]]] = {k: [] for k in range(1, npairs + 1)}
+        parts: dict[int, list[Measurement]] = {p.k: [] for p in pairs}
+        spans: dict[int, list[tuple[float, float]]] = {p.k: [] for p in pairs}
         launched: dict[int, float] = {}
-        for (k, _), (rc, out, err), (spawned, exited) in zip(jobs, outs, times):
+        for (p, _), (rc, out, err), (spawned, exited) in zip(jobs, outs, times):
+            k = p.k
             launched[k] = min(launched.get(k, spawned), spawned)
             if rc != 0 and not out.strip().startswith("{"):
-                self.stop(bed)
-                raise RunnerError(f"iperf3 client of pair {k} failed (exit {rc}): {err.strip()[:200]}",
-                                  fix="check the test bed and the firewall's permit rule")
+                self.stop(bed, ports)
+                raise RunnerError(f"iperf3 client of pair {k} ({p.client} -> {p.server}) failed (exit {rc}): "
+                                  f"{err.strip()[:200]}", fix="check the test bed and the firewall's permit rule")
             try:
                 m_k = parse_json(out, spec.traffic)
             except RunnerError:
-                self.stop(bed)
+                self.stop(bed, ports)
                 raise
             parts[k].append(m_k)
             dur = m_k.metrics.get("duration_s") or float(spec.duration_s)
             spans[k].append((exited - dur, exited))
-        per_pair = [combine(parts[k]) for k in range(1, npairs + 1)]
-        m = combine([p for k in range(1, npairs + 1) for p in parts[k]])
+        per_pair = [combine(parts[p.k]) for p in pairs]
+        m = combine([part for p in pairs for part in parts[p.k]])
         traffic = "tcp" if spec.traffic == "parallel" else spec.traffic
         rx = {k: [a["rx_packets"] - b["rx_packets"] for a, b in zip(after[k], before[k])] for k in links}
         rx_bytes = {k: [a["rx_bytes"] - b["rx_bytes"] for a, b in zip(after[k], before[k])] for k in links}
@@ -583,16 +607,18 @@ class Iperf3(Runner):
             m.metrics[f"throughput_{direction}_bps"] = m.metrics.get("throughput_bps")
         m.metrics["completion_s"] = completion_s
         account_overrun(m, traffic, direction, spec.duration_s, completion_s)
-        intervals = [(min(a for a, _ in spans[k]), max(b for _, b in spans[k])) for k in range(1, npairs + 1)]
-        m.metrics["pairs"] = [pair_figures(k, pm, intervals[k - 1], links[k], rx[k], rx_bytes[k])
-                              for k, pm in zip(range(1, npairs + 1), per_pair)]
+        intervals = [(min(a for a, _ in spans[p.k]), max(b for _, b in spans[p.k])) for p in pairs]
+        named = {k: [(r, bed.dev(r, d)) for r, d in ls] for k, ls in links.items()}  # a remote host's own names
+        m.metrics["pairs"] = [pair_figures(p, pm, iv, named[p.k], rx[p.k], rx_bytes[p.k])
+                              for p, pm, iv in zip(pairs, per_pair, intervals)]
         ov = overlap(intervals)
         m.metrics.update({"pair_count": npairs, "start_skew_s": ov["start_skew_s"],
                           "common_interval_s": ov["common_interval_s"], "overlap_ratio": ov["overlap_ratio"],
                           "launch_skew_s": max(launched.values()) - min(launched.values()),
                           "start_basis": "each pair's iperf3 test interval placed to end at its client's exit "
-                                        "(this machine's clock); the results exchange after the test counts "
-                                        "into the skew"})
+                                        "(this machine's clock: the exit of the local process, or of the ssh "
+                                        "session of a remote client); the results exchange after the test "
+                                        "counts into the skew"})
         flag = skew_flag(ov, f"{npairs} client/server pairs")
         if flag:
             m.flags.append(flag)

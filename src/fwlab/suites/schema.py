@@ -189,7 +189,7 @@ class Suite(Strict):
                     "reach its one veth per side through a switch namespace (a bridge), so the DUT's data path "
                     "is a one-pair bed's; direct mode gives each pair its own wire. iperf3 runs every pair "
                     "and sums them (per-pair figures and start skew in the trial); other tools drive pair 1 "
-                    "(the trial says so). Not with link_delay or remote hosts")
+                    "(the trial says so). Not with link_delay or remote hosts (a lab's pairs: [hosts.server2] ...)")
     hosts: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="[hosts.<role>] tables placing roles on remote hosts over SSH "
                                           "(checked by fwlab.testbed.hosts; `fwlab run --hosts FILE` adds to them)")
@@ -286,7 +286,7 @@ class Suite(Strict):
                              "per side): drop link_delay or use pairs = 1")
         if self.pairs > 1 and self.hosts:
             raise ValueError(f"pairs = {self.pairs} is built on the namespace bed only, not with [hosts] tables: "
-                             "use pairs = 1 (extra generator hosts are [hosts.client2] ...)")
+                             "use pairs = 1 (in a lab, pairs of hosts are [hosts.client2] with [hosts.server2] ...)")
         if "direct" in self.mode and any(b.may_apply_to_mode("direct") for b in self.background):
             raise ValueError("a [[background]] flood needs a DUT: use mode routed or bridge, not direct "
                              "(or restrict the flood with only = { mode = [\"routed\"] })")

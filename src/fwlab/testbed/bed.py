@@ -28,6 +28,7 @@ from fwlab.testbed import links
 from fwlab.testbed.clock import measure_offset
 from fwlab.testbed.delayline import DelayLine, RunningLine
 from fwlab.testbed.host import CommandFailed, Host, LocalHost, kill_namespace_pids, require_tool
+from fwlab.testbed.pairs import stream_pairs
 from fwlab.testbed.nic import NicInfo, PathLine, path_line, read_irq_table, read_nic
 from fwlab.testbed.hosts import IFACE_COUNT, Placement
 from fwlab.testbed.linkseries import link_stats, read_all_links
@@ -196,7 +197,7 @@ class Testbed:
 
     def _hosts(self) -> list[Host]:
         out: list[Host] = [self.host]
-        for r in self.topo.roles:
+        for r in [*self.topo.roles, *(r for r, _ in self.extra_host_interfaces())]:
             h = self.host_for(r)
             if all(h is not o for o in out):
                 out.append(h)
@@ -274,7 +275,7 @@ class Testbed:
         if t.pairs > 1 and self.placement is not None and self.placement.remote_roles:
             raise TestbedError(f"pairs = {t.pairs} is built on the namespace bed only, but the hosts file places "
                                f"{', '.join(sorted(self.placement.remote_roles))} on remote hosts",
-                               fix="use pairs = 1 with a hosts file (extra generator hosts: client2 ... entries)")
+                               fix="use pairs = 1 with a hosts file (pairs of hosts: client2 with server2 ... entries)")
         for role in self.local_roles:
             self.host.run(["ip", "netns", "add", self.ns(role)])
             LIVE_NAMESPACES.add(self.ns(role))
@@ -592,14 +593,14 @@ class Testbed:
     def _wait_link_ready(self, timeout_s: float = 5.0) -> None:
         """Wait until the client reaches the server over each of the bed's IP versions
         (``topo.ip_versions``; neighbours resolved)."""
-        plan, t = self.topo.plan, self.topo
         deadline = time.monotonic() + timeout_s
-        # every pair's client to its own server (pair 1: client to server)
-        pending = {(k, v): plan.pair_server(k, v) for k in range(1, t.pairs + 1)
-                   for v in sorted(set(t.ip_versions))}
+        # every pair's client to its own server (pair 1: client to server; testbed.pairs)
+        pairs = {p.k: p for p in stream_pairs(self)}
+        pending = {(p.k, v): p.server_addr(v) for p in pairs.values()
+                   for v in sorted(set(self.topo.ip_versions)) if p.server_addr(v)}
         while pending and time.monotonic() < deadline:
             for (k, v), addr in list(pending.items()):
-                cp = self.sh(t.pair_role("client", k), "ping", f"-{v}", "-c", "1", "-W", "1", addr, check=False)
+                cp = self.sh(pairs[k].client, "ping", f"-{v}", "-c", "1", "-W", "1", addr, check=False)
                 if cp.returncode == 0:
                     del pending[(k, v)]
             if pending:
@@ -608,10 +609,16 @@ class Testbed:
             remote = [r for r in self.topo.roles if self.is_remote(r)]
             bad = sorted({k for k, _ in pending})
             pending = {v: a for (k, v), a in pending.items()}
-            if bad != [1]:
+            if bad != [1] and self.topo.pairs > 1:
                 raise TestbedError(f"pair(s) {bad}: a client cannot reach its server over IPv{sorted(pending)} "
                                    f"in {self.topo.mode} mode before any firewall is loaded",
                                    fix="run 'fwlab clean' and retry; check that the kernel has veth and bridge")
+            if bad != [1]:  # server hosts of a hosts file
+                hosts = [f"{pairs[k].client} -> {pairs[k].server}" for k in bad]
+                raise TestbedError(f"{', '.join(hosts)}: the client host cannot reach its server host over "
+                                   f"IPv{sorted(pending)} before any firewall is loaded",
+                                   fix="check those hosts' set-up (addresses, routes, cabling) and their hosts-file "
+                                       "addresses.client4/server4 (docs/lab.md, \"Several generator hosts\")")
             raise TestbedError(f"the client cannot reach the server over IPv{sorted(pending)} "
                                f"in {self.topo.mode} mode before any firewall is loaded",
                                fix=(f"check the set-up of the remote {', '.join(remote)} host (addresses, "
@@ -696,6 +703,13 @@ class Testbed:
             return []
         return [(r, self.placement.entry(r).ifaces[0]) for r in self.placement.generator_roles[1:]]
 
+    def extra_host_interfaces(self) -> list[tuple[str, str]]:
+        """(role, interface) of the extra generator and server hosts (client2 ..., server2 ...)."""
+        if self.placement is None:
+            return []
+        servers = [(r, self.placement.entry(r).ifaces[0]) for r in self.placement.server_roles[1:]]
+        return self.generator_interfaces() + servers
+
     def nics(self) -> list[NicInfo]:
         """Every data interface as hardware: speed, driver, firmware, offloads, queues, IRQs (read now)."""
         tables: dict[int, object] = {}  # the host-wide IRQ table, read once per host
@@ -707,7 +721,7 @@ class Testbed:
                 return tables[id(host)]
             return get
         return [read_nic(self.host_for(r), self.ns(r), r, d, irq_table=table(self.host_for(r)))
-                for r, d in self.interfaces() + self.generator_interfaces()]
+                for r, d in self.interfaces() + self.extra_host_interfaces()]
 
     def path_line(self, nics: list[NicInfo]) -> PathLine:
         """The line rate bounding the bed's client -> server path (nic.path_line), with the
@@ -726,8 +740,8 @@ class Testbed:
     def describe(self) -> dict:
         remote = {}
         if self.placement is not None and self.placement.remote_roles:
-            ifs = self.interfaces() + self.generator_interfaces()
-            roles = [*self.topo.roles, *(r for r, _ in self.generator_interfaces())]
+            ifs = self.interfaces() + self.extra_host_interfaces()
+            roles = [*self.topo.roles, *(r for r, _ in self.extra_host_interfaces())]
             remote = {"placement": {r: {"host": self.host_for(r).describe(), "ns": self.ns(r),
                                         "ifaces": [d for rr, d in ifs if rr == r]}
                                     for r in roles if self.is_remote(r)},

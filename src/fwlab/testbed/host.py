@@ -17,6 +17,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -83,10 +84,20 @@ class Spawned:
     proc: subprocess.Popen
     ns: str | None
     argv: list[str]
+    _stop_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
+    _stopped: tuple[str, str] | None = field(default=None, init=False, repr=False, compare=False)
 
     def stop(self, sig: int = signal.SIGTERM, wait_s: float = 3.0) -> tuple[str, str]:
         """Signal the process group (tools such as trafgen fork workers that hold the output
-        pipes), wait up to ``wait_s``, kill the group if still alive; return (stdout, stderr)."""
+        pipes), wait up to ``wait_s``, kill the group if still alive; return (stdout, stderr).
+        Safe from several threads and more than once: the first call reads the pipes, later
+        ones return what it read (two readers of one pipe would close it under each other)."""
+        with self._stop_lock:
+            if self._stopped is None:
+                self._stopped = self._stop_once(sig, wait_s)
+            return self._stopped
+
+    def _stop_once(self, sig: int, wait_s: float) -> tuple[str, str]:
         self._signal_group(sig)
         try:
             out, err = self.proc.communicate(timeout=wait_s)
@@ -102,6 +113,20 @@ class Spawned:
         """Send ``sig`` to the process (its group) and return at once, reading nothing: for a
         caller that reads the output pipes itself and must not race ``stop``'s communicate."""
         self._signal_group(sig)
+
+    def output(self) -> tuple[str, str]:
+        """Wait for the process to end by itself, reading stdout and stderr as they come (a
+        large output never blocks it), and return them. Unlike ``communicate()`` it leaves a
+        stdin pipe open: a remote process's watchdog reads its stop signals there, and stops the
+        process when stdin closes."""
+        err: list[str] = []
+        reader = threading.Thread(target=lambda: err.append(self.proc.stderr.read() if self.proc.stderr else ""),
+                                  daemon=True)
+        reader.start()
+        out = self.proc.stdout.read() if self.proc.stdout else ""
+        reader.join()
+        self.proc.wait()
+        return out or "", (err[0] if err else "") or ""
 
     def _signal_group(self, sig: int) -> None:
         # Spawned with start_new_session=True: the process leads its own group.

@@ -11,7 +11,8 @@ namespace, link or address there; it runs commands there (in ``ns`` when given) 
 role's data interfaces (``ifaces``) to read counters. Its addresses are the standard plan's
 unless ``addresses`` overrides them. A local role whose neighbour is remote must name the local
 interface cabled to it (``ifaces``): fwlab moves it into the role's namespace for the bed and
-gives it back afterwards.
+gives it back afterwards. Extra generator hosts ``client2`` ... and server hosts ``server2`` ...
+are remote only, each with its own address; pair k is client k -> server k (``testbed.pairs``).
 
 Example::
 
@@ -55,6 +56,10 @@ KNOWN_ROLES = ("client", "dut", "server", "attacker")
 #: more generator hosts: ``client2`` ... ``client16`` send part of each trial's traffic with
 #: ``client`` (remote only; each with its own client4/client6 address on the client network)
 EXTRA_CLIENT = re.compile(r"^client([2-9]|1[0-6])$")
+#: more server hosts: ``server<k>`` receives what ``client<k>`` sends (pair k: client k -> server
+#: k; pair 1 is client -> server); remote only, each with its own server4/server6 address on the
+#: server network. iperf3 streams run every pair at once (runners.iperf3, testbed.pairs)
+EXTRA_SERVER = re.compile(r"^server([2-9]|1[0-6])$")
 #: how many data interfaces each role has: the DUT's client side first, then its server side
 IFACE_COUNT = {"client": 1, "server": 1, "attacker": 1, "dut": 2}
 #: address-plan fields a role may override, by role
@@ -67,8 +72,18 @@ PLAN_FIELDS = {
 
 
 def base_role(role: str) -> str:
-    """``client3`` -> ``client``; a known role stays itself."""
-    return "client" if EXTRA_CLIENT.match(role) else role
+    """``client3`` -> ``client``, ``server3`` -> ``server``; a known role stays itself."""
+    return "client" if EXTRA_CLIENT.match(role) else "server" if EXTRA_SERVER.match(role) else role
+
+
+def role_number(role: str) -> int:
+    """The pair number of a client or server role: ``client``/``server`` 1, ``client3`` 3."""
+    return int(role[6:] or 1)
+
+
+def is_extra_host(role: str) -> bool:
+    """An extra generator (``client2`` ...) or server host (``server2`` ...)."""
+    return bool(EXTRA_CLIENT.match(role) or EXTRA_SERVER.match(role))
 #: ssh options fwlab sets itself and a hosts file must not override
 RESERVED_OPTIONS = ("controlpath", "controlmaster", "controlpersist", "batchmode")
 #: entry keys that only mean something for a remote role
@@ -153,17 +168,11 @@ class HostsFile(BaseModel):
     @model_validator(mode="after")
     def _roles(self) -> "HostsFile":
         for role, e in self.hosts.items():
-            if role not in KNOWN_ROLES and not EXTRA_CLIENT.match(role):
+            if role not in KNOWN_ROLES and not is_extra_host(role):
                 raise ValueError(f"unknown role '{role}' (roles: {', '.join(KNOWN_ROLES)}; more "
-                                 f"generator hosts: client2 ... client16)")
-            if EXTRA_CLIENT.match(role):
-                if not e.remote:
-                    raise ValueError(f"hosts.{role} is an extra generator host and must be remote (ssh = ...)")
-                if "client" not in self.hosts or not self.hosts["client"].remote:
-                    raise ValueError(f"hosts.{role} needs a remote hosts.client too (the first generator host)")
-                if "client4" not in e.addresses:
-                    raise ValueError(f"hosts.{role} needs addresses.client4 (its own address on the "
-                                     f"client network; client6 too for IPv6 trials)")
+                                 f"generator hosts: client2 ... client16; more server hosts: server2 ... server16)")
+            if is_extra_host(role):
+                _check_extra_host(self.hosts, role, e)
             want = IFACE_COUNT[base_role(role)]
             if e.ifaces and len(e.ifaces) != want:
                 raise ValueError(f"hosts.{role}.ifaces needs {want} interface(s)"
@@ -173,7 +182,7 @@ class HostsFile(BaseModel):
                 raise ValueError(f"remote role '{role}' needs ifaces = [...] (its data interface"
                                  f"{'s: client side, server side' if want == 2 else ''} on {e.ssh})")
             for k, v in e.addresses.items():
-                allowed = ("client4", "client6") if EXTRA_CLIENT.match(role) else PLAN_FIELDS[role]
+                allowed = (f"{base_role(role)}4", f"{base_role(role)}6") if is_extra_host(role) else PLAN_FIELDS[role]
                 if k not in allowed:
                     raise ValueError(f"hosts.{role}.addresses.{k} is not one of "
                                      f"{', '.join(allowed) or 'nothing for this role'}")
@@ -182,12 +191,45 @@ class HostsFile(BaseModel):
                 except ValueError:
                     raise ValueError(f"hosts.{role}.addresses.{k} = {v!r} is not an IP "
                                      f"{'network' if '_net' in k else 'address'}") from None
+        _check_pairs(self.hosts)
         for role, e in self.hosts.items():
             for name, path in (("key", e.key), ("known_hosts", e.known_hosts),
                                ("ssh_config", None if e.ssh_config == "none" else e.ssh_config)):
                 if path and not os.path.exists(os.path.expanduser(path)):
                     raise ValueError(f"hosts.{role}.{name} file {path} does not exist")
         return self
+
+
+def _check_extra_host(hosts: dict[str, HostEntry], role: str, e: HostEntry) -> None:
+    """An extra generator or server host: remote, beside a remote first host of its kind, with
+    its own address (``client4`` / ``server4``)."""
+    base = base_role(role)
+    what = "generator" if base == "client" else "server"
+    if not e.remote:
+        raise ValueError(f"hosts.{role} is an extra {what} host and must be remote (ssh = ...)")
+    if base not in hosts or not hosts[base].remote:
+        raise ValueError(f"hosts.{role} needs a remote hosts.{base} too (the first {what} host)")
+    if f"{base}4" not in e.addresses:
+        raise ValueError(f"hosts.{role} needs addresses.{base}4 (its own address on the "
+                         f"{base} network; {base}6 too for IPv6 trials)")
+
+
+def _check_pairs(hosts: dict[str, HostEntry]) -> None:
+    """With server hosts server2 ..., each client<k> streams to server<k>: both sides of every
+    pair must be there (with one server, every generator host sends to it)."""
+    servers = [r for r in hosts if EXTRA_SERVER.match(r)]
+    if not servers:
+        return
+    for s in servers:
+        c = f"client{role_number(s)}"
+        if c not in hosts:
+            raise ValueError(f"hosts.{s} has no hosts.{c}: with several server hosts client<k> streams to "
+                             f"server<k> (add [hosts.{c}], the generator host of that pair, or remove hosts.{s})")
+    for c in (r for r in hosts if EXTRA_CLIENT.match(r)):
+        s = f"server{role_number(c)}"
+        if s not in hosts:
+            raise ValueError(f"hosts.{c} has no hosts.{s}: with several server hosts ({', '.join(sorted(servers))}) "
+                             f"client<k> streams to server<k> (add [hosts.{s}] or remove hosts.{c})")
 
 
 #: what a record's trials depend on in a role's entry: a hosts file given to ``--resume`` must
@@ -282,15 +324,22 @@ class Placement:
         return bool(e and e.remote)
 
     def plan_overrides(self) -> tuple[tuple[str, str], ...]:
-        """Address-plan overrides of the bed's own roles (an extra client's address is its own)."""
-        return tuple(sorted((k, v) for r, e in self.entries.items() if not EXTRA_CLIENT.match(r)
+        """Address-plan overrides of the bed's own roles (an extra client's or server's address is
+        its own)."""
+        return tuple(sorted((k, v) for r, e in self.entries.items() if not is_extra_host(r)
                             for k, v in e.addresses.items()))
 
     @property
     def generator_roles(self) -> tuple[str, ...]:
         """The client role and the extra generator hosts (client2 ...), in order."""
-        extra = sorted((r for r in self.entries if EXTRA_CLIENT.match(r)), key=lambda r: int(r[6:]))
+        extra = sorted((r for r in self.entries if EXTRA_CLIENT.match(r)), key=role_number)
         return ("client", *extra)
+
+    @property
+    def server_roles(self) -> tuple[str, ...]:
+        """The server role and the extra server hosts (server2 ...), in order."""
+        extra = sorted((r for r in self.entries if EXTRA_SERVER.match(r)), key=role_number)
+        return ("server", *extra)
 
     def open(self) -> "Placement":
         """Connect every remote role's host (one connection per target); measure clock offsets.

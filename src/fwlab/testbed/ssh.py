@@ -101,10 +101,10 @@ class SshSpawned(Spawned):
 
     host: "SshHost | None" = None
 
-    def stop(self, sig: int = signal.SIGTERM, wait_s: float = 3.0) -> tuple[str, str]:
+    def _stop_once(self, sig: int, wait_s: float) -> tuple[str, str]:
         """Send ``sig`` to the remote process group (over the session's stdin), wait up to
         ``wait_s``; then close stdin (the remote watchdog TERMs, then KILLs) and, as a last
-        resort, kill the local ssh client. Returns (stdout, stderr)."""
+        resort, kill the local ssh client. Returns (stdout, stderr); ``Spawned.stop`` calls it once."""
         self.send_signal(sig)
         try:
             # waits for the remote process to end; stdin stays open so sig alone gets its chance
