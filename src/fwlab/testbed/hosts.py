@@ -394,9 +394,9 @@ class Placement:
 
     def describe_role(self, role: str) -> dict:
         """What a trial record notes about a remote role's host."""
-        h = self.hosts[role]
-        return {**h.describe(), "ns": self.entries[role].ns,
-                "command_overhead_s": self.overheads_s.get(role)}
+        h = self.host(role)
+        return {**h.describe(), "ns": self.entry(role).ns,
+                "command_overhead_s": self.overheads_s.get(HOSTS_ROLE.get(role, role))}
 
     def close(self) -> None:
         seen: set[int] = set()
