@@ -93,7 +93,8 @@ def test_a_flood_with_a_local_dut_and_a_remote_attacker_is_exit_2(tmp_path, caps
 
 # -- the flood's commands on fake hosts ---------------------------------------------------------------
 def _stats(rx: int, tx: int) -> dict:
-    return {"rx": {"packets": rx, "bytes": 64 * rx, "dropped": 0}, "tx": {"packets": tx, "bytes": 64 * tx, "dropped": 0}}
+    return {"rx": {"packets": rx, "bytes": 64 * rx, "dropped": 0},
+            "tx": {"packets": tx, "bytes": 64 * tx, "dropped": 0}}
 
 
 @dataclass

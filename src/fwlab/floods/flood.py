@@ -142,7 +142,8 @@ class Flood:
             return
         engine = engine_on(self.bed, "atk")  # the local build, or shipped to a remote attacker host
         self._ensure_route()
-        self.args = flood_args(engine, self.f, ip_version=self.ipv, iface=self.bed.dev("atk", self.bed.topo.attacker_if),
+        iface = self.bed.dev("atk", self.bed.topo.attacker_if)  # a remote attacker's own name for it
+        self.args = flood_args(engine, self.f, ip_version=self.ipv, iface=iface,
                                dst=self.bed.topo.plan.server(self.ipv), dst_mac=self._dst_mac(),
                                duration_s=self.duration_s)
         self.before = self.counters()
@@ -185,7 +186,7 @@ class Flood:
             "duration_s": self.duration_s if self.args else 0.0,
             "ran_s": (self.t_end - self.t_start) if self.t_start and self.t_end else None,
             "measured_s": measured_s, "counts": d, "flags": flags,
-            "attacker": self.host.describe() if self.bed.is_remote("atk") else "local",
+            "attacker": self.host.describe(),  # this machine (remote False) or the attacker host
             "engine_send_json": send,
         }
         if send is not None and measured_s is not None and rec["ran_s"] is not None:
