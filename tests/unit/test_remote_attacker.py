@@ -138,13 +138,13 @@ class _Host:
 SEND = {"kind": "send", "schema_version": 1, "offered_count": 500, "achieved_pps": 1000.0, "generator_short": False}
 
 
-def _bed(hosts: dict, server_remote: bool):
+def _bed(hosts: dict, server_remote: bool, mode: str = "routed"):
     entries = {"attacker": _remote("10.0.3.1", ifaces=["ens9"]),
                "dut": _remote("10.0.2.1", ifaces=["eth1", "eth2", "eth3"])}
     if server_remote:
         entries["server"] = _remote("10.0.1.1", ifaces=["eth0"])
     placement = Placement(parse_hosts({"hosts": entries}, "t"), hosts=hosts)
-    topo = Topology(run_id=new_run_id(), mode="routed", attacker=True)
+    topo = Topology(run_id=new_run_id(), mode=mode, attacker=True)
     return Testbed(topo=topo, host=hosts.pop("local"), placement=placement)
 
 
@@ -184,3 +184,21 @@ def test_a_remote_attacker_floods_from_its_own_host(monkeypatch, server_remote):
     else:  # the local server namespace gets the ingress counter as before
         assert any(a[:2] == ["nft", "-f"] for _, a in local.ran)
     assert not local.spawned  # nothing of the flood ran here
+
+
+def test_in_bridge_mode_a_remote_attacker_floods_to_the_server_hosts_mac(monkeypatch):
+    import fwlab.runners.engine as eng
+    monkeypatch.setattr(eng, "require_engine", lambda: "/here/fwlab-engine")
+    atk = _Host("attacker@10.0.3.1", {"ens9": [0, 0]}, output=json.dumps(SEND))
+    atk.__dict__["_fwlab_engine"] = SimpleNamespace(path="/var/cache/fwlab/fwlab-engine")
+    srv = _Host("server@10.0.1.1", {})
+    hosts = {"attacker": atk, "dut": _Host("dut@10.0.2.1", {"eth3": [0, 0]}), "server": srv,
+             "local": _Host("local", {}, remote=False)}
+    bed = _bed(hosts, True, mode="bridge")
+    fl = Flood(bed, SimpleNamespace(backend=None, dut=None), FloodSpec(kind="udp_flood", rate_pps=1000, lead_s=0.0,
+                                                                     tail_s=0.0), 4, 0.2)
+    fl.start()
+    fl.finish(0.2)
+    [(_, argv)] = atk.spawned
+    assert argv[argv.index("--dst-mac") + 1] == "02:00:00:00:00:00"  # the server host's eth0 (its hosts-file name)
+    assert srv.ran == [(None, ["ip", "-j", "link", "show", "eth0"])]  # read there, nothing written
