@@ -187,9 +187,10 @@ class HostsFile(BaseModel):
                                      "remote [hosts.attacker]")
             elif e.ifaces and len(e.ifaces) != want:
                 raise ValueError(f"hosts.{role}.ifaces needs {want} interface(s)"
-                                 + (" (client side, server side; a third, the attacker side, with a remote "
-                                    "[hosts.attacker])" if role == "dut" else "")
-                                 + f", got {len(e.ifaces)}")
+                                 + (" (client side, server side)" if role == "dut" else "")
+                                 + f", got {len(e.ifaces)}"
+                                 + (" (a third, the attacker side, only beside a remote [hosts.attacker])"
+                                    if role == "dut" else ""))
             if e.remote and not e.ifaces:
                 raise ValueError(f"remote role '{role}' needs ifaces = [...] (its data interface"
                                  f"{'s: client side, server side' if want == 2 else ''} on {e.ssh})")
