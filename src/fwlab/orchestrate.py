@@ -680,10 +680,39 @@ def check_remote_roles(plan, placement: Placement | None) -> None:
                              f"server<k>: iperf3 streams only)",
                              fix="drop the server2 ... entries for this suite, or run iperf3 stream trials "
                                  "(docs/lab.md, \"Several generator hosts\")")
-        if t.background and remote & {"client", "server", "attacker"}:
-            raise SuiteError("background floods run only on this machine, but the hosts file puts "
-                             f"{' and '.join(sorted(remote & {'client', 'server', 'attacker'}))} on a remote host",
-                             fix="run the flood suite on the namespace test bed (no --hosts) (docs/lab.md)")
+        if t.background and t.mode != "direct":
+            check_flood_roles(placement)
+
+
+def check_flood_placement(suite: Suite, placement: Placement | None) -> None:
+    """:func:`check_flood_roles` for a suite with a background flood in a mode with a DUT."""
+    if placement is not None and suite.background and any(m != "direct" for m in suite.mode):
+        check_flood_roles(placement)
+
+
+def check_flood_roles(placement: Placement) -> None:
+    """A background flood runs from the attacker's namespace here beside a DUT namespace here
+    (every role local), or from a remote attacker host cabled to a remote DUT host whose third
+    data interface (``hosts.dut.ifaces``) is that cable's end (client and server may then be
+    anywhere). Anything else: one line."""
+    remote = set(placement.remote_roles)
+    if "attacker" not in remote:
+        if remote:
+            raise SuiteError("a background flood from this machine's attacker namespace needs every role here, "
+                             f"but the hosts file puts {' and '.join(sorted(remote))} on a remote host",
+                             fix="add a remote [hosts.attacker] (one data interface) cabled to a remote DUT, or "
+                                 "run the flood suite on the namespace test bed (no --hosts) (docs/lab.md)")
+        return
+    dut = placement.entry("dut")
+    if dut is None or not dut.remote:
+        raise SuiteError("a remote attacker host floods a remote DUT only, but the hosts file has the DUT on "
+                         "this machine",
+                         fix="add a remote [hosts.dut] with ifaces = [client side, server side, attacker side], "
+                             "or drop [hosts.attacker] (docs/lab.md)")
+    if len(dut.ifaces) != 3:
+        raise SuiteError("a remote attacker host needs the DUT's interface cabled to it, but hosts.dut.ifaces "
+                         f"names {len(dut.ifaces)}",
+                         fix="give hosts.dut.ifaces a third entry: the DUT's attacker-side interface (docs/lab.md)")
 
 
 def dut_system(placement: Placement | None) -> str | None:
@@ -711,6 +740,7 @@ def start_run(suite: Suite, suite_text: str, out_root: Path, *, quiet: bool = Fa
     ``prepare`` is work for after the run done beside the first bed's set-up, never beside
     traffic (:attr:`Executor.prepare`; e.g. :func:`fwlab.report.prepare`)."""
     placement = _placement(suite, hosts)
+    check_flood_placement(suite, placement)  # before any host is connected
     if placement is None:
         preflight(suite)
     with placement or _Nothing():
@@ -765,6 +795,7 @@ def resume_run(path: Path, *, quiet: bool = False, hosts: dict[str, HostEntry] |
     else:
         changed = resume_hosts_change(rec, suite, hosts, hosts_origin)
         placement = _placement(suite, hosts)
+        check_flood_placement(suite, placement)
     with placement or _Nothing():
         preflight(suite, placement)
         plan = expand(suite, dut_system(placement))

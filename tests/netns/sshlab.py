@@ -208,6 +208,9 @@ class HostsLab:
 
         cli1 eth0 --(switch ns, bridge, when clients > 1)-- eth1 dut eth2 --(switch ns, when servers > 1)-- eth0 srv
 
+    With ``attacker``, one more host ``atk`` (198.18.2.1/24, 2001:2:0:3::1) is cabled to the
+    DUT's eth3 (198.18.2.254, 2001:2:0:3::fe), the routed plan's attacker network.
+
     The client hosts are 198.18.1.<i>/24 (2001:2:0:1::<i>), the server hosts 198.19.1.<k>/24
     (2001:2:0:2::<k>; the first is ``srv``, then ``srv2`` ...), the DUT forwards between
     198.18.1.254 and 198.19.1.254: the standard routed plan, set up here as a
@@ -217,11 +220,14 @@ class HostsLab:
     hosts-file entry names its own ``cache_dir`` (as separate machines would have their own).
     """
 
-    def __init__(self, tmp: Path, clients: int = 1, quiet_shell: bool = True, servers: int = 1):
+    def __init__(self, tmp: Path, clients: int = 1, quiet_shell: bool = True, servers: int = 1,
+                 attacker: bool = False):
         self.tmp, self.clients, self.servers, self.quiet_shell = tmp, clients, servers, quiet_shell
+        self.attacker = attacker
         self.id = new_run_id()
         self.server_names = ["srv"] + [f"srv{k}" for k in range(2, servers + 1)]
-        self.names = [f"cli{i}" for i in range(1, clients + 1)] + ["dut", *self.server_names]
+        self.names = ([f"cli{i}" for i in range(1, clients + 1)] + ["dut", *self.server_names]
+                      + (["atk"] if attacker else []))
         self.ns = {n: f"fwl-{self.id}-h{n}" for n in self.names}
         self.mgmt_ns = f"fwl-{self.id}-mgmt"
         self.switch_ns = f"fwl-{self.id}-sw"
@@ -286,6 +292,13 @@ class HostsLab:
                 for i in range(1, self.clients + 1)]
         ends += [(n, f"198.19.1.{k}/24", f"2001:2:0:2::{k}/64", p.dut_server_side4, p.dut_server_side6)
                  for k, n in enumerate(self.server_names, 1)]
+        if self.attacker:
+            self._veth("eth0", self.ns["atk"], "eth3", self.ns["dut"])
+            self.sh("dut", "ethtool", "-K", "eth3", "tso", "off", "gso", "off", "gro", "off")
+            self.sh("dut", "ip", "addr", "add", f"{p.dut_attacker_side4}/24", "dev", "eth3")
+            self.sh("dut", "ip", "addr", "add", f"{p.dut_attacker_side6}/64", "dev", "eth3", "nodad")
+            self.sh("dut", "ip", "link", "set", "eth3", "up")
+            ends.append(("atk", f"{p.attacker4}/24", f"{p.attacker6}/64", p.dut_attacker_side4, p.dut_attacker_side6))
         for n, a4, a6, gw4, gw6 in ends:
             self.sh(n, "ethtool", "-K", "eth0", "tso", "off", "gso", "off", "gro", "off")
             self.sh(n, "ip", "addr", "add", a4, "dev", "eth0")
@@ -375,7 +388,8 @@ class HostsLab:
         proxy = f"ProxyCommand=ip netns exec {self.mgmt_ns} {sys.executable} {self.tmp / 'relay.py'} %h %p"
         e = {"ssh": f"root@{self.addr[n]}", "port": SSH_PORT, "key": str(self.key),
              "known_hosts": str(self.known_hosts), "ssh_config": "none", "ssh_options": [proxy],
-             "connect_timeout_s": 5, "ifaces": ["eth1", "eth2"] if n == "dut" else ["eth0"],
+             "connect_timeout_s": 5,
+             "ifaces": (["eth1", "eth2"] + (["eth3"] if self.attacker else [])) if n == "dut" else ["eth0"],
              "cache_dir": str(self.tmp / f"cache-{n}")}
         if n.startswith("cli") and n != "cli1":
             i = int(n[3:])
@@ -393,6 +407,8 @@ class HostsLab:
             out[f"client{i}"] = self.entry(f"cli{i}", **over)
         for k in range(2, self.servers + 1):
             out[f"server{k}"] = self.entry(f"srv{k}", **over)
+        if self.attacker:
+            out["attacker"] = self.entry("atk", **over)
         return out
 
     def hosts_toml(self, **over) -> str:
@@ -405,7 +421,7 @@ class HostsLab:
             text = self.sh(n, *argv, check=False).stdout
             return "\n".join(" ".join(w for w in ln.split() if not w.startswith("fe80:"))
                              for ln in text.splitlines() if not ln.startswith("fe80:"))
-        devs = ["eth1", "eth2"] if n == "dut" else ["eth0"]
+        devs = (["eth1", "eth2"] + (["eth3"] if self.attacker else [])) if n == "dut" else ["eth0"]
         cache = self.tmp / f"cache-{n}"
         # the operational state column of 'ip -br' lags a link's coming up (linkwatch), and so does
         # the NO-CARRIER flag (it is IFF_RUNNING's absence): the admin flag UP and the carrier flag

@@ -294,8 +294,9 @@ def _plan(kind, tool, extra=""):
     ("conn_rate", "conn", "", {"client": _remote("a"), "server": _remote("b")}, None),
     ("conn_rate", "conn", "", {"dut": _remote("a", ifaces=["eth1", "eth2"])}, None),  # client and server local
     ("http", "curl", "", {"server": _remote("a")}, "tool 'curl' runs only on this machine"),
-    ("tcp", "iperf3", _FLOOD, {"server": _remote("a")}, "background floods run only on this machine"),
-    ("tcp", "iperf3", _FLOOD, {"dut": _remote("a", ifaces=["eth1", "eth2"])}, None),
+    ("tcp", "iperf3", _FLOOD, {"server": _remote("a")}, "from this machine's attacker namespace needs every role"),
+    # a local attacker namespace cannot be cabled to a remote DUT (tests/unit/test_remote_attacker.py)
+    ("tcp", "iperf3", _FLOOD, {"dut": _remote("a", ifaces=["eth1", "eth2"])}, "needs every role here"),
 ])
 def test_remote_roles_only_for_tools_that_run_there(kind, tool, extra, hosts, refused):
     from fwlab.errors import SuiteError

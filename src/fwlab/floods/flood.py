@@ -8,6 +8,13 @@ matching the spoofed source network: the firewall under test is never touched), 
 of one flood: offered (engine), sent on the attacker's link, received by the DUT (its link
 counter), dropped by the DUT's rules (rule-counter delta of the deny and default classes) and
 reaching the server (ingress counter). Nothing is assumed from the intended rate.
+
+The attacker may be a remote host (``[hosts.attacker]`` beside a remote ``[hosts.dut]`` whose
+third data interface is the attacker's cable): the engine is shipped there (runners.engine's
+``engine_on``), runs there under the SSH watchdog and stops by its ``--duration-s``; its link
+counters are read there. On a remote DUT fwlab adds no route (replies to spoofed sources follow
+the host's own routing, normally dropped) and on a remote server no counter table (the server
+count is then None): a remote host keeps the set-up its hosts file hands over.
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ from typing import TYPE_CHECKING, Callable
 from fwlab.errors import RunnerError
 from fwlab.floods.model import ENGINE_PROTO, FloodSpec
 from fwlab.runners.base import Measurement
-from fwlab.runners.engine import parse_result, require_engine
+from fwlab.runners.engine import engine_on, parse_result
 
 if TYPE_CHECKING:
     from fwlab.runners.base import TrialEnv
@@ -82,10 +89,14 @@ class Flood:
         self.sp = None
         self.t_start = self.t_end = None
         self.before: dict = {}
+        #: where the flood's engine runs: this machine (namespace atk) or the remote attacker host
+        self.host = bed.host_for("atk")
 
     # -- setup ---------------------------------------------------------------------------------
     def _ensure_counter(self) -> None:
         bed = self.bed
+        if bed.is_remote("server"):
+            return  # a remote server host's nftables set-up stays its own: no server count
         cp = bed.sh("server", "nft", "list", "table", "netdev", COUNTER_TABLE, check=False)
         if cp.returncode != 0:
             text = counter_ruleset(bed.topo.server_if, self.f.spoof_net(4), self.f.spoof_net(6))
@@ -95,8 +106,8 @@ class Flood:
         """Routed mode: replies to spoofed sources (SYN-ACKs, ICMP errors, firewall off) go back
         to the attacker's link, where they die (the attacker does not forward)."""
         bed, plan = self.bed, self.bed.topo.plan
-        if bed.topo.mode != "routed":
-            return
+        if bed.topo.mode != "routed" or bed.is_remote("dut"):
+            return  # a remote DUT's routes are its own (docs/lab.md: replies to spoofed sources)
         via = plan.attacker4 if self.ipv == 4 else plan.attacker6
         bed.sh("dut", "ip", f"-{self.ipv}", "route", "replace", self.f.spoof_net(self.ipv), "via", via,
                "dev", bed.topo.dut_attacker_if)
@@ -105,17 +116,18 @@ class Flood:
         bed = self.bed
         role, dev = (("dut", bed.topo.dut_attacker_if) if bed.topo.mode == "routed"
                      else ("server", bed.topo.server_if))
-        return json.loads(bed.sh(role, "ip", "-j", "link", "show", dev).stdout)[0]["address"]
+        return json.loads(bed.sh(role, "ip", "-j", "link", "show", bed.dev(role, dev)).stdout)[0]["address"]
 
     def counters(self) -> dict:
         bed, env = self.bed, self.env
         atk = bed.link_counters("atk", bed.topo.attacker_if)
         dut = bed.link_counters("dut", bed.topo.dut_attacker_if)
-        srv = bed.sh("server", "nft", "-j", "list", "table", "netdev", COUNTER_TABLE, check=False)
+        srv = None if bed.is_remote("server") else bed.sh("server", "nft", "-j", "list", "table", "netdev",
+                                                          COUNTER_TABLE, check=False)
         rules = env.backend.counters(env.dut) if (env.backend is not None and env.dut is not None) else None
         return {"atk_tx_packets": atk["tx_packets"], "dut_rx_packets": dut["rx_packets"],
                 "dut_rx_dropped": dut["rx_dropped"], "server_flood_packets":
-                    parse_counter_json(srv.stdout) if srv.returncode == 0 else None,
+                    parse_counter_json(srv.stdout) if srv is not None and srv.returncode == 0 else None,
                 "dut_rule_drops": dut_drops(rules), "dut_rules": rules}
 
     # -- run -----------------------------------------------------------------------------------
@@ -128,18 +140,19 @@ class Flood:
         if self.f.rate_pps <= 0:
             self.before = self.counters()
             return
-        engine = require_engine()
+        engine = engine_on(self.bed, "atk")  # the local build, or shipped to a remote attacker host
         self._ensure_route()
-        self.args = flood_args(engine, self.f, ip_version=self.ipv, iface=self.bed.topo.attacker_if,
+        iface = self.bed.dev("atk", self.bed.topo.attacker_if)  # a remote attacker's own name for it
+        self.args = flood_args(engine, self.f, ip_version=self.ipv, iface=iface,
                                dst=self.bed.topo.plan.server(self.ipv), dst_mac=self._dst_mac(),
                                duration_s=self.duration_s)
         self.before = self.counters()
         self.t_start = time.monotonic()
-        self.sp = self.bed.host.spawn(self.args, ns=self.bed.ns("atk"))
+        self.sp = self.host.spawn(self.args, ns=self.bed.ns("atk"))
         time.sleep(self.f.lead_s)
         if self.sp.proc.poll() is not None:
             out, err = self.sp.proc.communicate()
-            self.bed.host.forget(self.sp)
+            self.host.forget(self.sp)
             self.sp = None
             raise RunnerError(f"the flood's fwlab-engine exited at once: {err.strip()[:200]}",
                               fix="check the engine build ('make engine') and the attacker namespace")
@@ -158,7 +171,7 @@ class Flood:
                 flags.append({"code": "flood-overran", "severity": "warning",
                               "message": "the flood did not stop by itself within 5 s of its duration; stopped"})
             self.t_end = time.monotonic()
-            self.bed.host.forget(self.sp)
+            self.host.forget(self.sp)
             try:
                 send = parse_result(out, "send")
             except RunnerError as exc:
@@ -173,6 +186,7 @@ class Flood:
             "duration_s": self.duration_s if self.args else 0.0,
             "ran_s": (self.t_end - self.t_start) if self.t_start and self.t_end else None,
             "measured_s": measured_s, "counts": d, "flags": flags,
+            "attacker": self.host.describe(),  # this machine (remote False) or the attacker host
             "engine_send_json": send,
         }
         if send is not None and measured_s is not None and rec["ran_s"] is not None:

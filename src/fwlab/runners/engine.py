@@ -363,7 +363,7 @@ def engine_source_dir(binary: str) -> Path:
 def shipped_engines(bed: Testbed) -> dict[str, dict]:
     """What the engine shipping did per remote role (path, hash, cached, kept)."""
     out = {}
-    for r in generator_roles(bed) + ["server"]:
+    for r in generator_roles(bed) + ["server", "atk"]:
         if bed.is_remote(r):
             s = bed.host_for(r).__dict__.get("_fwlab_engine")
             if s is not None:

@@ -193,7 +193,7 @@ class Testbed:
 
     def host_for(self, role: str) -> Host:
         """The host that runs ``role``'s commands: this machine or its SSH host."""
-        return self.placement.hosts[role] if self.is_remote(role) else self.host
+        return self.placement.host(role) if self.is_remote(role) else self.host
 
     def _hosts(self) -> list[Host]:
         out: list[Host] = [self.host]
@@ -217,8 +217,9 @@ class Testbed:
 
     def _std_ifaces(self, role: str) -> list[str]:
         t = self.topo
-        return {"client": [t.client_if], "server": [t.server_if],
-                "dut": [t.dut_client_if, t.dut_server_if]}.get(role, [])
+        return {"client": [t.client_if], "server": [t.server_if], "atk": [t.attacker_if],
+                "dut": [t.dut_client_if, t.dut_server_if, *([t.dut_attacker_if] if t.attacker else [])]
+                }.get(role, [])
 
     # -- helpers ----------------------------------------------------------------------------
     def ns(self, role: str) -> str | None:
@@ -572,6 +573,12 @@ class Testbed:
         t, plan = self.topo, self.topo.plan
         if not t.has_dut:
             raise TestbedError("an attacker needs a DUT to attach to", fix="use mode routed or bridge")
+        if self.is_remote("atk") != self.is_remote("dut"):
+            raise TestbedError("the attacker and the DUT must both be remote or both local (a flood's cable "
+                               "is either the hosts' own or a veth between two namespaces here)",
+                               fix="add both [hosts.attacker] and [hosts.dut] with ssh = ..., or neither")
+        if self.is_remote("atk"):
+            return  # both hosts' own set-up: their cable, addresses and routes are the user's
         a, d2 = t.attacker_if, t.dut_attacker_if
         self._veth(a, self.ns("atk"), d2, self.ns("dut"))
         self._offloads("atk", a)

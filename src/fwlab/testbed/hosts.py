@@ -62,6 +62,12 @@ EXTRA_CLIENT = re.compile(r"^client([2-9]|1[0-6])$")
 EXTRA_SERVER = re.compile(r"^server([2-9]|1[0-6])$")
 #: how many data interfaces each role has: the DUT's client side first, then its server side
 IFACE_COUNT = {"client": 1, "server": 1, "attacker": 1, "dut": 2}
+#: a remote DUT cabled to a remote attacker host names a third interface: its attacker side
+#: (background floods, fwlab.floods: the DUT's receive counter of the flood and, in routed mode,
+#: the MAC the flood is sent to)
+DUT_ATTACKER_IFACES = 3
+#: the test bed's name of a hosts-file role where they differ (the attacker's bed role is ``atk``)
+HOSTS_ROLE = {"atk": "attacker"}
 #: address-plan fields a role may override, by role
 PLAN_FIELDS = {
     "client": ("client4", "client6", "client_net4", "client_net6"),
@@ -174,10 +180,17 @@ class HostsFile(BaseModel):
             if is_extra_host(role):
                 _check_extra_host(self.hosts, role, e)
             want = IFACE_COUNT[base_role(role)]
-            if e.ifaces and len(e.ifaces) != want:
+            if role == "dut" and len(e.ifaces) == DUT_ATTACKER_IFACES:
+                if not (e.remote and "attacker" in self.hosts and self.hosts["attacker"].remote):
+                    raise ValueError("hosts.dut.ifaces has a third entry (the attacker side) but the DUT and the "
+                                     "attacker are not both remote: name it only for a remote DUT cabled to a "
+                                     "remote [hosts.attacker]")
+            elif e.ifaces and len(e.ifaces) != want:
                 raise ValueError(f"hosts.{role}.ifaces needs {want} interface(s)"
                                  + (" (client side, server side)" if role == "dut" else "")
-                                 + f", got {len(e.ifaces)}")
+                                 + f", got {len(e.ifaces)}"
+                                 + (" (a third, the attacker side, only beside a remote [hosts.attacker])"
+                                    if role == "dut" else ""))
             if e.remote and not e.ifaces:
                 raise ValueError(f"remote role '{role}' needs ifaces = [...] (its data interface"
                                  f"{'s: client side, server side' if want == 2 else ''} on {e.ssh})")
@@ -317,11 +330,16 @@ class Placement:
         return tuple(r for r, e in self.entries.items() if e.remote)
 
     def entry(self, role: str) -> HostEntry | None:
-        return self.entries.get(role)
+        """The entry of ``role`` (a hosts-file role, or the bed's name of one: ``atk``)."""
+        return self.entries.get(HOSTS_ROLE.get(role, role))
 
     def is_remote(self, role: str) -> bool:
-        e = self.entries.get(role)
+        e = self.entry(role)
         return bool(e and e.remote)
+
+    def host(self, role: str) -> Host:
+        """The connected host of the remote ``role`` (bed names too: ``atk``)."""
+        return self.hosts[HOSTS_ROLE.get(role, role)]
 
     def plan_overrides(self) -> tuple[tuple[str, str], ...]:
         """Address-plan overrides of the bed's own roles (an extra client's or server's address is
@@ -377,9 +395,9 @@ class Placement:
 
     def describe_role(self, role: str) -> dict:
         """What a trial record notes about a remote role's host."""
-        h = self.hosts[role]
-        return {**h.describe(), "ns": self.entries[role].ns,
-                "command_overhead_s": self.overheads_s.get(role)}
+        h = self.host(role)
+        return {**h.describe(), "ns": self.entry(role).ns,
+                "command_overhead_s": self.overheads_s.get(HOSTS_ROLE.get(role, role))}
 
     def close(self) -> None:
         seen: set[int] = set()
