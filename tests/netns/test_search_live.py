@@ -25,7 +25,14 @@ def test_bench_search_one_short_round(tmp_path):
     # the lower bound is proven at the final duration: a full-length pass there and no full-length
     # failure (a shorter, earlier-target trial at the same load may fail: it does not count for
     # the final goal, and on this DUT short trials pass or fail differently from long ones)
-    full = [t for t in at_lower if t["duration_s"] == 1.0]
+    # a trial whose generator fell short is measured again ('<phase>/retryN'): the search judges
+    # the last attempt, so a superseded attempt neither proves nor refutes the bound (CI saw one)
+    trials = mlr["trials"]
+    superseded = {i for i in range(len(trials) - 1)
+                  if trials[i + 1]["phase"].startswith(trials[i]["phase"].split("/retry")[0] + "/retry")
+                  and trials[i + 1]["load_pps"] == trials[i]["load_pps"]}
+    full_all = [t for t in at_lower if t["duration_s"] == 1.0]
+    full = [t for i, t in enumerate(trials) if t in full_all and i not in superseded]
     assert full and all(t["passed"] for t in full)
     assert any(not t["passed"] for t in mlr["trials"] if t["load_pps"] == round(upper))
     assert all(t["duration_s"] <= 1.0 for t in mlr["trials"])
