@@ -23,15 +23,21 @@ def _spec(r, kind="http", size=1000, streams=4, ipv=4):
                        duration_s=1, options=r.check_options(kind, {}))
 
 
+def _nftables_dut(bed, rules, ipv=4):
+    """nftables on the bed's DUT with ``rules`` linear rules, established first."""
+    plan = bed.topo.plan
+    be = get_backend("nftables")
+    ctx = DutContext(bed.host, bed.ns("dut"), "routed")
+    be.load(ctx, generate(rules, "linear", ip_version=ipv, client_net=plan.client_net(ipv),
+                          server_net=plan.server_net(ipv), stateful_shortcut=True))
+    return be, ctx
+
+
 @pytest.mark.parametrize("ipv", [4, 6])
 def test_transactions_cross_the_stateful_firewall(ipv):
     r = _runner()
     with Testbed(Topology(run_id=new_run_id(), mode="routed")) as bed:
-        plan = bed.topo.plan
-        be = get_backend("nftables")
-        ctx = DutContext(bed.host, bed.ns("dut"), "routed")
-        be.load(ctx, generate(100, "linear", ip_version=ipv, client_net=plan.client_net(ipv),
-                              server_net=plan.server_net(ipv), stateful_shortcut=True))
+        be, ctx = _nftables_dut(bed, 100, ipv)
         before = be.counters(ctx)
         m = r.measure(bed, _spec(r, size=16000, ipv=ipv), TrialEnv(backend=be, dut=ctx))
         after = be.counters(ctx)
@@ -52,11 +58,7 @@ def test_transactions_cross_the_stateful_firewall(ipv):
 def test_refused_connections_are_failures_not_missing_figures():
     r = _runner()
     with Testbed(Topology(run_id=new_run_id(), mode="routed")) as bed:
-        plan = bed.topo.plan
-        be = get_backend("nftables")
-        ctx = DutContext(bed.host, bed.ns("dut"), "routed")
-        be.load(ctx, generate(10, "linear", client_net=plan.client_net(4), server_net=plan.server_net(4),
-                              stateful_shortcut=True))
+        be, ctx = _nftables_dut(bed, 10)
         bed.host.run(["nft", "insert", "rule", "ip", "fwlab", "forward", "tcp", "dport", "80",
                       "reject", "with", "tcp", "reset"], ns=ctx.ns)
         m = r.measure(bed, _spec(r, streams=2), TrialEnv(backend=be, dut=ctx))
@@ -86,11 +88,7 @@ def test_request_mix_with_ftp_crosses_the_firewall_with_table_8s_protocol_shares
     if not shutil.which("vsftpd", path="/usr/sbin:/usr/bin"):
         pytest.skip("vsftpd is not installed")
     with Testbed(Topology(run_id=new_run_id(), mode="routed")) as bed:
-        plan = bed.topo.plan
-        be = get_backend("nftables")
-        ctx = DutContext(bed.host, bed.ns("dut"), "routed")
-        be.load(ctx, generate(10, "linear", client_net=plan.client_net(4), server_net=plan.server_net(4),
-                              stateful_shortcut=True))
+        be, ctx = _nftables_dut(bed, 10)
         spec = TrafficSpec(traffic="mix", tool="curl", size_bytes=None, streams=16, ip_version=4, duration_s=2,
                            options=r.check_options("mix", {"ftp": True, "objects_bytes": [1000, 16000]}))
         m = r.measure(bed, spec, TrialEnv(backend=be, dut=ctx))
