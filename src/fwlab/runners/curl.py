@@ -338,8 +338,10 @@ class Curl(Runner):
             fs.stop()
 
     # -- a trial -------------------------------------------------------------------------------
-    def _clients(self, bed: "Testbed", spec: TrafficSpec, duration_s: float) -> tuple[list[ClientProc], list[int], int]:
-        """The curl processes of this trial, the object sizes and the number of servers."""
+    def _clients(self, bed: "Testbed", spec: TrafficSpec, duration_s: float,
+                 ftp: bool) -> tuple[list[ClientProc], list[int], int]:
+        """The curl processes of this trial, the object sizes and the number of servers; ``ftp``:
+        a mix with Table 8's FTP share per server (else every mix request is HTTP)."""
         plan = bed.topo.plan
         if spec.traffic == "http":
             size = spec.size_bytes or DEFAULT_SIZE
@@ -350,7 +352,6 @@ class Curl(Runner):
             count = max(5_000, int(20_000 * (duration_s + WARMUP_S)))
             return [ClientProc("client01", spec.streams, None, ftp_config(size, count))], [size], 1
         sizes = list(spec.options.get("objects_bytes") or DEFAULT_OBJECTS)
-        ftp = bool(spec.options.get("ftp"))  # Table 8's FTP share per server (else every request HTTP)
         procs = []
         for i, k in enumerate(txmix.spread(spec.streams, txmix.N_CLIENTS)):
             if k == 0:
@@ -370,12 +371,12 @@ class Curl(Runner):
         v = spec.ip_version
         duration = float(spec.duration_s)
         opts = self.check_options(spec.traffic, dict(spec.options))
-        procs, sizes, n_servers = self._clients(bed, spec, duration)
+        ftp = spec.traffic == "ftp" or (spec.traffic == "mix" and bool(opts.get("ftp")))
+        procs, sizes, n_servers = self._clients(bed, spec, duration, ftp)
         plen = int(plan.server_net(v).split("/")[1])
         servers = [nth_address(plan.server(v), k) for k in range(n_servers)]
         ws = self._web(bed)
         ws.ensure(sizes, [(a, plen) for a in servers[1:]])
-        ftp = spec.traffic == "ftp" or (spec.traffic == "mix" and bool(opts.get("ftp")))
         if ftp:
             ns = bed.ns("server")
             if ns not in self._ftp:
