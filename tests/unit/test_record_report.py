@@ -35,6 +35,27 @@ def test_append_read_and_torn_tail(tmp_path):
     assert len(again.trials()) == 3
 
 
+def test_terminal_summary_names_the_pooled_reference_its_percentages_are_of(tmp_path):
+    import io
+
+    from fwlab.report import print_summary
+
+    rec = RunRecord.create(tmp_path, "s", {"suite": {"name": "s"}})
+    # linear's own 0-rule median 320 kpps, set's 400: pooled reference mean 360; 100r at 252 = 70 %
+    rates = {("linear", 0): [300e3, 320e3, 340e3], ("set", 0): [380e3, 400e3, 420e3],
+             ("linear", 100): [252e3, 252e3, 252e3], ("set", 100): [360e3, 360e3, 360e3]}
+    for (layout, rules), values in rates.items():
+        for rep, v in enumerate(values, 1):
+            ident = {**_ident(f"{layout}-{rules}-{rep}", rep), "layout": layout, "rules": rules}
+            rec.append_trial(trial_record(ident, metrics={"rx_pps": v}, started_utc="now"))
+    out = io.StringIO()
+    print_summary(rec.path, out)
+    lin = [line for line in out.getvalue().splitlines() if "nftables linear" in line][0]
+    assert "0-rule reference (pooled linear+set, mean of 6) 360.0" in lin
+    assert "own 0r median 320.0" in lin and " 0r 320.0" not in lin
+    assert "100r 252.0 (70%" in lin
+
+
 def test_open_rejects_unknown_versions(tmp_path):
     with pytest.raises(RecordError):
         RunRecord.open(tmp_path)

@@ -204,7 +204,8 @@ def test_phases_take_an_mlr_search_apart():
         t("3of3", 1.2, 9150, True), t("3of3", 3.0, 9150, False)]}  # pre-trial, then the upper bound
     p = bench.phases(run)
     assert p == {"max_rate": 0.5, "preceding_targets": 1.7, "final_target_shorter": 1.2, "final_at_lower_bound": 3.0,
-                 "final_at_upper_bound": 3.0, "final_failed_below_shorter_pass": 6.0, "final_other": 3.0}
+                 "final_at_upper_bound": 3.0, "final_failed_below_shorter_pass": 6.0, "generator_short_retried": 0.0,
+                 "final_other": 3.0}
     assert sum(p.values()) == pytest.approx(sum(x["duration_s"] for x in run["trials"]))
 
 
@@ -262,6 +263,42 @@ def test_one_classifier_gives_phases_and_spending_alike():
     assert sp["full_length_trials"] == 4 and sp["full_length_failed_after_short_pass"] == 1
     assert ph["final_failed_below_shorter_pass"] == 6.0
     assert sum(ph[k] for k in bench.FULL_LENGTH_PHASES) == 3.0 * sp["full_length_trials"]
+
+
+def test_full_length_attempts_the_search_measured_again_are_the_generators_cost():
+    def t(phase, d, load, passed, short=False):
+        return {"phase": f"g/{phase}", "duration_s": d, "load_pps": load, "passed": passed, "generator_short": short}
+    run = {"lower_bound_pps": 9000.0, "upper_bound_pps": 9500.0, "trials": [
+        t("1of2", 0.5, 100000, False),
+        t("1of2", 0.5, 11000, False, short=True), t("1of2/retry1", 0.5, 11000, True),  # a shorter retry
+        t("2of2", 3.0, 9000, False, short=True),  # below the shorter pass, but the generator fell short:
+        t("2of2/retry1", 3.0, 9000, False, short=True),  # measured again, short again,
+        t("2of2/retry2", 3.0, 9000, True),  # and the last attempt passes: the lower bound
+        t("2of2", 3.0, 10000, False),  # a DUT failure below the shorter pass
+        t("2of2", 3.0, 9500, False)]}  # the upper bound
+    cs = bench.classify(run)
+    assert [c.phase for c in cs] == ["max_rate", "preceding_targets", "preceding_targets",
+                                     "generator_short_retried", "generator_short_retried", "final_at_lower_bound",
+                                     "final_failed_below_shorter_pass", "final_at_upper_bound"]
+    assert [c.failed_after_shorter_pass for c in cs][3:5] == [None, None]
+    ph = bench.phases(run)
+    assert ph["generator_short_retried"] == 6.0 and ph["final_failed_below_shorter_pass"] == 3.0
+    assert "generator_short_retried" in bench.FULL_LENGTH_PHASES
+    sp = bench.spending([{**run, "trial_seconds_by_duration": {}}])
+    assert sp["full_length_generator_short_retried"] == 2 and sp["full_length_failed_after_short_pass"] == 0
+    # one round, binary 30 s against MLRsearch's 13.5 s: inconclusive, and the sentence names the part
+    runs = [{"algorithm": "binary", "round": 1, "throughput_pps": 9000.0, "trial_seconds": 30.0, "trial_count": 10,
+             "irregular": [], "repetitions_pps": [], "trials": []},
+            {**run, "algorithm": "mlr", "round": 1, "throughput_pps": 9000.0, "trial_seconds": 16.5,
+             "trial_count": 8, "irregular": [], "repetitions_pps": [],
+             "trial_seconds_by_duration": {"0.5": 1.5, "3": 15.0}}]
+    s = compare(runs)
+    assert s["mlr_phases"]["generator_short_retried"]["of_binary"] == pytest.approx(0.2)
+    assert "generator fell short and measured again 0.20" in s["what_stops_it"]
+    assert "failed at or below a load a shorter trial had passed 0.10" in s["what_stops_it"]
+    text = bench.format_table({**_fake_result(), "summary": s})
+    assert "generator_short_retried 6.0 / 0.200" in text
+    assert "2 measured again (generator_short_retried: the generator fell short)" in text
 
 
 def _seconds_runs(binary, mlr):

@@ -1,15 +1,18 @@
 """The seed presets: every seed-NNN suite and its quick variant validate, expand, name their
 study, and the quick variant is a small plan (estimated under 10 minutes); `fwlab run --quick`
-picks the quick variant. No root."""
+picks the quick variant; a wall time stated in a built-in description agrees with the estimate.
+No root."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 
 from fwlab import cli
 from fwlab.errors import FwlabError
 from fwlab.published import study_names
-from fwlab.suites import load_suite
+from fwlab.suites import builtin_names, load_suite
 from fwlab.suites.plan import expand
 from fwlab.suites.estimate import estimate_s
 
@@ -69,3 +72,26 @@ def test_run_quick_loads_the_quick_suite(monkeypatch, tmp_path):
     rc = cli.main(["run", "seed-003", "--quick", "--out", str(tmp_path), "-q"])
     assert rc == cli.EXIT_USAGE and seen["name"] == "seed-003-quick"
     assert cli.main(["run", "rule-scaling", "--quick", "--out", str(tmp_path)]) == cli.EXIT_USAGE
+
+
+#: a built-in description states its wall time as its last "~N min" / "~N h"
+STATED_DURATION = re.compile(r"~(\d+(?:\.\d+)?) ?(min|h)\b")
+
+
+def _stated_s(description: str) -> float | None:
+    found = STATED_DURATION.findall(description)
+    if not found:
+        return None
+    value, unit = found[-1]
+    return float(value) * (3600.0 if unit == "h" else 60.0)
+
+
+@pytest.mark.parametrize("name", builtin_names())
+def test_a_presets_stated_duration_agrees_with_its_estimate(name):
+    suite, _ = load_suite(name)
+    stated_s = _stated_s(suite.description)
+    if stated_s is None:
+        pytest.skip("the description states no '~N min' / '~N h'")
+    estimated_s = estimate_s(suite, expand(suite))
+    assert abs(stated_s - estimated_s) <= 0.3 * estimated_s, \
+        f"{name} states {stated_s / 60:.1f} min, fwlab run {name} --dry-run estimates {estimated_s / 60:.1f} min"

@@ -208,7 +208,7 @@ def _seconds_by_duration(res: SearchResult) -> dict[str, float]:
 
 # -- where the trial seconds went ----------------------------------------------------------------
 MLR_PHASES = ("max_rate", "preceding_targets", "final_target_shorter", "final_at_lower_bound",
-              "final_at_upper_bound", "final_failed_below_shorter_pass", "final_other")
+              "final_at_upper_bound", "final_failed_below_shorter_pass", "generator_short_retried", "final_other")
 """MLRsearch's trial seconds, taken apart (see :func:`phases`)."""
 
 
@@ -221,8 +221,33 @@ def _target_step(phase: str) -> tuple[int, int] | None:
     return None
 
 
-FULL_LENGTH_PHASES = ("final_at_lower_bound", "final_at_upper_bound", "final_failed_below_shorter_pass", "final_other")
+FULL_LENGTH_PHASES = ("final_at_lower_bound", "final_at_upper_bound", "final_failed_below_shorter_pass",
+                      "generator_short_retried", "final_other")
 """The phases made of full-length trials (the rest of MLR_PHASES are shorter trials)."""
+
+RETRY_MARK = "/retry"
+"""What the trial log appends to a phase when it measures a generator-short trial again
+("<phase>/retry1", "/retry2", ...: fwlab.search.trial_log)."""
+
+
+def _retry_of(phase: str) -> tuple[str, int]:
+    """(the phase without its retry mark, the attempt's retry number: 0 for a first attempt)."""
+    base, sep, n = phase.rpartition(RETRY_MARK)
+    return (base, int(n)) if sep and n.isdigit() else (phase, 0)
+
+
+def _measured_again(trials: list[dict]) -> set[int]:
+    """Indices of the attempts the search measured again because the generator fell short: the
+    next trial is their retry (same phase with the next retry number, same load and duration).
+    The search judges only the last attempt, so these neither pass nor fail the load."""
+    out = set()
+    for k in range(len(trials) - 1):
+        t, nxt = trials[k], trials[k + 1]
+        base, n = _retry_of(t.get("phase", ""))
+        if (_retry_of(nxt.get("phase", "")) == (base, n + 1) and nxt["load_pps"] == t["load_pps"]
+                and nxt["duration_s"] == t["duration_s"]):
+            out.add(k)
+    return out
 
 
 @dataclass(frozen=True)
@@ -245,17 +270,22 @@ def classify(run: dict) -> list[TrialClass]:
       result stands on (the pass no schedule can avoid, and the fail when the upper bound needed one);
     - ``final_failed_below_shorter_pass``: other full-length trials that failed at or below a load
       that had passed a shorter trial: what the short trials' optimism costs on this DUT;
-    - ``final_other``: the remaining full-length trials (narrowing passes)."""
+    - ``generator_short_retried``: full-length attempts whose generator fell short and that the
+      search measured again ("<phase>/retryN" follows): the generator's cost, not the DUT's;
+    - ``final_other``: the remaining full-length trials (narrowing passes).
+    Shorter attempts measured again stay in their target's phase."""
     trials = run.get("trials") or []
     longest = max((t["duration_s"] for t in trials), default=0.0)
     lower, upper = run.get("lower_bound_pps"), run.get("upper_bound_pps")
+    again = _measured_again(trials)
     out = []
     for k, t in enumerate(trials):
         d, load = t["duration_s"], t["load_pps"]
         full = d >= longest
         after = None
-        if full and not t["passed"]:
-            passed_short = [u["load_pps"] for u in trials[:k] if u["passed"] and u["duration_s"] < longest]
+        if full and not t["passed"] and k not in again:
+            passed_short = [u["load_pps"] for i, u in enumerate(trials[:k])
+                            if u["passed"] and u["duration_s"] < longest and i not in again]
             after = "at" if load in passed_short else "below" if any(x > load for x in passed_short) else None
         step = _target_step(t.get("phase", ""))
         final = step is not None and step[0] == step[1]
@@ -263,6 +293,8 @@ def classify(run: dict) -> list[TrialClass]:
             key = "max_rate"
         elif not full:
             key = "final_target_shorter" if final else "preceding_targets"
+        elif k in again:
+            key = "generator_short_retried"
         elif lower is not None and load == round(lower) and t["passed"]:
             key = "final_at_lower_bound"
         elif upper is not None and load == round(upper) and not t["passed"]:
@@ -331,7 +363,8 @@ def what_stops_it(ratio: float | None, parts: dict | None) -> str | None:
     biggest = max(share, key=share.get)
     return (f"full-length trials alone are {final:.2f} of the binary search's trial seconds "
             f"(at the two bounds {share['final_at_lower_bound'] + share['final_at_upper_bound']:.2f}, failed at or "
-            f"below a load a shorter trial had passed {share['final_failed_below_shorter_pass']:.2f}), shorter "
+            f"below a load a shorter trial had passed {share['final_failed_below_shorter_pass']:.2f}, "
+            f"generator fell short and measured again {share['generator_short_retried']:.2f}), shorter "
             f"trials {share['max_rate'] + share['preceding_targets'] + share['final_target_shorter']:.2f}; "
             f"the largest part is {biggest} ({share[biggest]:.2f}); without the failures after a shorter pass "
             f"the ratio would be {ratio - share['final_failed_below_shorter_pass']:.2f}")
@@ -353,18 +386,21 @@ def spending(runs: list[dict]) -> dict:
     """Where a contender's trial seconds went (what keeps the ratio up): seconds per trial
     duration, the full-length trials, and those that failed at the very load a shorter trial had
     passed (the DUT's zero-loss load falls with the trial duration: short trials were
-    optimistic there). From :func:`classify`, as the phases are: its
-    ``final_failed_below_shorter_pass`` adds the full-length failures below such a load."""
+    optimistic there), and the full-length attempts measured again because the generator fell
+    short. From :func:`classify`, as the phases are: its ``final_failed_below_shorter_pass`` adds
+    the full-length failures below such a load."""
     by_duration: dict[str, float] = {}
-    full = full_failed_after_short = 0
+    full = full_failed_after_short = full_generator_short = 0
     for r in runs:
         for key, sec in (r.get("trial_seconds_by_duration") or {}).items():
             by_duration[key] = by_duration.get(key, 0.0) + sec
         cs = classify(r)
         full += sum(1 for c in cs if c.full_length)
         full_failed_after_short += sum(1 for c in cs if c.failed_after_shorter_pass == "at")
+        full_generator_short += sum(1 for c in cs if c.phase == "generator_short_retried")
     return {"trial_seconds_by_duration": dict(sorted(by_duration.items(), key=lambda kv: float(kv[0]))),
-            "full_length_trials": full, "full_length_failed_after_short_pass": full_failed_after_short}
+            "full_length_trials": full, "full_length_failed_after_short_pass": full_failed_after_short,
+            "full_length_generator_short_retried": full_generator_short}
 
 
 def _ratio_per_round(runs: list[dict]) -> list[float]:
@@ -519,7 +555,9 @@ def format_table(res: dict) -> str:
     m = s["mlr"]
     spent = ", ".join(f"{sec:.1f} s in {d} s trials" for d, sec in m["trial_seconds_by_duration"].items())
     lines.append(f"MLRsearch spent {spent}; {m['full_length_trials']} full-length trials, "
-                 f"{m['full_length_failed_after_short_pass']} failed at a load a shorter trial had passed")
+                 f"{m['full_length_failed_after_short_pass']} failed at a load a shorter trial had passed, "
+                 f"{m['full_length_generator_short_retried']} measured again (generator_short_retried: "
+                 "the generator fell short)")
     parts = s.get("mlr_vs_binary_parts")
     if parts:
         lines.append(f"  ratio = {parts['full_length']:.3f} full-length + {parts['shorter']:.3f} shorter trials; "

@@ -4,11 +4,14 @@ the HTML page (``html``). Reads the record only, never a live run."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from fwlab.stats.ratio import ratio_to_zero
 from fwlab.results.record import REPORT_FILE, SUMMARY_FILE, RunRecord
 from fwlab.results.trial import as_records
+
+if TYPE_CHECKING:
+    from fwlab.results.curves import Curve
 
 
 def write_report(run_dir: Path, appendix_html: str | None = None) -> Path:
@@ -40,8 +43,10 @@ def prepare() -> None:
 
 
 def print_summary(run_dir: Path, stream: TextIO) -> None:
-    """A short terminal table: per curve, the primary figure per rule count and % of the 0-rule
-    reference (mean ratio) with its 95 % Fieller interval in brackets."""
+    """A short terminal table: per curve, the primary figure (median) per rule count and % of the
+    0-rule reference (mean ratio) with its 95 % Fieller interval in brackets. Where that reference
+    is pooled over layouts (linear and set), the line names it and shows its mean, the figure the
+    percentages are of; the curve's own 0-rule median is then labelled as its own."""
     from fwlab.results.curves import METRIC_INFO, curves, primary_metric
 
     rec = RunRecord.open(run_dir)
@@ -52,11 +57,15 @@ def print_summary(run_dir: Path, stream: TextIO) -> None:
     for c in cs:
         m = primary_metric(c)
         _, unit, scale = METRIC_INFO[m]
-        cells = []
+        pooled = _pooled_reference_cell(c, m, scale)
+        cells = [pooled] if pooled else []
         for n, p in c.points.items():
             v = p.median(m)
             if v is None:
                 cells.append(f"{n}r: missing")
+                continue
+            if n == 0 and pooled:
+                cells.append(f"own 0r median {v * scale:.1f}")
                 continue
             r = ratio_to_zero(c, m, n)
             pct = ""
@@ -65,6 +74,18 @@ def print_summary(run_dir: Path, stream: TextIO) -> None:
                 pct += f" [{100 * r.low:.0f}–{100 * r.high:.0f}])" if r.has_interval else " [no interval])"
             cells.append(f"{n}r {v * scale:.1f}{pct}")
         stream.write(f"{c.traffic_label:<28} {c.label:<28} [{unit}] " + "  ".join(cells) + "\n")
+
+
+def _pooled_reference_cell(curve: Curve, metric: str, scale: float) -> str | None:
+    """The pooled 0-rule reference the curve's percentages are of (its mean), named as pooled;
+    None when the curve's reference is its own 0-rule point."""
+    ref = curve.shared_ref
+    values = (ref.values.get(metric) or []) if ref is not None else []
+    if not values:
+        return None
+    mean = sum(values) / len(values)
+    return (f"0-rule reference (pooled {'+'.join(curve.shared_with)}, mean of {len(values)}) "
+            f"{mean * scale:.1f}")
 
 
 def _precision_line(run: dict, trials: list[dict], stream: TextIO) -> None:
