@@ -51,3 +51,16 @@ def test_list(capsys):
     assert cli.main(["list"]) == 0
     out = capsys.readouterr().out
     assert "quick" in out and "rule-scaling" in out and "ipset" in out and "iperf3" in out
+
+
+def test_python_dash_m_fwlab_is_the_cli():
+    """`python -m fwlab` runs the same command line as the `fwlab` script."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    src = Path(__file__).resolve().parents[2] / "src"
+    out = subprocess.run([sys.executable, "-m", "fwlab", "--version"], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(src)})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip()
