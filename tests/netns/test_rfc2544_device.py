@@ -35,12 +35,14 @@ def test_napi_device_drops_at_its_ring_and_veth_slows_the_sender():
     state, r = _overload("napi")
     threads = state["napi_threads"]
     assert len(threads) == 2 and all(t["policy"] == "fifo" and t["cpus"] == [1] for t in threads)
+    # real-time threads: the kernel's limit on them is part of the device as measured
+    assert state["rt_limit"]["runtime_us"] == int(open("/proc/sys/kernel/sched_rt_runtime_us").read())
     # 10000 linear rules cannot carry 150 kpps: the DUT's ring overflows, counted where it happens
     assert r.loss_ratio > 0.3
     assert r.extra["dut_ingress_drops"] >= 0.9 * r.loss_count
 
     state, r = _overload("veth")
-    assert state["napi_threads"] == []
+    assert state["napi_threads"] == [] and "rt_limit" not in state
     # the sender does the DUT's work in its own softirq: it slows down, nothing is lost
     assert r.loss_ratio < 0.01 and r.generator_short
 

@@ -341,3 +341,16 @@ def test_the_goal_line_gives_the_interval_and_each_rounds_ratio():
     assert f"goal <= {bench.GOAL_RATIO} not reached: 0.498 [0.454, 0.548] (95 % interval" in text and "per round 0.500, 0.497" in text
     text = bench.format_table({**res, "summary": compare(_seconds_runs([30.0], [3.0]))})
     assert f"goal <= {bench.GOAL_RATIO} inconclusive: 0.100, no interval (" in text and "per round 0.100" in text
+
+
+def test_what_stops_it_names_the_duts_spread_only_when_it_exceeds_the_width():
+    assert bench.noise_clause(None, 0.02) == "" and bench.noise_clause(0.015, 0.02) == ""
+    clause = bench.noise_clause(0.073, 0.02)
+    assert "7.3 % (cv)" in clause and "3.6x the 2 % width" in clause
+    # a noisy DUT (results spread from search to search) gets the clause in what_stops_it
+    cfg = SearchBenchConfig(rounds=2)
+    duts = {(r, alg): Wandering(seed=30 + 10 * r + k)
+            for r in (1, 2) for k, alg in enumerate(("binary", "mlr"))}
+    s = compare(runs_from_records(_records(cfg, duts)), cfg.relative_width)
+    assert s["noise"]["cv"] > cfg.relative_width and s["goal"]["verdict"] != "reached"
+    assert "width both searches were asked for" in s["what_stops_it"]

@@ -498,7 +498,20 @@ def compare(runs: list[dict], relative_width: float = 0.02) -> dict:
     out["noise"] = {**nz, "gap_sigma": gap_sigma, "relative_width": relative_width,
                     "how": "pooled within-contender spread of repeated search results (rounds x repetitions)"}
     out["within_noise"] = within_noise(gap, gap_sigma, relative_width)
+    if out["what_stops_it"]:
+        out["what_stops_it"] += noise_clause(nz["cv"], relative_width)
     return out
+
+
+def noise_clause(cv: float | None, relative_width: float) -> str:
+    """The DUT's own spread against the width both searches were asked for, when it is larger: a
+    zero-loss load that varies from search to search (and trial to trial) is what makes full-length
+    trials fail at loads shorter ones passed; "" when unmeasured or within the width."""
+    if cv is None or cv <= relative_width:
+        return ""
+    return (f"; the DUT's results spread {100 * cv:.1f} % (cv) between searches, {cv / relative_width:.1f}x the "
+            f"{100 * relative_width:g} % width both searches were asked for: its zero-loss load varies from "
+            "trial to trial (docs/device-model.md, stalls)")
 
 
 # -- the bench ------------------------------------------------------------------------------------
@@ -585,5 +598,5 @@ def format_table(res: dict) -> str:
 
 __all__ = ["CONTENDERS", "FULL_LENGTH_PHASES", "GOAL_RATIO", "INCONCLUSIVE", "MLR_GOALS", "MLR_PHASES", "NOT_REACHED",
            "REACHED", "TrialClass", "classify", "goal_verdict",
-           "phase_breakdown", "phases", "what_stops_it", "SearchBenchConfig", "abba", "compare", "format_table", "goals", "noise",
+           "phase_breakdown", "phases", "what_stops_it", "noise_clause", "SearchBenchConfig", "abba", "compare", "format_table", "goals", "noise",
            "run_bench", "runs_from_records", "spending", "suite_data", "suite_toml", "trace", "within_noise"]

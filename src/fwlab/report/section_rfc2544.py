@@ -221,6 +221,29 @@ def _back_to_back(trials: list[TrialRecord]) -> str:
                      rows, left=1))
 
 
+def _rt_limit_note(run: dict) -> str:
+    """What the kernel's real-time limit (recorded per bed, ``device.rt_limit``) does to a DUT whose
+    NAPI threads run at real-time priority: near its capacity the DUT is stopped for the rest of
+    each period and loses frames a real device would not."""
+    limits = {(lim.get("runtime_us"), lim.get("period_us"), lim.get("share"))
+              for b in run.get("beds", []) if (lim := (b.get("device") or {}).get("rt_limit"))}
+    if not limits:
+        return ""
+    if len(limits) > 1:
+        return "<p class='warn'>The kernel's real-time limit changed between test beds of this run: " + \
+            ", ".join(esc(f"{r} of {p} µs") for r, p, _ in sorted(limits, key=str)) + ".</p>"
+    runtime, period, share = limits.pop()
+    if runtime == -1:
+        return ("<p class='muted'>The kernel's real-time limit was off on this host (sched_rt_runtime_us -1): "
+                "the DUT's NAPI threads could use their whole CPU.</p>")
+    if share is None:
+        return "<p class='muted'>The kernel's real-time limit could not be read.</p>"
+    return (f"<p class='warn'>The kernel's real-time limit: the DUT's NAPI threads may run {esc(runtime)} of every "
+            f"{esc(period)} µs ({100 * share:.0f} %). A DUT busy the whole time is stopped for the rest of each "
+            "period and its ring overflows, so near its capacity it loses frames a real device would not, and "
+            "longer trials meet more such stops (docs/device-model.md). fwlab never changes this setting.</p>")
+
+
 def render(run: dict, trials: list[TrialRecord]) -> str | None:
     trials = as_records(trials)
     parts = ["<h2>RFC 2544: throughput, latency, frame loss, back-to-back</h2>"]
@@ -232,6 +255,7 @@ def render(run: dict, trials: list[TrialRecord]) -> str | None:
         parts.append("<p class='muted'>Device model 'napi': the DUT's veths receive through threaded NAPI on their "
                      "own CPU (real-time priority), so an overloaded DUT drops frames at its 256-frame ingress ring, "
                      "as a real device drops at its RX ring (docs/device-model.md).</p>")
+        parts.append(_rt_limit_note(run))
     parts.append(_max_load_table(run))
     parts.extend(_throughput(trials))
     parts.append(_latency(trials))

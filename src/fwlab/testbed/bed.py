@@ -74,6 +74,21 @@ LIVE_NAMESPACES: set[str] = set()
 NAPI_RT_PRIORITY = 50
 
 
+def rt_limit() -> dict:
+    """The kernel's real-time bandwidth limit on this host: a SCHED_FIFO/RR thread (the DUT's NAPI
+    threads in device model "napi") may run ``runtime_us`` of every ``period_us``; one busy the whole
+    time is stopped for the rest (``share`` < 1). ``runtime_us`` -1: no limit. None where unreadable."""
+    out: dict = {}
+    for key, name in (("runtime_us", "sched_rt_runtime_us"), ("period_us", "sched_rt_period_us")):
+        try:
+            out[key] = int(Path(f"/proc/sys/kernel/{name}").read_text().strip())
+        except (OSError, ValueError):
+            out[key] = None
+    rt, period = out["runtime_us"], out["period_us"]
+    out["share"] = 1.0 if rt == -1 else (rt / period if rt is not None and period else None)
+    return out
+
+
 def require_root() -> None:
     if os.geteuid() != 0:
         raise NotRoot("building the test bed needs root (network namespaces, nftables)",
@@ -561,6 +576,8 @@ class Testbed:
                 policy, prio = None, None
             threads.append({"pid": pid, "name": comm, "cpus": aff, "policy": policy, "rt_priority": prio})
         state["napi_threads"] = threads
+        if any(th["policy"] in ("fifo", "rr") for th in threads):
+            state["rt_limit"] = rt_limit()
         state["threaded"] = {}
         for dev in (t.dut_client_if, t.dut_server_if):
             cp = self.sh("dut", "cat", f"/sys/class/net/{dev}/threaded", check=False)
