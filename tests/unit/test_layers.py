@@ -49,6 +49,7 @@ RANKS: dict[str, int] = {
     "fwlab.bench.search": 15,     # runs its suite through the orchestrator
     "fwlab.ruleset_optimize": 15,  # fwlab optimize: reuses ruleset_run's bed, probes and sends
     "fwlab.cli": 16,
+    "fwlab.__main__": 17,         # python -m fwlab: the CLI
 }
 BOTTOM = 0
 
