@@ -517,7 +517,8 @@ class Executor:
             shaped_before, t_shaped = bed.link_state(), time.monotonic()
             delay_before = bed.delay_counters()
         metrics, series, raw, flags, error = None, [], {}, [], None
-        kind, extra = "stream", {}
+        # a trial that fails keeps the kind its runner's measurements have (its curve or section)
+        kind, extra = runner.record_kind, {}
         flood = FloodSpec.from_dict(spec.background) if spec.background else None
         with ph.timed("samplers_start"):
             sampler = LinkSampler(bed).start()

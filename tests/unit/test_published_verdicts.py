@@ -117,6 +117,16 @@ def flagged(trials, code="cpu-saturated"):
     return out
 
 
+def failed(trials):
+    """The trials as the orchestrator records them when their runner fails: the same identity and
+    kind, metrics null, an error, no kind-specific extra."""
+    out = copy.deepcopy(trials)
+    for k, t in enumerate(out):
+        t.update(metrics=None, series=[], raw={}, extra={}, error="the runner failed (test)",
+                 trial_id=f"{t.get('trial_id') or k}-failed")
+    return out
+
+
 def outcome(f: Finding) -> str:
     if f.verdict != INCONCLUSIVE:
         return f.verdict
@@ -146,6 +156,11 @@ def reached(study, scenarios) -> dict[str, set[str]]:
         for f in compare_study(run, flagged(ts, code)).findings:
             assert f.verdict not in (REPRODUCED, NOT_REPRODUCED), f"{f.id} is {f.verdict} with {code} on every trial"
             got.setdefault(template(f.id), set()).add(outcome(f))
+        # failed trials (of every kind) beside measured ones are read without a traceback, and
+        # trials that all failed decide nothing
+        compare_study(run, ts + failed(ts))
+        for f in compare_study(run, failed(ts)).findings:
+            assert f.verdict not in (REPRODUCED, NOT_REPRODUCED), f"{f.id} is {f.verdict} with every trial failed"
     return got
 
 

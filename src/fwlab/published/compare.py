@@ -334,7 +334,7 @@ def pick(trials: list[TrialRecord], metric: str, **match) -> list[dict]:
                 ok = have == want
             if not ok:
                 break
-        if ok and t.metrics.get(metric) is not None:
+        if ok and t.metric(metric) is not None:
             out.append(t)
     return out
 

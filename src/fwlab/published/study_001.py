@@ -97,8 +97,8 @@ def _capacity(study: Study, out: StudyComparison, trials: list[TrialRecord]) -> 
     fig7 = study.table("fig7")
     pub = {m: fig7.value(MODE_NAMES[m], "concurrent sessions") for m in MODE_NAMES}
     cap = [t for t in _cap(trials) if t.metrics]
-    by_mode = {m: [t for t in cap if t.mode == m and t.metrics.get(CAP_METRIC) is not None] for m in MODE_NAMES}
-    vals = {m: [float(t.metrics[CAP_METRIC]) for t in ts] for m, ts in by_mode.items()}
+    by_mode = {m: [t for t in cap if t.mode == m and t.metric(CAP_METRIC) is not None] for m in MODE_NAMES}
+    vals = {m: [float(t.metric(CAP_METRIC)) for t in ts] for m, ts in by_mode.items()}
     pub_ratio = pub["bridge"] / pub["routed"]
     claim = "Bridge mode holds more concurrent connections than gateway mode"
     published = f"bridge {pub['bridge']:,.0f}, gateway {pub['routed']:,.0f} sessions (bridge / gateway {pub_ratio:.2f})"
@@ -212,7 +212,7 @@ def _capacity(study: Study, out: StudyComparison, trials: list[TrialRecord]) -> 
     pub2 = "§3.5: the concurrent session number depends on the system's RAM"
     crit2 = ("refuted when a search stops below the DUT's connection table for another cause; confirming it needs "
              "the table size varied with memory, which this bed cannot do")
-    failed = [t for t in cap if not _capped(t) and t.metrics.get(CAP_METRIC) is not None]
+    failed = [t for t in cap if not _capped(t) and t.metric(CAP_METRIC) is not None]
     if not failed:
         out.findings.append(Finding(id="seed-001/sessions-set-by-memory",
             claim=claim2, published=pub2,
@@ -453,8 +453,8 @@ def _bidirectional(out: StudyComparison, trials: list[TrialRecord]) -> None:
                   key=lambda k: (k[2], k[1], k[0] != "routed", k[5] or 0.0))
     pairs, unlike = [], []
     for k in keys:
-        b = [t for t in bi if key(t) == k[:5] and _final_trial_s(t) == k[5] and t.metrics.get(METRIC) is not None]
-        same = [t for t in uni if key(t) == k[:5] and t.metrics.get(METRIC) is not None]
+        b = [t for t in bi if key(t) == k[:5] and _final_trial_s(t) == k[5] and t.metric(METRIC) is not None]
+        same = [t for t in uni if key(t) == k[:5] and t.metric(METRIC) is not None]
         u = [t for t in same if _final_trial_s(t) == k[5]]
         if b and u:
             pairs.append((k, b, u))
@@ -479,11 +479,11 @@ def _bidirectional(out: StudyComparison, trials: list[TrialRecord]) -> None:
         return
     ivs, parts, used = [], [], []
     for k, b, u in pairs:
-        bv, uv = [float(t.metrics[METRIC]) for t in b], [float(t.metrics[METRIC]) for t in u]
+        bv, uv = [float(t.metric(METRIC)) for t in b], [float(t.metric(METRIC)) for t in u]
         iv = ratio_ci(bv, uv)
         ivs.append(iv)
         used += b + u
-        skews = [t.metrics.get("start_skew_max_s") for t in b if t.metrics.get("start_skew_max_s") is not None]
+        skews = [t.metric("start_skew_max_s") for t in b if t.metric("start_skew_max_s") is not None]
         parts.append(f"{where(k)}" + (f", {k[5]:g} s final trials" if k[5] is not None else "")
                      + f": bidirectional {fmt(mean(bv) / 1e3, 1)} kpps per direction ({fmt(2 * mean(bv) / 1e3, 1)} "
                      f"kpps both ways), unidirectional {fmt(mean(uv) / 1e3, 1)} kpps; per direction "

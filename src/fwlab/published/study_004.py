@@ -72,8 +72,9 @@ def _link_rate(run: dict):
 
 
 def _tcp(trials):
-    """Stream trials of the study: traffic ``parallel`` (this preset; a failed one keeps the
-    record's default kind) or plain TCP ``stream`` trials (older records), without a flood."""
+    """Stream trials of the study: traffic ``parallel`` (this preset; a failed one is kind
+    ``parallel`` too, ``stream`` in records written before failed trials kept their runner's kind)
+    or plain TCP ``stream`` trials (older records), without a flood."""
     return [t for t in trials if not t.background and (
         t.traffic == "parallel" or (t.kind == "stream" and t.traffic == "tcp"))]
 
