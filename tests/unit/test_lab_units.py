@@ -299,10 +299,17 @@ def _plan(kind, tool, extra=""):
     ("tcp", "iperf3", _FLOOD, {"dut": _remote("a", ifaces=["eth1", "eth2"])}, "needs every role here"),
 ])
 def test_remote_roles_only_for_tools_that_run_there(kind, tool, extra, hosts, refused):
-    from fwlab.errors import SuiteError
     from fwlab.orchestrate import check_remote_roles
     plan, placement = _plan(kind, tool, extra), Placement(parse_hosts({"hosts": hosts}, "t"))
     check_remote_roles(plan, None)  # the namespace bed runs everything
+    check_refusal(plan, placement, refused)
+
+
+def check_refusal(plan, placement, refused: str | None, *also: str) -> None:
+    """`check_remote_roles` lets `plan` through on `placement` (refused None), or refuses it in one
+    line naming `refused`, docs/lab.md and every one of `also`."""
+    from fwlab.errors import SuiteError
+    from fwlab.orchestrate import check_remote_roles
     if refused is None:
         check_remote_roles(plan, placement)
         return
@@ -310,6 +317,7 @@ def test_remote_roles_only_for_tools_that_run_there(kind, tool, extra, hosts, re
         check_remote_roles(plan, placement)
     line = ei.value.one_line()
     assert refused in line and "docs/lab.md" in line and "\n" not in line
+    assert all(word in line for word in also), line
 
 
 def test_local_ip_commands_in_a_namespace_use_ip_n():

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from fwlab.cli import main
-from fwlab.errors import HostError, SuiteError
+from fwlab.errors import HostError
 from fwlab.floods.flood import Flood
 from fwlab.floods.model import FloodSpec
 from fwlab.testbed.bed import Testbed
@@ -62,19 +62,12 @@ def test_bad_attacker_entries_are_one_line(hosts, words):
     ({"dut": _remote("a", ifaces=["eth1", "eth2"])}, "needs every role here"),
 ])
 def test_flood_roles(hosts, refused):
-    from test_lab_units import _FLOOD, _plan
+    from test_lab_units import _FLOOD, _plan, check_refusal
 
     from fwlab.orchestrate import check_remote_roles
-    plan = _plan("tcp", "iperf3", _FLOOD)
     placement = Placement(parse_hosts({"hosts": hosts}, "t"))
     check_remote_roles(_plan("tcp", "iperf3"), placement)  # without a flood: not the attacker's business
-    if refused is None:
-        check_remote_roles(plan, placement)
-        return
-    with pytest.raises(SuiteError) as ei:
-        check_remote_roles(plan, placement)
-    line = ei.value.one_line()
-    assert refused in line and "docs/lab.md" in line and "\n" not in line
+    check_refusal(_plan("tcp", "iperf3", _FLOOD), placement, refused)
 
 
 def test_a_flood_with_a_local_dut_and_a_remote_attacker_is_exit_2(tmp_path, capsys):
