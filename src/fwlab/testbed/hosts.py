@@ -68,6 +68,11 @@ IFACE_COUNT = {"client": 1, "server": 1, "attacker": 1, "dut": 2}
 DUT_ATTACKER_IFACES = 3
 #: the test bed's name of a hosts-file role where they differ (the attacker's bed role is ``atk``)
 HOSTS_ROLE = {"atk": "attacker"}
+
+
+def hosts_role(role: str) -> str:
+    """The hosts-file name of a role the test bed may call otherwise (``atk``: ``attacker``)."""
+    return HOSTS_ROLE.get(role, role)
 #: address-plan fields a role may override, by role
 PLAN_FIELDS = {
     "client": ("client4", "client6", "client_net4", "client_net6"),
@@ -331,7 +336,7 @@ class Placement:
 
     def entry(self, role: str) -> HostEntry | None:
         """The entry of ``role`` (a hosts-file role, or the bed's name of one: ``atk``)."""
-        return self.entries.get(HOSTS_ROLE.get(role, role))
+        return self.entries.get(hosts_role(role))
 
     def is_remote(self, role: str) -> bool:
         e = self.entry(role)
@@ -339,7 +344,7 @@ class Placement:
 
     def host(self, role: str) -> Host:
         """The connected host of the remote ``role`` (bed names too: ``atk``)."""
-        return self.hosts[HOSTS_ROLE.get(role, role)]
+        return self.hosts[hosts_role(role)]
 
     def plan_overrides(self) -> tuple[tuple[str, str], ...]:
         """Address-plan overrides of the bed's own roles (an extra client's or server's address is
@@ -397,7 +402,7 @@ class Placement:
         """What a trial record notes about a remote role's host."""
         h = self.host(role)
         return {**h.describe(), "ns": self.entry(role).ns,
-                "command_overhead_s": self.overheads_s.get(HOSTS_ROLE.get(role, role))}
+                "command_overhead_s": self.overheads_s.get(hosts_role(role))}
 
     def close(self) -> None:
         seen: set[int] = set()
