@@ -29,6 +29,7 @@ def test_a_shaped_wire_carries_at_most_its_line_rate():
         after = bed.link_state()
         desc = bed.describe()
         dut_qdisc = bed.sh("dut", "tc", "qdisc", "show", "dev", bed.topo.dut_client_if).stdout
+        client_qdisc = bed.sh("client", "tc", "qdisc", "show", "dev", bed.topo.client_if).stdout
     client = f"client:{bed.topo.client_if}"
     dropped = after["shapers"][client]["dropped"] - before["shapers"][client]["dropped"]
     # what the wire can carry in the trial, plus what its queue held when the sender stopped (the
@@ -46,9 +47,36 @@ def test_a_shaped_wire_carries_at_most_its_line_rate():
     assert dropped > 0 and m["forwarded_count"] + dropped <= m["offered_count"] + other_frames
     assert desc["link"]["rate_bps"] == RATE_BPS and desc["topology"]["link_rate_bps"] == RATE_BPS
     assert "tbf" not in dut_qdisc  # the shaping cost is not the DUT's
+    # a bed without iperf3's bands keeps the one queue (htb would cost the engine's sender per frame)
+    assert "htb" not in client_qdisc and "pfifo_head_drop" in client_qdisc
 
 
 def test_an_unshaped_bed_has_no_shaper():
     with Testbed(Topology(run_id=new_run_id(), mode="direct")) as bed:
         assert bed.link_state() is None and bed.shaped_interfaces() == []
         assert "tbf" not in bed.sh("client", "tc", "qdisc", "show", "dev", bed.topo.client_if).stdout
+
+
+def test_iperf3_data_queues_behind_its_control_connection_on_a_shaped_wire():
+    """On a bed with the shaper's bands the runner marks iperf3's data streams (DATA_TOS) and the
+    shaper puts them in its second band; the control connection and the bed's own frames stay in
+    the first. Without the mark (or the filter) the data would sit in band 1 and this fails."""
+    from fwlab.runners import TrafficSpec, get_runner
+    from fwlab.testbed.shaping import parse_qdisc_stats
+
+    with Testbed(Topology(run_id=new_run_id(), mode="routed", link_rate_bps=100_000_000, link_bands=True)) as bed:
+        dev = bed.topo.client_if
+        before = parse_qdisc_stats(bed.sh("client", "tc", "-s", "qdisc", "show", "dev", dev).stdout)
+        runner = get_runner("iperf3")
+        spec = TrafficSpec("tcp", "iperf3", duration_s=2.0, streams=4)
+        try:
+            m = runner.run_clients(bed, spec)
+        finally:
+            runner.stop(bed)
+        after = parse_qdisc_stats(bed.sh("client", "tc", "-s", "qdisc", "show", "dev", dev).stdout)
+    d = {k: after[k] - before[k] for k in after}
+    assert "-S" in m.raw["argv"] and m.metrics["throughput_bps"] > 10e6
+    assert d["data_sent_packets"] >= 0.9 * d["sent_packets"], d
+    # the control connection: handshake, parameters, start/stop states, results (several segments)
+    assert d["unmarked_sent_packets"] >= 8, d
+

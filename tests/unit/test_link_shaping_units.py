@@ -1,12 +1,16 @@
 """Emulated links without root: rates parse as tc writes them, bad ones are one line, the shaper's
 arguments count Ethernet overhead, its counters parse, a link-limited trial is flagged."""
 
+from types import SimpleNamespace
+
 import pytest
 
 from fwlab.stats.quality import flag_link_limited
 from fwlab.suites import parse_suite
 from fwlab.errors import SuiteError
-from fwlab.testbed.shaping import LinkShape, parse_qdisc_stats
+from fwlab.runners.iperf3 import build_client_args, data_tos
+from fwlab.runners import TrafficSpec
+from fwlab.testbed.shaping import DATA_TOS, LinkShape, parse_qdisc_stats
 from fwlab.validation import parse_rate_bps
 
 
@@ -48,7 +52,44 @@ def test_a_full_shaper_queue_drops_its_oldest_frame_not_the_senders():
     root, q = shape.tc_commands("eth9")
     assert root[root.index("handle") + 1] == "1:"
     assert q[q.index("parent") + 1] == "1:1" and "pfifo_head_drop" in q and q[q.index("limit") + 1] == "256"
-    assert shape.to_dict()["queue"] == "pfifo_head_drop"
+    assert shape.to_dict()["queue"] == "pfifo_head_drop" and "bands" not in shape.to_dict()
+
+
+def test_bulk_data_queues_behind_everything_else_on_a_banded_wire():
+    """iperf3's control connection (unmarked) must not be head-dropped with 900 streams' data:
+    unmarked frames go to the first htb class (served first, the default), only DATA_TOS (IPv4
+    TOS, IPv6 traffic class) to the second; each band keeps the head-drop queue; tbf sets the rate."""
+    shape = LinkShape(100_000_000, bands=True)
+    root, htb, *rest = shape.tc_commands("eth9")
+    assert root == LinkShape(100_000_000).tc_commands("eth9")[0]  # the same wire
+    assert htb[htb.index("parent") + 1] == "1:1" and htb[-3:] == ["htb", "default", "1"]
+    classes = [c for c in rest if c[1] == "class"]
+    assert [(c[c.index("classid") + 1], c[c.index("prio") + 1]) for c in classes] == [("10:1", "0"), ("10:2", "1")]
+    for c in classes:  # the classes never hold anything back: their rate is 10x the wire's
+        assert c[c.index("rate") + 1] == c[c.index("ceil") + 1] == "1000000000bit"
+    queues = [c for c in rest if c[1] == "qdisc"]
+    assert [q[q.index("parent") + 1] for q in queues] == ["10:1", "10:2"]
+    for q in queues:
+        assert q[-3:] == ["pfifo_head_drop", "limit", "256"]
+    filters = [c for c in rest if c[1] == "filter"]
+    assert {(c[c.index("protocol") + 1], c[c.index("match") + 1]) for c in filters} == {("ip", "ip"), ("ipv6", "ip6")}
+    for c in filters:
+        m = c.index("match")
+        assert int(c[m + 3], 16) == DATA_TOS and c[m + 4] == "0xfc" and c[-1] == "10:2"
+    assert DATA_TOS & 0x03 == 0  # the ECN bits stay the kernel's
+    assert set(shape.to_dict()["bands"]) == {"1", "2"}
+
+
+def test_iperf3_marks_its_data_only_when_asked():
+    spec = TrafficSpec("tcp", "iperf3", streams=113)
+    a = build_client_args(spec, "198.19.1.1", None, tos=DATA_TOS)
+    assert a[a.index("-S") + 1] == "0x04"
+    assert "-S" not in build_client_args(spec, "198.19.1.1", None)
+    def bed(rate, bands):
+        return SimpleNamespace(topo=SimpleNamespace(link_rate_bps=rate, link_bands=bands))
+
+    assert data_tos(bed(10**8, True)) == DATA_TOS
+    assert data_tos(bed(10**8, False)) is None and data_tos(bed(None, False)) is None
 
 
 def test_qdisc_counters_parse_the_root_of_shaper_and_queue():
@@ -97,3 +138,29 @@ def test_a_reference_capped_by_the_emulated_wire_is_named_in_the_headline_but_de
     assert "link-limited" not in LIMIT_FLAGS  # the seeds' own regime: verdicts stay decided
     assert reference_limit(["link-limited"]) == " [0-rule reference capped by the emulated wire (link-limited)]"
     assert reference_limit(["high-cv"]) == ""
+
+
+def test_band_counters_parse_per_band():
+    text = ("qdisc tbf 1: root refcnt 3 rate 100Mbit burst 3056b lat 31.3ms \n"
+            " Sent 9000 bytes 30 pkt (dropped 7, overlimits 80 requeues 0) \n backlog 0b 0p requeues 0\n"
+            "qdisc prio 10: parent 1:1 bands 2 priomap 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n"
+            " Sent 9000 bytes 30 pkt (dropped 7, overlimits 0 requeues 0) \n backlog 0b 0p requeues 0\n"
+            "qdisc pfifo_head_drop 11: parent 10:1 limit 256p\n"
+            " Sent 900 bytes 12 pkt (dropped 0, overlimits 0 requeues 0) \n backlog 0b 0p requeues 0\n"
+            "qdisc pfifo_head_drop 12: parent 10:2 limit 256p\n"
+            " Sent 8100 bytes 18 pkt (dropped 7, overlimits 0 requeues 0) \n backlog 0b 0p requeues 0\n")
+    assert parse_qdisc_stats(text) == {"sent_bytes": 9000, "sent_packets": 30, "dropped": 7, "overlimits": 80,
+                                       "unmarked_sent_packets": 12, "unmarked_dropped": 0,
+                                       "data_sent_packets": 18, "data_dropped": 7}
+
+
+def test_only_suites_running_iperf3_get_the_bands():
+    from fwlab.orchestrate import shaper_bands
+
+    def suite(*traffic):
+        return parse_suite({"name": "t", "traffic": list(traffic), "link_rate": "100mbit"}, "test")
+
+    assert shaper_bands(suite({"kind": "tcp"}, {"kind": "throughput", "sizes": [64]}))
+    assert shaper_bands(suite({"kind": "parallel", "streams": 900}))
+    assert not shaper_bands(suite({"kind": "throughput", "sizes": [64]}))
+    assert not shaper_bands(suite({"kind": "udp", "tool": "engine"}))

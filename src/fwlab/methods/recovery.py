@@ -337,6 +337,7 @@ class ParallelStreams(Runner):
     probes. A method on the iperf3 tool: its servers, version and availability are iperf3's."""
 
     name = "parallel"
+    marks_bulk_data = True  # its streams are iperf3's
     remote_roles = True
     traffics = ("parallel",)
     record_kind = "parallel"

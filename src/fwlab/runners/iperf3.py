@@ -39,6 +39,7 @@ from fwlab.runners.base import (
 )
 from fwlab.testbed.host import CommandTimeout, Spawned, require_tool
 from fwlab.testbed.pairs import StreamPair, stream_pairs
+from fwlab.testbed.shaping import DATA_TOS
 
 if TYPE_CHECKING:
     from fwlab.testbed.bed import Testbed
@@ -69,8 +70,10 @@ def split_streams(streams: int, per_process: int = MAX_STREAMS_PER_PROCESS) -> l
 
 
 def build_client_args(spec: TrafficSpec, server_addr: str, cpu: int | None, *,
-                      streams: int | None = None, port: int | None = None) -> list[str]:
-    """The iperf3 client command line for ``spec`` (or one process's share of its streams)."""
+                      streams: int | None = None, port: int | None = None, tos: int | None = None) -> list[str]:
+    """The iperf3 client command line for ``spec`` (or one process's share of its streams).
+    ``tos``: IP TOS / IPv6 traffic class of the data streams (iperf3 -S; the server's data sockets
+    get it too, the control connection does not): :func:`data_tos`."""
     streams = spec.streams if streams is None else streams
     port = spec.port if port is None else port
     # iperf3 reads -t as an integer (atoi): 0.5 would become 0, i.e. run forever
@@ -80,6 +83,8 @@ def build_client_args(spec: TrafficSpec, server_addr: str, cpu: int | None, *,
         args += ["-P", str(streams)]
     if cpu is not None:
         args += ["-A", str(cpu)]
+    if tos is not None:
+        args += ["-S", f"0x{tos:02x}"]
     if spec.options.get("window_bytes"):
         args += ["-w", str(int(spec.options["window_bytes"]))]
     if spec.options.get("congestion") and spec.traffic in ("tcp", "parallel"):
@@ -101,6 +106,12 @@ def build_client_args(spec: TrafficSpec, server_addr: str, cpu: int | None, *,
     else:
         raise RunnerError(f"iperf3 cannot generate traffic '{spec.traffic}'", fix="use tcp, udp or parallel")
     return args
+
+
+def data_tos(bed: "Testbed") -> int | None:
+    """The TOS the data streams carry on ``bed``: DATA_TOS when its emulated wires have bands, so
+    the shaper queues them behind iperf3's control connection (testbed.shaping); else none."""
+    return DATA_TOS if bed.topo.link_rate_bps and bed.topo.link_bands else None
 
 
 def _load(text: str) -> dict:
@@ -344,6 +355,7 @@ def check_direction(options: dict) -> str:
 
 class Iperf3(Runner):
     name = "iperf3"
+    marks_bulk_data = True
     remote_roles = True
     traffics = ("tcp", "udp")
     trial_overhead_s = {"tcp": 1.0, "udp": 1.0}
@@ -504,7 +516,8 @@ class Iperf3(Runner):
             self.start(bed, replace(spec, port=p))
         server = bed.topo.plan.server(spec.ip_version)
         cpu = bed.topo.pinning.client_cpu
-        argvs = [build_client_args(spec, server, cpu, streams=n, port=p) for n, p in zip(shares, ports)]
+        argvs = [build_client_args(spec, server, cpu, streams=n, port=p, tos=data_tos(bed))
+                 for n, p in zip(shares, ports)]
         direction = spec.options.get("direction", "up")
         links = self._rx_links(bed, direction)
         before = sum(bed.link_counters(r, d)["rx_packets"] for r, d in links)
@@ -568,7 +581,8 @@ class Iperf3(Runner):
             for port in ports:
                 self._start_port(bed, port, p.server)
         cpu = t.pinning.client_cpu
-        jobs = [(p, build_client_args(spec, p.server_addr(spec.ip_version), cpu, streams=n, port=port))
+        jobs = [(p, build_client_args(spec, p.server_addr(spec.ip_version), cpu, streams=n, port=port,
+                                      tos=data_tos(bed)))
                 for p in pairs for n, port in zip(shares, ports)]
         direction = spec.options.get("direction", "up")
         links = {p.k: self._rx_links(bed, direction, p) for p in pairs}

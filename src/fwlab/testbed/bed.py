@@ -499,7 +499,7 @@ class Testbed:
         return out
 
     def _shape(self) -> None:
-        shape = LinkShape(self.topo.link_rate_bps)
+        shape = LinkShape(self.topo.link_rate_bps, bands=self.topo.link_bands)
         for role, dev in self.shaped_interfaces():
             for argv in shape.tc_commands(dev):
                 self.sh(role, *argv)
@@ -508,7 +508,7 @@ class Testbed:
         """The emulated links as configured and their shapers' counters so far (None: unshaped)."""
         if not self.topo.link_rate_bps:
             return None
-        state = LinkShape(self.topo.link_rate_bps).to_dict()
+        state = LinkShape(self.topo.link_rate_bps, bands=self.topo.link_bands).to_dict()
         state["shapers"] = {}
         for role, dev in self.shaped_interfaces():
             cp = self.sh(role, "tc", "-s", "qdisc", "show", "dev", dev, check=False)

@@ -26,6 +26,21 @@ wire's or a switch's drop is a loss the sender learns of from missing acknowledg
 drop gives that: the new frame is accepted (NET_XMIT_CN, which TCP and UDP count as sent) and the
 oldest queued one is lost. A one-way delay (netem) is not offered: this lab's kernel has no
 sch_netem (docs say how to check).
+
+The tools' control connections go first (``bands``). iperf3 carries its test's set-up and its
+results over a TCP control connection on the same wire as its data. With 900 streams through a
+100 Mbit/s wire that connection's few segments were head-dropped with the data until its
+retransmission back-off (cwnd 1, back-off 5, RTO 6.7 s) outlasted the runner's time-out, and the
+trial was recorded failed ("1 of 8 iperf3 clients hung") for a reason of the lab's, not the
+firewall's. A lab keeps its control channel off the measured path. So on a bed whose suite runs
+iperf3 the queue has two bands: the runner marks iperf3's data streams ``DATA_TOS`` (``-S``: data
+sockets only, both directions) and they wait in the second band; everything else -- control
+connections, the bed's own frames, the engine's -- in the first, served first. Each band is its
+own QUEUE_FRAMES-frame head-drop queue and tbf above both sets the rate, so the wire's rate,
+overhead and drop behaviour stay as they were. This kernel has no prio qdisc: the bands are two
+htb classes (strict priority) whose own rate, 10x the wire's, never holds anything back. htb costs
+the sender per frame (iperf3's 64 B UDP sender here: ~370k -> ~300k frames/s at 1 Gbit/s), so a
+bed without iperf3 keeps the single queue.
 """
 
 from __future__ import annotations
@@ -39,8 +54,14 @@ from fwlab.validation import parse_rate_bps  # noqa: F401  (re-exported: the uni
 ETHERNET_OVERHEAD_BYTES = 4 + 8 + 12
 #: a full-size frame as tc sees it (1500 B of IP + 14 B Ethernet header)
 FULL_FRAME_BYTES = 1514
-#: the shaper's queue, in full-size frames (a NIC's transmit ring)
+#: the shaper's queue, in full-size frames (a NIC's transmit ring), per band
 QUEUE_FRAMES = 256
+#: IP TOS / IPv6 traffic class the runners put on bulk data through a shaped wire: DSCP 1,
+#: "lower effort" (RFC 8622), so the second band of the shaper's queue; 0x04 with ECN bits clear
+DATA_TOS = 0x04
+#: the shaper's bands (``LinkShape.bands``): 1 = everything unmarked (control connections
+#: included), 2 = DATA_TOS
+BANDS = 2
 
 
 @dataclass(frozen=True)
@@ -48,18 +69,38 @@ class LinkShape:
     """One emulated line rate, applied to the egress of a data interface."""
 
     rate_bps: int  #: line rate [bit/s], Ethernet L1 (every frame + 24 bytes)
+    #: two bands: DATA_TOS-marked bulk data behind everything else (see the module docstring)
+    bands: bool = False
 
     def tc_commands(self, dev: str) -> list[list[str]]:
         """The tc commands that shape ``dev``'s egress: tbf at the root (its own byte limit only
-        sizes the default queue), then its queue replaced by QUEUE_FRAMES frames dropping at the head."""
+        sizes the default queue), then its queue replaced by QUEUE_FRAMES frames dropping at the
+        head -- or, with ``bands``, by an htb whose class 10:1 (unmarked, served first, the default)
+        and 10:2 (DATA_TOS, IPv4 TOS and IPv6 traffic class) each hold such a queue."""
         burst = self.burst_bytes
         limit = QUEUE_FRAMES * (FULL_FRAME_BYTES + ETHERNET_OVERHEAD_BYTES)
-        return [["tc", "qdisc", "replace", "dev", dev, "root", "handle", "1:",
-                 "stab", "overhead", str(ETHERNET_OVERHEAD_BYTES), "linklayer", "ethernet",
-                 "tbf", "rate", f"{self.rate_bps}bit", "burst", str(burst), "limit", str(limit)],
-                # head drop: a full queue loses its oldest frame, never refuses the sender's
-                ["tc", "qdisc", "replace", "dev", dev, "parent", "1:1", "handle", "10:",
-                 "pfifo_head_drop", "limit", str(QUEUE_FRAMES)]]
+        root = ["tc", "qdisc", "replace", "dev", dev, "root", "handle", "1:",
+                "stab", "overhead", str(ETHERNET_OVERHEAD_BYTES), "linklayer", "ethernet",
+                "tbf", "rate", f"{self.rate_bps}bit", "burst", str(burst), "limit", str(limit)]
+        # head drop: a full queue loses its oldest frame, never refuses the sender's
+        if not self.bands:
+            return [root, ["tc", "qdisc", "replace", "dev", dev, "parent", "1:1", "handle", "10:",
+                           "pfifo_head_drop", "limit", str(QUEUE_FRAMES)]]
+        cmds = [root, ["tc", "qdisc", "replace", "dev", dev, "parent", "1:1", "handle", "10:", "htb", "default", "1"]]
+        # the classes' own rate never binds (tbf above sets it); their bucket holds 64 frames
+        free = [f"{10 * self.rate_bps}bit"] * 2
+        bucket = str(64 * (FULL_FRAME_BYTES + ETHERNET_OVERHEAD_BYTES))
+        for band in range(1, BANDS + 1):
+            cmds.append(["tc", "class", "replace", "dev", dev, "parent", "10:", "classid", f"10:{band}", "htb",
+                         "rate", free[0], "ceil", free[1], "burst", bucket, "cburst", bucket,
+                         "prio", str(band - 1), "quantum", str(2 * FULL_FRAME_BYTES)])
+            cmds.append(["tc", "qdisc", "replace", "dev", dev, "parent", f"10:{band}", "handle", f"{10 + band}:",
+                         "pfifo_head_drop", "limit", str(QUEUE_FRAMES)])
+        tos = f"0x{DATA_TOS:02x}"
+        cmds += [["tc", "filter", "replace", "dev", dev, "parent", "10:", "protocol", proto, "prio", str(pref),
+                  "u32", "match", field, "tos" if field == "ip" else "priority", tos, "0xfc", "flowid", "10:2"]
+                 for pref, proto, field in ((1, "ip", "ip"), (2, "ipv6", "ip6"))]
+        return cmds
 
     @property
     def burst_bytes(self) -> int:
@@ -73,18 +114,38 @@ class LinkShape:
 
     def to_dict(self) -> dict:
         return {"rate_bps": self.rate_bps, "overhead_bytes": ETHERNET_OVERHEAD_BYTES,
-                "queue_frames": QUEUE_FRAMES, "qdisc": "tbf + pfifo_head_drop", "queue": "pfifo_head_drop",
-                "where": "client and server egress"}
+                "queue_frames": QUEUE_FRAMES, "queue": "pfifo_head_drop", "where": "client and server egress",
+                **({"qdisc": "tbf + htb(2 bands) + pfifo_head_drop",
+                    "bands": {"1": "unmarked (tools' control connections, everything else), served first",
+                              "2": f"bulk data marked TOS 0x{DATA_TOS:02x} (iperf3 -S)"}}
+                   if self.bands else {"qdisc": "tbf + pfifo_head_drop"})}
 
 
 _STATS = re.compile(r"Sent (?P<bytes>\d+) bytes (?P<pkts>\d+) pkt \(dropped (?P<dropped>\d+), "
                     r"overlimits (?P<overlimits>\d+)")
 
 
+#: the band queues' names in the record, by their handles as tc prints them (band 1: 11:, band 2: 12:)
+BAND_NAMES = {"11": "unmarked", "12": "data"}
+
+_QDISC = re.compile(r"^qdisc \S+ (?P<handle>[0-9a-f]+): ", re.M)
+
+
 def parse_qdisc_stats(text: str) -> dict[str, int] | None:
-    """`tc -s qdisc show dev X` -> sent bytes/packets, dropped, overlimits of its root qdisc."""
+    """`tc -s qdisc show dev X` -> sent bytes/packets, dropped, overlimits of its root qdisc, and
+    per band queue (when the shaper has them) ``unmarked_*`` / ``data_*`` sent packets and drops:
+    whether the control connections' band lost anything."""
     m = _STATS.search(text)
     if not m:
         return None
-    return {"sent_bytes": int(m["bytes"]), "sent_packets": int(m["pkts"]),
-            "dropped": int(m["dropped"]), "overlimits": int(m["overlimits"])}
+    out = {"sent_bytes": int(m["bytes"]), "sent_packets": int(m["pkts"]),
+           "dropped": int(m["dropped"]), "overlimits": int(m["overlimits"])}
+    heads = list(_QDISC.finditer(text))
+    for k, h in enumerate(heads):
+        name = BAND_NAMES.get(h["handle"])
+        body = text[h.end():heads[k + 1].start() if k + 1 < len(heads) else len(text)]
+        b = _STATS.search(body)
+        if name and b:
+            out[f"{name}_sent_packets"] = int(b["pkts"])
+            out[f"{name}_dropped"] = int(b["dropped"])
+    return out
