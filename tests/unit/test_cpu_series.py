@@ -93,3 +93,12 @@ def test_report_names_missing_roles_and_is_empty_without_series():
     t = _trial("nftables", 1, 40.0, {"missing": {"server": "on a remote host"}, "server_cpu": None})
     assert "server: no CPU series — on a remote host" in render([t])
     assert render([full_trial(extra={})]) == ""
+
+
+def test_a_veth_bed_says_its_roles_split_by_cpu_and_a_napi_bed_does_not():
+    """On veth a second can show client ~0 % and server 100 % (TCP sends from the ACK's softirq on
+    the server's CPU): the report says so under the plots; a napi bed's DUT has its own CPU."""
+    veth = render([_trial("nftables", 1, 40.0)])
+    assert "whole path can run on the server's CPU" in veth and 'device_model = "napi"' in veth
+    napi = render([_trial("nftables", 1, 40.0, {"dut_measure": "busy", "dut_cpu": 1})])
+    assert "CPU use per role over time" in napi and "whole path can run" not in napi

@@ -18,6 +18,16 @@ from fwlab.results.trial import TrialRecord, as_records
 ROLES = ("client", "dut", "server")
 
 
+#: under the plots of a veth bed (device model "veth": the DUT is the client CPU's softirq)
+VETH_NOTE = ("<p class='muted'>On this bed (device model <code>veth</code>) the DUT has no CPU of its own: "
+             "a packet crosses client, DUT and server in the softirq of whichever CPU sent it. TCP sends new "
+             "data from the arrival of the server's ACKs too, so for a second the whole path can run on the "
+             "server's CPU: the client and DUT lines then drop towards 0 % while the server's rises towards "
+             "100 %, the throughput unchanged. The roles' "
+             "split is the CPUs', not the firewall's; <code>device_model = \"napi\"</code> gives the DUT "
+             "its own CPU.</p>")
+
+
 def _mean(samples: list[dict], key: str) -> float | None:
     v = [s[key] for s in samples if s.get(key) is not None]
     return sum(v) / len(v) if v else None
@@ -106,6 +116,9 @@ def render(trials: list[TrialRecord]) -> str:
     if rows:
         parts.append("<table><tr><th>traffic</th><th>configuration</th><th>n</th><th>client busy [%]</th>"
                      "<th>DUT busy [%]</th><th>server busy [%]</th></tr>" + "".join(rows) + "</table>")
+    if any(ts[0].extra["cpu_series"].get("dut_measure") == "softirq" for by_cfg in groups.values()
+           for ts in by_cfg.values()):
+        parts.append(VETH_NOTE)
     for role, whys in sorted(missing.items()):
         parts.append(f"<p class='muted'>{e(role)}: no CPU series — {e('; '.join(sorted(whys)))}.</p>")
     return "\n".join(parts)
