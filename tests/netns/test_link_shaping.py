@@ -80,3 +80,28 @@ def test_iperf3_data_queues_behind_its_control_connection_on_a_shaped_wire():
     # the control connection: handshake, parameters, start/stop states, results (several segments)
     assert d["unmarked_sent_packets"] >= 8, d
 
+
+
+def test_a_ping_beside_a_marked_stream_waits_in_the_datas_queue():
+    """Delay under load on a banded wire: the ping beside the stream is marked as its data, so its
+    echo requests queue in the data's band, not beside the control connection (there it would skip
+    the data's queue and understate the delay)."""
+    from fwlab.runners import TrafficSpec, get_runner
+    from fwlab.testbed.shaping import parse_qdisc_stats
+
+    with Testbed(Topology(run_id=new_run_id(), mode="routed", link_rate_bps=100_000_000, link_bands=True)) as bed:
+        dev = bed.topo.client_if
+        before = parse_qdisc_stats(bed.sh("client", "tc", "-s", "qdisc", "show", "dev", dev).stdout)
+        runner = get_runner("iperf3")
+        try:
+            m = runner.measure(bed, TrafficSpec("tcp", "iperf3", duration_s=2.0, options={"rtt_probe": True}))
+        finally:
+            runner.stop(bed)
+        after = parse_qdisc_stats(bed.sh("client", "tc", "-s", "qdisc", "show", "dev", dev).stdout)
+    d = {k: after[k] - before[k] for k in after}
+    argv = m.raw["ping_argv"]
+    assert argv[argv.index("-Q") + 1] == "0x04"
+    pings = m.extra["rtt_samples"]["rtt"]["transmitted"]
+    assert pings >= 50, pings
+    # the unmarked band carried the control connection and the bed's own frames, not the pings
+    assert d["unmarked_sent_packets"] < pings / 2, (d, pings)

@@ -108,10 +108,16 @@ def build_client_args(spec: TrafficSpec, server_addr: str, cpu: int | None, *,
     return args
 
 
-def data_tos(bed: "Testbed") -> int | None:
-    """The TOS the data streams carry on ``bed``: DATA_TOS when its emulated wires have bands, so
-    the shaper queues them behind iperf3's control connection (testbed.shaping); else none."""
-    return DATA_TOS if bed.topo.link_rate_bps and bed.topo.link_bands else None
+def data_tos(bed: "Testbed", spec: TrafficSpec) -> int | None:
+    """The TOS the data of ``spec`` carries on ``bed``: DATA_TOS when its emulated wires have bands
+    (testbed.shaping: the data then queues apart from iperf3's control connection), else none.
+    Only where every direction's data can be marked: iperf3 3.12's dual-stack server does not mark
+    the IPv4 data it sends (esnet/iperf#638), so IPv4 ``down``/``bidir`` stays unmarked, all of it in
+    one queue as on an unbanded wire (a ping beside it must share its data's queue: it is marked
+    alike)."""
+    if not (bed.topo.link_rate_bps and bed.topo.link_bands):
+        return None
+    return DATA_TOS if spec.options.get("direction", "up") == "up" or spec.ip_version == 6 else None
 
 
 def _load(text: str) -> dict:
@@ -516,7 +522,7 @@ class Iperf3(Runner):
             self.start(bed, replace(spec, port=p))
         server = bed.topo.plan.server(spec.ip_version)
         cpu = bed.topo.pinning.client_cpu
-        argvs = [build_client_args(spec, server, cpu, streams=n, port=p, tos=data_tos(bed))
+        argvs = [build_client_args(spec, server, cpu, streams=n, port=p, tos=data_tos(bed, spec))
                  for n, p in zip(shares, ports)]
         direction = spec.options.get("direction", "up")
         links = self._rx_links(bed, direction)
@@ -582,7 +588,7 @@ class Iperf3(Runner):
                 self._start_port(bed, port, p.server)
         cpu = t.pinning.client_cpu
         jobs = [(p, build_client_args(spec, p.server_addr(spec.ip_version), cpu, streams=n, port=port,
-                                      tos=data_tos(bed)))
+                                      tos=data_tos(bed, spec)))
                 for p in pairs for n, port in zip(shares, ports)]
         direction = spec.options.get("direction", "up")
         links = {p.k: self._rx_links(bed, direction, p) for p in pairs}
@@ -645,7 +651,8 @@ class Iperf3(Runner):
         probe = None
         if spec.options.get("rtt_probe"):
             from fwlab.runners.ping import PingProbe
-            probe = PingProbe(bed, spec.ip_version, spec.duration_s + 1)
+            # marked as the stream's data: its echoes wait in the data's queue on a banded wire
+            probe = PingProbe(bed, spec.ip_version, spec.duration_s + 1, tos=data_tos(bed, spec))
             probe.start()
         try:
             m = self.run_clients(bed, spec)

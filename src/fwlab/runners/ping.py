@@ -30,12 +30,15 @@ _SUMMARY = re.compile(r"(\d+) packets transmitted, (\d+) (?:packets )?received")
 
 
 def ping_args(dst: str, ip_version: int, duration_s: float, interval_ms: float,
-              size_bytes: int | None = None) -> list[str]:
-    """ping with a deadline (it stops by itself after ``duration_s``), timestamps, quiet DNS."""
+              size_bytes: int | None = None, tos: int | None = None) -> list[str]:
+    """ping with a deadline (it stops by itself after ``duration_s``), timestamps, quiet DNS;
+    ``tos``: IP TOS / IPv6 traffic class of its echo requests (-Q; the replies carry it back)."""
     args = ["ping", f"-{ip_version}", "-n", "-D", "-i", f"{interval_ms / 1000:.3f}",
             "-w", str(whole_seconds(duration_s, "ping -w")), "-W", "1"]
     if size_bytes:
         args += ["-s", str(size_bytes)]
+    if tos is not None:
+        args += ["-Q", f"0x{tos:02x}"]
     return args + [dst]
 
 
@@ -87,11 +90,11 @@ class PingProbe:
     """ping running in the background beside another measurement (delay under load)."""
 
     def __init__(self, bed: "Testbed", ip_version: int, duration_s: float,
-                 interval_ms: float = DEFAULT_INTERVAL_MS, role: str = "client") -> None:
+                 interval_ms: float = DEFAULT_INTERVAL_MS, role: str = "client", tos: int | None = None) -> None:
         require_tool("ping")
         self.bed = bed
         self.args = ping_args(bed.topo.plan.server(ip_version) if role == "client"
-                              else bed.topo.plan.client(ip_version), ip_version, duration_s, interval_ms)
+                              else bed.topo.plan.client(ip_version), ip_version, duration_s, interval_ms, tos=tos)
         self.role = role
         self.sp: Spawned | None = None
 

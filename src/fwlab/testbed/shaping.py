@@ -27,20 +27,21 @@ drop gives that: the new frame is accepted (NET_XMIT_CN, which TCP and UDP count
 oldest queued one is lost. A one-way delay (netem) is not offered: this lab's kernel has no
 sch_netem (docs say how to check).
 
-The tools' control connections go first (``bands``). iperf3 carries its test's set-up and its
-results over a TCP control connection on the same wire as its data. With 900 streams through a
-100 Mbit/s wire that connection's few segments were head-dropped with the data until its
-retransmission back-off (cwnd 1, back-off 5, RTO 6.7 s) outlasted the runner's time-out, and the
-trial was recorded failed ("1 of 8 iperf3 clients hung") for a reason of the lab's, not the
-firewall's. A lab keeps its control channel off the measured path. So on a bed whose suite runs
-iperf3 the queue has two bands: the runner marks iperf3's data streams ``DATA_TOS`` (``-S``: data
-sockets only, both directions) and they wait in the second band; everything else -- control
-connections, the bed's own frames, the engine's -- in the first, served first. Each band is its
-own QUEUE_FRAMES-frame head-drop queue and tbf above both sets the rate, so the wire's rate,
-overhead and drop behaviour stay as they were. This kernel has no prio qdisc: the bands are two
-htb classes (strict priority) whose own rate, 10x the wire's, never holds anything back. htb costs
-the sender per frame (iperf3's 64 B UDP sender here: ~370k -> ~300k frames/s at 1 Gbit/s), so a
-bed without iperf3 keeps the single queue.
+The tools' control connections get a queue of their own (``bands``). iperf3 carries its test's
+set-up and its results over a TCP control connection on the same wire as its data. With 900
+streams through a 100 Mbit/s wire that connection's few segments were head-dropped with the data
+until its retransmission back-off (cwnd 1, back-off 5, RTO 6.7 s) outlasted the runner's time-out,
+and the trial was recorded failed ("1 of 8 iperf3 clients hung") for a reason of the lab's, not
+the firewall's. A lab keeps its control channel off the measured path. So on a bed whose suite
+runs iperf3 the queue has two bands: the runner marks iperf3's data streams ``DATA_TOS`` (``-S``:
+data sockets only; a ping beside a stream is marked alike, so it still measures the data's queue)
+and they queue in the second band; everything unmarked -- control connections, the bed's own
+frames, the engine's -- in the first. The bands are served in turn (round robin, two full-size
+frames a turn: no band can starve the other), each its own QUEUE_FRAMES-frame head-drop queue, and
+tbf above both sets the rate, so the wire's rate, overhead and drop behaviour stay as they were.
+This kernel has no prio or drr qdisc: the bands are two htb classes of equal priority whose own
+rate, 10x the wire's, never holds anything back. htb costs the sender per frame (iperf3's 64 B UDP
+sender here: ~370k -> ~300k frames/s at 1 Gbit/s), so a bed without iperf3 keeps the single queue.
 """
 
 from __future__ import annotations
@@ -75,8 +76,8 @@ class LinkShape:
     def tc_commands(self, dev: str) -> list[list[str]]:
         """The tc commands that shape ``dev``'s egress: tbf at the root (its own byte limit only
         sizes the default queue), then its queue replaced by QUEUE_FRAMES frames dropping at the
-        head -- or, with ``bands``, by an htb whose class 10:1 (unmarked, served first, the default)
-        and 10:2 (DATA_TOS, IPv4 TOS and IPv6 traffic class) each hold such a queue."""
+        head -- or, with ``bands``, by an htb whose classes 10:1 (unmarked, the default) and 10:2
+        (DATA_TOS: IPv4 TOS, IPv6 traffic class), served in turn, each hold such a queue."""
         burst = self.burst_bytes
         limit = QUEUE_FRAMES * (FULL_FRAME_BYTES + ETHERNET_OVERHEAD_BYTES)
         root = ["tc", "qdisc", "replace", "dev", dev, "root", "handle", "1:",
@@ -93,7 +94,7 @@ class LinkShape:
         for band in range(1, BANDS + 1):
             cmds.append(["tc", "class", "replace", "dev", dev, "parent", "10:", "classid", f"10:{band}", "htb",
                          "rate", free[0], "ceil", free[1], "burst", bucket, "cburst", bucket,
-                         "prio", str(band - 1), "quantum", str(2 * FULL_FRAME_BYTES)])
+                         "prio", "0", "quantum", str(2 * FULL_FRAME_BYTES)])
             cmds.append(["tc", "qdisc", "replace", "dev", dev, "parent", f"10:{band}", "handle", f"{10 + band}:",
                          "pfifo_head_drop", "limit", str(QUEUE_FRAMES)])
         tos = f"0x{DATA_TOS:02x}"
@@ -116,8 +117,9 @@ class LinkShape:
         return {"rate_bps": self.rate_bps, "overhead_bytes": ETHERNET_OVERHEAD_BYTES,
                 "queue_frames": QUEUE_FRAMES, "queue": "pfifo_head_drop", "where": "client and server egress",
                 **({"qdisc": "tbf + htb(2 bands) + pfifo_head_drop",
-                    "bands": {"1": "unmarked (tools' control connections, everything else), served first",
-                              "2": f"bulk data marked TOS 0x{DATA_TOS:02x} (iperf3 -S)"}}
+                    "bands": {"1": "unmarked (tools' control connections, everything else)",
+                              "2": f"bulk data marked TOS 0x{DATA_TOS:02x} (iperf3 -S, ping -Q beside it)"},
+                    "band_service": "round robin, 2 full-size frames a turn"}
                    if self.bands else {"qdisc": "tbf + pfifo_head_drop"})}
 
 
