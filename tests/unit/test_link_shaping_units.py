@@ -56,7 +56,7 @@ def test_a_full_shaper_queue_drops_its_oldest_frame_not_the_senders():
     assert shape.to_dict()["queue"] == "pfifo_head_drop" and "bands" not in shape.to_dict()
 
 
-def test_bulk_data_queues_behind_everything_else_on_a_banded_wire():
+def test_bulk_data_queues_apart_from_everything_else_on_a_banded_wire():
     """iperf3's control connection (unmarked) must not be head-dropped with 900 streams' data:
     unmarked frames go to the first htb class (the default), only DATA_TOS (IPv4 TOS, IPv6 traffic
     class) to the second; equal priority (served in turn, neither starves); each band keeps the
@@ -106,6 +106,54 @@ def test_a_ping_beside_a_marked_stream_is_marked_alike():
     a = ping_args("198.19.1.1", 4, 5, 10.0, tos=DATA_TOS)
     assert a[a.index("-Q") + 1] == "0x04" and a[-1] == "198.19.1.1"
     assert "-Q" not in ping_args("198.19.1.1", 4, 5, 10.0)
+
+
+def test_qdisc_counters_parse_the_root_of_shaper_and_queue():
+    text = ("qdisc tbf 1: root refcnt 3 rate 100Mbit burst 3Kb lat 31.3ms \n"
+            " Sent 2520000 bytes 30000 pkt (dropped 512, overlimits 8110 requeues 0) \n backlog 0b 0p requeues 0\n"
+            "qdisc pfifo_head_drop 10: parent 1:1 limit 256p\n"
+            " Sent 2520000 bytes 30000 pkt (dropped 9, overlimits 0 requeues 0) \n backlog 0b 0p requeues 0\n")
+    assert parse_qdisc_stats(text)["dropped"] == 512
+
+
+def test_qdisc_counters_parse():
+    text = ("qdisc tbf 8002: root refcnt 3 rate 100Mbit burst 3076b lat 30.8ms \n"
+            " Sent 2520000 bytes 30000 pkt (dropped 512, overlimits 8110 requeues 0) \n backlog 0b 0p requeues 0\n")
+    assert parse_qdisc_stats(text) == {"sent_bytes": 2520000, "sent_packets": 30000, "dropped": 512,
+                                       "overlimits": 8110}
+    assert parse_qdisc_stats("qdisc noqueue 0: root refcnt 2\n") is None
+
+
+def test_link_limited_flag():
+    rate = 100_000_000
+    assert flag_link_limited({"client:c0": {"dropped": 0, "overlimits": 0}, "server:s0": None}, rate) == []
+    (f,) = flag_link_limited({"client:c0": {"dropped": 3, "overlimits": 40}}, rate)
+    assert f.code == "link-limited" and "100 Mbit/s" in f.message and "3 dropped" in f.message
+
+
+
+def test_link_limited_only_when_the_wire_dropped_or_was_busy():
+    """Overlimits alone on a wire far from full (a TCP flow's bursts) are no limit; the same
+    overlimits on a wire carrying >= 90 % of its rate, or any drop, are."""
+    rate, window_s = 1_000_000_000, 2.0
+    def shaped(mbit, dropped=0):  # 1514 B frames carrying `mbit` Mbit/s of line time over the window
+        pkts = int(mbit * 1e6 * window_s / ((1514 + 24) * 8))
+        return {"c0": {"sent_bytes": pkts * 1514, "sent_packets": pkts, "overlimits": 500, "dropped": dropped}}
+    assert flag_link_limited(shaped(200), rate, window_s=window_s) == []
+    (f,) = flag_link_limited(shaped(950), rate, window_s=window_s)
+    assert "95% busy" in f.message
+    (f,) = flag_link_limited(shaped(200, dropped=7), rate, window_s=window_s)
+    assert "7 dropped" in f.message and "20% busy" in f.message
+    assert flag_link_limited({"c0": {"sent_bytes": 0, "sent_packets": 0, "overlimits": 0, "dropped": 0}},
+                             rate, window_s=window_s) == []
+
+def test_a_reference_capped_by_the_emulated_wire_is_named_in_the_headline_but_decides_no_verdict():
+    from fwlab.published.compare import LIMIT_FLAGS
+    from fwlab.report.overview import reference_limit
+
+    assert "link-limited" not in LIMIT_FLAGS  # the seeds' own regime: verdicts stay decided
+    assert reference_limit(["link-limited"]) == " [0-rule reference capped by the emulated wire (link-limited)]"
+    assert reference_limit(["high-cv"]) == ""
 
 
 def test_band_counters_parse_per_band():
