@@ -35,7 +35,6 @@ from fwlab.results.overhead import Phases
 from fwlab.rules import REALWORLD_LAYOUTS, generate, generate_kube_proxy, generate_realworld
 import fwlab.methods  # noqa: F401  (registers the test methods beside the tools)
 from fwlab.runners import TrafficSpec, TrialEnv, get_runner
-from fwlab.runners.base import default_tool
 from fwlab.runners.engine import ENGINE_PORT, require_engine
 from fwlab.testbed.cpuseries import CpuSampler
 from fwlab.testbed.delayline import trial_deltas
@@ -170,12 +169,6 @@ def preflight(suite: Suite, placement: Placement | None = None) -> None:
                               fix="install it (see README) or remove it from the suite")
 
 
-def shaper_bands(suite: Suite) -> bool:
-    """Whether the suite's shaped wires need the shaper's two bands: one of its tools marks its
-    bulk data behind a control connection on the same wire (iperf3; testbed.shaping)."""
-    return any(get_runner(i.tool or default_tool(i.kind)).marks_bulk_data for i in suite.traffic)
-
-
 # -- the run -------------------------------------------------------------------------------------
 @dataclass
 class Executor:
@@ -279,7 +272,6 @@ class Executor:
                         plan_overrides=self.placement.plan_overrides() if self.placement else (),
                         attacker=bool(s.background) and mode != "direct",
                         link_rate_bps=link_rate_bps, link_delay_us=s.link_delay_us, tuning=s.tuning,
-                        link_bands=bool(link_rate_bps) and shaper_bands(s),
                         pairs=s.pairs, ip_versions=tuple(sorted(set(s.ip_versions))))
 
     def _run_bed(self, bed_key: tuple, trials: list[TrialSpec], kept: "_KeptBed | None" = None,
@@ -518,6 +510,8 @@ class Executor:
             with ph.timed("dut_read_before"):
                 cb, digest_before, before_from = self._rule_read(ctx, backend, load_info, "before")
         with ph.timed("links_before"):
+            # the wire's queue for this trial's tool: two bands when it marks its bulk data
+            bed.set_link_bands(runner.marks_bulk_data)
             if lb is None:
                 lb = self._links(bed)
                 pause = Pause(False, None if prev is None else time.monotonic() - prev[1], None,

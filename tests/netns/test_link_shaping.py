@@ -64,21 +64,33 @@ def test_iperf3_data_queues_behind_its_control_connection_on_a_shaped_wire():
     from fwlab.runners import TrafficSpec, get_runner
     from fwlab.testbed.shaping import parse_qdisc_stats
 
-    with Testbed(Topology(run_id=new_run_id(), mode="routed", link_rate_bps=100_000_000, link_bands=True)) as bed:
+    with Testbed(Topology(run_id=new_run_id(), mode="routed", link_rate_bps=100_000_000)) as bed:
         dev = bed.topo.client_if
-        before = parse_qdisc_stats(bed.sh("client", "tc", "-s", "qdisc", "show", "dev", dev).stdout)
+
+        def qdiscs():
+            return bed.sh("client", "tc", "-s", "qdisc", "show", "dev", dev).stdout
+
+        built = parse_qdisc_stats(qdiscs())
+        bed.set_link_bands(True)  # as the orchestrator does for an iperf3 trial
+        before = parse_qdisc_stats(qdiscs())
         runner = get_runner("iperf3")
         spec = TrafficSpec("tcp", "iperf3", duration_s=2.0, streams=4)
         try:
             m = runner.run_clients(bed, spec)
         finally:
             runner.stop(bed)
-        after = parse_qdisc_stats(bed.sh("client", "tc", "-s", "qdisc", "show", "dev", dev).stdout)
-    d = {k: after[k] - before[k] for k in after}
+        after = parse_qdisc_stats(qdiscs())
+        bed.set_link_bands(False)  # ... and back for any other tool's trial
+        single = qdiscs()
+    d = {k: after[k] - before.get(k, 0) for k in after}
     assert "-S" in m.raw["argv"] and m.metrics["throughput_bps"] > 10e6
     assert d["data_sent_packets"] >= 0.9 * d["sent_packets"], d
     # the control connection: handshake, parameters, start/stop states, results (several segments)
     assert d["unmarked_sent_packets"] >= 8, d
+    # switching swaps the queue under the same tbf: its counters run on
+    assert "data_sent_packets" not in built and after["sent_packets"] >= before["sent_packets"] >= built["sent_packets"]
+    assert "htb" not in single and "pfifo_head_drop 10:" in single
+    assert parse_qdisc_stats(single)["sent_packets"] >= after["sent_packets"]
 
 
 
@@ -89,8 +101,9 @@ def test_a_ping_beside_a_marked_stream_waits_in_the_datas_queue():
     from fwlab.runners import TrafficSpec, get_runner
     from fwlab.testbed.shaping import parse_qdisc_stats
 
-    with Testbed(Topology(run_id=new_run_id(), mode="routed", link_rate_bps=100_000_000, link_bands=True)) as bed:
+    with Testbed(Topology(run_id=new_run_id(), mode="routed", link_rate_bps=100_000_000)) as bed:
         dev = bed.topo.client_if
+        bed.set_link_bands(True)
         before = parse_qdisc_stats(bed.sh("client", "tc", "-s", "qdisc", "show", "dev", dev).stdout)
         runner = get_runner("iperf3")
         try:
@@ -105,3 +118,47 @@ def test_a_ping_beside_a_marked_stream_waits_in_the_datas_queue():
     assert pings >= 50, pings
     # the unmarked band carried the control connection and the bed's own frames, not the pings
     assert d["unmarked_sent_packets"] < pings / 2, (d, pings)
+
+
+MIXED = """
+name = "bands-per-trial"
+mode = "routed"
+backends = ["nftables"]
+layouts = ["linear"]
+rules = [0]
+duration_s = 1
+repetitions = 1
+settle_s = 0
+link_rate = "100mbit"
+
+[[traffic]]
+kind = "tcp"
+
+[[traffic]]
+kind = "engine"
+tool = "engine"
+sizes = [64]
+rate_pps = 20000
+"""
+
+
+def test_the_bands_are_the_iperf3_trials_own(tmp_path):
+    """`fwlab run` of a suite with an iperf3 item and an engine item on one shaped bed: the iperf3
+    trial's wire had the bands (its data marked, band counts in its record), the engine trial's
+    the single queue it always had (htb costs its sender per frame)."""
+    import json
+
+    from fwlab.cli import main
+
+    (tmp_path / "s.toml").write_text(MIXED)
+    assert main(["run", str(tmp_path / "s.toml"), "--out", str(tmp_path / "res"), "-q"]) == 0
+    rdir = next((tmp_path / "res").iterdir())
+    trials = {t["traffic"]: t for t in map(json.loads, (rdir / "trials.jsonl").read_text().splitlines())}
+    assert set(trials) == {"tcp", "engine"} and not any(t["error"] for t in trials.values())
+    tcp, eng = trials["tcp"], trials["engine"]
+    client = next(k for k in tcp["extra"]["link_shapers"] if k.startswith("client:"))
+    assert tcp["extra"]["link_shapers"][client]["data_sent_packets"] > 0
+    argv = tcp["raw"]["argv"]
+    assert argv[argv.index("-S") + 1] == "0x04"
+    assert "data_sent_packets" not in eng["extra"]["link_shapers"][client]
+    assert eng["extra"]["link_shapers"][client]["sent_packets"] > 0

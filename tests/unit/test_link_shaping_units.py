@@ -64,22 +64,52 @@ def test_bulk_data_queues_apart_from_everything_else_on_a_banded_wire():
     shape = LinkShape(100_000_000, bands=True)
     root, htb, *rest = shape.tc_commands("eth9")
     assert root == LinkShape(100_000_000).tc_commands("eth9")[0]  # the same wire
+    assert rest == shape.queue_commands("eth9")[1:]
     assert htb[htb.index("parent") + 1] == "1:1" and htb[-3:] == ["htb", "default", "1"]
+    # a handle of its own: replacing the single queue (10:) grafts it in one step, and back
+    assert htb[htb.index("handle") + 1] == "20:"
     classes = [c for c in rest if c[1] == "class"]
-    assert [(c[c.index("classid") + 1], c[c.index("prio") + 1]) for c in classes] == [("10:1", "0"), ("10:2", "0")]
+    assert [(c[c.index("classid") + 1], c[c.index("prio") + 1]) for c in classes] == [("20:1", "0"), ("20:2", "0")]
     for c in classes:  # the classes never hold anything back: their rate is 10x the wire's
         assert c[c.index("rate") + 1] == c[c.index("ceil") + 1] == "1000000000bit"
     queues = [c for c in rest if c[1] == "qdisc"]
-    assert [q[q.index("parent") + 1] for q in queues] == ["10:1", "10:2"]
+    assert [(q[q.index("parent") + 1], q[q.index("handle") + 1]) for q in queues] == [("20:1", "21:"), ("20:2", "22:")]
     for q in queues:
         assert q[-3:] == ["pfifo_head_drop", "limit", "256"]
     filters = [c for c in rest if c[1] == "filter"]
     assert {(c[c.index("protocol") + 1], c[c.index("match") + 1]) for c in filters} == {("ip", "ip"), ("ipv6", "ip6")}
     for c in filters:
         m = c.index("match")
-        assert int(c[m + 3], 16) == DATA_TOS and c[m + 4] == "0xfc" and c[-1] == "10:2"
+        assert int(c[m + 3], 16) == DATA_TOS and c[m + 4] == "0xfc" and c[-1] == "20:2"
     assert DATA_TOS & 0x03 == 0  # the ECN bits stay the kernel's
     assert set(shape.to_dict()["bands"]) == {"1", "2"}
+    single = LinkShape(100_000_000).queue_commands("eth9")
+    assert len(single) == 1 and single[0][single[0].index("handle") + 1] == "10:"
+
+
+def test_the_bed_switches_its_queues_only_when_asked_to_change():
+    """The orchestrator asks before every trial; tc runs only when the trial's tool differs."""
+    from fwlab.testbed.bed import Testbed
+    from fwlab.testbed.topology import Topology
+
+    calls = []
+    bed = Testbed(Topology(run_id="abc123", mode="routed", link_rate_bps=100_000_000))
+    bed.sh = lambda role, *argv, **kw: calls.append((role, argv))
+    bed.set_link_bands(False)
+    assert calls == [] and not bed.link_bands
+    bed.set_link_bands(True)
+    assert bed.link_bands and {r for r, _ in calls} == {"client", "server"}
+    assert all(a[:2] in (("tc", "qdisc"), ("tc", "class"), ("tc", "filter")) for _, a in calls)
+    assert not any("root" in a for _, a in calls)  # the tbf (rate, counters) stays
+    n = len(calls)
+    bed.set_link_bands(True)
+    assert len(calls) == n
+    bed.set_link_bands(False)
+    assert [a[a.index("handle") + 1] for _, a in calls[n:]] == ["10:", "10:"] and not bed.link_bands
+    unshaped = Testbed(Topology(run_id="abc124", mode="routed"))
+    unshaped.sh = lambda *a, **kw: calls.append(a)
+    unshaped.set_link_bands(True)
+    assert not unshaped.link_bands and len(calls) == n + 2
 
 
 def test_iperf3_marks_its_data_only_when_asked():
@@ -96,7 +126,7 @@ def test_iperf3_marks_its_data_only_when_asked():
     (10**8, True, "down", 4, False), (10**8, True, "bidir", 4, False),
     (10**8, False, "up", 4, False), (None, False, "up", 4, False)])
 def test_data_is_marked_only_where_every_direction_can_be(rate, bands, direction, ipv, marked):
-    bed = SimpleNamespace(topo=SimpleNamespace(link_rate_bps=rate, link_bands=bands))
+    bed = SimpleNamespace(topo=SimpleNamespace(link_rate_bps=rate), link_bands=bands)
     spec = TrafficSpec("tcp", "iperf3", ip_version=ipv, options={"direction": direction})
     assert data_tos(bed, spec) == (DATA_TOS if marked else None)
 
@@ -159,24 +189,12 @@ def test_a_reference_capped_by_the_emulated_wire_is_named_in_the_headline_but_de
 def test_band_counters_parse_per_band():
     text = ("qdisc tbf 1: root refcnt 3 rate 100Mbit burst 3056b lat 31.3ms \n"
             " Sent 9000 bytes 30 pkt (dropped 7, overlimits 80 requeues 0) \n backlog 0b 0p requeues 0\n"
-            "qdisc prio 10: parent 1:1 bands 2 priomap 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n"
+            "qdisc htb 20: parent 1:1 r2q 10 default 0x1 direct_packets_stat 0 direct_qlen 1000\n"
             " Sent 9000 bytes 30 pkt (dropped 7, overlimits 0 requeues 0) \n backlog 0b 0p requeues 0\n"
-            "qdisc pfifo_head_drop 11: parent 10:1 limit 256p\n"
+            "qdisc pfifo_head_drop 21: parent 20:1 limit 256p\n"
             " Sent 900 bytes 12 pkt (dropped 0, overlimits 0 requeues 0) \n backlog 0b 0p requeues 0\n"
-            "qdisc pfifo_head_drop 12: parent 10:2 limit 256p\n"
+            "qdisc pfifo_head_drop 22: parent 20:2 limit 256p\n"
             " Sent 8100 bytes 18 pkt (dropped 7, overlimits 0 requeues 0) \n backlog 0b 0p requeues 0\n")
     assert parse_qdisc_stats(text) == {"sent_bytes": 9000, "sent_packets": 30, "dropped": 7, "overlimits": 80,
                                        "unmarked_sent_packets": 12, "unmarked_dropped": 0,
                                        "data_sent_packets": 18, "data_dropped": 7}
-
-
-def test_only_suites_running_iperf3_get_the_bands():
-    from fwlab.orchestrate import shaper_bands
-
-    def suite(*traffic):
-        return parse_suite({"name": "t", "traffic": list(traffic), "link_rate": "100mbit"}, "test")
-
-    assert shaper_bands(suite({"kind": "tcp"}, {"kind": "throughput", "sizes": [64]}))
-    assert shaper_bands(suite({"kind": "parallel", "streams": 900}))
-    assert not shaper_bands(suite({"kind": "throughput", "sizes": [64]}))
-    assert not shaper_bands(suite({"kind": "udp", "tool": "engine"}))

@@ -109,13 +109,14 @@ def build_client_args(spec: TrafficSpec, server_addr: str, cpu: int | None, *,
 
 
 def data_tos(bed: "Testbed", spec: TrafficSpec) -> int | None:
-    """The TOS the data of ``spec`` carries on ``bed``: DATA_TOS when its emulated wires have bands
-    (testbed.shaping: the data then queues apart from iperf3's control connection), else none.
+    """The TOS the data of ``spec`` carries on ``bed``: DATA_TOS when its emulated wires' queues
+    have bands now (testbed.shaping: the orchestrator gives them to iperf3's trials; the data then
+    queues apart from iperf3's control connection), else none.
     Only where every direction's data can be marked: iperf3 3.12's dual-stack server does not mark
     the IPv4 data it sends (esnet/iperf#638), so IPv4 ``down``/``bidir`` stays unmarked, all of it in
     one queue as on an unbanded wire (a ping beside it must share its data's queue: it is marked
     alike)."""
-    if not (bed.topo.link_rate_bps and bed.topo.link_bands):
+    if not (bed.topo.link_rate_bps and bed.link_bands):
         return None
     return DATA_TOS if spec.options.get("direction", "up") == "up" or spec.ip_version == 6 else None
 

@@ -142,6 +142,8 @@ class Testbed:
     delay_lines: dict[str, RunningLine] = field(default_factory=dict)
     #: what the suite's tuning profile set, where, and what not (testbed.tuning); None: no profile
     tuning_state: dict | None = None
+    #: the shaped wires' queues have the two bands now (testbed.shaping; :meth:`set_link_bands`)
+    link_bands: bool = False
     #: threads reading the local namespaces' link counters at once (made on first use)
     _pool: ThreadPoolExecutor | None = field(default=None, repr=False)
 
@@ -499,16 +501,28 @@ class Testbed:
         return out
 
     def _shape(self) -> None:
-        shape = LinkShape(self.topo.link_rate_bps, bands=self.topo.link_bands)
+        shape = LinkShape(self.topo.link_rate_bps, bands=self.link_bands)
         for role, dev in self.shaped_interfaces():
             for argv in shape.tc_commands(dev):
                 self.sh(role, *argv)
+
+    def set_link_bands(self, on: bool) -> None:
+        """Give the shaped wires' queues the two bands (``on``: for a trial whose tool marks its
+        bulk data, testbed.shaping) or the single queue; the tbf, its rate and counters stay. No-op
+        on an unshaped bed or when already so."""
+        if not self.topo.link_rate_bps or on == self.link_bands:
+            return
+        shape = LinkShape(self.topo.link_rate_bps, bands=on)
+        for role, dev in self.shaped_interfaces():
+            for argv in shape.queue_commands(dev):
+                self.sh(role, *argv)
+        self.link_bands = on
 
     def link_state(self) -> dict | None:
         """The emulated links as configured and their shapers' counters so far (None: unshaped)."""
         if not self.topo.link_rate_bps:
             return None
-        state = LinkShape(self.topo.link_rate_bps, bands=self.topo.link_bands).to_dict()
+        state = LinkShape(self.topo.link_rate_bps, bands=self.link_bands).to_dict()
         state["shapers"] = {}
         for role, dev in self.shaped_interfaces():
             cp = self.sh(role, "tc", "-s", "qdisc", "show", "dev", dev, check=False)

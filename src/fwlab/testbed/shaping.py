@@ -32,16 +32,19 @@ set-up and its results over a TCP control connection on the same wire as its dat
 streams through a 100 Mbit/s wire that connection's few segments were head-dropped with the data
 until its retransmission back-off (cwnd 1, back-off 5, RTO 6.7 s) outlasted the runner's time-out,
 and the trial was recorded failed ("1 of 8 iperf3 clients hung") for a reason of the lab's, not
-the firewall's. A lab keeps its control channel off the measured path. So on a bed whose suite
-runs iperf3 the queue has two bands: the runner marks iperf3's data streams ``DATA_TOS`` (``-S``:
+the firewall's. A lab keeps its control channel off the measured path. So for a trial of a tool that marks
+its data (``Runner.marks_bulk_data``: iperf3) the queue has two bands: the runner marks iperf3's data streams ``DATA_TOS`` (``-S``:
 data sockets only; a ping beside a stream is marked alike, so it still measures the data's queue)
 and they queue in the second band; everything unmarked -- control connections, the bed's own
 frames, the engine's -- in the first. The bands are served in turn (round robin, two full-size
 frames a turn: no band can starve the other), each its own QUEUE_FRAMES-frame head-drop queue, and
 tbf above both sets the rate, so the wire's rate, overhead and drop behaviour stay as they were.
 This kernel has no prio or drr qdisc: the bands are two htb classes of equal priority whose own
-rate, 10x the wire's, never holds anything back. htb costs the sender per frame (iperf3's 64 B UDP
-sender here: ~370k -> ~300k frames/s at 1 Gbit/s), so a bed without iperf3 keeps the single queue.
+rate, 10x the wire's, never holds anything back. htb costs the sender per frame (the
+engine's 110 B frames through a routed bed at 1 Gbit/s here: 262k -> 233k frames/s), so every
+other trial keeps the single queue: the orchestrator switches the queue before each trial (the
+tbf, its rate and counters stay) and a trial's ``extra.link_shapers`` has the band counts when its
+queue had bands.
 """
 
 from __future__ import annotations
@@ -70,36 +73,42 @@ class LinkShape:
     """One emulated line rate, applied to the egress of a data interface."""
 
     rate_bps: int  #: line rate [bit/s], Ethernet L1 (every frame + 24 bytes)
-    #: two bands: DATA_TOS-marked bulk data behind everything else (see the module docstring)
+    #: two bands: DATA_TOS-marked bulk data apart from everything else (see the module docstring)
     bands: bool = False
 
     def tc_commands(self, dev: str) -> list[list[str]]:
         """The tc commands that shape ``dev``'s egress: tbf at the root (its own byte limit only
-        sizes the default queue), then its queue replaced by QUEUE_FRAMES frames dropping at the
-        head -- or, with ``bands``, by an htb whose classes 10:1 (unmarked, the default) and 10:2
-        (DATA_TOS: IPv4 TOS, IPv6 traffic class), served in turn, each hold such a queue."""
+        sizes the default queue), then its queue (:meth:`queue_commands`)."""
         burst = self.burst_bytes
         limit = QUEUE_FRAMES * (FULL_FRAME_BYTES + ETHERNET_OVERHEAD_BYTES)
         root = ["tc", "qdisc", "replace", "dev", dev, "root", "handle", "1:",
                 "stab", "overhead", str(ETHERNET_OVERHEAD_BYTES), "linklayer", "ethernet",
                 "tbf", "rate", f"{self.rate_bps}bit", "burst", str(burst), "limit", str(limit)]
+        return [root, *self.queue_commands(dev)]
+
+    def queue_commands(self, dev: str) -> list[list[str]]:
+        """The tc commands that put the tbf's queue in place (the tbf, its rate and counters stay):
+        QUEUE_FRAMES frames dropping at the head (handle 10:) -- or, with ``bands``, an htb (20:)
+        whose classes 20:1 (unmarked, the default) and 20:2 (DATA_TOS: IPv4 TOS, IPv6 traffic
+        class), served in turn, each hold such a queue (21:, 22:). A new handle grafts the new queue
+        in one step, so either replaces the other (``Testbed.set_link_bands``)."""
         # head drop: a full queue loses its oldest frame, never refuses the sender's
         if not self.bands:
-            return [root, ["tc", "qdisc", "replace", "dev", dev, "parent", "1:1", "handle", "10:",
-                           "pfifo_head_drop", "limit", str(QUEUE_FRAMES)]]
-        cmds = [root, ["tc", "qdisc", "replace", "dev", dev, "parent", "1:1", "handle", "10:", "htb", "default", "1"]]
+            return [["tc", "qdisc", "replace", "dev", dev, "parent", "1:1", "handle", "10:",
+                     "pfifo_head_drop", "limit", str(QUEUE_FRAMES)]]
+        cmds = [["tc", "qdisc", "replace", "dev", dev, "parent", "1:1", "handle", "20:", "htb", "default", "1"]]
         # the classes' own rate never binds (tbf above sets it); their bucket holds 64 frames
-        free = [f"{10 * self.rate_bps}bit"] * 2
+        free = f"{10 * self.rate_bps}bit"
         bucket = str(64 * (FULL_FRAME_BYTES + ETHERNET_OVERHEAD_BYTES))
         for band in range(1, BANDS + 1):
-            cmds.append(["tc", "class", "replace", "dev", dev, "parent", "10:", "classid", f"10:{band}", "htb",
-                         "rate", free[0], "ceil", free[1], "burst", bucket, "cburst", bucket,
+            cmds.append(["tc", "class", "replace", "dev", dev, "parent", "20:", "classid", f"20:{band}", "htb",
+                         "rate", free, "ceil", free, "burst", bucket, "cburst", bucket,
                          "prio", "0", "quantum", str(2 * FULL_FRAME_BYTES)])
-            cmds.append(["tc", "qdisc", "replace", "dev", dev, "parent", f"10:{band}", "handle", f"{10 + band}:",
+            cmds.append(["tc", "qdisc", "replace", "dev", dev, "parent", f"20:{band}", "handle", f"{20 + band}:",
                          "pfifo_head_drop", "limit", str(QUEUE_FRAMES)])
         tos = f"0x{DATA_TOS:02x}"
-        cmds += [["tc", "filter", "replace", "dev", dev, "parent", "10:", "protocol", proto, "prio", str(pref),
-                  "u32", "match", field, "tos" if field == "ip" else "priority", tos, "0xfc", "flowid", "10:2"]
+        cmds += [["tc", "filter", "replace", "dev", dev, "parent", "20:", "protocol", proto, "prio", str(pref),
+                  "u32", "match", field, "tos" if field == "ip" else "priority", tos, "0xfc", "flowid", "20:2"]
                  for pref, proto, field in ((1, "ip", "ip"), (2, "ipv6", "ip6"))]
         return cmds
 
@@ -127,8 +136,8 @@ _STATS = re.compile(r"Sent (?P<bytes>\d+) bytes (?P<pkts>\d+) pkt \(dropped (?P<
                     r"overlimits (?P<overlimits>\d+)")
 
 
-#: the band queues' names in the record, by their handles as tc prints them (band 1: 11:, band 2: 12:)
-BAND_NAMES = {"11": "unmarked", "12": "data"}
+#: the band queues' names in the record, by their handles as tc prints them (band 1: 21:, band 2: 22:)
+BAND_NAMES = {"21": "unmarked", "22": "data"}
 
 _QDISC = re.compile(r"^qdisc \S+ (?P<handle>[0-9a-f]+): ", re.M)
 

@@ -178,9 +178,6 @@ class Topology:
     #: emulated line rate of the client's and server's wires [bit/s, Ethernet L1]; None: unshaped
     #: (see testbed.shaping)
     link_rate_bps: int | None = None
-    #: the shaped wires queue DATA_TOS-marked bulk data behind everything else (testbed.shaping:
-    #: set when the suite runs iperf3, whose control connection shares the wire)
-    link_bands: bool = False
     #: emulated one-way delay of the client's and server's wires [us]; None: no delay line
     #: (see testbed.delayline)
     link_delay_us: float | None = None
