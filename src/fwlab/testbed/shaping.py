@@ -32,10 +32,10 @@ set-up and its results over a TCP control connection on the same wire as its dat
 streams through a 100 Mbit/s wire that connection's few segments were head-dropped with the data
 until its retransmission back-off (cwnd 1, back-off 5, RTO 6.7 s) outlasted the runner's time-out,
 and the trial was recorded failed ("1 of 8 iperf3 clients hung") for a reason of the lab's, not
-the firewall's. A lab keeps its control channel off the measured path. So for a trial of a tool that marks
-its data (``Runner.marks_bulk_data``: iperf3) the queue has two bands: the runner marks iperf3's data streams ``DATA_TOS`` (``-S``:
-data sockets only; a ping beside a stream is marked alike, so it still measures the data's queue)
-and they queue in the second band; everything unmarked -- control connections, the bed's own
+the firewall's. A lab keeps its control channel off the measured path. So for a trial of a tool
+that marks its data (``Runner.marks_bulk_data``: iperf3) the queue has two bands: the runner marks
+iperf3's data streams ``DATA_TOS`` (``-S``: data sockets only; a ping beside a stream is marked
+alike, so it still measures the data's queue) and they queue in the second band; everything unmarked -- control connections, the bed's own
 frames, the engine's -- in the first. The bands are served in turn (round robin, two full-size
 frames a turn: no band can starve the other), each its own QUEUE_FRAMES-frame head-drop queue, and
 tbf above both sets the rate, so the wire's rate, overhead and drop behaviour stay as they were.
