@@ -40,9 +40,11 @@ frames, the engine's -- in the first. The bands are served in turn (round robin,
 frames a turn: no band can starve the other), each its own QUEUE_FRAMES-frame head-drop queue, and
 tbf above both sets the rate, so the wire's rate, overhead and drop behaviour stay as they were.
 This kernel has no prio or drr qdisc: the bands are two htb classes of equal priority whose own
-rate, 10x the wire's, never holds anything back. htb costs the sender per frame (the
-engine's 110 B frames through a routed bed at 1 Gbit/s here: 262k -> 233k frames/s), so every
-other trial keeps the single queue: the orchestrator switches the queue before each trial (the
+rate, 10x the wire's, never holds anything back. htb may cost the sender per frame
+(iperf3's 64 B UDP sender between two namespaces at 1 Gbit/s here: medians ~370k frames/s with
+the single queue, ~290k with the bands, 4 alternations; the engine's 110 B frames through a routed
+bed: 262k against 233k in one round, 267k against 272k in the next), so every other trial keeps
+the single queue: the orchestrator switches the queue before each trial (the
 tbf, its rate and counters stay) and a trial's ``extra.link_shapers`` has the band counts when its
 queue had bands.
 """
