@@ -94,7 +94,7 @@ def test_the_bed_switches_its_queues_only_when_asked_to_change():
 
     calls = []
     bed = Testbed(Topology(run_id="abc123", mode="routed", link_rate_bps=100_000_000))
-    bed.sh = lambda role, *argv, **kw: calls.append((role, argv))
+    bed._tc = lambda role, cmds: calls.extend((role, tuple(c)) for c in cmds)
     bed.set_link_bands(False)
     assert calls == [] and not bed.link_bands
     bed.set_link_bands(True)
@@ -107,7 +107,7 @@ def test_the_bed_switches_its_queues_only_when_asked_to_change():
     bed.set_link_bands(False)
     assert [a[a.index("handle") + 1] for _, a in calls[n:]] == ["10:", "10:"] and not bed.link_bands
     unshaped = Testbed(Topology(run_id="abc124", mode="routed"))
-    unshaped.sh = lambda *a, **kw: calls.append(a)
+    unshaped._tc = lambda role, cmds: calls.extend((role, tuple(c)) for c in cmds)
     unshaped.set_link_bands(True)
     assert not unshaped.link_bands and len(calls) == n + 2
 

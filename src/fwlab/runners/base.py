@@ -153,8 +153,8 @@ class Runner(ABC):
     #: (the engine's sender split): a hosts file with server hosts ``server2`` ... (client k
     #: streams to server k) is refused for it, since its trial would not be the pairs'
     splits_generators: bool = False
-    #: it marks its bulk data DATA_TOS on a shaped bed, behind a control connection on the same
-    #: wire (iperf3): a suite with such a runner gets the shaper's two bands (testbed.shaping)
+    #: it marks its bulk data DATA_TOS on a shaped bed, beside a control connection on the same
+    #: wire (iperf3): its trials get the shaper's two bands (testbed.shaping), others the one queue
     marks_bulk_data: bool = False
     #: seconds one trial takes beyond its duration (tool start, connection set-up, counter
     #: reads), by traffic kind; rough, measured on this 2-CPU machine class

@@ -503,20 +503,23 @@ class Testbed:
     def _shape(self) -> None:
         shape = LinkShape(self.topo.link_rate_bps, bands=self.link_bands)
         for role, dev in self.shaped_interfaces():
-            for argv in shape.tc_commands(dev):
-                self.sh(role, *argv)
+            self._tc(role, shape.tc_commands(dev))
 
     def set_link_bands(self, on: bool) -> None:
         """Give the shaped wires' queues the two bands (``on``: for a trial whose tool marks its
         bulk data, testbed.shaping) or the single queue; the tbf, its rate and counters stay. No-op
-        on an unshaped bed or when already so."""
+        on an unshaped bed or when already so (it runs before every trial)."""
         if not self.topo.link_rate_bps or on == self.link_bands:
             return
         shape = LinkShape(self.topo.link_rate_bps, bands=on)
         for role, dev in self.shaped_interfaces():
-            for argv in shape.queue_commands(dev):
-                self.sh(role, *argv)
+            self._tc(role, shape.queue_commands(dev))
         self.link_bands = on
+
+    def _tc(self, role: str, cmds: list[list[str]]) -> None:
+        """``tc`` commands (each ``["tc", ...]``) in ``role``'s namespace, one ``tc -batch`` for all."""
+        self.host_for(role).run(["tc", "-batch", "-"], ns=self.ns(role),
+                                input="".join(" ".join(c[1:]) + "\n" for c in cmds))
 
     def link_state(self) -> dict | None:
         """The emulated links as configured and their shapers' counters so far (None: unshaped)."""

@@ -68,11 +68,6 @@ IFACE_COUNT = {"client": 1, "server": 1, "attacker": 1, "dut": 2}
 DUT_ATTACKER_IFACES = 3
 #: the test bed's name of a hosts-file role where they differ (the attacker's bed role is ``atk``)
 HOSTS_ROLE = {"atk": "attacker"}
-
-
-def hosts_role(role: str) -> str:
-    """The hosts-file name of a role the test bed may call otherwise (``atk``: ``attacker``)."""
-    return HOSTS_ROLE.get(role, role)
 #: address-plan fields a role may override, by role
 PLAN_FIELDS = {
     "client": ("client4", "client6", "client_net4", "client_net6"),
@@ -80,6 +75,11 @@ PLAN_FIELDS = {
     "dut": ("dut_client_side4", "dut_server_side4", "dut_client_side6", "dut_server_side6"),
     "attacker": (),
 }
+
+
+def hosts_role(role: str) -> str:
+    """The hosts-file name of a role the test bed may call otherwise (``atk``: ``attacker``)."""
+    return HOSTS_ROLE.get(role, role)
 
 
 def base_role(role: str) -> str:

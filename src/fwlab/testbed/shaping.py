@@ -35,18 +35,18 @@ and the trial was recorded failed ("1 of 8 iperf3 clients hung") for a reason of
 the firewall's. A lab keeps its control channel off the measured path. So for a trial of a tool
 that marks its data (``Runner.marks_bulk_data``: iperf3) the queue has two bands: the runner marks
 iperf3's data streams ``DATA_TOS`` (``-S``: data sockets only; a ping beside a stream is marked
-alike, so it still measures the data's queue) and they queue in the second band; everything unmarked -- control connections, the bed's own
-frames, the engine's -- in the first. The bands are served in turn (round robin, two full-size
-frames a turn: no band can starve the other), each its own QUEUE_FRAMES-frame head-drop queue, and
-tbf above both sets the rate, so the wire's rate, overhead and drop behaviour stay as they were.
-This kernel has no prio or drr qdisc: the bands are two htb classes of equal priority whose own
-rate, 10x the wire's, never holds anything back. htb may cost the sender per frame
-(iperf3's 64 B UDP sender between two namespaces at 1 Gbit/s here: medians ~370k frames/s with
-the single queue, ~290k with the bands, 4 alternations; the engine's 110 B frames through a routed
-bed: 262k against 233k in one round, 267k against 272k in the next), so every other trial keeps
-the single queue: the orchestrator switches the queue before each trial (the
-tbf, its rate and counters stay) and a trial's ``extra.link_shapers`` has the band counts when its
-queue had bands.
+alike, so it still measures the data's queue) and they queue in the second band; everything
+unmarked -- control connections, the bed's own frames, the engine's -- in the first. The bands
+are served in turn (round robin, two full-size frames a turn: no band can starve the other), each
+its own QUEUE_FRAMES-frame head-drop queue, and tbf above both sets the rate, so the wire's rate,
+overhead and drop behaviour stay as they were. This kernel has no prio or drr qdisc: the bands
+are two htb classes of equal priority whose own rate, 10x the wire's, never holds anything back.
+htb may cost the sender per frame (iperf3's 64 B UDP sender between two namespaces at 1 Gbit/s
+here: medians ~370k frames/s with the single queue, ~290k with the bands, 4 alternations; the
+engine's 110 B frames through a routed bed: 262k against 233k in one round, 267k against 272k in
+the next), so every other trial keeps the single queue: the orchestrator switches the queue before
+each trial (the tbf, its rate and counters stay) and a trial's ``extra.link_shapers`` has the band
+counts when its queue had bands.
 """
 
 from __future__ import annotations
