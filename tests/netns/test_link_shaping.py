@@ -57,7 +57,7 @@ def test_an_unshaped_bed_has_no_shaper():
         assert "tbf" not in bed.sh("client", "tc", "qdisc", "show", "dev", bed.topo.client_if).stdout
 
 
-def test_iperf3_data_queues_behind_its_control_connection_on_a_shaped_wire():
+def test_iperf3_data_queues_apart_from_its_control_connection_on_a_shaped_wire():
     """On a bed with the shaper's bands the runner marks iperf3's data streams (DATA_TOS) and the
     shaper puts them in its second band; the control connection and the bed's own frames stay in
     the first. Without the mark (or the filter) the data would sit in band 1 and this fails."""
@@ -91,7 +91,6 @@ def test_iperf3_data_queues_behind_its_control_connection_on_a_shaped_wire():
     assert "data_sent_packets" not in built and after["sent_packets"] >= before["sent_packets"] >= built["sent_packets"]
     assert "htb" not in single and "pfifo_head_drop 10:" in single
     assert parse_qdisc_stats(single)["sent_packets"] >= after["sent_packets"]
-
 
 
 def test_a_ping_beside_a_marked_stream_waits_in_the_datas_queue():
