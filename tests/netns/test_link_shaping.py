@@ -93,6 +93,35 @@ def test_iperf3_data_queues_apart_from_its_control_connection_on_a_shaped_wire()
     assert parse_qdisc_stats(single)["sent_packets"] >= after["sent_packets"]
 
 
+@pytest.mark.parametrize("ip_version", [4, 6])
+def test_the_servers_data_is_marked_too(ip_version):
+    """``direction = "down"``: the server sends the data. Its iperf3 server serves one IP version
+    (``-4``/``-6``): iperf3 3.12's dual-stack server left the IPv4 data it sent unmarked
+    (esnet/iperf#638), so with one dual-stack server the IPv4 case fails here (band 2 stays empty)."""
+    from fwlab.runners import TrafficSpec, get_runner
+    from fwlab.testbed.shaping import parse_qdisc_stats
+
+    with Testbed(Topology(run_id=new_run_id(), mode="routed", link_rate_bps=100_000_000)) as bed:
+        dev = bed.topo.server_if
+
+        def qdiscs():
+            return parse_qdisc_stats(bed.sh("server", "tc", "-s", "qdisc", "show", "dev", dev).stdout)
+
+        bed.set_link_bands(True)
+        before = qdiscs()
+        runner = get_runner("iperf3")
+        spec = TrafficSpec("tcp", "iperf3", duration_s=2.0, streams=2, ip_version=ip_version,
+                           options={"direction": "down"})
+        try:
+            m = runner.run_clients(bed, spec)
+        finally:
+            runner.stop(bed)
+        after = qdiscs()
+    d = {k: after[k] - before.get(k, 0) for k in after}
+    assert "-S" in m.raw["argv"] and "-R" in m.raw["argv"] and m.metrics["throughput_bps"] > 10e6
+    assert d["data_sent_packets"] >= 0.9 * d["sent_packets"], d
+
+
 def test_a_ping_beside_a_marked_stream_waits_in_the_datas_queue():
     """Delay under load on a banded wire: the ping beside the stream is marked as its data, so its
     echo requests queue in the data's band, not beside the control connection (there it would skip

@@ -149,7 +149,7 @@ def _pair_trial(delays: dict):
     bed = _FakeBed(Topology(run_id="abc123", pairs=2), _FakeHost(delays, str(GOLDEN / "iperf3_tcp.json")))
     r = Iperf3()
     for role in ("server", "server2"):  # servers already listening: the fake bed runs no iperf3 -s
-        r._servers[(role, bed.ns(role), 5201)] = Spawned(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"],
+        r._servers[(role, bed.ns(role), 5201, 4)] = Spawned(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"],
                                                                     start_new_session=True), bed.ns(role), [])
     try:
         return r.run_clients(bed, TrafficSpec(traffic="tcp", tool="iperf3", duration_s=2))

@@ -68,13 +68,13 @@ def test_iperf3_stop_on_ports_leaves_the_other_servers_running():
     bed = _Bed(Topology(run_id="abc123"))
     r = Iperf3()
     for port in (5201, 5202, 5203):
-        r._servers[("server", bed.ns("server"), port)] = Spawned(_sleeper(), bed.ns("server"), [])
-    load = r._servers[("server", bed.ns("server"), 5201)]
-    probe = r._servers[("server", bed.ns("server"), 5203)]
+        r._servers[("server", bed.ns("server"), port, 4)] = Spawned(_sleeper(), bed.ns("server"), [])
+    load = r._servers[("server", bed.ns("server"), 5201, 4)]
+    probe = r._servers[("server", bed.ns("server"), 5203, 4)]
     try:
         r.stop(bed, ports=[5203])  # the probe's client failed: only its server restarts
         assert probe.proc.poll() is not None and load.proc.poll() is None
-        assert sorted(p for _, _, p in r._servers) == [5201, 5202]
+        assert sorted(p for _, _, p, _ in r._servers) == [5201, 5202]
     finally:
         r.stop(bed)
     assert r._servers == {} and load.proc.poll() is not None

@@ -111,14 +111,13 @@ def build_client_args(spec: TrafficSpec, server_addr: str, cpu: int | None, *,
 def data_tos(bed: "Testbed", spec: TrafficSpec) -> int | None:
     """The TOS the data of ``spec`` carries on ``bed``: DATA_TOS when its emulated wires' queues
     have bands now (testbed.shaping: the orchestrator gives them to iperf3's trials; the data then
-    queues apart from iperf3's control connection), else none.
-    Only where every direction's data can be marked: iperf3 3.12's dual-stack server does not mark
-    the IPv4 data it sends (esnet/iperf#638), so IPv4 ``down``/``bidir`` stays unmarked, all of it in
-    one queue as on an unbanded wire (a ping beside it must share its data's queue: it is marked
-    alike)."""
+    queues apart from iperf3's control connection), else none. Every direction's data is marked:
+    the client's by ``-S``, the server's by the same setting, which iperf3 passes to its server
+    (one per IP version: :meth:`Iperf3._start_port`). A ping beside the data is marked alike, so
+    it waits in the data's queue."""
     if not (bed.topo.link_rate_bps and bed.link_bands):
         return None
-    return DATA_TOS if spec.options.get("direction", "up") == "up" or spec.ip_version == 6 else None
+    return DATA_TOS
 
 
 def _load(text: str) -> dict:
@@ -371,7 +370,8 @@ class Iperf3(Runner):
                "size and rate; up, down or both directions (kind parallel: tool parallel)")
 
     def __init__(self) -> None:
-        self._servers: dict[tuple[str, str | None, int], Spawned] = {}  #: (role, ns, port)
+        #: (role, ns, port, IP version): one server per IP version (``-4`` / ``-6``, see _start_port)
+        self._servers: dict[tuple[str, str | None, int, int], Spawned] = {}
         # probes during a load run a second client beside it (methods.recovery): both threads
         # start and stop servers of this runner
         self._servers_lock = threading.Lock()
@@ -415,11 +415,15 @@ class Iperf3(Runner):
 
     def start(self, bed: "Testbed", spec: TrafficSpec) -> None:
         for role in server_roles(bed):
-            self._start_port(bed, spec.port, role)
+            self._start_port(bed, spec.port, role, spec.ip_version)
 
-    def _start_port(self, bed: "Testbed", port: int, role: str = "server") -> None:
+    def _start_port(self, bed: "Testbed", port: int, role: str = "server", ip_version: int = 4) -> None:
+        """An iperf3 server on ``port`` for ``ip_version`` alone (``-4``: an IPv4 socket; ``-6``:
+        IPv6 only), so a v4 and a v6 server share the port. Not one dual-stack server: iperf3
+        3.12's does not mark the IPv4 data it sends (``-S``, esnet/iperf#638; fixed in 3.13), and a
+        banded wire (testbed.shaping) needs every direction's data marked."""
         # the role too: remote server hosts without ``ns`` all have namespace None
-        key = (role, bed.ns(role), port)
+        key = (role, bed.ns(role), port, ip_version)
         with self._servers_lock:
             sp = self._servers.get(key)
         if sp is not None and sp.proc.poll() is None:
@@ -428,19 +432,20 @@ class Iperf3(Runner):
         # --logfile: the server's per-stream and per-interval lines must not go to a pipe nobody
         # reads: once it is full (about 64 KB, reached with ~100 streams) the server blocks in
         # write() and its clients never finish.
-        args = ["iperf3", "-s", "-p", str(port), "--logfile", "/dev/null"]
+        args = ["iperf3", "-s", f"-{ip_version}", "-p", str(port), "--logfile", "/dev/null"]
         cpu = bed.topo.pinning.server_cpu
         if cpu is not None:
             args += ["-A", str(cpu)]
         sp = bed.host_for(role).spawn(args, ns=bed.ns(role))
         with self._servers_lock:
             self._servers[key] = sp
-        self._wait_listening(bed, port, role)
+        self._wait_listening(bed, port, role, ip_version)
 
-    def _wait_listening(self, bed: "Testbed", port: int, role: str = "server", timeout_s: float = 5.0) -> None:
+    def _wait_listening(self, bed: "Testbed", port: int, role: str = "server", ip_version: int = 4,
+                        timeout_s: float = 5.0) -> None:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            cp = bed.sh(role, "ss", "-ltnH", f"sport = :{port}", check=False)
+            cp = bed.sh(role, "ss", "-ltnH", f"-{ip_version}", f"sport = :{port}", check=False)
             if cp.stdout.strip():
                 return
             time.sleep(0.05)
@@ -586,7 +591,7 @@ class Iperf3(Runner):
                                   fix=f"add addresses.server{spec.ip_version} to [hosts.{p.server}]")
         for p in pairs:
             for port in ports:
-                self._start_port(bed, port, p.server)
+                self._start_port(bed, port, p.server, spec.ip_version)
         cpu = t.pinning.client_cpu
         jobs = [(p, build_client_args(spec, p.server_addr(spec.ip_version), cpu, streams=n, port=port,
                                       tos=data_tos(bed, spec)))
