@@ -3,7 +3,7 @@
 from types import SimpleNamespace
 
 from fwlab.report.cpu import render
-from fwlab.testbed.cpuseries import CpuRoles, CpuSampler, cpu_rates, read_proc_stat
+from fwlab.testbed.cpuseries import CpuRoles, CpuSampler, cpu_rates, merge_short_tail, read_proc_stat
 from fwlab.testbed.topology import Pinning
 from trials import full_trial
 
@@ -41,6 +41,19 @@ def test_rates_veth_dut_is_client_softirq():
     assert abs(r["dut_busy_pct"] - 30.0) < 1e-9
     assert abs(r["server_busy_pct"] - 25.0) < 1e-9  # iowait counts as idle
     assert abs(r["host_busy_pct"] - 52.5) < 1e-9
+
+
+def test_a_short_last_interval_joins_the_one_before():
+    """The trial's end reading comes a fraction of a second after the last whole one; at 1/100 s
+    ticks its own row would jump (5 ticks: 0, 20 ... 100 %). It is merged into the row before."""
+    a, b, c = ({0: (t, t // 2, 0)} for t in (0, 100, 105))
+    merged = merge_short_tail([(0.0, a), (1.0, b), (1.05, c)], 1.0)
+    assert [t for t, _ in merged] == [0.0, 1.05]
+    kept = [(0.0, a), (1.0, b), (1.6, c)]
+    assert merge_short_tail(kept, 1.0) == kept  # 0.6 s: a row of its own
+    assert merge_short_tail(kept[:2], 1.0) == kept[:2]  # one interval: nothing to merge into
+    roles = CpuRoles(0, None, None, "busy")
+    assert [r["t_s"] for r in cpu_rates(merged, roles)] == [1.05]
 
 
 def test_napi_dut_has_its_own_cpu_and_remote_roles_are_missing_with_reason():

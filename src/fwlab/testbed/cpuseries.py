@@ -106,6 +106,17 @@ def cpu_rates(samples: list[tuple[float, dict[int, tuple[int, int, int]]]], role
     return out
 
 
+def merge_short_tail(samples: list[tuple[float, dict]], interval_s: float,
+                     min_share: float = 0.5) -> list[tuple[float, dict]]:
+    """The readings with a last interval shorter than ``min_share`` x ``interval_s`` merged into the
+    one before it (the reading between them dropped). The sampler's last reading comes when the
+    trial ends, often a fraction of a second after the one before; ``/proc/stat`` counts in ticks
+    (1/100 s), so a 0.05 s interval can only read 0, 20, 40 ... 100 % busy."""
+    if len(samples) >= 3 and samples[-1][0] - samples[-2][0] < min_share * interval_s:
+        return samples[:-2] + samples[-1:]
+    return samples
+
+
 class CpuSampler(PeriodicSampler):
     """Reads ``/proc/stat`` every ``interval_s`` (the link sampler's cadence) during a trial."""
 
@@ -125,7 +136,8 @@ class CpuSampler(PeriodicSampler):
     def stop(self) -> dict:
         """The record's ``extra.cpu_series``: the role -> CPU map, what is missing and why, samples."""
         self._finish()
-        rec = {"interval_s": self.interval_s, **asdict(self.roles), "samples": cpu_rates(self.samples, self.roles)}
+        rec = {"interval_s": self.interval_s, **asdict(self.roles),
+               "samples": cpu_rates(merge_short_tail(self.samples, self.interval_s), self.roles)}
         if self.error:
             rec["error"] = self.error
         return rec
