@@ -76,5 +76,5 @@ def test_probes_run_during_the_load_on_their_own_port(bed):
     assert all(p["throughput_bps"] and p["throughput_bps"] > 0 for p in probes)
     assert all(p["recovered"] is False for p in probes if not p["during_load"])
     # the probes' iperf3 server listened on the port after the load's (one process for 20 streams)
-    probe_server = get_runner("iperf3")._servers.get(("server", bed.ns("server"), spec.port + 1))
+    probe_server = get_runner("iperf3")._servers.get(("server", bed.ns("server"), spec.port + 1, spec.ip_version))
     assert probe_server is not None and str(spec.port + 1) in probe_server.argv
