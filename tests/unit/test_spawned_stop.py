@@ -78,3 +78,39 @@ def test_iperf3_stop_on_ports_leaves_the_other_servers_running():
     finally:
         r.stop(bed)
     assert r._servers == {} and load.proc.poll() is not None
+
+
+@dataclass
+class _SpawningBed(_Bed):
+    """Spawns a sleeper for each iperf3 server and says every port is listening."""
+
+    def __post_init__(self):
+        self.spawned: list[list[str]] = []
+
+    def spawn(self, args, ns=None):
+        self.spawned.append(args)
+        return Spawned(_sleeper(), ns, args)
+
+    def sh(self, role, *args, check=True):
+        return subprocess.CompletedProcess(args, 0, stdout="LISTEN 0 4096 *:5201 *:*\n", stderr="")
+
+
+def test_a_port_serves_one_ip_version_at_a_time(monkeypatch):
+    """An iperf3 -6 server beside a -4 one on the same port failed IPv6 trials with a window
+    ('unable to start stream listener: Address already in use'): a trial of the other version
+    replaces the port's server, and one of the same version reuses it."""
+    monkeypatch.setattr("fwlab.runners.iperf3.require_tool", lambda name: None)
+    bed = _SpawningBed(Topology(run_id="abc123"))
+    r = Iperf3()
+    try:
+        r._start_port(bed, 5201, "server", 4)
+        v4 = r._servers[("server", bed.ns("server"), 5201, 4)]
+        r._start_port(bed, 5201, "server", 4)
+        assert len(bed.spawned) == 1 and "-4" in bed.spawned[0]
+        r._start_port(bed, 5202, "server", 4)  # another port: its own server
+        r._start_port(bed, 5201, "server", 6)
+        assert "-6" in bed.spawned[-1] and v4.proc.poll() is not None
+        assert sorted(k[2:] for k in r._servers) == [(5201, 6), (5202, 4)]
+    finally:
+        r.stop(bed)
+    assert r._servers == {}

@@ -370,7 +370,7 @@ class Iperf3(Runner):
                "size and rate; up, down or both directions (kind parallel: tool parallel)")
 
     def __init__(self) -> None:
-        #: (role, ns, port, IP version): one server per IP version (``-4`` / ``-6``, see _start_port)
+        #: (role, ns, port, IP version): one server a port, for one IP version (see _start_port)
         self._servers: dict[tuple[str, str | None, int, int], Spawned] = {}
         # probes during a load run a second client beside it (methods.recovery): both threads
         # start and stop servers of this runner
@@ -418,14 +418,22 @@ class Iperf3(Runner):
             self._start_port(bed, spec.port, role, spec.ip_version)
 
     def _start_port(self, bed: "Testbed", port: int, role: str = "server", ip_version: int = 4) -> None:
-        """An iperf3 server on ``port`` for ``ip_version`` alone (``-4``: an IPv4 socket; ``-6``:
-        IPv6 only), so a v4 and a v6 server share the port. Not one dual-stack server: iperf3
-        3.12's does not mark the IPv4 data it sends (``-S``, esnet/iperf#638; fixed in 3.13), and a
-        banded wire (testbed.shaping) needs every direction's data marked."""
+        """An iperf3 server on ``port`` for ``ip_version`` alone (``-4``: an IPv4 socket; ``-6``).
+        Not one dual-stack server: iperf3 3.12's does not mark the IPv4 data it sends (``-S``,
+        esnet/iperf#638; fixed in 3.13), and a banded wire (testbed.shaping) needs every
+        direction's data marked. One server a port at a time: a trial of the other IP version
+        replaces it (a ``-6`` server beside a ``-4`` one on the port failed IPv6 trials with a
+        window, ``-w``: "unable to start stream listener: Address already in use")."""
         # the role too: remote server hosts without ``ns`` all have namespace None
         key = (role, bed.ns(role), port, ip_version)
         with self._servers_lock:
             sp = self._servers.get(key)
+            other = [(k, s) for k, s in self._servers.items() if k[:3] == key[:3] and k[3] != ip_version]
+            for k, _ in other:
+                del self._servers[k]
+        for _, s in other:
+            s.stop()
+            bed.host_for(role).forget(s)
         if sp is not None and sp.proc.poll() is None:
             return
         require_tool("iperf3")
