@@ -244,3 +244,15 @@ def test_cli_bench_conn_args_and_bad_input():
     assert (a.rounds, a.workers, a.json, a.addresses) == (2, 4, True, 8) and a.func.__name__ == "cmd_bench_conn"
     if os.geteuid() == 0:
         assert cli.main(["bench", "conn", "--workers", "0"]) == 2
+
+
+def test_bench_conn_limit_text_has_no_float_noise_from_an_even_count_of_rounds():
+    """The median of 8 rounds is a mean of two (1.91 and 1.9 -> 1.9049999999999998 printed)."""
+    from fwlab.bench.conn import ConnBenchConfig, contenders, summarize_rounds
+
+    opts = contenders(ConnBenchConfig())
+    rounds = [{n: _conn_row(c, cpu, engine_cpus=e) for n, c, cpu in zip(opts, (10000, 12500, 12000), (100.0, 75.0, 70.0))}
+              for e in (1.9, 1.91, 1.9, 1.91)]
+    lim = summarize_rounds(rounds, opts, cpus=2)["limit"]
+    assert lim["limit"] == "kernel CPU per transaction"
+    assert "1.9049999" not in lim["why"] and "processes had 1.905," in lim["why"], lim["why"]

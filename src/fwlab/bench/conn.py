@@ -172,7 +172,7 @@ def run_bench(cfg: ConnBenchConfig, log: TextIO | None = sys.stderr) -> dict:
 
 def _median(rows: list[dict], name: str, key: str) -> float | None:
     v = [float(r[name][key]) for r in rows if r.get(name, {}).get(key) is not None]
-    return statistics.median(v) if v else None
+    return round(statistics.median(v), 4) if v else None  # an even count's median: a mean of two
 
 
 def _stats(rows: list[dict], names) -> dict:
@@ -303,7 +303,8 @@ def limit(res: dict, cpus: int, routed: list[dict] | None = None, direct: list[d
                    + (" [{}, {}] (95 %)".format(*figs["bound_cps_all_cpus_ci95"]) if figs["bound_cps_all_cpus_ci95"]
                       else " (no interval)") + "). "
                    f"Each rate here is the CPUs its processes got / its CPU per transaction (median CPUs: "
-                   + ", ".join(f"{n} {c[n]['engine_cpus']}" for n in c) + "): a rate ratio above the CPU "
+                   + ", ".join(f"{n} {c[n]['engine_cpus']:.2f}" if c[n]['engine_cpus'] is not None else f"{n} unknown"
+                              for n in c) + "): a rate ratio above the CPU "
                    "ratio is a larger share taken from other load, not a faster client"}
 
 
