@@ -128,7 +128,8 @@ def test_iperf3_marks_its_data_only_when_asked():
 def test_data_is_marked_on_a_banded_wire_only(rate, bands, direction, ipv, marked):
     bed = SimpleNamespace(topo=SimpleNamespace(link_rate_bps=rate), link_bands=bands)
     spec = TrafficSpec("tcp", "iperf3", ip_version=ipv, options={"direction": direction})
-    assert data_tos(bed, spec) == (DATA_TOS if marked else None)
+    assert data_tos(bed) == (DATA_TOS if marked else None)
+    assert ("-S" in build_client_args(spec, "198.19.1.1", None, tos=data_tos(bed))) == marked
 
 
 def test_a_ping_beside_a_marked_stream_is_marked_alike():

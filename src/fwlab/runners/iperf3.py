@@ -108,13 +108,13 @@ def build_client_args(spec: TrafficSpec, server_addr: str, cpu: int | None, *,
     return args
 
 
-def data_tos(bed: "Testbed", spec: TrafficSpec) -> int | None:
-    """The TOS the data of ``spec`` carries on ``bed``: DATA_TOS when its emulated wires' queues
-    have bands now (testbed.shaping: the orchestrator gives them to iperf3's trials; the data then
-    queues apart from iperf3's control connection), else none. Every direction's data is marked:
-    the client's by ``-S``, the server's by the same setting, which iperf3 passes to its server
-    (one per IP version: :meth:`Iperf3._start_port`). A ping beside the data is marked alike, so
-    it waits in the data's queue."""
+def data_tos(bed: "Testbed") -> int | None:
+    """The TOS iperf3's data carries on ``bed``: DATA_TOS when its emulated wires' queues have
+    bands now (testbed.shaping: the orchestrator gives them to iperf3's trials; the data then
+    queues apart from iperf3's control connection), else none. The same in every trial and
+    direction: the client's data is marked by ``-S``, the server's by the same setting, which
+    iperf3 passes to its server (one per IP version: :meth:`Iperf3._start_port`). A ping beside
+    the data is marked alike, so it waits in the data's queue."""
     if not (bed.topo.link_rate_bps and bed.link_bands):
         return None
     return DATA_TOS
@@ -536,7 +536,7 @@ class Iperf3(Runner):
             self.start(bed, replace(spec, port=p))
         server = bed.topo.plan.server(spec.ip_version)
         cpu = bed.topo.pinning.client_cpu
-        argvs = [build_client_args(spec, server, cpu, streams=n, port=p, tos=data_tos(bed, spec))
+        argvs = [build_client_args(spec, server, cpu, streams=n, port=p, tos=data_tos(bed))
                  for n, p in zip(shares, ports)]
         direction = spec.options.get("direction", "up")
         links = self._rx_links(bed, direction)
@@ -602,7 +602,7 @@ class Iperf3(Runner):
                 self._start_port(bed, port, p.server, spec.ip_version)
         cpu = t.pinning.client_cpu
         jobs = [(p, build_client_args(spec, p.server_addr(spec.ip_version), cpu, streams=n, port=port,
-                                      tos=data_tos(bed, spec)))
+                                      tos=data_tos(bed)))
                 for p in pairs for n, port in zip(shares, ports)]
         direction = spec.options.get("direction", "up")
         links = {p.k: self._rx_links(bed, direction, p) for p in pairs}
@@ -666,7 +666,7 @@ class Iperf3(Runner):
         if spec.options.get("rtt_probe"):
             from fwlab.runners.ping import PingProbe
             # marked as the stream's data: its echoes wait in the data's queue on a banded wire
-            probe = PingProbe(bed, spec.ip_version, spec.duration_s + 1, tos=data_tos(bed, spec))
+            probe = PingProbe(bed, spec.ip_version, spec.duration_s + 1, tos=data_tos(bed))
             probe.start()
         try:
             m = self.run_clients(bed, spec)
