@@ -354,3 +354,45 @@ def test_what_stops_it_names_the_duts_spread_only_when_it_exceeds_the_width():
     s = compare(runs_from_records(_records(cfg, duts)), cfg.relative_width)
     assert s["noise"]["cv"] > cfg.relative_width and s["goal"]["verdict"] != "reached"
     assert "width both searches were asked for" in s["what_stops_it"]
+
+
+def _search(alg, rnd, trials):
+    return {"algorithm": alg, "round": rnd, "trials": [
+        {"phase": "g/2of2", "duration_s": d, "load_pps": load, "passed": ok, "generator_short": short}
+        for d, load, ok, short in trials]}
+
+
+def test_full_length_passes_and_failures_overlapping_are_a_range_not_one_load():
+    # reproduced: a full-length failure at 5000 below a full-length pass at 6000 (another search)
+    runs = [_search("binary", 1, [(3.0, 9000, False, False), (3.0, 6000, True, False), (3.0, 7000, False, False)]),
+            _search("mlr", 1, [(0.5, 8000, True, False), (3.0, 5000, False, False), (3.0, 5500, False, False),
+                               (3.0, 4500, True, False)])]
+    ov = bench.full_length_overlap(runs)
+    assert (ov["low_pps"], ov["high_pps"], ov["trials"], ov["passed"]) == (5000, 6000, 3, 1)
+    assert ov["relative_span"] == pytest.approx(1 / 6) and ov["per_search"] == {"binary": 1.0, "mlr": 2.0}
+    assert "between 5.00 kpps and 6.00 kpps" in bench.overlap_clause(ov)
+    # not reproduced: every full-length failure above every pass (one zero-loss load); a shorter
+    # trial's pass above a failure does not count
+    runs[1]["trials"][1:3] = [{**t, "load_pps": 7500} for t in runs[1]["trials"][1:3]]
+    assert bench.full_length_overlap(runs) is None and bench.overlap_clause(None) == ""
+    # a generator-short failure, or an attempt measured again, says nothing of the DUT
+    gen = [_search("mlr", 1, [(3.0, 6000, True, False), (3.0, 5000, False, True)]),
+           {"algorithm": "binary", "round": 1, "trials": [
+               {"phase": "g/x", "duration_s": 3.0, "load_pps": 5000, "passed": False, "generator_short": False},
+               {"phase": "g/x/retry1", "duration_s": 3.0, "load_pps": 5000, "passed": True, "generator_short": False}]}]
+    assert bench.full_length_overlap(gen) is None
+    # inconclusive input: no full-length pass at all
+    assert bench.full_length_overlap([_search("mlr", 1, [(3.0, 5000, False, False)])]) is None
+
+
+def test_the_overlap_is_in_the_comparison_and_its_table():
+    cfg = SearchBenchConfig(rounds=2)
+    duts = {(r, alg): Wandering(mean_pps=5000, ring_frames=1500, sigma=0.35, tau_s=0.5, seed=10 * r + k)
+            for r in (1, 2) for k, alg in enumerate(("binary", "mlr"))}
+    s = compare(runs_from_records(_records(cfg, duts)), cfg.relative_width)
+    assert s["full_length_overlap"] is not None and s["full_length_overlap"]["trials"] >= 2
+    assert "passed and failed alike" in bench.format_table({**_fake_result(), "summary": s})
+    duts = {(r, alg): FixedCapacity(9_000) for r in (1, 2) for alg in ("binary", "mlr")}
+    s = compare(runs_from_records(_records(cfg, duts)), cfg.relative_width)
+    assert s["full_length_overlap"] is None
+    assert "passed and failed alike" not in bench.format_table({**_fake_result(), "summary": s})

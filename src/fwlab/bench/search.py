@@ -403,6 +403,52 @@ def spending(runs: list[dict]) -> dict:
             "full_length_generator_short_retried": full_generator_short}
 
 
+def full_length_overlap(runs: list[dict]) -> dict | None:
+    """Where the DUT's zero-loss load at the full trial length is a range, not one number.
+
+    The full-length trials of every search (both contenders pooled; attempts the search measured
+    again because the generator fell short, and generator-short trials, left out: they say nothing
+    of the DUT) give the lowest load one failed at and the highest load one passed at. When that
+    failure lies below that pass, full-length trials passed and failed alike in between: a trial
+    there may go either way. With exceed ratio 0 one failure anywhere is an upper bound, so a
+    search's result in that range falls the more trials it spends there (and a search that stops
+    probing after one pass keeps a higher one): the contenders' results can differ by more than
+    their repeats' spread. Returns the range (``low_pps``, ``high_pps``, ``relative_span`` =
+    (high - low) / high), the full-length trials in it (``trials``, ``passed``) and each
+    contender's trials in it per search (``per_search``); None when every failure lies above
+    every pass (a single zero-loss load) or there is no full-length pass or failure."""
+    longest = max((t["duration_s"] for r in runs for t in r.get("trials") or []), default=0.0)
+    full: list[tuple[str, dict]] = []
+    for r in runs:
+        trials = r.get("trials") or []
+        again = _measured_again(trials)
+        full += [(r["algorithm"], t) for k, t in enumerate(trials)
+                 if t["duration_s"] >= longest and k not in again and not t.get("generator_short")]
+    fails = [t["load_pps"] for _, t in full if not t["passed"]]
+    passes = [t["load_pps"] for _, t in full if t["passed"]]
+    if not fails or not passes or min(fails) >= max(passes):
+        return None
+    low, high = min(fails), max(passes)
+    inside = [(alg, t) for alg, t in full if low <= t["load_pps"] <= high]
+    searches = {alg: sum(1 for r in runs if r["algorithm"] == alg and r.get("trials")) for alg in CONTENDERS}
+    return {"low_pps": low, "high_pps": high, "relative_span": (high - low) / high, "duration_s": longest,
+            "trials": len(inside), "passed": sum(1 for _, t in inside if t["passed"]),
+            "per_search": {alg: (sum(1 for a, _ in inside if a == alg) / n if n else None)
+                           for alg, n in searches.items()}}
+
+
+def overlap_clause(ov: dict | None) -> str:
+    """:func:`full_length_overlap` in one clause ("" when there is none)."""
+    if ov is None:
+        return ""
+    per = ", ".join(f"{alg} {v:.1f}" for alg, v in ov["per_search"].items() if v is not None)
+    return (f"{ov['duration_s']:g} s trials passed and failed alike between {_kpps(ov['low_pps'])} and "
+            f"{_kpps(ov['high_pps'])} ({100 * ov['relative_span']:.0f} % of the higher; {ov['passed']} of "
+            f"{ov['trials']} trials there passed): the DUT's zero-loss load at that length is a range, not one "
+            f"number, and one failure in it is an upper bound, so a result there falls with the trials a search "
+            f"spends in it (per search: {per})")
+
+
 def _ratio_per_round(runs: list[dict]) -> list[float]:
     """mlr_vs_binary of each round on its own (rounds where both searches completed)."""
     out = []
@@ -498,6 +544,7 @@ def compare(runs: list[dict], relative_width: float = 0.02) -> dict:
     out["noise"] = {**nz, "gap_sigma": gap_sigma, "relative_width": relative_width,
                     "how": "pooled within-contender spread of repeated search results (rounds x repetitions)"}
     out["within_noise"] = within_noise(gap, gap_sigma, relative_width)
+    out["full_length_overlap"] = full_length_overlap(runs)
     if out["what_stops_it"]:
         out["what_stops_it"] += noise_clause(nz["cv"], relative_width)
     return out
@@ -592,11 +639,13 @@ def format_table(res: dict) -> str:
         f"{100 * nz['cv']:.1f} % (sigma of one result, {nz['df']} degrees of freedom)"
     verdict = {True: "within noise", False: "BEYOND noise", None: "undecided"}[s["within_noise"]]
     lines.append(f"result gap {gap}; DUT noise {noise_txt}; width {100 * nz['relative_width']:g} % -> {verdict}")
+    if s.get("full_length_overlap"):
+        lines.append("  " + overlap_clause(s["full_length_overlap"]))
     lines.append(f"wall {res['wall_s']:.0f} s; record {res['record']}")
     return "\n".join(lines)
 
 
 __all__ = ["CONTENDERS", "FULL_LENGTH_PHASES", "GOAL_RATIO", "INCONCLUSIVE", "MLR_GOALS", "MLR_PHASES", "NOT_REACHED",
            "REACHED", "TrialClass", "classify", "goal_verdict",
-           "phase_breakdown", "phases", "what_stops_it", "noise_clause", "SearchBenchConfig", "abba", "compare", "format_table", "goals", "noise",
+           "phase_breakdown", "phases", "what_stops_it", "noise_clause", "SearchBenchConfig", "abba", "compare", "format_table", "full_length_overlap", "goals", "noise", "overlap_clause",
            "run_bench", "runs_from_records", "spending", "suite_data", "suite_toml", "trace", "within_noise"]
