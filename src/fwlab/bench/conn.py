@@ -57,7 +57,7 @@ SATURATED = 0.9  #: CPUs busy at least this share of those a contender may use a
 
 @dataclass(frozen=True)
 class ConnBenchConfig:
-    rounds: int = 3  #: A B C repeated this many times
+    rounds: int = 7  #: A B C repeated this many times (with fewer the median's interval spans all rounds)
     seconds: float = 3.0  #: launch window per measurement [s]
     workers: int = 2  #: client and server processes of the scaled contender
     addresses: int = 8  #: client source addresses (all contenders)
