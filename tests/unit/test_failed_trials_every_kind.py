@@ -6,6 +6,7 @@ study's comparison and every export read a record holding them without a traceba
 import io
 import json
 import shutil
+import warnings
 from pathlib import Path
 
 import jsonschema
@@ -48,8 +49,13 @@ def run_with_failures(tmp_path):
 
 
 def test_report_summary_and_exports_read_failed_trials_of_every_kind(run_with_failures, tmp_path):
-    html = write_report(run_with_failures).read_text()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # e.g. matplotlib's legend of an empty plot
+        html = write_report(run_with_failures).read_text()
     assert "runner failed (test)" in html  # the failures are shown, with their reasons
+    # a figure no trial measured is said to be missing, not drawn as empty axes
+    assert "no value measured (every trial failed" in html
+    assert "no transaction figure measured (every trial failed)" in html
     out = io.StringIO()
     print_summary(run_with_failures, out)
     assert out.getvalue()

@@ -6,6 +6,8 @@ fwlab.svgplot's (shared with the trend page). Never reads the live run or the re
 
 from __future__ import annotations
 
+from html import escape
+
 from fwlab.results.curves import Curve
 from fwlab.svgplot import SVG_HASH_SALT, plt  # noqa: F401  (the report's modules draw with these)
 from fwlab.svgplot import figure_svg as _svg
@@ -59,6 +61,9 @@ def rate_vs_rules(cs: list[Curve], metric: str, title: str) -> str:
     ax.set_title(f"{title}\nmedian of {reps} repetition{'s' if reps != 1 else ''}; bars: min–max; "
                  "hollow points: each repetition", fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
+    if not all_ns:  # no curve has a value of this figure (e.g. every trial failed): no empty axes
+        plt.close(fig)
+        return f"<p class='note'>{escape(title)}: no value measured (every trial failed or lacks this figure).</p>"
     ax.legend(fontsize=8, loc="best")
     return _svg(fig)
 

@@ -149,7 +149,11 @@ def _plot_vs_clients(groups: dict[tuple, dict[int, list[dict]]], title: str) -> 
         ax.grid(True, alpha=0.3)
     a1.set_title(f"{title}: TPM (median, min–max)", fontsize=9)
     a2.set_title("failure % (median)", fontsize=9)
-    a1.legend(fontsize=6, loc="best")
+    drawn = [ax for ax in (a1, a2) if ax.get_legend_handles_labels()[0]]
+    if not drawn:  # no trial gave a TPM or a failure share: say so instead of empty axes
+        plt.close(fig)
+        return f"<p class='note'>{_esc(title)}: no transaction figure measured (every trial failed).</p>"
+    drawn[0].legend(fontsize=6, loc="best")
     return _svg(fig)
 
 
