@@ -445,8 +445,9 @@ def overlap_clause(ov: dict | None) -> str:
     return (f"{ov['duration_s']:g} s trials passed and failed alike between {_kpps(ov['low_pps'])} and "
             f"{_kpps(ov['high_pps'])} ({100 * ov['relative_span']:.0f} % of the higher; {ov['passed']} of "
             f"{ov['trials']} trials there passed): the DUT's zero-loss load at that length is a range, not one "
-            f"number, and one failure in it is an upper bound, so a result there falls with the trials a search "
-            f"spends in it (per search: {per})")
+            f"number, and a result in it depends on how many trials a search spends there and how it judges them "
+            f"(with exceed ratio 0 one failure is an upper bound, so each further trial can only lower it; "
+            f"per search: {per})")
 
 
 def _ratio_per_round(runs: list[dict]) -> list[float]:
