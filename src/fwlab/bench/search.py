@@ -52,6 +52,7 @@ from fwlab.errors import FwlabError
 from fwlab.results.trial import TrialRecord
 from fwlab.search import SearchResult
 from fwlab.stats.ratio import RatioInterval, ratio_interval
+from fwlab.stats.zero_loss_range import JudgedTrial, zero_loss_range
 from fwlab.suites import parse_suite
 
 
@@ -404,37 +405,26 @@ def spending(runs: list[dict]) -> dict:
 
 
 def full_length_overlap(runs: list[dict]) -> dict | None:
-    """Where the DUT's zero-loss load at the full trial length is a range, not one number.
-
-    The full-length trials of every search (both contenders pooled; attempts the search measured
-    again because the generator fell short, and generator-short trials, left out: they say nothing
-    of the DUT) give the lowest load one failed at and the highest load one passed at. When that
-    failure lies below that pass, full-length trials passed and failed alike in between: a trial
-    there may go either way. With exceed ratio 0 one failure anywhere is an upper bound, so a
-    search's result in that range falls the more trials it spends there (and a search that stops
-    probing after one pass keeps a higher one): the contenders' results can differ by more than
-    their repeats' spread. Returns the range (``low_pps``, ``high_pps``, ``relative_span`` =
-    (high - low) / high), the full-length trials in it (``trials``, ``passed``) and each
-    contender's trials in it per search (``per_search``); None when every failure lies above
-    every pass (a single zero-loss load) or there is no full-length pass or failure."""
-    longest = max((t["duration_s"] for r in runs for t in r.get("trials") or []), default=0.0)
-    full: list[tuple[str, dict]] = []
+    """Where the DUT's zero-loss load at the full trial length is a range, not one number
+    (:func:`fwlab.stats.zero_loss_range.zero_loss_range`), over every search of both contenders:
+    attempts the search measured again because the generator fell short are left out with the
+    generator-short trials. Returns the range (``low_pps``, ``high_pps``, ``relative_span`` =
+    (high - low) / high, ``duration_s``), the full-length trials in it (``trials``, ``passed``)
+    and each contender's trials in it per search (``per_search``); None when every failure lies
+    above every pass (a single zero-loss load) or there is no full-length pass or failure."""
+    judged = []
     for r in runs:
         trials = r.get("trials") or []
         again = _measured_again(trials)
-        full += [(r["algorithm"], t) for k, t in enumerate(trials)
-                 if t["duration_s"] >= longest and k not in again and not t.get("generator_short")]
-    fails = [t["load_pps"] for _, t in full if not t["passed"]]
-    passes = [t["load_pps"] for _, t in full if t["passed"]]
-    if not fails or not passes or min(fails) >= max(passes):
+        judged += [JudgedTrial(t["duration_s"], t["load_pps"], bool(t["passed"]), bool(t.get("generator_short")),
+                               r["algorithm"]) for k, t in enumerate(trials) if k not in again]
+    zr = zero_loss_range(judged)
+    if zr is None:
         return None
-    low, high = min(fails), max(passes)
-    inside = [(alg, t) for alg, t in full if low <= t["load_pps"] <= high]
     searches = {alg: sum(1 for r in runs if r["algorithm"] == alg and r.get("trials")) for alg in CONTENDERS}
-    return {"low_pps": low, "high_pps": high, "relative_span": (high - low) / high, "duration_s": longest,
-            "trials": len(inside), "passed": sum(1 for _, t in inside if t["passed"]),
-            "per_search": {alg: (sum(1 for a, _ in inside if a == alg) / n if n else None)
-                           for alg, n in searches.items()}}
+    out = zr.to_dict()
+    del out["by_source"]
+    return {**out, "per_search": {alg: (zr.by_source.get(alg, 0) / n if n else None) for alg, n in searches.items()}}
 
 
 def overlap_clause(ov: dict | None) -> str:

@@ -1,20 +1,24 @@
 """Report section for RFC 2544 trials (kind "rfc2544"): the bed's maximum load, search throughput
 (named by its goal: "zero-loss" only for loss ratio 0 and exceed ratio 0) against rule count per
 frame size and mode (pps, bit/s, % of the maximum), the searches' cost, latency at fractions of
-the throughput (flagged where frames were lost), frame loss rate and back-to-back bursts. Reads
-the record only."""
+the throughput (flagged where frames were lost), frame loss rate and back-to-back bursts; where
+the repetitions' full-length trials passed and failed alike, that range beside the result
+(fwlab.stats.zero_loss_range). Reads the record only."""
 
 from __future__ import annotations
 
 import statistics
 
+from fwlab.errors import SearchError
 from fwlab.report import latency, plots
 from fwlab.report.html import _fmt, _table, esc
 from fwlab.report.sections import Section, register
 from fwlab.report.timeseries import xy_plot
 from fwlab.results.curves import curves
-from fwlab.stats.goal_label import goal_name, result_label
 from fwlab.results.trial import TrialRecord, as_records
+from fwlab.search.measurer import TrialResult
+from fwlab.stats.goal_label import goal_name, result_label
+from fwlab.stats.zero_loss_range import JudgedTrial, ZeroLossRange, zero_loss_range
 
 
 def _med(vals):
@@ -59,17 +63,28 @@ def _throughput(trials: list[TrialRecord]) -> list[str]:
         parts.append("<div class='plot'>" + plots.rate_vs_rules(group, "throughput_pct_of_max", f"{tl}: % of the "
                                                                  "bed's maximum load") + "</div>")
         rows = []
+        ranges = zero_loss_ranges(tp)
         for c in group:
             for n, p in c.points.items():
                 pps = p.values.get("throughput_pps") or []
+                zr = ranges.get((tl, c.label, n))
                 rows.append([esc(c.label), n, len(pps),
                              _fmt((_med(pps) or 0) / 1e3, 1) if pps else "missing",
                              (f"{min(pps) / 1e3:.1f}–{max(pps) / 1e3:.1f}" if len(pps) > 1 else ""),
                              _fmt(_med(p.values.get("throughput_bps") or []) and _med(p.values.get("throughput_bps")) / 1e6, 1),
                              _fmt(_med(p.values.get("throughput_pct_of_max") or []), 0),
+                             "" if zr is None else (f"<span class='warn'>{zr.low_pps / 1e3:.1f}–{zr.high_pps / 1e3:.1f} "
+                                                    f"({zr.duration_s:g} s; {zr.passed} of {zr.trials} passed)</span>"),
                              esc(", ".join(sorted(set(p.flags)))) or ""])
         parts.append(_table(["configuration", "rules", "n", "median [kpps]", "range [kpps]", "[Mbit/s]",
-                             "% of max", "flags"], rows, left=1))
+                             "% of max", "passed and failed alike [kpps]", "flags"], rows, left=1))
+        if any(k[0] == tl for k in ranges):
+            parts.append("<p class='muted'>passed and failed alike: pooled over the repetitions, trials of the "
+                         "search's full length failed at loads below others that passed (generator-short trials "
+                         "left out). There the DUT's result at that trial length is a range, not one number: a "
+                         "search's result inside it depends on how many trials it spent there and how it judged "
+                         "them (with exceed ratio 0 one failure is an upper bound, so each further trial can only "
+                         "lower it). Compare figures inside such a range with care.</p>")
     parts.append(ndr_pdr(tp))
     # search cost
     rows = []
@@ -84,6 +99,34 @@ def _throughput(trials: list[TrialRecord]) -> list[str]:
                  + _table(["trial", "algorithm", "goal", "lower [kpps]", "upper [kpps]", "trials", "trial s"],
                           rows, left=3) + "</details>")
     return parts
+
+
+def zero_loss_ranges(tp: list[TrialRecord]) -> dict[tuple, ZeroLossRange]:
+    """Per (traffic label, configuration label, rules): where the repetitions' full-length trials
+    passed and failed alike (:mod:`fwlab.stats.zero_loss_range`); searches of one goal only (the
+    trials of a search with several goals are judged against each goal's own criterion)."""
+    pooled: dict[tuple, list[JudgedTrial]] = {}
+    for t in as_records(tp):
+        results = ((t.extra or {}).get("rfc2544") or {}).get("results") or []
+        if t.error or len(results) != 1:
+            continue
+        c = curves([t], kinds=("rfc2544",))
+        if not c:
+            continue
+        judged = pooled.setdefault((c[0].traffic_label, c[0].label, t.rules), [])
+        for x in results[0].get("trials") or []:  # a trace without them (older records): nothing to pool
+            try:
+                r = TrialResult.from_dict(x["result"])
+            except (KeyError, TypeError, SearchError):
+                continue
+            judged.append(JudgedTrial(r.duration_s, r.intended_load_pps, bool(x.get("passed")),
+                                      r.generator_short, t.trial_id))
+    out = {}
+    for key, judged in pooled.items():
+        zr = zero_loss_range(judged)
+        if zr is not None:
+            out[key] = zr
+    return out
 
 
 def _goal_results(t: TrialRecord) -> list[tuple[str, str, float | None]]:
