@@ -58,3 +58,34 @@ def test_the_rfc2544_section_shows_the_range_of_repeated_searches():
     fixed = [_record(rep, FixedCapacity(9_000)) for rep in (1, 2, 3)]
     assert zero_loss_ranges(fixed) == {}
     assert "passed and failed alike: pooled" not in render({"beds": []}, fixed)
+
+
+def _trace(load, lost, duration_s=3.0, passed=True):
+    n = round(load * duration_s)
+    return {"index": 0, "phase": "g/1of1", "passed": passed, "replayed": False,
+            "result": {"duration_s": duration_s, "intended_load_pps": load, "intended_count": n,
+                       "offered_count": n, "forwarded_count": n - lost, "latency": None, "extra": {}}}
+
+
+def test_trials_are_judged_by_the_first_goals_loss_ratio():
+    # an MLRsearch with an NDR and a PDR goal shares its trials; 'passed' was the asking goal's
+    trials = [_trace(6000, 0), _trace(5000, 10, passed=True)]  # 10 of 15,000 lost: a PDR pass, an NDR fail
+
+    def rec(first_loss_ratio):
+        goals = [first_loss_ratio, 0.005 if first_loss_ratio == 0.0 else 0.0]
+        return full_trial({"trial_id": "t1", "kind": "rfc2544", "traffic": "throughput", "mode": "routed",
+                           "backend": "nftables", "layout": "linear", "stateful_shortcut": False, "ip_version": 4,
+                           "size_bytes": 64, "streams": 1, "label": None, "rules": 0, "repetition": 1,
+                           "metrics": {"throughput_pps": 5000.0, "algorithm": "mlr"},
+                           "extra": {"rfc2544": {"test": "throughput", "results": [
+                               {"algorithm": "mlr", "goal": {"loss_ratio": g, "exceed_ratio": 0.0},
+                                "throughput_pps": 5000.0, "trials": trials} for g in goals]}}})
+
+    zr = next(iter(zero_loss_ranges([rec(0.0)]).values()))
+    assert (zr.low_pps, zr.high_pps, zr.passed, zr.trials) == (5000, 6000, 1, 2)
+    assert zero_loss_ranges([rec(0.005)]) == {}
+    # a result without its trials (an older record) has nothing to pool and breaks nothing
+    bare = rec(0.0)
+    for r in bare["extra"]["rfc2544"]["results"]:
+        del r["trials"]
+    assert zero_loss_ranges([bare]) == {}

@@ -103,13 +103,15 @@ def _throughput(trials: list[TrialRecord]) -> list[str]:
 
 def zero_loss_ranges(tp: list[TrialRecord]) -> dict[tuple, ZeroLossRange]:
     """Per (traffic label, configuration label, rules): where the repetitions' full-length trials
-    passed and failed alike (:mod:`fwlab.stats.zero_loss_range`); searches of one goal only (the
-    trials of a search with several goals are judged against each goal's own criterion)."""
+    passed and failed alike (:mod:`fwlab.stats.zero_loss_range`). Every trial is judged by the
+    first goal's loss ratio (the figure the table shows): a search with several goals (CSIT's NDR
+    and PDR) shares its trials, each of them marked passed or failed by the goal that asked for it."""
     pooled: dict[tuple, list[JudgedTrial]] = {}
     for t in as_records(tp):
         results = ((t.extra or {}).get("rfc2544") or {}).get("results") or []
-        if t.error or len(results) != 1:
+        if t.error or not results:
             continue
+        loss_ratio = float((results[0].get("goal") or {}).get("loss_ratio") or 0.0)
         c = curves([t], kinds=("rfc2544",))
         if not c:
             continue
@@ -119,7 +121,8 @@ def zero_loss_ranges(tp: list[TrialRecord]) -> dict[tuple, ZeroLossRange]:
                 r = TrialResult.from_dict(x["result"])
             except (KeyError, TypeError, SearchError):
                 continue
-            judged.append(JudgedTrial(r.duration_s, r.intended_load_pps, bool(x.get("passed")),
+            judged.append(JudgedTrial(r.duration_s, r.intended_load_pps,
+                                      not r.generator_short and r.loss_ratio <= loss_ratio,
                                       r.generator_short, t.trial_id))
     out = {}
     for key, judged in pooled.items():
