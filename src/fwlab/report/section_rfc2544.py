@@ -55,6 +55,7 @@ def _throughput(trials: list[TrialRecord]) -> list[str]:
     groups: dict[str, list] = {}
     for c in cs:
         groups.setdefault(c.traffic_label, []).append(c)
+    ranges = zero_loss_ranges(tp)
     for tl, group in groups.items():
         parts.append(f"<h3>{esc(tl)}</h3>")
         what = result_label([t for t in tp if curves([t], kinds=("rfc2544",))[0].traffic_label == tl])
@@ -63,7 +64,6 @@ def _throughput(trials: list[TrialRecord]) -> list[str]:
         parts.append("<div class='plot'>" + plots.rate_vs_rules(group, "throughput_pct_of_max", f"{tl}: % of the "
                                                                  "bed's maximum load") + "</div>")
         rows = []
-        ranges = zero_loss_ranges(tp)
         for c in group:
             for n, p in c.points.items():
                 pps = p.values.get("throughput_pps") or []
@@ -79,8 +79,8 @@ def _throughput(trials: list[TrialRecord]) -> list[str]:
         parts.append(_table(["configuration", "rules", "n", "median [kpps]", "range [kpps]", "[Mbit/s]",
                              "% of max", "passed and failed alike [kpps]", "flags"], rows, left=1))
         if any(k[0] == tl for k in ranges):
-            parts.append("<p class='muted'>passed and failed alike: pooled over the repetitions, trials of the "
-                         "search's full length failed at loads below others that passed (generator-short trials "
+            parts.append("<p class='muted'>passed and failed alike: pooled over the repetitions (or within one "
+                         "search), trials of the search's full length failed at loads below others that passed (generator-short trials "
                          "left out). There the DUT's result at that trial length is a range, not one number: a "
                          "search's result inside it depends on how many trials it spent there and how it judged "
                          "them (with exceed ratio 0 one failure is an upper bound, so each further trial can only "

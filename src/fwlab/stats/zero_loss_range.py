@@ -11,7 +11,8 @@ fails the next. Pooled over repetitions, the lowest full-length failure then lie
 highest full-length pass: between them a trial may go either way. A result inside that range
 depends on how many trials the search spent there and how it judged them (with exceed ratio 0
 one failure is an upper bound, so each further trial can only lower it). Generator-short trials
-say nothing of the DUT and are left out.
+say nothing of the DUT and are left out. "Passed" is the caller's judgement by the goal's loss
+ratio, so for a goal that allows some loss the range is that goal's, not a zero-loss one.
 """
 
 from __future__ import annotations
