@@ -619,7 +619,9 @@ def build_parser() -> argparse.ArgumentParser:
                                      "order, with the same full trial length, loss ratio and width. Prints the "
                                      "pairing, each contender's results and trial seconds, mlr_vs_binary = "
                                      "MLRsearch's trial seconds / the binary search's, the results' gap and "
-                                     "whether it is within the DUT's noise measured over the rounds; leaves a "
+                                     "whether it is within the DUT's noise measured over the rounds, and where "
+                                     "full-length trials of the searches passed and failed alike (the DUT's "
+                                     "result at that trial length is then a range); leaves a "
                                      "run record (fwlab report) and the suite it ran (--json: suite_toml).")
     bs.add_argument("--rules", type=int, default=10000,
                     help="rules before the permit rule (default 10000: the DUT's rate is low enough that its "
