@@ -30,6 +30,7 @@ VARIANTS = [
     ("first trials 1 s", {"initial_trial_duration_s": 1.0}),
     ("expansion 1.5", {"expansion_coefficient": 1.5}),
     ("expansion 4", {"expansion_coefficient": 4.0}),
+    ("1 coarse target, first trials 0.35 s", {"preceding_targets": 1, "initial_trial_duration_s": 0.35}),
 ]
 """(label, change to the default goal): the default's own labels come from SearchBenchConfig, the
 old schedule (before 0.25 s / three targets) is set explicitly."""
@@ -82,6 +83,9 @@ def main() -> None:
     args = ap.parse_args()
     print("DUT whose capacity wanders in time (zero-loss load falls with the trial duration):")
     sweep(lambda seed: Wandering(seed=seed), args.seeds)
+    print("DUT fitted to the live traces of 2026-11-28 23:45 UTC (zero-loss 11.2 / 7.7 / 6.0 / 5.4 kpps at "
+          "0.25 / 0.57 / 1.31 / 3 s; live 10.5 / 9.0 / 6.3 / 5.3):")
+    sweep(lambda seed: Wandering(mean_pps=5000, ring_frames=1500, sigma=0.35, tau_s=0.5, seed=seed), args.seeds)
     print("fixed capacity 9 kpps (the same at every trial duration):")
     sweep(lambda seed: FixedCapacity(9_000), 1)
 
