@@ -256,3 +256,15 @@ def test_bench_conn_limit_text_has_no_float_noise_from_an_even_count_of_rounds()
     lim = summarize_rounds(rounds, opts, cpus=2)["limit"]
     assert lim["limit"] == "kernel CPU per transaction"
     assert "1.9049999" not in lim["why"] and "processes had 1.905," in lim["why"], lim["why"]
+
+
+def test_bench_conn_limit_text_says_unknown_for_a_contender_without_cpu_figures():
+    """A contender whose rounds gave no CPU reading is 'unknown' in the limit text, never 'None'."""
+    from fwlab.bench.conn import ConnBenchConfig, contenders, summarize_rounds
+
+    opts = contenders(ConnBenchConfig())
+    rounds = [{n: _conn_row(c, cpu, engine_cpus=None if n == "baseline" else 1.9)
+               for n, c, cpu in zip(opts, (10000, 12500, 12000), (100.0, 75.0, 70.0))} for _ in range(3)]
+    lim = summarize_rounds(rounds, opts, cpus=2)["limit"]
+    assert lim["limit"] == "kernel CPU per transaction"
+    assert "baseline unknown" in lim["why"] and "None" not in lim["why"], lim["why"]

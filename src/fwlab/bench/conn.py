@@ -303,7 +303,8 @@ def limit(res: dict, cpus: int, routed: list[dict] | None = None, direct: list[d
                    + (" [{}, {}] (95 %)".format(*figs["bound_cps_all_cpus_ci95"]) if figs["bound_cps_all_cpus_ci95"]
                       else " (no interval)") + "). "
                    f"Each rate here is the CPUs its processes got / its CPU per transaction (median CPUs: "
-                   + ", ".join(f"{n} {c[n]['engine_cpus']}" for n in c) + "): a rate ratio above the CPU "
+                   + ", ".join(f"{n} {'unknown' if c[n]['engine_cpus'] is None else c[n]['engine_cpus']}"
+                              for n in c) + "): a rate ratio above the CPU "
                    "ratio is a larger share taken from other load, not a faster client"}
 
 
