@@ -52,7 +52,7 @@ from fwlab.rules.derive import BedAddresses, Derivation, TrafficClass, derive
 from fwlab.ruleset_mix import (check_weights, latency_figures, median_range, mix_latency, read_mix_file, resolve,
                               summarize_mix)
 from fwlab.runners.engine import engine_version, metrics_from, parse_result, require_engine, wait_ready
-from fwlab.stats.summary import percentile_ci
+from fwlab.stats.median_interval import median_interval
 from fwlab.testbed import Testbed, Topology, new_run_id, require_root, require_tool
 
 PROBE_COUNT = 40  #: probe packets per class [packets]
@@ -284,13 +284,15 @@ def latency_load(rates: dict[tuple[str, str], list[float | None]], class_id: str
 
 def added_latency(pairs: list[tuple[float, float]]) -> dict:
     """Added median latency [ns] from per-round (rules p50, reference p50) pairs, each pair at the
-    same load: the median of the differences with its 95 % percentile-bootstrap interval."""
+    same load: the median of the differences with its order-statistic interval (95 %, or min to
+    max with the lower coverage ``level`` it has when there are fewer than 6 rounds)."""
     diffs = [a - b for a, b in pairs]
-    iv = percentile_ci(diffs, 50.0) if len(diffs) >= 2 else (None, None)
-    return {"median": statistics.median(diffs), "low": iv[0], "high": iv[1], "n": len(diffs), "per_round": diffs,
-            "why": None if len(diffs) >= 2 else "one round: no interval",
+    iv = median_interval(diffs, 0.95)
+    return {"median": statistics.median(diffs), "low": iv.low if iv else None, "high": iv.high if iv else None,
+            "level": iv.level if iv else None, "n": len(diffs), "per_round": diffs,
+            "why": None if iv else "one round: no interval",
             "method": "per round: p50 with the rule set - p50 without, both at the same load; median of the "
-                      "rounds, 95 % percentile-bootstrap interval"}
+                      "rounds, distribution-free order-statistic interval of the median (95 % from 6 rounds)"}
 
 
 def _added_p50(trials: dict[str, list[dict]]) -> tuple[dict | None, str | None]:

@@ -123,16 +123,22 @@ def test_bench_conn_contenders_and_goal_met():
     assert opts["scaled"]["workers"] == opts["scaled"]["ports"] == 3 and opts["scaled"]["close"] == "rst"
     assert opts["baseline"]["workers"] == 1 and opts["baseline"]["close"] == "fin" and not opts["baseline"]["lean"]
     assert opts["lean"]["lean"] and opts["lean"]["close"] == "fin" and opts["lean"]["workers"] == 1
-    res = summarize_rounds(_conn_rounds([(10000, 13000, 21000), (11000, 14000, 23000), (9000, 12000, 20000)]),
-                           opts, cpus=2)
+    three = [(10000, 13000, 21000), (11000, 14000, 23000), (9000, 12000, 20000)]
+    res = summarize_rounds(_conn_rounds(three * 2), opts, cpus=2)
     r = res["scaled_vs_baseline"]
-    assert r["median"] == pytest.approx(2.1, abs=0.01) and len(r["ratios"]) == 3
+    assert r["median"] == pytest.approx(2.1, abs=0.01) and len(r["ratios"]) == 6
+    # 6 rounds: min to max covers the median with 1 - 2/64 = 96.9 %
     assert r["ci95"][0] <= r["median"] <= r["ci95"][1] and r["ci95"][0] >= 2.0
+    assert r["ci_level"] == pytest.approx(1 - 2 / 64)
     assert r["cpu_ratio"] == pytest.approx(100 / 70, abs=1e-3)
     assert res["goal"] == {"ratio": 2.0, "best": "scaled", "verdict": "met"} and "limit" not in res
     assert res["contenders"]["baseline"]["median_cps"] == 10000
     text = format_table(res)
     assert "scaled_vs_baseline: 2.1" in text and "goal 2 x baseline: met" in text and "rst" in text
+    # the same three rounds alone: every one above the goal, but min to max of 3 covers only 75 %
+    few = summarize_rounds(_conn_rounds(three), opts, cpus=2)
+    assert few["scaled_vs_baseline"]["ci_level"] == pytest.approx(0.75)
+    assert few["goal"]["verdict"] == "inconclusive" and "75.0 %: 95 % needs 6 rounds" in format_table(few)
     none = summarize_rounds([{"baseline": _conn_row(0.0), "lean": _conn_row(5.0), "scaled": _conn_row(5.0)}], opts)
     assert none["scaled_vs_baseline"]["median"] is None and "not measured" in format_table(none)
     assert none["goal"]["verdict"] == "inconclusive"
@@ -142,8 +148,8 @@ def test_bench_conn_goal_not_met_names_the_kernel_cpu_limit_with_the_direct_bed(
     from fwlab.bench.conn import ConnBenchConfig, contenders, format_table, summarize_rounds
 
     opts = contenders(ConnBenchConfig())
-    rounds = _conn_rounds([(10000, 12500, 12000), (10500, 13000, 12500), (9800, 12000, 11800)])
-    direct = [{"baseline": _conn_row(12000, 80.0), "lean": _conn_row(15000, 62.0)} for _ in range(3)]
+    rounds = _conn_rounds([(10000, 12500, 12000), (10500, 13000, 12500), (9800, 12000, 11800)] * 2)
+    direct = [{"baseline": _conn_row(12000, 80.0), "lean": _conn_row(15000, 62.0)} for _ in range(6)]
     res = summarize_rounds(rounds, opts, direct, cpus=2)
     assert res["goal"]["verdict"] == "not met" and res["goal"]["best"] == "lean"
     lim = res["limit"]
@@ -164,7 +170,7 @@ def test_bench_conn_limit_cpu_share_generator_and_inconclusive():
     opts = contenders(ConnBenchConfig())
     # CPUs left idle: the window of transactions in flight, not the CPU, limits
     idle = [{n: {**_conn_row(c, 20.0), "host_busy_cpus": 1.1} for n, c in zip(opts, (10000, 12000, 11000))}
-            for _ in range(3)]
+            for _ in range(6)]
     res = summarize_rounds(idle, opts, cpus=2)
     assert res["goal"]["verdict"] == "not met" and res["limit"]["limit"] == "in-flight window"
     loc = summarize_rounds(_conn_rounds([(10000, 11000, 11000)] * 3, local=5), opts, cpus=2)
@@ -176,6 +182,10 @@ def test_bench_conn_limit_cpu_share_generator_and_inconclusive():
     assert verdict({"median": 2.5, "ci95": None}) == "inconclusive"
     assert verdict({"median": 1.2, "ci95": (1.1, 1.3)}) == "not met"
     assert verdict({"median": 2.4, "ci95": (2.1, 2.6)}) == "met"
+    # an interval covering less than 95 % (min to max of too few rounds) decides nothing
+    assert verdict({"median": 2.4, "ci95": (2.1, 2.6), "ci_level": 0.9375}) == "inconclusive"
+    assert verdict({"median": 1.2, "ci95": (1.1, 1.3), "ci_level": 0.75}) == "inconclusive"
+    assert verdict({"median": 2.4, "ci95": (2.1, 2.6), "ci_level": 0.96875}) == "met"
 
 
 def test_bench_conn_limit_engine_processes_and_cpu_ratio_interval():

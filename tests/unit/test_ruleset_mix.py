@@ -251,6 +251,7 @@ def test_added_p50_pairs_rounds_at_the_same_load(nft_classes):
     a = summarize_latency(udp_acc, lat)["added_p50_ns"]
     assert a["n"] == 3 and a["median"] == pytest.approx(2000, rel=0.01)
     assert a["low"] > 0 and a["low"] <= a["median"] <= a["high"]
+    assert a["level"] == pytest.approx(0.75)  # 3 rounds: min to max, covering the median 75 %
     # not reproduced: no added latency, the interval spans 0
     lat[(cid, "reference")] = trials([5100, 5000, 5000], [5e4, 4e4, 5e4])
     a = summarize_latency(udp_acc, lat)["added_p50_ns"]
@@ -371,7 +372,7 @@ def test_report_shows_the_added_latency_the_mix_ratio_and_reference_latency(nft_
     rng = lambda v: {"median": v, "min": v, "max": v, "n": 3}  # noqa: E731
     f = {"p50": 12_300.0, "p90": 15_000.0, "p99": 45_600.0, "p99.9": 50_000.0}
     g = {"p50": 10_100.0, "p90": 11_000.0, "p99": 21_000.0, "p99.9": 30_000.0}
-    added = [{"median": 2200.0, "low": 1900.0, "high": 2600.0, "n": 3, "why": None},
+    added = [{"median": 2200.0, "low": 1900.0, "high": 2600.0, "level": 0.75, "n": 3, "why": None},
              {"median": 2200.0, "low": None, "high": None, "n": 1, "why": "one round: no interval"}]
     costs = [{"class_id": c.class_id, "rule_id": c.rule_id, "rule_text": "r", "expected": c.expected,
               "traversed_rules": 3, "rate_pps": rng(1e5), "reference_rate_pps": rng(2e5), "cost_ns_per_packet": rng(5000),
@@ -386,7 +387,7 @@ def test_report_shows_the_added_latency_the_mix_ratio_and_reference_latency(nft_
     run = {"ruleset_import": {"file": "x", "derivation": d, "probes": [], "costs": costs, "rate": {},
                               "latency": {"method": "engine", "count": 2000, "fraction": 0.5}, "mix": mix}}
     html = render(run, [])
-    assert "2.2 <span class='muted'>[1.9 … 2.6]" in html and "one round: no interval" in html
+    assert "2.2 <span class='muted'>[1.9 … 2.6, 75 %]" in html and "one round: no interval" in html
     assert "×0.60" in html and "[0.55 … 0.66]" in html
     assert "10.1 / 11.0 / 21.0 / 30.0" in html and "reference latency leaves out c2 (no frame reached" in html
 

@@ -44,6 +44,14 @@ def test_table1_columns_follow_seed_002():
     b12 = 2 * 100 * statistics.stdev([700, 640]) / 670
     assert abs(band - (b1 + b12) / 2) < 1e-9
     assert fband is not None and fband > 0
+    # 2 repetitions: the median's interval is min - max, which covers it only half the time; said
+    assert "300 – 310 (50 %)" in html and "fewer than 6 repetitions" in html
+
+
+def test_table1_median_interval_of_six_repetitions_is_95_percent_without_a_note():
+    tpm = [300.0, 310.0, 305.0, 290.0, 320.0, 301.0]
+    html, _, _ = table1({1: [_trial("none", "none", 0, 1, k + 1, v) for k, v in enumerate(tpm)]})
+    assert "290 – 320</td>" in html and "fewer than 6 repetitions" not in html
 
 
 def _mix(rep, ftp):

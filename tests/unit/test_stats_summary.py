@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from fwlab.errors import FwlabError
-from fwlab.stats.summary import Summary, percentile_ci, summarize
+from fwlab.stats.summary import Summary, summarize
 
 # Seed 002, Table 1, TPM at 1 client: ten base runs; the paper gives stdev 5.04, avg 294.57.
 TPM_1_CLIENT = [295.90, 291.07, 289.07, 293.51, 290.02, 298.55, 301.49, 287.82, 296.73, 301.55]
@@ -58,50 +58,19 @@ def test_student_t_interval_other_confidence_is_wider():
     assert s99.ci_mean[1] - 5.5 == pytest.approx(t99 * math.sqrt(55.0 / 6.0) / math.sqrt(10.0))
 
 
-def test_bootstrap_median_ci_deterministic_and_contains_median():
-    a = summarize(TPM_1_CLIENT, bootstrap_seed=7, bootstrap_resamples=1500)
-    b = summarize(TPM_1_CLIENT, bootstrap_seed=7, bootstrap_resamples=1500)
-    assert a.ci_median == b.ci_median
-    lo, hi = a.ci_median
-    assert lo <= a.median <= hi
-    assert min(TPM_1_CLIENT) <= lo < hi <= max(TPM_1_CLIENT)
-    assert a.bootstrap_seed == 7 and a.bootstrap_resamples == 1500
+def test_median_interval_is_the_order_statistic_one():
+    # n = 10: the 2nd smallest to the 2nd largest covers the median with 1 - 2 * 11/1024 = 97.85 %
+    s = summarize(TPM_1_CLIENT)
+    ordered = sorted(TPM_1_CLIENT)
+    assert s.ci_median == (ordered[1], ordered[8])
+    assert s.ci_median_level == pytest.approx(1 - 2 * 11 / 1024) and not s.ci_median_short
+    lo, hi = s.ci_median
+    assert lo <= s.median <= hi
 
 
-def test_bootstrap_seed_changes_interval():
-    rng = np.random.default_rng(1)
-    data = rng.normal(100.0, 10.0, size=25).tolist()
-    # the median bootstrap is discrete (order statistics), so look across several seeds
-    intervals = {percentile_ci(data, 50, seed=seed, resamples=100) for seed in range(10)}
-    assert len(intervals) > 1
-
-
-def test_percentile_ci_other_percentiles():
-    data = list(range(100))
-    lo, hi = percentile_ci(data, 90, seed=3, resamples=500)
-    assert lo <= np.percentile(data, 90) <= hi
-    lo5, hi5 = percentile_ci(data, 10, seed=3, resamples=500)
-    assert hi5 < lo
-
-
-def test_percentile_ci_chunking_matches(monkeypatch):
-    import fwlab.stats.summary as mod
-
-    data = [float(x) for x in range(37)]
-    whole = percentile_ci(data, 50, seed=11, resamples=300)
-    monkeypatch.setattr(mod, "_CHUNK_ELEMENTS", 37 * 7)  # 7 rows per chunk
-    assert percentile_ci(data, 50, seed=11, resamples=300) == whole
-
-
-def test_percentile_ci_rejects_bad_input():
-    with pytest.raises(FwlabError):
-        percentile_ci([], 50)
-    with pytest.raises(FwlabError):
-        percentile_ci([1.0, 2.0], 150)
-    with pytest.raises(FwlabError):
-        percentile_ci([1.0, 2.0], 50, confidence=1.0)
-    with pytest.raises(FwlabError):
-        percentile_ci([1.0, 2.0], 50, resamples=0)
+def test_median_interval_of_three_is_min_max_and_says_it_is_short():
+    s = summarize([3.0, 1.0, 2.0])
+    assert s.ci_median == (1.0, 3.0) and s.ci_median_level == pytest.approx(0.75) and s.ci_median_short
 
 
 def test_empty_raises():
@@ -134,7 +103,7 @@ def test_constant_values():
 
 
 def test_to_dict_round_trip_and_json_safe():
-    s = summarize(TPM_1_CLIENT, confidence=0.9, bootstrap_seed=5, bootstrap_resamples=200)
+    s = summarize(TPM_1_CLIENT, confidence=0.9)
     d = json.loads(json.dumps(s.to_dict(), allow_nan=False))
     assert all(type(v) in (int, float, list) for v in d.values())
     assert Summary.from_dict(d) == s

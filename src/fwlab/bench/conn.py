@@ -27,12 +27,14 @@ set-up, the conntrack flush or the server's start), the CPUs the engine processe
 host's busy CPUs (others' load = busy - engine) and the busy CPUs among those the contender may
 run on (``cpus_used``: the pinned client and server CPUs; all CPUs for unpinned workers).
 
-``<name>_vs_baseline`` is the median of the per-round rate ratios with its 95 % interval (a
-bootstrap of the median); ``cpu_ratio`` is the median of the per-round baseline CPU per
-transaction / the contender's, with its interval the same way (not moved by other load on the
-host). The goal (``GOAL_RATIO`` x baseline) is met when the best
-contender's interval lies above it, not met when below, inconclusive otherwise; when it is not
-met, ``limit`` says from the figures what limits the rate. Beds are torn down on every exit path.
+``<name>_vs_baseline`` is the median of the per-round rate ratios with its 95 % interval (the
+distribution-free order-statistic interval of the median, fwlab.stats.median_interval: at least
+6 rounds for 95 %, fewer give min to max and ``ci_level`` their lower coverage); ``cpu_ratio`` is
+the median of the per-round baseline CPU per transaction / the contender's, with its interval the
+same way (not moved by other load on the host). The goal (``GOAL_RATIO`` x baseline) is met when
+the best contender's interval lies above it, not met when below, inconclusive otherwise or when
+there were too few rounds for 95 %; when it is not met, ``limit`` says from the figures what
+limits the rate. Beds are torn down on every exit path.
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ SATURATED = 0.9  #: CPUs busy at least this share of those a contender may use a
 
 @dataclass(frozen=True)
 class ConnBenchConfig:
-    rounds: int = 7  #: A B C repeated this many times (with fewer the median's interval spans all rounds)
+    rounds: int = 9  #: A B C repeated this many times (the median's 95 % interval needs 6; at 6-8 it is min to max)
     seconds: float = 3.0  #: launch window per measurement [s]
     workers: int = 2  #: client and server processes of the scaled contender
     addresses: int = 8  #: client source addresses (all contenders)
@@ -192,29 +194,39 @@ def _ratio(rounds: list[dict], name: str) -> dict:
     if not ratios:
         return {"median": None, "ci95": None, "ratios": [], "why": "the baseline completed no transaction"}
     s = summarize(ratios)
-    return {"median": s.median, "ci95": s.ci_median, "ratios": ratios}
+    return {"median": s.median, "ci95": s.ci_median, "ci_level": s.ci_median_level, "ratios": ratios}
 
 
 def _cpu_ratio(rounds: list[dict], name: str) -> dict:
     """Per round (the contenders alternate within a round): baseline CPU per transaction / the
-    contender's; the median with its 95 % interval (bootstrap of the median, as ``_ratio``)."""
+    contender's; the median with its 95 % interval (order statistics, as ``_ratio``)."""
     ratios = [r["baseline"]["cpu_us_per_txn"] / r[name]["cpu_us_per_txn"] for r in rounds
               if r["baseline"].get("cpu_us_per_txn") and r[name].get("cpu_us_per_txn")]
     if not ratios:
         return {"cpu_ratio": None, "cpu_ratio_ci95": None, "cpu_ratios": []}
     s = summarize(ratios)
     ci = tuple(round(x, 3) for x in s.ci_median) if s.ci_median else None
-    return {"cpu_ratio": round(s.median, 3), "cpu_ratio_ci95": ci, "cpu_ratios": [round(x, 4) for x in ratios]}
+    return {"cpu_ratio": round(s.median, 3), "cpu_ratio_ci95": ci, "cpu_ratio_ci_level": s.ci_median_level,
+            "cpu_ratios": [round(x, 4) for x in ratios]}
 
 
-def _ci_text(ci) -> str:
-    return f" [{ci[0]:.2f}, {ci[1]:.2f}] (95 %)" if ci else " (no interval)"
+def _level_text(level: float | None) -> str:
+    """"95 %", or the lower coverage of min to max when there were too few rounds for 95 %."""
+    if level is None or level >= 0.95:
+        return "95 %"
+    return f"{100 * level:.1f} %: 95 % needs 6 rounds"
+
+
+def _ci_text(ci, level: float | None = None) -> str:
+    return f" [{ci[0]:.2f}, {ci[1]:.2f}] ({_level_text(level)})" if ci else " (no interval)"
 
 
 def verdict(ratio: dict, goal: float = GOAL_RATIO) -> str:
-    """met (interval above the goal), not met (below), inconclusive (straddles it, or no interval)."""
+    """met (interval above the goal), not met (below), inconclusive (straddles it, no interval, or
+    too few rounds for a 95 % interval)."""
     ci = ratio.get("ci95")
-    if ratio.get("median") is None or not ci:
+    level = ratio.get("ci_level")  # the interval's coverage; None: given as 95 %
+    if ratio.get("median") is None or not ci or (level is not None and level < 0.95):
         return "inconclusive"
     if ci[0] >= goal:
         return "met"
@@ -277,10 +289,13 @@ def limit(res: dict, cpus: int, routed: list[dict] | None = None, direct: list[d
     r = res[f"{best}_vs_baseline"]
     figs["max_ratio_best"] = round(r["cpu_ratio"], 2) if r.get("cpu_ratio") else round(base_cpu / b["cpu_us_per_txn"], 2)
     figs["max_ratio_best_ci95"] = r.get("cpu_ratio_ci95")
+    figs["max_ratio_best_ci_level"] = r.get("cpu_ratio_ci_level")
     figs["bound_cps_all_cpus"] = round(cpus * 1e6 / b["cpu_us_per_txn"])
     per_round = [x[best]["cpu_us_per_txn"] for x in routed or [] if (x.get(best) or {}).get("cpu_us_per_txn")]
-    ci = summarize(per_round).ci_median if per_round else None
+    sr = summarize(per_round) if per_round else None
+    ci = sr.ci_median if sr else None
     figs["bound_cps_all_cpus_ci95"] = (round(cpus * 1e6 / ci[1]), round(cpus * 1e6 / ci[0])) if ci else None
+    figs["bound_cps_all_cpus_ci_level"] = sr.ci_median_level if sr else None
     dtxt = ""
     if d and d["cpu_us_per_txn"]:
         # routed baseline and direct lean ran on different beds (not alternated): independent
@@ -298,9 +313,11 @@ def limit(res: dict, cpus: int, routed: list[dict] | None = None, direct: list[d
                    f"{ecpus}, the rest is other load) and a transaction is kernel work: {best} needs "
                    f"{b['cpu_us_per_txn']:.0f} us of CPU ({user:.0%} in the tester's user space) against the "
                    f"baseline's {base_cpu:.0f} us: at an equal share of the CPUs about "
-                   f"{figs['max_ratio_best']:.2f}x" + _ci_text(figs["max_ratio_best_ci95"]) + f"{dtxt} "
+                   f"{figs['max_ratio_best']:.2f}x" + _ci_text(figs["max_ratio_best_ci95"], figs["max_ratio_best_ci_level"]) + f"{dtxt} "
                    f"(all {cpus} CPUs: about {figs['bound_cps_all_cpus']}/s"
-                   + (" [{}, {}] (95 %)".format(*figs["bound_cps_all_cpus_ci95"]) if figs["bound_cps_all_cpus_ci95"]
+                   + (" [{}, {}] ({})".format(*figs["bound_cps_all_cpus_ci95"],
+                                              _level_text(figs["bound_cps_all_cpus_ci_level"]))
+                      if figs["bound_cps_all_cpus_ci95"]
                       else " (no interval)") + "). "
                    f"Each rate here is the CPUs its processes got / its CPU per transaction (median CPUs: "
                    + ", ".join(f"{n} {'unknown' if c[n]['engine_cpus'] is None else c[n]['engine_cpus']}"
@@ -359,9 +376,10 @@ def format_table(res: dict) -> str:
             continue
         ci = r["ci95"]
         lines.append(f"{key}: {r['median']:.2f}"
-                     + (f" [{ci[0]:.2f}, {ci[1]:.2f}] (95 %, over {len(r['ratios'])} rounds)" if ci else
-                        " (no interval: 1 round)")
-                     + (f"; CPU per transaction {r['cpu_ratio']:.2f}x less" + _ci_text(r.get("cpu_ratio_ci95"))
+                     + (f" [{ci[0]:.2f}, {ci[1]:.2f}] ({_level_text(r.get('ci_level'))}, over {len(r['ratios'])} "
+                        "rounds)" if ci else " (no interval: 1 round)")
+                     + (f"; CPU per transaction {r['cpu_ratio']:.2f}x less"
+                        + _ci_text(r.get("cpu_ratio_ci95"), r.get("cpu_ratio_ci_level"))
                         if r.get("cpu_ratio") else ""))
     g = res["goal"]
     lines.append(f"goal {g['ratio']:g} x baseline: {g['verdict']}" + (f" (best: {g['best']})" if g["best"] else ""))

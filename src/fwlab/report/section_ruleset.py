@@ -49,7 +49,8 @@ def _added(c: dict) -> str:
     a = lat.get("added_p50_ns")
     if not isinstance(a, dict):  # records before the same-load mend held a bare number at unlike loads
         return f"<span class='muted'>{esc(lat.get('added_p50_missing') or '–')}</span>" if lat.get("added_p50_missing") else "–"
-    iv = (f" <span class='muted'>[{_us(a['low'])} … {_us(a['high'])}]</span>" if a.get("low") is not None
+    short = f", {100 * a['level']:.0f} %" if a.get("level") is not None and a["level"] < 0.95 else ""
+    iv = (f" <span class='muted'>[{_us(a['low'])} … {_us(a['high'])}{short}]</span>" if a.get("low") is not None
           else f" <span class='muted'>({esc(a.get('why') or 'no interval')})</span>")
     return _us(a["median"]) + iv
 

@@ -78,6 +78,7 @@ def table1(cfg: dict[int, list[TrialRecord]]) -> tuple[str, float | None, float 
     rows = []
     band_tpm: list[float] = []
     band_fail: list[float] = []
+    short = False  # some median interval is min - max of too few repetitions for 95 %
     for clients in sorted(cfg):
         ts = cfg[clients]
         tpm = _vals(ts, "tpm")
@@ -95,11 +96,13 @@ def table1(cfg: dict[int, list[TrialRecord]]) -> tuple[str, float | None, float 
         if fs is not None and fs.std is not None:
             band_fail.append(2 * fs.std)
         ci = s.ci_median
+        short = short or s.ci_median_short
         conn = _vals(ts, "connect_ms_p99")
         ttfb50 = _vals(ts, "ttfb_ms_p50")
         ttfb99 = _vals(ts, "ttfb_ms_p99")
         cells = [str(clients), str(s.n), _f(s.median, 0),
-                 f"{_f(ci[0], 0)} – {_f(ci[1], 0)}" if ci else "–",
+                 (f"{_f(ci[0], 0)} – {_f(ci[1], 0)}" + (f" ({100 * s.ci_median_level:.0f} %)" if s.ci_median_short else ""))
+                 if ci else "–",
                  _f(s.std, 0), _f(s.mean, 0), _f(sd_pct, 2), _f(2 * sd_pct if sd_pct is not None else None, 2),
                  _f(fs.median if fs else None, 2), _f(fs.std if fs and fs.std is not None else None, 2),
                  _f(statistics.median(conn) if conn else None, 2),
@@ -113,8 +116,11 @@ def table1(cfg: dict[int, list[TrialRecord]]) -> tuple[str, float | None, float 
     mf = statistics.mean(band_fail) if band_fail else None
     rows.append(f"<tr><td class='l' colspan='7'>average 2 stdev % (seed 002's significance band)</td>"
                 f"<td>{_f(mt, 2)}</td><td class='l'>failures:</td><td>{_f(mf, 2)}</td><td></td><td></td></tr>")
-    return ("<table><tr>" + "".join(f"<th>{_esc(h)}</th>" for h in head) + "</tr>" + "".join(rows) + "</table>",
-            mt, mf)
+    note = ("<p class='muted'>The interval of the median is distribution-free (order statistics). With fewer "
+            "than 6 repetitions no pair of them brackets the median with 95 % confidence: the cell is then min – max "
+            "with the confidence it does have in brackets (75 % for 3 repetitions).</p>") if short else ""
+    return ("<table><tr>" + "".join(f"<th>{_esc(h)}</th>" for h in head) + "</tr>" + "".join(rows) + "</table>"
+            + note, mt, mf)
 
 
 def _plot_vs_clients(groups: dict[tuple, dict[int, list[dict]]], title: str) -> str:

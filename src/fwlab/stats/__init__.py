@@ -30,10 +30,11 @@ from fwlab.stats.quality import (
     quality_flags,
 )
 from fwlab.stats.ratio import RATIO_METHOD, RatioInterval, ratio_interval
-from fwlab.stats.summary import Summary, percentile_ci, summarize
+from fwlab.stats.median_interval import MedianInterval, median_interval
+from fwlab.stats.summary import Summary, summarize
 
 __all__ = [
-    "Summary", "percentile_ci", "summarize",
+    "Summary", "summarize", "MedianInterval", "median_interval",
     "Comparison", "FigureNoise", "NoiseModel", "compare_figure", "compare_tables",
     "comparison_rows", "comparison_table", "render_comparison_table",
     "SIGNIFICANT", "NOT_SIGNIFICANT", "INSUFFICIENT_DATA", "ALPHA", "MIN_REPETITIONS", "reps_to_detect",
