@@ -654,7 +654,7 @@ def build_parser() -> argparse.ArgumentParser:
                          description="Runs the built-in quick suite (by default a slice: rule counts 0 and 1000, "
                                      "both layouts and traffic items, 8 figures) twice per round, alternately "
                                      "(ABBA): with fixed --fixed-repetitions and with adaptive repetitions "
-                                     "(--min-repetitions..--max-repetitions until each figure's 95 %% Student t "
+                                     "(--min-repetitions..--max-repetitions until each figure's 95 % Student t "
                                      "interval half-width is within --precision of its mean). Prints each "
                                      "contender's wall time, the share of figures within the precision (both "
                                      "judged by the same rule) and adaptive_over_fixed = adaptive / fixed wall time.")

@@ -13,6 +13,26 @@ def test_help_lists_commands(capsys):
         assert c in out
 
 
+def _parsers(parser):
+    """The parser and every sub-command's parser, recursively."""
+    import argparse
+
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield from _parsers(sub)
+
+
+def test_every_help_renders_percent_signs_once():
+    """argparse %-formats argument help but not a description: '%%' there shows as '%%'."""
+    from fwlab.cli import build_parser
+
+    helps = {p.prog: p.format_help() for p in _parsers(build_parser())}
+    assert len(helps) > 15 and "fwlab bench precision" in helps
+    assert [prog for prog, text in helps.items() if "%%" in text] == []
+
+
 def test_rules_prints_native_text(capsys):
     assert cli.main(["rules", "--backend", "nftables", "--count", "1000", "--layout", "linear"]) == 0
     out = capsys.readouterr().out
