@@ -177,3 +177,96 @@ def test_a_search_that_passed_its_maximum_writes_the_one_code():
     t = tr("rfc2544", "throughput", "nftables", 0, size=64, throughput_pps=1e5)
     t["flags"] = [old]
     assert limit_reason([t]).startswith("max-load-passed on 1 of 1 trials used")
+
+
+def _binary_search(dut, max_load=100e3):
+    from fwlab.methods.rfc2544 import Rfc2544Runner
+    from fwlab.runners.base import TrafficSpec
+
+    opts = parse_options({"algorithm": "binary",
+                          "goal": {"trial_duration_s": 1.0, "final_trial_duration_s": 1.0, "relative_width": 0.02}})
+    spec = TrafficSpec(traffic="throughput", tool="rfc2544", size_bytes=64, duration_s=1.0, options=opts.model_dump())
+    return Rfc2544Runner()._throughput(spec, opts, dut, max_load, {"frame_size": 64, "max_load_pps": max_load}, [],
+                                       None)
+
+
+def test_a_zero_loss_result_far_below_what_the_dut_forwarded_when_losing_is_flagged():
+    """loss-below-capacity: reproduced on a DUT whose CPU stalls (frames lost far below its
+    forwarding rate), not on a DUT losing only above its capacity, undecidable (no flag, no
+    figure) when no trial lost frames."""
+    from fwlab.search.simulated import Stalling
+
+    stalled = _binary_search(Stalling(50e3, stalls_per_s=5.0, stall_mean_s=0.02, seed=3))
+    mt = stalled.metrics
+    assert mt["forwarded_at_loss_pps"] > 40e3 and mt["throughput_pct_of_forwarded_at_loss"] < 80
+    flag = next(f for f in stalled.flags if f["code"] == "loss-below-capacity")
+    assert "transients" in flag["message"] and f"{mt['forwarded_at_loss_pps'] / 1e3:.1f} kpps" in flag["message"]
+
+    fixed = _binary_search(FixedCapacity(50e3))
+    assert fixed.metrics["throughput_pct_of_forwarded_at_loss"] >= 98
+    assert "loss-below-capacity" not in {f["code"] for f in fixed.flags}
+
+    clean = _binary_search(FixedCapacity(500e3))  # the maximum load passed: nothing was lost
+    assert clean.metrics["forwarded_at_loss_pps"] is None and clean.metrics["throughput_pct_of_forwarded_at_loss"] is None
+    assert "loss-below-capacity" not in {f["code"] for f in clean.flags}
+
+
+def test_forwarded_at_loss_leaves_out_short_and_generator_short_trials():
+    from fwlab.search.measurer import TrialResult
+    from fwlab.search.result import SearchResult, SearchTrial
+
+    def trial(i, duration_s, load, offered, forwarded):
+        return SearchTrial(index=i, phase="p", passed=forwarded == offered,
+                           result=TrialResult(duration_s=duration_s, intended_load_pps=load,
+                                              intended_count=round(load * duration_s), offered_count=offered,
+                                              forwarded_count=forwarded))
+
+    def result(*trials):
+        return SearchResult(algorithm="mlr", goal={}, lower_bound_pps=None, upper_bound_pps=None,
+                            throughput_pps=None, trials=trials, trial_count=len(trials),
+                            trial_seconds=sum(t.result.duration_s for t in trials), width_reached=False,
+                            relative_width=None)
+
+    r = result(trial(0, 0.25, 80e3, 20000, 5000),       # short: its rate includes the ring emptying
+               trial(1, 3.0, 20e3, 60000, 45000),       # lossy, full length: 15 kpps
+               trial(2, 3.0, 40e3, 30000, 29000),       # generator fell short (30000 of 120000)
+               trial(3, 3.0, 10e3, 30000, 30000))       # no loss
+    assert r.forwarded_at_loss_pps() == pytest.approx(15e3)
+    assert result(trial(0, 3.0, 10e3, 30000, 30000)).forwarded_at_loss_pps() is None
+    # a search whose full trials are 0.5 s long judges by those
+    assert result(trial(0, 0.25, 80e3, 20000, 5000), trial(1, 0.5, 20e3, 10000, 6000)).forwarded_at_loss_pps() \
+        == pytest.approx(12e3)
+
+
+def test_loss_below_capacity_is_named_in_the_headline_and_cannot_refute_a_fall():
+    from fwlab.published.compare import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, Finding, LIMIT_FLAGS
+    from fwlab.report.overview import reference_limit
+    from test_published import tr
+
+    assert reference_limit(["loss-below-capacity"]) == \
+        " [0-rule reference loss-onset below its forwarding rate (loss-below-capacity)]"
+    assert "loss-below-capacity" not in LIMIT_FLAGS  # a decided finding stays decided ...
+    t = tr("rfc2544", "throughput", "nftables", 0, size=64, throughput_pps=1e5)
+    t["flags"] = [{"code": "loss-below-capacity", "severity": "warning", "message": "m"}]
+    kw = dict(claim="c", published="p", fwlab="f", criterion="k", used=[t])
+    assert Finding.judge(verdict=REPRODUCED, **kw).verdict == REPRODUCED
+    assert Finding.judge(verdict=NOT_REPRODUCED, **kw).verdict == NOT_REPRODUCED
+    # ... except that a claimed fall is not refuted by figures the transients capped
+    assert Finding.judge(verdict=NOT_REPRODUCED, effect=True, **kw).verdict == INCONCLUSIVE
+
+
+def test_the_report_explains_the_loss_below_capacity_flag_where_it_shows():
+    from fwlab.search.simulated import Stalling
+
+    def rec(m, rules, rep):
+        return full_trial({"kind": "rfc2544", "traffic": "throughput", "tool": "rfc2544", "backend": "nftables",
+                           "layout": "linear", "rules": rules, "size_bytes": 64, "repetition": rep,
+                           "trial_id": f"t{rules}-r{rep}", "metrics": m.metrics, "flags": m.flags,
+                           "extra": m.extra})
+
+    stalled = [rec(_binary_search(Stalling(50e3, stalls_per_s=5.0, stall_mean_s=0.02, seed=s)), 0, s)
+               for s in (1, 2)]
+    html = render({}, stalled)
+    assert "loss-below-capacity" in html and "forwarded_at_loss_pps" in html
+    fixed = [rec(_binary_search(FixedCapacity(50e3)), 0, s) for s in (1, 2)]
+    assert "forwarded_at_loss_pps" not in render({}, fixed)

@@ -35,6 +35,11 @@ if TYPE_CHECKING:
 
 KINDS = ("throughput", "frame_loss", "back_to_back")
 BIDIR_MIN_OVERLAP = MIN_OVERLAP_SHARE  #: direction bidir: the two senders must overlap for this share of every search trial
+LOSS_BELOW_CAPACITY = 0.8
+"""A loss-based result below this share of the highest rate the DUT forwarded in a lossy trial of
+the same search (`SearchResult.forwarded_at_loss_pps`) is flagged `loss-below-capacity`: a DUT
+whose loss comes from its per-packet cost passes up to about that rate (within the search's
+width); far below it, transients set the result."""
 SEARCH_TRIALS = 12  #: trials of one throughput search, including the maximum-load trials (for estimates)
 
 
@@ -284,6 +289,18 @@ class Rfc2544Runner(Runner):
             "algorithm": opts.algorithm, "goal": main.goal.get("name") or opts.algorithm,
             "rx_pps": tput,
         }
+        onset = main.forwarded_at_loss_pps()
+        metrics["forwarded_at_loss_pps"] = onset
+        metrics["throughput_pct_of_forwarded_at_loss"] = 100.0 * tput / onset if tput is not None and onset else None
+        if metrics["throughput_pct_of_forwarded_at_loss"] is not None \
+                and metrics["throughput_pct_of_forwarded_at_loss"] < 100.0 * LOSS_BELOW_CAPACITY:
+            flags.append({"code": "loss-below-capacity", "severity": "warning",
+                          "message": f"the result ({tput / 1e3:.1f} kpps) is "
+                                     f"{metrics['throughput_pct_of_forwarded_at_loss']:.0f} % of the {onset / 1e3:.1f} "
+                                     "kpps the DUT forwarded in a trial of the search that lost frames: loss set in "
+                                     "well below what it forwards, so transients (CPU stalls, bursts into its "
+                                     "receive ring) set the result, not its per-packet cost; its forwarding rate "
+                                     "(MRR) or a loss-tolerant goal (PDR) says more"})
         if opts.direction == "bidir":
             # RFC 2544 bidirectional: throughput_pps is per direction; both directions together
             metrics["throughput_aggregate_pps"] = 2 * tput if tput is not None else None

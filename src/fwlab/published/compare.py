@@ -69,18 +69,25 @@ LIMITS: dict[str, Limit] = {
                                "figure"),
     "link-limited": Limit("capped by the emulated wire", "the emulated wire (link_rate) capped the figure",
                           undecides=False),
+    "loss-below-capacity": Limit("loss-onset below its forwarding rate",
+                                 "the search's result lies far below the rate the DUT forwarded in a lossy trial: "
+                                 "transients (CPU stalls, bursts into its receive ring) set it, not the per-packet "
+                                 "cost", undecides=False),
 }
 """The one table of limiting quality flags (codes the runners write on a trial): how a headline
 names each and what it means for a figure. An older record's ``search-max-load-passed`` is read
 as ``max-load-passed`` (`fwlab.results.trial.RENAMED_FLAGS`). `link-limited` does not undecide a
 finding: an emulated wire capping the figure is the seeds' own regime (the headline still names
 it), except that it cannot refute a claim that a figure falls (`WIRE_HIDES_EFFECTS`). Not here on
-purpose: `overran` (stalled streams are what seed 004's "many streams stall" finding looks for)."""
+purpose: `overran` (stalled streams are what seed 004's "many streams stall" finding looks for).
+`loss-below-capacity` (fwlab.methods.rfc2544) does not undecide either: a zero-loss result set by
+transients is still what RFC 2544 asks for, but like the wire it caps the high figures, so it
+cannot refute a fall (`WIRE_HIDES_EFFECTS`)."""
 
-WIRE_HIDES_EFFECTS = ("link-limited",)
+WIRE_HIDES_EFFECTS = ("link-limited", "loss-below-capacity")
 """Flags that cannot undecide a finding in general but can hide a fall: a claim that a figure falls
-(`Finding.judge`'s ``effect``) is not refuted by figures the wire capped (a fall above the wire's
-rate cannot show)."""
+(`Finding.judge`'s ``effect``) is not refuted by figures the wire (or the transients a zero-loss
+search meets) capped (a fall above that cap cannot show)."""
 
 LIMIT_FLAGS = {code: lim.why for code, lim in LIMITS.items() if lim.undecides}
 """The flags of `LIMITS` that say the generator or a CPU, not the firewall, set the figure: a

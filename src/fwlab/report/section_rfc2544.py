@@ -10,6 +10,7 @@ from __future__ import annotations
 import statistics
 
 from fwlab.errors import SearchError
+from fwlab.methods.rfc2544 import LOSS_BELOW_CAPACITY
 from fwlab.report import latency, plots
 from fwlab.report.html import _fmt, _table, esc
 from fwlab.report.sections import Section, register
@@ -85,6 +86,13 @@ def _throughput(trials: list[TrialRecord]) -> list[str]:
                          "search's result inside it depends on how many trials it spent there and how it judged "
                          "them (with exceed ratio 0 one failure is an upper bound, so each further trial can only "
                          "lower it). Compare figures inside such a range with care.</p>")
+        if any("loss-below-capacity" in p.flags for c in group for p in c.points.values()):
+            parts.append("<p class='muted'>loss-below-capacity: the search's result lies below "
+                         f"{100 * LOSS_BELOW_CAPACITY:.0f} % of the highest rate the DUT forwarded in a trial of the "
+                         "same search that lost frames (<code>forwarded_at_loss_pps</code>). It lost frames far below "
+                         "what it forwards, so transients set the result -- on a shared VM its CPU's stalls against "
+                         "a 256-frame receive ring (docs/device-model.md) -- not the rule set's per-packet cost. The "
+                         "forwarding rate under overload (MRR) or a loss-tolerant goal (PDR) measures that cost.</p>")
     parts.append(ndr_pdr(tp))
     # search cost
     rows = []

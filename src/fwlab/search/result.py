@@ -103,6 +103,24 @@ class SearchResult:
     def regular(self) -> bool:
         return not self.irregular
 
+    def forwarded_at_loss_pps(self, min_duration_s: float = 1.0) -> float | None:
+        """The highest forwarding rate [packets/s] among this search's trials that lost frames,
+        leaving out trials whose generator fell short and trials shorter than `min_duration_s`
+        [s] or, when the search's longest trial is shorter, than that one (a short trial's rate
+        includes its receive ring emptying); None when none is left.
+        What the DUT forwarded while overloaded: a DUT whose loss comes from its per-packet cost
+        alone passes up to about this rate, so a loss-based result far below it was set by
+        something else (stalls, bursts into a small ring). Conservative: it only knows the loads
+        the search tried; a search that ran no full trial well above its result (MLRsearch's
+        overload trials are short) compares its result with the mild overloads near it."""
+        if not self.trials:
+            return None
+        shortest = min(min_duration_s, max(t.result.duration_s for t in self.trials))
+        rates = [t.result.forwarded_pps for t in self.trials
+                 if t.result.loss_count > 0 and not t.result.generator_short
+                 and t.result.duration_s >= shortest]
+        return max(rates) if rates else None
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "algorithm": self.algorithm,
