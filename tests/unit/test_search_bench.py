@@ -88,6 +88,25 @@ def test_records_of_the_rfc2544_method_give_the_comparison():
     assert parts["full_length"] == pytest.approx(3.0 * m["full_length_trials"] / b["trial_seconds_total"])
 
 
+def test_each_result_against_what_its_dut_forwarded_in_a_lossy_trial():
+    """Reproduced: a stalling DUT's binary searches end far below what it forwarded while losing;
+    not reproduced: a fixed capacity's end at it (within the width)."""
+    from fwlab.search.simulated import Stalling
+
+    cfg = SearchBenchConfig(rounds=2)
+    fixed = compare(runs_from_records(_records(cfg, {(r, a): FixedCapacity(9_000) for r in (1, 2)
+                                                      for a in ("binary", "mlr")})))
+    assert all(p >= 97 for a in ("binary", "mlr") for p in fixed[a]["pct_of_forwarded_at_loss"])
+    assert fixed["binary"]["loss_below_capacity"] == fixed["mlr"]["loss_below_capacity"] == 0
+    stalled = compare(runs_from_records(_records(cfg, {(r, a): Stalling(9_000, stalls_per_s=5.0, stall_mean_s=0.02,
+                                                                       seed=r)
+                                                        for r in (1, 2) for a in ("binary", "mlr")})))
+    b = stalled["binary"]
+    assert b["loss_below_capacity"] == 2 and all(p < 80 for p in b["pct_of_forwarded_at_loss"])
+    assert "(loss-below-capacity in 2 of 2)" in bench._onset_text(b)
+    assert bench._onset_text({"pct_of_forwarded_at_loss": [None, None], "loss_below_capacity": 0}) == ""
+
+
 def test_spending_counts_full_length_failures_after_a_short_pass():
     trials = [{"duration_s": 0.5, "load_pps": 100, "passed": True}, {"duration_s": 3.0, "load_pps": 100, "passed": False},
               {"duration_s": 3.0, "load_pps": 90, "passed": False}, {"duration_s": 3.0, "load_pps": 80, "passed": True}]

@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from fwlab.errors import FwlabError
+from fwlab.methods.rfc2544 import LOSS_BELOW_CAPACITY
 from fwlab.results.trial import TrialRecord
 from fwlab.search import SearchResult
 from fwlab.stats.ratio import RatioInterval, ratio_interval
@@ -188,7 +189,11 @@ def runs_from_records(records: list[TrialRecord]) -> list[dict]:
                          "trials": []})
             continue
         res = SearchResult.from_dict(results[0])
+        onset = res.forwarded_at_loss_pps()
         runs.append({**base, "throughput_pps": res.throughput_pps, "lower_bound_pps": res.lower_bound_pps,
+                     "forwarded_at_loss_pps": onset,
+                     "pct_of_forwarded_at_loss": 100.0 * res.throughput_pps / onset
+                     if onset and res.throughput_pps is not None else None,
                      "upper_bound_pps": res.upper_bound_pps, "trial_count": res.trial_count,
                      "trial_seconds": res.trial_seconds, "irregular": list(res.irregular),
                      "relative_width": res.relative_width,
@@ -497,6 +502,9 @@ def compare(runs: list[dict], relative_width: float = 0.02) -> dict:
                     "trial_count_per_search": [r["trial_count"] for r in ok],
                     "wall_s_per_search": [r.get("wall_s") for r in rs],
                     "irregular": sorted({f for r in rs for f in r["irregular"]}),
+                    "pct_of_forwarded_at_loss": [r.get("pct_of_forwarded_at_loss") for r in ok],
+                    "loss_below_capacity": sum(1 for r in ok if (r.get("pct_of_forwarded_at_loss") or 100.0)
+                                               < 100.0 * LOSS_BELOW_CAPACITY),
                     **spending(ok)}
     b, m = out["binary"], out["mlr"]
     complete = b["failed"] == 0 and m["failed"] == 0 and b["searches"] == m["searches"] > 0
@@ -587,6 +595,17 @@ def _goal_evidence(iv: dict, per_round: list[float]) -> str:
     return f"{iv['ratio']:.3f} [{iv['low']:.3f}, {iv['high']:.3f}] ({100 * iv['confidence']:g} % interval over the rounds); {rounds}"
 
 
+def _onset_text(a: dict) -> str:
+    """Each result as % of the rate the DUT forwarded in a lossy trial of its search, and how many
+    of them fell below LOSS_BELOW_CAPACITY of it (flagged loss-below-capacity in the record)."""
+    pcts = a.get("pct_of_forwarded_at_loss") or []
+    if not any(p is not None for p in pcts):
+        return ""
+    shown = ", ".join("-" if p is None else f"{p:.0f}" for p in pcts)
+    return (f"; result / forwarded in a lossy trial {shown} % (loss-below-capacity in "
+            f"{a['loss_below_capacity']} of {len(pcts)})")
+
+
 def format_table(res: dict) -> str:
     s, c = res["summary"], res["config"]
     mx = (res.get("max_load") or {}).get("mrr_pps")
@@ -600,7 +619,8 @@ def format_table(res: dict) -> str:
         lines.append(f"{alg:6s}  result {_kpps(a['throughput_pps'])} (each: "
                      f"{', '.join(f'{v / 1e3:.2f}' for v in a['results_pps'])})  trial seconds "
                      f"{a['trial_seconds_total'] or 0:.1f} ({per})  {', '.join(a['irregular'])}"
-                     + (f"  {a['failed']} searches failed" if a["failed"] else ""))
+                     + (f"  {a['failed']} searches failed" if a["failed"] else "")
+                     + _onset_text(a))
     ratio = s["mlr_vs_binary"]
     lines.append(f"mlr_vs_binary (trial seconds) {ratio:.3f}" if ratio is not None else "mlr_vs_binary: missing")
     m = s["mlr"]
