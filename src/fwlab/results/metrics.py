@@ -111,6 +111,10 @@ class Rfc2544Metrics(_Metrics):
     upper_bound_pps: Num = Field(None, description="search's first failing load [packets/s]")
     search_trials: int | None = Field(None, description="search trials")
     search_trial_s: Num = Field(None, description="traffic seconds the search spent")
+    forwarded_at_loss_pps: Num = Field(None, description="highest forwarding rate in a lossy trial of the search "
+                                                         "(>= 1 s or full length, generator-short left out) [packets/s]")
+    throughput_pct_of_forwarded_at_loss: Num = Field(None, description="throughput as % of forwarded_at_loss_pps; "
+                                                                       "below 80: flag loss-below-capacity")
     algorithm: str | None = Field(None, description="binary, mlr, ...")
     goal: str | None = Field(None, description="the search goal's name")
     rx_pps: Num = Field(None, description="= throughput_pps")
