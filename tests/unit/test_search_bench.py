@@ -149,6 +149,13 @@ def test_within_noise_reproduced_not_reproduced_and_undecided():
     # gap 10 %, repeats within 0.2 %: beyond noise
     steady = compare(runs([9000, 9020], [9900, 9920]))
     assert steady["within_noise"] is False and steady["result_gap"] > 0.09
+    # gap 10 %, repeats spread ~3 %: over 2 sigmas of the gap but under t(0.975, 2) = 4.3 of them
+    # -> undecided, and the table says why
+    mid = compare(runs([9000, 9400], [9900, 10300]))
+    assert mid["within_noise"] is None and mid["noise"]["beyond_sigmas"] == pytest.approx(4.303, abs=1e-3)
+    assert 2 < mid["result_gap"] / mid["noise"]["gap_sigma"] < 4.3
+    assert bench.beyond_sigmas(2) == pytest.approx(4.303, abs=1e-3) and bench.beyond_sigmas(1000) == 2.0
+    assert within_noise(0.10, 0.03, 0.02, df=2) is None and within_noise(0.10, 0.03, 0.02, df=60) is False
     # gap 10 %, one search each: no spread measured -> undecided
     assert compare(runs([9000], [9900]))["within_noise"] is None
     # gap within the searches' resolution: within, whatever the spread

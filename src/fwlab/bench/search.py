@@ -473,18 +473,32 @@ def noise(results: dict[str, list[float]]) -> dict:
     return {"sigma_pps": sigma, "cv": sigma / statistics.fmean(every), "df": df}
 
 
-def within_noise(gap: float | None, gap_sigma: float | None, width: float) -> bool | None:
+def beyond_sigmas(df: int | None) -> float:
+    """How many sigmas of the gap make it a difference at the 5 % level: Student's t(0.975, df)
+    for a sigma estimated with df degrees of freedom (4.30 at 2, 2.45 at 6), never below seed
+    002's 2."""
+    if not df:
+        return math.inf
+    from scipy.stats import t as student_t
+
+    return max(2.0, float(student_t.ppf(0.975, df)))
+
+
+def within_noise(gap: float | None, gap_sigma: float | None, width: float, df: int | None = None) -> bool | None:
     """Is the contenders' relative gap within the DUT's noise? Yes when it is at most 2 sigmas
     of the gap (seed 002's rule) or at most the searches' own resolution (their relative width);
-    no when it exceeds both; undecided (None) when the gap or, beyond the width, its sigma is
-    missing."""
+    no (beyond noise) only when it exceeds the width and `beyond_sigmas(df)` sigmas -- the 5 %
+    level for a sigma taken from df degrees of freedom (without df: 2 sigmas); undecided (None)
+    in between, or when the gap or, beyond the width, its sigma is missing."""
     if gap is None:
         return None
     if gap <= width:
         return True
     if gap_sigma is None:
         return None
-    return gap <= 2 * gap_sigma
+    if gap <= 2 * gap_sigma:
+        return True
+    return False if gap > (beyond_sigmas(df) if df is not None else 2.0) * gap_sigma else None
 
 
 def compare(runs: list[dict], relative_width: float = 0.02) -> dict:
@@ -542,7 +556,8 @@ def compare(runs: list[dict], relative_width: float = 0.02) -> dict:
     out["result_gap"] = gap
     out["noise"] = {**nz, "gap_sigma": gap_sigma, "relative_width": relative_width,
                     "how": "pooled within-contender spread of repeated search results (rounds x repetitions)"}
-    out["within_noise"] = within_noise(gap, gap_sigma, relative_width)
+    out["noise"]["beyond_sigmas"] = beyond_sigmas(nz["df"]) if nz["df"] else None
+    out["within_noise"] = within_noise(gap, gap_sigma, relative_width, nz["df"])
     out["full_length_overlap"] = full_length_overlap(runs)
     if out["what_stops_it"]:
         out["what_stops_it"] += noise_clause(nz["cv"], relative_width)
@@ -649,6 +664,9 @@ def format_table(res: dict) -> str:
     noise_txt = "not measured (fewer than 2 results per contender)" if nz["cv"] is None else \
         f"{100 * nz['cv']:.1f} % (sigma of one result, {nz['df']} degrees of freedom)"
     verdict = {True: "within noise", False: "BEYOND noise", None: "undecided"}[s["within_noise"]]
+    if s["within_noise"] is None and nz.get("beyond_sigmas") and nz.get("gap_sigma"):
+        verdict += (f" (gap {s['result_gap'] / nz['gap_sigma']:.1f} sigma: over 2, under the "
+                    f"{nz['beyond_sigmas']:.2f} a difference needs at {nz['df']} degrees of freedom)")
     lines.append(f"result gap {gap}; DUT noise {noise_txt}; width {100 * nz['relative_width']:g} % -> {verdict}")
     if s.get("full_length_overlap"):
         lines.append("  " + overlap_clause(s["full_length_overlap"]))
