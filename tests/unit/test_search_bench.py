@@ -105,6 +105,8 @@ def test_each_result_against_what_its_dut_forwarded_in_a_lossy_trial():
     assert b["loss_below_capacity"] == 2 and all(p < 80 for p in b["pct_of_forwarded_at_loss"])
     assert "(loss-below-capacity in 2 of 2)" in bench._onset_text(b)
     assert bench._onset_text({"pct_of_forwarded_at_loss": [None, None], "loss_below_capacity": 0}) == ""
+    assert "2 of 4 results lie below 80 %" in bench.onset_clause(b, fixed["mlr"])
+    assert bench.onset_clause(fixed["binary"], fixed["mlr"]) == ""
 
 
 def test_spending_counts_full_length_failures_after_a_short_pass():

@@ -560,7 +560,7 @@ def compare(runs: list[dict], relative_width: float = 0.02) -> dict:
     out["within_noise"] = within_noise(gap, gap_sigma, relative_width, nz["df"])
     out["full_length_overlap"] = full_length_overlap(runs)
     if out["what_stops_it"]:
-        out["what_stops_it"] += noise_clause(nz["cv"], relative_width)
+        out["what_stops_it"] += noise_clause(nz["cv"], relative_width) + onset_clause(b, m)
     return out
 
 
@@ -573,6 +573,19 @@ def noise_clause(cv: float | None, relative_width: float) -> str:
     return (f"; the DUT's results spread {100 * cv:.1f} % (cv) between searches, {cv / relative_width:.1f}x the "
             f"{100 * relative_width:g} % width both searches were asked for: its zero-loss load varies from "
             "trial to trial (docs/device-model.md, stalls)")
+
+
+def onset_clause(binary: dict, mlr: dict) -> str:
+    """How many results transients set (below LOSS_BELOW_CAPACITY of what their DUT forwarded in
+    a lossy trial of the same search): then the zero-loss load both searches chase is the test
+    bed's stalls', and where a search ends in it is chance; "" when none."""
+    hit = binary["loss_below_capacity"] + mlr["loss_below_capacity"]
+    if not hit:
+        return ""
+    n = len(binary["pct_of_forwarded_at_loss"]) + len(mlr["pct_of_forwarded_at_loss"])
+    return (f"; {hit} of {n} results lie below {100 * LOSS_BELOW_CAPACITY:.0f} % of what their DUT forwarded "
+            "in a lossy trial of the same search (loss-below-capacity): transients set them, not the rule "
+            "set, so where a search ends is partly chance")
 
 
 # -- the bench ------------------------------------------------------------------------------------
@@ -677,4 +690,4 @@ def format_table(res: dict) -> str:
 __all__ = ["CONTENDERS", "FULL_LENGTH_PHASES", "GOAL_RATIO", "INCONCLUSIVE", "MLR_GOALS", "MLR_PHASES", "NOT_REACHED",
            "REACHED", "TrialClass", "classify", "goal_verdict",
            "phase_breakdown", "phases", "what_stops_it", "noise_clause", "SearchBenchConfig", "abba", "compare", "format_table", "full_length_overlap", "goals", "noise", "overlap_clause",
-           "run_bench", "runs_from_records", "spending", "suite_data", "suite_toml", "trace", "within_noise"]
+           "onset_clause", "run_bench", "runs_from_records", "spending", "suite_data", "suite_toml", "trace", "within_noise"]
