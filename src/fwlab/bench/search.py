@@ -630,7 +630,7 @@ def _onset_text(a: dict) -> str:
     if not any(p is not None for p in pcts):
         return ""
     shown = ", ".join("-" if p is None else f"{p:.0f}" for p in pcts)
-    return (f"; result / forwarded in a lossy trial {shown} % (loss-below-capacity in "
+    return (f"  result / forwarded in a lossy trial {shown} % (loss-below-capacity in "
             f"{a['loss_below_capacity']} of {len(pcts)})")
 
 
