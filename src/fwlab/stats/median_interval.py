@@ -34,7 +34,9 @@ class MedianInterval:
     """An interval of the median: [low, high] in the figure's unit."""
 
     low: float
+    """The rank-th smallest value [figure unit]."""
     high: float
+    """The rank-th largest value [figure unit]."""
     level: float
     """The interval's exact coverage of the median [probability] (continuous figures)."""
     rank: int
