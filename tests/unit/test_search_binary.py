@@ -93,6 +93,29 @@ def test_generator_short_trials_never_pass():
     assert "generator_short_trials" in result.irregular
 
 
+def test_a_generator_short_only_above_a_dut_failure_flags_nothing():
+    """generator_short_trials says the generator may have set the result: reproduced when it fell
+    short at loads the DUT could carry (above), not when it fell short only above a load the DUT
+    had failed itself (the first trial at the maximum), nor for an attempt it measured again."""
+    from fwlab.search.measurer import TrialResult as TR
+    from fwlab.search.result import SearchTrial, generator_set_bound
+
+    dut = FixedCapacity(500.0, generator_limit_pps=950.0)
+    (result,) = run_search("binary", dut, 1000.0, 10.0, BinaryGoal())
+    assert any(t.result.generator_short for t in result.trials)  # the maximum load's trial
+    assert result.upper_bound_pps < 950.0 and "generator_short_trials" not in result.irregular
+
+    def tr(i, phase, load, offered, forwarded):
+        return SearchTrial(index=i, phase=phase, passed=not (offered < 0.99 * load) and forwarded == offered,
+                           result=TR(duration_s=1.0, intended_load_pps=load, intended_count=round(load),
+                                     offered_count=offered, forwarded_count=forwarded))
+    short_then_good = (tr(0, "p", 400.0, 300, 300), tr(1, "p/retry1", 400.0, 400, 400))
+    assert not generator_set_bound(short_then_good, 500.0)       # replaced by its retry
+    assert generator_set_bound(short_then_good[:1], 500.0)        # judged, below the upper bound
+    assert not generator_set_bound(short_then_good[:1], 350.0)    # judged, above it
+    assert generator_set_bound(short_then_good[:1], None)         # no upper bound at all
+
+
 def test_loss_ratio_tolerance():
     (result,) = run_search("binary", FixedCapacity(500.0), 1000.0, 10.0,
                            BinaryGoal(trial_duration_s=1.0, final_trial_duration_s=1.0,

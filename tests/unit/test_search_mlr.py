@@ -189,6 +189,13 @@ def test_random_loss_below_capacity_is_tolerated_with_exceed_ratio():
         assert result.relative_width <= 0.005 * (1 + 1e-9)
 
 
+def test_a_generator_short_only_above_the_upper_bound_flags_nothing():
+    dut = FixedCapacity(400_000.0, generator_limit_pps=900_000.0)
+    (result,) = run_search("mlr", dut, MAX, MIN, ["csit"])
+    assert any(t.result.generator_short for t in result.trials)  # the maximum load's trial
+    assert result.upper_bound_pps < 900_000.0 and "generator_short_trials" not in result.irregular
+
+
 def test_generator_short_never_counts_as_a_pass():
     dut = FixedCapacity(800_000.0, generator_limit_pps=600_000.0)
     (result,) = run_search("mlr", dut, MAX, MIN, ["csit"])

@@ -52,6 +52,7 @@ from fwlab.errors import FwlabError
 from fwlab.methods.rfc2544 import LOSS_BELOW_CAPACITY
 from fwlab.results.trial import TrialRecord
 from fwlab.search import SearchResult
+from fwlab.search.result import measured_again
 from fwlab.stats.ratio import RatioInterval, ratio_interval
 from fwlab.stats.zero_loss_range import JudgedTrial, zero_loss_range
 from fwlab.suites import parse_suite
@@ -231,29 +232,9 @@ FULL_LENGTH_PHASES = ("final_at_lower_bound", "final_at_upper_bound", "final_fai
                       "generator_short_retried", "final_other")
 """The phases made of full-length trials (the rest of MLR_PHASES are shorter trials)."""
 
-RETRY_MARK = "/retry"
-"""What the trial log appends to a phase when it measures a generator-short trial again
-("<phase>/retry1", "/retry2", ...: fwlab.search.trial_log)."""
-
-
-def _retry_of(phase: str) -> tuple[str, int]:
-    """(the phase without its retry mark, the attempt's retry number: 0 for a first attempt)."""
-    base, sep, n = phase.rpartition(RETRY_MARK)
-    return (base, int(n)) if sep and n.isdigit() else (phase, 0)
-
-
 def _measured_again(trials: list[dict]) -> set[int]:
-    """Indices of the attempts the search measured again because the generator fell short: the
-    next trial is their retry (same phase with the next retry number, same load and duration).
-    The search judges only the last attempt, so these neither pass nor fail the load."""
-    out = set()
-    for k in range(len(trials) - 1):
-        t, nxt = trials[k], trials[k + 1]
-        base, n = _retry_of(t.get("phase", ""))
-        if (_retry_of(nxt.get("phase", "")) == (base, n + 1) and nxt["load_pps"] == t["load_pps"]
-                and nxt["duration_s"] == t["duration_s"]):
-            out.add(k)
-    return out
+    """Indices of the trace's attempts the search measured again (`fwlab.search.result.measured_again`)."""
+    return measured_again([(t.get("phase", ""), t["load_pps"], t["duration_s"]) for t in trials])
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from fwlab.search.result import (
     IRREGULAR_FLAGS,
     SearchResult,
     SearchTrial,
+    generator_set_bound,
     relative_width,
 )
 from fwlab.search.trial_log import TrialLog
@@ -175,7 +176,7 @@ def _result(goal: BinaryGoal, lo: float | None, hi: float | None, max_load: floa
         flags.add("min_load_failed")
     elif lo >= max_load:
         flags.add("max_load_passed")
-    if any(t.result.generator_short for t in trials):
+    if generator_set_bound(trials, hi):
         flags.add("generator_short_trials")
     width = relative_width(lo, hi)
     width_reached = lo is not None and hi is not None and goal.width_ok(lo, hi)

@@ -57,7 +57,7 @@ from typing import Any
 from fwlab.errors import SearchError
 from fwlab.search.measurer import TrialResult
 from fwlab.search.registry import register
-from fwlab.search.result import IRREGULAR_FLAGS, SearchResult, relative_width
+from fwlab.search.result import IRREGULAR_FLAGS, SearchResult, generator_set_bound, relative_width
 from fwlab.search.trial_log import TrialLog
 
 _SLACK = 1e-9
@@ -508,7 +508,7 @@ def _goal_result(selector: Selector, db: Database, log: TrialLog,
         flags.add("min_load_failed")
     elif clo >= max_load:
         flags.add("max_load_passed")
-    if any(t.result.generator_short for t in log.trials):
+    if generator_set_bound(log.trials, chi):
         flags.add("generator_short_trials")
     width = relative_width(clo, chi)
     width_reached = width is not None and width <= target.width * (1 + _SLACK)

@@ -1,11 +1,13 @@
 """What a search hands back: `SearchTrial` (one trial with its phase) and `SearchResult`.
 
-Owns: the result dataclasses and their JSON round trip.
+Owns: the result dataclasses and their JSON round trip, and which attempts a search measured
+again (`measured_again`) and whether a generator-short one may have set a result.
 Never touches: traffic, the measurer, files (the caller's run record stores `to_dict()`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,8 +24,11 @@ IRREGULAR_FLAGS = (
 
 - max_load_passed: the maximum load itself passed; the real throughput may be higher.
 - min_load_failed: even the minimum load failed; there is no lower bound.
-- generator_short_trials: some trial's generator sent < 99 % of its intended count; those trials
-  were counted as failures, so the result may describe the generator, not the DUT.
+- generator_short_trials: a trial the search judged (not one it measured again) had its
+  generator send < 99 % of its intended count, at a load at or below the upper bound the result
+  stands on (`generator_set_bound`); such trials count as failures, so the result may describe
+  the generator, not the DUT. One at a higher load changed nothing: a lower load had already
+  failed for the DUT.
 - width_not_reached: the search stopped before bounds were as close as the goal asked.
 """
 
@@ -57,6 +62,41 @@ class SearchTrial:
         except KeyError as exc:
             raise SearchError(f"SearchTrial record misses {exc}: {data!r}",
                               fix="check the run record is complete") from None
+
+
+RETRY_MARK = "/retry"
+"""A generator-short trial's next attempt is the same phase + "/retry1", "/retry2", ...
+(`fwlab.search.trial_log.TrialLog.run`)."""
+
+
+def retry_of(phase: str) -> tuple[str, int]:
+    """(the phase without its retry mark, the attempt's retry number: 0 for a first attempt)."""
+    base, sep, n = phase.rpartition(RETRY_MARK)
+    return (base, int(n)) if sep and n.isdigit() else (phase, 0)
+
+
+def measured_again(attempts: Sequence[tuple[str, float, float]]) -> set[int]:
+    """Positions of the attempts, each (phase, load [packets/s], duration [s]) in trial order,
+    that the search measured again because the generator fell short: the next attempt is their
+    retry (same phase with the next retry number, same load and duration). The search judges
+    only the last attempt, so these neither pass nor fail the load."""
+    out = set()
+    for k in range(len(attempts) - 1):
+        (phase, load, duration), (nphase, nload, nduration) = attempts[k], attempts[k + 1]
+        base, n = retry_of(phase)
+        if retry_of(nphase) == (base, n + 1) and nload == load and nduration == duration:
+            out.add(k)
+    return out
+
+
+def generator_set_bound(trials: Sequence[SearchTrial], upper_bound_pps: float | None) -> bool:
+    """Whether the generator may have set a result: a generator-short trial the search judged
+    (`measured_again` leaves out the attempts it replaced) at a load at or below the upper bound
+    the result stands on, or anywhere when there is none."""
+    again = measured_again([(t.phase, t.result.intended_load_pps, t.result.duration_s) for t in trials])
+    return any(t.result.generator_short and (upper_bound_pps is None
+                                             or t.result.intended_load_pps <= upper_bound_pps * (1 + 1e-9))
+               for k, t in enumerate(trials) if k not in again)
 
 
 @dataclass(frozen=True)

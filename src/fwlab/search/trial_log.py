@@ -14,7 +14,7 @@ from typing import Any
 
 from fwlab.errors import SearchError
 from fwlab.search.measurer import Measurer, TrialResult
-from fwlab.search.result import SearchTrial
+from fwlab.search.result import RETRY_MARK, SearchTrial
 
 OnTrial = Callable[[SearchTrial], None]
 """Hook called after every newly measured trial (replayed trials are already recorded)."""
@@ -91,7 +91,7 @@ class TrialLog:
             r = trial.result
             if not r.generator_short or (loss_ratio is not None and r.loss_ratio > loss_ratio):
                 break
-            trial = self._run_once(duration_s, load_pps, f"{phase}/retry{attempt}", judge)
+            trial = self._run_once(duration_s, load_pps, f"{phase}{RETRY_MARK}{attempt}", judge)
         return trial
 
     def _run_once(self, duration_s: float, load_pps: float, phase: str,
