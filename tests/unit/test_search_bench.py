@@ -62,7 +62,8 @@ def _records(cfg, duts, max_load=130_000.0):
                                {"frame_size": 64, "max_load_pps": max_load}, [], None)
         out.append(build_trial(spec.to_dict(), kind=m.kind, metrics=m.metrics, series=m.series,
                                started_utc=f"2026-01-01T00:00:{10 + 2 * k:02d}.000000Z",
-                               ended_utc=f"2026-01-01T00:00:{11 + 2 * k:02d}.000000Z", extra=m.extra))
+                               ended_utc=f"2026-01-01T00:00:{11 + 2 * k:02d}.000000Z", extra=m.extra,
+                               flags=m.flags))
     return out
 
 

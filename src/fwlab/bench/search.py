@@ -48,6 +48,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
+from scipy.stats import t as student_t
+
 from fwlab.errors import FwlabError
 from fwlab.methods.rfc2544 import LOSS_BELOW_CAPACITY
 from fwlab.results.trial import TrialRecord
@@ -190,11 +192,11 @@ def runs_from_records(records: list[TrialRecord]) -> list[dict]:
                          "trials": []})
             continue
         res = SearchResult.from_dict(results[0])
-        onset = res.forwarded_at_loss_pps()
         runs.append({**base, "throughput_pps": res.throughput_pps, "lower_bound_pps": res.lower_bound_pps,
-                     "forwarded_at_loss_pps": onset,
-                     "pct_of_forwarded_at_loss": 100.0 * res.throughput_pps / onset
-                     if onset and res.throughput_pps is not None else None,
+                     # as the rfc2544 method recorded them (metrics and flag), not judged again here
+                     "forwarded_at_loss_pps": rec.metric("forwarded_at_loss_pps"),
+                     "pct_of_forwarded_at_loss": rec.metric("throughput_pct_of_forwarded_at_loss"),
+                     "loss_below_capacity": rec.has_flag("loss-below-capacity"),
                      "upper_bound_pps": res.upper_bound_pps, "trial_count": res.trial_count,
                      "trial_seconds": res.trial_seconds, "irregular": list(res.irregular),
                      "relative_width": res.relative_width,
@@ -460,8 +462,6 @@ def beyond_sigmas(df: int | None) -> float:
     002's 2."""
     if not df:
         return math.inf
-    from scipy.stats import t as student_t
-
     return max(2.0, float(student_t.ppf(0.975, df)))
 
 
@@ -498,8 +498,7 @@ def compare(runs: list[dict], relative_width: float = 0.02) -> dict:
                     "wall_s_per_search": [r.get("wall_s") for r in rs],
                     "irregular": sorted({f for r in rs for f in r["irregular"]}),
                     "pct_of_forwarded_at_loss": [r.get("pct_of_forwarded_at_loss") for r in ok],
-                    "loss_below_capacity": sum(1 for r in ok if (r.get("pct_of_forwarded_at_loss") or 100.0)
-                                               < 100.0 * LOSS_BELOW_CAPACITY),
+                    "loss_below_capacity": sum(1 for r in ok if r.get("loss_below_capacity")),
                     **spending(ok)}
     b, m = out["binary"], out["mlr"]
     complete = b["failed"] == 0 and m["failed"] == 0 and b["searches"] == m["searches"] > 0
