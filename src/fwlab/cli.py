@@ -22,13 +22,13 @@ def _sigterm_as_interrupt(signum, frame):  # noqa: ARG001
 
 
 def cmd_run(args) -> int:
-    from fwlab.orchestrate import resume_run, start_run
+    from fwlab.run.executor import resume_run, start_run
     from fwlab.report import prepare, print_summary, write_report
     from fwlab.suites import load_suite
 
     ruleset_cfg = _ruleset_config(args)
     if ruleset_cfg is not None:
-        from fwlab.ruleset_run import run_ruleset
+        from fwlab.ruleset.run import run_ruleset
         rec = run_ruleset(ruleset_cfg, Path(args.out), log=None if args.quiet else sys.stderr)
     elif args.resume:
         if args.suite or args.quick or args.repetitions is not None or args.duration is not None \
@@ -91,7 +91,7 @@ def cmd_run(args) -> int:
 
 def cmd_optimize(args) -> int:
     from fwlab.report import write_report
-    from fwlab.ruleset_optimize import config_from_args, run_optimize
+    from fwlab.ruleset.optimize import config_from_args, run_optimize
 
     cfg = config_from_args(args.file, proposal=args.proposal, ipset=args.ipset, interfaces=args.interfaces,
                            repetitions=args.repetitions, classes=args.classes, rate_count=args.rate_count,
@@ -117,8 +117,8 @@ def _precision_arg(text: str) -> float | None:
 
 def _ruleset_config(args):
     """The imported-rule-set run asked for by --ruleset FILE or a suite file with a [ruleset]
-    table (fwlab.ruleset_run), or None for an ordinary suite run."""
-    from fwlab.ruleset_run import config_from_args, config_from_suite_file
+    table (fwlab.ruleset.run), or None for an ordinary suite run."""
+    from fwlab.ruleset.run import config_from_args, config_from_suite_file
 
     if args.ruleset:
         if args.suite or args.resume:
@@ -136,9 +136,9 @@ def _ruleset_config(args):
 
 def _dry_run(suite, done: set[str] = frozenset(), trials: list[dict] | None = None) -> int:
     """Print the plan's size, the combinations it leaves out (with the reason) and its rough
-    wall-time estimate (fwlab.suites.estimate); change nothing. `done`: trial ids a resume would skip."""
-    from fwlab.suites.plan import Plan, expand, expand_max
-    from fwlab.suites.estimate import estimate_s
+    wall-time estimate (fwlab.run.estimate); change nothing. `done`: trial ids a resume would skip."""
+    from fwlab.run.plan import Plan, expand, expand_max
+    from fwlab.run.estimate import estimate_s
 
     plan = expand(suite)
     todo = Plan(tuple(t for t in plan.trials if t.trial_id not in done), plan.skipped)
@@ -174,7 +174,7 @@ def _dry_run(suite, done: set[str] = frozenset(), trials: list[dict] | None = No
 def _dry_run_resume(path: Path, hosts=None, hosts_file: str | None = None) -> int:
     """What ``run --resume DIR`` would still run, read from the record without writing to it
     (with ``--hosts``: checked against the run's hosts first, connecting to none)."""
-    from fwlab.orchestrate import resume_hosts_change
+    from fwlab.run.executor import resume_hosts_change
     from fwlab.results.record import RunRecord
     from fwlab.suites import parse_suite
 
@@ -297,7 +297,7 @@ def cmd_version(args) -> int:
 
 def cmd_baseline(args) -> int:
     from fwlab.analysis.baseline import baseline_from_runs
-    from fwlab.orchestrate import measure_baseline
+    from fwlab.run.executor import measure_baseline
 
     if args.from_runs:
         if args.suite:
@@ -424,7 +424,7 @@ def cmd_bench_search(args) -> int:
 
 def cmd_bench_precision(args) -> int:
     from fwlab.bench.precision import PrecisionBenchConfig, format_table, run_bench
-    from fwlab.orchestrate import start_run
+    from fwlab.run.executor import start_run
     from fwlab.testbed import require_root
 
     rules = None
@@ -446,7 +446,7 @@ def cmd_bench_precision(args) -> int:
 
 def cmd_bench_overhead(args) -> int:
     from fwlab.bench.overhead import OverheadConfig, format_table, run_bench
-    from fwlab.orchestrate import start_run
+    from fwlab.run.executor import start_run
     from fwlab.testbed import require_root
 
     require_root()
@@ -784,7 +784,7 @@ def main(argv: list[str] | None = None) -> int:
         print("fwlab: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except FwlabError as exc:
-        from fwlab.orchestrate import Interrupted
+        from fwlab.run.executor import Interrupted
 
         print(f"fwlab: error: {exc.one_line()}", file=sys.stderr)
         return EXIT_INTERRUPTED if isinstance(exc, Interrupted) else EXIT_USAGE

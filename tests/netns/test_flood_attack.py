@@ -80,7 +80,7 @@ def test_a_flood_stops_by_itself():
 
 
 def test_attack_suite_records_flood_counts(tmp_path):
-    from fwlab.orchestrate import start_run
+    from fwlab.run.executor import start_run
     from fwlab.results import RunRecord
     from fwlab.suites import parse_suite
 

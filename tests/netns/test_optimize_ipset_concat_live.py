@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from fwlab.ruleset_optimize import OptimizeConfig, run_optimize
+from fwlab.ruleset.optimize import OptimizeConfig, run_optimize
 from fwlab.runners.engine import find_engine
 from fwlab.testbed import LocalHost, list_fwl_namespaces
 

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from fwlab.ruleset_mix import mix_rate
-from fwlab.ruleset_run import RulesetRunConfig, run_ruleset
+from fwlab.ruleset.mix import mix_rate
+from fwlab.ruleset.run import RulesetRunConfig, run_ruleset
 from fwlab.runners.engine import find_engine
 
 pytestmark = pytest.mark.skipif(find_engine() is None, reason="fwlab-engine is not built")

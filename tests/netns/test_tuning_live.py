@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fwlab.orchestrate import start_run
+from fwlab.run.executor import start_run
 from fwlab.suites import parse_suite
 from fwlab.testbed import Testbed, Topology, new_run_id
 

@@ -178,7 +178,7 @@ def test_resume_takes_no_suite_or_overrides(tmp_path, capsys):
 
 
 def test_dry_run_lists_skipped_combinations(tmp_path, capsys):
-    from fwlab.suites.plan import expand
+    from fwlab.run.plan import expand
 
     suite = parse_suite({"name": "s", "backends": ["nftables", "command:iptables"], "layouts": ["linear", "set"],
                          "mode": ["routed", "bridge"], "stateful_shortcut": [False, True],

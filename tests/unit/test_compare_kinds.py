@@ -17,7 +17,7 @@ from fwlab.analysis.compare import ABSOLUTE, compare_runs
 from fwlab.analysis.figures import run_figures
 from fwlab.results.record import trial_record
 from fwlab.stats import NOT_SIGNIFICANT, SIGNIFICANT
-from fwlab.suites.plan import TrialSpec
+from fwlab.run.plan import TrialSpec
 
 FLOOD = {"kind": "udp_flood", "rate_pps": 9500.0, "frame_size": 64, "sources": 65535, "lead_s": 0.5,
          "tail_s": 1.0}

@@ -11,7 +11,7 @@ from fwlab.report.section_connections import render
 from fwlab.runners import conn
 from fwlab.methods.connections import limit_cause
 from fwlab.suites import parse_suite
-from fwlab.suites.plan import expand
+from fwlab.run.plan import expand
 from fwlab.testbed import host_sysctl
 from trials import full_trial
 

@@ -10,7 +10,7 @@ from fwlab.runners.base import TrafficSpec, whole_seconds
 from fwlab.runners.iperf3 import build_client_args
 from fwlab.runners.ping import ping_args
 from fwlab.suites import parse_suite
-from fwlab.suites.plan import check_suite, expand
+from fwlab.run.plan import check_suite, expand
 
 
 def _suite(duration_s, **item):

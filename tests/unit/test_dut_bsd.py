@@ -13,7 +13,7 @@ import pytest
 from fwlab.dut import DutContext, get_backend
 from fwlab.rules import generate
 from fwlab.suites import parse_suite
-from fwlab.suites.plan import expand
+from fwlab.run.plan import expand
 from fwlab.testbed.host import CommandFailed, Host
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"

@@ -13,7 +13,7 @@ from fwlab.dut.command import SHIPPED_DIR, CommandBackend, read_firewall
 from fwlab.errors import BackendError
 from fwlab.rules import generate
 from fwlab.suites import parse_suite
-from fwlab.suites.plan import expand
+from fwlab.run.plan import expand
 
 NETS = {4: ("198.18.1.0/24", "198.19.1.0/24"), 6: ("2001:2:0:1::/64", "2001:2:0:2::/64")}
 

@@ -8,7 +8,7 @@ import pytest
 from fwlab.dut import flowtable, get_backend
 from fwlab.rules import generate
 from fwlab.suites import parse_suite
-from fwlab.suites.plan import expand
+from fwlab.run.plan import expand
 
 
 def test_config_reason():

@@ -11,7 +11,7 @@ from fwlab.dut import xdp_build
 from fwlab.dut.xdp import parse_kv, render_rules, slot_tag
 from fwlab.rules import generate
 from fwlab.suites import parse_suite
-from fwlab.suites.plan import expand
+from fwlab.run.plan import expand
 
 
 def _rs(n, layout, v=4):

@@ -12,7 +12,7 @@ from fwlab.runners import engine as eng
 from fwlab.runners import get_runner
 from fwlab.runners.base import TrafficSpec
 from fwlab.suites import parse_suite
-from fwlab.suites.plan import check_suite
+from fwlab.run.plan import check_suite
 from fwlab.testbed.topology import Pinning, Topology
 from trials import full_trial
 
@@ -183,7 +183,7 @@ def test_suite_engine_item():
 
 def test_builtin_rule_scaling_engine():
     from fwlab.suites import load_suite
-    from fwlab.suites.plan import expand
+    from fwlab.run.plan import expand
 
     s, _ = load_suite("rule-scaling-engine")
     plan = expand(s)

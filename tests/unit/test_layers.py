@@ -42,12 +42,12 @@ RANKS: dict[str, int] = {
     "fwlab.analysis": 12,         # reads results/stats (never the report)
     "fwlab.report": 12,           # reads results/stats/published
     # on top: planning a suite against the plug-ins, running it, the CLI, benches
-    "fwlab.suites.plan": 13,
-    "fwlab.suites.estimate": 14, "fwlab.orchestrate": 14, "fwlab.bench": 14, "fwlab.baseline": 14,
-    "fwlab.ruleset_mix": 13,      # the class mix of fwlab run --ruleset: weights, mix figures (stats)
-    "fwlab.ruleset_run": 14,      # fwlab run --ruleset: runs an imported rule set, like orchestrate
+    "fwlab.run.plan": 13,
+    "fwlab.run.estimate": 14, "fwlab.run.executor": 14, "fwlab.bench": 14, "fwlab.baseline": 14,
+    "fwlab.ruleset.mix": 13,      # the class mix of fwlab run --ruleset: weights, mix figures (stats)
+    "fwlab.ruleset.run": 14,      # fwlab run --ruleset: runs an imported rule set, like orchestrate
     "fwlab.bench.search": 15,     # runs its suite through the orchestrator
-    "fwlab.ruleset_optimize": 15,  # fwlab optimize: reuses ruleset_run's bed, probes and sends
+    "fwlab.ruleset.optimize": 15,  # fwlab optimize: reuses ruleset_run's bed, probes and sends
     "fwlab.cli": 16,
     "fwlab.__main__": 17,         # python -m fwlab: the CLI
 }
@@ -139,7 +139,7 @@ def test_known_exceptions_are_still_real():
     ("fwlab.runners.curl", "fwlab.dut.base", False),       # upstream import
     ("fwlab.stats.fit", "fwlab.errors", False),            # the bottom
     ("fwlab.cli", "fwlab.report", False),                  # top reads anything
-    ("fwlab.suites.schema", "fwlab.suites.plan", True),    # the planning module is on top
+    ("fwlab.suites.schema", "fwlab.run.plan", True),    # the planning module is on top
 ])
 def test_the_rule_itself(src, dst, expected):
     assert ((src, dst) in against_flow({src: {dst}})) is expected

@@ -114,7 +114,7 @@ class FakeBackend:
 
 
 def _executor(lean):
-    from fwlab.orchestrate import Executor
+    from fwlab.run.executor import Executor
     return Executor(suite=None, record=None, progress=None, lean=lean)
 
 
@@ -204,7 +204,7 @@ def test_fingerprint_residue_names_what_differs():
 def _record(tmp_path, lean=True):
     from fwlab.results import RunRecord, build_trial
     from fwlab.suites import load_suite
-    from fwlab.suites.plan import expand
+    from fwlab.run.plan import expand
 
     suite = load_suite("quick")[0]
     specs = expand(suite).trials[:4]
@@ -364,7 +364,7 @@ def test_bench_reports_a_failed_contender_as_missing_with_its_reason(tmp_path):
 
 
 def test_progress_line_names_sub_gigabit_rates_in_mbit():
-    from fwlab.orchestrate import _fmt_result
+    from fwlab.run.executor import _fmt_result
 
     assert _fmt_result({"throughput_bps": 2.5e9}, None) == "2.50 Gbit/s"
     assert _fmt_result({"throughput_bps": 95.3e6, "rx_pps": 148_800}, None) == "95.3 Mbit/s, 148.8 kpps"

@@ -15,7 +15,7 @@ from fwlab.published.compare import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, co
 from fwlab.results.curves import curves
 from fwlab.results.identity import link_words, rate_id, trial_id
 from fwlab.suites import load_suite
-from fwlab.suites.plan import expand
+from fwlab.run.plan import expand
 from fwlab.suites.schema import Suite
 
 SEED_RATES = {"seed-000": 10 ** 9, "seed-001": 10 ** 9, "seed-002": 10 ** 8, "seed-003": 10 ** 8, "seed-004": 10 ** 8}

@@ -45,7 +45,7 @@ def test_ip_versions_outside_4_and_6_are_refused(bad):
 
 
 def test_the_run_builds_beds_for_the_suites_ip_versions():
-    from fwlab.orchestrate import Executor
+    from fwlab.run.executor import Executor
     from fwlab.suites import load_suite
 
     suite, _ = load_suite("quick")

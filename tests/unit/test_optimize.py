@@ -198,7 +198,7 @@ def test_garbage_listing_is_one_line():
 
 # -- the run's pure parts: choice of measured probes, the gain, the report, bad input ----------------
 def test_pick_measured_takes_deepest_middle_shallowest():
-    from fwlab.ruleset_optimize import pick_measured
+    from fwlab.ruleset.optimize import pick_measured
 
     text = listing(linear(20))
     a = parse_nft_json(text)
@@ -212,7 +212,7 @@ def test_pick_measured_takes_deepest_middle_shallowest():
 
 
 def test_gain_has_an_interval_and_the_mix_weights_classes_evenly():
-    from fwlab.ruleset_optimize import summarize_gain
+    from fwlab.ruleset.optimize import summarize_gain
 
     text = listing(linear(4))
     probes = union_probes(derive(parse_nft_json(text), BED).classes, [])[:2]
@@ -276,7 +276,7 @@ def test_optimize_bad_arguments(tmp_path, args, words):
 
 
 def test_optimize_refuses_a_proposal_of_the_other_syntax_and_missing_files_before_any_bed(tmp_path):
-    from fwlab.ruleset_optimize import OptimizeConfig, run_optimize
+    from fwlab.ruleset.optimize import OptimizeConfig, run_optimize
     from fwlab.errors import FwlabError
 
     f = tmp_path / "r.iptables"

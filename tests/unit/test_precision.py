@@ -9,12 +9,12 @@ import pytest
 
 from fwlab import cli
 from fwlab.errors import FwlabError, RecordError, SuiteError
-from fwlab.orchestrate import Executor, Progress, _execute
+from fwlab.run.executor import Executor, Progress, _execute
 from fwlab.results import RunRecord, build_trial, utc_now
 from fwlab.stats import summarize
 from fwlab.stats.precision import INTERVAL, PrecisionRule, adaptive_order, figure_id, half_width, outcome
 from fwlab.suites import parse_suite
-from fwlab.suites.plan import expand, expand_max
+from fwlab.run.plan import expand, expand_max
 
 QUIET = [1000, 1001, 999, 1000, 1000, 1000]      # within 3 % at 2 repetitions
 MEDIUM = [1000, 1040, 990, 1010, 1000, 1000]     # within 3 % at 5
@@ -419,7 +419,7 @@ def test_bench_refuses_bad_options_before_anything_runs(argv, needle, capsys, mo
 
 
 def test_interrupted_in_an_adaptive_round_then_resumed(monkeypatch, tmp_path):
-    from fwlab.orchestrate import Interrupted
+    from fwlab.run.executor import Interrupted
 
     suite = _suite()
     plan = expand(suite)

@@ -34,7 +34,7 @@ from fwlab.runners.iperf3 import add_rtt_probe, parse_json, split_streams
 from fwlab.runners.ping import Ping, parse_ping
 from fwlab.stats.derive import add_stream_spread, derive_figures
 from fwlab.suites import load_suite
-from fwlab.suites.plan import TrialSpec, check_suite, expand
+from fwlab.run.plan import TrialSpec, check_suite, expand
 
 
 def run_of(study):

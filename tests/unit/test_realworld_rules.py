@@ -272,7 +272,7 @@ def test_engine_sends_the_flow_ranges():
 ])
 def test_bad_realworld_suites_are_one_line_errors(change, words):
     from fwlab.suites.loader import parse_suite
-    from fwlab.suites.plan import expand
+    from fwlab.run.plan import expand
     data = {"name": "rw", "layouts": ["docker"], "backends": ["iptables-nft"], "rules": [100],
             "traffic": [{"kind": "engine", "tool": "engine", "sizes": [64]}], **change}
     with pytest.raises(SuiteError) as exc:

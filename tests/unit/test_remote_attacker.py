@@ -64,7 +64,7 @@ def test_bad_attacker_entries_are_one_line(hosts, words):
 def test_flood_roles(hosts, refused):
     from test_lab_units import _FLOOD, _plan, check_refusal
 
-    from fwlab.orchestrate import check_remote_roles
+    from fwlab.run.executor import check_remote_roles
     placement = Placement(parse_hosts({"hosts": hosts}, "t"))
     check_remote_roles(_plan("tcp", "iperf3"), placement)  # without a flood: not the attacker's business
     check_refusal(_plan("tcp", "iperf3", _FLOOD), placement, refused)

@@ -10,7 +10,7 @@ import pytest
 from fwlab.errors import HostError
 from fwlab.results.metadata import parse_remote_metadata
 from fwlab.suites import parse_suite
-from fwlab.suites.plan import check_suite
+from fwlab.run.plan import check_suite
 from fwlab.errors import SuiteError
 from fwlab.testbed.clock import (ClockOffset, ClockSample, offset_from_samples, one_way_correction_s,
                                  parse_remote_time)

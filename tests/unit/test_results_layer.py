@@ -13,7 +13,7 @@ from fwlab.results.curves import Curve, curves
 from fwlab.results.identity import CURVE_FIELDS, config_label, trial_id
 from fwlab.results.kinds import TRIAL_KINDS
 from fwlab.suites import parse_suite
-from fwlab.suites.plan import expand
+from fwlab.run.plan import expand
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "fwlab"
 

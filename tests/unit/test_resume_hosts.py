@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from goldens import GOLDEN
-from fwlab import orchestrate, report
+from fwlab import report
+from fwlab.run import executor as orchestrate
 from fwlab.cli import main
 from fwlab.testbed.hosts import Placement, changed_fields, identity_difference
 

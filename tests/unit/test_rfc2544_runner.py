@@ -8,7 +8,7 @@ from fwlab.report.section_rfc2544 import render
 from fwlab.methods.rfc2544 import frame_loss_steps, longest_burst, parse_options
 from fwlab.search.simulated import FixedCapacity
 from fwlab.suites import load_suite, parse_suite
-from fwlab.suites.plan import check_suite, expand
+from fwlab.run.plan import check_suite, expand
 from trials import full_trial
 
 

@@ -16,7 +16,7 @@ from fwlab.report.summary import load_times
 from fwlab.results.curves import curves
 from fwlab.rules import generate
 from fwlab.suites import load_suite, parse_suite
-from fwlab.suites.plan import expand
+from fwlab.run.plan import expand
 from fwlab.testbed.host import Host
 
 gen_mod = importlib.import_module("fwlab.rules.generate")

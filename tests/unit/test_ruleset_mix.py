@@ -11,9 +11,9 @@ from fwlab.errors import SuiteError
 from fwlab.rules.derive import BedAddresses, derive
 from fwlab.rules.iptables_save import parse_iptables_save
 from fwlab.rules.nft_json import parse_nft_json
-from fwlab.ruleset_mix import (check_weights, latency_figures, mix_latency, mix_per_round, mix_rate, read_mix_file,
+from fwlab.ruleset.mix import (check_weights, latency_figures, mix_latency, mix_per_round, mix_rate, read_mix_file,
                                resolve, summarize_mix)
-from fwlab.ruleset_run import (config_from_suite_file, latency_load, latency_missing, latency_why, summarize_costs,
+from fwlab.ruleset.run import (config_from_suite_file, latency_load, latency_missing, latency_why, summarize_costs,
                                summarize_latency)
 from fwlab.stats.latency import encode, mixture
 
@@ -147,7 +147,7 @@ def test_mix_rate_ratio_has_a_fieller_interval():
 
 def test_one_mix_rate_for_run_and_optimize():
     """``optimize``'s even mix and ``run --ruleset``'s weighted mix are the same computation."""
-    from fwlab.ruleset_optimize import summarize_gain
+    from fwlab.ruleset.optimize import summarize_gain
 
     rates = {("a", "original"): [100.0, None, 90.0], ("b", "original"): [300.0, 200.0, 310.0]}
     even = {"a": 0.5, "b": 0.5}

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-import fwlab.orchestrate as orch
+import fwlab.run.executor as orch
 from fwlab.results.overhead import Phases
 
 

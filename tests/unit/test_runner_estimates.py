@@ -8,9 +8,9 @@ from fwlab.methods.connections import CAPACITY_TRIALS, OPEN_CPS
 from fwlab.methods.recovery import ProbePlan
 from fwlab.methods.rfc2544 import SEARCH_TRIALS, parse_options
 from fwlab.runners import get_runner
-from fwlab.suites.estimate import BED_S, RULE_LOAD_S, RULE_LOAD_S_PER_ENTRY, estimate_s
+from fwlab.run.estimate import BED_S, RULE_LOAD_S, RULE_LOAD_S_PER_ENTRY, estimate_s
 from fwlab.suites.loader import parse_suite
-from fwlab.suites.plan import check_suite, expand
+from fwlab.run.plan import check_suite, expand
 
 
 def test_a_plain_tool_adds_its_overhead_to_the_duration_as_given():

@@ -16,7 +16,7 @@ from fwlab.results.trial import build_trial
 from fwlab.runners.base import TrafficSpec
 from fwlab.search.simulated import FixedCapacity, NoisyCapacity, Wandering
 from fwlab.suites import parse_suite
-from fwlab.suites.plan import expand
+from fwlab.run.plan import expand
 
 
 def plan(cfg):
@@ -210,8 +210,8 @@ def test_cli_bad_arguments_are_one_line_and_exit_2(args, capsys):
 
 def test_the_orchestrator_takes_an_order_of_the_same_trials_only():
     from fwlab.errors import FwlabError
-    from fwlab.orchestrate import _reordered
-    from fwlab.suites.plan import Plan
+    from fwlab.run.executor import _reordered
+    from fwlab.run.plan import Plan
 
     trials = plan(SearchBenchConfig(rounds=2))
     p = Plan(tuple(trials), ())

@@ -13,8 +13,8 @@ from fwlab import cli
 from fwlab.errors import FwlabError
 from fwlab.published import study_names
 from fwlab.suites import builtin_names, load_suite
-from fwlab.suites.plan import expand
-from fwlab.suites.estimate import estimate_s
+from fwlab.run.plan import expand
+from fwlab.run.estimate import estimate_s
 
 SEEDS = [f"seed-00{i}" for i in range(5)]
 
@@ -67,8 +67,8 @@ def test_run_quick_loads_the_quick_suite(monkeypatch, tmp_path):
         seen["name"] = suite.name
         raise FwlabError("stop here", fix="-")
 
-    import fwlab.orchestrate
-    monkeypatch.setattr(fwlab.orchestrate, "start_run", fake_start_run)
+    import fwlab.run.executor
+    monkeypatch.setattr(fwlab.run.executor, "start_run", fake_start_run)
     rc = cli.main(["run", "seed-003", "--quick", "--out", str(tmp_path), "-q"])
     assert rc == cli.EXIT_USAGE and seen["name"] == "seed-003-quick"
     assert cli.main(["run", "rule-scaling", "--quick", "--out", str(tmp_path)]) == cli.EXIT_USAGE

@@ -182,7 +182,7 @@ def test_flood_counts_come_from_counters():
 
 def test_suite_with_background_plans_one_trial_per_rate():
     from fwlab.suites import parse_suite
-    from fwlab.suites.plan import expand
+    from fwlab.run.plan import expand
     s = parse_suite({"name": "a", "backends": ["nftables"], "rules": [0, 100], "repetitions": 1,
                      "traffic": [{"kind": "tcp"}],
                      "background": [{"kind": "udp_flood", "rates_pps": [0, 9500]}]}, "test")

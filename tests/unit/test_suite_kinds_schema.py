@@ -17,7 +17,7 @@ from fwlab.results.kinds import TRIAL_KINDS
 from fwlab.results.schema import kind_schema_file
 from fwlab.runners import get_runner
 from fwlab.suites.loader import builtin_names, load_suite
-from fwlab.suites.plan import expand
+from fwlab.run.plan import expand
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "golden" / "kinds"
 

@@ -2,7 +2,7 @@ import pytest
 
 from fwlab.errors import SuiteError
 from fwlab.suites import builtin_names, load_suite, parse_suite
-from fwlab.suites.plan import expand
+from fwlab.run.plan import expand
 
 BASE = {"name": "t", "traffic": [{"kind": "udp", "sizes": [64]}]}
 

@@ -14,7 +14,7 @@ from fwlab.published.compare import compare_study
 from fwlab.runners import TrafficSpec, get_runner
 from fwlab.runners.iperf3 import build_client_args, parse_json
 from fwlab.suites.loader import load_suite
-from fwlab.suites.plan import expand
+from fwlab.run.plan import expand
 
 
 def test_window_is_a_checked_tcp_option():

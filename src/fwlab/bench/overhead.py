@@ -138,7 +138,7 @@ def _machine() -> dict:
 def run_bench(cfg: OverheadConfig, start_run: Callable, log: TextIO | None = None,
               write_report: Callable | None = None) -> dict:
     """Run the suite ``cfg.rounds`` times per contender (root, real traffic) and summarize each.
-    ``start_run`` is fwlab.orchestrate.start_run (the CLI passes it: the benches and the
+    ``start_run`` is fwlab.run.executor.start_run (the CLI passes it: the benches and the
     orchestrator are one layer); ``write_report`` defaults to fwlab's own."""
     from fwlab.suites import load_suite
 

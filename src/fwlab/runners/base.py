@@ -171,7 +171,7 @@ class Runner(ABC):
         """Rough wall time of one trial [s] from its (normalised) options: the duration as given
         plus this runner's overhead; many streams add their connection set-up. A method whose
         time is not its duration (a search, probes) overrides it with its options' own estimate.
-        ``fwlab.suites.estimate`` adds beds, rule loads, settling and floods."""
+        ``fwlab.run.estimate`` adds beds, rule loads, settling and floods."""
         return duration_s + self.trial_overhead_s.get(traffic, 1.5) + (0.01 * streams if streams > 16 else 0.0)
 
     def check_options(self, kind: str, options: dict[str, Any]) -> dict[str, Any]:

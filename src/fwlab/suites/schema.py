@@ -2,7 +2,7 @@
 
 Owns: the pydantic models of a suite and the checks a suite can make on its own. The checks
 against the plug-ins (known backends and tools, each tool's options and frame sizes, the hosts
-file) come later, in ``fwlab.suites.plan.check_suite``: a suite is upstream of the plug-ins and
+file) come later, in ``fwlab.run.plan.check_suite``: a suite is upstream of the plug-ins and
 imports none of them. Never touches the kernel. A suite is data: it can be hashed, diffed and checked.
 """
 

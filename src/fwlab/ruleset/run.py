@@ -25,7 +25,7 @@ Owns the order of work of an imported-rule-set run:
    latency HDR histograms, merged over the rounds into percentiles, with rules and in the
    reference; the added median latency per round (rules p50 - reference p50, same load) with its
    interval over the rounds;
-7. the whole mix (:mod:`fwlab.ruleset_mix`): classes weighted evenly or by the user's profile
+7. the whole mix (:mod:`fwlab.ruleset.mix`): classes weighted evenly or by the user's profile
    (``--mix FILE``, suite key ``class_weights``); its rate, cost, rate ratio (with its interval)
    and latency (with the rule set and in the reference, each left-out class with its own
    summary's reason) from the same rounds' per-class figures.
@@ -49,7 +49,7 @@ from fwlab.dut.imported import ImportedFirewall
 from fwlab.errors import FwlabError, RunnerError, SuiteError
 from fwlab.results import RunRecord, host_metadata, trial_record, utc_now
 from fwlab.rules.derive import BedAddresses, Derivation, TrafficClass, derive
-from fwlab.ruleset_mix import (check_weights, latency_figures, median_range, mix_latency, read_mix_file, resolve,
+from fwlab.ruleset.mix import (check_weights, latency_figures, median_range, mix_latency, read_mix_file, resolve,
                               summarize_mix)
 from fwlab.runners.engine import engine_version, metrics_from, parse_result, require_engine, wait_ready
 from fwlab.stats.median_interval import median_interval

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from fwlab.floods.model import FloodSpec
 from fwlab.runners import get_runner
-from fwlab.suites.plan import Plan
+from fwlab.run.plan import Plan
 from fwlab.suites.schema import Suite
 
 BED_S = 3.0           #: building and tearing down one test bed

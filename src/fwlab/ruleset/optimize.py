@@ -7,7 +7,7 @@ nft syntax: sets, verdict maps and concatenated keys (:mod:`fwlab.rules.optimize
 Owns the order of work:
 
 1. read the file (nft syntax; a malformed one fails in one line before anything is built),
-   build one routed bed (:func:`fwlab.ruleset_run.prepare`) and load the file verbatim; a
+   build one routed bed (:func:`fwlab.ruleset.run.prepare`) and load the file verbatim; a
    refusal says the kernel's message in one line and leaves nothing behind;
 2. propose the rewrite from the kernel's JSON listing (:mod:`fwlab.rules.optimize`), load it
    (the kernel's listing of it becomes ``proposal.nft`` beside the record), or take a hand-made
@@ -43,8 +43,8 @@ from fwlab.rules.derive import TrafficClass, derive
 from fwlab.rules.imported_model import base_rule_id
 from fwlab.rules.optimize import Proposal, model_differences, propose, union_probes
 from fwlab.rules.optimize_iptables import propose_iptables
-from fwlab.ruleset_mix import median_range, mix_per_round, ratio_dict
-from fwlab.ruleset_run import (DEFAULT_INTERFACES, PROBE_PPS, SETTLE_S, Bed, Routes, _read, _rx, _send,
+from fwlab.ruleset.mix import median_range, mix_per_round, ratio_dict
+from fwlab.ruleset.run import (DEFAULT_INTERFACES, PROBE_PPS, SETTLE_S, Bed, Routes, _read, _rx, _send,
                                kpps_text, note_to, observed_verdict, parse_interfaces, preflight, prepare, rate_trial,
                                send_args)
 from fwlab.runners.engine import engine_version
@@ -180,7 +180,7 @@ def pick_measured(probes: list[TrafficClass], traversed: dict[str, int], n: int)
 def summarize_gain(measured: list[TrafficClass], traversed: dict[str, dict[str, int]],
                    rates: dict[tuple[str, str], list[float | None]]) -> dict:
     """Per class and for the classes' even mix: rates and gain = proposal / original with its interval.
-    The mix rate of a round = :func:`fwlab.ruleset_mix.mix_rate` with even weights (each class an
+    The mix rate of a round = :func:`fwlab.ruleset.mix.mix_rate` with even weights (each class an
     equal share of packets)."""
     per = []
     for c in measured:
@@ -204,7 +204,7 @@ def summarize_gain(measured: list[TrafficClass], traversed: dict[str, dict[str, 
 
 def _rate_trial(rec: RunRecord, b: Bed, engine: str, routes: Routes, c: TrafficClass, cond: str, k: int,
                 cfg: OptimizeConfig, digest: str, family: str = "nft (verbatim)") -> float | None:
-    """:func:`fwlab.ruleset_run.rate_trial`; the two conditions are told apart by layout: the
+    """:func:`fwlab.ruleset.run.rate_trial`; the two conditions are told apart by layout: the
     original file or the proposal (both an imported rule set)."""
     return rate_trial(rec, b, engine, c, cond, k, count=cfg.rate_count, route=routes.ensure, backend="imported",
                       layout=cond, ruleset={"digest": digest, "family": family})

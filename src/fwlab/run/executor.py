@@ -43,7 +43,7 @@ from fwlab.stats.derive import derive_figures
 from fwlab.stats.precision import PrecisionRule, adaptive_order, figure_id, outcome
 from fwlab.stats.quality import flag_cpu_saturated, flag_delayline_limited, flag_link_limited
 from fwlab.suites import Suite, parse_suite
-from fwlab.suites.plan import TrialSpec, check_suite, expand, expand_max
+from fwlab.run.plan import TrialSpec, check_suite, expand, expand_max
 from fwlab.testbed import LocalHost, Offloads, Pinning, Testbed, Topology, new_run_id, require_root, require_tool
 from fwlab.testbed.hosts import HostEntry, Placement, changed_fields, identity_difference, parse_hosts
 from fwlab.testbed.nic import NicInfo, PathLine, trial_line_rate, trial_nic
