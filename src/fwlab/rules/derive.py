@@ -310,15 +310,15 @@ def derive(rs: ImportedRuleSet, bed: BedAddresses, seed: int = 1,
             continue
         found = _find(ctx, t, matches, fams)
         if isinstance(found, str):
-            if not any(n.rule_id == t.target_id for n in missing) and not any(
-                    t.target_id == c.rule_id or t.target_id in c.other_targets for c in classes):
-                missing.append(NotCovered(t.target_id, text, found))
+            several = sum(1 for x in tgts if x.target_id == t.target_id) > 1
+            via = f"path via {' > '.join(r.rule_id for r in t.path) or t.base}: " if several else ""
+            missing.append(NotCovered(t.target_id, text, via + found))
             continue
         pkt, out, samp = found
         _add(ctx, classes, by_key, t.target_id, text, [r.rule_id for r in t.path], pkt, out, samp)
     # a class for each family the rule set covers that no target gave, and an echo request per family
     for fam in fams:
-        wanted = [("udp", not any(c.packet.family == fam for c in classes))]
+        wanted = [("udp", not any(c.packet.family == fam and _kind(c.packet.l4proto) == "l4" for c in classes))]
         if _ICMP[fam] in protocols:
             wanted.append((_ICMP[fam], not any(c.packet.family == fam and _kind(c.packet.l4proto) == "icmp"
                                                for c in classes)))
@@ -330,9 +330,6 @@ def derive(rs: ImportedRuleSet, bed: BedAddresses, seed: int = 1,
             if out.verdict in ("accept", "drop"):
                 rid = next((d for d in reversed(out.decided_by)), "policy:?")
                 _add(ctx, classes, by_key, rid, _text_of(ctx, rid), [], pkt, out, "the bed's default probe")
-    # targets that ended up in another target's class are covered by it: drop them from missing
-    covered = {c.rule_id for c in classes} | {x for c in classes for x in c.other_targets}
-    missing = [n for n in missing if n.rule_id not in covered or not n.reason.startswith("no packet")]
     sampling = (f"one class per distinct path (jumps, deciding rule per hook) to a reachable terminal, NAT rule "
                 f"or base-chain policy; a set, prefix or range contributes one sampled value (the bed's own "
                 f"address/port when the rule allows it, else the lowest value no other rule mentions, else the "
@@ -368,7 +365,14 @@ def _default_packet(bed: BedAddresses, fam: int, proto: str, c2s: bool) -> Packe
 def _add(ctx: _Ctx, classes: list, by_key: dict, target_id: str, text: str, path: list[str], pkt: Packet,
          out: Outcome, samp: str) -> None:
     key = (tuple(out.jumps), tuple(out.decided_by), pkt.family, _kind(pkt.l4proto), pkt.ct_state)
+    primary = _primary(ctx, out)
+    if primary is not None and primary != target_id:  # name the class by the rule that decided it
+        target_id, text, other, path = primary, _text_of(ctx, primary), target_id, list(out.jumps)
+    else:
+        other = None
     if key in by_key:
+        if other is not None and other not in by_key[key].other_targets:
+            by_key[key].other_targets.append(other)
         if target_id != by_key[key].rule_id and target_id not in by_key[key].other_targets:
             by_key[key].other_targets.append(target_id)
         return
@@ -383,12 +387,26 @@ def _add(ctx: _Ctx, classes: list, by_key: dict, target_id: str, text: str, path
         dnat=({"dst": addr_text(pkt.family, out.dnat[0]), "dport": out.dnat[1]} if out.dnat else None),
         snat=out.snat, final=final.describe(), established=pkt.ct_state != "new",
         opened_by=list(out.opening.decided_by) if out.opening else [], assumptions=assumed, jumps=list(out.jumps))
+    if other is not None:
+        c.other_targets.append(other)
     by_key[key] = c
     classes.append(c)
     if out.nat:
         ctx.nat_packets.append(pkt)
     if out.verdict == "accept" and pkt.ct_state == "new":
         ctx.accepted.append(pkt)
+
+
+def _primary(ctx: _Ctx, out: Outcome) -> str | None:
+    """The rule a class is named by: the last filter rule that decided a hook, else the first
+    NAT rule, else the last policy (what the run side reads the counter of)."""
+    rules = [d for d in out.decided_by if not d.startswith("policy:")]
+    plain = [d for d in rules if d not in out.nat]
+    if plain:
+        return plain[-1]
+    if out.nat:
+        return out.nat[0]
+    return out.decided_by[-1] if out.decided_by else None
 
 
 def _dirs(ctx: _Ctx, matches: list[Match]) -> list[tuple[str, str, bool]]:
@@ -505,16 +523,18 @@ def _search(ctx: _Ctx, t: Target, matches, fam, iif, oif, proto, state, regs, de
                       icmp_type=_icmp_type(matches, fam) if icmp else None, facts=facts0)
 
     queue.append(make(lambda k: cands[k][0]))
+    seeds: set[Packet] = set()  # packets of other classes (NAT, opened flows): never steered from
     if t.rule is not None and t.base not in (ctx.rs.base[:1]) and ctx.nat_packets:
         for p in ctx.nat_packets[-8:]:
             if p.family == fam and p.l4proto == proto:
-                queue.append(Packet(fam, p.saddr, p.daddr, proto, p.sport, p.dport, iif, oif, ct_state=state,
-                                    icmp_type=p.icmp_type, facts=facts0))
+                seeds.add(Packet(fam, p.saddr, p.daddr, proto, p.sport, p.dport, iif, oif, ct_state=state,
+                                 icmp_type=p.icmp_type, facts=facts0))
     if state == "established":  # flows the new-flow classes open
         for p in [p for p in ctx.accepted if p.family == fam and p.l4proto == proto][:16]:
             if p.iif == iif or len(ctx.bed.side_names("client")) + len(ctx.bed.side_names("server")) > 2:
-                queue.append(Packet(fam, p.saddr, p.daddr, proto, p.sport, p.dport, p.iif, p.oif,
-                                    ct_state=state, icmp_type=p.icmp_type, facts=p.facts))
+                seeds.add(Packet(fam, p.saddr, p.daddr, proto, p.sport, p.dport, p.iif, p.oif,
+                                 ct_state=state, icmp_type=p.icmp_type, facts=p.facts))
+    queue += sorted(seeds, key=lambda p: (p.saddr, p.daddr, p.sport, p.dport, p.iif))
     path_ids = [r.rule_id for r in t.path]
     tried = 0
     seen: set[Packet] = set()
@@ -545,11 +565,11 @@ def _search(ctx: _Ctx, t: Target, matches, fam, iif, oif, proto, state, regs, de
         if out.verdict == "local":
             last[0] = "its packets are delivered to the DUT itself (input), not forwarded"
         catcher = _catcher(ctx, t, out)
-        if catcher is None:
+        if catcher is None or pkt in seeds:
             continue
         if not _steer(ctx, catcher, regs, fam, fields, t.target_id, cands, cands_for, pkt, queue, make):
             last[0] = f"shadowed: {catcher.rule_id} catches every packet that reaches it ({catcher.text[:80]})"
-            if _covers(catcher, matches):
+            if _covers(ctx, catcher, t):
                 return None
     return None
 
@@ -564,9 +584,15 @@ def _catcher(ctx: _Ctx, t: Target, out: Outcome) -> Rule | None:
     return None
 
 
-def _covers(e: Rule, matches: list[Match]) -> bool:
-    """Whether rule ``e`` matches only on header fields and every target region lies inside it
-    (so steering can never get past it)."""
+def _covers(ctx: _Ctx, e: Rule, t: Target) -> bool:
+    """Whether rule ``e``, which steering could not get out of, surely shadows target ``t``: it
+    comes earlier in the target's own chain and matches only on header fields (so every region
+    of the target lies inside it)."""
+    if t.rule is None or e.chain != t.rule.chain:
+        return False
+    ids = [r.rule_id for r in ctx.rs.chains[e.chain].rules]
+    if ids.index(e.rule_id) >= ids.index(t.rule.rule_id):
+        return False
     return all(m.field in ("saddr", "daddr", "sport", "dport", "l4proto") and not m.negate for m in e.matches)
 
 
