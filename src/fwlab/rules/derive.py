@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ipaddress
 import random
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 
 from fwlab.rules.imported_model import (ICMP_ECHO, PROBE_L4, L4_NUMBERS, TERMINAL, ImportedRuleSet, Interval,
@@ -178,9 +179,12 @@ def _region(matches: list[Match], fld: str, ipver: int, base: list[Interval]) ->
 
 
 class _Mentioned:
-    """Every value other rules mention, per (field, ip version), sorted: what a class avoids."""
+    """Every value other rules mention, per (field, ip version), sorted by start: what a class
+    avoids. IPv4 addresses and ports in numpy arrays (a window is selected at once)."""
 
     def __init__(self, rs: ImportedRuleSet):
+        import numpy as np
+
         raw: dict[tuple[str, int], list[tuple[int, int, str]]] = {}
         for ch in rs.chains.values():
             for r in ch.rules:
@@ -190,45 +194,69 @@ class _Mentioned:
                             for lo, hi in m.intervals:
                                 raw.setdefault((m.field, v), []).append((lo, hi, r.rule_id))
         self.by = {k: sorted(v) for k, v in raw.items()}
+        self.np = {}
+        for k, rows in self.by.items():
+            if k[1] == 4 or k[0] in ("sport", "dport"):
+                self.np[k] = (np.array([r[0] for r in rows], dtype=np.int64),
+                              np.array([r[1] for r in rows], dtype=np.int64))
 
-    def avoid(self, fld: str, ipver: int, region: list[Interval], skip: str) -> list[Interval]:
+    def avoid(self, fld: str, ipver: int, region: list[Interval], own: set[Interval]) -> list[Interval]:
+        """Up to AVOID_MAX intervals other rules mention that overlap ``region``, nearest its start
+        (``own``: the target's own intervals, never avoided)."""
         import bisect
 
         rows = self.by.get((fld, ipver), [])
         if not rows or not region:
             return []
         lo_r, hi_r = region[0][0], region[-1][1]
-        out = []
         start = max(0, bisect.bisect_left(rows, (lo_r, -1, "")) - AVOID_MAX)
-        for lo, hi, rid in rows[start:]:
-            if lo > hi_r:
-                break
-            if hi >= lo_r and rid != skip:
-                out.append((lo, hi))
-                if len(out) >= AVOID_MAX:
-                    break
-        return norm(out)
+        window = slice(start, start + 4 * AVOID_MAX)
+        if (fld, ipver) in self.np:
+            import numpy as np
+
+            lo_a, hi_a = self.np[(fld, ipver)]
+            lo_w, hi_w = lo_a[window], hi_a[window]
+            sel = np.flatnonzero((lo_w <= hi_r) & (hi_w >= lo_r))[:AVOID_MAX + len(own)]
+            cand = zip(lo_w[sel].tolist(), hi_w[sel].tolist())
+        else:
+            cand = ((lo, hi) for lo, hi, _ in rows[window] if lo <= hi_r and hi >= lo_r)
+        out = [iv for iv in cand if iv not in own]
+        return norm(out[:AVOID_MAX])
+
+
+def _inside(v: int, lo: int, hi: int, nudge: bool) -> int:
+    """``v`` (an end of [lo, hi]) moved one step inside when ``nudge``: an address, not a
+    prefix's network or broadcast address."""
+    if nudge and hi - lo >= 2:
+        return lo + 1 if v == lo else hi - 1 if v == hi else v
+    return v
 
 
 def _candidates(reg: list[Interval], avoid: list[Interval], default: int | None, rng: random.Random,
-                extra: list[int] = ()) -> list[int]:
+                extra: list[int] = (), nudge: bool = False) -> list[int]:
     vals: list[int] = [v for v in extra if contains(reg, v)]
     if not reg:
         return vals
     free = subtract(reg, avoid)
     if default is not None and free:  # the free value nearest the bed's own
-        vals.append(min((min(max(default, lo), hi) for lo, hi in free), key=lambda v: abs(v - default)))
+        near = min(((min(max(default, lo), hi), lo, hi) for lo, hi in free), key=lambda x: abs(x[0] - default))
+        vals.append(_inside(*near, nudge))
     if free:
-        vals.append(free[0][0])
+        vals.append(_inside(free[0][0], free[0][0], free[0][1], nudge))
         lo, hi = free[len(free) // 2]
         vals.append(lo + (hi - lo) // 2)
     if default is not None and contains(reg, default):
         vals.append(default)
     vals += [reg[0][0], reg[-1][1]]
-    for _ in range(8):
-        lo, hi = reg[rng.randrange(len(reg))]
-        vals.append(rng.randint(lo, hi))
     return list(dict.fromkeys(vals))
+
+
+def _draw(reg: list[Interval], cands: list[int], rng: random.Random) -> int:
+    """One later candidate: a preferred value or a seeded random one from the region, half each."""
+    if rng.random() < 0.5 or not reg:
+        return rng.choice(cands)
+    lo, hi = reg[rng.randrange(len(reg))]
+    return rng.randint(lo, hi)
 
 
 def _ifaces_ok(matches: list[Match], iif: str, oif: str) -> bool:
@@ -278,6 +306,53 @@ class _Ctx:
         self.accepted: list[Packet] = []  #: packets of the accepted new-flow classes found so far
         self.client_names = set(bed.side_names("client"))
         self.marks_set = any(a[0] == "mark" for r in self.rules.values() for a in r.actions)
+        self.martians = {v: [addr_interval(x)[1] for x in MARTIANS[v]] for v in (4, 6)}
+        self.own = {v: [addr_interval(a)[1] for a in bed.dut_own if (":" in a) == (v == 6)] for v in (4, 6)}
+        self._intervals: dict[str, Interval] = {}
+        self._avoid: dict[tuple, list[Interval]] = {}
+        self._pos: dict[str, int] = {}
+
+    def mark_hints(self, matches: list[Match], fam: int) -> dict[str, list[int]]:
+        """Header values that make a rule set the mark a target's mark match needs (its
+        regions' first values), so a candidate carries it into the target."""
+        want = [m for m in matches if m.field == "mark"]
+        if not want or not self.marks_set:
+            return {}
+        out: dict[str, list[int]] = {}
+        for r in self.rules.values():
+            for a in r.actions:
+                if a[0] != "mark":
+                    continue
+                v = a[2] if a[1] in ("set", "or", "xor") else 0
+                if all((contains(list(m.intervals), v & m.mask if m.mask is not None else v)) != m.negate
+                       for m in want):
+                    for k in ("saddr", "daddr", "sport", "dport"):
+                        reg = _region(r.matches, k, fam, universe(k, fam))
+                        if reg and reg != universe(k, fam):
+                            out.setdefault(k, []).append(_inside(reg[0][0], reg[0][0], reg[0][1], k.endswith("addr")))
+        return out
+
+    def interval(self, text: str) -> Interval:
+        if text not in self._intervals:
+            self._intervals[text] = addr_interval(text)[1]
+        return self._intervals[text]
+
+    def avoid(self, fld: str, fam: int, region: list[Interval], own: set[Interval]) -> list[Interval]:
+        """Other rules' values near ``region`` (cached per region and the target's own values)."""
+        key = (fld, fam, tuple(region), frozenset(own))
+        if key not in self._avoid:
+            if len(self._avoid) > 4096:
+                self._avoid.clear()
+            self._avoid[key] = self.mentioned.avoid(fld, fam, region, own)
+        return self._avoid[key]
+
+    def before(self, e: Rule, t: Rule) -> bool:
+        """Whether rule ``e`` comes before rule ``t`` in their (shared) chain."""
+        if not self._pos:
+            for ch in self.rs.chains.values():
+                for n, r in enumerate(ch.rules):
+                    self._pos[r.rule_id] = n
+        return self._pos[e.rule_id] < self._pos[t.rule_id]
 
     def evaluate(self, p: Packet) -> Outcome:
         return evaluate(self.rs, p, self.local[p.family])
@@ -295,6 +370,7 @@ def derive(rs: ImportedRuleSet, bed: BedAddresses, seed: int = 1,
     missing: list[NotCovered] = []
     fams = sorted(rs.families()) or [4]
     tgts, notes = targets(rs)
+    paths = Counter(t.target_id for t in tgts)
     # established-path targets last: their flows are opened by packets of the new-flow classes
     first = [t for t in tgts if _states(_matches_of(t)) != ["established"]]
     for t in first + [t for t in tgts if _states(_matches_of(t)) == ["established"]]:
@@ -310,7 +386,7 @@ def derive(rs: ImportedRuleSet, bed: BedAddresses, seed: int = 1,
             continue
         found = _find(ctx, t, matches, fams)
         if isinstance(found, str):
-            several = sum(1 for x in tgts if x.target_id == t.target_id) > 1
+            several = paths[t.target_id] > 1
             via = f"path via {' > '.join(r.rule_id for r in t.path) or t.base}: " if several else ""
             missing.append(NotCovered(t.target_id, text, via + found))
             continue
@@ -382,7 +458,7 @@ def _add(ctx: _Ctx, classes: list, by_key: dict, target_id: str, text: str, path
     c = TrafficClass(
         class_id=f"c{len(classes) + 1}", rule_id=target_id, rule_text=text, path=path,
         expected=out.verdict or "?", terminal=out.terminal or "?", packet=pkt,
-        direction="c2s" if pkt.iif in ctx.client_names else "s2c", traversed_rules=len(out.traversed),
+        direction="c2s" if pkt.iif in ctx.client_names else "s2c", traversed_rules=out.compared,
         decided_by=list(out.decided_by), sampling=samp, hooks=[list(h) for h in out.hooks],
         dnat=({"dst": addr_text(pkt.family, out.dnat[0]), "dport": out.dnat[1]} if out.dnat else None),
         snat=out.snat, final=final.describe(), established=pkt.ct_state != "new",
@@ -462,17 +538,16 @@ def _find(ctx: _Ctx, t: Target, matches: list[Match], fams: list[int]) -> tuple[
         if not l4:
             last[0] = last[0] or f"its protocol is not one the probes carry ({', '.join(ctx.protocols)})"
             continue
-        martians = [addr_interval(x)[1] for x in MARTIANS[fam]]
-        own = [addr_interval(a)[1] for a in bed.dut_own if (":" in a) == (fam == 6)]
+        martians, own = ctx.martians[fam], ctx.own[fam]
         for iif, oif, c2s in dirs:
             src_def = bed.client[fam] if c2s else bed.server[fam]
             dst_def = bed.server[fam] if c2s else bed.client[fam]
             near = bed.client_net[fam] if c2s else bed.server_net[fam]
             base_s = subtract(universe("saddr", fam), martians + own)
-            base_d = subtract(universe("daddr", fam), martians + [addr_interval(near)[1]])
+            base_d = subtract(universe("daddr", fam), martians + [ctx.interval(near)])
             if not wants_local:
                 base_d = subtract(base_d, own)
-            own_far = [addr_interval(a)[1][0] for a in bed.dut_own if (":" in a) == (fam == 6)]
+            own_far = [lo for lo, _ in own]
             regs = {"saddr": _region(matches, "saddr", fam, base_s),
                     "daddr": _region(matches, "daddr", fam, base_d),
                     "sport": _region(matches, "sport", fam, [(1024, 65535)]),
@@ -483,9 +558,11 @@ def _find(ctx: _Ctx, t: Target, matches: list[Match], fams: list[int]) -> tuple[
             if empty:
                 last[0] = f"no {empty[0]} satisfies its matches in this bed (after martian and own addresses)"
                 continue
-            defaults = {"saddr": addr_interval(src_def)[1][0], "daddr": addr_interval(dst_def)[1][0],
+            defaults = {"saddr": ctx.interval(src_def)[0], "daddr": ctx.interval(dst_def)[0],
                         "sport": 10000, "dport": 5555}
             extra = {"daddr": own_far if wants_local else []}
+            for k, vals in ctx.mark_hints(matches, fam).items():
+                extra[k] = extra.get(k, []) + vals
             for proto in l4:
                 for state in states:
                     got = _search(ctx, t, matches, fam, iif, oif, proto, state, dict(regs), defaults, extra,
@@ -510,9 +587,11 @@ def _search(ctx: _Ctx, t: Target, matches, fam, iif, oif, proto, state, regs, de
     icmp = proto.startswith("icmp")
     fields = ("saddr", "daddr") if icmp else ("saddr", "daddr", "sport", "dport")
 
+    own = {k: {iv for m in matches if m.field == k and not m.negate for iv in m.intervals} for k in fields}
+
     def cands_for(k: str) -> list[int]:
-        return _candidates(regs[k], ctx.mentioned.avoid(k, fam, regs[k], t.target_id), defaults[k], rng,
-                           extra.get(k, []))
+        return _candidates(regs[k], ctx.avoid(k, fam, regs[k], own[k]), defaults[k], rng, extra.get(k, []),
+                           nudge=k in ("saddr", "daddr"))
 
     cands = {k: cands_for(k) for k in fields}
     queue: list[Packet] = []
@@ -542,7 +621,7 @@ def _search(ctx: _Ctx, t: Target, matches, fam, iif, oif, proto, state, regs, de
         if queue:
             pkt = queue.pop(0)
         else:
-            pkt = make(lambda k: rng.choice(cands[k]))
+            pkt = make(lambda k: _draw(regs[k], cands[k], rng))
         if pkt in seen:
             tried += 1
             continue
@@ -568,8 +647,12 @@ def _search(ctx: _Ctx, t: Target, matches, fam, iif, oif, proto, state, regs, de
         if catcher is None or pkt in seeds:
             continue
         if not _steer(ctx, catcher, regs, fam, fields, t.target_id, cands, cands_for, pkt, queue, make):
+            # the catcher holds every value left on the fields it matches, and its other matches
+            # (interfaces, state, ...) do not depend on them: no candidate of this combination escapes
             last[0] = f"shadowed: {catcher.rule_id} catches every packet that reaches it ({catcher.text[:80]})"
             if _covers(ctx, catcher, t):
+                budget[0] = 0  # an earlier rule of its own chain on header fields only: for every combination
+            if not queue:
                 return None
     return None
 
@@ -588,10 +671,7 @@ def _covers(ctx: _Ctx, e: Rule, t: Target) -> bool:
     """Whether rule ``e``, which steering could not get out of, surely shadows target ``t``: it
     comes earlier in the target's own chain and matches only on header fields (so every region
     of the target lies inside it)."""
-    if t.rule is None or e.chain != t.rule.chain:
-        return False
-    ids = [r.rule_id for r in ctx.rs.chains[e.chain].rules]
-    if ids.index(e.rule_id) >= ids.index(t.rule.rule_id):
+    if t.rule is None or e.chain != t.rule.chain or not ctx.before(e, t.rule):
         return False
     return all(m.field in ("saddr", "daddr", "sport", "dport", "l4proto") and not m.negate for m in e.matches)
 

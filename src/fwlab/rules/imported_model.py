@@ -250,11 +250,14 @@ class ChainIndex:
         import numpy as np
 
         vals = (L4_NUMBERS.get(p.l4proto, -1), p.sport, p.dport, p.saddr, p.daddr)
-        cols = 5 if p.family == 4 else 3
-        ok = np.ones(self.lo.shape[1], dtype=bool)
-        for j in range(cols):
-            ok &= (self.lo[j] <= vals[j]) & (vals[j] <= self.hi[j])
-        return np.flatnonzero(ok).tolist()
+        order = (4, 3, 2, 1, 0) if p.family == 4 else (2, 1, 0)  # the most selective column first
+        j = order[0]
+        idx = np.flatnonzero((self.lo[j] <= vals[j]) & (vals[j] <= self.hi[j]))
+        for j in order[1:]:
+            if not len(idx):
+                break
+            idx = idx[(self.lo[j, idx] <= vals[j]) & (vals[j] <= self.hi[j, idx])]
+        return idx.tolist()
 
 
 @dataclass
@@ -420,7 +423,9 @@ class Outcome:
     #: the DUT itself, not forwarded) | None: uncertain
     decided_by: list[str]  #: per base chain walked: the rule id that ended it, or "policy:<chain>"
     terminal: str | None  #: accept | drop | reject of the deciding rule (last chain walked)
-    traversed: list[str]  #: every rule id the packet was compared with, in order
+    #: the rules the packet was compared with, per chain entered: (chain, number of its first
+    #: rules compared); :attr:`traversed` lists their ids
+    segments: list[tuple[str, int]]
     uncertain_at: str | None = None  #: rule id whose match could not be evaluated
     fork: Match | None = None  #: the unset fact that stopped the walk (fork on its domain)
     final: Packet | None = None  #: the packet as it leaves (after DNAT, SNAT, marks)
@@ -431,6 +436,20 @@ class Outcome:
     facts_used: set[str] = field(default_factory=set)  #: facts the walk consulted
     hooks: list[tuple[str, str]] = field(default_factory=list)  #: (base chain, rule id or policy)
     opening: "Outcome | None" = None  #: established packets: the walk of the flow's first packet
+    rs: "ImportedRuleSet | None" = field(default=None, repr=False, compare=False)
+
+    @property
+    def compared(self) -> int:
+        """How many rules the packet was compared with (over every chain entered)."""
+        return sum(n for _, n in self.segments)
+
+    @property
+    def traversed(self) -> list[str]:
+        """Every rule id the packet was compared with, in order."""
+        out: list[str] = []
+        for ch, n in self.segments:
+            out += [r.rule_id for r in self.rs.chains[ch].rules[:n]]
+        return out
 
 
 class _Walk:
@@ -445,13 +464,10 @@ class _Walk:
         idx = self.rs.index(chain)
         positions = idx.candidates(self.p) if idx is not None else range(len(rules))
         out = self.out
-        done = 0
+        seg = len(out.segments)
+        out.segments.append((chain, len(rules)))  # fell off: every rule compared
         for i in positions:
-            if idx is not None:
-                out.traversed.extend(idx.ids[done:i + 1])
-                done = i + 1
-            else:
-                out.traversed.append(rules[i].rule_id)
+            out.segments[seg] = (chain, i + 1)
             r = rules[i]
             if not r.decides:
                 continue
@@ -481,8 +497,7 @@ class _Walk:
                 v = self.chain(r.target, depth + 1)
                 if v != "return" or r.verdict == "goto":
                     return v
-        if idx is not None:
-            out.traversed.extend(idx.ids[done:])
+        out.segments[seg] = (chain, len(rules))
         return "return"
 
     def act(self, r: Rule) -> None:
@@ -529,7 +544,7 @@ def evaluate(rs: ImportedRuleSet, p: Packet, local: frozenset[int] = frozenset()
     """Walk ``p`` through every base chain of the forward path. ``local``: the DUT's own
     addresses (integers of ``p``'s family): a packet still addressed to one after prerouting is
     delivered locally (verdict ``local``)."""
-    out = Outcome(verdict=None, decided_by=[], terminal=None, traversed=[])
+    out = Outcome(verdict=None, decided_by=[], terminal=None, segments=[], rs=rs)
     opening = None
     if p.ct_state != "new":
         opening = evaluate(rs, replace(p, ct_state="new"), local)
