@@ -673,7 +673,13 @@ def _covers(ctx: _Ctx, e: Rule, t: Target) -> bool:
     of the target lies inside it)."""
     if t.rule is None or e.chain != t.rule.chain or not ctx.before(e, t.rule):
         return False
-    return all(m.field in ("saddr", "daddr", "sport", "dport", "l4proto") and not m.negate for m in e.matches)
+    if not all(m.field in ("saddr", "daddr", "sport", "dport", "l4proto") and not m.negate for m in e.matches):
+        return False
+    mine = _matches_of(t)
+    for fam in (4, 6):  # every protocol the target's probes may carry, the catcher takes too
+        if not set(_protocols(ctx, mine, fam)) <= set(_protocols(ctx, e.matches, fam)):
+            return False
+    return True
 
 
 def _steer(ctx: _Ctx, e: Rule, regs: dict, fam: int, fields, target_id: str, cands: dict, cands_for, pkt: Packet,
