@@ -33,6 +33,7 @@ RANKS: dict[str, int] = {
     "fwlab.testbed": 4,           # namespaces, links, hosts, bed services
     "fwlab.dut": 5,               # firewall backends
     "fwlab.search": 6,            # search algorithms (pure) the tools' measurers and methods drive
+    "fwlab.probes": 6,            # in-kernel clock: measures the DUT during a trial (builds like dut.xdp)
     "fwlab.runners": 7,           # one module per traffic tool
     "fwlab.methods": 8,           # test methods built on the tools
     "fwlab.floods": 8,            # background floods (a method beside a trial)

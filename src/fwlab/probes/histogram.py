@@ -84,3 +84,15 @@ def to_hdr(counts: dict[int, int]) -> str | None:
         if n:
             h.record_value(min(HIGHEST_NS, max(LOWEST_NS, round(midpoint(i)))), n)
     return h.encode().decode("ascii")
+
+
+def median_interval(counts: dict[int, int], confidence_z: float = 1.96) -> tuple[float, float] | None:
+    """A distribution-free interval for the median [ns]: the values at the order-statistic ranks
+    n/2 -/+ z*sqrt(n)/2 (the binomial's normal approximation; z = 1.96 for 95 %), read from the
+    buckets (midpoints). None with fewer than 10 gaps."""
+    n = total(counts)
+    if n < 10:
+        return None
+    half = confidence_z * n ** 0.5 / 2
+    lo_q, hi_q = max(0.0, 50 - 100 * half / n), min(100.0, 50 + 100 * half / n)
+    return percentile(counts, lo_q), percentile(counts, hi_q)
