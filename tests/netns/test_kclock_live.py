@@ -73,6 +73,7 @@ def test_every_forwarded_packet_is_timed_once():
     assert cost.calls_per_packet == 1.0
     assert cost.p50_ns > cost.floor_p50_ns > 0 and cost.reference_p50_ns > cost.floor_p50_ns
     assert cost.p50_low_ns <= cost.p50_ns <= cost.p50_high_ns
+    assert cost.paired == sent and cost.packet_ratio_p50 > 0  # every packet's own firewall / reference ratio
     assert "fwlab_kclock_ref" not in tables  # the reference chain is gone with the probe
 
 

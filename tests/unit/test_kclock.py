@@ -47,6 +47,14 @@ def test_buckets_tile_the_range_without_gap_or_overlap():
     assert hist.bucket_of(2**40) == hist.NBUCKETS - 1  # beyond 4.3 s: the last bucket
 
 
+def test_percentile_interpolates_inside_a_bucket():
+    b = hist.bucket_of(10_000)
+    lo, hi = hist.bounds(b)
+    assert hist.percentile({b: 100}, 50) == pytest.approx((lo + hi) / 2)
+    assert hist.percentile({b: 100}, 25) == pytest.approx(lo + (hi - lo) / 4)
+    assert hist.percentile({5: 1, 7: 1}, 50) == 5.0 and hist.percentile({5: 1, 7: 1}, 100) == 7.0
+
+
 def test_percentiles_and_median_interval():
     counts: dict[int, int] = {}
     for v in range(1000, 2000):  # 1000 values, 1000..1999 ns
@@ -100,6 +108,7 @@ def test_plan_merges_close_chains_and_names_what_it_cannot_time():
     assert (by[("ipv4", "prerouting", "chains")].prio_enter, by[("ipv4", "prerouting", "chains")].prio_leave) == (-101, -99)
     ref = by[("ipv4", "forward", "reference")]
     assert (ref.prio_enter, ref.prio_leave) == (19, 21)
+    assert ref.partner == fwd.id and ref.argv().endswith(f":19:21:{fwd.id}")  # per-packet ratio to the firewall
     floor = by[("ipv4", "forward", "floor")]
     assert floor.prio_enter > ref.prio_leave and floor.prio_leave == floor.prio_enter + 1
     assert ("ipv6", "forward", "chains") in by and ("ipv6", "forward", "floor") in by
@@ -141,7 +150,10 @@ def test_parse_output_and_cost():
     def br(i, n, v):
         return {"id": i, "pf": 2, "hook": 2, "prio_enter": 0, "prio_leave": 0, "entered": n, "left": n,
                 "sum_ns": n * v, "unfinished": 0, "unmatched": 0, "max_ns": v, "hist": [[hist.bucket_of(v), n]]}
-    out = _loader_output(p, [br(ids["chains"], 1000, 900), br(ids["reference"], 1000, 6000), br(ids["floor"], 1000, 50)])
+    ref = br(ids["reference"], 1000, 6000)
+    ref |= {"paired": 1000, "ratio_sum": 1000 * (9 << 16) // 60, "ratio_shift": 16,
+            "ratio_hist": [[hist.bucket_of((9 << 16) // 60), 1000]]}  # each packet: 900 / 6000
+    out = _loader_output(p, [br(ids["chains"], 1000, 900), ref, br(ids["floor"], 1000, 50)])
     res = parse_output(out, p)
     assert res.missing is None and res.stopped_by == "signal"
     c = kernel_cost(res, "ipv4", packets_sent=1000)
@@ -149,6 +161,9 @@ def test_parse_output_and_cost():
     assert abs(c.p50_ns - 900) < 9 and abs(c.floor_p50_ns - 50) < 1
     assert c.net_p50_ns == c.p50_ns - c.floor_p50_ns
     assert abs(c.ratio_to_reference - 900 / 6000) < 0.01 and c.per_packet_ns == 900
+    assert c.paired == 1000 and abs(c.packet_ratio_p50 - 0.15) < 0.0025
+    assert c.packet_ratio_low <= c.packet_ratio_p50 <= c.packet_ratio_high
+    assert abs(res.reference("ipv4").packet_ratio_mean - 0.15) < 1e-4
     assert kernel_cost(res, "ipv6").missing  # nothing timed on IPv6: says why
 
 

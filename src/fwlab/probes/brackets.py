@@ -67,6 +67,9 @@ class Bracket:
     prio_leave: int
     role: str  #: "chains" (the firewall), "floor" (empty gap), "reference" (the reference chain)
     chains: tuple[str, ...] = ()  #: names of the base chains inside the bracket
+    #: a bracket earlier on the same hook whose gap this one divides by its own, packet by packet
+    #: (the reference bracket's partner is the firewall's: firewall time / reference time)
+    partner: int | None = None
 
     @property
     def label(self) -> str:
@@ -74,8 +77,9 @@ class Bracket:
         return f"{self.family} {self.hook} [{self.prio_enter}, {self.prio_leave}]: {inside}"
 
     def argv(self) -> str:
-        """The loader's bracket argument K:PF:HOOK:PRIO_ENTER:PRIO_LEAVE."""
-        return f"{self.id}:{NFPROTO[self.family]}:{HOOKS[self.hook]}:{self.prio_enter}:{self.prio_leave}"
+        """The loader's bracket argument K:PF:HOOK:PRIO_ENTER:PRIO_LEAVE[:PARTNER]."""
+        base = f"{self.id}:{NFPROTO[self.family]}:{HOOKS[self.hook]}:{self.prio_enter}:{self.prio_leave}"
+        return base if self.partner is None else f"{base}:{self.partner}"
 
 
 @dataclass(frozen=True)
@@ -177,8 +181,10 @@ def plan(chains: Iterable[BaseChain], *, families: Iterable[str] = ("ipv4", "ipv
                 if clash:
                     raise BackendError(f"the reference chain at priority {r.priority} ({fam} {hook}) is next to "
                                        f"{', '.join(clash)}", fix="give the reference chain another priority")
+                before = [b for b in out if b.family == fam and b.hook == hook and b.role == "chains"
+                          and b.prio_leave < r.priority - 1]
                 add(family=fam, hook=hook, prio_enter=r.priority - 1, prio_leave=r.priority + 1,
-                    role="reference", chains=(r.name,))
+                    role="reference", chains=(r.name,), partner=before[0].id if before else None)
             if floor and hook == "forward" and any(c.family == fam for c in every):
                 top = max((c.priority for c in every if c.family == fam and c.hook == hook), default=0)
                 add(family=fam, hook=hook, prio_enter=top + FLOOR_GAP, prio_leave=top + FLOOR_GAP + 1,

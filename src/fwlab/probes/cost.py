@@ -38,7 +38,13 @@ class KernelCost:
     floor_p50_ns: float | None = None  #: the probe's own gap (nothing inside), median
     net_p50_ns: float | None = None  #: p50 - floor p50: the firewall's own median time
     reference_p50_ns: float | None = None  #: the reference chain's median gap on the same packets
-    ratio_to_reference: float | None = None  #: p50 / reference p50
+    ratio_to_reference: float | None = None  #: p50 / reference p50 (ratio of the two medians)
+    #: median over packets of (this packet's firewall gap / its reference gap): each packet's two
+    #: gaps are microseconds apart on one CPU, so whatever slowed that moment slowed both
+    packet_ratio_p50: float | None = None
+    packet_ratio_low: float | None = None  #: 95 % interval of that median
+    packet_ratio_high: float | None = None
+    paired: int = 0  #: packets timed by both the firewall's and the reference's bracket
     hdr_b64: str | None = None  #: the main bracket's gaps, HdrHistogram V2 text (ns)
     chains: tuple[str, ...] = ()  #: what the main bracket holds
 
@@ -75,7 +81,17 @@ def kernel_cost(res: ProbeResult, family: str = "ipv4", packets_sent: int | None
         net_p50_ns=(p50 - floor.p50_ns) if floor and p50 is not None else None,
         reference_p50_ns=ref.p50_ns if ref else None,
         ratio_to_reference=(p50 / ref.p50_ns) if ref and p50 is not None and ref.p50_ns else None,
+        **_packet_ratio(ref, main),
         hdr_b64=hist.to_hdr(main.counts), chains=main.bracket.chains)
+
+
+def _packet_ratio(ref: BracketResult | None, main: BracketResult) -> dict:
+    if ref is None or ref.bracket.partner != main.bracket.id or not ref.paired:
+        return {}
+    ci = hist.median_interval(ref.ratio_counts)
+    scale = 1 << ref.ratio_shift
+    return {"packet_ratio_p50": ref.packet_ratio(50), "paired": ref.paired,
+            "packet_ratio_low": ci[0] / scale if ci else None, "packet_ratio_high": ci[1] / scale if ci else None}
 
 
 def _usable(b: BracketResult | None) -> BracketResult | None:

@@ -52,18 +52,25 @@ def total(counts: dict[int, int]) -> int:
 
 
 def percentile(counts: dict[int, int], q: float) -> float | None:
-    """The ``q``-th percentile (0..100) [ns] of bucketed gaps: the midpoint of the bucket holding
-    the rank ceil(q/100 * n) (nearest-rank); None when there is no gap."""
+    """The ``q``-th percentile (0..100) [ns] of bucketed gaps; None when there is no gap.
+
+    The rank q/100 * n is placed inside its bucket by linear interpolation (the bucket's gaps
+    taken as spread evenly over it), so a median of thousands of gaps resolves far finer than
+    one bucket's width (0.8-1.6 %); in an exact (1 ns) bucket it is that bucket's value."""
     n = total(counts)
     if n == 0:
         return None
-    rank = max(1, -(-q * n // 100))
+    rank = min(max(q, 0.0), 100.0) / 100 * n
     seen = 0
     for i in sorted(counts):
-        seen += counts[i]
-        if seen >= rank:
-            return midpoint(i)
-    return midpoint(max(counts))
+        c = counts[i]
+        if c and seen + c >= rank:
+            lo, hi = bounds(i)
+            if hi - lo == 1:
+                return float(lo)
+            return lo + (hi - lo) * max(0.0, min(1.0, (rank - seen) / c))
+        seen += c
+    return float(bounds(max(counts))[0])
 
 
 def merge(many: Iterable[dict[int, int]]) -> dict[int, int]:

@@ -44,6 +44,22 @@ class BracketResult:
     sum_ns: int = 0  #: sum of the gaps [ns]
     max_ns: int = 0  #: largest gap [ns]
     counts: dict[int, int] = field(default_factory=dict)  #: histogram bucket -> gaps
+    per_cpu: tuple[tuple[int, int], ...] = ()  #: (timed packets, their sum [ns]) on each CPU
+    #: with a partner bracket: packets timed by both, and partner gap / own gap per packet
+    #: (histogram buckets of the ratio x 2^ratio_shift)
+    paired: int = 0
+    ratio_sum: int = 0
+    ratio_shift: int = 16
+    ratio_counts: dict[int, int] = field(default_factory=dict)
+
+    def packet_ratio(self, q: float = 50) -> float | None:
+        """The q-th percentile of the per-packet ratio partner gap / own gap."""
+        v = hist.percentile(self.ratio_counts, q)
+        return None if v is None else v / (1 << self.ratio_shift)
+
+    @property
+    def packet_ratio_mean(self) -> float | None:
+        return self.ratio_sum / self.paired / (1 << self.ratio_shift) if self.paired else None
 
     @property
     def mean_ns(self) -> float | None:
@@ -64,6 +80,9 @@ class BracketResult:
             return {**d, "missing": self.missing}
         return {**d, "entered": self.entered, "timed": self.timed, "unfinished": self.unfinished,
                 "unmatched": self.unmatched, "sum_ns": self.sum_ns, "max_ns": self.max_ns,
+                "per_cpu": [list(x) for x in self.per_cpu], "partner": self.bracket.partner,
+                "paired": self.paired, "packet_ratio_p50": self.packet_ratio(50),
+                "packet_ratio_mean": self.packet_ratio_mean,
                 "mean_ns": self.mean_ns, "p50_ns": self.p50_ns, "p90_ns": self.percentile_ns(90),
                 "p99_ns": self.percentile_ns(99), "hdr_b64": hist.to_hdr(self.counts), "hdr_unit": "ns"}
 
@@ -114,7 +133,11 @@ def parse_output(stdout: str, p: Plan) -> ProbeResult:
             continue
         out.append(BracketResult(br, entered=b["entered"], timed=b["left"], unfinished=b["unfinished"],
                                  unmatched=b["unmatched"], sum_ns=b["sum_ns"], max_ns=b["max_ns"],
-                                 counts={int(i): int(n) for i, n in b["hist"]}))
+                                 counts={int(i): int(n) for i, n in b["hist"]},
+                                 per_cpu=tuple((int(n), int(t)) for n, t in b.get("per_cpu", ())),
+                                 paired=int(b.get("paired", 0)), ratio_sum=int(b.get("ratio_sum", 0)),
+                                 ratio_shift=int(b.get("ratio_shift", 16)),
+                                 ratio_counts={int(i): int(n) for i, n in b.get("ratio_hist", ())}))
     return ProbeResult(tuple(out), p.missing, None, doc.get("hold_s"), doc.get("stopped_by"))
 
 

@@ -24,6 +24,7 @@
 #define SUB (1 << SUB_BITS)
 #define OCTAVES 25
 #define NBUCKETS (2 * SUB + OCTAVES * SUB)
+#define RATIO_SHIFT 16
 
 // the program context of BPF_PROG_TYPE_NETFILTER (include/linux/filter.h, struct bpf_nf_ctx)
 struct bpf_nf_ctx {
@@ -43,6 +44,14 @@ struct stats {
 	__u64 unfinished; // packets that entered and never left (dropped or stolen in between)
 	__u64 unmatched;  // leave_K runs with no matching enter (a packet that skipped enter_K)
 	__u64 max_ns;     // largest gap
+	__u64 paired;     // timed packets also timed by the partner bracket (same packet, just before)
+	__u64 ratio_sum;  // sum over them of partner gap / this gap, x 2^RATIO_SHIFT
+};
+
+// the gap of the packet that last left each bracket, for a partner bracket later on the same hook
+struct last {
+	__u64 skb;
+	__u64 gap_ns;
 };
 
 struct {
@@ -65,6 +74,31 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } hist SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, MAX_BRACKETS);
+	__type(key, __u32);
+	__type(value, struct last);
+} lasts SEC(".maps");
+
+// partner[K] = 1 + the bracket whose per-packet gap bracket K divides by its own (0: none); the
+// loader fills it. The reference bracket's partner is the firewall's bracket: the same packet's
+// firewall time / its reference time, packet by packet
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_BRACKETS);
+	__type(key, __u32);
+	__type(value, __u32);
+} partner SEC(".maps");
+
+// per-packet ratios partner gap / own gap, x 2^RATIO_SHIFT, in the gap histogram's buckets
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, MAX_BRACKETS * NBUCKETS);
+	__type(key, __u32);
+	__type(value, __u64);
+} ratio_hist SEC(".maps");
 
 static __always_inline __u32 log2_u64(__u64 v)
 {
@@ -112,8 +146,9 @@ static __always_inline int on_leave(struct bpf_nf_ctx *ctx, __u32 k)
 	__u64 now = bpf_ktime_get_ns();  // first: the gap ends as this program starts
 	struct slot *s = bpf_map_lookup_elem(&slots, &k);
 	struct stats *st = bpf_map_lookup_elem(&stats, &k);
-	__u64 d, *h;
-	__u32 key;
+	__u64 d, r, *h;
+	__u32 key, pk, *p;
+	struct last *l;
 
 	if (!s || !st)
 		return NF_ACCEPT;
@@ -129,6 +164,25 @@ static __always_inline int on_leave(struct bpf_nf_ctx *ctx, __u32 k)
 		st->max_ns = d;
 	key = k * NBUCKETS + bucket_of(d);
 	h = bpf_map_lookup_elem(&hist, &key);
+	if (h)
+		(*h)++;
+	l = bpf_map_lookup_elem(&lasts, &k);
+	if (l) {
+		l->skb = (__u64)ctx->skb;
+		l->gap_ns = d;
+	}
+	p = bpf_map_lookup_elem(&partner, &k);
+	if (!p || !*p || *p > MAX_BRACKETS || !d)
+		return NF_ACCEPT;
+	pk = *p - 1;
+	l = bpf_map_lookup_elem(&lasts, &pk);
+	if (!l || l->skb != (__u64)ctx->skb)
+		return NF_ACCEPT;
+	r = (l->gap_ns << RATIO_SHIFT) / d;
+	st->paired++;
+	st->ratio_sum += r;
+	key = k * NBUCKETS + bucket_of(r);
+	h = bpf_map_lookup_elem(&ratio_hist, &key);
 	if (h)
 		(*h)++;
 	return NF_ACCEPT;

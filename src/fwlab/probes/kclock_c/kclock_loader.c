@@ -3,11 +3,12 @@
 // and prints what it measured as one JSON object. Nothing is pinned: when this process ends, for
 // any reason, its links close and the hooks are gone.
 //
-//   fwlab-kclock [--ready-file PATH] [--stdin] OBJ MAX_S K:PF:HOOK:PRIO_ENTER:PRIO_LEAVE...
+//   fwlab-kclock [--ready-file PATH] [--stdin] OBJ MAX_S K:PF:HOOK:PRIO_ENTER:PRIO_LEAVE[:PARTNER]...
 //
 // Each bracket K (0..31) links enter_K at PRIO_ENTER and leave_K at PRIO_LEAVE on netfilter
 // family PF (2 = IPv4, 10 = IPv6, 7 = bridge) and hook HOOK (0 prerouting, 1 input, 2 forward,
-// 3 output, 4 postrouting). A bracket the kernel refuses is reported with its errno and message;
+// 3 output, 4 postrouting). With PARTNER, bracket K also keeps the per-packet ratio PARTNER's gap /
+// K's gap of each packet both timed (PARTNER earlier on the same hook). A bracket the kernel refuses is reported with its errno and message;
 // the others still run. After attaching it prints "ready" on a line of its own (stdout, flushed)
 // and creates the ready file if one is named, then holds the links until MAX_S seconds have
 // passed, SIGTERM/SIGINT arrives or (with --stdin) a line or end of file arrives on stdin; then it
@@ -47,12 +48,13 @@
 #define SUB 64
 #define OCTAVES 25
 #define NBUCKETS (2 * SUB + OCTAVES * SUB)
+#define RATIO_SHIFT 16
 
 struct slot {
 	__u64 skb, t_ns;
 };
 struct stats {
-	__u64 entered, left, sum_ns, unfinished, unmatched, max_ns;
+	__u64 entered, left, sum_ns, unfinished, unmatched, max_ns, paired, ratio_sum;
 };
 
 // the link_create part of union bpf_attr, netfilter variant; the rest of the union stays zero
@@ -71,7 +73,7 @@ union nf_link_attr {
 };
 
 struct bracket {
-	int id, pf, hook, prio_enter, prio_leave;
+	int id, pf, hook, prio_enter, prio_leave, partner;
 	int enter_fd, leave_fd; // link fds (-1: none)
 	int err;                // errno of the first failure (0: attached)
 	char what[64];          // which step failed
@@ -168,9 +170,13 @@ static int cmd_run(int argc, char **argv, const char *ready_file, int watch_stdi
 	if (nb < 1)
 		fail("no bracket given", NULL);
 	for (int i = 0; i < nb; i++) {
-		if (sscanf(argv[3 + i], "%d:%d:%d:%d:%d", &b[i].id, &b[i].pf, &b[i].hook, &b[i].prio_enter,
-			   &b[i].prio_leave) != 5 || b[i].id < 0 || b[i].id >= MAX_BRACKETS || used[b[i].id])
-			fail("bad bracket (K:PF:HOOK:PRIO_ENTER:PRIO_LEAVE, K in 0..31, each K once)", argv[3 + i]);
+		int got;
+		b[i].partner = -1;
+		got = sscanf(argv[3 + i], "%d:%d:%d:%d:%d:%d", &b[i].id, &b[i].pf, &b[i].hook, &b[i].prio_enter,
+			     &b[i].prio_leave, &b[i].partner);
+		if ((got != 5 && got != 6) || b[i].id < 0 || b[i].id >= MAX_BRACKETS || used[b[i].id] ||
+		    b[i].partner >= MAX_BRACKETS || b[i].partner == b[i].id)
+			fail("bad bracket (K:PF:HOOK:PRIO_ENTER:PRIO_LEAVE[:PARTNER], K in 0..31, each K once)", argv[3 + i]);
 		if (b[i].prio_enter >= b[i].prio_leave)
 			fail("PRIO_ENTER must be below PRIO_LEAVE", argv[3 + i]);
 		used[b[i].id] = 1;
@@ -199,6 +205,14 @@ static int cmd_run(int argc, char **argv, const char *ready_file, int watch_stdi
 		fprintf(stderr, "fwlab-kclock: loading the programs failed: %s\n", strerror(-err));
 		printf("{\"error\": \"load: %s\"}\n", strerror(-err));
 		return 1;
+	}
+	{
+		struct bpf_map *m_partner = bpf_object__find_map_by_name(obj, "partner");
+		for (int i = 0; i < nb; i++) {
+			__u32 key = b[i].id, val = b[i].partner + 1;
+			if (!m_partner || bpf_map_update_elem(bpf_map__fd(m_partner), &key, &val, BPF_ANY))
+				fail("cannot set the brackets' partners", NULL);
+		}
 	}
 	for (int i = 0; i < nb; i++) {
 		int fds[2] = {-1, -1};
@@ -247,11 +261,12 @@ static int cmd_run(int argc, char **argv, const char *ready_file, int watch_stdi
 		size_t vs = 8 * ((sizeof(struct stats) + 7) / 8), vh = 8;
 		void *buf = calloc(ncpu, vs > vh ? vs : vh);
 		int fs = bpf_map__fd(m_stats), fh = bpf_map__fd(m_hist);
+		int fr = bpf_map__fd(bpf_object__find_map_by_name(obj, "ratio_hist"));
 
 		printf("{\"hold_s\": %.6f, \"stopped_by\": \"%s\", \"ncpu\": %d, \"sub_buckets\": %d, "
 		       "\"nbuckets\": %d, \"brackets\": [", t1 - t0, why, ncpu, SUB, NBUCKETS);
 		for (int i = 0; i < nb; i++) {
-			__u64 st[6], c;
+			__u64 st[8], c;
 			int first = 1;
 
 			printf("%s{\"id\": %d, \"pf\": %d, \"hook\": %d, \"prio_enter\": %d, \"prio_leave\": %d",
@@ -272,14 +287,34 @@ static int cmd_run(int argc, char **argv, const char *ready_file, int watch_stdi
 						st[3] += s->unfinished;
 						st[4] += s->unmatched;
 						st[5] = s->max_ns > st[5] ? s->max_ns : st[5]; // max over CPUs
+						st[6] += s->paired;
+						st[7] += s->ratio_sum;
 					}
 			}
 			printf(", \"entered\": %llu, \"left\": %llu, \"sum_ns\": %llu, \"unfinished\": %llu, "
-			       "\"unmatched\": %llu, \"max_ns\": %llu, \"hist\": [",
+			       "\"unmatched\": %llu, \"max_ns\": %llu, \"partner\": %d, \"paired\": %llu, "
+			       "\"ratio_sum\": %llu, \"ratio_shift\": %d, \"per_cpu\": [",
 			       (unsigned long long)st[0], (unsigned long long)st[1], (unsigned long long)st[2],
-			       (unsigned long long)st[3], (unsigned long long)st[4], (unsigned long long)st[5]);
+			       (unsigned long long)st[3], (unsigned long long)st[4], (unsigned long long)st[5],
+			       b[i].partner, (unsigned long long)st[6], (unsigned long long)st[7], RATIO_SHIFT);
+			// timed packets and their sum per CPU (which CPU did the firewall's work)
+			for (int cpu = 0; cpu < ncpu; cpu++) {
+				struct stats *s = (struct stats *)((char *)buf + cpu * vs);
+				printf("%s[%llu, %llu]", cpu ? ", " : "", (unsigned long long)s->left,
+				       (unsigned long long)s->sum_ns);
+			}
+			printf("], \"hist\": [");
 			for (__u32 j = 0; j < NBUCKETS; j++) {
 				sum_percpu(fh, b[i].id * NBUCKETS + j, buf, vh, ncpu, &c, 1);
+				if (c) {
+					printf("%s[%u, %llu]", first ? "" : ", ", j, (unsigned long long)c);
+					first = 0;
+				}
+			}
+			printf("], \"ratio_hist\": [");
+			first = 1;
+			for (__u32 j = 0; b[i].partner >= 0 && j < NBUCKETS; j++) {
+				sum_percpu(fr, b[i].id * NBUCKETS + j, buf, vh, ncpu, &c, 1);
 				if (c) {
 					printf("%s[%u, %llu]", first ? "" : ", ", j, (unsigned long long)c);
 					first = 0;
