@@ -107,3 +107,40 @@ def test_the_bridge_family_is_missing_with_the_kernels_reason():
     bridge, floor = res.brackets
     assert "Address family not supported" in bridge.missing
     assert floor.missing is None and floor.timed == 0
+
+
+def test_legacy_iptables_against_its_xtables_reference():
+    """iptables-legacy's filter table (invisible to nft) is found and timed once per packet, and the
+    xtables reference chain pairs with it packet by packet."""
+    from fwlab.dut.base import DutContext, get_backend
+    from fwlab.probes.reference import XtablesReference
+    from fwlab.rules.generate import generate
+    with Testbed(Topology(run_id=new_run_id(), mode="routed")) as bed:
+        get_backend("iptables-legacy").load(DutContext(bed.host, bed.ns("dut"), "routed"), generate(10, "linear"))
+        with CostProbe.for_dut(bed.host, bed.ns("dut"), families=("ipv4",), reference=XtablesReference(rules=10),
+                               max_s=20) as p:
+            m = send(bed)
+        res = p.result()
+        left = bed.sh("dut", "iptables-legacy", "-t", "security", "-S", "FORWARD").stdout
+    sent = m["offered_count"]
+    (fw,) = res.of_role("chains", "ipv4")
+    assert fw.bracket.chains == ("iptables-legacy filter",) and fw.timed == fw.entered == sent == m["forwarded_count"]
+    ref = res.reference("ipv4")
+    assert ref.timed == sent and ref.paired == sent
+    assert "-A FORWARD" not in left  # the reference rules are gone with the probe
+
+
+def test_xdp_program_run_time_counts_each_packet():
+    from fwlab.dut.base import DutContext, get_backend
+    from fwlab.probes.kclock import ProgStatsProbe
+    from fwlab.rules.generate import generate
+    with Testbed(Topology(run_id=new_run_id(), mode="routed")) as bed:
+        get_backend("xdp-generic").load(DutContext(bed.host, bed.ns("dut"), "routed"), generate(10, "linear"))
+        with ProgStatsProbe(bed.host, bed.ns("dut"), max_s=20) as p:
+            m = send(bed)
+        res = p.result()
+    assert res.missing is None, res.missing
+    busiest = max(res.programs, key=lambda x: x.runs)
+    sent = m["offered_count"]
+    # one run per packet on the client-side interface, plus the bed's few ARP/ND frames
+    assert sent <= busiest.runs <= sent + 20 and busiest.run_time_ns > 0

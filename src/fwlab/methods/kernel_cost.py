@@ -19,7 +19,7 @@ from fwlab.errors import FwlabError
 from fwlab.probes.brackets import BaseChain
 from fwlab.probes.cost import KernelCost, kernel_cost
 from fwlab.probes.kclock import CostProbe, ProbeResult
-from fwlab.probes.reference import ReferenceChain
+from fwlab.probes.reference import ReferenceChain, XtablesReference
 from fwlab.runners import engine as eng
 
 if TYPE_CHECKING:
@@ -89,12 +89,12 @@ def _trial(bed: "Testbed", load: CostLoad, rate_pps: float, duration_s: float) -
     return t, int(round(rate_pps * duration_s))
 
 
-def _probe(bed: "Testbed", load: CostLoad, reference: ReferenceChain | None, extra_chains, hooks, seconds: float):
+def _probe(bed: "Testbed", load: CostLoad, reference: ReferenceChain | XtablesReference | None, extra_chains, hooks, seconds: float):
     return CostProbe.for_dut(bed.host_for("dut"), bed.ns("dut"), families=(load.family,), hooks=hooks,
                              extra_chains=extra_chains, reference=reference, max_s=seconds + 30)
 
 
-def measure_cost(bed: "Testbed", load: CostLoad = CostLoad(), *, reference: ReferenceChain | None = None,
+def measure_cost(bed: "Testbed", load: CostLoad = CostLoad(), *, reference: ReferenceChain | XtablesReference | None = None,
                  extra_chains: tuple[BaseChain, ...] = (), hooks: tuple[str, ...] | None = ("forward",)) -> CostTrial:
     """One cost trial on ``bed`` with the firewall already loaded in its DUT namespace."""
     load.check()

@@ -59,8 +59,9 @@ def kernel_cost(res: ProbeResult, family: str = "ipv4", packets_sent: int | None
         return KernelCost(family, missing=res.missing, packets_sent=packets_sent)
     chains = res.of_role("chains", family)
     if not chains:
-        why = "; ".join(f"{u.chain.name}: {u.reason}" for u in res.unbracketed if u.chain.family == family) \
-            or f"no base chain of the firewall on the timed {family} hooks"
+        why = f"no base chain of the firewall on the timed {family} hooks"
+        if res.unbracketed:  # e.g. a bridge-family table: say which chains, and why not
+            why += "; not timed: " + "; ".join(f"{u.chain.name} ({u.reason})" for u in res.unbracketed)
         return KernelCost(family, missing=why, packets_sent=packets_sent)
     main = next((b for b in chains if b.bracket.hook == "forward" and not b.missing), chains[0])
     if main.missing or main.timed == 0:

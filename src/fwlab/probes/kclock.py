@@ -20,10 +20,11 @@ from typing import Any
 
 from fwlab.errors import FwlabError
 from fwlab.probes import histogram as hist
-from fwlab.probes.brackets import BaseChain, Bracket, Plan, Unbracketed, nft_base_chains, plan
+from fwlab.probes.brackets import (XT_TABLES, BaseChain, Bracket, Plan, Unbracketed, nft_base_chains, plan,
+                                   xtables_base_chains)
 from fwlab.probes.build import bpf_object, loader
 from fwlab.probes.reference import TABLE as REF_TABLE
-from fwlab.probes.reference import ReferenceChain
+from fwlab.probes.reference import ReferenceChain, XtablesReference
 from fwlab.testbed.host import Host, LocalHost
 
 READY_TIMEOUT_S = 10.0
@@ -141,6 +142,24 @@ def parse_output(stdout: str, p: Plan) -> ProbeResult:
     return ProbeResult(tuple(out), p.missing, None, doc.get("hold_s"), doc.get("stopped_by"))
 
 
+LEGACY_TABLE_NAMES = {"ipv4": "/proc/net/ip_tables_names", "ipv6": "/proc/net/ip6_tables_names"}
+
+
+def legacy_chains(host: Host, ns: str | None, families=("ipv4", "ipv6")) -> list[BaseChain]:
+    """The hooks of the legacy xtables tables instantiated in the namespace (nft does not see
+    them): from /proc/net/ip_tables_names and ip6_tables_names, as read inside the namespace."""
+    out: list[BaseChain] = []
+    for fam in families:
+        path = LEGACY_TABLE_NAMES.get(fam)
+        if path is None:
+            continue
+        cp = host.run(["cat", path], ns=ns, check=False, timeout_s=10)
+        tables = [t for t in cp.stdout.split() if t in XT_TABLES] if cp.returncode == 0 else []
+        what = "iptables-legacy" if fam == "ipv4" else "ip6tables-legacy"
+        out += xtables_base_chains(tables, (fam,), what)
+    return out
+
+
 class CostProbe:
     """The clock linked in the DUT namespace for the duration of a ``with`` block.
 
@@ -149,7 +168,7 @@ class CostProbe:
     """
 
     def __init__(self, host: Host, ns: str | None, p: Plan, *, max_s: float = 60.0,
-                 reference: ReferenceChain | None = None):
+                 reference: ReferenceChain | XtablesReference | None = None):
         self.host, self.ns, self.plan, self.max_s = host, ns, p, max_s
         self.reference = reference  # installed by for_dut; removed on exit
         self._sp = None
@@ -158,10 +177,10 @@ class CostProbe:
 
     @classmethod
     def for_dut(cls, host: Host, ns: str | None, *, families=("ipv4", "ipv6"), hooks=("forward",),
-                extra_chains: tuple[BaseChain, ...] = (), reference: ReferenceChain | None = None,
+                extra_chains: tuple[BaseChain, ...] = (), reference: ReferenceChain | XtablesReference | None = None,
                 floor: bool = True, max_s: float = 60.0) -> "CostProbe":
-        """Brackets around every base chain the DUT's nft tables register (plus ``extra_chains``,
-        e.g. legacy iptables' hooks) on ``families`` and ``hooks``, a floor, and ``reference``
+        """Brackets around every base chain the DUT's nft tables and legacy xtables tables register
+        (plus ``extra_chains``) on ``families`` and ``hooks``, a floor, and ``reference``
         (installed now into the DUT namespace, removed when the probe ends)."""
         if reference is not None:
             reference.install(host, ns)
@@ -169,6 +188,8 @@ class CostProbe:
             cp = host.run(["nft", "-j", "list", "ruleset"], ns=ns, check=False, timeout_s=120)
             chains = nft_base_chains(cp.stdout) if cp.returncode == 0 and cp.stdout.strip() else []
             chains = [c for c in chains if f" {REF_TABLE}/" not in c.name]  # bracketed as the reference
+            skip = reference.table if isinstance(reference, XtablesReference) else None
+            chains += [c for c in legacy_chains(host, ns, families) if not c.name.endswith(f" {skip}")]
             p = plan([*chains, *extra_chains], families=families, hooks=hooks, floor=floor,
                      reference=(reference.base_chain(),) if reference else ())
         except BaseException:
@@ -228,4 +249,117 @@ class CostProbe:
     def result(self) -> ProbeResult:
         if self._result is None:
             raise FwlabError("the probe's result is read after its with block", fix="call result() after the block")
+        return self._result
+
+
+# -- XDP: the kernel's own per-program run time ---------------------------------------------------
+@dataclass(frozen=True)
+class ProgramCost:
+    """One BPF program's run time while the statistics were on (kernel.bpf_stats_enabled)."""
+
+    id: int
+    name: str | None = None
+    runs: int = 0  #: program runs in the hold (one per packet for XDP)
+    run_time_ns: int = 0  #: their summed run time [ns]
+    devices: tuple[str, ...] = ()  #: interfaces it is attached to
+    missing: str | None = None
+
+    @property
+    def ns_per_run(self) -> float | None:
+        return self.run_time_ns / self.runs if self.runs else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "runs": self.runs, "run_time_ns": self.run_time_ns,
+                "ns_per_run": self.ns_per_run, "devices": list(self.devices), "missing": self.missing}
+
+
+@dataclass(frozen=True)
+class ProgStatsResult:
+    programs: tuple[ProgramCost, ...] = ()
+    missing: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"missing": self.missing, "programs": [p.to_dict() for p in self.programs]}
+
+
+def xdp_programs(link_json: str) -> dict[int, list[str]]:
+    """``ip -j link show`` -> {XDP program id: [interfaces]}."""
+    out: dict[int, list[str]] = {}
+    for link in json.loads(link_json or "[]"):
+        xdp = link.get("xdp") or {}
+        progs = [xdp.get("prog")] + [a.get("prog") for a in xdp.get("attached", [])]
+        for p in progs:
+            if p and "id" in p:
+                out.setdefault(int(p["id"]), []).append(link.get("ifname", "?"))
+    return out
+
+
+def parse_progstats(stdout: str, devices: dict[int, list[str]]) -> ProgStatsResult:
+    """The loader's before and after documents -> each program's run time and count in between."""
+    docs = [json.loads(ln) for ln in stdout.splitlines() if ln.startswith("{")]
+    if docs and "error" in docs[0]:
+        return ProgStatsResult(missing=f"the kernel refused run-time statistics ({docs[0]['error']})")
+    if len(docs) < 2:
+        return ProgStatsResult(missing="the statistics loader printed no result")
+    before = {p["id"]: p for p in docs[0]["programs"]}
+    out = []
+    for p in docs[-1]["programs"]:
+        b = before.get(p["id"], {})
+        if "error" in p or "error" in b:
+            out.append(ProgramCost(p["id"], missing=f"cannot read program {p['id']}: {p.get('error') or b.get('error')}"))
+            continue
+        out.append(ProgramCost(p["id"], p.get("name"), p["run_cnt"] - b.get("run_cnt", 0),
+                               p["run_time_ns"] - b.get("run_time_ns", 0), tuple(devices.get(p["id"], ()))))
+    return ProgStatsResult(tuple(out))
+
+
+class ProgStatsProbe:
+    """The kernel's run-time statistics of the DUT's XDP programs for a ``with`` block (turned
+    on with BPF_ENABLE_STATS while the block runs, off after). Each XDP run is one packet."""
+
+    def __init__(self, host: Host, ns: str | None, *, max_s: float = 60.0):
+        self.host, self.ns, self.max_s = host, ns, max_s
+        self._sp = None
+        self._devices: dict[int, list[str]] = {}
+        self._result: ProgStatsResult | None = None
+
+    def __enter__(self) -> "ProgStatsProbe":
+        cp = self.host.run(["ip", "-j", "link", "show"], ns=self.ns, check=False, timeout_s=30)
+        self._devices = xdp_programs(cp.stdout) if cp.returncode == 0 else {}
+        if not self._devices:
+            self._result = ProgStatsResult(missing="no XDP program is attached in the DUT namespace")
+            return self
+        try:
+            ld = loader().path
+        except FwlabError as exc:
+            self._result = ProgStatsResult(missing=f"the probe could not be built ({exc})")
+            return self
+        ld_path = str(ld) if isinstance(self.host, LocalHost) else self.host.put_file(ld.read_bytes(), "fwlab-kclock", mode=0o755)
+        ready = self.host.scratch_path(f"kclock-stats-ready-{time.monotonic_ns()}")
+        self._sp = self.host.spawn([ld_path, "--ready-file", ready, "progstats-hold", f"{self.max_s + GRACE_S:g}",
+                                    *map(str, sorted(self._devices))], ns=self.ns)
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while not self.host.exists(ready):
+            if self._sp.proc.poll() is not None or time.monotonic() > deadline:
+                out, err = self._sp.stop()
+                self.host.forget(self._sp)
+                self._sp = None
+                res = parse_progstats(out, self._devices)
+                self._result = res if res.missing else ProgStatsResult(
+                    missing=f"the statistics loader did not become ready: {err.strip()[:200] or 'no output'}")
+                return self
+            time.sleep(0.005)
+        self.host.run(["rm", "-f", ready], check=False, timeout_s=10)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._sp is not None:
+            out, _ = self._sp.stop(wait_s=10.0)
+            self.host.forget(self._sp)
+            self._sp = None
+            self._result = parse_progstats(out, self._devices)
+
+    def result(self) -> ProgStatsResult:
+        if self._result is None:
+            raise FwlabError("the statistics are read after their with block", fix="call result() after the block")
         return self._result

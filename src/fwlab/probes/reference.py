@@ -10,7 +10,10 @@ A rule set loaded after it (``flush ruleset``) removes it: install it after the 
 Why: the time of one packet through a fixed chain moves with whatever slows that moment (CPU
 frequency, cache, another tenant); the firewall's time divided by the reference's on the same
 packets cancels that. It cancels only for like code: nft rules against nft rules (iptables-legacy
-rules against it do not; see docs/kernel-cost.md).
+rules against it do not; see docs/kernel-cost.md). So legacy iptables (and ipset, which is
+legacy iptables underneath) get :class:`XtablesReference`: the same rules as xtables rules in
+the ``security`` table's FORWARD chain (priority 50, after the filter table's 0), shaped like
+fwlab's iptables backend's linear rules (``-s S/32 -p P -m P --dport D -m comment ... -j DROP``).
 """
 
 from __future__ import annotations
@@ -58,3 +61,44 @@ class ReferenceChain:
 
     def remove(self, host: Host, ns: str | None) -> None:
         host.run(["nft", "delete", "table", self.nft_family, TABLE], ns=ns, check=False, timeout_s=30)
+
+
+@dataclass(frozen=True)
+class XtablesReference:
+    """The reference chain as legacy xtables rules (for iptables-legacy and ipset)."""
+
+    rules: int = 1000
+    ip_version: int = 4
+    table: str = "security"  #: a table the firewall under test does not use
+    priority: int = 50  #: the table's hook priority (NF_IP_PRI_SECURITY)
+
+    @property
+    def tool(self) -> str:
+        return "iptables-legacy" if self.ip_version == 4 else "ip6tables-legacy"
+
+    @property
+    def family(self) -> str:
+        return "ipv4" if self.ip_version == 4 else "ipv6"
+
+    #: the nft table it is not (CostProbe leaves nft reference tables out of the firewall's chains)
+    nft_family = None
+
+    def base_chain(self) -> BaseChain:
+        return BaseChain(self.family, "forward", self.priority,
+                         f"{self.tool} {self.table}/FORWARD reference ({self.rules} rules)")
+
+    def render(self) -> str:
+        rs = generate(self.rules, "linear", ip_version=self.ip_version, seed=SEED)
+        plen = 32 if self.ip_version == 4 else 128
+        out = [f"*{self.table}", ":FORWARD ACCEPT [0:0]"]
+        out += [f"-A FORWARD -s {e.src}/{plen} -p {e.proto} -m {e.proto} --dport {e.dport} "
+                f"-m comment --comment ref-{i} -j DROP" for i, e in enumerate(rs.entries)]
+        out.append("COMMIT")
+        return "\n".join(out) + "\n"
+
+    def install(self, host: Host, ns: str | None) -> None:
+        # restore replaces only the tables named in its input: the security table
+        host.run([f"{self.tool}-restore"], ns=ns, input=self.render(), timeout_s=60)
+
+    def remove(self, host: Host, ns: str | None) -> None:
+        host.run([self.tool, "-t", self.table, "-F", "FORWARD"], ns=ns, check=False, timeout_s=30)

@@ -14,9 +14,11 @@
 // passed, SIGTERM/SIGINT arrives or (with --stdin) a line or end of file arrives on stdin; then it
 // closes the links, reads the maps (summed over CPUs) and prints the JSON on one line.
 //
-//   fwlab-kclock progstats PROG_ID...   (kernel.bpf_stats_enabled must be 1, or run as
-//                                        "fwlab-kclock progstats-hold MAX_S PROG_ID...", which
-//                                        enables the run-time statistics itself while it holds)
+//   fwlab-kclock progstats PROG_ID...   run time and count of BPF programs (kernel.bpf_stats_enabled
+//                                        must be 1 for them to count), or
+//   fwlab-kclock [--ready-file PATH] progstats-hold MAX_S PROG_ID...   turns the run-time
+//       statistics on (BPF_ENABLE_STATS) while it holds; prints the programs' figures before,
+//       "ready", and after (on SIGTERM/SIGINT or after MAX_S)
 //
 // Why raw syscalls: Debian 12's libbpf 1.1 predates BPF_PROG_TYPE_NETFILTER (kernel 6.4). It
 // still opens the object, relocates the maps and loads the programs once their type is set by
@@ -355,7 +357,7 @@ static int print_progstats(int n, char **ids)
 	return 0;
 }
 
-static int cmd_progstats_hold(int argc, char **argv)
+static int cmd_progstats_hold(int argc, char **argv, const char *ready_file)
 {
 	union {
 		__u32 type;
@@ -376,6 +378,12 @@ static int cmd_progstats_hold(int argc, char **argv)
 	print_progstats(argc - 3, argv + 3); // the counts before
 	printf("ready\n");
 	fflush(stdout);
+	if (ready_file) {
+		FILE *f = fopen(ready_file, "w");
+		if (!f)
+			fail("cannot create the ready file", ready_file);
+		fclose(f);
+	}
 	hold(max_s > 0 && max_s <= 3600 ? max_s : 1, 0);
 	print_progstats(argc - 3, argv + 3); // and after
 	close(fd);
@@ -387,13 +395,6 @@ int main(int argc, char **argv)
 	const char *ready_file = NULL;
 	int watch_stdin = 0;
 
-	if (argc >= 2 && !strcmp(argv[1], "progstats"))
-		return print_progstats(argc - 2, argv + 2);
-	if (argc >= 4 && !strcmp(argv[1], "progstats-hold"))
-		return cmd_progstats_hold(argc, argv);
-	if (argc < 4)
-		fail("usage: fwlab-kclock OBJ MAX_S K:PF:HOOK:PRIO_ENTER:PRIO_LEAVE... | progstats ID... | "
-		     "progstats-hold MAX_S ID...", NULL);
 	while (argc >= 2 && argv[1][0] == '-' && argv[1][1] == '-') {
 		if (!strcmp(argv[1], "--stdin")) {
 			watch_stdin = 1;
@@ -405,7 +406,12 @@ int main(int argc, char **argv)
 			fail("unknown option", argv[1]);
 		}
 	}
+	if (argc >= 2 && !strcmp(argv[1], "progstats"))
+		return print_progstats(argc - 2, argv + 2);
+	if (argc >= 4 && !strcmp(argv[1], "progstats-hold"))
+		return cmd_progstats_hold(argc, argv, ready_file);
 	if (argc < 4)
-		fail("usage: fwlab-kclock [--ready-file PATH] [--stdin] OBJ MAX_S K:PF:HOOK:PRIO_ENTER:PRIO_LEAVE...", NULL);
+		fail("usage: fwlab-kclock [--ready-file PATH] [--stdin] OBJ MAX_S K:PF:HOOK:PRIO_ENTER:PRIO_LEAVE[:PARTNER]... | "
+		     "progstats ID... | [--ready-file PATH] progstats-hold MAX_S ID...", NULL);
 	return cmd_run(argc, argv, ready_file, watch_stdin);
 }
