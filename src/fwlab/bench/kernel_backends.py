@@ -4,7 +4,9 @@ Owns: per backend a fresh bed (legacy iptables leaves hooks behind in a namespac
 rule set of ``rules`` deny entries (linear; ipset: its one set), and ``repetitions`` light-load
 cost trials (fwlab.methods.kernel_cost) with the like reference chain: nft rules for nftables and
 iptables-nft (iptables-nft's rules are nf_tables rules), xtables rules for iptables-legacy and
-ipset. ``bridge``: the nftables backend in bridge mode (a bridge-family table). XDP backends:
+ipset. ``bridge``: the nftables backend in bridge mode (a bridge-family table, which the probe
+cannot bracket); ``bridge:<backend>``: that backend in bridge mode with br_netfilter as it asks
+(iptables: on, so its ip-family hooks see the bridged packets and are timed). XDP backends:
 the kernel's own run time per program (``kernel.bpf_stats_enabled``, turned on only while the
 trial runs) on a light engine trial, no reference. Every backend gets a figure or the reason it
 has none. Figures depend on the machine and its load; nothing here asserts one.
@@ -20,7 +22,7 @@ from typing import TextIO
 
 from fwlab.dut.base import DutContext, get_backend
 from fwlab.errors import FwlabError
-from fwlab.methods.kernel_cost import CostLoad, measure_cost
+from fwlab.methods.kernel_cost import CostLoad, measure_cost, ruleset_for
 from fwlab.probes.kclock import ProgStatsProbe
 from fwlab.probes.reference import ReferenceChain, XtablesReference
 from fwlab.rules.generate import generate
@@ -41,7 +43,7 @@ class KernelBackendsConfig:
 
     def check(self) -> None:
         known = set(BACKENDS) | {"xdp", "nftables-flowtable"}
-        bad = [b for b in self.backends if b not in known]
+        bad = [b for b in self.backends if b.removeprefix("bridge:") not in known or b.startswith("bridge:xdp")]
         if bad or not self.backends:
             raise FwlabError(f"--backends: unknown {', '.join(bad) or '(none given)'}",
                              fix=f"use some of {', '.join(sorted(known))}")
@@ -55,11 +57,16 @@ def _med(vals):
     return statistics.median(vals) if vals else None
 
 
+def _backend_of(name: str) -> str:
+    return "nftables" if name == "bridge" else name.removeprefix("bridge:")
+
+
 def _netfilter(bed: Testbed, name: str, cfg: KernelBackendsConfig) -> dict:
-    backend = get_backend("nftables" if name == "bridge" else name)
+    name = _backend_of(name)
+    backend = get_backend(name)
     layout = "set" if name == "ipset" else "linear"
     ctx = DutContext(bed.host, bed.ns("dut"), bed.topo.mode)
-    backend.load(ctx, generate(cfg.rules, layout))
+    backend.load(ctx, ruleset_for(bed, cfg.rules, layout))
     ref = XtablesReference(rules=1000) if name in XTABLES else ReferenceChain(rules=1000)
     costs = [measure_cost(bed, CostLoad(rate_pps=cfg.rate_pps, duration_s=cfg.seconds), reference=ref)
              for _ in range(cfg.repetitions)]
@@ -83,7 +90,7 @@ def _netfilter(bed: Testbed, name: str, cfg: KernelBackendsConfig) -> dict:
 def _xdp(bed: Testbed, name: str, cfg: KernelBackendsConfig) -> dict:
     backend = get_backend(name)
     ctx = DutContext(bed.host, bed.ns("dut"), bed.topo.mode)
-    backend.load(ctx, generate(cfg.rules, "linear"))
+    backend.load(ctx, ruleset_for(bed, cfg.rules))
     runs = []
     for _ in range(cfg.repetitions):
         s, r = eng.default_cpus(bed, 1)
@@ -111,9 +118,11 @@ def run_bench(cfg: KernelBackendsConfig, log: TextIO | None = sys.stderr) -> dic
     t0 = time.monotonic()
     out = {}
     for name in cfg.backends:
-        mode = "bridge" if name == "bridge" else "routed"
+        mode = "bridge" if name.startswith("bridge") else "routed"
+        nf_call = bool(get_backend(_backend_of(name)).bridge_nf_call(mode, generate(0, "linear"))) \
+            if mode == "bridge" else False
         try:
-            with Testbed(Topology(run_id=new_run_id(), mode=mode)) as bed:
+            with Testbed(Topology(run_id=new_run_id(), mode=mode, bridge_nf_call=nf_call)) as bed:
                 fig = _xdp(bed, name, cfg) if name.startswith("xdp") else _netfilter(bed, name, cfg)
         except FwlabError as exc:
             fig = {"missing": f"{type(exc).__name__}: {exc}"}

@@ -30,11 +30,10 @@ from typing import TextIO
 
 from fwlab.dut.base import DutContext, get_backend
 from fwlab.errors import FwlabError
-from fwlab.methods.kernel_cost import CostLoad, measure_cost
+from fwlab.methods.kernel_cost import CostLoad, measure_cost, ruleset_for
 from fwlab.probes.cost import kernel_cost
 from fwlab.probes.kclock import CostProbe
 from fwlab.probes.reference import ReferenceChain
-from fwlab.rules.generate import generate
 from fwlab.runners import engine as eng
 from fwlab.stats.summary import summarize
 from fwlab.testbed import Testbed, Topology, new_run_id
@@ -90,7 +89,7 @@ def run_bench(cfg: KernelPrecisionConfig, log: TextIO | None = sys.stderr) -> di
     with Testbed(Topology(run_id=new_run_id(), mode="routed")) as bed:
         backend = get_backend("nftables")
         ctx = DutContext(bed.host, bed.ns("dut"), "routed")
-        sets = {n: generate(n, "linear") for n in cfg.rules}
+        sets = {n: ruleset_for(bed, n) for n in cfg.rules}
         for rep in range(1, cfg.repetitions + 1):
             for n in cfg.rules if rep % 2 else cfg.rules[::-1]:
                 backend.load(ctx, sets[n])

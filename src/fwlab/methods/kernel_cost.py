@@ -20,6 +20,7 @@ from fwlab.probes.brackets import BaseChain
 from fwlab.probes.cost import KernelCost, kernel_cost
 from fwlab.probes.kclock import CostProbe, ProbeResult
 from fwlab.probes.reference import ReferenceChain, XtablesReference
+from fwlab.rules.generate import generate
 from fwlab.runners import engine as eng
 
 if TYPE_CHECKING:
@@ -48,6 +49,13 @@ class CostLoad:
     @property
     def family(self) -> str:
         return "ipv4" if self.ip_version == 4 else "ipv6"
+
+
+def ruleset_for(bed: "Testbed", count: int, layout: str = "linear", ip_version: int = 4):
+    """fwlab's generated rule set of ``count`` deny entries for this bed's address plan."""
+    plan = bed.topo.plan
+    return generate(count, layout, ip_version=ip_version, client_net=plan.client_net(ip_version),
+                    server_net=plan.server_net(ip_version))
 
 
 def light_rate_pps(load: CostLoad, bracket_ns_per_packet: float | None) -> float:
