@@ -27,6 +27,7 @@ from fwlab.probes.kclock import ProgStatsProbe
 from fwlab.probes.reference import ReferenceChain, XtablesReference
 from fwlab.rules.generate import generate
 from fwlab.runners import engine as eng
+from fwlab.run.beds import open_bed
 from fwlab.testbed import Testbed, Topology, new_run_id
 
 BACKENDS = ("nftables", "iptables-nft", "iptables-legacy", "ipset", "bridge", "xdp-generic")
@@ -122,7 +123,7 @@ def run_bench(cfg: KernelBackendsConfig, log: TextIO | None = sys.stderr) -> dic
         nf_call = bool(get_backend(_backend_of(name)).bridge_nf_call(mode, generate(0, "linear"))) \
             if mode == "bridge" else False
         try:
-            with Testbed(Topology(run_id=new_run_id(), mode=mode, bridge_nf_call=nf_call)) as bed:
+            with open_bed(Topology(run_id=new_run_id(), mode=mode, bridge_nf_call=nf_call)) as bed:
                 fig = _xdp(bed, name, cfg) if name.startswith("xdp") else _netfilter(bed, name, cfg)
         except FwlabError as exc:
             fig = {"missing": f"{type(exc).__name__}: {exc}"}

@@ -36,7 +36,8 @@ from fwlab.probes.kclock import CostProbe
 from fwlab.probes.reference import ReferenceChain
 from fwlab.runners import engine as eng
 from fwlab.stats.summary import summarize
-from fwlab.testbed import Testbed, Topology, new_run_id
+from fwlab.run.beds import open_bed
+from fwlab.testbed import Testbed
 
 GOAL_REFERENCED, GOAL_RAW = 0.03, 0.10  #: spread goals [CV] at >= 1,000 rules
 GOAL_RULES = (1000, 10000)
@@ -86,7 +87,7 @@ def run_bench(cfg: KernelPrecisionConfig, log: TextIO | None = sys.stderr) -> di
     load = CostLoad(rate_pps=cfg.rate_pps, duration_s=cfg.seconds)
     trials: list[dict] = []
     t0 = time.monotonic()
-    with Testbed(Topology(run_id=new_run_id(), mode="routed")) as bed:
+    with open_bed("routed") as bed:
         backend = get_backend("nftables")
         ctx = DutContext(bed.host, bed.ns("dut"), "routed")
         sets = {n: ruleset_for(bed, n) for n in cfg.rules}
