@@ -44,7 +44,7 @@ ICMPV6_TYPES = {"destination-unreachable": 1, "packet-too-big": 2, "time-exceede
                 "mld2-listener-report": 143}
 
 
-def _addr_values(right, sets: dict) -> tuple[int | None, list[Interval]] | None:
+def addr_values(right, sets: dict) -> tuple[int | None, list[Interval]] | None:
     """Addresses of a match's right side -> (ip version, intervals); None when not addresses."""
     items = _items(right, sets)
     if items is None:
@@ -82,7 +82,7 @@ def _items(right, sets: dict) -> list | None:
     return [right]
 
 
-def _int_values(right, sets: dict, names: dict | None = None) -> list[Interval] | None:
+def int_values(right, sets: dict, names: dict | None = None) -> list[Interval] | None:
     items = _items(right, sets)
     if items is None:
         return None
@@ -198,29 +198,29 @@ def _parse_match(m: dict, sets: dict, table_family: str) -> Match:
         if mask is not None and not (proto == "tcp" and fld == "flags"):
             return _unsupported(text)
         if proto in ("ip", "ip6") and fld in ("saddr", "daddr"):
-            vals = _addr_values(right, sets)
+            vals = addr_values(right, sets)
             if vals is None:
                 return _unsupported(text)
             ver = 4 if proto == "ip" else 6
             return Match(fld, text, tuple(vals[1]), negate=neg, ipver=ver)
         if (proto, fld) in (("ip", "protocol"), ("ip6", "nexthdr")):
-            vals = _int_values(right, sets, L4_NUMBERS)
+            vals = int_values(right, sets, L4_NUMBERS)
             if vals is None:
                 return _unsupported(text)
             return Match("l4proto", text, tuple(vals), negate=neg, ipver=4 if proto == "ip" else 6)
         if proto == "ip" and fld == "version":
-            vals = _int_values(right, sets)
+            vals = int_values(right, sets)
             if vals is None:
                 return _unsupported(text)
             return Match("family", text, names=tuple(str(lo) for lo, hi in vals if lo == hi), negate=neg)
         if proto in ("tcp", "udp", "th", "sctp", "udplite") and fld in ("sport", "dport"):
-            vals = _int_values(right, sets)
+            vals = int_values(right, sets)
             if vals is None:
                 return _unsupported(text)
             req = "tcp,udp" if proto == "th" else proto
             return Match(fld, text, tuple(vals), negate=neg, requires=(("l4proto", req),))
         if proto in ("icmp", "icmpv6") and fld == "type":
-            vals = _int_values(right, sets, ICMP_TYPES if proto == "icmp" else ICMPV6_TYPES)
+            vals = int_values(right, sets, ICMP_TYPES if proto == "icmp" else ICMPV6_TYPES)
             if vals is None:
                 return _unsupported(text)
             return Match("icmp_type", text, tuple(vals), negate=neg, requires=(("l4proto", proto),))
@@ -232,7 +232,7 @@ def _parse_match(m: dict, sets: dict, table_family: str) -> Match:
                     return _unsupported(text, req)
                 vals = [(v, v) for v in range(256) if v & bits]
             else:
-                vals = _int_values(right, sets, TCP_FLAGS) if not isinstance(right, list) else None
+                vals = int_values(right, sets, TCP_FLAGS) if not isinstance(right, list) else None
                 if vals is None:
                     b = _flag_bits(right)
                     if b is None:
@@ -240,7 +240,7 @@ def _parse_match(m: dict, sets: dict, table_family: str) -> Match:
                     vals = [(b, b)]
             return Match("tcp_flags", text, tuple(vals), negate=neg, requires=req, mask=mask)
         if proto in ("ip", "ip6") and fld in ("dscp", "ecn", "frag-off"):
-            return _known_int(text, _int_values(right, sets, {"cs0": 0}), 0, neg)
+            return _known_int(text, int_values(right, sets, {"cs0": 0}), 0, neg)
         return _unsupported(text)
     if "meta" in left:
         key = left["meta"].get("key")
@@ -250,7 +250,7 @@ def _parse_match(m: dict, sets: dict, table_family: str) -> Match:
                 return _unsupported(text)
             return Match(key[:3], text, names=tuple(names), negate=neg)
         if key == "l4proto":
-            vals = _int_values(right, sets, L4_NUMBERS)
+            vals = int_values(right, sets, L4_NUMBERS)
             return _unsupported(text) if vals is None else Match("l4proto", text, tuple(vals), negate=neg)
         if key in ("nfproto", "protocol"):
             names = _names(right, sets)
@@ -259,7 +259,7 @@ def _parse_match(m: dict, sets: dict, table_family: str) -> Match:
             fam = tuple("4" if n in ("ipv4", "ip") else "6" for n in names if n in ("ipv4", "ip", "ipv6", "ip6"))
             return Match("family", text, names=fam, negate=neg)
         if key == "mark":
-            vals = _int_values(right, sets)
+            vals = int_values(right, sets)
             return _unsupported(text) if vals is None else Match("mark", text, tuple(vals), negate=neg, mask=mask)
         if key == "pkttype":
             names = _names(right, sets)
@@ -280,7 +280,7 @@ def _parse_match(m: dict, sets: dict, table_family: str) -> Match:
                 return _unsupported(text)
             return Match("ct_status", text, names=tuple(names), negate=neg)
         if key == "mark":
-            return _known_int(text, _int_values(right, sets), 0, neg, mask)
+            return _known_int(text, int_values(right, sets), 0, neg, mask)
         if key == "direction":
             names = _names(right, sets)
             return _unsupported(text) if names is None else fact(
@@ -360,7 +360,7 @@ def _key_matches(key, value, sets: dict, family: str, rule_id: str) -> list[Matc
         g = key[kind] or {}
         mod, off = int(g.get("mod", 1)), int(g.get("offset", 0))
         name = f"{kind} {g.get('mode', '')} mod {mod} ({rule_id})".replace("  ", " ")
-        vals = _int_values(value, {})
+        vals = int_values(value, {})
         if vals is None:
             return None
         hits = tuple(str(v) for lo, hi in vals for v in range(lo, hi + 1))
