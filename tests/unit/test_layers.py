@@ -42,7 +42,8 @@ RANKS: dict[str, int] = {
     "fwlab.analysis": 12,         # reads results/stats (never the report)
     "fwlab.report": 12,           # reads results/stats/published
     # on top: planning a suite against the plug-ins, running it, the CLI, benches
-    "fwlab.run.plan": 13,
+    "fwlab.run.plan": 13, "fwlab.run.beds": 13, "fwlab.run.header": 13,
+    "fwlab.ruleset.probe": 13,    # a derived class's traffic through the DUT: probes, rate trials
     "fwlab.run.estimate": 14, "fwlab.run.executor": 14, "fwlab.bench": 14, "fwlab.baseline": 14,
     "fwlab.ruleset.mix": 13,      # the class mix of fwlab run --ruleset: weights, mix figures (stats)
     "fwlab.ruleset.run": 14,      # fwlab run --ruleset: runs an imported rule set, like orchestrate

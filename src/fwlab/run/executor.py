@@ -29,13 +29,13 @@ from fwlab.dut.reset import Fingerprint, fingerprint, reset
 from fwlab.errors import BackendError, FwlabError, HostError, RecordError, RunnerError, SuiteError, ToolMissing
 from fwlab.floods import FloodSpec
 from fwlab.floods.flood import run_with_background
-from fwlab.results import RunRecord, build_trial, host_metadata, utc_now
+from fwlab.results import RunRecord, build_trial, utc_now
 from fwlab.results.metadata import remote_host_metadata
 from fwlab.results.overhead import Phases
 from fwlab.rules import REALWORLD_LAYOUTS, generate, generate_kube_proxy, generate_realworld
 import fwlab.methods  # noqa: F401  (registers the test methods beside the tools)
 from fwlab.runners import TrafficSpec, TrialEnv, get_runner
-from fwlab.runners.engine import ENGINE_PORT, require_engine
+from fwlab.runners.engine import ENGINE_PORT
 from fwlab.testbed.cpuseries import CpuSampler
 from fwlab.testbed.delayline import trial_deltas
 from fwlab.testbed.linkseries import LinkSampler, as_stream_series
@@ -43,6 +43,8 @@ from fwlab.stats.derive import derive_figures
 from fwlab.stats.precision import PrecisionRule, adaptive_order, figure_id, outcome
 from fwlab.stats.quality import flag_cpu_saturated, flag_delayline_limited, flag_link_limited
 from fwlab.suites import Suite, parse_suite
+from fwlab.run.beds import open_bed
+from fwlab.run.header import new_record, suite_header
 from fwlab.run.plan import TrialSpec, check_suite, expand, expand_max
 from fwlab.testbed import LocalHost, Offloads, Pinning, Testbed, Topology, new_run_id, require_root, require_tool
 from fwlab.testbed.hosts import HostEntry, Placement, changed_fields, identity_difference, parse_hosts
@@ -292,7 +294,7 @@ class Executor:
             bed, pristine = kept.bed, kept.pristine
         else:
             topo = self._topology(mode, link_rate_bps)
-            bed = Testbed(topo, placement=self.placement, engine=require_engine() if topo.wires else None)
+            bed = open_bed(topo, placement=self.placement)
             pristine = None
             with ph.timed("build"):
                 bed.build()
@@ -753,13 +755,10 @@ def start_run(suite: Suite, suite_text: str, out_root: Path, *, quiet: bool = Fa
         check_remote_roles(plan, placement)
         if order is not None:
             plan = _reordered(plan, order)
-        rec = RunRecord.create(out_root, suite.name, {
-            "suite": {"name": suite.name, "toml": suite_text, "parsed": suite.model_dump()},
-            "plan": {"trials": len(plan.trials), "trial_ids": [t.trial_id for t in plan.trials],
-                     "skipped": list(plan.skipped)},
-            "host": host_metadata(),
-            **({"remote_hosts": _remote_hosts_info(placement)} if placement else {}),
-        })
+        rec = new_record(out_root, suite_header(suite, suite_text),
+                         {"trials": len(plan.trials), "trial_ids": [t.trial_id for t in plan.trials],
+                          "skipped": list(plan.skipped)},
+                         remote_hosts=_remote_hosts_info(placement) if placement else None)
         _execute(suite, plan, rec, quiet, placement, lean=lean, prepare=prepare)
     return rec
 
