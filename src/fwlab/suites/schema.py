@@ -14,13 +14,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from fwlab.rules.generate import MAX_RULES  # the largest rule count a suite may ask for
+from fwlab.rules.model import LAYOUTS
 from fwlab.suites.background import BackgroundItem
 from fwlab.suites.tuning import profile
 from fwlab.validation import MAX_PAIRS, check_only_keys, only_matches, parse_delay_us, parse_rate_bps
 
-#: largest rule count a suite may ask for (the generator's fwlab.rules.generate.MAX_RULES; a
-#: unit test keeps the two equal)
-MAX_RULES = 1_000_000
 
 
 class Strict(BaseModel):
@@ -151,7 +150,7 @@ class Suite(Strict):
                                 description="firewall backends (fwlab list names them; none = no firewall, "
                                             "the reference); a combination a backend cannot load is skipped "
                                             "with the reason (fwlab run --dry-run lists them)")
-    layouts: list[Literal["linear", "set", "kube-proxy", "firewalld", "docker", "classbench-acl"]] = Field(
+    layouts: list[Literal[LAYOUTS]] = Field(
         min_length=1, default_factory=lambda: ["linear"],
         description="rule-set layouts: linear (one rule per deny entry), set (one set lookup), or a "
                     "real-world rule set (kube-proxy, firewalld, docker, classbench-acl)")
