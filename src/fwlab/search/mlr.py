@@ -98,8 +98,9 @@ class SearchGoal:
         if not problems:
             if self.initial_trial_duration_s > self.final_trial_duration_s:
                 problems.append("initial_trial_duration_s must be <= final_trial_duration_s")
-            if self.initial_trial_duration_s > self.duration_sum_s:
-                problems.append("initial_trial_duration_s must be <= duration_sum_s")
+            if self.duration_sum_s < self.final_trial_duration_s:
+                problems.append(f"duration_sum_s ({self.duration_sum_s:g}) must be >= final_trial_duration_s "
+                                f"({self.final_trial_duration_s:g})")
         if not 0 <= self.loss_ratio < 1:
             problems.append("loss_ratio must be in [0, 1)")
         if not 0 <= self.exceed_ratio < 1:
@@ -109,7 +110,10 @@ class SearchGoal:
         if isinstance(self.preceding_targets, bool) or not isinstance(self.preceding_targets, int) \
                 or self.preceding_targets < 0:
             problems.append("preceding_targets must be an int >= 0")
-        if not self.expansion_coefficient > 1:
+        elif self.preceding_targets == 0 and self.initial_trial_duration_s < self.duration_sum_s:
+            problems.append("preceding_targets = 0 needs initial_trial_duration_s = duration_sum_s "
+                            "(no coarse target to go from the initial to the final trials)")
+        if not (isinstance(self.expansion_coefficient, (int, float)) and self.expansion_coefficient > 1):
             problems.append("expansion_coefficient must be > 1")
         if problems:
             raise SearchError(f"invalid search goal ({'; '.join(problems)}): {self!r}",
@@ -461,7 +465,8 @@ class Selector:
         return "refine_hi", self.max_load
 
 
-def _goals(goals: Any) -> list[SearchGoal]:
+def goals_of(goals: Any) -> list[SearchGoal]:
+    """The goals a search was given, parsed (None: CSIT's NDR and PDR presets)."""
     if goals is None:
         goals = ["csit", "csit-pdr"]
     if isinstance(goals, (str, dict, SearchGoal)):
@@ -476,7 +481,7 @@ def _goals(goals: Any) -> list[SearchGoal]:
 def mlr_search(log: TrialLog, max_load_pps: float, min_load_pps: float,
                goals: Any = None) -> list[SearchResult]:
     """MLRsearch (see the module docstring); one result per goal, in the order given."""
-    parsed = _goals(goals)
+    parsed = goals_of(goals)
     db = Database()
     selectors = [Selector(g, i, db, min_load_pps, max_load_pps) for i, g in enumerate(parsed)]
     while True:
@@ -508,7 +513,7 @@ def _goal_result(selector: Selector, db: Database, log: TrialLog,
         flags.add("min_load_failed")
     elif clo >= max_load:
         flags.add("max_load_passed")
-    if generator_set_bound(log.trials, chi):
+    if generator_set_bound(log.trials, chi, selector.goal.loss_ratio):
         flags.add("generator_short_trials")
     width = relative_width(clo, chi)
     width_reached = width is not None and width <= target.width * (1 + _SLACK)

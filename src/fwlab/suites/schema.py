@@ -159,6 +159,10 @@ class Suite(Strict):
                            "included) as soon as the bed is measured idle since the earlier trial's traffic "
                            "(no interface moved more than 2 packets in 50 ms); settle_s stays the longest pause")
     seed: int = 1
+    search: Literal["mlr", "csit", "binary"] | None = Field(
+        None, description="the throughput search of every rfc2544 throughput item that names none in its options "
+                          "(`algorithm`): mlr (fwlab's MLRsearch), csit (CSIT's own MLRsearch from PyPI, the "
+                          "reference), binary (RFC 2544 binary search); unset: the rfc2544 tool's default")
     device_model: Literal["veth", "napi"] = Field(
         "veth", description="veth: the DUT's work runs in the sender's softirq (no loss, the sender "
                             "slows down); napi: the DUT's veths receive through threaded NAPI on its own "
@@ -274,6 +278,10 @@ class Suite(Strict):
     def _whole(self) -> "Suite":
         if not self.traffic:
             raise ValueError("needs at least one [[traffic]] item")
+        if self.search is not None:
+            for t in self.traffic:  # the rfc2544 tool checks the option with the item's others
+                if t.kind == "throughput" and t.tool in (None, "rfc2544") and "algorithm" not in t.options:
+                    object.__setattr__(t, "options", {**t.options, "algorithm": self.search})
         if self.max_repetitions is not None:
             if self.precision is None:
                 raise ValueError("max_repetitions needs precision (it is the maximum of adaptive repetitions): "
