@@ -14,13 +14,36 @@ from trials import full_trial
 
 def test_options_defaults_and_one_line_errors():
     o = parse_options({})
-    assert o.algorithm == "mlr" and o.batch is None and o.max_lag == 64 and o.latency_at == []
+    assert o.algorithm == "csit" and o.batch is None and o.max_lag == 64 and o.latency_at == []
     with pytest.raises(ValueError, match="latency_at"):
         parse_options({"latency_at": [1.5]})
     with pytest.raises(ValueError, match="algorithm"):
         parse_options({"algorithm": "linear"})
     with pytest.raises(ValueError, match="nonsense"):
         parse_options({"nonsense": 1})
+
+
+def test_suite_search_sets_the_default_search_and_bad_goals_are_refused_before_any_packet():
+    base = {"name": "t", "backends": ["nftables"], "device_model": "napi"}
+    item = {"kind": "throughput", "sizes": [64]}
+    s = check_suite(parse_suite({**base, "search": "mlr", "traffic": [item, {**item, "label": "b",
+                                 "options": {"algorithm": "binary"}}]}, "x"))
+    assert [t.options["algorithm"] for t in s.traffic] == ["mlr", "binary"]  # an item's own choice stays
+    assert check_suite(parse_suite({**base, "traffic": [item]}, "x")).traffic[0].options["algorithm"] == "csit"
+    with pytest.raises(SuiteError, match="search"):
+        parse_suite({**base, "search": "linear", "traffic": [item]}, "x")
+    bad = {"final_trial_duration_s": 3.0, "duration_sum_s": 2.0}
+    for alg in ("mlr", "csit"):
+        with pytest.raises(SuiteError) as info:
+            check_suite(parse_suite({**base, "traffic": [{**item, "options": {"algorithm": alg, "goal": bad}}]}, "x"))
+        text = info.value.one_line()
+        assert "duration_sum_s (2) must be >= final_trial_duration_s (3)" in text and "\n" not in text
+    with pytest.raises(SuiteError, match="whole expansion_coefficient"):
+        check_suite(parse_suite({**base, "traffic": [{**item, "options": {
+            "algorithm": "csit", "goal": {"preset": "csit", "expansion_coefficient": 2.5}}}]}, "x"))
+    with pytest.raises(SuiteError, match="final_trial_duration_s must be >= trial_duration_s"):
+        check_suite(parse_suite({**base, "traffic": [{**item, "options": {
+            "algorithm": "binary", "goal": {"trial_duration_s": 5.0, "final_trial_duration_s": 1.0}}}]}, "x"))
 
 
 def test_suite_implies_the_tool_and_checks_options():

@@ -42,7 +42,7 @@ LOSS_BELOW_CAPACITY = 0.8
 the same search (`SearchResult.forwarded_at_loss_pps`) is flagged `loss-below-capacity`: a DUT
 whose loss comes from its per-packet cost passes up to about that rate (within the search's
 width); far below it, transients set the result."""
-DEFAULT_SEARCH = "mlr"
+DEFAULT_SEARCH = "csit"
 """The throughput search of an item that names none (and whose suite sets no `search`)."""
 SEARCH_TRIALS = 12  #: trials of one throughput search, including the maximum-load trials (for estimates)
 

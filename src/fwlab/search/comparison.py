@@ -45,6 +45,8 @@ class Model:
     noisy: bool
     """Does the result depend on the seed (then medians over seeds are compared)?"""
     description: str = ""
+    seeds: int = 1
+    """Seeds a comparison runs by default: enough for the medians, few enough to stay fast."""
 
 
 MODELS: tuple[Model, ...] = (
@@ -58,13 +60,13 @@ MODELS: tuple[Model, ...] = (
     Model("generator-capped", lambda seed: FixedCapacity(800_000, generator_limit_pps=700_000), 1e6, 1e4,
           False, "an 800 kpps DUT behind a generator that sends at most 700 kpps"),
     Model("noisy", lambda seed: NoisyCapacity(800_000, spread=0.05, seed=seed), 1e6, 1e4, True,
-          "capacity uniform in 800 kpps +- 5 % per trial"),
+          "capacity uniform in 800 kpps +- 5 % per trial", seeds=30),
     Model("loss-inversion", lambda seed: LossInversion(800_000, probability=0.1, seed=seed), 1e6, 1e4, True,
-          "800 kpps, 10 % of trials below it lose 1 % anyway"),
+          "800 kpps, 10 % of trials below it lose 1 % anyway", seeds=20),
     Model("stalling", lambda seed: Stalling(800_000, seed=seed), 1e6, 1e4, True,
-          "800 kpps, 2 stalls/s of 4 ms mean, 256-frame ring"),
+          "800 kpps, 2 stalls/s of 4 ms mean, 256-frame ring", seeds=8),
     Model("wandering", lambda seed: Wandering(seed=seed, step_s=0.02), 30_000, 1_000, True,
-          "12 kpps wandering in time (sigma 0.2, tau 0.15 s), 256-frame ring"),
+          "12 kpps wandering in time (sigma 0.2, tau 0.15 s, 20 ms steps), 256-frame ring", seeds=10),
 )
 """Every simulated DUT the comparison runs on (fwlab's `SimulatedDut` models and the cliff, the
 gradual loss curve, the buffered DUT and the capped generator)."""
@@ -168,6 +170,10 @@ class Row:
     relative_width: float
     seeds: int
     median_pps: dict[str, float] = field(default_factory=dict)
+    median_se_pps: dict[str, float] = field(default_factory=dict)
+    """Standard error of each median [packets/s]: 1.2533 x the seeds' standard deviation / sqrt(seeds)
+    (the normal approximation); 0 for a deterministic model."""
+    results_pps: dict[str, list[float]] = field(default_factory=dict)
     trial_seconds_median: dict[str, float] = field(default_factory=dict)
     trial_seconds_total: dict[str, float] = field(default_factory=dict)
     above_sent: dict[str, float] = field(default_factory=dict)
@@ -180,6 +186,20 @@ class Row:
             return None
         return (self.median_pps[algorithm] - ref) / ref
 
+    def gap_se(self, algorithm: str = "mlr", reference: str = "csit") -> float:
+        """Standard error of `gap` (both medians' errors, relative to the reference's median)."""
+        ref = self.median_pps.get(reference)
+        if not ref:
+            return 0.0
+        return math.hypot(self.median_se_pps.get(algorithm, 0.0), self.median_se_pps.get(reference, 0.0)) / ref
+
+    def agrees(self, algorithm: str = "mlr", reference: str = "csit", sigmas: float = 2.0) -> bool:
+        """Is `algorithm`'s median within the goal's relative width of `reference`'s? On a noisy
+        model the medians' own uncertainty is allowed on top: `sigmas` x `gap_se` (a median over
+        a few seeds of a stalling DUT is uncertain by more than the width)."""
+        gap = self.gap(algorithm, reference)
+        return gap is not None and abs(gap) <= self.relative_width * (1 + 1e-9) + sigmas * self.gap_se(algorithm, reference)
+
     def seconds_ratio(self, algorithm: str = "mlr", reference: str = "csit") -> float | None:
         ref = self.trial_seconds_total.get(reference)
         if not ref or algorithm not in self.trial_seconds_total:
@@ -189,19 +209,21 @@ class Row:
     def to_dict(self) -> dict[str, Any]:
         return {"model": self.model, "goal_set": self.goal_set, "goal": self.goal,
                 "relative_width": self.relative_width, "seeds": self.seeds, "median_pps": self.median_pps,
-                "trial_seconds_median": self.trial_seconds_median, "trial_seconds_total": self.trial_seconds_total,
+                "median_se_pps": self.median_se_pps, "trial_seconds_median": self.trial_seconds_median, "trial_seconds_total": self.trial_seconds_total,
                 "highest_result_over_sent": self.above_sent, "flags": self.flags,
-                "mlr_vs_csit_gap": self.gap(), "mlr_vs_csit_trial_seconds": self.seconds_ratio()}
+                "mlr_vs_csit_gap": self.gap(), "mlr_vs_csit_gap_se": self.gap_se(),
+                "mlr_vs_csit_trial_seconds": self.seconds_ratio(), "mlr_agrees_with_csit": self.agrees()}
 
 
 def compare(models: Sequence[Model] = MODELS, goal_sets: Sequence[str] = tuple(GOAL_SETS),
-            seeds: Iterable[int] = range(20), contenders: Sequence[str] = ("mlr", "csit")) -> list[Row]:
-    """Every contender on every model and goal set; one `Row` per (model, goal)."""
-    seeds = tuple(seeds)
+            seeds: Iterable[int] | None = None, contenders: Sequence[str] = ("mlr", "csit")) -> list[Row]:
+    """Every contender on every model and goal set; one `Row` per (model, goal). `seeds`: the
+    seeds of every noisy model; None: each model's own `Model.seeds` (0, 1, ...)."""
     rows = []
     for m in models:
         for gs in goal_sets:
-            runs = {alg: run(alg, m, gs, seeds) for alg in contenders}
+            these = tuple(seeds) if seeds is not None else tuple(range(m.seeds))
+            runs = {alg: run(alg, m, gs, these) for alg in contenders}
             first = next(iter(runs.values()))
             for k, goal in enumerate(first.goals):
                 row = Row(m.name, gs, goal.name or f"goal{k}", goal.relative_width, len(first.seeds))
@@ -209,6 +231,10 @@ def compare(models: Sequence[Model] = MODELS, goal_sets: Sequence[str] = tuple(G
                     if alg == "binary" and k > 0:
                         continue  # the binary search answers the first goal only
                     row.median_pps[alg] = r.median(k)
+                    values = r.throughputs(k)
+                    row.results_pps[alg] = values
+                    row.median_se_pps[alg] = 1.2533 * statistics.stdev(values) / math.sqrt(len(values)) \
+                        if len(values) > 1 else 0.0
                     row.trial_seconds_median[alg] = statistics.median(r.trial_seconds)
                     row.trial_seconds_total[alg] = math.fsum(r.trial_seconds)
                     row.above_sent[alg] = r.above_sent()
