@@ -293,3 +293,25 @@ def test_the_report_explains_the_loss_below_capacity_flag_where_it_shows():
     assert "loss-below-capacity" in html and "forwarded_at_loss_pps" in html
     fixed = [rec(_binary_search(FixedCapacity(50e3)), 0, s) for s in (1, 2)]
     assert "forwarded_at_loss_pps" not in render({}, fixed)
+
+
+def test_the_record_keeps_the_trace_and_marks_a_result_at_the_maximum_as_at_least():
+    def rec(m, rules, rep):
+        return full_trial({"kind": "rfc2544", "traffic": "throughput", "tool": "rfc2544", "backend": "nftables",
+                           "layout": "linear", "rules": rules, "size_bytes": 64, "repetition": rep,
+                           "trial_id": f"t{rules}-r{rep}", "metrics": m.metrics, "flags": m.flags,
+                           "extra": m.extra, "series": m.series})
+
+    capped = _binary_search(FixedCapacity(500e3))  # the DUT outruns the bed's maximum (100 kpps)
+    assert capped.metrics["throughput_at_least"] is True
+    found = _binary_search(FixedCapacity(50e3))
+    assert found.metrics["throughput_at_least"] is False
+    trace = found.series
+    assert [s["load_pps"] for s in trace][:2] == [100e3, 80e3] and all("passed" in s for s in trace)
+    last = trace[-1]  # the bounds after the last trial are the search's own
+    assert (last["lower_bound_pps"], last["upper_bound_pps"]) == (found.metrics["lower_bound_pps"],
+                                                                  found.metrics["upper_bound_pps"])
+    assert trace[0]["lower_bound_pps"] is None and trace[0]["upper_bound_pps"] == 100e3
+    html = render({}, [rec(capped, 0, 1), rec(found, 1000, 1)])
+    assert "≥ 100.0" in html and "≥ 50.0" not in html and "at least that figure" in html
+    assert "search traces" in html and html.count("<svg") >= 2 + 2  # rate plots + one trace per search

@@ -181,7 +181,7 @@ def _fake_result():
 def test_cli_prints_pairing_trial_seconds_ratio_results_and_noise(monkeypatch, capsys):
     seen = {}
 
-    def fake_run_bench(cfg, out_root, log=None):
+    def fake_run_bench(cfg, out_root, log=None, models=True):
         seen["cfg"], seen["out"] = cfg, out_root
         return _fake_result()
 

@@ -29,7 +29,8 @@ from fwlab.runners.engine import (MIN_OVERLAP_SHARE, EngineMeasurer, EngineTrial
                                   default_frame_size, engine_unavailable, engine_version, run_trial)
 from fwlab.search import BinaryGoal, run_search
 from fwlab.search.csit import reference_goal
-from fwlab.search.mlr import goals_of
+from fwlab.search.mlr import SearchGoal, bounds_after_each_trial, goals_of
+from fwlab.search.result import SearchResult
 from fwlab.search.measurer import TrialResult
 
 if TYPE_CHECKING:
@@ -209,6 +210,36 @@ def longest_burst(burst_ok, max_burst: int, resolution: float, min_burst: int = 
         n = (lo + hi) // 2
 
 
+def trace_goal(result: SearchResult) -> SearchGoal:
+    """The goal a search's trace is judged by: an MLRsearch result's own goal, or for a binary
+    search exceed ratio 0 at its final trial length (one bad trial makes an upper bound)."""
+    g = dict(result.goal)
+    if result.algorithm == "binary":
+        final = float(g.get("final_trial_duration_s") or g.get("trial_duration_s") or 1.0)
+        return SearchGoal(final_trial_duration_s=final, duration_sum_s=final, initial_trial_duration_s=final,
+                          preceding_targets=0, loss_ratio=float(g.get("loss_ratio", 0.0)), exceed_ratio=0.0,
+                          relative_width=float(g.get("relative_width", 0.005)), name="binary")
+    return SearchGoal.from_any(g)
+
+
+def search_trace(result: SearchResult) -> list[dict]:
+    """A search's trace, one entry per trial on a time axis of trial seconds: load, duration,
+    loss ratio, pass/fail, and the goal's relevant bounds as they stood after it
+    (`fwlab.search.mlr.bounds_after_each_trial`), so a report can draw the bounds narrowing."""
+    try:
+        bounds = bounds_after_each_trial([t.result for t in result.trials], trace_goal(result))
+    except SearchError:  # a goal this fwlab no longer accepts: the trace without bounds
+        bounds = [(None, None)] * len(result.trials)
+    series, t_s = [], 0.0
+    for t, (lo, hi) in zip(result.trials, bounds):
+        t_s += t.result.duration_s
+        series.append({"t_s": t_s, "index": t.index, "phase": t.phase, "load_pps": t.result.intended_load_pps,
+                       "loss_ratio": t.result.loss_ratio, "passed": t.passed, "duration_s": t.result.duration_s,
+                       "lower_bound_pps": lo, "upper_bound_pps": hi,
+                       "dut_ingress_drops": t.result.extra.get("dut_ingress_drops")})
+    return series
+
+
 # -- the runner ---------------------------------------------------------------------------------
 class Rfc2544Runner(Runner):
     name = "rfc2544"
@@ -318,6 +349,8 @@ class Rfc2544Runner(Runner):
             "search_trials": main.trial_count, "search_trial_s": main.trial_seconds,
             "algorithm": opts.algorithm, "goal": main.goal.get("name") or opts.algorithm,
             "rx_pps": tput,
+            # the maximum load itself passed: the DUT's throughput is at least this ("≥ x")
+            "throughput_at_least": "max_load_passed" in main.irregular,
         }
         onset = main.forwarded_at_loss_pps()
         metrics["forwarded_at_loss_pps"] = onset
@@ -371,12 +404,7 @@ class Rfc2544Runner(Runner):
                 if f == 1.0 and r.latency:
                     metrics["latency_ns"] = {k.removesuffix("_ns"): v for k, v in r.latency.items()}
                     metrics.update(hdr)
-        series, t_s = [], 0.0
-        for t in main.trials:  # the search's trials on a time axis of trial seconds
-            t_s += t.result.duration_s
-            series.append({"t_s": t_s, "index": t.index, "phase": t.phase, "load_pps": t.result.intended_load_pps,
-                           "loss_ratio": t.result.loss_ratio, "passed": t.passed, "duration_s": t.result.duration_s,
-                           "dut_ingress_drops": t.result.extra.get("dut_ingress_drops")})
+        series = search_trace(main)
         if env:
             env.note(f"  {opts.algorithm}: {tput or 0:.0f} pps ({metrics['throughput_pct_of_max'] or 0:.0f} % of max) "
                      f"after {main.trial_count} trials, {main.trial_seconds:.0f} trial s")
@@ -413,5 +441,5 @@ class Rfc2544Runner(Runner):
 
 register(Rfc2544Runner())
 
-__all__ = ["KINDS", "Rfc2544Options", "Rfc2544Runner", "frame_loss_steps", "longest_burst", "parse_options",
+__all__ = ["search_trace", "trace_goal", "KINDS", "Rfc2544Options", "Rfc2544Runner", "frame_loss_steps", "longest_burst", "parse_options",
            "TrialResult"]

@@ -549,3 +549,17 @@ def _goal_result(selector: Selector, db: Database, log: TrialLog,
         irregular=tuple(f for f in IRREGULAR_FLAGS if f in flags),
         loss_inversion=db.loss_inversion(target),
     )
+
+
+def bounds_after_each_trial(trials: list[TrialResult], goal: SearchGoal) -> list[tuple[float | None, float | None]]:
+    """The goal's relevant (lower, upper) bounds [packets/s] as they stood after each trial of a
+    search, by the draft's classification at the goal's final target (None where a bound is
+    missing): the search's trace narrowing. Any search's trials can be judged so: a binary search
+    is the goal with exceed ratio 0 and its final trial length."""
+    target = build_targets(goal, 0)[-1]
+    db = Database()
+    out = []
+    for trial in trials:
+        db.add(trial.intended_load_pps, trial)
+        out.append(db.bounds(target))
+    return out
