@@ -183,6 +183,10 @@ class Suite(Strict):
                            "(no interface moved more than 2 packets in 50 ms); settle_s stays the longest pause")
     seed: int = Field(1, description="seed of the generated rule sets (the deny entries, the proxy's "
                                      "block list)")
+    search: Literal["mlr", "csit", "binary"] | None = Field(
+        None, description="the throughput search of every rfc2544 throughput item that names none in its options "
+                          "(`algorithm`): mlr (fwlab's MLRsearch), csit (CSIT's own MLRsearch from PyPI, the "
+                          "reference), binary (RFC 2544 binary search); unset: the rfc2544 tool's default")
     device_model: Literal["veth", "napi"] = Field(
         "veth", description="veth: the DUT's work runs in the sender's softirq (no loss, the sender "
                             "slows down); napi: the DUT's veths receive through threaded NAPI on its own "
@@ -299,6 +303,10 @@ class Suite(Strict):
     def _whole(self) -> "Suite":
         if not self.traffic:
             raise ValueError("needs at least one [[traffic]] item")
+        if self.search is not None:
+            for t in self.traffic:  # the rfc2544 tool checks the option with the item's others
+                if t.kind == "throughput" and t.tool in (None, "rfc2544") and "algorithm" not in t.options:
+                    object.__setattr__(t, "options", {**t.options, "algorithm": self.search})
         if self.max_repetitions is not None:
             if self.precision is None:
                 raise ValueError("max_repetitions needs precision (it is the maximum of adaptive repetitions): "
