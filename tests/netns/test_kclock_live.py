@@ -171,3 +171,15 @@ def test_an_inet_table_is_timed_on_ipv6_too():
     assert v6.timed == v6.entered == sent == m["forwarded_count"] == c["permit"]
     assert v4.timed == 0
     assert kernel_cost(res, "ipv6", sent).calls_per_packet == 1.0
+
+
+def test_the_loader_stops_by_itself():
+    """Bounded: the loader ends after its hold, or when stdin closes (--stdin), and unlinks."""
+    from fwlab.probes.build import bpf_object, loader
+    obj, ld = str(bpf_object().path), str(loader().path)
+    with Testbed(Topology(run_id=new_run_id(), mode="routed")) as bed:
+        timed = bed.host.run([ld, obj, "0.3", "0:2:2:100:101"], ns=bed.ns("dut"), timeout_s=20)
+        closed = bed.host.run([ld, "--stdin", obj, "30", "0:2:2:100:101"], ns=bed.ns("dut"), input="", timeout_s=20)
+    t, c = (json.loads(cp.stdout.splitlines()[-1]) for cp in (timed, closed))
+    assert t["stopped_by"] == "time" and 0.3 <= t["hold_s"] < 5
+    assert c["stopped_by"].startswith("stdin") and c["hold_s"] < 5
