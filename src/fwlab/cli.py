@@ -500,6 +500,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from fwlab.rules.model import LAYOUTS
+
     p = _Parser(
         prog="fwlab",
         description="Firewall performance lab: builds a namespace test bed, loads generated rule "
@@ -593,8 +595,7 @@ def build_parser() -> argparse.ArgumentParser:
     ru = sub.add_parser("rules", help="print a generated rule set in a backend's native syntax")
     ru.add_argument("--backend", default="nftables")
     ru.add_argument("--count", type=int, default=10)
-    ru.add_argument("--layout", default="linear", choices=["linear", "set", "kube-proxy", "firewalld", "docker",
-                                                           "classbench-acl"])
+    ru.add_argument("--layout", default="linear", choices=LAYOUTS)
     ru.add_argument("--mode", default="routed", choices=["routed", "bridge"])
     ru.add_argument("--ip-version", type=int, default=4, choices=[4, 6])
     ru.add_argument("--stateful-shortcut", action="store_true")
