@@ -117,8 +117,8 @@ def _precision_arg(text: str) -> float | None:
 
 def _ruleset_config(args):
     """The imported-rule-set run asked for by --ruleset FILE or a suite file with a [ruleset]
-    table (fwlab.ruleset.run), or None for an ordinary suite run."""
-    from fwlab.ruleset.run import config_from_args, config_from_suite_file
+    table (fwlab.ruleset.config), or None for an ordinary suite run."""
+    from fwlab.ruleset.config import config_from_args, config_from_suite_file
 
     if args.ruleset:
         if args.suite or args.resume:
