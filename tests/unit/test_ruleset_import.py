@@ -12,7 +12,8 @@ from fwlab.rules.imported_model import DERIVE_L4, Packet, addr_interval, evaluat
 from fwlab.rules.iptables_save import parse_iptables_save, parse_ipset
 from fwlab.rules.nft_json import parse_nft_json
 from fwlab.ruleset.probe import check_class, observed_verdict, parse_interfaces
-from fwlab.ruleset.run import config_from_suite_file, summarize_costs
+from fwlab.ruleset.config import config_from_suite_file
+from fwlab.ruleset.costs import summarize_costs
 from fwlab.testbed.host import CommandFailed
 
 ROOT = Path(__file__).resolve().parents[2]
