@@ -8,7 +8,7 @@ fields the readers use; unknown fields pass (a later fwlab may add them).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -45,7 +45,7 @@ class _Skipped(_Shape):
 
 
 class _PlanShape(_Shape):
-    trials: int | None = None
+    trials: int | None = Field(default=None, ge=0)
     skipped: list[_Skipped] = Field(default_factory=list)
 
 
@@ -59,7 +59,7 @@ class _RunShape(_Shape):
     suite: _SuiteShape
     plan: _PlanShape = Field(default_factory=_PlanShape)
     host: dict[str, Any] = Field(default_factory=dict)
-    status: str | None = None
+    status: Literal["running", "complete", "interrupted", "failed"] | None = None
     started_utc: str | None = None
     ended_utc: str | None = None
     beds: list[_BedShape] = Field(default_factory=list)
@@ -74,16 +74,16 @@ class _TrialShape(_Shape):
     mode: str
     backend: str
     layout: str
-    rules: int = Field(ge=0)
+    rules: int = Field(ge=0, le=100_000_000)
     stateful_shortcut: bool
-    ip_version: int
+    ip_version: Literal[4, 6]
     traffic: str
     tool: str
-    size_bytes: int | None
-    streams: int = Field(ge=1)
-    rate_bps: Number | None
-    duration_s: Number
-    repetition: int
+    size_bytes: int | None = Field(ge=0, le=1_000_000)
+    streams: int = Field(ge=1, le=100_000)
+    rate_bps: Number | None = Field(ge=0, allow_inf_nan=False)
+    duration_s: Number = Field(ge=0, allow_inf_nan=False)
+    repetition: int = Field(ge=0, le=1_000_000)
     label: str | None = None
     metrics: dict[str, Any] | None = None
     series: list[dict[str, Any]] = Field(default_factory=list)
