@@ -102,6 +102,20 @@ def read_text(path: Path | str, what: str, error: type[FwlabError] = FwlabError,
         raise error(f"{what} {_short(path)} is not UTF-8 text (byte {exc.start} cannot be decoded)", fix=fix) from None
 
 
+def kind(path: Path | str) -> str:
+    """What `path` is, without raising: "file" (regular), "dir", "missing", "denied" (a directory
+    on the way cannot be searched by this user) or "other" (FIFO, device, socket, unusable name)."""
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return "missing"
+    except PermissionError:
+        return "denied"
+    except (OSError, ValueError):
+        return "other"
+    return "file" if stat.S_ISREG(st.st_mode) else "dir" if stat.S_ISDIR(st.st_mode) else "other"
+
+
 def depth(obj: Any) -> int:
     """How deeply dicts and lists nest in `obj` (a scalar: 0), counted without recursion."""
     deepest, stack = 0, [(obj, 1)]

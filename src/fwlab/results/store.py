@@ -161,8 +161,7 @@ class TrialsRead:
         if self.bad_lines:
             shown = [f"{n} ({self.bad_reasons[n]})" if n in self.bad_reasons else str(n) for n in self.bad_lines[:5]]
             more = f" and {len(self.bad_lines) - 5} more" if len(self.bad_lines) > 5 else ""
-            return f"{TRIALS_FILE} line{'s' if len(self.bad_lines) > 1 else ''} {', '.join(shown)}{more} " \
-                   f"could not be read"
+            return f"{TRIALS_FILE} lines {', '.join(shown)}{more} could not be read"
         return None
 
 
@@ -278,20 +277,28 @@ class RunRecord:
     def open(cls, path: Path | str) -> "RunRecord":
         path = Path(path)
         f = path / RUN_FILE
-        if f.is_dir():
-            raise RecordError(f"{f} is a directory, not a run record file", fix="restore it from a backup")
-        if not f.is_file():
-            raise RecordError(f"{path} holds no fwlab run record ({RUN_FILE} missing)",
-                              fix="pass a directory written by 'fwlab run'")
+        from fwlab.files import MAX_DEPTH, depth, read_text
         from fwlab.results.shape import run_problem
-        from fwlab.validation import read_text
 
-        text = read_text(f, "record file", RecordError, fix="pass a directory written by 'fwlab run'")
+        try:
+            os.stat(f)
+        except (FileNotFoundError, NotADirectoryError):
+            raise RecordError(f"{path} holds no fwlab run record ({RUN_FILE} missing)",
+                              fix="pass a directory written by 'fwlab run'") from None
+        except PermissionError:
+            raise RecordError(f"{f} cannot be read by this user: permission denied",
+                              fix="read it as the user that wrote it, or give this user read access") from None
+        except (OSError, ValueError) as exc:
+            raise RecordError(f"{path} is not usable: {getattr(exc, 'strerror', None) or exc}",
+                              fix="pass a directory written by 'fwlab run'") from None
+        text = read_text(f, "record file", RecordError, fix="restore it from a backup", max_bytes=64 * 1024 * 1024)
         try:
             run = json.loads(text)
         except (json.JSONDecodeError, RecursionError) as exc:
             why = getattr(exc, "msg", "nested too deeply")
             raise RecordError(f"{f} is not valid JSON: {why}", fix="restore it from a backup") from None
+        if depth(run) > MAX_DEPTH:
+            raise RecordError(f"{f} nests more than {MAX_DEPTH} deep", fix="restore it from a backup")
         if not isinstance(run, dict):
             raise RecordError(f"{f} holds a JSON {type(run).__name__}, not an object", fix="restore it from a backup")
         run = upgrade_run(run, str(f))

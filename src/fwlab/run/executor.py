@@ -304,7 +304,8 @@ class Executor:
                 desc = dict(kept.desc) if kept is not None else bed.describe()
             desc["backend"] = backend_name
             with ph.timed("backend_version"):
-                desc["backend_version"] = backend.version(bed.host_for("dut") if bed.topo.has_dut else bed.host)
+                desc["backend_version"] = backend.version_at(bed.host_for("dut") if bed.topo.has_dut else bed.host,
+                                                             bed.ns("dut") if bed.topo.has_dut else None)
             desc["bed_reused"] = kept is not None
             if kept is not None:
                 desc["reset"] = kept.reset
