@@ -132,15 +132,15 @@ def _ruleset_config(args):
         if args.hosts:
             raise FwlabError("--ruleset runs in local namespaces only; --hosts is not used by it",
                              fix="drop --hosts, or run a suite with --hosts")
-    elif args.interfaces or args.ipset or args.no_rate:
+        return config_from_args(args.ruleset, ipset=args.ipset, interfaces=args.interfaces,
+                                repetitions=args.repetitions, no_rate=args.no_rate, mix=args.mix,
+                                latency_count=args.latency_count)
+    if args.interfaces or args.ipset or args.no_rate:
         given = ", ".join(f for f, v in (("--interfaces", args.interfaces), ("--ipset", args.ipset),
                                           ("--no-rate", args.no_rate)) if v)
         raise FwlabError(f"{given} go{'es' if ',' not in given else ''} with --ruleset FILE, not with a suite",
                          fix="fwlab run --ruleset FILE " + given.split(",")[0] + " ... (a [ruleset] suite "
                              "file names its interfaces and ipset itself)")
-        return config_from_args(args.ruleset, ipset=args.ipset, interfaces=args.interfaces,
-                                repetitions=args.repetitions, no_rate=args.no_rate, mix=args.mix,
-                                latency_count=args.latency_count)
     if args.mix or args.latency_count is not None:
         raise FwlabError("--mix and --latency-count go with --ruleset FILE",
                          fix="fwlab run --ruleset FILE --mix MIX (a [ruleset] suite takes class_weights / latency_count)")

@@ -20,14 +20,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from fwlab.errors import FwlabError, RunnerError
+from fwlab.errors import FwlabError, RunnerError, SearchError
 from fwlab.runners.base import Measurement, Runner, TrafficSpec, TrialEnv, register
 from fwlab.validation import one_line
 from fwlab.runners.engine import (MIN_OVERLAP_SHARE, EngineMeasurer, EngineTrial, default_cpus,
                                   default_frame_size, engine_unavailable, engine_version, run_trial)
 from fwlab.search import run_search
+from fwlab.search.binary import BinaryGoal
+from fwlab.search.mlr import parse_goals
 from fwlab.search.measurer import TrialResult
 
 if TYPE_CHECKING:
@@ -46,7 +48,7 @@ SEARCH_TRIALS = 12  #: trials of one throughput search, including the maximum-lo
 class Rfc2544Options(BaseModel):
     """``options`` of an ``rfc2544`` traffic item (all optional)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
     algorithm: Literal["binary", "mlr"] = Field("mlr", description="throughput search")
     goal: str | dict | list | None = Field(
@@ -101,6 +103,31 @@ class Rfc2544Options(BaseModel):
             return (SEARCH_TRIALS - 1) * (trial + 0.5) + final + mrr
         trial = float(goal.get("final_trial_duration_s", duration_s))
         return SEARCH_TRIALS * (trial + 0.5) + len(self.latency_at) * self.latency_duration_s + mrr
+
+    @model_validator(mode="after")
+    def _goal(self) -> "Rfc2544Options":
+        """The goal is parsed as the search will parse it, so a malformed goal (a negative
+        duration, an unknown preset, a list of numbers) stops the suite before its first packet."""
+        try:
+            if self.algorithm == "mlr":
+                parse_goals(self.goal)
+            else:
+                g = self.goal
+                if isinstance(g, list) and len(g) == 1:
+                    g = g[0]
+                if g is not None and not isinstance(g, dict):
+                    raise ValueError(f"the binary search takes a goal table, not {g!r:.60}")
+                g = dict(g or {})
+                trial = g.get("trial_duration_s", g.get("final_trial_duration_s", 1.0))
+                g.setdefault("trial_duration_s", trial)
+                if isinstance(trial, int | float) and not isinstance(trial, bool):
+                    g.setdefault("final_trial_duration_s", trial)
+                BinaryGoal.from_any(g)
+        except SearchError as exc:
+            raise ValueError(f"goal: {exc.message}") from None
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"goal: {str(exc)[:200]}") from None
+        return self
 
     @field_validator("latency_at")
     @classmethod

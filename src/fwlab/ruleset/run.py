@@ -46,6 +46,7 @@ from typing import TextIO
 
 from fwlab.dut.base import DutContext
 from fwlab.dut.imported import ImportedFirewall
+from fwlab.files import loads_toml, read_text
 from fwlab.errors import FwlabError, RunnerError, SuiteError
 from fwlab.results import RunRecord, host_metadata, trial_record, utc_now
 from fwlab.rules.derive import BedAddresses, Derivation, TrafficClass, derive
@@ -94,6 +95,9 @@ def parse_interfaces(text: str | dict) -> dict[str, str]:
     else:
         data = dict(text)
     roles = sorted(data.values())
+    if "lo" in data:  # every namespace has its own loopback already: the veth could not take the name
+        raise SuiteError("interfaces: 'lo' is the namespace's own loopback interface, it cannot be a DUT interface",
+                         fix='name the DUT\'s interfaces as the rule set does, e.g. eth0=client,eth1=server')
     if roles != ["client", "server"] or any(not n or len(n) > 15 or "/" in n or " " in n for n in data):
         raise SuiteError(f"interfaces {data} must name one interface (<= 15 characters) for 'client' "
                          f"and one for 'server'", fix='e.g. interfaces = { eth0 = "client", eth1 = "server" }')
@@ -101,12 +105,13 @@ def parse_interfaces(text: str | dict) -> dict[str, str]:
 
 
 def _read(path: Path, what: str) -> str:
-    try:
-        return path.read_text()
-    except OSError as exc:
-        raise SuiteError(f"cannot read the {what} {path}: {exc.strerror}", fix="give an existing file") from None
-    except UnicodeDecodeError:
-        raise SuiteError(f"the {what} {path} is not text", fix="give nft or iptables-save text") from None
+    """The text of a rule set or ipset file: a regular file (never a FIFO or device), at most
+    fwlab.files.MAX_INPUT_BYTES, UTF-8; a rule set holds more than comments and blank lines."""
+    text = read_text(path, f"the {what}", SuiteError, fix="give nft or iptables-save text")
+    if what == "rule set" and not any(line.strip() and not line.lstrip().startswith("#") for line in text.splitlines()):
+        raise SuiteError(f"the {what} {path} holds no rules (only comments or blank lines)",
+                         fix="give a rule set: nft list ruleset or iptables-save output")
+    return text
 
 
 # -- the bed -------------------------------------------------------------------------------------
@@ -664,11 +669,9 @@ def config_from_args(ruleset: str, *, ipset: str | None = None, interfaces: str 
 
 def config_from_suite_file(path: Path, repetitions: int | None = None) -> RulesetRunConfig | None:
     """A suite file whose [ruleset] table names a rule set -> its config; None when it has none."""
-    import tomllib
-
     try:
-        data = tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        data = loads_toml(read_text(path, "suite file", SuiteError), "suite file", SuiteError)
+    except SuiteError:
         return None  # the ordinary suite loader reports it
     table = data.get("ruleset")
     if table is None:

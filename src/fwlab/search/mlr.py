@@ -461,6 +461,12 @@ class Selector:
         return "refine_hi", self.max_load
 
 
+def parse_goals(goals: Any) -> list[SearchGoal]:
+    """The goals `mlr_search` runs for `goals` (None, a preset name, a dict, a SearchGoal or a
+    list of them); SearchError naming the first malformed one. Checked before a suite runs."""
+    return _goals(goals)
+
+
 def _goals(goals: Any) -> list[SearchGoal]:
     if goals is None:
         goals = ["csit", "csit-pdr"]
