@@ -30,10 +30,41 @@ class _Flag(_Shape):
     message: str = ""
 
 
+class _TrafficShape(_Shape):
+    kind: str | None = None
+    tool: str | None = None
+    label: str | None = None
+    sizes: list[int | None] | None = None
+    streams: int | None = None
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class _ParsedShape(_Shape):
+    """The parsed suite stored in run.json, as the report and the resume read it (types only)."""
+
+    name: str | None = None
+    study: str | None = None
+    mode: list[str] | str | None = None
+    backends: list[str] | None = None
+    layouts: list[str] | None = None
+    rules: list[int] | None = None
+    ip_versions: list[int] | None = None
+    stateful_shortcut: list[bool] | None = None
+    traffic: list[_TrafficShape] = Field(default_factory=list)
+    repetitions: int | None = None
+    max_repetitions: int | None = None
+    precision: Number | None = Field(default=None, allow_inf_nan=False)
+    duration_s: Number | None = Field(default=None, allow_inf_nan=False)
+    pairs: int | None = None
+    link_rate: str | list[str] | None = None
+    background: list[dict[str, Any]] = Field(default_factory=list)
+    hosts: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+
 class _SuiteShape(_Shape):
     name: str
     toml: str = ""
-    parsed: dict[str, Any] = Field(default_factory=dict)
+    parsed: _ParsedShape = Field(default_factory=_ParsedShape)
 
 
 class _Skipped(_Shape):
