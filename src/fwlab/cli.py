@@ -22,7 +22,7 @@ def _sigterm_as_interrupt(signum, frame):  # noqa: ARG001
 
 
 def cmd_run(args) -> int:
-    from fwlab.run.executor import resume_run, start_run
+    from fwlab.run.start import resume, start
     from fwlab.report import prepare, print_summary, write_report
     from fwlab.suites import load_suite
 
@@ -49,8 +49,8 @@ def cmd_run(args) -> int:
             hosts, _ = load_hosts(args.hosts)
         if args.dry_run:
             return _dry_run_resume(Path(args.resume), hosts, args.hosts, repair=args.repair)
-        rec = resume_run(Path(args.resume), quiet=args.quiet, hosts=hosts,
-                         hosts_origin=str(Path(args.hosts).resolve()) if args.hosts else None, repair=args.repair)
+        rec = resume(Path(args.resume), quiet=args.quiet, hosts=hosts,
+                     hosts_origin=str(Path(args.hosts).resolve()) if args.hosts else None, repair=args.repair)
     else:
         if not args.suite:
             raise FwlabError("no suite given", fix="fwlab run SUITE (see 'fwlab list'), or --resume DIR")
@@ -88,7 +88,7 @@ def cmd_run(args) -> int:
             check_cpus(suite)
         if args.dry_run:
             return _dry_run(suite)
-        rec = start_run(suite, text, Path(args.out), quiet=args.quiet, hosts=hosts, prepare=prepare)
+        rec = start(suite, text, Path(args.out), quiet=args.quiet, hosts=hosts, prepare=prepare)
     report = write_report(rec.path)
     print_summary(rec.path, sys.stdout)
     print(f"report: {report}")
@@ -191,7 +191,7 @@ def _dry_run_resume(path: Path, hosts=None, hosts_file: str | None = None, repai
     (with ``--hosts``: checked against the run's hosts first, connecting to none; a damaged
     record is refused as the resume would refuse it, or, with ``--repair``, the lines it would
     move aside are named)."""
-    from fwlab.run.executor import resume_hosts_change
+    from fwlab.run.start import resume_hosts_change
     from fwlab.results.record import RunRecord
     from fwlab.suites import parse_suite
 
@@ -321,7 +321,7 @@ def cmd_version(args) -> int:
 
 def cmd_baseline(args) -> int:
     from fwlab.analysis.baseline import baseline_from_runs
-    from fwlab.run.executor import measure_baseline
+    from fwlab.run.baseline import measure_baseline
 
     if args.from_runs:
         if args.suite:
@@ -450,7 +450,7 @@ def cmd_bench_search(args) -> int:
 
 def cmd_bench_precision(args) -> int:
     from fwlab.bench.precision import PrecisionBenchConfig, format_table, run_bench
-    from fwlab.run.executor import start_run
+    from fwlab.run.start import start
     from fwlab.testbed import require_root
 
     rules = None
@@ -465,21 +465,21 @@ def cmd_bench_precision(args) -> int:
                                rules=rules, rounds=args.rounds, out=args.out)
     cfg.check()
     require_root()
-    res = run_bench(cfg, start_run, log=None if args.quiet else sys.stderr)
+    res = run_bench(cfg, start, log=None if args.quiet else sys.stderr)
     print(json.dumps(res, indent=2) if args.json else format_table(res))
     return 0
 
 
 def cmd_bench_overhead(args) -> int:
     from fwlab.bench.overhead import OverheadConfig, format_table, run_bench
-    from fwlab.run.executor import start_run
+    from fwlab.run.start import start
     from fwlab.testbed import require_root
 
     require_root()
     if args.rounds < 1:
         raise FwlabError("--rounds must be >= 1", fix="e.g. --rounds 1")
-    cfg = OverheadConfig(suite=args.suite, out=Path(args.out), rounds=args.rounds, compare_old=args.compare_old)
-    res = run_bench(cfg, start_run, log=None if args.quiet else sys.stderr)
+    cfg = OverheadConfig(suite=args.suite, out=Path(args.out), rounds=args.rounds)
+    res = run_bench(cfg, start, log=None if args.quiet else sys.stderr)
     print(json.dumps(res, indent=2) if args.json else format_table(res))
     return 0
 
@@ -707,9 +707,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      "trial (counter reads, rule-set reads, runner start/stop, waits), per bed "
                                      "(build, reset, loads, teardown) and the report.")
     bo.add_argument("--suite", default="quick", help="suite to run (default quick)")
-    bo.add_argument("--rounds", type=int, default=1, help="runs per contender (default 1)")
-    bo.add_argument("--compare-old", action="store_true",
-                    help="also run the previous per-trial path, alternated with the lean one (A B, B A, ...)")
+    bo.add_argument("--rounds", type=int, default=1, help="runs of the suite (default 1)")
     bo.add_argument("--out", default="results/bench-overhead", help="directory for the runs' records")
     bo.add_argument("--json", action="store_true", help="print one JSON object")
     bo.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
@@ -813,7 +811,7 @@ def main(argv: list[str] | None = None) -> int:
         print("fwlab: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except FwlabError as exc:
-        from fwlab.run.executor import Interrupted
+        from fwlab.run.start import Interrupted
 
         print(f"fwlab: error: {exc.one_line()}", file=sys.stderr)
         return EXIT_INTERRUPTED if isinstance(exc, Interrupted) else EXIT_USAGE

@@ -219,16 +219,43 @@ def test_the_version_command_runs_in_the_duts_namespace(tmp_path):
     assert host.calls == [(["myfw", "-V"], "fwl-abc-dut")]
 
 
-def test_the_executor_asks_for_the_version_in_the_dut_namespace():
-    """The bed's description reads the backend's version through version_at with the DUT's
-    namespace (a plug-in's version command never runs in the host's own namespace)."""
-    import inspect
+def test_the_bed_description_asks_for_the_version_in_the_dut_namespace():
+    """The bed's description (fwlab.run.beds.describe) reads the backend's version through
+    version_at with the DUT's namespace: a plug-in's version command never runs in the host's
+    own namespace."""
+    from fwlab.run.beds import describe
 
-    import fwlab.run.executor as ex
+    class Timed:
+        def timed(self, name):
+            import contextlib
+            return contextlib.nullcontext()
 
-    src = inspect.getsource(ex)
-    assert "backend.version_at(" in src and 'bed.ns("dut")' in src
-    assert "backend.version(" not in src
+    class Bed:
+        class topo:
+            has_dut = True
+        host = object()
+
+        def host_for(self, role):
+            return self.dut_host
+
+        def ns(self, role):
+            return f"fwl-x-{role}"
+
+        def describe(self):
+            return {}
+
+    bed = Bed()
+    bed.dut_host = RecordingHost()
+
+    class Plugin:
+        name = "command:ns"
+
+        def version_at(self, host, ns):
+            host.run(["v"], ns=ns)
+            return "v1"
+
+    assert describe(bed, None, Plugin(), Timed())["backend_version"] == "v1"
+    assert bed.dut_host.calls == [(["v"], "fwl-x-dut")]
 
 
 @pytest.mark.parametrize("content, needle", [(DEEP, "more than 64 deep"), ("FIFO", "is a FIFO"),

@@ -296,29 +296,29 @@ def test_repair_moves_bad_lines_aside_and_keeps_them(rec):
 def test_a_refused_resume_changes_nothing(rec, monkeypatch):
     """A record holding a trial the suite does not plan: refused before the resume event and the
     'running' status are written (nothing is measured: the test bed steps are replaced)."""
-    import fwlab.run.executor as ex
+    import fwlab.run.start as ex
 
     lines = lines_of(rec)
     t = json.loads(lines[0])
     t["trial_id"] = "ip4tcp-dflt-nftables-999r-linear-routed-r1"
     put_lines(rec, lines + [json.dumps(t)])
     monkeypatch.setattr(ex, "preflight", lambda *a, **k: None)
-    monkeypatch.setattr(ex, "_execute", lambda *a, **k: pytest.fail("the resume went on to run trials"))
+    monkeypatch.setattr(ex, "execute", lambda *a, **k: pytest.fail("the resume went on to run trials"))
     before = digest(rec)
     with pytest.raises(RecordError, match="does not plan"):
-        ex.resume_run(rec, quiet=True)
+        ex.resume(rec, quiet=True)
     assert digest(rec) == before
 
 
 def test_repair_with_resume_runs_only_after_every_check(rec, monkeypatch):
-    import fwlab.run.executor as ex
+    import fwlab.run.start as ex
 
     lines = lines_of(rec)
     put_lines(rec, lines + ['{"garbage": 1}'])
     monkeypatch.setattr(ex, "preflight", lambda *a, **k: None)
     ran = []
-    monkeypatch.setattr(ex, "_execute", lambda suite, plan, r, *a, **k: ran.append(r))
-    ex.resume_run(rec, quiet=True, repair=True)
+    monkeypatch.setattr(ex, "execute", lambda suite, plan, r, *a, **k: ran.append(r))
+    ex.resume(rec, quiet=True, repair=True)
     assert ran and lines_of(rec) == lines
     assert any(p.name.startswith("trials.damaged-") for p in rec.iterdir())
     assert json.loads((rec / "run.json").read_text())["resume_events"]
