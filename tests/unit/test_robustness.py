@@ -322,3 +322,27 @@ def test_repair_with_resume_runs_only_after_every_check(rec, monkeypatch):
     assert ran and lines_of(rec) == lines
     assert any(p.name.startswith("trials.damaged-") for p in rec.iterdir())
     assert json.loads((rec / "run.json").read_text())["resume_events"]
+
+
+@pytest.mark.parametrize("sample, needle", [({"t_s": 1.0, "throughput_bps": "fast"}, "'throughput_bps' is str"),
+                                            ({"t_s": "x", "throughput_bps": 1}, "'t_s' is str"),
+                                            (7, "valid dictionary")])
+def test_series_values_of_the_wrong_type_are_that_trials_damage(capsys, rec, sample, needle):
+    """Series values as strings crashed the report (report/timeseries.py: TypeError); now the
+    trial is named as damaged and the report is written."""
+    lines = lines_of(rec)
+    t = json.loads(lines[0])
+    t["series"] = [sample]
+    lines[0] = json.dumps(t)
+    put_lines(rec, lines)
+    rc, out, err = run_cli(capsys, ["report", str(rec)])
+    assert rc == 0, err
+    assert "damaged" in out and needle in out
+
+
+def test_a_parsed_suite_of_the_wrong_shape_is_damage_on_read(capsys, rec):
+    """Found by the fuzz suite: run.json's suite.parsed.traffic as a table crashed the overview."""
+    run = json.loads((rec / "run.json").read_text())
+    run["suite"]["parsed"]["traffic"] = {"a": "b"}
+    (rec / "run.json").write_text(json.dumps(run))
+    fails(capsys, ["report", str(rec)], "suite.parsed.traffic")

@@ -124,6 +124,12 @@ class _TrialShape(_Shape):
     extra: dict[str, Any] = Field(default_factory=dict)
     raw: dict[str, Any] = Field(default_factory=dict)
 
+    @field_validator("series")
+    @classmethod
+    def _series(cls, v: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        _series_problem(v)
+        return v
+
     @field_validator("metrics")
     @classmethod
     def _metrics(cls, v: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -137,6 +143,18 @@ class _TrialShape(_Shape):
             if not all(y is None or _is_number(y) for y in inner):
                 raise ValueError(f"metric {k[:40]!r} is {type(x).__name__}, not a number or null")
         return v
+
+
+def _series_problem(v: list[dict[str, Any]]) -> None:
+    """Each per-interval sample: ``t_s`` a number, and every field with a unit in its name a
+    number or null (or a table of them), as in ``metrics``."""
+    for i, sample in enumerate(v):
+        for k, x in sample.items():
+            if k != "t_s" and not k.endswith(UNIT_SUFFIXES):
+                continue
+            inner = x.values() if isinstance(x, dict) else [x]
+            if not all(y is None or _is_number(y) for y in inner) or (k == "t_s" and x is None):
+                raise ValueError(f"series sample {i}: {k[:40]!r} is {type(x).__name__}, not a number")
 
 
 def _is_number(x: Any) -> bool:
