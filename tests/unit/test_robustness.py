@@ -302,7 +302,7 @@ def test_a_refused_resume_changes_nothing(rec, monkeypatch):
     t = json.loads(lines[0])
     t["trial_id"] = "ip4tcp-dflt-nftables-999r-linear-routed-r1"
     put_lines(rec, lines + [json.dumps(t)])
-    monkeypatch.setattr(ex, "preflight", lambda *a, **k: None)
+    monkeypatch.setattr("fwlab.run.preflight.preflight", lambda *a, **k: None)
     monkeypatch.setattr(ex, "execute", lambda *a, **k: pytest.fail("the resume went on to run trials"))
     before = digest(rec)
     with pytest.raises(RecordError, match="does not plan"):
@@ -315,7 +315,7 @@ def test_repair_with_resume_runs_only_after_every_check(rec, monkeypatch):
 
     lines = lines_of(rec)
     put_lines(rec, lines + ['{"garbage": 1}'])
-    monkeypatch.setattr(ex, "preflight", lambda *a, **k: None)
+    monkeypatch.setattr("fwlab.run.preflight.preflight", lambda *a, **k: None)
     ran = []
     monkeypatch.setattr(ex, "execute", lambda suite, plan, r, *a, **k: ran.append(r))
     ex.resume(rec, quiet=True, repair=True)
