@@ -123,8 +123,8 @@ def _precision_arg(text: str) -> float | None:
 
 def _ruleset_config(args):
     """The imported-rule-set run asked for by --ruleset FILE or a suite file with a [ruleset]
-    table (fwlab.ruleset.run), or None for an ordinary suite run."""
-    from fwlab.ruleset.run import config_from_args, config_from_suite_file
+    table (fwlab.ruleset.config), or None for an ordinary suite run."""
+    from fwlab.ruleset.config import config_from_args, config_from_suite_file
 
     if args.ruleset:
         if args.suite or args.resume:
@@ -428,8 +428,15 @@ def cmd_bench_conn(args) -> int:
 
 
 def cmd_bench_search(args) -> int:
-    from fwlab.bench.search import SearchBenchConfig, format_table, run_bench
+    from fwlab.bench.search import SearchBenchConfig, format_models, format_table, model_comparison, run_bench
     from fwlab.testbed import require_root
+
+    if args.models_only:  # the simulated DUTs alone: no root, no traffic
+        if args.seeds is not None and not 1 <= args.seeds <= 1000:
+            raise FwlabError("--seeds must be 1..1000", fix="e.g. --seeds 20")
+        models = model_comparison(args.seeds)
+        print(json.dumps({"models": models}, indent=2) if args.json else format_models(models))
+        return 0
 
     if args.rounds < 1 or args.repetitions < 1 or args.trial_s <= 0 or not 0 < args.initial_trial_s <= args.trial_s \
             or not 0 <= args.coarse_targets <= 6 or not 0 < args.width < 1 or not 0 <= args.loss_ratio < 1 or args.rules < 0:
@@ -443,7 +450,7 @@ def cmd_bench_search(args) -> int:
                             initial_trial_s=args.initial_trial_s, coarse_targets=args.coarse_targets,
                             relative_width=args.width, rounds=args.rounds,
                             loss_ratio=args.loss_ratio, repetitions=args.repetitions, mlr_goal=args.mlr_goal)
-    res = run_bench(cfg, Path(args.out), log=None if args.quiet else sys.stderr)
+    res = run_bench(cfg, Path(args.out), log=None if args.quiet else sys.stderr, models=not args.no_models)
     print(json.dumps(res, indent=2) if args.json else format_table(res))
     return 0
 
@@ -674,7 +681,8 @@ def build_parser() -> argparse.ArgumentParser:
     bc.add_argument("--json", action="store_true", help="print one JSON object")
     bc.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     bc.set_defaults(func=cmd_bench_conn)
-    bs = bsub.add_parser("search", help="RFC 2544 binary search vs MLRsearch on the same DUT (needs root)",
+    bs = bsub.add_parser("search", help="RFC 2544 binary search, fwlab's and CSIT's MLRsearch on the same DUT "
+                                        "(needs root; --models-only: the simulated DUTs)",
                          description="Runs a suite through the orchestrator, as 'fwlab run' does: one routed bed "
                                      "with the device model (DUT on its own CPU), nftables with --rules rules, "
                                      "its maximum load measured first; then the binary search (--repetitions "
@@ -710,6 +718,12 @@ def build_parser() -> argparse.ArgumentParser:
     bs.add_argument("--loss-ratio", type=float, default=0.0,
                     help="loss ratio a trial may have and still pass, both searches (default 0: RFC 2544)")
     bs.add_argument("--out", default="results", help="where the run record goes (default results/)")
+    bs.add_argument("--models-only", action="store_true",
+                    help="only the simulated DUTs (no root, no traffic): binary, fwlab's MLRsearch and CSIT's "
+                         "MLRsearch on every model and goal set, medians over each noisy model's seeds")
+    bs.add_argument("--no-models", action="store_true", help="skip the simulated DUTs after the live bench")
+    bs.add_argument("--seeds", type=int, default=None,
+                    help="with --models-only: seeds per noisy model (default: each model's own, 8..200)")
     bs.add_argument("--json", action="store_true", help="print one JSON object")
     bs.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     bs.set_defaults(func=cmd_bench_search)
