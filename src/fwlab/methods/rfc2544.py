@@ -115,7 +115,7 @@ class Rfc2544Options(BaseModel):
         """The goal is parsed as the search will parse it, so a malformed goal (a negative
         duration, an unknown preset, a list of numbers) stops the suite before its first packet."""
         try:
-            if self.algorithm == "mlr":
+            if self.algorithm in ("mlr", "csit"):
                 goals_of(self.goal)
             else:
                 g = self.goal
