@@ -37,12 +37,47 @@ def reference_limit(codes) -> str:
     return " [0-rule reference " + ", ".join(f"{LIMITS[c].headline} ({c})" for c in hit) + "]"
 
 
+AT_LEAST = "max-load-passed"
+"""The flag of a figure that only reached the bed's maximum (the search's largest load passed; an
+rfc2544 trial's ``throughput_at_least``): the figure is a lower bound, stated "≥ x"."""
+
+
+def figure_limit(codes, reps: int) -> str:
+    """' [figure at the search's maximum load (max-load-passed, 2 of 3 repetitions)]': every limiting
+    quality flag (`fwlab.published.compare.LIMITS`) among a figure's repetitions' flag `codes`
+    (one entry per flagged repetition), with how many of its `reps` repetitions carry it; '' for none."""
+    counts: dict[str, int] = {}
+    for c in codes:
+        if c in _NAMED_LIMITS:
+            counts[c] = counts.get(c, 0) + 1
+    if not counts:
+        return ""
+    return " [figure " + ", ".join(f"{LIMITS[c].headline} ({c}, {min(k, reps) if reps else k} of {reps} "
+                                   f"repetition{'s' if reps != 1 else ''})" for c, k in sorted(counts.items())) + "]"
+
+
+def bound_prefix(figure_at_least: bool, reference_at_least: bool) -> str:
+    """How a ratio of a figure to its 0-rule reference is bounded when either only reached the
+    bed's maximum (a lower bound): '≥ ' when the figure did, '≤ ' when the reference did, '' when
+    neither or both (then neither way is known; the named flags say why)."""
+    if figure_at_least and not reference_at_least:
+        return "≥ "
+    if reference_at_least and not figure_at_least:
+        return "≤ "
+    return ""
+
+
 def _e(x) -> str:
     return html.escape(str(x))
 
 
 def _pct(v: float) -> str:
     return f"{v:.0f} %" if v >= 10 else f"{v:.1f} %"
+
+
+def _kpps(vals: list[float], at_least: bool) -> str:
+    """'≥ 812.3' (kpps) for a mean that only reached the bed's maximum, else '412.0'."""
+    return ("≥ " if at_least else "") + f"{statistics.fmean(vals) / 1e3:,.1f}"
 
 
 def _pct_ci(r) -> str:
@@ -94,8 +129,16 @@ def headline_sentences(cs: list[Curve], limit: int = 12) -> list[str]:
         by_rules: dict[int, list[tuple]] = {}
         for c, m, ns in measured:
             n = max(common) if common else max(ns)
-            by_rules.setdefault(n, []).append((c.label, n, _pct_ci(ratio_to_zero(c, m, n)), m,
-                                               reference_limit(c.reference().flags)))
+            p, ref = c.points[n], c.reference()
+            up, ref_up = AT_LEAST in p.flags, AT_LEAST in ref.flags
+            pct = bound_prefix(up, ref_up) + _pct_ci(ratio_to_zero(c, m, n))
+            lim = ""
+            if m == "throughput_pps":  # the search's figures themselves, "≥" where only the bed's maximum
+                lim += f" ({_kpps(p.values[m], up)} vs {_kpps(ref.values[m], ref_up)} kpps, means)"
+            if up and ref_up:
+                lim += " (both only reached the bed's maximum: the ratio is bounded neither way)"
+            lim += figure_limit(p.flags, len(p.values.get(m) or [])) + reference_limit(ref.flags)
+            by_rules.setdefault(n, []).append((c.label, n, pct, m, lim))
         for n in sorted(by_rules, reverse=True):
             out.append(_headline(tl, by_rules[n]))
             if len(out) >= limit:
