@@ -18,12 +18,27 @@ UNITS = {"throughput_bps": ("Throughput [Gbit/s]", 1e-9), "rx_pps": ("Received p
          "throughput_pct_of_max": ("Throughput [% of the bed's maximum load]", 1.0)}
 
 
+AT_LEAST = "max-load-passed"
+"""A point's flag when a repetition's search only reached the bed's maximum: its figure is a lower
+bound ("≥ x"), drawn as an open upward triangle (fwlab.report.overview states it "≥")."""
+AT_LEAST_LEGEND = "≥ (open ▲): only reached the bed's maximum, a lower bound"
+
+
+def lower_bound_points(c: Curve, metric: str) -> list[int]:
+    """The rule counts of `c` whose `metric` is a lower bound: a repetition's search passed the
+    bed's maximum load (flag ``max-load-passed``), so the median only says "≥"."""
+    return [n for n, p in c.points.items() if p.median(metric) is not None and AT_LEAST in p.flags]
+
+
 def rate_vs_rules(cs: list[Curve], metric: str, title: str) -> str:
-    """One line per backend/layout, median over repetitions, min-max bars; symlog x (0 shown)."""
+    """One line per backend/layout, median over repetitions, min-max bars; symlog x (0 shown).
+    A median that is only a lower bound (`lower_bound_points`) is an open upward triangle, and the
+    legend says so."""
     label, scale = UNITS[metric]
     fig, ax = plt.subplots(figsize=(8.0, 4.4), dpi=100)
     max_n = 1
     all_ns: set[int] = set()
+    floors = False
     for c in cs:
         ns, med, lo, hi = [], [], [], []
         for n, p in c.points.items():
@@ -43,6 +58,11 @@ def rate_vs_rules(cs: list[Curve], metric: str, title: str) -> str:
             ax.axhline(med[0], color="grey", linestyle=":", label=c.label)
             continue
         line = ax.errorbar(ns, med, yerr=[lo, hi], marker="o", markersize=4, capsize=3, label=c.label)
+        up = set(lower_bound_points(c, metric))
+        if up:
+            floors = True
+            ax.scatter([n for n in ns if n in up], [v for n, v in zip(ns, med) if n in up], marker="^", s=70,
+                       facecolors="white", edgecolors=line.lines[0].get_color(), linewidths=1.4, zorder=3)
         # every repetition as a small hollow point beside its median, in the curve's colour
         reps = [(n, v * scale) for n, p in c.points.items() for v in p.values.get(metric) or []]
         if reps:
@@ -64,6 +84,9 @@ def rate_vs_rules(cs: list[Curve], metric: str, title: str) -> str:
     if not all_ns:  # no curve has a value of this figure (e.g. every trial failed): no empty axes
         plt.close(fig)
         return f"<p class='note'>{escape(title)}: no value measured (every trial failed or lacks this figure).</p>"
+    if floors:
+        ax.scatter([], [], marker="^", s=70, facecolors="white", edgecolors="black", linewidths=1.4,
+                   label=AT_LEAST_LEGEND)
     ax.legend(fontsize=8, loc="best")
     return svg(fig)
 

@@ -11,6 +11,7 @@ import statistics
 
 from fwlab.errors import SearchError
 from fwlab.methods.rfc2544 import LOSS_BELOW_CAPACITY
+from fwlab.published.compare import LIMITS
 from fwlab.report import latency, plots
 from fwlab.report.markup import esc, fmt, table
 from fwlab.report.sections import Section, register
@@ -81,6 +82,10 @@ def _throughput(trials: list[TrialRecord]) -> list[str]:
                              esc(", ".join(sorted(set(p.flags)))) or ""])
         parts.append(table(["configuration", "rules", "n", "median [kpps]", "range [kpps]", "[Mbit/s]",
                              "% of max", "passed and failed alike [kpps]", "flags"], rows, left=1))
+        limiting = sorted({f for c in group for p in c.points.values() for f in p.flags if f in LIMITS})
+        if limiting:  # every limiting flag a figure above carries, and what it means for it
+            parts.append("<p class='warn'>Figures limited by: " + "; ".join(
+                f"<b>{esc(f)}</b> ({esc(LIMITS[f].headline)}): {esc(LIMITS[f].why)}" for f in limiting) + ".</p>")
         if any(k[0] == tl for k in ranges):
             parts.append("<p class='muted'>passed and failed alike: pooled over the repetitions (or within one "
                          "search), trials of the search's full length failed at loads below others that passed (generator-short trials "
