@@ -125,3 +125,17 @@ def test_rfc2544_table_marks_the_lower_bound():
     assert "≥ 600.0" in html and "≥ 120.0" not in html and "120.0" in html
     assert "Figures limited by: <b>max-load-passed</b>" in html
     assert "Figures limited by" not in render_rfc2544({}, record())
+
+
+def test_a_csit_goal_is_checked_as_an_mlrsearch_goal():
+    import pytest
+    from pydantic import ValidationError
+
+    from fwlab.methods.rfc2544 import Rfc2544Options
+    ok = {"preset": "csit", "final_trial_duration_s": 0.5, "initial_trial_duration_s": 0.5, "duration_sum_s": 1.0,
+          "relative_width": 0.02, "preceding_targets": 1}
+    assert Rfc2544Options(algorithm="csit", goal=ok).goal == ok   # rfc2544-quick's goal
+    with pytest.raises(ValidationError):
+        Rfc2544Options(algorithm="csit", goal={"preset": "no-such-preset"})
+    with pytest.raises(ValidationError):   # a binary search has no MLRsearch goal fields
+        Rfc2544Options(algorithm="binary", goal=ok)

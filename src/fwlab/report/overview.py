@@ -322,7 +322,10 @@ def render_overview(run: dict, trials: list[TrialRecord], cs: list[Curve], publi
     out.append("<p class='muted'>Percentages are means over repetitions relative to the 0-rule reference "
                "in this run (pooled over layouts that load the same 0-rule set), with a 95 % Fieller "
                "interval that carries the noise of both figures (t, Welch-Satterthwaite degrees of "
-               "freedom). Taken on a shared machine: compare within a run.</p>")
+               "freedom). A figure that only reached the bed's maximum (max-load-passed) is a lower bound: "
+               "its percentage reads ≥ (≤ where the 0-rule reference did); the limiting flags of a "
+               "figure and of its reference are named in brackets. Taken on a shared machine: compare within a "
+               "run.</p>")
     if published_html:
         out.append("<p>This run is set beside a published study: see <a href='#published'>As published</a>.</p>")
     return "\n".join(out)
