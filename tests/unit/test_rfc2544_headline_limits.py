@@ -89,7 +89,7 @@ def test_reference_at_the_beds_maximum_bounds_the_ratio_from_above():
     trials = record(flagged={("linear", 0): {1: ["max-load-passed"]}})
     line = headline_sentences(curves(trials, kinds=("rfc2544",)))[0]
     assert re.search(r"linear at 10,000 rules passes ≤ \d+ %", line), line
-    assert "vs ≥ 800.8 kpps" in line and "0-rule reference at the search's maximum load (max-load-passed)" in line
+    assert "vs ≥ 800.8 kpps" in line and "[0-rule reference at the search's maximum load (max-load-passed, 1 of 6 repetitions)]" in line
 
 
 def test_plot_draws_a_lower_bound_as_such_and_its_legend_says_so():

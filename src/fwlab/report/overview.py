@@ -26,7 +26,7 @@ _RATE_WORD = {"rx_pps": "forwards", "throughput_bps": "carries", "throughput_pps
 _NAMED_LIMITS = set(LIMITS)
 
 
-def reference_limit(codes) -> str:
+def reference_limit(codes, reps: int | None = None) -> str:
     """' [0-rule reference sender-CPU-bound (cpu-saturated)]' when a limiting quality flag
     (`fwlab.published.compare.LIMITS`: those of LIMIT_FLAGS, and `link-limited`) is among the 0-rule reference's
     flag `codes`, else ''. Such a percentage is the generator's, a CPU's or the wire's as much as
@@ -34,6 +34,8 @@ def reference_limit(codes) -> str:
     hit = sorted({c for c in codes if c in _NAMED_LIMITS})
     if not hit:
         return ""
+    if reps:  # with how many of the reference's `reps` repetitions carry each
+        return figure_limit(codes, reps).replace(" [figure ", " [0-rule reference ", 1)
     return " [0-rule reference " + ", ".join(f"{LIMITS[c].headline} ({c})" for c in hit) + "]"
 
 
@@ -136,8 +138,9 @@ def headline_sentences(cs: list[Curve], limit: int = 12) -> list[str]:
             if m == "throughput_pps":  # the search's figures themselves, "≥" where only the bed's maximum
                 lim += f" ({_kpps(p.values[m], up)} vs {_kpps(ref.values[m], ref_up)} kpps, means)"
             if up and ref_up:
-                lim += " (both only reached the bed's maximum: the ratio is bounded neither way)"
-            lim += figure_limit(p.flags, len(p.values.get(m) or [])) + reference_limit(ref.flags)
+                lim += " (both have searches that only reached the bed's maximum: the ratio is bounded neither way)"
+            lim += figure_limit(p.flags, len(p.values.get(m) or [])) + reference_limit(ref.flags,
+                                                                                     len(ref.values.get(m) or []))
             by_rules.setdefault(n, []).append((c.label, n, pct, m, lim))
         for n in sorted(by_rules, reverse=True):
             out.append(_headline(tl, by_rules[n]))
