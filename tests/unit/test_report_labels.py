@@ -86,9 +86,10 @@ def test_headline_names_what_limited_the_0_rule_reference():
     limited = headline_sentences(curves([udp(0, 400e3, ["cpu-saturated"]), udp(1000, 100e3)]))
     assert limited == ["IPv4 UDP 64 B payload (routed): nftables linear at 1,000 rules forwards 25 % (no interval: 1 repetition) "
                        "of its 0-rule "
-                       "packet rate [0-rule reference sender-CPU-bound (cpu-saturated)]."]
+                       "packet rate [0-rule reference sender-CPU-bound (cpu-saturated, 1 of 1 repetition)]."]
     clean = headline_sentences(curves([udp(0, 400e3, ["high-cv"]), udp(1000, 100e3, ["cpu-saturated"])]))
-    assert "0-rule reference" not in clean[0]                  # only the reference's limit is named
+    assert "0-rule reference" not in clean[0]                  # the reference's limit is named as the reference's
+    assert "[figure sender-CPU-bound (cpu-saturated, 1 of 1 repetition)]" in clean[0]   # and the figure's as its own
 
     def tx(rules, tpm, flags=()):
         return full_trial({"kind": "transactions", "traffic": "http", "backend": "proxy", "layout": "linear",
