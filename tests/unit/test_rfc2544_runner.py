@@ -82,7 +82,11 @@ def test_builtin_rfc2544_suites_use_the_device_model():
         suite, _ = load_suite(name)
         assert suite.device_model == "napi"
         assert {t.traffic for t in expand(suite).trials} >= {"throughput"}
-        assert set(suite.mode) == {"routed", "bridge"} and set(suite.layouts) == {"linear", "set"}
+        assert set(suite.layouts) == {"linear", "set"}
+        if name == "rfc2544":
+            assert set(suite.mode) == {"routed", "bridge"}
+        else:  # the quick suite spends its ~3.5 min on repetitions (an interval on each headline figure)
+            assert suite.mode == ["routed"] and suite.repetitions >= 2
 
 
 def test_frame_loss_stops_after_two_clean_steps():
