@@ -115,20 +115,7 @@ class Rfc2544Options(BaseModel):
         """The goal is parsed as the search will parse it, so a malformed goal (a negative
         duration, an unknown preset, a list of numbers) stops the suite before its first packet."""
         try:
-            if self.algorithm == "mlr":
-                goals_of(self.goal)
-            else:
-                g = self.goal
-                if isinstance(g, list) and len(g) == 1:
-                    g = g[0]
-                if g is not None and not isinstance(g, dict):
-                    raise ValueError(f"the binary search takes a goal table, not {g!r:.60}")
-                g = dict(g or {})
-                trial = g.get("trial_duration_s", g.get("final_trial_duration_s", 1.0))
-                g.setdefault("trial_duration_s", trial)
-                if isinstance(trial, int | float) and not isinstance(trial, bool):
-                    g.setdefault("final_trial_duration_s", trial)
-                BinaryGoal.from_any(g)
+            check_goals(self)  # the one check of a goal, for every search
         except SearchError as exc:
             raise ValueError(f"goal: {exc.message}") from None
         except (TypeError, ValueError) as exc:
@@ -167,6 +154,9 @@ def search_goals(opts: Rfc2544Options, duration_s: float | None = None) -> Any:
 def check_goals(opts: Rfc2544Options) -> None:
     """ValueError (one line, with its fix) when the item's search goals are invalid: checked when
     the suite is, before any packet is sent."""
+    g = opts.goal[0] if isinstance(opts.goal, list) and len(opts.goal) == 1 else opts.goal
+    if opts.algorithm == "binary" and g is not None and not isinstance(g, dict):
+        raise ValueError(f"the binary search takes a goal table, not {g!r:.60}")
     goals = search_goals(opts)
     try:
         if opts.algorithm == "binary":
