@@ -44,9 +44,8 @@ from fwlab.rules.imported_model import base_rule_id
 from fwlab.rules.optimize import Proposal, model_differences, propose, union_probes
 from fwlab.rules.optimize_iptables import propose_iptables
 from fwlab.ruleset.mix import median_range, mix_per_round, ratio_dict
-from fwlab.ruleset.run import (DEFAULT_INTERFACES, PROBE_PPS, SETTLE_S, Bed, Routes, _read, _rx, _send,
-                               kpps_text, note_to, observed_verdict, parse_interfaces, preflight, prepare, rate_trial,
-                               send_args)
+from fwlab.ruleset.run import (DEFAULT_INTERFACES, PROBE_PPS, SETTLE_S, Bed, Routes, _read, end_probes, kpps_text,
+                               note_to, observed_verdict, parse_interfaces, preflight, prepare, rate_trial, send_counted)
 from fwlab.runners.engine import engine_version
 from fwlab.stats.ratio import RATIO_METHOD
 from fwlab.testbed import Testbed, Topology, new_run_id
@@ -114,18 +113,15 @@ def _load_proposal_doc(b: Bed, prop: Proposal) -> str:
 
 # -- the live equivalence check --------------------------------------------------------------------
 def observe(b: Bed, engine: str, routes: Routes, c: TrafficClass, count: int) -> dict:
-    """Send ``count`` packets of probe ``c``; passed | dropped | inconclusive from the receiver's
-    rx counter (an inconclusive share is retried once, slower)."""
+    """Send ``count`` packets of probe ``c``; passed | dropped | inconclusive from the probe's own
+    packets counted at the receiving bed host (:func:`fwlab.ruleset.run.send_counted`; an
+    inconclusive share is retried once, with more packets)."""
     routes.ensure(c)
     res: dict = {}
     for n, settle in ((count, PROBE_SETTLE_S), (max(count, 40), SETTLE_S)):
-        role, argv = send_args(engine, b, c, count=n, rate=str(PROBE_PPS))
-        other = "server" if role == "client" else "client"
-        r0 = _rx(b, other)
-        sent = int(_send(b, role, argv).get("offered_count") or 0)
-        time.sleep(settle)
-        arrived = _rx(b, other) - r0
-        res = {"sent": sent, "arrived": arrived, "observed": observed_verdict(sent, arrived)}
+        got = send_counted(b, engine, c, n, settle_s=settle)
+        res = {"sent": got.sent, "arrived": got.arrived, "observed": observed_verdict(got.sent, got.arrived),
+               "interface_rx_delta": got.interface_rx_delta}
         if res["observed"] != "inconclusive":
             break
     return res
@@ -376,6 +372,7 @@ def _measure(rec, b, engine, cfg, probes, model_a, model_b, fw_a, fw_b, digest_a
     traversed = {"original": {c.class_id: len(evaluate(model_a, c.packet).traversed) for c in probes},
                  "proposal": {c.class_id: len(evaluate(model_b, c.packet).traversed) for c in probes}}
     measured = pick_measured(probes, traversed["original"], cfg.classes)
+    end_probes(b)  # the probe-arrival counters off the bed hosts before any rate
     routes = Routes(b, measured)
     fws = {"original": (fw_a, digest_a), "proposal": (fw_b, digest_b)}
     rates: dict[tuple[str, str], list[float | None]] = {}

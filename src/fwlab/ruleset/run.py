@@ -49,6 +49,8 @@ from fwlab.dut.imported import ImportedFirewall
 from fwlab.errors import FwlabError, RunnerError, SuiteError
 from fwlab.results import RunRecord, host_metadata, trial_record, utc_now
 from fwlab.rules.derive import BedAddresses, Derivation, TrafficClass, derive
+from fwlab.ruleset.arrivals import ArrivalCounter, probe_packets, seen_as
+from fwlab.ruleset.interfaces import InterfaceMap, parse_map, propose, unmapped, unmapped_line
 from fwlab.ruleset.mix import (check_weights, latency_figures, median_range, mix_latency, read_mix_file, resolve,
                               summarize_mix)
 from fwlab.runners.engine import engine_version, metrics_from, parse_result, require_engine, wait_ready
@@ -81,23 +83,14 @@ class RulesetRunConfig:
     latency_fraction: float = LATENCY_FRACTION
     class_weights: dict[str, float] | None = None  #: the user's mix profile (None: every class alike)
     mix_source: str | None = None  #: where the profile came from (a file, the suite)
+    interfaces_given: bool = False  #: the user named the interfaces (else they are proposed from the rule set)
 
 
 def parse_interfaces(text: str | dict) -> dict[str, str]:
-    """'eth0=client,eth1=server' (or a suite's table) -> {name: role}, one name per role."""
-    if isinstance(text, str):
-        pairs = [p.split("=", 1) for p in text.split(",") if p.strip()]
-        if any(len(p) != 2 for p in pairs):
-            raise SuiteError(f"interfaces '{text}' is not NAME=ROLE,NAME=ROLE",
-                             fix="e.g. --interfaces eth0=client,eth1=server")
-        data = {k.strip(): v.strip().strip('"') for k, v in pairs}
-    else:
-        data = dict(text)
-    roles = sorted(data.values())
-    if roles != ["client", "server"] or any(not n or len(n) > 15 or "/" in n or " " in n for n in data):
-        raise SuiteError(f"interfaces {data} must name one interface (<= 15 characters) for 'client' "
-                         f"and one for 'server'", fix='e.g. interfaces = { eth0 = "client", eth1 = "server" }')
-    return data
+    """'br-lan=client,pppoe-wan=server,wan6=server' (or a suite's table) -> {name: role}, checked
+    before anything is built (:func:`fwlab.ruleset.interfaces.parse_map`); the first name of a side
+    is its primary (the bed's own link)."""
+    return parse_map(text).as_dict()
 
 
 def _read(path: Path, what: str) -> str:
@@ -110,26 +103,49 @@ def _read(path: Path, what: str) -> str:
 
 
 # -- the bed -------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Link:
+    """One link between the DUT and a bed host, under the name the rule set uses on the DUT."""
+
+    role: str  #: client | server
+    name: str  #: the DUT's interface name (the rule set's)
+    peer: str  #: the bed host's interface on this link (what the engine sends and receives on)
+    dut_mac: str
+    peer_mac: str
+
+
 @dataclass
 class Bed:
     """The built bed as this run sees it: names as the rule set uses them, MACs, addresses."""
 
     bed: Testbed
     ctx: DutContext
-    names: dict[str, str]  #: role -> the DUT's interface name on that side
-    dut_mac: dict[str, str]  #: role -> MAC of the DUT's interface facing that role
-    addrs: BedAddresses
+    names: dict[str, str]  #: role -> the DUT's primary interface name on that side
+    dut_mac: dict[str, str]  #: role -> MAC of the DUT's primary interface facing that role
+    addrs: BedAddresses  #: the primary names' addresses (derivation per name pair: :func:`addresses_for`)
+    #: role -> the probe-arrival counter in that bed host's namespace (installed by the first probe,
+    #: removed by :func:`end_probes` before any rate is measured)
+    arrivals: dict[str, ArrivalCounter] = field(default_factory=dict)
+    links: dict[str, Link] = field(default_factory=dict)  #: DUT interface name -> its link
+    idle: list[str] = field(default_factory=list)  #: names created in the DUT only so the rule set loads
+
+    def link(self, name: str, role: str) -> Link:
+        """The link of DUT interface ``name`` (a class's iif/oif), else ``role``'s primary link."""
+        return self.links.get(name) or self.links[self.names[role]]
 
 
 def _mac(bed: Testbed, role: str, dev: str) -> str:
     return json.loads(bed.sh(role, "ip", "-j", "link", "show", dev).stdout)[0]["address"]
 
 
-def prepare(bed: Testbed, interfaces: dict[str, str]) -> Bed:
-    """Rename the DUT's interfaces to the rule set's names (addresses kept), route everything
-    not on the client side to the server, and describe the result."""
+def prepare(bed: Testbed, interfaces: dict[str, str], loads_also: list[str] = ()) -> Bed:
+    """Rename the DUT's interfaces to the rule set's primary names (addresses kept), cable one more
+    link per further name of a side (a veth pair from the DUT to that side's bed host), create the
+    names in ``loads_also`` as veth pairs inside the DUT (no traffic; so the rule set loads), route
+    everything not on the client side to the server, and describe the result."""
     t, plan = bed.topo, bed.topo.plan
-    names = {role: name for name, role in interfaces.items()}
+    m = parse_map(interfaces)
+    names = {role: m.primary(role) for role in ("client", "server")}
     devs = {"client": t.dut_client_if, "server": t.dut_server_if}
     macs = {role: _mac(bed, "dut", devs[role]) for role in devs}
     for role, dev in devs.items():
@@ -139,60 +155,128 @@ def prepare(bed: Testbed, interfaces: dict[str, str]) -> Bed:
         bed.sh("dut", "ip", "link", "set", names[role], "up")
     for v, gw in ((4, plan.server4), (6, plan.server6)):
         bed.sh("dut", "ip", f"-{v}", "route", "replace", "default", "via", gw, "dev", names["server"])
+    peers = {"client": t.client_if, "server": t.server_if}
+    links = {names[r]: Link(r, names[r], peers[r], macs[r], _mac(bed, r, peers[r])) for r in ("client", "server")}
+    for role in ("client", "server"):
+        for k, name in enumerate(m.extras(role), 1):
+            peer = t.ifname(f"{role[0]}x{k}")
+            bed.sh("dut", "ip", "link", "add", name, "type", "veth", "peer", "name", peer, "netns", bed.ns(role))
+            for r, dev in (("dut", name), (role, peer)):
+                bed.sh(r, "sysctl", "-q", "-w", f"net.ipv6.conf.{dev}.disable_ipv6=1", check=False)
+                bed.sh(r, "ip", "link", "set", dev, "up")
+            links[name] = Link(role, name, peer, _mac(bed, "dut", name), _mac(bed, role, peer))
+    idle = []
+    for k, name in enumerate(n for n in loads_also if n not in links):
+        bed.sh("dut", "ip", "link", "add", name, "type", "veth", "peer", "name", t.ifname(f"u{k}"))
+        bed.sh("dut", "ip", "link", "set", name, "up")
+        idle.append(name)
     addrs = BedAddresses(
         client_if=names["client"], server_if=names["server"],
         client={4: plan.client4, 6: plan.client6}, server={4: plan.server4, 6: plan.server6},
         client_net={4: plan.client_net4, 6: plan.client_net6}, server_net={4: plan.server_net4, 6: plan.server_net6},
         dut_own=(plan.dut_client_side4, plan.dut_server_side4, plan.dut_client_side6, plan.dut_server_side6))
     ctx = DutContext(bed.host, bed.ns("dut"), "routed")
-    return Bed(bed, ctx, names, macs, addrs)
+    return Bed(bed, ctx, names, macs, addrs, links=links, idle=idle)
 
 
-def _route_lines(b: Bed, c: TrafficClass) -> list[tuple[str, str]]:
-    """(address, side) routes class ``c`` needs on the DUT: its destination out of the receiving
-    side (to that side's bed host, which sees every frame at its interface) and its source back out
-    of the sending side (so a reject's ICMP error goes back to the sender, not on to the receiver)."""
+def addresses_for(b: Bed, client_if: str, server_if: str) -> BedAddresses:
+    """The bed's addresses with the probes entering and leaving through this pair of names."""
+    return BedAddresses(**{**b.addrs.__dict__, "client_if": client_if, "server_if": server_if})
+
+
+def _key(c: TrafficClass) -> tuple:
+    return (tuple(c.decided_by), c.expected, c.direction, tuple(c.path), c.rule_id)
+
+
+def derive_all(model, b: Bed, seed: int = 1) -> Derivation:
+    """Classes for every pair of mapped names (client side x server side): the primary pair's, then
+    each further pair's classes that end differently (another deciding rule or path); a rule is not
+    covered when no pair gives it a class (the primary pair's reason)."""
+    m = InterfaceMap([n for n, l in b.links.items() if l.role == "client"],
+                     [n for n, l in b.links.items() if l.role == "server"])
+    pairs = [(b.names["client"], b.names["server"])] + [p for p in m.pairs() if p != (b.names["client"],
+                                                                                      b.names["server"])]
+    first: Derivation | None = None
+    classes: list[TrafficClass] = []
+    seen: set[tuple] = set()
+    covered: set[str] = set()
+    for cn, sn in pairs:
+        d = derive(model, addresses_for(b, cn, sn), seed=seed)
+        first = first or d
+        for c in d.classes:
+            covered.add(c.rule_id)
+            if _key(c) not in seen:
+                seen.add(_key(c))
+                classes.append(c)
+    for i, c in enumerate(classes, 1):
+        c.class_id = f"c{i}"
+    nc = [n for n in first.not_covered if n.rule_id not in covered]
+    notes = list(first.notes)
+    if len(pairs) > 1:
+        notes.append(f"classes derived for {len(pairs)} interface pairs ({', '.join(f'{a} -> {z}' for a, z in pairs)}, "
+                     f"both directions); a class per distinct deciding rule and path")
+    return Derivation(classes=classes, not_covered=nc, notes=notes, sampling=first.sampling)
+
+
+def _route_lines(b: Bed, c: TrafficClass) -> list[tuple[str, str, str]]:
+    """(address, side, DUT interface) routes class ``c`` needs on the DUT: its destination out of the
+    interface it leaves by (to that side's bed host, which sees every frame at its interface) and its
+    source back out of the one it entered by (so a reject's ICMP error goes back to the sender, not
+    on to the receiver)."""
     p, v = c.packet.describe(), c.packet.family
     to_side, from_side = ("server", "client") if c.direction == "c2s" else ("client", "server")
     gw = {"client": b.addrs.client[v], "server": b.addrs.server[v]}
-    return [(a, s) for a, s in ((p["dst"], to_side), (p["src"], from_side)) if a != gw[s]]
+    out_if, in_if = b.link(p["oif"], to_side).name, b.link(p["iif"], from_side).name
+    return [(a, s, dev) for a, s, dev in ((p["dst"], to_side, out_if), (p["src"], from_side, in_if))
+            if a != gw[s] or dev != b.names[s]]
 
 
 class Routes:
     """The DUT's per-class host routes: installed in one ``ip -batch`` up front, then changed only
-    when a class needs an address on the other side than the last class did (``run --ruleset``
-    and ``optimize`` alike)."""
+    when a class needs an address through another interface than the last class did (``run
+    --ruleset`` and ``optimize`` alike). A further link of a side reaches its bed host's gateway
+    address ``onlink``, with a permanent neighbour entry for the peer's MAC."""
 
     def __init__(self, b: Bed, probes: list[TrafficClass]):
         self.b = b
-        self.side: dict[str, str] = {}
+        self.side: dict[str, tuple[str, str]] = {}
+        for name, link in b.links.items():
+            if name != b.names[link.role]:
+                for v in (4, 6):
+                    gw = b.addrs.client[v] if link.role == "client" else b.addrs.server[v]
+                    b.bed.host.run(["ip", f"-{v}", "neigh", "replace", gw, "lladdr", link.peer_mac, "dev", name,
+                                    "nud", "permanent"], ns=b.ctx.ns, check=False)
         for c in probes:
-            for addr, s in _route_lines(b, c):
-                self.side[addr] = s
-        lines = [self._line(a, s) for a, s in self.side.items()]
+            for addr, s, dev in _route_lines(b, c):
+                self.side[addr] = (s, dev)
+        lines = [self._line(a, s, dev) for a, (s, dev) in self.side.items()]
         if lines:
             b.bed.host.run(["ip", "-batch", "-"], ns=b.ctx.ns, input="\n".join(lines) + "\n")
 
-    def _line(self, addr: str, s: str) -> str:
+    def _line(self, addr: str, s: str, dev: str) -> str:
         v = 6 if ":" in addr else 4
         gw = self.b.addrs.client[v] if s == "client" else self.b.addrs.server[v]
-        return f"route replace {addr} via {gw} dev {self.b.names[s]}"
+        if addr == gw:  # the gateway itself through a further link: on that link (its neighbour entry)
+            return f"route replace {addr} dev {dev}"
+        onlink = "" if dev == self.b.names[s] else " onlink"
+        return f"route replace {addr} via {gw} dev {dev}{onlink}"
 
     def ensure(self, c: TrafficClass) -> None:
-        for addr, s in _route_lines(self.b, c):
-            if self.side.get(addr) != s:
-                self.b.bed.host.run(["ip", *self._line(addr, s).split()], ns=self.b.ctx.ns)
-                self.side[addr] = s
+        for addr, s, dev in _route_lines(self.b, c):
+            if self.side.get(addr) != (s, dev):
+                self.b.bed.host.run(["ip", *self._line(addr, s, dev).split()], ns=self.b.ctx.ns)
+                self.side[addr] = (s, dev)
 
 
 # -- sending ---------------------------------------------------------------------------------
 def send_args(engine: str, b: Bed, c: TrafficClass, *, count: int, rate: str) -> tuple[str, list[str]]:
-    """(role that sends, fwlab-engine send argv) for ``count`` frames of class ``c``."""
+    """(role that sends, fwlab-engine send argv) for ``count`` frames of class ``c``, sent on the bed
+    host's end of the link the class enters the DUT by."""
     p = c.packet.describe()
     role = "client" if c.direction == "c2s" else "server"
-    iface = b.bed.topo.client_if if role == "client" else b.bed.topo.server_if
+    link = b.link(p["iif"], role)
     frame = frame_size(c)
-    argv = [engine, "send", "--backend", "packet", "--iface", iface, "--dst-mac", b.dut_mac[role],
+    argv = [engine, "send", "--backend", "packet", "--iface", link.peer, "--dst-mac", link.dut_mac,
             "--src", p["src"], "--dst", p["dst"], "--src-port", str(p["sport"]), "--dst-port", str(p["dport"]),
             "--proto", "udp" if p["proto"] == "udp" else "tcp-syn", "--frame-size", str(frame),
             "--count", str(count), "--rate-pps", rate]
@@ -208,13 +292,31 @@ def _send(b: Bed, role: str, argv: list[str]) -> dict:
 
 
 def _rx(b: Bed, role: str) -> int:
+    """The bed host's interface rx counter (every frame: the probe's, and the DUT's ARP and neighbour
+    discovery): recorded beside the exact count for comparison, never used as the verdict."""
     dev = b.bed.topo.client_if if role == "client" else b.bed.topo.server_if
     return b.bed.link_counters(role, dev)["rx_packets"]
 
 
+def _counters(b: Bed) -> dict[str, ArrivalCounter]:
+    if not b.arrivals:
+        for role in ("client", "server"):
+            b.arrivals[role] = ArrivalCounter(b.bed.host, b.bed.ns(role))
+            b.arrivals[role].install()
+    return b.arrivals
+
+
+def end_probes(b: Bed) -> None:
+    """Remove the probe-arrival counters from the bed hosts (before rates: nothing on the rate path)."""
+    for counter in b.arrivals.values():
+        counter.remove()
+    b.arrivals.clear()
+
+
 def observed_verdict(sent: int, arrived: int) -> str:
-    """passed | dropped | inconclusive from how many of ``sent`` probes arrived."""
-    if sent <= 0:
+    """passed | dropped | inconclusive from how many of ``sent`` probes arrived (``arrived`` counts the
+    probe's own packets only; more than were sent is never a pass)."""
+    if sent <= 0 or arrived > sent:
         return "inconclusive"
     share = arrived / sent
     if share >= PASS_MIN:
@@ -224,9 +326,12 @@ def observed_verdict(sent: int, arrived: int) -> str:
     return "inconclusive"
 
 
-def check_class(expected: str, observed: str, rule_delta: int | None, sent: int, is_policy: bool) -> tuple[str, str]:
+def check_class(expected: str, observed: str, rule_delta: int | None, sent: int, is_policy: bool,
+                arrived: int | None = None) -> tuple[str, str]:
     """(status, why): status match | mismatch | inconclusive."""
     want = "passed" if expected == "accept" else "dropped"
+    if arrived is not None and arrived > sent:
+        return "inconclusive", f"{arrived} packets arrived for {sent} sent: the count is not the probe's own"
     if observed == "inconclusive":
         return "inconclusive", f"between {DROP_MAX:.0%} and {PASS_MIN:.0%} of the probes arrived"
     if observed != want:
@@ -238,28 +343,63 @@ def check_class(expected: str, observed: str, rule_delta: int | None, sent: int,
     return "match", f"{observed} as the rule set says; {how}"
 
 
+@dataclass
+class Counted:
+    """One burst of a class's packets: how many the engine sent, how many of the probe's own arrived
+    at the far side's bed host, and what each side saw."""
+
+    sent: int
+    arrived: int
+    far: list  #: :class:`~fwlab.ruleset.arrivals.Arrival` at the receiving bed host
+    near: list  #: what came back to the sender (a reject's ICMP error or TCP reset)
+    interface_rx_delta: int  #: the receiving interface's rx counter (every frame, for comparison)
+    argv: list[str]
+
+
+def send_counted(b: Bed, engine: str, c: TrafficClass, count: int, before=None,
+                 settle_s: float = SETTLE_S) -> Counted:
+    """Send ``count`` packets of class ``c`` at the probe rate and count the probe's own arrivals
+    (:mod:`fwlab.ruleset.arrivals`); ``before()`` runs after the counters are reset, just before
+    sending (e.g. reading the rule counters), and ``send_counted`` waits ``settle_s`` after."""
+    role, argv = send_args(engine, b, c, count=count, rate=str(PROBE_PPS))
+    other = "server" if role == "client" else "client"
+    counters = _counters(b)
+    for counter in counters.values():
+        counter.reset()
+    if before:
+        before()
+    r0 = _rx(b, other)
+    send = _send(b, role, argv)
+    time.sleep(settle_s)
+    far, near = counters[other].read(), counters[role].read()
+    return Counted(sent=int(send.get("offered_count") or 0), arrived=probe_packets(far, c.packet.l4proto),
+                   far=far, near=near, interface_rx_delta=_rx(b, other) - r0, argv=argv)
+
+
 def probe(b: Bed, fw: ImportedFirewall, engine: str, c: TrafficClass, count: int,
           routes: Routes | None = None) -> dict:
     """Send ``count`` probes of class ``c`` (routed by ``routes``, or on their own) and check the
-    observed verdict and the class's rule counter against what the rule set says."""
+    observed verdict and the class's rule counter against what the rule set says. ``arrived``
+    counts the probe's own packets at the far side's bed host (:mod:`fwlab.ruleset.arrivals`),
+    ``seen_as`` says with which addresses they arrived, ``returned`` what came back to the sender
+    (a reject's ICMP error or TCP reset)."""
     if routes is None:
         routes = Routes(b, [c])
     routes.ensure(c)
-    role, argv = send_args(engine, b, c, count=count, rate=str(PROBE_PPS))
-    other = "server" if role == "client" else "client"
-    c0, r0 = fw.counters(b.ctx), _rx(b, other)
-    send = _send(b, role, argv)
-    time.sleep(SETTLE_S)
-    c1, r1 = fw.counters(b.ctx), _rx(b, other)
-    sent = int(send.get("offered_count") or 0)
-    arrived = r1 - r0
+    c0: dict[str, int] = {}
+    got = send_counted(b, engine, c, count, before=lambda: c0.update(fw.counters(b.ctx)))
+    c1 = fw.counters(b.ctx)
+    sent, arrived = got.sent, got.arrived
     moved = {k: c1.get(k, 0) - c0.get(k, 0) for k in c1 if c1.get(k, 0) != c0.get(k, 0)}
     rule_delta = moved.get(c.rule_id, 0) if c.rule_id in c1 else None
     obs = observed_verdict(sent, arrived)
-    status, why = check_class(c.expected, obs, rule_delta, sent, c.rule_id.startswith("policy:"))
+    status, why = check_class(c.expected, obs, rule_delta, sent, c.rule_id.startswith("policy:"), arrived)
+    returned = [a.to_dict() for a in got.near]
     return {"class_id": c.class_id, "sent": sent, "arrived": arrived, "observed": obs,
             "expected": c.expected, "rule_counter_delta": rule_delta, "counters_moved": moved,
-            "status": status, "why": why, "argv": argv}
+            "seen_as": seen_as(got.far, c.packet.l4proto), "returned": returned,
+            "returned_packets": sum(a["packets"] for a in returned), "interface_rx_delta": got.interface_rx_delta,
+            "status": status, "why": why, "argv": got.argv}
 
 
 # -- the run -----------------------------------------------------------------------------------
@@ -349,8 +489,9 @@ def latency_why(summary: dict, cond: str) -> str | None:
 
 def summarize_costs(classes: list[TrafficClass], rates: dict[tuple[str, str], list[float]],
                     lat: dict[tuple[str, str], list[dict]] | None = None) -> list[dict]:
-    """Per class: rate with rules and without, cost [ns/packet] = 1e9/rate - 1e9/ref (per round,
-    then median and range), latency when measured, sorted most expensive first."""
+    """Per class: rate with rules and in its own reference (forwarding for a class the rule set
+    accepts, the drop reference for one it drops), cost [ns/packet] = 1e9/rate - 1e9/ref (per
+    round, then median and range), latency when measured, sorted most expensive first."""
     out = []
     for c in classes:
         r = rates.get((c.class_id, "rules"), [])
@@ -358,6 +499,7 @@ def summarize_costs(classes: list[TrafficClass], rates: dict[tuple[str, str], li
         costs = [1e9 / a - 1e9 / b for a, b in zip(r, ref) if a and b]
         out.append({"class_id": c.class_id, "rule_id": c.rule_id, "rule_text": c.rule_text,
                     "expected": c.expected, "traversed_rules": c.traversed_rules,
+                    "reference": reference_of(c), "reference_text": REFERENCES[reference_of(c)],
                     "rate_pps": median_range(r), "reference_rate_pps": median_range(ref),
                     "cost_ns_per_packet": median_range(costs)})
         if lat is not None:
@@ -384,21 +526,110 @@ def note_to(log: TextIO | None):
     return note
 
 
+@dataclass
+class InterfacePlan:
+    """The names the bed gives the DUT for one rule set: the map, the names created only so the rule
+    set loads, and the lines that say so."""
+
+    names: dict[str, str]  #: {name: role}
+    loads_also: list[str]
+    lines: list[str]
+    unmapped: list[str]
+
+
+def interface_plan(cfg: RulesetRunConfig, fw: ImportedFirewall) -> InterfacePlan:
+    """The user's map, or (none given) the one proposed from the names the rule set uses; the names
+    it uses but the map leaves out, and the devices to create so it loads unchanged."""
+    lines = []
+    m = parse_map(cfg.interfaces)
+    if not cfg.interfaces_given:
+        prop = propose(fw.text, fw.kind)
+        if prop is not None and prop.as_dict() != m.as_dict():
+            m = prop
+            lines.append(f"interfaces: {m.text()} (proposed from the names the rule set uses; "
+                         f"give --interfaces NAME=client|server,... to choose)")
+    loose, make = unmapped(fw.text, fw.kind, m)
+    line = unmapped_line(fw.text, fw.kind, m)
+    if line:
+        lines.append(line)
+    return InterfacePlan(m.as_dict(), make, lines, loose)
+
+
+def class_trial_header(bed: Testbed, rate_count: int) -> dict:
+    """The record's suite fields a class trial has (``run --ruleset``, ``optimize``): offloads and
+    pinning as the bed set them, the traffic, and the trial's length as what it is (a frame count,
+    not a duration), so no report field is left empty."""
+    t = bed.topo
+    off = ", ".join(f"{k} {'on' if v else 'off'}" for k, v in t.offloads.__dict__.items())
+    return {"offloads": off,
+            "pinning": "fwlab-engine send not pinned (each class's frames from one sender thread)",
+            "traffic": [{"kind": "ruleset-class", "tool": "fwlab-engine", "sizes": [64, 78]}],
+            "trial_length": f"{rate_count:,} frames back to back per class and condition"}
+
+
+def describe_class(c: TrafficClass) -> str:
+    """One class in one line: its packet, where it enters and leaves, and what the rule set does."""
+    p = c.packet.describe()
+    how = c.terminal if c.terminal in ("reject",) else c.expected
+    return (f"{c.class_id}: IPv{p['ip_version']} {p['proto']} {p['src']}:{p['sport']} -> {p['dst']}:{p['dport']} "
+            f"({p['iif']} -> {p['oif']}, ct {p['ct_state']}): {how} by {c.rule_id}"
+            + (f" [{c.rule_text[:80]}]" if c.rule_text else ""))
+
+
+def dry_run_ruleset(cfg: RulesetRunConfig, out: TextIO) -> int:
+    """``fwlab run --ruleset F --dry-run``: load the rule set in a throw-away bed (the kernel validates
+    it, exactly as the run would load it), derive and print the classes and what is not covered, tear
+    the bed down. Sends nothing (the engine is not even looked for) and writes no record. Exit 0 with
+    classes, 1 without."""
+    text = _read(cfg.ruleset, "rule set")
+    ipset_text = _read(cfg.ipset, "ipset file") if cfg.ipset else None
+    fw = ImportedFirewall.from_text(text, str(cfg.ruleset), ipset_text)
+    plan = interface_plan(cfg, fw)
+    require_root()
+    for prog in ("ip", "nft" if fw.kind == "nft" else fw.restore_program, *(("ipset",) if ipset_text else ())):
+        require_tool(prog)
+    for line in plan.lines:
+        out.write(line + "\n")
+    bed = Testbed(Topology(run_id=new_run_id(), mode="routed"))
+    with bed:
+        b = prepare(bed, plan.names, plan.loads_also)
+        load_s = fw.load(b.ctx)
+        try:
+            deriv = derive_all(fw.readback(b.ctx), b, seed=cfg.seed)
+        finally:
+            fw.flush(b.ctx)
+    out.write(f"{cfg.ruleset}: {fw.family}, the kernel accepted it in {load_s * 1e3:.1f} ms (a throw-away bed); "
+              f"interfaces {', '.join(f'{n}={r}' for n, r in plan.names.items())}\n")
+    out.write(f"{len(deriv.classes)} traffic classes:\n")
+    for c in deriv.classes:
+        out.write(f"  {describe_class(c)}\n")
+    out.write(f"{len(deriv.not_covered)} rules not covered:\n")
+    for n in deriv.not_covered:
+        out.write(f"  {n.rule_id}: {n.reason}" + (f" [{n.rule_text[:80]}]" if n.rule_text else "") + "\n")
+    for n in deriv.notes:
+        out.write(f"note: {n}\n")
+    out.write("dry run: nothing sent, no record written\n")
+    return 0 if deriv.classes else 1
+
+
 def run_ruleset(cfg: RulesetRunConfig, out_root: Path, *, log: TextIO | None = sys.stderr) -> RunRecord:
     text = _read(cfg.ruleset, "rule set")
     ipset_text = _read(cfg.ipset, "ipset file") if cfg.ipset else None
-    fw = ImportedFirewall.from_text(text, cfg.ruleset.name, ipset_text)
-    names = parse_interfaces(cfg.interfaces)
+    fw = ImportedFirewall.from_text(text, str(cfg.ruleset), ipset_text)
+    plan = interface_plan(cfg, fw)
+    names = plan.names
     engine = preflight(("nft" if fw.kind == "nft" else fw.restore_program,) + (("ipset",) if ipset_text else ()))
     note = note_to(log)
+    for line in plan.lines:
+        note(line)
     bed = Testbed(Topology(run_id=new_run_id(), mode="routed"))
     with bed:
         desc = bed.describe()
-        b = prepare(bed, names)
+        b = prepare(bed, names, plan.loads_also)
         load_s = fw.load(b.ctx)  # a refusal raises here; `with` removes the bed
         digest = fw.digest(b.ctx)
         model = fw.readback(b.ctx)
-        deriv: Derivation = derive(model, b.addrs, seed=cfg.seed)
+        deriv: Derivation = derive_all(model, b, seed=cfg.seed)
         note(f"{cfg.ruleset.name}: {fw.family}, loaded in {load_s * 1e3:.1f} ms; "
              f"{len(deriv.classes)} traffic classes, {len(deriv.not_covered)} not covered")
         mix = resolve(cfg.class_weights, deriv.classes, f"class weights ({cfg.mix_source or 'the profile'})")
@@ -408,6 +639,7 @@ def run_ruleset(cfg: RulesetRunConfig, out_root: Path, *, log: TextIO | None = s
             "suite": {"name": f"ruleset-{cfg.ruleset.stem}", "toml": "", "parsed": {
                 "name": f"ruleset-{cfg.ruleset.stem}", "mode": ["routed"], "repetitions": cfg.repetitions,
                 "ip_versions": sorted(model.families()),
+                **class_trial_header(bed, cfg.rate_count),
                 "description": f"imported rule set {cfg.ruleset.name}: derived traffic classes, their verdicts "
                                f"and cost per class"}},
             "plan": {"trials": 0, "skipped": []},
@@ -418,6 +650,8 @@ def run_ruleset(cfg: RulesetRunConfig, out_root: Path, *, log: TextIO | None = s
         imp = {"file": str(cfg.ruleset), "ipset_file": str(cfg.ipset) if cfg.ipset else None,
                "kind": fw.kind, "family": fw.family, "ip_version": fw.ip_version, "digest": digest,
                "load_s": load_s, "text": text, "interfaces": names, "derivation": deriv.to_dict(),
+               "interface_notes": plan.lines, "interfaces_unmapped": plan.unmapped,
+               "interfaces_created": b.idle,
                "probe": {"count": cfg.probe_count, "pps": PROBE_PPS, "pass_min": PASS_MIN, "drop_max": DROP_MAX},
                "rate": {"count": cfg.rate_count, "repetitions": cfg.repetitions, "frame_size": {"4": 64, "6": 78},
                         "method": "fwlab-engine send --backend packet --rate-pps max; rate = offered / elapsed "
@@ -437,35 +671,43 @@ def run_ruleset(cfg: RulesetRunConfig, out_root: Path, *, log: TextIO | None = s
         try:
             routes = Routes(b, deriv.classes)
             probes = [probe(b, fw, engine, c, cfg.probe_count, routes) for c in deriv.classes]
+            end_probes(b)
             imp["probes"] = probes
             for p in probes:
                 note(f"  {p['class_id']}: expected {p['expected']}, observed {p['observed']} "
                      f"({p['arrived']}/{p['sent']}) -> {p['status']}")
+            checked = {p["class_id"] for p in probes if p["status"] == "match"}
+            measured = [c for c in deriv.classes if c.class_id in checked]
+            imp["left_out"] = {p["class_id"]: f"check {p['status']}: {p['why']}" for p in probes
+                               if p["status"] != "match"}
+            mix.update(leave_out(mix, imp["left_out"]))
             rec.save_run()
             rates: dict[tuple[str, str], list[float]] = {}
             lat: dict[tuple[str, str], list[dict]] = {}
-            if cfg.measure_rate and deriv.classes:
+            if cfg.measure_rate and measured:
+                conds = conditions(measured)
                 for k in range(cfg.repetitions):
-                    order = ("rules", "reference") if k % 2 == 0 else ("reference", "rules")
+                    order = conds if k % 2 == 0 else conds[::-1]
                     for cond in order:
                         _set_condition(b, fw, cond)
-                        for c in deriv.classes:
+                        for c in measured_in(measured, cond):
                             rate = rate_trial(rec, b, engine, c, cond, k, count=cfg.rate_count, route=routes.ensure,
                                               **_identity(cond, digest, fw.family))
-                            rates.setdefault((c.class_id, cond), []).append(rate)
+                            rates.setdefault((c.class_id, rate_key(cond)), []).append(rate)
                     if cfg.latency_count:
-                        # both conditions at the same load, known once both rates of the round are:
-                        # the condition still loaded first, then the other (A B | B A, one reload)
-                        for cond in reversed(order):
-                            if cond != order[-1]:
+                        # both conditions at the same load, known once both rates of the round are: the
+                        # condition still loaded first if it is one of the two, then the other
+                        timed = [x for x in reversed(order) if x in ("rules", "reference")]
+                        for i, cond in enumerate(timed):
+                            if i or cond != order[-1]:
                                 _set_condition(b, fw, cond)
-                            for c in deriv.classes:
+                            for c in measured:
                                 if latency_missing(c) is None:
                                     lat.setdefault((c.class_id, cond), []).append(_latency_trial(
                                         rec, b, routes, engine, c, cond, k, cfg, digest, fw.family,
                                         latency_load(rates, c.class_id, k, cfg.latency_fraction)))
                     note(f"  rate round {k + 1}/{cfg.repetitions} done")
-                imp["costs"] = summarize_costs(deriv.classes, rates, lat if cfg.latency_count else None)
+                imp["costs"] = summarize_costs(measured, rates, lat if cfg.latency_count else None)
                 if not cfg.latency_count:
                     imp["latency_missing"] = "not measured (latency_count = 0)"
                 w = mix["weights"]
@@ -480,7 +722,9 @@ def run_ruleset(cfg: RulesetRunConfig, out_root: Path, *, log: TextIO | None = s
                      f"{kpps_text(mix['rate_pps'])} kpps, cost {_ns(mix['cost_ns_per_packet'])} ns/packet")
             else:
                 imp["costs"] = []
-                imp["rate_missing"] = "not measured (--no-rate)" if deriv.classes else "no traffic class derived"
+                imp["rate_missing"] = ("not measured (--no-rate)" if not cfg.measure_rate else
+                                       "no traffic class derived" if not deriv.classes else
+                                       "no class passed its functional check")
             rec.run["plan"]["trials"] = len(rec.trials())
             rec.set_status("complete")
         except BaseException:
@@ -491,11 +735,81 @@ def run_ruleset(cfg: RulesetRunConfig, out_root: Path, *, log: TextIO | None = s
     return rec
 
 
+#: the drop reference: the least a firewall can do to drop a packet forwarded through the DUT
+DROP_REFERENCE = """table inet fwlab_drop_reference {
+    chain forward { type filter hook forward priority 0; policy drop; }
+}
+"""
+REFERENCES = {
+    "reference": "no rule set: the DUT forwards the packet (the reference of a class the rule set accepts)",
+    "drop-reference": "one forward-hook chain with policy drop and no rule (the reference of a class the rule set "
+                      "drops or rejects: the cost of deciding to drop, not a saving against forwarding)"}
+
+
+def conditions(classes: list[TrafficClass]) -> list[str]:
+    """The conditions a round measures: with the rule set, the forwarding reference for the classes it
+    accepts, the drop reference for those it drops."""
+    out = ["rules"]
+    if any(c.expected == "accept" for c in classes):
+        out.append("reference")
+    if any(c.expected != "accept" for c in classes):
+        out.append("drop-reference")
+    return out
+
+
+def measured_in(classes: list[TrafficClass], cond: str) -> list[TrafficClass]:
+    """The classes measured in ``cond``: every class with the rule set; each class in its own reference."""
+    if cond == "rules":
+        return classes
+    return [c for c in classes if (c.expected == "accept") == (cond == "reference")]
+
+
+def rate_key(cond: str) -> str:
+    """The rates' key of a condition: both references are a class's ``reference`` (its own kind)."""
+    return "reference" if cond == "drop-reference" else cond
+
+
+def reference_of(c: TrafficClass) -> str:
+    """The condition that is class ``c``'s reference."""
+    return "reference" if c.expected == "accept" else "drop-reference"
+
+
+def leave_out(mix: dict, left_out: dict[str, str]) -> dict:
+    """The mix without the classes that failed their check (weights renormalised over the rest);
+    ``left_out`` names each with its reason."""
+    w = dict(mix.get("weights") or {})
+    gone = {i: why for i, why in left_out.items() if i in w}
+    for i in gone:
+        w[i] = 0.0
+    total = sum(w.values())
+    return {"weights": {i: v / total for i, v in w.items()} if total > 0 else {i: 0.0 for i in w},
+            "left_out": gone, "weight_left_out": sum((mix.get("weights") or {}).get(i, 0.0) for i in gone)}
+
+
+def check_outcome(run: dict) -> tuple[int, str | None]:
+    """The exit status of a ``run --ruleset`` record and why: 1 when no traffic class was derived or
+    a class's observed verdict is not the rule set's (a mismatch, or inconclusive), else 0."""
+    imp = run.get("ruleset_import") or {}
+    der = imp.get("derivation") or {}
+    if not der.get("classes"):
+        return 1, (f"no traffic class derived from {imp.get('file')}: nothing was checked or measured "
+                   f"({len(der.get('not_covered') or [])} rules not covered; see the report's not-covered table)")
+    bad = [p for p in imp.get("probes") or [] if p.get("status") != "match"]
+    if bad:
+        return 1, (f"{len(bad)} of {len(imp.get('probes') or [])} classes failed their functional check and are left "
+                   f"out of the costs and the mix: " + "; ".join(f"{p['class_id']} {p['status']} ({p['why']})"
+                                                               for p in bad[:4]) + (" ..." if len(bad) > 4 else ""))
+    return 0, None
+
+
 def _set_condition(b: Bed, fw: ImportedFirewall, cond: str) -> None:
-    """Load the rule set (``rules``) or leave the DUT without one (``reference``)."""
+    """Load the rule set (``rules``), the drop reference (``drop-reference``), or leave the DUT
+    without one (``reference``)."""
     fw.flush(b.ctx)
     if cond == "rules":
         fw.load(b.ctx)
+    elif cond == "drop-reference":
+        b.ctx.host.run(["nft", "-f", "-"], ns=b.ctx.ns, input=DROP_REFERENCE)
 
 
 def kpps_text(d: dict) -> str:
@@ -521,7 +835,7 @@ def _latency_trial(rec: RunRecord, b: Bed, routes: Routes, engine: str, c: Traff
     other = "server" if role == "client" else "client"
     host, ns = b.bed.host, b.bed.ns(other)
     ready = host.scratch_path(f"latency-ready-{c.class_id}-{cond}-{k}-{time.monotonic_ns()}")
-    iface = b.bed.topo.client_if if other == "client" else b.bed.topo.server_if
+    iface = b.link(c.packet.oif, other).peer
     recv_argv = [engine, "recv", "--backend", "packet", "--iface", iface, "--port", str(c.packet.describe()["dport"]),
                  "--idle-timeout-s", str(LATENCY_IDLE_S), "--duration-s", str(round(cfg.latency_count / load * 2 + 10)),
                  "--ready-file", ready]
@@ -580,7 +894,11 @@ def class_spec(rec: RunRecord, c: TrafficClass, cond: str, k: int, *, trial_id: 
 
 
 def _identity(cond: str, digest: str, family: str) -> dict:
-    """``run --ruleset``'s two conditions: the imported rule set, or none (the reference)."""
+    """``run --ruleset``'s conditions: the imported rule set, none (the forwarding reference), or the
+    drop reference."""
+    if cond == "drop-reference":
+        return {"backend": "drop-reference", "layout": "drop-reference",
+                "ruleset": {"digest": None, "family": "nft (drop reference)"}}
     on = cond == "rules"
     return {"backend": "imported" if on else "none", "layout": "imported" if on else "none",
             "ruleset": {"digest": digest if on else None, "family": family if on else None}}
@@ -657,6 +975,7 @@ def config_from_args(ruleset: str, *, ipset: str | None = None, interfaces: str 
     _check_latency(lc, LATENCY_FRACTION, "--latency-count")
     return RulesetRunConfig(ruleset=Path(ruleset), ipset=Path(ipset) if ipset else None,
                             interfaces=parse_interfaces(interfaces) if interfaces else dict(DEFAULT_INTERFACES),
+                            interfaces_given=bool(interfaces),
                             repetitions=repetitions or 3, measure_rate=not no_rate, latency_count=lc,
                             class_weights=read_mix_file(Path(mix)) if mix else None,
                             mix_source=str(mix) if mix else None)
@@ -711,4 +1030,5 @@ def config_from_suite_file(path: Path, repetitions: int | None = None) -> Rulese
         class_weights=weights, mix_source=source, **lat,
         ruleset=base / table["file"], ipset=(base / table["ipset"]) if table.get("ipset") else None,
         interfaces=parse_interfaces(table.get("interfaces", DEFAULT_INTERFACES)), repetitions=reps,
+        interfaces_given="interfaces" in table,
         measure_rate=table.get("measure_rate", True), **ints)
