@@ -208,6 +208,10 @@ def render(run: dict, trials: list[dict]) -> str | None:
         parts.append("<h3>Not covered</h3>" + _table(["rule", "rule text", "why"],
                                                      [[esc(n["rule_id"]), esc(n["rule_text"]), esc(n["reason"])] for n in nc],
                                                      left=3))
+    elif not classes:
+        parts.append("<h3>Not covered</h3><p class='muted'>No rule on the forward path to list: "
+                     + esc("; ".join(der.get("notes") or []) or "the rule set holds no rule a forwarded packet meets")
+                     + ".</p>")
     costs = imp.get("costs") or []
     parts.append("<h3>Cost per class</h3>")
     if not costs:
@@ -254,4 +258,5 @@ def render(run: dict, trials: list[dict]) -> str | None:
     return "\n".join(parts)
 
 
-register(Section(kind="ruleset-class", title="Imported rule set", render=render, order=5))
+#: run-level: a run whose rule set gave no class has no trial, and its report still shows why
+register(Section(kind="ruleset-class", title="Imported rule set", render=render, order=5, run_level=True))

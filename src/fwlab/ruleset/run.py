@@ -162,7 +162,6 @@ def prepare(bed: Testbed, interfaces: dict[str, str], loads_also: list[str] = ()
             peer = t.ifname(f"{role[0]}x{k}")
             bed.sh("dut", "ip", "link", "add", name, "type", "veth", "peer", "name", peer, "netns", bed.ns(role))
             for r, dev in (("dut", name), (role, peer)):
-                bed.sh(r, "sysctl", "-q", "-w", f"net.ipv6.conf.{dev}.disable_ipv6=1", check=False)
                 bed.sh(r, "ip", "link", "set", dev, "up")
             links[name] = Link(role, name, peer, _mac(bed, "dut", name), _mac(bed, role, peer))
     idle = []
@@ -212,6 +211,9 @@ def derive_all(model, b: Bed, seed: int = 1) -> Derivation:
         c.class_id = f"c{i}"
     nc = [n for n in first.not_covered if n.rule_id not in covered]
     notes = list(first.notes)
+    if not model.base:
+        notes.append("the rule set has no chain on the forward path (no base chain of the forward hook): "
+                     "nothing it holds decides a forwarded packet")
     if len(pairs) > 1:
         notes.append(f"classes derived for {len(pairs)} interface pairs ({', '.join(f'{a} -> {z}' for a, z in pairs)}, "
                      f"both directions); a class per distinct deciding rule and path")
