@@ -151,7 +151,7 @@ def used_names(text: str, kind: str) -> UsedNames:
         for m in _NFT_IDX.finditer(line):
             out.devices += [n for n in _split(m.group(1)) if not is_pattern(n)]
         for m in _NFT_DEVS.finditer(line):
-            out.devices += _split(m.group(1))
+            out.devices += _split("{" + m.group(1) + "}")
         for m in _NFT_DEV.finditer(line):
             out.devices.append(m.group(1))
     out.matched = list(dict.fromkeys(n for n in out.matched if n and not n.startswith("$")))
