@@ -137,3 +137,35 @@ def test_no_class_exits_1_and_the_report_shows_what_is_not_covered(tmp_path):
     report = next((tmp_path / "r").glob("*/report.html")).read_text()
     assert "No traffic class was derived" in report and "Not covered" in report
     assert "None" not in report.replace("Nonet", "")
+
+
+ESTABLISHED = """table inet est {
+    chain forward { type filter hook forward priority 0; policy accept;
+        udp dport 6000 ct state new counter accept
+        ct state established counter drop
+        udp dport 7000 ct state established,related counter accept
+    }
+}
+"""
+
+
+def test_established_twins_are_established_on_the_data_path(tmp_path):
+    """A flow opened by one packet and its reply is established in the DUT's conntrack: a rule set that
+    accepts a flow's first packet but drops its established ones drops the twin's packets (new ones
+    would pass), and the established rule's counter moves by every probe."""
+    f = tmp_path / "est.nft"
+    f.write_text(ESTABLISHED)
+    cfg = RulesetRunConfig(ruleset=f, interfaces={"eth0": "client", "eth1": "server"}, interfaces_given=True,
+                           repetitions=1, rate_count=2000, probe_count=20, latency_count=0)
+    run = json.loads((run_ruleset(cfg, tmp_path, log=None).path / "run.json").read_text())
+    imp = _checked(run)
+    twins = {c["class_id"]: c for c in imp["established"]["classes"]}
+    assert twins, imp["established"]
+    probes = {p["class_id"]: p for p in imp["probes"]}
+    new_6000 = next(c for c in imp["derivation"]["classes"] if c["packet"]["dport"] == 6000)
+    twin = twins[new_6000["class_id"] + "e"]
+    assert twin["expected"] == "drop" and twin["packet"]["ct_state"] == "established"
+    assert probes[new_6000["class_id"]]["observed"] == "passed"
+    assert probes[twin["class_id"]]["observed"] == "dropped"
+    assert probes[twin["class_id"]]["rule_counter_delta"] == 20  # 'ct state established counter drop'
+    assert {c["class_id"] for c in imp["costs"]} >= set(twins)

@@ -47,6 +47,7 @@ RANKS: dict[str, int] = {
     "fwlab.ruleset.mix": 13,      # the class mix of fwlab run --ruleset: weights, mix figures (stats)
     "fwlab.ruleset.arrivals": 13,  # the probe's own packets counted at a bed host (testbed)
     "fwlab.ruleset.interfaces": 13,  # the interface map of fwlab run --ruleset (pure)
+    "fwlab.ruleset.established": 13,  # established-flow twins of the derived classes (pure, rules)
     "fwlab.ruleset.run": 14,      # fwlab run --ruleset: runs an imported rule set, like orchestrate
     "fwlab.bench.search": 15,     # runs its suite through the orchestrator
     "fwlab.ruleset.optimize": 15,  # fwlab optimize: reuses ruleset_run's bed, probes and sends

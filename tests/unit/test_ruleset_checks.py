@@ -76,3 +76,34 @@ def test_exit_status():
     none = {"ruleset_import": {"file": "f.nft", "derivation": {"classes": [], "not_covered": [{}, {}]}}}
     code, why = check_outcome(none)
     assert code == 1 and "no traffic class" in why and "2 rules not covered" in why
+
+
+def test_established_twins():
+    from fwlab.rules.imported_model import Chain, ImportedRuleSet, Match, Rule
+    from fwlab.ruleset.established import reply_of, twins
+
+    est = Match("ct_state", "ct state established,related", names=("established", "related"))
+    dns = Match("sport", "udp sport 53", intervals=((53, 53),), requires=(("l4proto", "udp"),))
+    rs = ImportedRuleSet("nft", {"inet t f": Chain("inet t f", [
+        Rule("inet t f #1", "inet t f", "ct state established,related accept", [est], "accept"),
+        Rule("inet t f #2", "inet t f", "udp sport 53 accept", [dns], "accept"),
+        Rule("inet t f #3", "inet t f", "udp dport 5555 accept",
+             [Match("dport", "udp dport 5555", intervals=((5555, 5555),), requires=(("l4proto", "udp"),))], "accept")],
+        policy="drop", family="inet")}, ["inet t f"])
+    new = [TrafficClass("c1", "inet t f #3", "", [], "accept", "accept",
+                        Packet(4, 1, 2, "udp", 10000, 5555, "eth0", "eth1"), "c2s", 3),
+           TrafficClass("c2", "inet t f #2", "", [], "accept", "accept",
+                        Packet(4, 2, 1, "udp", 53, 7000, "eth1", "eth0"), "s2c", 2),
+           _c("c3", "drop")]
+    out, why = twins(rs, new)
+    assert [t.class_id for t in out] == ["c1e", "c2e"]
+    t1, t2 = out
+    assert t1.packet.ct_state == "established" and t1.packet.sport == 10001 and t1.rule_id == "inet t f #1"
+    assert t2.packet.sport == 53 and t2.packet.dport == 7001  # its source port decides: the other port moves
+    assert "never established" in why["c3"]
+    r = reply_of(t1)
+    assert (r.packet.saddr, r.packet.daddr, r.packet.sport, r.packet.dport) == (2, 1, 5555, 10001)
+    assert (r.packet.iif, r.packet.oif, r.direction) == ("eth1", "eth0", "s2c")
+    # a rule set that tracks no connection: no twin, and why
+    plain = ImportedRuleSet("nft", {"inet t f": Chain("inet t f", [], policy="accept", family="inet")}, ["inet t f"])
+    assert twins(plain, new[:1])[0] == [] and "no conntrack state" in twins(plain, new[:1])[1]["c1"]

@@ -90,6 +90,36 @@ def render_mix(mix: dict) -> str:
     return "\n".join(parts)
 
 
+def render_established(est: dict, costs: list[dict]) -> str:
+    """New flow and established, side by side: each twin's cost beside its new-flow class's."""
+    if not est:
+        return ""
+    by_id = {c["class_id"]: c for c in costs}
+    rows = []
+    for t in est.get("classes") or []:
+        new, old = t["class_id"][:-1], by_id.get(t["class_id"])
+        n = by_id.get(new)
+        rows.append([esc(new), esc(t["class_id"]), esc(t["rule_id"]), esc(t["expected"]),
+                     _range(n["rate_pps"], 1e-3, 1) if n else "–", _range(old["rate_pps"], 1e-3, 1) if old else "–",
+                     _range(n["cost_ns_per_packet"]) if n else "–",
+                     _range(old["cost_ns_per_packet"]) if old else "<span class='muted'>not measured</span>"])
+    parts = ["<h3>New flow and established</h3>"]
+    if rows:
+        parts.append(_table(["new-flow class", "established twin", "twin decided by", "twin verdict",
+                             "new [kpps]", "established [kpps]", "new cost [ns/packet]",
+                             "established cost [ns/packet]"], rows, left=4))
+        parts.append(f"<p class='muted'>{esc(est.get('method') or '')}.</p>")
+    none = est.get("none") or {}
+    if none:
+        reasons: dict[str, list[str]] = {}
+        for k, v in none.items():
+            reasons.setdefault(v, []).append(k)
+        parts.append("<p class='muted'>No established twin: " + "; ".join(
+            f"{esc(', '.join(ids[:8]))}{' ...' if len(ids) > 8 else ''} ({esc(why)})" for why, ids in reasons.items())
+            + ".</p>")
+    return "\n".join(parts)
+
+
 def _ref_kind(c: dict) -> str:
     """Which reference a class's cost is against (records before the drop reference: forwarding)."""
     kind = c.get("reference")
@@ -167,6 +197,8 @@ def render(run: dict, trials: list[dict]) -> str | None:
         return None
     der = imp.get("derivation") or {}
     classes = {c["class_id"]: c for c in der.get("classes", [])}
+    est = imp.get("established") or {}
+    classes.update({c["class_id"]: c for c in est.get("classes") or []})
     probes = imp.get("probes") or []
     parts = ["<h2 id='ruleset'>Imported rule set: classes, verdicts, cost per class</h2>",
              _table(None, [["file", esc(imp.get("file"))], ["loaded as", esc(imp.get("family"))],
@@ -241,6 +273,7 @@ def render(run: dict, trials: list[dict]) -> str | None:
     parts.append(_table(["class", "rule", "verdict", "rules compared", "rate [kpps]", "reference [kpps]",
                          "cost [ns/packet]", "latency p50 / p99 [µs]", "reference latency [µs]",
                          "added p50 [µs] (95 %)"], rows, left=3))
+    parts.append(render_established(est, costs))
     lt = imp.get("latency") or {}
     if any(c.get("latency") for c in costs):
         parts.append(f"<p class='muted'>Latency: {esc(lt.get('method'))}; {lt.get('count')} frames per trial at "

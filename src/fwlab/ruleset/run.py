@@ -50,6 +50,7 @@ from fwlab.errors import FwlabError, RunnerError, SuiteError
 from fwlab.results import RunRecord, host_metadata, trial_record, utc_now
 from fwlab.rules.derive import BedAddresses, Derivation, TrafficClass, derive
 from fwlab.ruleset.arrivals import ArrivalCounter, probe_packets, seen_as
+from fwlab.ruleset.established import is_twin, reply_of, twins
 from fwlab.ruleset.interfaces import InterfaceMap, parse_map, propose, unmapped, unmapped_line
 from fwlab.ruleset.mix import (check_weights, latency_figures, median_range, mix_latency, read_mix_file, resolve,
                               summarize_mix)
@@ -239,8 +240,9 @@ class Routes:
     --ruleset`` and ``optimize`` alike). A further link of a side reaches its bed host's gateway
     address ``onlink``, with a permanent neighbour entry for the peer's MAC."""
 
-    def __init__(self, b: Bed, probes: list[TrafficClass]):
+    def __init__(self, b: Bed, probes: list[TrafficClass], opener=None):
         self.b = b
+        self.opener = opener  #: opens an established twin's flow before each burst of its packets
         self.side: dict[str, tuple[str, str]] = {}
         for name, link in b.links.items():
             if name != b.names[link.role]:
@@ -264,10 +266,21 @@ class Routes:
         return f"route replace {addr} via {gw} dev {dev}{onlink}"
 
     def ensure(self, c: TrafficClass) -> None:
+        """Route class ``c`` (and open its flow first when it is an established twin)."""
         for addr, s, dev in _route_lines(self.b, c):
             if self.side.get(addr) != (s, dev):
                 self.b.bed.host.run(["ip", *self._line(addr, s, dev).split()], ns=self.b.ctx.ns)
                 self.side[addr] = (s, dev)
+        if self.opener and is_twin(c):
+            self.opener(c)
+
+
+def open_flow(b: Bed, engine: str, c: TrafficClass) -> None:
+    """Open an established twin's flow: one packet of it from its sender, one reply from the far side
+    (:func:`fwlab.ruleset.established.reply_of`), so conntrack has seen both directions."""
+    for pkt in (c, reply_of(c)):
+        role, argv = send_args(engine, b, pkt, count=1, rate="1000")
+        _send(b, role, argv)
 
 
 # -- sending ---------------------------------------------------------------------------------
@@ -671,15 +684,25 @@ def run_ruleset(cfg: RulesetRunConfig, out_root: Path, *, log: TextIO | None = s
         rec.run["ruleset_import"] = imp
         rec.save_run()
         try:
-            routes = Routes(b, deriv.classes)
-            probes = [probe(b, fw, engine, c, cfg.probe_count, routes) for c in deriv.classes]
+            est, no_twin = twins(model, deriv.classes)
+            imp["established"] = {"classes": [c.to_dict() for c in est], "none": no_twin,
+                                  "method": "an established twin per udp class the rule set accepts (when it tracks "
+                                            "connections): the same packet on its own source port, its flow opened "
+                                            "before every burst by one packet and one reply, so every measured "
+                                            "packet is ct state established; the twins are checked and measured "
+                                            "like the other classes, and left out of the mix"}
+            if est:
+                note(f"  {len(est)} established twins ({', '.join(c.class_id for c in est)})")
+            every = deriv.classes + est
+            routes = Routes(b, every, opener=lambda c: open_flow(b, engine, c))
+            probes = [probe(b, fw, engine, c, cfg.probe_count, routes) for c in every]
             end_probes(b)
             imp["probes"] = probes
             for p in probes:
                 note(f"  {p['class_id']}: expected {p['expected']}, observed {p['observed']} "
                      f"({p['arrived']}/{p['sent']}) -> {p['status']}")
             checked = {p["class_id"] for p in probes if p["status"] == "match"}
-            measured = [c for c in deriv.classes if c.class_id in checked]
+            measured = [c for c in every if c.class_id in checked]
             imp["left_out"] = {p["class_id"]: f"check {p['status']}: {p['why']}" for p in probes
                                if p["status"] != "match"}
             mix.update(leave_out(mix, imp["left_out"]))
