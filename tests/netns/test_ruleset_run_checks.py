@@ -142,6 +142,7 @@ def test_no_class_exits_1_and_the_report_shows_what_is_not_covered(tmp_path):
 ESTABLISHED = """table inet est {
     chain forward { type filter hook forward priority 0; policy accept;
         udp dport 6000 ct state new counter accept
+        tcp dport 6100 ct state new counter accept
         ct state established counter drop
         udp dport 7000 ct state established,related counter accept
     }
@@ -162,10 +163,48 @@ def test_established_twins_are_established_on_the_data_path(tmp_path):
     twins = {c["class_id"]: c for c in imp["established"]["classes"]}
     assert twins, imp["established"]
     probes = {p["class_id"]: p for p in imp["probes"]}
-    new_6000 = next(c for c in imp["derivation"]["classes"] if c["packet"]["dport"] == 6000)
-    twin = twins[new_6000["class_id"] + "e"]
-    assert twin["expected"] == "drop" and twin["packet"]["ct_state"] == "established"
-    assert probes[new_6000["class_id"]]["observed"] == "passed"
-    assert probes[twin["class_id"]]["observed"] == "dropped"
-    assert probes[twin["class_id"]]["rule_counter_delta"] == 20  # 'ct state established counter drop'
+    for proto, port in (("udp", 6000), ("tcp", 6100)):  # tcp: handshake, then ACKs in its window
+        new = next(c for c in imp["derivation"]["classes"]
+                   if c["packet"]["dport"] == port and c["packet"]["proto"] == proto)
+        twin = twins[new["class_id"] + "e"]
+        assert twin["expected"] == "drop" and twin["packet"]["ct_state"] == "established"
+        assert probes[new["class_id"]]["observed"] == "passed"
+        assert probes[twin["class_id"]]["observed"] == "dropped"
+        assert probes[twin["class_id"]]["rule_counter_delta"] == 20  # 'ct state established counter drop'
+        assert "tcp-ack:" in " ".join(probes[twin["class_id"]]["argv"]) if proto == "tcp" else True
     assert {c["class_id"] for c in imp["costs"]} >= set(twins)
+
+
+ICMP = """table inet icmp {
+    chain forward { type filter hook forward priority 0; policy drop;
+        icmp type echo-request counter accept
+        icmpv6 type echo-request counter accept
+    }
+}
+"""
+
+
+@pytest.mark.parametrize("family", [4, 6])
+def test_icmp_echo_probes_arrive_and_are_counted(family):
+    """fwlab-engine's echo requests cross the DUT as icmp (v4) and icmpv6 echo requests: an
+    echo-only rule set passes them (its counter moves by every one), and the far side counts them."""
+    from fwlab.dut.imported import ImportedFirewall
+    from fwlab.rules.derive import TrafficClass
+    from fwlab.rules.imported_model import Packet, addr_interval
+    from fwlab.ruleset.run import prepare, probe
+    from fwlab.testbed import Testbed, Topology, new_run_id
+
+    bed = Testbed(Topology(run_id=new_run_id(), mode="routed"))
+    with bed:
+        b = prepare(bed, {"eth0": "client", "eth1": "server"})
+        fw = ImportedFirewall.from_text(ICMP, "icmp.nft")
+        fw.load(b.ctx)
+        rid = next(k for k in fw.counters(b.ctx) if k.endswith(" #2" if family == 4 else " #3"))
+        src, dst = (addr_interval(b.addrs.client[family])[1][0], addr_interval(b.addrs.server[family])[1][0])
+        c = TrafficClass("c1", rid, "", [], "accept", "accept",
+                         Packet(family, src, dst, "icmp" if family == 4 else "icmpv6", 7, 0, "eth0", "eth1"),
+                         "c2s", 1)
+        got = probe(b, fw, find_engine(), c, 20)
+        assert got["status"] == "match", got
+        assert got["sent"] == got["arrived"] == got["rule_counter_delta"] == 20
+        assert "icmp-echo" in got["argv"]

@@ -107,3 +107,38 @@ def test_established_twins():
     # a rule set that tracks no connection: no twin, and why
     plain = ImportedRuleSet("nft", {"inet t f": Chain("inet t f", [], policy="accept", family="inet")}, ["inet t f"])
     assert twins(plain, new[:1])[0] == [] and "no conntrack state" in twins(plain, new[:1])[1]["c1"]
+
+
+def test_what_the_engine_sends_for_a_class():
+    from dataclasses import replace
+
+    from fwlab.ruleset.run import SERVER_ISN, engine_proto, unsendable
+
+    c = _c("c1", "accept")
+    assert engine_proto(c) == "udp" and unsendable(c) is None
+    tcp = replace(c, packet=replace(c.packet, l4proto="tcp"))
+    assert engine_proto(tcp) == "tcp-syn"
+    est = replace(tcp, packet=replace(tcp.packet, ct_state="established"))
+    assert engine_proto(est) == f"tcp-ack:1:{SERVER_ISN + 1}"  # inside the window its handshake opened
+    icmp = replace(c, packet=replace(c.packet, l4proto="icmpv6"))
+    assert engine_proto(icmp) == "icmp-echo" and unsendable(icmp) is None
+    assert "echo reply" in unsendable(replace(icmp, packet=replace(icmp.packet, ct_state="established")))
+    assert "sctp" in unsendable(replace(c, packet=replace(c.packet, l4proto="sctp")))
+
+
+def test_translation_is_checked_at_the_far_side():
+    from dataclasses import replace
+
+    from fwlab.ruleset.run import check_translation
+
+    c = _c("c1", "accept")
+    seen = [{"src": "198.18.1.1", "dst": "198.19.1.1", "dport": 80, "proto": "udp", "packets": 20}]
+    assert check_translation(c, seen) is None  # no translation known: nothing to check
+    dnat = replace(c)
+    dnat.final = {"src": "198.18.1.1", "dst": "198.19.1.1", "dport": 80}
+    assert check_translation(dnat, seen) is None
+    dnat.final = {"src": "198.18.1.1", "dst": "198.19.1.9", "dport": 80}
+    assert "198.19.1.9" in check_translation(dnat, seen)
+    masq = replace(c)
+    masq.final, masq.snat = {"src": None, "dst": "198.19.1.1"}, "masquerade"
+    assert check_translation(masq, [{**seen[0], "src": "198.19.0.1"}], ("198.19.0.1",)) is None

@@ -213,6 +213,9 @@ def render(run: dict, trials: list[dict]) -> str | None:
     for n in list(imp.get("interface_notes") or []) + list(der.get("notes", [])):
         parts.append(f"<p class='warn'>{esc(n)}</p>")
     bad = [p for p in probes if p["status"] != "match"]
+    if imp.get("not_sent"):
+        parts.append("<p class='warn'>Derived but not sent: " + "; ".join(
+            f"{esc(k)} ({esc(v)})" for k, v in imp["not_sent"].items()) + ".</p>")
     if probes:
         verdict = ("<p class='ok'>Every class's observed verdict equals the rule set's.</p>" if not bad else
                    "<p class='err'>Findings: " + "; ".join(
@@ -284,7 +287,7 @@ def render(run: dict, trials: list[dict]) -> str | None:
         parts.append(f"<p class='muted'>Latency not measured: {esc(imp['latency_missing'])}.</p>")
     if (imp.get("mix") or {}).get("rate_pps"):
         parts.append(render_mix(imp["mix"]))
-    left = (imp.get("mix") or {}).get("left_out") or {}
+    left = {**(imp.get("left_out") or {}), **((imp.get("mix") or {}).get("left_out") or {})}
     if left:
         parts.append("<p class='err'>Left out of the costs and the mix: " + "; ".join(
             f"{esc(k)} ({esc(v)})" for k, v in left.items()) + ".</p>")

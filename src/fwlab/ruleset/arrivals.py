@@ -98,15 +98,34 @@ class ArrivalCounter:
         self.host.run(["nft", "delete", "table", "inet", TABLE], ns=self.ns, check=False)
 
 
+#: the bed hosts' own stack stays silent: no RST for a probe's SYN or ACK (which would close the flow in
+#: the DUT's conntrack), no ICMP port unreachable for its udp, no echo reply; the probes are one-way
+QUIET = """table inet fwlab_quiet {
+  chain input { type filter hook input priority 0; policy accept;
+    meta l4proto { tcp, udp } drop
+    icmp type echo-request drop
+    icmpv6 type echo-request drop
+  }
+}
+"""
+
+
+def quiet(host: Host, ns: str | None) -> None:
+    """Keep a bed host's own stack from answering the probes (:data:`QUIET`)."""
+    host.run(["nft", "-f", "-"], ns=ns, input=QUIET)
+
+
+def _want(proto: str) -> tuple[str, ...]:
+    return ("icmp", "ipv6-icmp") if proto in ("icmp", "icmpv6", "ipv6-icmp") else (proto,)
+
+
 def probe_packets(arrivals: list[Arrival], proto: str) -> int:
     """How many of ``arrivals`` are the probe's own: every arriving packet of the probe's protocol
     (only the probe sends tcp/udp/icmp into the bed during its window; the addresses may differ from
     those sent when the rule set translates them, which :func:`seen_as` reports)."""
-    want = {"icmp": ("icmp", "ipv6-icmp")}.get(proto, (proto,))
-    return sum(a.packets for a in arrivals if a.proto in want)
+    return sum(a.packets for a in arrivals if a.proto in _want(proto))
 
 
 def seen_as(arrivals: list[Arrival], proto: str) -> list[dict]:
     """The probe's packets as the far side saw them (addresses, ports), most packets first."""
-    want = {"icmp": ("icmp", "ipv6-icmp")}.get(proto, (proto,))
-    return [a.to_dict() for a in sorted(arrivals, key=lambda a: -a.packets) if a.proto in want]
+    return [a.to_dict() for a in sorted(arrivals, key=lambda a: -a.packets) if a.proto in _want(proto)]

@@ -9,9 +9,9 @@ run opens each twin's flow before every burst of its packets: one packet out, on
 conntrack has seen both directions and every further packet of the flow is *established* — the
 path most real packets take behind ``ct state established,related accept``.
 
-TCP twins need a handshake (SYN, SYN-ACK, ACK, then ACK-flagged packets); fwlab-engine sends only
-SYN test frames, so tcp classes get no twin and the derivation says so. ICMP echo likewise needs an
-engine frame it does not have.
+A tcp twin's flow is opened by a handshake (a SYN from the sender, a SYN-ACK from the far side, an
+ACK), after which its packets are ACKs inside the opened window (fwlab-engine ``--proto
+tcp-ack:SEQ:ACK``). ICMP echo gets no twin: that needs an echo reply the engine does not send.
 """
 
 from __future__ import annotations
@@ -32,11 +32,13 @@ def tracks_connections(rs: ImportedRuleSet) -> bool:
 
 def why_no_twin(rs: ImportedRuleSet, c: TrafficClass) -> str | None:
     """Why class ``c`` gets no established twin (None: it gets one)."""
+    if is_twin(c):
+        return "it is an established class itself"
     if c.expected != "accept":
         return "the rule set drops its first packet: the flow is never established"
-    if c.packet.l4proto != "udp":
-        return ("tcp: an established flow needs a handshake and ACK-flagged packets, and fwlab-engine sends SYN "
-                "test frames only")
+    if c.packet.l4proto not in ("udp", "tcp"):
+        return (f"{c.packet.l4proto}: an established flow needs the far side's reply (an echo reply), which "
+                f"fwlab-engine does not send")
     return None
 
 
@@ -78,7 +80,10 @@ def _text(rs: ImportedRuleSet, rule_id: str) -> str:
 
 
 def twins(rs: ImportedRuleSet, classes: list[TrafficClass]) -> tuple[list[TrafficClass], dict[str, str]]:
-    """(established twins, {class id: why it has none}) for the new-flow ``classes``."""
+    """(established twins, {class id: why it has none}) for the new-flow ``classes``; none when the
+    derivation already gave established classes of its own."""
+    if any(is_twin(c) for c in classes):
+        return [], {}
     if not tracks_connections(rs):
         why = ("the rule set matches no conntrack state: an established packet takes the same path as a "
                "flow's first one")

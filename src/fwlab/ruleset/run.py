@@ -49,7 +49,7 @@ from fwlab.dut.imported import ImportedFirewall
 from fwlab.errors import FwlabError, RunnerError, SuiteError
 from fwlab.results import RunRecord, host_metadata, trial_record, utc_now
 from fwlab.rules.derive import BedAddresses, Derivation, TrafficClass, derive
-from fwlab.ruleset.arrivals import ArrivalCounter, probe_packets, seen_as
+from fwlab.ruleset.arrivals import ArrivalCounter, probe_packets, quiet, seen_as
 from fwlab.ruleset.established import is_twin, reply_of, twins
 from fwlab.ruleset.interfaces import InterfaceMap, parse_map, propose, unmapped, unmapped_line
 from fwlab.ruleset.mix import (check_weights, latency_figures, median_range, mix_latency, read_mix_file, resolve,
@@ -165,6 +165,8 @@ def prepare(bed: Testbed, interfaces: dict[str, str], loads_also: list[str] = ()
             for r, dev in (("dut", name), (role, peer)):
                 bed.sh(r, "ip", "link", "set", dev, "up")
             links[name] = Link(role, name, peer, _mac(bed, "dut", name), _mac(bed, role, peer))
+    for role in ("client", "server"):
+        quiet(bed.host, bed.ns(role))
     idle = []
     for k, name in enumerate(n for n in loads_also if n not in links):
         bed.sh("dut", "ip", "link", "add", name, "type", "veth", "peer", "name", t.ifname(f"u{k}"))
@@ -230,8 +232,11 @@ def _route_lines(b: Bed, c: TrafficClass) -> list[tuple[str, str, str]]:
     to_side, from_side = ("server", "client") if c.direction == "c2s" else ("client", "server")
     gw = {"client": b.addrs.client[v], "server": b.addrs.server[v]}
     out_if, in_if = b.link(p["oif"], to_side).name, b.link(p["iif"], from_side).name
-    return [(a, s, dev) for a, s, dev in ((p["dst"], to_side, out_if), (p["src"], from_side, in_if))
-            if a != gw[s] or dev != b.names[s]]
+    want = [(p["dst"], to_side, out_if), (p["src"], from_side, in_if)]
+    dnat = getattr(c, "dnat", None)
+    if dnat and dnat.get("dst") and dnat["dst"] != p["dst"]:  # the translated destination leaves the same way
+        want.append((dnat["dst"], to_side, out_if))
+    return [(a, s, dev) for a, s, dev in want if a != gw[s] or dev != b.names[s]]
 
 
 class Routes:
@@ -276,24 +281,60 @@ class Routes:
 
 
 def open_flow(b: Bed, engine: str, c: TrafficClass) -> None:
-    """Open an established twin's flow: one packet of it from its sender, one reply from the far side
-    (:func:`fwlab.ruleset.established.reply_of`), so conntrack has seen both directions."""
-    for pkt in (c, reply_of(c)):
-        role, argv = send_args(engine, b, pkt, count=1, rate="1000")
+    """Open an established class's flow so conntrack has seen both directions: udp, one packet from
+    its sender and one reply from the far side (:func:`fwlab.ruleset.established.reply_of`); tcp, the
+    handshake (SYN seq 0, SYN-ACK seq ``SERVER_ISN`` ack 1, ACK seq 1 ack ``SERVER_ISN`` + 1), after
+    which the class's own packets are ACKs with those numbers (:func:`engine_proto`)."""
+    if c.packet.l4proto == "tcp":
+        steps = [(c, "tcp-syn"), (reply_of(c), f"tcp-synack:{SERVER_ISN}:1"), (c, f"tcp-ack:1:{SERVER_ISN + 1}")]
+    else:
+        steps = [(c, None), (reply_of(c), None)]
+    for pkt, proto in steps:
+        role, argv = send_args(engine, b, pkt, count=1, rate="1000", proto=proto)
         _send(b, role, argv)
 
 
 # -- sending ---------------------------------------------------------------------------------
-def send_args(engine: str, b: Bed, c: TrafficClass, *, count: int, rate: str) -> tuple[str, list[str]]:
-    """(role that sends, fwlab-engine send argv) for ``count`` frames of class ``c``, sent on the bed
-    host's end of the link the class enters the DUT by."""
+SERVER_ISN = 1_000_000  #: the spoofed SYN-ACK's sequence number of an established tcp class's handshake
+
+
+def engine_proto(c: TrafficClass) -> str:
+    """fwlab-engine's ``--proto`` for class ``c``'s packets: udp; a tcp flow's first packet is a SYN,
+    an established one's an ACK inside its opened window; icmp an echo request."""
+    proto = c.packet.l4proto
+    if proto == "udp":
+        return "udp"
+    if proto in ("icmp", "icmpv6"):
+        return "icmp-echo"
+    if c.packet.ct_state == "established":
+        return f"tcp-ack:1:{SERVER_ISN + 1}"
+    return "tcp-syn"
+
+
+def unsendable(c: TrafficClass) -> str | None:
+    """Why fwlab cannot send class ``c``'s packets as the class needs them (None: it can)."""
+    proto = c.packet.l4proto
+    if proto not in ("udp", "tcp", "icmp", "icmpv6"):
+        return f"protocol {proto}: fwlab-engine sends udp, tcp and icmp echo only"
+    if proto in ("icmp", "icmpv6") and c.packet.ct_state == "established":
+        return "an established icmp flow needs an echo reply, which fwlab-engine does not send"
+    if proto in ("icmp", "icmpv6") and getattr(c.packet, "icmp_type", None) not in (None, 8, 128):
+        return f"icmp type {c.packet.icmp_type}: fwlab-engine sends echo requests only"
+    return None
+
+
+def send_args(engine: str, b: Bed, c: TrafficClass, *, count: int, rate: str,
+              proto: str | None = None) -> tuple[str, list[str]]:
+    """(role that sends, fwlab-engine send argv) for ``count`` frames of class ``c`` (as ``proto``,
+    default :func:`engine_proto`), sent on the bed host's end of the link the class enters by."""
     p = c.packet.describe()
     role = "client" if c.direction == "c2s" else "server"
     link = b.link(p["iif"], role)
     frame = frame_size(c)
+    proto = proto or engine_proto(c)
     argv = [engine, "send", "--backend", "packet", "--iface", link.peer, "--dst-mac", link.dut_mac,
-            "--src", p["src"], "--dst", p["dst"], "--src-port", str(p["sport"]), "--dst-port", str(p["dport"]),
-            "--proto", "udp" if p["proto"] == "udp" else "tcp-syn", "--frame-size", str(frame),
+            "--src", p["src"], "--dst", p["dst"], "--src-port", str(p["sport"] or 1),
+            "--dst-port", str(p["dport"] or 1), "--proto", proto, "--frame-size", str(frame),
             "--count", str(count), "--rate-pps", rate]
     return role, argv
 
@@ -391,6 +432,24 @@ def send_counted(b: Bed, engine: str, c: TrafficClass, count: int, before=None,
                    far=far, near=near, interface_rx_delta=_rx(b, other) - r0, argv=argv)
 
 
+def check_translation(c: TrafficClass, seen: list[dict], dut_own: tuple[str, ...] = ()) -> str | None:
+    """Whether the class's packets reached the far side with the addresses the rule set gives them
+    (``final``: after DNAT the translated destination, after SNAT the new source, after masquerade
+    one of the DUT's own addresses); None when they did, or when the class says nothing about it."""
+    final = getattr(c, "final", None) or {}
+    if not seen or not final.get("dst"):
+        return None
+    top = seen[0]
+    want_src = final.get("src")
+    src_ok = (want_src is None or top["src"] == want_src
+              or (getattr(c, "snat", None) == "masquerade" and top["src"] in dut_own))
+    dport_ok = not final.get("dport") or top.get("dport") in (None, final["dport"])
+    if top["dst"] == final["dst"] and src_ok and dport_ok:
+        return None
+    return (f"arrived as {top['src']} -> {top['dst']}:{top.get('dport')}, the rule set translates it to "
+            f"{want_src or 'its source'} -> {final['dst']}:{final.get('dport')}")
+
+
 def probe(b: Bed, fw: ImportedFirewall, engine: str, c: TrafficClass, count: int,
           routes: Routes | None = None) -> dict:
     """Send ``count`` probes of class ``c`` (routed by ``routes``, or on their own) and check the
@@ -409,10 +468,15 @@ def probe(b: Bed, fw: ImportedFirewall, engine: str, c: TrafficClass, count: int
     rule_delta = moved.get(c.rule_id, 0) if c.rule_id in c1 else None
     obs = observed_verdict(sent, arrived)
     status, why = check_class(c.expected, obs, rule_delta, sent, c.rule_id.startswith("policy:"), arrived)
+    seen = seen_as(got.far, c.packet.l4proto)
+    if status == "match" and obs == "passed":
+        wrong = check_translation(c, seen, b.addrs.dut_own)
+        if wrong:
+            status, why = "mismatch", wrong
     returned = [a.to_dict() for a in got.near]
     return {"class_id": c.class_id, "sent": sent, "arrived": arrived, "observed": obs,
             "expected": c.expected, "rule_counter_delta": rule_delta, "counters_moved": moved,
-            "seen_as": seen_as(got.far, c.packet.l4proto), "returned": returned,
+            "seen_as": seen, "returned": returned,
             "returned_packets": sum(a["packets"] for a in returned), "interface_rx_delta": got.interface_rx_delta,
             "status": status, "why": why, "argv": got.argv}
 
@@ -610,14 +674,17 @@ def dry_run_ruleset(cfg: RulesetRunConfig, out: TextIO) -> int:
         b = prepare(bed, plan.names, plan.loads_also)
         load_s = fw.load(b.ctx)
         try:
-            deriv = derive_all(fw.readback(b.ctx), b, seed=cfg.seed)
+            model = fw.readback(b.ctx)
+            deriv = derive_all(model, b, seed=cfg.seed)
         finally:
             fw.flush(b.ctx)
+    est, _ = twins(model, deriv.classes)
     out.write(f"{cfg.ruleset}: {fw.family}, the kernel accepted it in {load_s * 1e3:.1f} ms (a throw-away bed); "
               f"interfaces {', '.join(f'{n}={r}' for n, r in plan.names.items())}\n")
-    out.write(f"{len(deriv.classes)} traffic classes:\n")
-    for c in deriv.classes:
-        out.write(f"  {describe_class(c)}\n")
+    out.write(f"{len(deriv.classes)} traffic classes" + (f" and {len(est)} established twins" if est else "") + ":\n")
+    for c in deriv.classes + est:
+        why = unsendable(c)
+        out.write(f"  {describe_class(c)}" + (f" — not sent: {why}" if why else "") + "\n")
     out.write(f"{len(deriv.not_covered)} rules not covered:\n")
     for n in deriv.not_covered:
         out.write(f"  {n.rule_id}: {n.reason}" + (f" [{n.rule_text[:80]}]" if n.rule_text else "") + "\n")
@@ -694,6 +761,8 @@ def run_ruleset(cfg: RulesetRunConfig, out_root: Path, *, log: TextIO | None = s
             if est:
                 note(f"  {len(est)} established twins ({', '.join(c.class_id for c in est)})")
             every = deriv.classes + est
+            imp["not_sent"] = {c.class_id: unsendable(c) for c in every if unsendable(c)}
+            every = [c for c in every if c.class_id not in imp["not_sent"]]
             routes = Routes(b, every, opener=lambda c: open_flow(b, engine, c))
             probes = [probe(b, fw, engine, c, cfg.probe_count, routes) for c in every]
             end_probes(b)
@@ -705,6 +774,7 @@ def run_ruleset(cfg: RulesetRunConfig, out_root: Path, *, log: TextIO | None = s
             measured = [c for c in every if c.class_id in checked]
             imp["left_out"] = {p["class_id"]: f"check {p['status']}: {p['why']}" for p in probes
                                if p["status"] != "match"}
+            imp["left_out"].update({i: f"not sent: {why}" for i, why in imp["not_sent"].items()})
             mix.update(leave_out(mix, imp["left_out"]))
             rec.save_run()
             rates: dict[tuple[str, str], list[float]] = {}
