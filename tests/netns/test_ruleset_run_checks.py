@@ -175,7 +175,7 @@ def test_established_twins_are_established_on_the_data_path(tmp_path):
     assert {c["class_id"] for c in imp["costs"]} >= set(twins)
 
 
-ICMP = """table inet icmp {
+ICMP = """table inet echo {
     chain forward { type filter hook forward priority 0; policy drop;
         icmp type echo-request counter accept
         icmpv6 type echo-request counter accept
