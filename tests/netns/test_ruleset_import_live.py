@@ -12,7 +12,8 @@ import pytest
 
 from fwlab.dut.imported import ImportedFirewall
 from fwlab.rules.derive import derive
-from fwlab.ruleset.run import RulesetRunConfig, prepare, probe, run_ruleset
+from fwlab.ruleset.probe import prepare, probe
+from fwlab.ruleset.run import RulesetRunConfig, run_ruleset
 from fwlab.runners.engine import find_engine
 from fwlab.testbed import LocalHost, Testbed, Topology, list_fwl_namespaces, new_run_id
 
@@ -31,15 +32,18 @@ def test_example_every_class_checked_and_measured(tmp_path, rules, ipset, n_clas
     rec = run_ruleset(cfg, tmp_path, log=None)
     imp = json.loads((rec.path / "run.json").read_text())["ruleset_import"]
     assert len(imp["derivation"]["classes"]) == n_classes
-    assert [p["status"] for p in imp["probes"]] == ["match"] * n_classes, imp["probes"]
+    n = n_classes + len(imp["established"]["classes"])  # with the established twins
+    assert [p["status"] for p in imp["probes"]] == ["match"] * n, imp["probes"]
+    # exact counts: every probe of a passing class arrived, none of a dropped one, never more than sent
+    assert all(p["arrived"] == (p["sent"] if p["observed"] == "passed" else 0) for p in imp["probes"])
     for p in imp["probes"]:
         if p["rule_counter_delta"] is not None:  # every example rule has a counter
             assert p["rule_counter_delta"] >= 18
-    assert len(imp["costs"]) == n_classes
+    assert len(imp["costs"]) == n
     assert all(c["rate_pps"]["n"] == 1 and c["rate_pps"]["median"] > 0 and c["reference_rate_pps"]["n"] == 1
                for c in imp["costs"])
     trials = rec.trials("ruleset-class")
-    assert len([t for t in trials if t["traffic"] == "ruleset-class"]) == 2 * n_classes
+    assert len([t for t in trials if t["traffic"] == "ruleset-class"]) == 2 * n
     # a latency trial per condition for each class that passes and is udp; the others say why not
     timed = [c for c in imp["costs"] if "missing" not in c["latency"]]
     assert timed and len([t for t in trials if t["traffic"] == "ruleset-class-latency"]) == 2 * len(timed)

@@ -45,7 +45,8 @@ def _checked(run: dict) -> dict:
 def test_fw4_style_every_class_checked_through_every_named_interface(tmp_path):
     run = _run(tmp_path, "fw4-style.nft", {"br-lan": "client", "pppoe-wan": "server", "wan6": "server"})
     imp = _checked(run)
-    classes = {c["class_id"]: c for c in imp["derivation"]["classes"]}
+    classes = {c["class_id"]: c for c in imp["derivation"]["classes"] + imp["established"]["classes"]}
+    assert imp["established"]["classes"]  # fw4 accepts established flows first: every accepted udp/tcp class
     by_rule = {c["rule_text"]: c for c in classes.values()}
     # the further wan name carries traffic both ways: leaving by it, and entering by it
     out6 = by_rule['oifname "wan6" udp dport 53 counter accept comment "!fw4: lan-dns-via-wan6"']
@@ -191,7 +192,7 @@ def test_icmp_echo_probes_arrive_and_are_counted(family):
     from fwlab.dut.imported import ImportedFirewall
     from fwlab.rules.derive import TrafficClass
     from fwlab.rules.imported_model import Packet, addr_interval
-    from fwlab.ruleset.run import prepare, probe
+    from fwlab.ruleset.probe import prepare, probe
     from fwlab.testbed import Testbed, Topology, new_run_id
 
     bed = Testbed(Topology(run_id=new_run_id(), mode="routed"))

@@ -112,7 +112,7 @@ def test_established_twins():
 def test_what_the_engine_sends_for_a_class():
     from dataclasses import replace
 
-    from fwlab.ruleset.run import SERVER_ISN, engine_proto, unsendable
+    from fwlab.ruleset.probe import SERVER_ISN, engine_proto, unsendable
 
     c = _c("c1", "accept")
     assert engine_proto(c) == "udp" and unsendable(c) is None
@@ -129,7 +129,7 @@ def test_what_the_engine_sends_for_a_class():
 def test_translation_is_checked_at_the_far_side():
     from dataclasses import replace
 
-    from fwlab.ruleset.run import check_translation
+    from fwlab.ruleset.probe import check_translation
 
     c = _c("c1", "accept")
     seen = [{"src": "198.18.1.1", "dst": "198.19.1.1", "dport": 80, "proto": "udp", "packets": 20}]

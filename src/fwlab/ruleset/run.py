@@ -4,19 +4,25 @@ Owns the order of work of an imported-rule-set run:
 
 1. read the file (nft syntax or iptables-save, optional ipset file) and fail in one line on a
    malformed one, before anything is built;
-2. build one routed bed and give the DUT's two interfaces the names the rule set uses
-   (``interfaces = {eth0 = "client", eth1 = "server"}``), then load the file verbatim
-   (:mod:`fwlab.dut.imported`); a refusal tears the bed down and says the kernel's message;
-3. read the rule set back from the kernel and derive one traffic class per reachable terminal
-   rule and policy (:mod:`fwlab.rules.derive`);
-4. functional check: send each class as ``PROBE_COUNT`` engine packets (udp, or tcp SYN) from
-   the side the class enters on; observed verdict = did they arrive at the other side's
-   interface (rx counter), and which rule counters moved; compared with the rule set's verdict;
+2. build one routed bed and give the DUT's interfaces the names the rule set uses (any number per
+   side: ``--interfaces br-lan=client,pppoe-wan=server,wan6=server``, else a map proposed from the
+   names it uses, :mod:`fwlab.ruleset.interfaces`), then load the file verbatim
+   (:mod:`fwlab.dut.imported`); a refusal tears the bed down and names the file, line and missing
+   kernel feature; ``--dry-run`` stops after deriving (:func:`dry_run_ruleset`, nothing sent);
+3. read the rule set back from the kernel and derive the traffic classes for every pair of mapped
+   names (:mod:`fwlab.rules.derive`), and their established twins (:mod:`fwlab.ruleset.established`);
+4. functional check: send each class as ``PROBE_COUNT`` engine packets (udp, tcp SYN or ACK, icmp
+   echo) from the side the class enters on, an established class's flow opened first; observed
+   verdict = how many of the probe's own packets arrived at the far side's bed host (exact,
+   :mod:`fwlab.ruleset.arrivals`), with which addresses, and which rule counters moved; compared
+   with the rule set's verdict. A class that fails is left out of the costs and the mix, and the
+   run exits 1 (:func:`check_outcome`), as it does when no class was derived;
 5. cost: each class at the engine's maximum rate (``RATE_COUNT`` fixed-size frames, packet
-   backend), with the rule set loaded and with no rule set (the reference), alternating, for
-   ``repetitions`` rounds. On veth the DUT's forwarding and firewall run in the sender's softirq,
-   so the sender's packet rate is the path's rate (generator + DUT together); per-class cost =
-   1e9 / rate - 1e9 / reference rate [ns/packet], median of the rounds with their range;
+   backend), with the rule set loaded and in its own reference (no rule set for a class the rule
+   set accepts, the drop reference for one it drops), alternating, for ``repetitions`` rounds. On
+   veth the DUT's forwarding and firewall run in the sender's softirq, so the sender's packet rate
+   is the path's rate (generator + DUT together); per-class cost = 1e9 / rate - 1e9 / reference
+   rate [ns/packet], median of the rounds with their range;
 6. latency: after both conditions' rates in a round, each class that passes and is udp (tcp SYN
    test frames carry no timestamp) as ``LATENCY_COUNT`` frames at ``LATENCY_FRACTION`` of the
    lower of its two rates in that round (with and without the rule set), in both conditions: the
@@ -44,27 +50,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from fwlab.dut.base import DutContext
 from fwlab.dut.imported import ImportedFirewall
-from fwlab.errors import FwlabError, RunnerError, SuiteError
-from fwlab.results import RunRecord, host_metadata, trial_record, utc_now
-from fwlab.rules.derive import BedAddresses, Derivation, TrafficClass, derive
-from fwlab.ruleset.arrivals import ArrivalCounter, probe_packets, quiet, seen_as
-from fwlab.ruleset.established import is_twin, reply_of, twins
+from fwlab.errors import FwlabError, SuiteError
+from fwlab.results import RunRecord, trial_record, utc_now
+from fwlab.rules.derive import Derivation, TrafficClass, derive
+from fwlab.run.beds import open_bed
+from fwlab.run.header import derived_suite, new_record
+from fwlab.ruleset.established import twins
 from fwlab.ruleset.interfaces import InterfaceMap, parse_map, propose, unmapped, unmapped_line
 from fwlab.ruleset.mix import (check_weights, latency_figures, median_range, mix_latency, read_mix_file, resolve,
                               summarize_mix)
-from fwlab.runners.engine import engine_version, metrics_from, parse_result, require_engine, wait_ready
+from fwlab.ruleset.probe import (DEFAULT_INTERFACES, DROP_MAX, PASS_MIN, PROBE_PPS, Bed, Routes, addresses_for,
+                                 class_spec, end_probes, frame_size, open_flow, parse_interfaces, preflight, prepare,
+                                 probe, rate_trial, read_input, send_args, send_frames, unsendable)
+from fwlab.runners.engine import engine_version, metrics_from, parse_result, wait_ready
 from fwlab.stats.median_interval import median_interval
-from fwlab.testbed import Testbed, Topology, new_run_id, require_root, require_tool
+from fwlab.testbed import Testbed, require_root, require_tool
 
 PROBE_COUNT = 40  #: probe packets per class [packets]
-PROBE_PPS = 2000  #: probe rate [packets/s]
-PASS_MIN = 0.9  #: share of probes that must arrive to call a class passed
-DROP_MAX = 0.1  #: share at most arriving to call it dropped (between: inconclusive)
 RATE_COUNT = 100_000  #: frames per rate measurement (back to back at max)
-SETTLE_S = 0.3  #: wait after a probe burst before reading counters [s]
-DEFAULT_INTERFACES = {"eth0": "client", "eth1": "server"}
 LATENCY_COUNT = 20_000  #: frames per latency trial
 LATENCY_FRACTION = 0.5  #: latency trial load, share of the lower of the class's two rates in the round (RFC 2544 §26.2)
 LATENCY_IDLE_S = 0.3  #: the latency receiver stops this long after the last frame [s]
@@ -85,105 +89,6 @@ class RulesetRunConfig:
     class_weights: dict[str, float] | None = None  #: the user's mix profile (None: every class alike)
     mix_source: str | None = None  #: where the profile came from (a file, the suite)
     interfaces_given: bool = False  #: the user named the interfaces (else they are proposed from the rule set)
-
-
-def parse_interfaces(text: str | dict) -> dict[str, str]:
-    """'br-lan=client,pppoe-wan=server,wan6=server' (or a suite's table) -> {name: role}, checked
-    before anything is built (:func:`fwlab.ruleset.interfaces.parse_map`); the first name of a side
-    is its primary (the bed's own link)."""
-    return parse_map(text).as_dict()
-
-
-def _read(path: Path, what: str) -> str:
-    try:
-        return path.read_text()
-    except OSError as exc:
-        raise SuiteError(f"cannot read the {what} {path}: {exc.strerror}", fix="give an existing file") from None
-    except UnicodeDecodeError:
-        raise SuiteError(f"the {what} {path} is not text", fix="give nft or iptables-save text") from None
-
-
-# -- the bed -------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Link:
-    """One link between the DUT and a bed host, under the name the rule set uses on the DUT."""
-
-    role: str  #: client | server
-    name: str  #: the DUT's interface name (the rule set's)
-    peer: str  #: the bed host's interface on this link (what the engine sends and receives on)
-    dut_mac: str
-    peer_mac: str
-
-
-@dataclass
-class Bed:
-    """The built bed as this run sees it: names as the rule set uses them, MACs, addresses."""
-
-    bed: Testbed
-    ctx: DutContext
-    names: dict[str, str]  #: role -> the DUT's primary interface name on that side
-    dut_mac: dict[str, str]  #: role -> MAC of the DUT's primary interface facing that role
-    addrs: BedAddresses  #: the primary names' addresses (derivation per name pair: :func:`addresses_for`)
-    #: role -> the probe-arrival counter in that bed host's namespace (installed by the first probe,
-    #: removed by :func:`end_probes` before any rate is measured)
-    arrivals: dict[str, ArrivalCounter] = field(default_factory=dict)
-    links: dict[str, Link] = field(default_factory=dict)  #: DUT interface name -> its link
-    idle: list[str] = field(default_factory=list)  #: names created in the DUT only so the rule set loads
-
-    def link(self, name: str, role: str) -> Link:
-        """The link of DUT interface ``name`` (a class's iif/oif), else ``role``'s primary link."""
-        return self.links.get(name) or self.links[self.names[role]]
-
-
-def _mac(bed: Testbed, role: str, dev: str) -> str:
-    return json.loads(bed.sh(role, "ip", "-j", "link", "show", dev).stdout)[0]["address"]
-
-
-def prepare(bed: Testbed, interfaces: dict[str, str], loads_also: list[str] = ()) -> Bed:
-    """Rename the DUT's interfaces to the rule set's primary names (addresses kept), cable one more
-    link per further name of a side (a veth pair from the DUT to that side's bed host), create the
-    names in ``loads_also`` as veth pairs inside the DUT (no traffic; so the rule set loads), route
-    everything not on the client side to the server, and describe the result."""
-    t, plan = bed.topo, bed.topo.plan
-    m = parse_map(interfaces)
-    names = {role: m.primary(role) for role in ("client", "server")}
-    devs = {"client": t.dut_client_if, "server": t.dut_server_if}
-    macs = {role: _mac(bed, "dut", devs[role]) for role in devs}
-    for role, dev in devs.items():
-        bed.sh("dut", "sysctl", "-q", "-w", f"net.ipv6.conf.{dev}.keep_addr_on_down=1")
-        bed.sh("dut", "ip", "link", "set", dev, "down")
-        bed.sh("dut", "ip", "link", "set", dev, "name", names[role])
-        bed.sh("dut", "ip", "link", "set", names[role], "up")
-    for v, gw in ((4, plan.server4), (6, plan.server6)):
-        bed.sh("dut", "ip", f"-{v}", "route", "replace", "default", "via", gw, "dev", names["server"])
-    peers = {"client": t.client_if, "server": t.server_if}
-    links = {names[r]: Link(r, names[r], peers[r], macs[r], _mac(bed, r, peers[r])) for r in ("client", "server")}
-    for role in ("client", "server"):
-        for k, name in enumerate(m.extras(role), 1):
-            peer = t.ifname(f"{role[0]}x{k}")
-            bed.sh("dut", "ip", "link", "add", name, "type", "veth", "peer", "name", peer, "netns", bed.ns(role))
-            for r, dev in (("dut", name), (role, peer)):
-                bed.sh(r, "ip", "link", "set", dev, "up")
-            links[name] = Link(role, name, peer, _mac(bed, "dut", name), _mac(bed, role, peer))
-    for role in ("client", "server"):
-        quiet(bed.host, bed.ns(role))
-    idle = []
-    for k, name in enumerate(n for n in loads_also if n not in links):
-        bed.sh("dut", "ip", "link", "add", name, "type", "veth", "peer", "name", t.ifname(f"u{k}"))
-        bed.sh("dut", "ip", "link", "set", name, "up")
-        idle.append(name)
-    addrs = BedAddresses(
-        client_if=names["client"], server_if=names["server"],
-        client={4: plan.client4, 6: plan.client6}, server={4: plan.server4, 6: plan.server6},
-        client_net={4: plan.client_net4, 6: plan.client_net6}, server_net={4: plan.server_net4, 6: plan.server_net6},
-        dut_own=(plan.dut_client_side4, plan.dut_server_side4, plan.dut_client_side6, plan.dut_server_side6))
-    ctx = DutContext(bed.host, bed.ns("dut"), "routed")
-    return Bed(bed, ctx, names, macs, addrs, links=links, idle=idle)
-
-
-def addresses_for(b: Bed, client_if: str, server_if: str) -> BedAddresses:
-    """The bed's addresses with the probes entering and leaving through this pair of names."""
-    return BedAddresses(**{**b.addrs.__dict__, "client_if": client_if, "server_if": server_if})
 
 
 def _key(c: TrafficClass) -> tuple:
@@ -221,264 +126,6 @@ def derive_all(model, b: Bed, seed: int = 1) -> Derivation:
         notes.append(f"classes derived for {len(pairs)} interface pairs ({', '.join(f'{a} -> {z}' for a, z in pairs)}, "
                      f"both directions); a class per distinct deciding rule and path")
     return Derivation(classes=classes, not_covered=nc, notes=notes, sampling=first.sampling)
-
-
-def _route_lines(b: Bed, c: TrafficClass) -> list[tuple[str, str, str]]:
-    """(address, side, DUT interface) routes class ``c`` needs on the DUT: its destination out of the
-    interface it leaves by (to that side's bed host, which sees every frame at its interface) and its
-    source back out of the one it entered by (so a reject's ICMP error goes back to the sender, not
-    on to the receiver)."""
-    p, v = c.packet.describe(), c.packet.family
-    to_side, from_side = ("server", "client") if c.direction == "c2s" else ("client", "server")
-    gw = {"client": b.addrs.client[v], "server": b.addrs.server[v]}
-    out_if, in_if = b.link(p["oif"], to_side).name, b.link(p["iif"], from_side).name
-    want = [(p["dst"], to_side, out_if), (p["src"], from_side, in_if)]
-    dnat = getattr(c, "dnat", None)
-    if dnat and dnat.get("dst") and dnat["dst"] != p["dst"]:  # the translated destination leaves the same way
-        want.append((dnat["dst"], to_side, out_if))
-    return [(a, s, dev) for a, s, dev in want if a != gw[s] or dev != b.names[s]]
-
-
-class Routes:
-    """The DUT's per-class host routes: installed in one ``ip -batch`` up front, then changed only
-    when a class needs an address through another interface than the last class did (``run
-    --ruleset`` and ``optimize`` alike). A further link of a side reaches its bed host's gateway
-    address ``onlink``, with a permanent neighbour entry for the peer's MAC."""
-
-    def __init__(self, b: Bed, probes: list[TrafficClass], opener=None):
-        self.b = b
-        self.opener = opener  #: opens an established twin's flow before each burst of its packets
-        self.side: dict[str, tuple[str, str]] = {}
-        for name, link in b.links.items():
-            if name != b.names[link.role]:
-                for v in (4, 6):
-                    gw = b.addrs.client[v] if link.role == "client" else b.addrs.server[v]
-                    b.bed.host.run(["ip", f"-{v}", "neigh", "replace", gw, "lladdr", link.peer_mac, "dev", name,
-                                    "nud", "permanent"], ns=b.ctx.ns, check=False)
-        for c in probes:
-            for addr, s, dev in _route_lines(b, c):
-                self.side[addr] = (s, dev)
-        lines = [self._line(a, s, dev) for a, (s, dev) in self.side.items()]
-        if lines:
-            b.bed.host.run(["ip", "-batch", "-"], ns=b.ctx.ns, input="\n".join(lines) + "\n")
-
-    def _line(self, addr: str, s: str, dev: str) -> str:
-        v = 6 if ":" in addr else 4
-        gw = self.b.addrs.client[v] if s == "client" else self.b.addrs.server[v]
-        if addr == gw:  # the gateway itself through a further link: on that link (its neighbour entry)
-            return f"route replace {addr} dev {dev}"
-        onlink = "" if dev == self.b.names[s] else " onlink"
-        return f"route replace {addr} via {gw} dev {dev}{onlink}"
-
-    def ensure(self, c: TrafficClass) -> None:
-        """Route class ``c`` (and open its flow first when it is an established twin)."""
-        for addr, s, dev in _route_lines(self.b, c):
-            if self.side.get(addr) != (s, dev):
-                self.b.bed.host.run(["ip", *self._line(addr, s, dev).split()], ns=self.b.ctx.ns)
-                self.side[addr] = (s, dev)
-        if self.opener and is_twin(c):
-            self.opener(c)
-
-
-def open_flow(b: Bed, engine: str, c: TrafficClass) -> None:
-    """Open an established class's flow so conntrack has seen both directions: udp, one packet from
-    its sender and one reply from the far side (:func:`fwlab.ruleset.established.reply_of`); tcp, the
-    handshake (SYN seq 0, SYN-ACK seq ``SERVER_ISN`` ack 1, ACK seq 1 ack ``SERVER_ISN`` + 1), after
-    which the class's own packets are ACKs with those numbers (:func:`engine_proto`)."""
-    if c.packet.l4proto == "tcp":
-        steps = [(c, "tcp-syn"), (reply_of(c), f"tcp-synack:{SERVER_ISN}:1"), (c, f"tcp-ack:1:{SERVER_ISN + 1}")]
-    else:
-        steps = [(c, None), (reply_of(c), None)]
-    for pkt, proto in steps:
-        role, argv = send_args(engine, b, pkt, count=1, rate="1000", proto=proto)
-        _send(b, role, argv)
-
-
-# -- sending ---------------------------------------------------------------------------------
-SERVER_ISN = 1_000_000  #: the spoofed SYN-ACK's sequence number of an established tcp class's handshake
-
-
-def engine_proto(c: TrafficClass) -> str:
-    """fwlab-engine's ``--proto`` for class ``c``'s packets: udp; a tcp flow's first packet is a SYN,
-    an established one's an ACK inside its opened window; icmp an echo request."""
-    proto = c.packet.l4proto
-    if proto == "udp":
-        return "udp"
-    if proto in ("icmp", "icmpv6"):
-        return "icmp-echo"
-    if c.packet.ct_state == "established":
-        return f"tcp-ack:1:{SERVER_ISN + 1}"
-    return "tcp-syn"
-
-
-def unsendable(c: TrafficClass) -> str | None:
-    """Why fwlab cannot send class ``c``'s packets as the class needs them (None: it can)."""
-    proto = c.packet.l4proto
-    if proto not in ("udp", "tcp", "icmp", "icmpv6"):
-        return f"protocol {proto}: fwlab-engine sends udp, tcp and icmp echo only"
-    if proto in ("icmp", "icmpv6") and c.packet.ct_state == "established":
-        return "an established icmp flow needs an echo reply, which fwlab-engine does not send"
-    if proto in ("icmp", "icmpv6") and getattr(c.packet, "icmp_type", None) not in (None, 8, 128):
-        return f"icmp type {c.packet.icmp_type}: fwlab-engine sends echo requests only"
-    return None
-
-
-def send_args(engine: str, b: Bed, c: TrafficClass, *, count: int, rate: str,
-              proto: str | None = None) -> tuple[str, list[str]]:
-    """(role that sends, fwlab-engine send argv) for ``count`` frames of class ``c`` (as ``proto``,
-    default :func:`engine_proto`), sent on the bed host's end of the link the class enters by."""
-    p = c.packet.describe()
-    role = "client" if c.direction == "c2s" else "server"
-    link = b.link(p["iif"], role)
-    frame = frame_size(c)
-    proto = proto or engine_proto(c)
-    argv = [engine, "send", "--backend", "packet", "--iface", link.peer, "--dst-mac", link.dut_mac,
-            "--src", p["src"], "--dst", p["dst"], "--src-port", str(p["sport"] or 1),
-            "--dst-port", str(p["dport"] or 1), "--proto", proto, "--frame-size", str(frame),
-            "--count", str(count), "--rate-pps", rate]
-    return role, argv
-
-
-def _send(b: Bed, role: str, argv: list[str]) -> dict:
-    cp = b.bed.host.run(argv, ns=b.bed.ns(role), check=False, timeout_s=120)
-    if cp.returncode != 0:
-        raise RunnerError(f"fwlab-engine send failed (exit {cp.returncode}): {cp.stderr.strip()[:200]}",
-                          fix="check the engine build ('make engine')")
-    return parse_result(cp.stdout, "send")
-
-
-def _rx(b: Bed, role: str) -> int:
-    """The bed host's interface rx counter (every frame: the probe's, and the DUT's ARP and neighbour
-    discovery): recorded beside the exact count for comparison, never used as the verdict."""
-    dev = b.bed.topo.client_if if role == "client" else b.bed.topo.server_if
-    return b.bed.link_counters(role, dev)["rx_packets"]
-
-
-def _counters(b: Bed) -> dict[str, ArrivalCounter]:
-    if not b.arrivals:
-        for role in ("client", "server"):
-            b.arrivals[role] = ArrivalCounter(b.bed.host, b.bed.ns(role))
-            b.arrivals[role].install()
-    return b.arrivals
-
-
-def end_probes(b: Bed) -> None:
-    """Remove the probe-arrival counters from the bed hosts (before rates: nothing on the rate path)."""
-    for counter in b.arrivals.values():
-        counter.remove()
-    b.arrivals.clear()
-
-
-def observed_verdict(sent: int, arrived: int) -> str:
-    """passed | dropped | inconclusive from how many of ``sent`` probes arrived (``arrived`` counts the
-    probe's own packets only; more than were sent is never a pass)."""
-    if sent <= 0 or arrived > sent:
-        return "inconclusive"
-    share = arrived / sent
-    if share >= PASS_MIN:
-        return "passed"
-    if share <= DROP_MAX:
-        return "dropped"
-    return "inconclusive"
-
-
-def check_class(expected: str, observed: str, rule_delta: int | None, sent: int, is_policy: bool,
-                arrived: int | None = None) -> tuple[str, str]:
-    """(status, why): status match | mismatch | inconclusive."""
-    want = "passed" if expected == "accept" else "dropped"
-    if arrived is not None and arrived > sent:
-        return "inconclusive", f"{arrived} packets arrived for {sent} sent: the count is not the probe's own"
-    if observed == "inconclusive":
-        return "inconclusive", f"between {DROP_MAX:.0%} and {PASS_MIN:.0%} of the probes arrived"
-    if observed != want:
-        return "mismatch", f"the rule set says {expected}, the probes were {observed}"
-    if rule_delta is not None and rule_delta < sent * PASS_MIN:
-        return "mismatch", f"verdict as expected but the class's rule counter moved by {rule_delta} of {sent}"
-    how = "policy (no rule counter)" if is_policy else (
-        "rule counter moved" if rule_delta is not None else "rule has no counter")
-    return "match", f"{observed} as the rule set says; {how}"
-
-
-@dataclass
-class Counted:
-    """One burst of a class's packets: how many the engine sent, how many of the probe's own arrived
-    at the far side's bed host, and what each side saw."""
-
-    sent: int
-    arrived: int
-    far: list  #: :class:`~fwlab.ruleset.arrivals.Arrival` at the receiving bed host
-    near: list  #: what came back to the sender (a reject's ICMP error or TCP reset)
-    interface_rx_delta: int  #: the receiving interface's rx counter (every frame, for comparison)
-    argv: list[str]
-
-
-def send_counted(b: Bed, engine: str, c: TrafficClass, count: int, before=None,
-                 settle_s: float = SETTLE_S) -> Counted:
-    """Send ``count`` packets of class ``c`` at the probe rate and count the probe's own arrivals
-    (:mod:`fwlab.ruleset.arrivals`); ``before()`` runs after the counters are reset, just before
-    sending (e.g. reading the rule counters), and ``send_counted`` waits ``settle_s`` after."""
-    role, argv = send_args(engine, b, c, count=count, rate=str(PROBE_PPS))
-    other = "server" if role == "client" else "client"
-    counters = _counters(b)
-    for counter in counters.values():
-        counter.reset()
-    if before:
-        before()
-    r0 = _rx(b, other)
-    send = _send(b, role, argv)
-    time.sleep(settle_s)
-    far, near = counters[other].read(), counters[role].read()
-    return Counted(sent=int(send.get("offered_count") or 0), arrived=probe_packets(far, c.packet.l4proto),
-                   far=far, near=near, interface_rx_delta=_rx(b, other) - r0, argv=argv)
-
-
-def check_translation(c: TrafficClass, seen: list[dict], dut_own: tuple[str, ...] = ()) -> str | None:
-    """Whether the class's packets reached the far side with the addresses the rule set gives them
-    (``final``: after DNAT the translated destination, after SNAT the new source, after masquerade
-    one of the DUT's own addresses); None when they did, or when the class says nothing about it."""
-    final = getattr(c, "final", None) or {}
-    if not seen or not final.get("dst"):
-        return None
-    top = seen[0]
-    want_src = final.get("src")
-    src_ok = (want_src is None or top["src"] == want_src
-              or (getattr(c, "snat", None) == "masquerade" and top["src"] in dut_own))
-    dport_ok = not final.get("dport") or top.get("dport") in (None, final["dport"])
-    if top["dst"] == final["dst"] and src_ok and dport_ok:
-        return None
-    return (f"arrived as {top['src']} -> {top['dst']}:{top.get('dport')}, the rule set translates it to "
-            f"{want_src or 'its source'} -> {final['dst']}:{final.get('dport')}")
-
-
-def probe(b: Bed, fw: ImportedFirewall, engine: str, c: TrafficClass, count: int,
-          routes: Routes | None = None) -> dict:
-    """Send ``count`` probes of class ``c`` (routed by ``routes``, or on their own) and check the
-    observed verdict and the class's rule counter against what the rule set says. ``arrived``
-    counts the probe's own packets at the far side's bed host (:mod:`fwlab.ruleset.arrivals`),
-    ``seen_as`` says with which addresses they arrived, ``returned`` what came back to the sender
-    (a reject's ICMP error or TCP reset)."""
-    if routes is None:
-        routes = Routes(b, [c])
-    routes.ensure(c)
-    c0: dict[str, int] = {}
-    got = send_counted(b, engine, c, count, before=lambda: c0.update(fw.counters(b.ctx)))
-    c1 = fw.counters(b.ctx)
-    sent, arrived = got.sent, got.arrived
-    moved = {k: c1.get(k, 0) - c0.get(k, 0) for k in c1 if c1.get(k, 0) != c0.get(k, 0)}
-    rule_delta = moved.get(c.rule_id, 0) if c.rule_id in c1 else None
-    obs = observed_verdict(sent, arrived)
-    status, why = check_class(c.expected, obs, rule_delta, sent, c.rule_id.startswith("policy:"), arrived)
-    seen = seen_as(got.far, c.packet.l4proto)
-    if status == "match" and obs == "passed":
-        wrong = check_translation(c, seen, b.addrs.dut_own)
-        if wrong:
-            status, why = "mismatch", wrong
-    returned = [a.to_dict() for a in got.near]
-    return {"class_id": c.class_id, "sent": sent, "arrived": arrived, "observed": obs,
-            "expected": c.expected, "rule_counter_delta": rule_delta, "counters_moved": moved,
-            "seen_as": seen, "returned": returned,
-            "returned_packets": sum(a["packets"] for a in returned), "interface_rx_delta": got.interface_rx_delta,
-            "status": status, "why": why, "argv": got.argv}
 
 
 # -- the run -----------------------------------------------------------------------------------
@@ -587,15 +234,6 @@ def summarize_costs(classes: list[TrafficClass], rates: dict[tuple[str, str], li
     return out
 
 
-def preflight(programs: tuple[str, ...]) -> str:
-    """Root, ip, ethtool and ``programs``, then the engine: checked before any bed is built
-    (``fwlab run --ruleset`` and ``fwlab optimize``). Returns the engine's path."""
-    require_root()
-    for prog in ("ip", "ethtool", *programs):
-        require_tool(prog)
-    return require_engine()
-
-
 def note_to(log: TextIO | None):
     """A progress line writer to ``log`` (None: silent)."""
     def note(s: str) -> None:
@@ -660,8 +298,8 @@ def dry_run_ruleset(cfg: RulesetRunConfig, out: TextIO) -> int:
     it, exactly as the run would load it), derive and print the classes and what is not covered, tear
     the bed down. Sends nothing (the engine is not even looked for) and writes no record. Exit 0 with
     classes, 1 without."""
-    text = _read(cfg.ruleset, "rule set")
-    ipset_text = _read(cfg.ipset, "ipset file") if cfg.ipset else None
+    text = read_input(cfg.ruleset, "rule set")
+    ipset_text = read_input(cfg.ipset, "ipset file") if cfg.ipset else None
     fw = ImportedFirewall.from_text(text, str(cfg.ruleset), ipset_text)
     plan = interface_plan(cfg, fw)
     require_root()
@@ -669,8 +307,7 @@ def dry_run_ruleset(cfg: RulesetRunConfig, out: TextIO) -> int:
         require_tool(prog)
     for line in plan.lines:
         out.write(line + "\n")
-    bed = Testbed(Topology(run_id=new_run_id(), mode="routed"))
-    with bed:
+    with open_bed("routed") as bed:
         b = prepare(bed, plan.names, plan.loads_also)
         load_s = fw.load(b.ctx)
         try:
@@ -695,8 +332,8 @@ def dry_run_ruleset(cfg: RulesetRunConfig, out: TextIO) -> int:
 
 
 def run_ruleset(cfg: RulesetRunConfig, out_root: Path, *, log: TextIO | None = sys.stderr) -> RunRecord:
-    text = _read(cfg.ruleset, "rule set")
-    ipset_text = _read(cfg.ipset, "ipset file") if cfg.ipset else None
+    text = read_input(cfg.ruleset, "rule set")
+    ipset_text = read_input(cfg.ipset, "ipset file") if cfg.ipset else None
     fw = ImportedFirewall.from_text(text, str(cfg.ruleset), ipset_text)
     plan = interface_plan(cfg, fw)
     names = plan.names
@@ -704,8 +341,7 @@ def run_ruleset(cfg: RulesetRunConfig, out_root: Path, *, log: TextIO | None = s
     note = note_to(log)
     for line in plan.lines:
         note(line)
-    bed = Testbed(Topology(run_id=new_run_id(), mode="routed"))
-    with bed:
+    with open_bed("routed") as bed:
         desc = bed.describe()
         b = prepare(bed, names, plan.loads_also)
         load_s = fw.load(b.ctx)  # a refusal raises here; `with` removes the bed
@@ -717,18 +353,14 @@ def run_ruleset(cfg: RulesetRunConfig, out_root: Path, *, log: TextIO | None = s
         mix = resolve(cfg.class_weights, deriv.classes, f"class weights ({cfg.mix_source or 'the profile'})")
         mix["profile"] = cfg.class_weights
         mix["profile_source"] = cfg.mix_source
-        rec = RunRecord.create(out_root, f"ruleset-{cfg.ruleset.stem}", {
-            "suite": {"name": f"ruleset-{cfg.ruleset.stem}", "toml": "", "parsed": {
-                "name": f"ruleset-{cfg.ruleset.stem}", "mode": ["routed"], "repetitions": cfg.repetitions,
-                "ip_versions": sorted(model.families()),
-                **class_trial_header(bed, cfg.rate_count),
-                "description": f"imported rule set {cfg.ruleset.name}: derived traffic classes, their verdicts "
-                               f"and cost per class"}},
-            "plan": {"trials": 0, "skipped": []},
-            "host": host_metadata(),
-            "beds": [{**desc, "backend": "imported", "backend_version": fw.version(b.ctx),
-                      "dut_interfaces": b.names}],
-        })
+        suite = derived_suite(
+            f"ruleset-{cfg.ruleset.stem}", repetitions=cfg.repetitions, ip_versions=sorted(model.families()),
+            description=f"imported rule set {cfg.ruleset.name}: derived traffic classes, their verdicts "
+                        f"and cost per class")
+        suite["parsed"].update(class_trial_header(bed, cfg.rate_count))
+        rec = new_record(out_root, suite, {"trials": 0, "skipped": []},
+                         beds=[{**desc, "backend": "imported", "backend_version": fw.version(b.ctx),
+                                "dut_interfaces": b.names}])
         imp = {"file": str(cfg.ruleset), "ipset_file": str(cfg.ipset) if cfg.ipset else None,
                "kind": fw.kind, "family": fw.family, "ip_version": fw.ip_version, "digest": digest,
                "load_s": load_s, "text": text, "interfaces": names, "derivation": deriv.to_dict(),
@@ -939,7 +571,7 @@ def _latency_trial(rec: RunRecord, b: Bed, routes: Routes, engine: str, c: Traff
     rx = host.spawn(recv_argv, ns=ns)
     try:
         wait_ready(host, rx, ready, "recv (latency)", timeout_s=5.0, fix="check the engine build ('make engine')")
-        send = _send(b, role, send_argv)
+        send = send_frames(b, role, send_argv)
         try:
             rx.proc.wait(timeout=LATENCY_IDLE_S + 3.0)
         except Exception:  # noqa: BLE001 - still running: stopped below
@@ -972,22 +604,6 @@ def _latency_trial(rec: RunRecord, b: Bed, routes: Routes, engine: str, c: Traff
     return {"hdr": hdr, "samples": m.get("latency_samples") if m else 0, "load_pps": load, "round": k, "why": why}
 
 
-def frame_size(c: TrafficClass) -> int:
-    """The class's test frame [bytes]: the engine's smallest for its IP version."""
-    return 64 if c.packet.family == 4 else 78
-
-
-def class_spec(rec: RunRecord, c: TrafficClass, cond: str, k: int, *, trial_id: str, traffic: str, backend: str,
-               layout: str, duration_s: float | None) -> dict:
-    """A class trial's record identity (rate or latency, ``run --ruleset`` or ``optimize``): an
-    imported rule set has no generated rule count, so ``backend``/``layout`` tell the conditions
-    apart."""
-    return {"trial_id": trial_id, "suite": rec.run["suite"]["name"], "mode": "routed", "backend": backend,
-            "class_id": c.class_id, "condition": cond, "repetition": k, "ip_version": c.packet.family,
-            "traffic": traffic, "tool": "fwlab-engine", "size_bytes": frame_size(c), "layout": layout, "rules": 0,
-            "stateful_shortcut": False, "streams": 1, "rate_bps": None, "duration_s": float(duration_s or 0.0)}
-
-
 def _identity(cond: str, digest: str, family: str) -> dict:
     """``run --ruleset``'s conditions: the imported rule set, none (the forwarding reference), or the
     drop reference."""
@@ -997,31 +613,6 @@ def _identity(cond: str, digest: str, family: str) -> dict:
     on = cond == "rules"
     return {"backend": "imported" if on else "none", "layout": "imported" if on else "none",
             "ruleset": {"digest": digest if on else None, "family": family if on else None}}
-
-
-def rate_trial(rec: RunRecord, b: Bed, engine: str, c: TrafficClass, cond: str, k: int, *, count: int,
-               route, backend: str, layout: str, ruleset: dict) -> float | None:
-    """One back-to-back rate trial of class ``c`` (``count`` frames at max, after ``route(c)``):
-    appends the trial (traffic ``ruleset-class``) and returns its rate [packets/s] (None if none)."""
-    route(c)
-    role, argv = send_args(engine, b, c, count=count, rate="max")
-    started = utc_now()
-    error, send = None, {}
-    try:
-        send = _send(b, role, argv)
-    except FwlabError as exc:
-        error = exc.one_line()
-    elapsed = float(send.get("elapsed_s") or 0)
-    offered = int(send.get("offered_count") or 0)
-    rate = offered / elapsed if elapsed and offered else None
-    spec = class_spec(rec, c, cond, k, trial_id=f"{c.class_id}-{cond}-r{k}", traffic="ruleset-class",
-                      backend=backend, layout=layout, duration_s=elapsed)
-    rec.append_trial(trial_record(
-        spec, kind="ruleset-class", started_utc=started,
-        metrics={"tx_pps": rate, "offered_count": offered, "duration_s": elapsed or None,
-                 "ns_per_packet": 1e9 / rate if rate else None},
-        ruleset=ruleset, raw={"engine_send_json": send, "argv": argv}, error=error, extra={"class": c.to_dict()}))
-    return rate
 
 
 # -- configuration ---------------------------------------------------------------------------
