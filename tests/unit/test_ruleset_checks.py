@@ -7,7 +7,7 @@ import pytest
 
 from fwlab.rules.derive import TrafficClass
 from fwlab.rules.imported_model import Packet
-from fwlab.ruleset.arrivals import parse_listing, probe_packets, seen_as, table_text
+from fwlab.ruleset.arrivals import by_link, parse_listing, probe_packets, seen_as, table_text
 from fwlab.ruleset.run import (check_outcome, conditions, leave_out, measured_in, rate_key, reference_of,
                                summarize_costs)
 from fwlab.ruleset.mix import summarize_mix
@@ -21,6 +21,9 @@ LISTING = {"nftables": [
     {"set": {"family": "inet", "name": "icmp4", "table": "fwlab_arrivals", "elem": [
         {"elem": {"val": {"concat": ["198.18.0.1", "10.9.0.1", "destination-unreachable"]},
                   "counter": {"packets": 3}}}]}},
+    {"set": {"family": "inet", "name": "links", "table": "fwlab_arrivals", "elem": [
+        {"elem": {"val": {"concat": ["s0", "tcp"]}, "counter": {"packets": 38}}},
+        {"elem": {"val": {"concat": ["s1", "tcp"]}, "counter": {"packets": 2}}}]}},
     {"set": {"family": "inet", "name": "seen6", "table": "fwlab_arrivals"}}]}
 
 
@@ -29,6 +32,7 @@ def test_arrivals_count_the_probes_protocol_only():
     assert probe_packets(got, "tcp") == 40 and probe_packets(got, "udp") == 5 and probe_packets(got, "icmp") == 3
     seen = seen_as(got, "tcp")
     assert [s["dst"] for s in seen] == ["198.18.1.2", "198.18.1.9"]  # most packets first: a DNAT shows here
+    assert by_link(got, "tcp") == {"s0": 38, "s1": 2} and by_link(got, "udp") == {}
     # ARP, neighbour discovery and MLD never reach the set: only tcp, udp and icmp echo/unreachable
     text = table_text()
     assert "meta l4proto { tcp, udp }" in text and "echo-request" in text and "nd-" not in text

@@ -2,7 +2,8 @@
 
 Owns one small nft table in a bed host's namespace (the client's or the server's, never the DUT's):
 a prerouting chain at priority -500 that puts every arriving tcp, udp or icmp packet into a
-dynamic set keyed by its addresses, protocol and ports, one counter per element. The DUT's own
+dynamic set keyed by its addresses, protocol and ports, and into one keyed by the interface it
+arrived on (which of the DUT's links it took), one counter per element. The DUT's own
 traffic on the link (ARP, IPv6 neighbour discovery and router solicitations, MLD reports) is not
 tcp/udp/icmp and never lands in the set; so a class's *arrived* count is its own packets only,
 never more than were sent (the interface's rx counter, used before, also counted those: a
@@ -29,11 +30,12 @@ def table_text() -> str:
   set seen6 {{ type ipv6_addr . ipv6_addr . inet_proto . inet_service . inet_service; flags dynamic; size 65536; counter; }}
   set icmp4 {{ type ipv4_addr . ipv4_addr . icmp_type; flags dynamic; size 65536; counter; }}
   set icmp6 {{ type ipv6_addr . ipv6_addr . icmpv6_type; flags dynamic; size 65536; counter; }}
+  set links {{ type ifname . inet_proto; flags dynamic; size 1024; counter; }}
   chain pre {{ type filter hook prerouting priority -500; policy accept;
-    meta nfproto ipv4 {_L4} update @seen4 {{ ip saddr . ip daddr . meta l4proto . th sport . th dport }}
-    meta nfproto ipv6 {_L4} update @seen6 {{ ip6 saddr . ip6 daddr . meta l4proto . th sport . th dport }}
-    meta nfproto ipv4 meta l4proto icmp update @icmp4 {{ ip saddr . ip daddr . icmp type }}
-    meta nfproto ipv6 meta l4proto ipv6-icmp icmpv6 type {{ echo-request, echo-reply, destination-unreachable }} update @icmp6 {{ ip6 saddr . ip6 daddr . icmpv6 type }}
+    meta nfproto ipv4 {_L4} update @seen4 {{ ip saddr . ip daddr . meta l4proto . th sport . th dport }} update @links {{ iifname . meta l4proto }}
+    meta nfproto ipv6 {_L4} update @seen6 {{ ip6 saddr . ip6 daddr . meta l4proto . th sport . th dport }} update @links {{ iifname . meta l4proto }}
+    meta nfproto ipv4 meta l4proto icmp update @icmp4 {{ ip saddr . ip daddr . icmp type }} update @links {{ iifname . meta l4proto }}
+    meta nfproto ipv6 meta l4proto ipv6-icmp icmpv6 type {{ echo-request, echo-reply, destination-unreachable }} update @icmp6 {{ ip6 saddr . ip6 daddr . icmpv6 type }} update @links {{ iifname . meta l4proto }}
   }}
 }}
 """
@@ -50,10 +52,12 @@ class Arrival:
     dport: int | None  #: icmp: the icmp type's number when the listing gives one, else None
     packets: int
     icmp_type: str | None = None
+    #: a per-link total (no addresses): the bed host's interface these packets arrived on
+    iface: str | None = None
 
     def to_dict(self) -> dict:
         return {"src": self.src, "dst": self.dst, "proto": self.proto, "sport": self.sport, "dport": self.dport,
-                "icmp_type": self.icmp_type, "packets": self.packets}
+                "icmp_type": self.icmp_type, "iface": self.iface, "packets": self.packets}
 
 
 def parse_listing(text: str) -> list[Arrival]:
@@ -74,6 +78,8 @@ def parse_listing(text: str) -> list[Arrival]:
             elif s["name"].startswith("icmp") and len(vals) == 3:
                 out.append(Arrival(str(vals[0]), str(vals[1]), "icmp" if s["name"] == "icmp4" else "ipv6-icmp",
                                    None, None, pk, icmp_type=str(vals[2])))
+            elif s["name"] == "links" and len(vals) == 2:  # packets per (interface, protocol)
+                out.append(Arrival("", "", str(vals[1]), None, None, pk, iface=str(vals[0])))
     return out
 
 
@@ -88,7 +94,7 @@ class ArrivalCounter:
         self.host.run(["nft", "-f", "-"], ns=self.ns, input=table_text())
 
     def reset(self) -> None:
-        for s in ("seen4", "seen6", "icmp4", "icmp6"):
+        for s in ("seen4", "seen6", "icmp4", "icmp6", "links"):
             self.host.run(["nft", "flush", "set", "inet", TABLE, s], ns=self.ns)
 
     def read(self) -> list[Arrival]:
@@ -119,13 +125,18 @@ def _want(proto: str) -> tuple[str, ...]:
     return ("icmp", "ipv6-icmp") if proto in ("icmp", "icmpv6", "ipv6-icmp") else (proto,)
 
 
+def by_link(arrivals: list[Arrival], proto: str) -> dict[str, int]:
+    """Packets of the probe's protocol per bed-host interface they arrived on."""
+    return {a.iface: a.packets for a in arrivals if a.iface and a.proto in _want(proto)}
+
+
 def probe_packets(arrivals: list[Arrival], proto: str) -> int:
     """How many of ``arrivals`` are the probe's own: every arriving packet of the probe's protocol
     (only the probe sends tcp/udp/icmp into the bed during its window; the addresses may differ from
     those sent when the rule set translates them, which :func:`seen_as` reports)."""
-    return sum(a.packets for a in arrivals if a.proto in _want(proto))
+    return sum(a.packets for a in arrivals if a.proto in _want(proto) and not a.iface)
 
 
 def seen_as(arrivals: list[Arrival], proto: str) -> list[dict]:
     """The probe's packets as the far side saw them (addresses, ports), most packets first."""
-    return [a.to_dict() for a in sorted(arrivals, key=lambda a: -a.packets) if a.proto in _want(proto)]
+    return [a.to_dict() for a in sorted(arrivals, key=lambda a: -a.packets) if a.proto in _want(proto) and not a.iface]

@@ -23,7 +23,7 @@ from fwlab.dut.imported import ImportedFirewall
 from fwlab.errors import FwlabError, RunnerError, SuiteError
 from fwlab.results import RunRecord, trial_record, utc_now
 from fwlab.rules.derive import BedAddresses, TrafficClass
-from fwlab.ruleset.arrivals import ArrivalCounter, probe_packets, quiet, seen_as
+from fwlab.ruleset.arrivals import ArrivalCounter, by_link, probe_packets, quiet, seen_as
 from fwlab.ruleset.established import is_twin, reply_of
 from fwlab.ruleset.interfaces import parse_map
 from fwlab.runners.engine import parse_result, require_engine
@@ -140,15 +140,15 @@ def _route_lines(b: Bed, c: TrafficClass) -> list[tuple[str, str, str]]:
     interface it leaves by (to that side's bed host, which sees every frame at its interface) and its
     source back out of the one it entered by (so a reject's ICMP error goes back to the sender, not
     on to the receiver)."""
-    p, v = c.packet.describe(), c.packet.family
+    p = c.packet.describe()
     to_side, from_side = ("server", "client") if c.direction == "c2s" else ("client", "server")
-    gw = {"client": b.addrs.client[v], "server": b.addrs.server[v]}
     out_if, in_if = b.link(p["oif"], to_side).name, b.link(p["iif"], from_side).name
     want = [(p["dst"], to_side, out_if), (p["src"], from_side, in_if)]
     dnat = getattr(c, "dnat", None)
     if dnat and dnat.get("dst") and dnat["dst"] != p["dst"]:  # the translated destination leaves the same way
         want.append((dnat["dst"], to_side, out_if))
-    return [(a, s, dev) for a, s, dev in want if a != gw[s] or dev != b.names[s]]
+    # the gateways too: a host route through a further link (another class's) must not linger for this one
+    return want
 
 
 class Routes:
@@ -382,13 +382,18 @@ def probe(b: Bed, fw: ImportedFirewall, engine: str, c: TrafficClass, count: int
     status, why = check_class(c.expected, obs, rule_delta, sent, c.rule_id.startswith("policy:"), arrived)
     seen = seen_as(got.far, c.packet.l4proto)
     if status == "match" and obs == "passed":
-        wrong = check_translation(c, seen, b.addrs.dut_own)
+        role = "server" if c.direction == "c2s" else "client"
+        want_if = b.link(c.packet.oif, role).peer
+        links = by_link(got.far, c.packet.l4proto)
+        astray = sum(n for iface, n in links.items() if iface != want_if)
+        wrong = check_translation(c, seen, b.addrs.dut_own) or (
+            f"{astray} of {arrived} arrived through another link than {c.packet.oif}'s" if astray else None)
         if wrong:
             status, why = "mismatch", wrong
     returned = [a.to_dict() for a in got.near]
     return {"class_id": c.class_id, "sent": sent, "arrived": arrived, "observed": obs,
             "expected": c.expected, "rule_counter_delta": rule_delta, "counters_moved": moved,
-            "seen_as": seen, "returned": returned,
+            "seen_as": seen, "arrived_by_link": by_link(got.far, c.packet.l4proto), "returned": returned,
             "returned_packets": sum(a["packets"] for a in returned), "interface_rx_delta": got.interface_rx_delta,
             "status": status, "why": why, "argv": got.argv}
 

@@ -53,7 +53,7 @@ from typing import TextIO
 from fwlab.dut.imported import ImportedFirewall
 from fwlab.errors import FwlabError, SuiteError
 from fwlab.results import RunRecord, trial_record, utc_now
-from fwlab.rules.derive import Derivation, TrafficClass, derive
+from fwlab.rules.derive import BedAddresses, Derivation, TrafficClass, derive
 from fwlab.run.beds import open_bed
 from fwlab.run.header import derived_suite, new_record
 from fwlab.ruleset.established import twins
@@ -103,6 +103,12 @@ def derive_all(model, b: Bed, seed: int = 1) -> Derivation:
                      [n for n, l in b.links.items() if l.role == "server"])
     pairs = [(b.names["client"], b.names["server"])] + [p for p in m.pairs() if p != (b.names["client"],
                                                                                       b.names["server"])]
+    if "client_ifs" in getattr(BedAddresses, "__dataclass_fields__", {}):  # the derivation takes every name itself
+        full = BedAddresses(**{**b.addrs.__dict__, "client_ifs": tuple(m.client), "server_ifs": tuple(m.server)})
+        d = derive(model, full, seed=seed)
+        if not model.base:
+            d.notes.append("the rule set has no chain on the forward path: nothing it holds decides a forwarded packet")
+        return d
     first: Derivation | None = None
     classes: list[TrafficClass] = []
     seen: set[tuple] = set()
@@ -284,6 +290,13 @@ def class_trial_header(bed: Testbed, rate_count: int) -> dict:
             "trial_length": f"{rate_count:,} frames back to back per class and condition"}
 
 
+def covered_by_twins(not_covered: list, est: list[TrafficClass]) -> list:
+    """The derivation's not-covered rules less those an established twin ends at (the
+    ``ct state established`` rules a flow's first packet cannot reach)."""
+    done = {r for c in est for r in c.decided_by}
+    return [n for n in not_covered if n.rule_id not in done]
+
+
 def describe_class(c: TrafficClass) -> str:
     """One class in one line: its packet, where it enters and leaves, and what the rule set does."""
     p = c.packet.describe()
@@ -316,6 +329,7 @@ def dry_run_ruleset(cfg: RulesetRunConfig, out: TextIO) -> int:
         finally:
             fw.flush(b.ctx)
     est, _ = twins(model, deriv.classes)
+    deriv.not_covered = covered_by_twins(deriv.not_covered, est)
     out.write(f"{cfg.ruleset}: {fw.family}, the kernel accepted it in {load_s * 1e3:.1f} ms (a throw-away bed); "
               f"interfaces {', '.join(f'{n}={r}' for n, r in plan.names.items())}\n")
     out.write(f"{len(deriv.classes)} traffic classes" + (f" and {len(est)} established twins" if est else "") + ":\n")
@@ -384,6 +398,8 @@ def run_ruleset(cfg: RulesetRunConfig, out_root: Path, *, log: TextIO | None = s
         rec.save_run()
         try:
             est, no_twin = twins(model, deriv.classes)
+            deriv.not_covered = covered_by_twins(deriv.not_covered, est)
+            imp["derivation"]["not_covered"] = [n.to_dict() for n in deriv.not_covered]
             imp["established"] = {"classes": [c.to_dict() for c in est], "none": no_twin,
                                   "method": "an established twin per udp class the rule set accepts (when it tracks "
                                             "connections): the same packet on its own source port, its flow opened "
