@@ -17,12 +17,13 @@ APT_PKGS := iproute2 iputils-ping nftables iptables ipset iperf3 ethtool procps 
             conntrack
 ENGINE_BIN := engine/target/release/fwlab-engine
 
-.PHONY: demo test deps system-deps venv engine xdp unit netns clean-results netperf help
+.PHONY: demo test deps system-deps venv engine xdp unit netns clean-results netperf help docs
 
 help:
 	@echo "make demo   - install what is missing, build, run the quick suite, print the report path"
 	@echo "make test   - install what is missing, build, run every test (unit + root netns + cargo)"
 	@echo "make netperf - optional: enable Debian non-free and install netperf (changes apt sources)"
+	@echo "make docs   - regenerate docs/suite-reference.md from the suite schema"
 
 demo: deps
 	$(BIN)/fwlab run quick
@@ -37,11 +38,16 @@ unit: venv
 netns: deps
 	$(BIN)/python -m pytest tests/netns -q -rs
 
+# docs/suite-reference.md is generated from the suite schema (tests/unit/test_docs.py checks it)
+docs: venv
+	$(BIN)/python -m fwlab.suites.reference > docs/suite-reference.md
+
 deps: system-deps venv engine xdp
 
 # fwlab's XDP firewall and its loader, compiled with clang into ~/.cache/fwlab (else on first use)
 xdp: venv
 	@$(BIN)/python -c "from fwlab.dut.xdp_build import main; main()"
+	@$(BIN)/python -m fwlab.probes.build
 
 system-deps:
 	@missing=""; for p in $(APT_PKGS); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; done; \

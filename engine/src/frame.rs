@@ -6,11 +6,12 @@
 //! we could control. A template holds every constant byte and the partial
 //! one's-complement sums of the constant words, so per packet only addresses,
 //! ports, seq/timestamp and the two checksums are written.
-//! Owns byte layout only; never touches sockets or clocks.
+//! Owns byte layout and what a frame carries ([`Proto`], one [`Flow`]'s addresses
+//! and ports; profiles walk flows of these); never touches sockets or clocks.
 
 use crate::checksum::{finish, sum16};
 use crate::header::{self, Layout};
-use crate::profile::{Flow, Proto};
+use serde::Serialize;
 
 pub const ETH_HLEN: usize = 14;
 pub const FCS_LEN: usize = 4;
@@ -19,6 +20,87 @@ pub const ETH_P_IPV6: u16 = 0x86DD;
 pub const MAX_FRAME: usize = 9018;
 pub const TTL: u8 = 64;
 pub const TCP_WINDOW: u16 = 64240;
+
+/// Layer-4 protocol of generated packets.
+///
+/// `TcpSynAck` and `TcpAck` carry fixed sequence and acknowledgement numbers
+/// (the same in every packet), so a flow opened by a SYN, a SYN-ACK and an ACK
+/// stays inside conntrack's TCP window for any number of later ACK packets.
+/// `IcmpEcho` is an ICMP (IPv4) or ICMPv6 echo request whose identifier is the
+/// source port and whose sequence number is the packet's sequence number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Proto {
+    Udp,
+    TcpSyn,
+    TcpSynAck { seq: u32, ack: u32 },
+    TcpAck { seq: u32, ack: u32 },
+    IcmpEcho,
+}
+
+fn seq_ack(s: &str, what: &str) -> Result<(u32, u32), String> {
+    let parts: Vec<&str> = s.split(':').collect();
+    if parts.len() != 3 {
+        return Err(format!("proto '{s}': expected {what}:SEQ:ACK"));
+    }
+    let n = |x: &str| x.parse::<u32>().map_err(|_| format!("proto '{s}': '{x}' is not a 32-bit number"));
+    Ok((n(parts[1])?, n(parts[2])?))
+}
+
+impl Proto {
+    pub fn parse(s: &str) -> Result<Proto, String> {
+        match s {
+            "udp" => Ok(Proto::Udp),
+            "tcp-syn" | "tcp_syn" | "syn" => Ok(Proto::TcpSyn),
+            "icmp-echo" | "icmp" | "icmpv6-echo" => Ok(Proto::IcmpEcho),
+            _ if s.starts_with("tcp-synack:") => {
+                let (seq, ack) = seq_ack(s, "tcp-synack")?;
+                Ok(Proto::TcpSynAck { seq, ack })
+            }
+            _ if s.starts_with("tcp-ack:") => {
+                let (seq, ack) = seq_ack(s, "tcp-ack")?;
+                Ok(Proto::TcpAck { seq, ack })
+            }
+            _ => Err(format!(
+                "unknown proto '{s}' (expected udp, tcp-syn, tcp-synack:SEQ:ACK, tcp-ack:SEQ:ACK or icmp-echo)"
+            )),
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Proto::Udp => "udp",
+            Proto::TcpSyn => "tcp-syn",
+            Proto::TcpSynAck { .. } => "tcp-synack",
+            Proto::TcpAck { .. } => "tcp-ack",
+            Proto::IcmpEcho => "icmp-echo",
+        }
+    }
+    /// TCP flags byte (0 for non-TCP).
+    pub fn tcp_flags(self) -> u8 {
+        match self {
+            Proto::TcpSyn => 0x02,
+            Proto::TcpSynAck { .. } => 0x12,
+            Proto::TcpAck { .. } => 0x10,
+            _ => 0,
+        }
+    }
+    /// Fixed (seq, ack) of a SYN-ACK or ACK; None: the seq field counts packets (SYN).
+    pub fn seq_ack(self) -> Option<(u32, u32)> {
+        match self {
+            Proto::TcpSynAck { seq, ack } | Proto::TcpAck { seq, ack } => Some((seq, ack)),
+            _ => None,
+        }
+    }
+}
+
+/// The varying fields of one packet. IPv4 addresses sit in the low 32 bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Flow {
+    pub src: u128,
+    pub dst: u128,
+    pub sport: u16,
+    pub dport: u16,
+}
 
 /// Sizes and offsets of one frame shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

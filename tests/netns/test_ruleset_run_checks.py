@@ -46,7 +46,8 @@ def test_fw4_style_every_class_checked_through_every_named_interface(tmp_path):
     run = _run(tmp_path, "fw4-style.nft", {"br-lan": "client", "pppoe-wan": "server", "wan6": "server"})
     imp = _checked(run)
     classes = {c["class_id"]: c for c in imp["derivation"]["classes"] + imp["established"]["classes"]}
-    assert imp["established"]["classes"]  # fw4 accepts established flows first: every accepted udp/tcp class
+    # fw4 accepts established flows first: established classes (the derivation's, or fwlab's twins)
+    assert any(c["packet"]["ct_state"] == "established" for c in classes.values())
     by_rule = {c["rule_text"]: c for c in classes.values()}
     # the further wan name carries traffic both ways: leaving by it, and entering by it
     out6 = by_rule['oifname "wan6" udp dport 53 counter accept comment "!fw4: lan-dns-via-wan6"']
@@ -127,16 +128,33 @@ def test_bad_interface_map_is_refused_before_anything_is_built(tmp_path):
     assert set(list_fwl_namespaces(LocalHost())) == before
 
 
-def test_no_class_exits_1_and_the_report_shows_what_is_not_covered(tmp_path):
+def test_no_class_exits_1_and_the_report_shows_what_is_not_covered(tmp_path, monkeypatch):
+    """The model finds a path for almost any rule set now (a forward path without a chain is the
+    kernel's own accept), so the derivation is made to leave every class out (as not covered, with the
+    reason): the run loads the rule set for real, sends nothing, exits 1 and its report says why."""
+    import fwlab.ruleset.run as run_mod
+    from fwlab.report import write_report
+    from fwlab.rules.derive import Derivation, NotCovered
+
+    real = run_mod.derive_all
+
+    def none_derived(model, b, seed=1):
+        d = real(model, b, seed)
+        return Derivation([], d.not_covered + [NotCovered(c.rule_id, c.rule_text, "left out by this test")
+                                               for c in d.classes], d.notes, d.sampling)
+
+    monkeypatch.setattr(run_mod, "derive_all", none_derived)
     f = tmp_path / "input-only.nft"
     f.write_text("table inet t {\n  chain input { type filter hook input priority 0; policy drop;\n"
-                 "    tcp dport 22 accept\n  }\n}\n")  # nothing on the forward path
-    cp = _fwlab(["run", "--ruleset", str(f), "--out", str(tmp_path / "r"), "--interfaces",
-                 "eth0=client,eth1=server", "-q"])
-    assert cp.returncode == 1, cp.stdout + cp.stderr
-    assert "no traffic class derived" in cp.stderr
-    report = next((tmp_path / "r").glob("*/report.html")).read_text()
-    assert "No traffic class was derived" in report and "Not covered" in report
+                 "    tcp dport 22 accept\n  }\n}\n")
+    cfg = RulesetRunConfig(ruleset=f, interfaces={"eth0": "client", "eth1": "server"}, interfaces_given=True,
+                           repetitions=1, rate_count=2000, probe_count=20, latency_count=0)
+    rec = run_ruleset(cfg, tmp_path / "r", log=None)
+    code, why = check_outcome(json.loads((rec.path / "run.json").read_text()))
+    assert code == 1 and "no traffic class derived" in why
+    assert rec.trials() == []
+    report = Path(write_report(rec.path)).read_text()
+    assert "No traffic class was derived" in report and "Not covered" in report and "left out by this test" in report
     assert "None" not in report.replace("Nonet", "")
 
 
@@ -161,18 +179,21 @@ def test_established_twins_are_established_on_the_data_path(tmp_path):
                            repetitions=1, rate_count=2000, probe_count=20, latency_count=0)
     run = json.loads((run_ruleset(cfg, tmp_path, log=None).path / "run.json").read_text())
     imp = _checked(run)
-    twins = {c["class_id"]: c for c in imp["established"]["classes"]}
+    every = imp["derivation"]["classes"] + imp["established"]["classes"]
+    twins = {c["class_id"]: c for c in every if c["packet"]["ct_state"] == "established"}
     assert twins, imp["established"]
     probes = {p["class_id"]: p for p in imp["probes"]}
-    for proto, port in (("udp", 6000), ("tcp", 6100)):  # tcp: handshake, then ACKs in its window
-        new = next(c for c in imp["derivation"]["classes"]
-                   if c["packet"]["dport"] == port and c["packet"]["proto"] == proto)
-        twin = twins[new["class_id"] + "e"]
-        assert twin["expected"] == "drop" and twin["packet"]["ct_state"] == "established"
-        assert probes[new["class_id"]]["observed"] == "passed"
+    dropped = [t for t in twins.values() if t["expected"] == "drop"]  # by 'ct state established counter drop'
+    assert dropped, twins
+    for twin in dropped:
+        pk = twin["packet"]
+        new = next(c for c in every if c["packet"]["ct_state"] == "new" and c["packet"]["proto"] == pk["proto"]
+                   and c["packet"]["dport"] == pk["dport"])
+        assert probes[new["class_id"]]["observed"] == "passed"  # the same flow's first packets pass
         assert probes[twin["class_id"]]["observed"] == "dropped"
-        assert probes[twin["class_id"]]["rule_counter_delta"] == 20  # 'ct state established counter drop'
-        assert "tcp-ack:" in " ".join(probes[twin["class_id"]]["argv"]) if proto == "tcp" else True
+        assert probes[twin["class_id"]]["rule_counter_delta"] == 20
+        if pk["proto"] == "tcp":  # handshake, then ACKs in its window
+            assert "tcp-ack:" in " ".join(probes[twin["class_id"]]["argv"])
     assert {c["class_id"] for c in imp["costs"]} >= set(twins)
 
 

@@ -8,7 +8,8 @@ import pytest
 from fwlab.rules.derive import TrafficClass
 from fwlab.rules.imported_model import Packet
 from fwlab.ruleset.arrivals import by_link, parse_listing, probe_packets, seen_as, table_text
-from fwlab.ruleset.run import (check_outcome, conditions, leave_out, measured_in, rate_key, reference_of,
+from fwlab.ruleset.costs import reference_of
+from fwlab.ruleset.run import (check_outcome, conditions, leave_out, measured_in, rate_key,
                                summarize_costs)
 from fwlab.ruleset.mix import summarize_mix
 

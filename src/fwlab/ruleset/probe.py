@@ -21,6 +21,7 @@ from pathlib import Path
 from fwlab.dut.base import DutContext
 from fwlab.dut.imported import ImportedFirewall
 from fwlab.errors import FwlabError, RunnerError, SuiteError
+from fwlab.files import read_text
 from fwlab.results import RunRecord, trial_record, utc_now
 from fwlab.rules.derive import BedAddresses, TrafficClass
 from fwlab.ruleset.arrivals import ArrivalCounter, by_link, probe_packets, quiet, seen_as
@@ -44,12 +45,14 @@ def parse_interfaces(text: str | dict) -> dict[str, str]:
 
 
 def read_input(path: Path, what: str) -> str:
-    try:
-        return path.read_text()
-    except OSError as exc:
-        raise SuiteError(f"cannot read the {what} {path}: {exc.strerror}", fix="give an existing file") from None
-    except UnicodeDecodeError:
-        raise SuiteError(f"the {what} {path} is not text", fix="give nft or iptables-save text") from None
+    """The text of a rule set, ipset file or proposal: a regular file (never a FIFO or device),
+    at most fwlab.files.MAX_INPUT_BYTES, UTF-8; a rule set holds more than comments and blank lines."""
+    text = read_text(path, f"the {what}", SuiteError, fix="give nft or iptables-save text")
+    if what == "rule set" and not any(line.strip() and not line.lstrip().startswith("#")
+                                      for line in text.splitlines()):
+        raise SuiteError(f"the {what} {path} holds no rules (only comments or blank lines)",
+                         fix="give a rule set: nft list ruleset or iptables-save output")
+    return text
 
 
 # -- the bed -------------------------------------------------------------------------------------
@@ -159,7 +162,8 @@ class Routes:
 
     def __init__(self, b: Bed, probes: list[TrafficClass], opener=None):
         self.b = b
-        self.opener = opener  #: opens an established twin's flow before each burst of its packets
+        self.opener = opener  #: opens an established class's flow before each burst of its packets (and with it,
+        #: the DUT's conntrack table is flushed before every burst)
         self.side: dict[str, tuple[str, str]] = {}
         for name, link in b.links.items():
             if name != b.names[link.role]:
@@ -188,8 +192,12 @@ class Routes:
             if self.side.get(addr) != (s, dev):
                 self.b.bed.host.run(["ip", *self._line(addr, s, dev).split()], ns=self.b.ctx.ns)
                 self.side[addr] = (s, dev)
-        if self.opener and is_twin(c):
-            self.opener(c)
+        if self.opener:
+            # every burst starts from an empty conntrack table: a new-flow class's packets are never
+            # taken for an earlier class's flow (established classes may share its addresses and ports)
+            self.b.bed.host.run(["conntrack", "-F"], ns=self.b.ctx.ns, check=False)
+            if is_twin(c):
+                self.opener(c)
 
 
 def open_flow(b: Bed, engine: str, c: TrafficClass) -> None:
