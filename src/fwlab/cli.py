@@ -33,9 +33,15 @@ def cmd_run(args) -> int:
     if not args.resume:
         check_results_root(args.out)  # before anything runs: never /proc, a file, an unwritable place
     ruleset_cfg = _ruleset_config(args)
+    status = 0
     if ruleset_cfg is not None:
-        from fwlab.ruleset.run import run_ruleset
+        from fwlab.ruleset.run import check_outcome, dry_run_ruleset, run_ruleset
+        if args.dry_run:
+            return dry_run_ruleset(ruleset_cfg, sys.stdout)
         rec = run_ruleset(ruleset_cfg, Path(args.out), log=None if args.quiet else sys.stderr)
+        status, why = check_outcome(rec.run)
+        if why:
+            print(why, file=sys.stderr)
     elif args.resume:
         if args.suite or args.quick or args.repetitions is not None or args.duration is not None \
                 or args.link_rate or args.link_delay or args.precision is not None or args.max_repetitions is not None:
@@ -92,7 +98,7 @@ def cmd_run(args) -> int:
     report = write_report(rec.path)
     print_summary(rec.path, sys.stdout)
     print(f"report: {report}")
-    return 0
+    return status
 
 
 def cmd_optimize(args) -> int:

@@ -173,6 +173,8 @@ def render(run: dict, trials: list[TrialRecord], cs: list[Curve], summary_csv_na
     n_err = sum(1 for t in trials if t.error)
     if state is None:
         state = state_without_plan(run, trials)
+    from fwlab.report.overview import trial_length
+
     status_html = table(None, [
         ["status", record_state_html(state)],
         ["trials", f"{n_ok} measured, {n_err} failed, {run.get('plan', {}).get('trials', '?')} planned"],
@@ -180,8 +182,8 @@ def render(run: dict, trials: list[TrialRecord], cs: list[Curve], summary_csv_na
         ["host", esc(f"{host.get('cpu_model')} — {host.get('cpus')} CPUs, "
                      f"{(host.get('memory_kib') or 0) // 1048576} GiB, kernel {host.get('kernel')}")],
         ["fwlab", esc(f"{host.get('fwlab_version')} ({host.get('fwlab_git_revision')})")],
-        ["trial", esc(f"{suite.get('duration_s')} s x {suite.get('repetitions')} repetitions; offloads "
-                      f"{suite.get('offloads')}; pinning {suite.get('pinning')}")],
+        ["trial", esc(f"{trial_length(suite)} x {suite.get('repetitions')} repetitions; offloads "
+                      f"{suite.get('offloads') or 'not recorded'}; pinning {suite.get('pinning') or 'not recorded'}")],
         ["machine-readable", f"<code>trials.jsonl</code>, <code>run.json</code>, <code>{esc(summary_csv_name)}</code>"],
     ], left=2)
 
