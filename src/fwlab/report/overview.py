@@ -15,6 +15,7 @@ from fwlab.stats.ratio import ratio_to_zero
 from fwlab.published.compare import LIMITS
 from fwlab.results.curves import METRIC_INFO, Curve, primary_metric
 from fwlab.results.store import RecordState, state_without_plan
+from fwlab.report import kernel_cost
 from fwlab.report.summary import noise_floor
 from fwlab.results.trial import TrialRecord, as_records
 
@@ -261,7 +262,9 @@ def render_overview(run: dict, trials: list[TrialRecord], cs: list[Curve], publi
     out = ["<h2 id='overview'>Overview</h2><table class='kv'>"]
     out += [f"<tr><th class='l'>{k}</th><td class='l'>{v}</td></tr>" for k, v in rows]
     out.append("</table>")
-    sentences = headline_sentences(cs) + transaction_sentences(trials) + connection_sentences(trials)
+    # the firewall's own time per packet first: timed in the kernel, it is the run's steadiest cost figure
+    sentences = (kernel_cost.sentences(trials) + headline_sentences(cs) + transaction_sentences(trials)
+                 + connection_sentences(trials))
     out.append("<h3>Headline findings</h3>")
     if not state.complete:
         article = "an" if state.status[0] in "aeiou" else "a"
@@ -279,7 +282,8 @@ def render_overview(run: dict, trials: list[TrialRecord], cs: list[Curve], publi
     out.append("<p class='muted'>Percentages are means over repetitions relative to the 0-rule reference "
                "in this run (pooled over layouts that load the same 0-rule set), with a 95 % Fieller "
                "interval that carries the noise of both figures (t, Welch-Satterthwaite degrees of "
-               "freedom). Taken on a shared machine: compare within a run.</p>")
+               "freedom). Taken on a shared machine: compare within a run. Times inside the firewall "
+               "are the in-kernel clock's medians (see <a href='#kernel-cost'>Time inside the firewall</a>).</p>")
     if published_html:
         out.append("<p>This run is set beside a published study: see <a href='#published'>As published</a>.</p>")
     return "\n".join(out)
