@@ -26,6 +26,12 @@ def cmd_run(args) -> int:
     from fwlab.report import prepare, print_summary, write_report
     from fwlab.suites import load_suite
 
+    from fwlab.results.store import check_results_root
+
+    if args.repair and not args.resume:
+        raise FwlabError("--repair goes with --resume DIR", fix="fwlab run --resume DIR --repair")
+    if not args.resume:
+        check_results_root(args.out)  # before anything runs: never /proc, a file, an unwritable place
     ruleset_cfg = _ruleset_config(args)
     if ruleset_cfg is not None:
         from fwlab.ruleset.run import run_ruleset
@@ -42,9 +48,9 @@ def cmd_run(args) -> int:
             from fwlab.testbed.hosts import load_hosts
             hosts, _ = load_hosts(args.hosts)
         if args.dry_run:
-            return _dry_run_resume(Path(args.resume), hosts, args.hosts)
+            return _dry_run_resume(Path(args.resume), hosts, args.hosts, repair=args.repair)
         rec = resume(Path(args.resume), quiet=args.quiet, hosts=hosts,
-                         hosts_origin=str(Path(args.hosts).resolve()) if args.hosts else None)
+                     hosts_origin=str(Path(args.hosts).resolve()) if args.hosts else None, repair=args.repair)
     else:
         if not args.suite:
             raise FwlabError("no suite given", fix="fwlab run SUITE (see 'fwlab list'), or --resume DIR")
@@ -123,9 +129,18 @@ def _ruleset_config(args):
     if args.ruleset:
         if args.suite or args.resume:
             raise FwlabError("--ruleset runs a rule set, not a suite", fix="give either a suite or --ruleset FILE")
+        if args.hosts:
+            raise FwlabError("--ruleset runs in local namespaces only; --hosts is not used by it",
+                             fix="drop --hosts, or run a suite with --hosts")
         return config_from_args(args.ruleset, ipset=args.ipset, interfaces=args.interfaces,
                                 repetitions=args.repetitions, no_rate=args.no_rate, mix=args.mix,
                                 latency_count=args.latency_count)
+    if args.interfaces or args.ipset or args.no_rate:
+        given = ", ".join(f for f, v in (("--interfaces", args.interfaces), ("--ipset", args.ipset),
+                                          ("--no-rate", args.no_rate)) if v)
+        raise FwlabError(f"{given} go{'es' if ',' not in given else ''} with --ruleset FILE, not with a suite",
+                         fix="fwlab run --ruleset FILE " + given.split(",")[0] + " ... (a [ruleset] suite "
+                             "file names its interfaces and ipset itself)")
     if args.mix or args.latency_count is not None:
         raise FwlabError("--mix and --latency-count go with --ruleset FILE",
                          fix="fwlab run --ruleset FILE --mix MIX (a [ruleset] suite takes class_weights / latency_count)")
@@ -171,14 +186,23 @@ def _dry_run(suite, done: set[str] = frozenset(), trials: list[dict] | None = No
     return 0
 
 
-def _dry_run_resume(path: Path, hosts=None, hosts_file: str | None = None) -> int:
+def _dry_run_resume(path: Path, hosts=None, hosts_file: str | None = None, repair: bool = False) -> int:
     """What ``run --resume DIR`` would still run, read from the record without writing to it
-    (with ``--hosts``: checked against the run's hosts first, connecting to none)."""
+    (with ``--hosts``: checked against the run's hosts first, connecting to none; a damaged
+    record is refused as the resume would refuse it, or, with ``--repair``, the lines it would
+    move aside are named)."""
     from fwlab.run.start import resume_hosts_change
     from fwlab.results.record import RunRecord
     from fwlab.suites import parse_suite
 
     rec = RunRecord.open(path)
+    read = rec.read()
+    if why := rec.resume_damage(read):
+        if not repair or read.unreadable:
+            raise FwlabError(f"{path} is damaged: {why}", fix="restore it from a backup" if read.unreadable else
+                             f"fwlab run --resume {path} --repair moves the bad lines to a side file (kept), "
+                             "or restore the record from a backup")
+        print(f"--repair would move aside: {why}")
     parsed = rec.run.get("suite", {}).get("parsed") if isinstance(rec.run.get("suite"), dict) else None
     if not isinstance(parsed, dict):
         raise FwlabError(f"{path}/run.json holds no parsed suite", fix="resume a directory written by 'fwlab run'")
@@ -187,7 +211,7 @@ def _dry_run_resume(path: Path, hosts=None, hosts_file: str | None = None) -> in
         change = resume_hosts_change(rec, suite, hosts, hosts_file)
         print(f"hosts file {hosts_file} matches the run's hosts; it changes "
               + ("; ".join(f"{r}: {', '.join(k)}" for r, k in change["changed"].items()) or "nothing"))
-    return _dry_run(suite, done=rec.finished_ids(), trials=rec.trials())
+    return _dry_run(suite, done={t["trial_id"] for t in read.trials if not t.get("error")}, trials=read.trials)
 
 
 def quick_variant(suite: str) -> str:
@@ -353,12 +377,14 @@ def cmd_export(args) -> int:
 
 def cmd_trend(args) -> int:
     from fwlab.analysis.trend import trend
-    from fwlab.analysis.trend_page import render
+    from fwlab.analysis.trend_page import write_page
+    from fwlab.files import check_output
 
+    if args.out:
+        check_output(args.out, "trend page")  # before the work: never a record's own file
     metric = args.metric or "primary"
     tr = trend(args.runs, metric[0] if len(metric) == 1 else metric, suite=args.suite)
-    out = Path(args.out) if args.out else Path(tr.runs[-1].path).parent / f"trend-{tr.suite}.html"
-    out.write_text(render(tr))
+    out = write_page(tr, args.out)
     if args.json:
         print(json.dumps(tr.to_dict(), indent=1))
         return 0
@@ -545,6 +571,9 @@ def build_parser() -> argparse.ArgumentParser:
                                                    "([hosts.dut] ssh = \"root@host\", ...; docs/remote-hosts.md); with --resume: the "
                                                    "run's hosts reached another way (same roles, ifaces, addresses)")
     r.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    r.add_argument("--repair", action="store_true",
+                   help="with --resume: move trials.jsonl lines that are not trial records to "
+                        "trials.damaged-UTC.jsonl beside it (kept, with their line numbers) and resume")
     r.add_argument("--dry-run", action="store_true",
                    help="print the number of trials, the combinations left out (and why) and a rough "
                         "wall-time estimate; change nothing (with --resume: what is still to run)")

@@ -31,7 +31,7 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 #: the bottom). The longest matching module prefix decides; equal ranks may not import each other.
 RANKS: dict[str, int] = {
     # shared bottom
-    "fwlab": 0, "fwlab.errors": 0, "fwlab.registry": 0, "fwlab.validation": 0,
+    "fwlab": 0, "fwlab.errors": 0, "fwlab.registry": 0, "fwlab.validation": 0, "fwlab.files": 0,
     "fwlab.svgplot": 0,           # figures as reproducible SVG text: the report's and the trend page's
     # pure data and pure algorithms that every layer may read
     "fwlab.rules": 1,             # rule sets: what a suite's layouts mean, generated or imported

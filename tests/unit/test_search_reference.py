@@ -101,3 +101,12 @@ def test_the_reference_runs_through_fwlabs_seam_and_resumes():
     again = model("noisy").build(99)  # another DUT: replayed trials must not reach it
     replay = run_search("csit", again, 1e6, 1e4, ["csit", "csit-pdr"], resume=[t.to_dict() for t in first[0].trials])
     assert not again.calls and [r.throughput_pps for r in replay] == [r.throughput_pps for r in first]
+
+
+def test_the_reference_takes_loads_below_its_own_default_minimum_and_flags_both_ends():
+    from fwlab.search.simulated import FixedCapacity
+
+    assert run_search("csit", FixedCapacity(3000), 5000, 100, "csit")[0].throughput_pps == pytest.approx(3000, rel=0.005)
+    assert run_search("csit", FixedCapacity(30), 5000, 100, "csit")[0].irregular == ("min_load_failed",)
+    top = run_search("csit", FixedCapacity(8000), 5000, 100, "csit")[0]
+    assert top.throughput_pps == 5000 and top.irregular == ("max_load_passed",)

@@ -500,12 +500,25 @@ def _prio(v) -> int:
 
 
 def parse_nft_json(text: str, listing: str | None = None) -> ImportedRuleSet:
+    """The model of ``nft -j list ruleset``'s output; BackendError (one line) for a document
+    that is not one (not JSON, nested too deeply, or of a shape the model cannot walk)."""
     try:
         doc = json.loads(text)
         items = doc["nftables"]
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
-        raise BackendError(f"nft -j list ruleset printed no rule set ({exc})",
-                           fix="check the nftables version (JSON needs nft >= 0.9)") from exc
+        if not isinstance(items, list) or not all(isinstance(it, dict) for it in items):
+            raise TypeError("'nftables' is not a list of objects")
+    except (json.JSONDecodeError, KeyError, TypeError, RecursionError) as exc:
+        raise BackendError(f"nft -j list ruleset printed no rule set ({str(exc)[:120] or type(exc).__name__})",
+                           fix="check the nftables version (JSON needs nft >= 0.9)") from None
+    try:
+        return _parse_items(items, listing)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError) as exc:
+        raise BackendError(f"nft -j list ruleset printed a rule set fwlab cannot read "
+                           f"({type(exc).__name__}: {str(exc)[:120]})",
+                           fix="report this with the output of 'nft -j list ruleset'") from None
+
+
+def _parse_items(items: list, listing: str | None) -> ImportedRuleSet:
     texts = rule_texts(listing) if listing else {}
     sets: dict[tuple, dict] = {}
     chains: dict[str, Chain] = {}

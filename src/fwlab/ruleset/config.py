@@ -90,11 +90,11 @@ def config_from_args(ruleset: str, *, ipset: str | None = None, interfaces: str 
 
 def config_from_suite_file(path: Path, repetitions: int | None = None) -> RulesetRunConfig | None:
     """A suite file whose [ruleset] table names a rule set -> its config; None when it has none."""
-    import tomllib
+    from fwlab.files import loads_toml, read_text
 
     try:
-        data = tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        data = loads_toml(read_text(path, "suite file", SuiteError), "suite file", SuiteError)
+    except SuiteError:
         return None  # the ordinary suite loader reports it
     table = data.get("ruleset")
     if table is None:

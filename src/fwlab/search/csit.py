@@ -107,8 +107,10 @@ def csit_search(log: TrialLog, max_load_pps: float, min_load_pps: float,
                           fix="drop the duplicate goal (the reference keys its results by goal)")
     config = ref.Config()
     config.goals = ref_goals
-    config.max_load = max_load_pps
-    config.min_load = min_load_pps
+    if max_load_pps > config.min_load:  # each setter checks against the other's current value
+        config.max_load, config.min_load = max_load_pps, min_load_pps
+    else:
+        config.min_load, config.max_load = min_load_pps, max_load_pps
     config.search_duration_max = 86_400.0
     config.warmup_duration = None
     seam = _Seam(log, parsed[0].name or "goal0", parsed[0].loss_ratio)

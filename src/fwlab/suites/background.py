@@ -30,7 +30,7 @@ class BackgroundItem(BaseModel):
     """A suite's ``[[background]]`` item: every trial of the suite (or those ``only`` names) runs
     once per rate."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
     kind: Literal["udp_flood", "syn_flood"] = Field(
         description="udp_flood: UDP datagrams to a closed port; syn_flood: TCP SYNs to the server's "

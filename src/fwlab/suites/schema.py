@@ -25,7 +25,23 @@ from fwlab.validation import MAX_PAIRS, check_only_keys, only_matches, parse_del
 class Strict(BaseModel):
     """No unknown keys, no coercion: ``true`` is not a number and ``"3"`` is not an integer."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+
+
+#: the highest target rate a traffic item may ask for [bit/s] (the link rates' own bound)
+MAX_RATE_BPS = 400 * 10**9
+#: list keys of a suite whose entries must be distinct (a repeated entry would plan a trial twice)
+DISTINCT_KEYS = ("mode", "backends", "layouts", "rules", "stateful_shortcut", "ip_versions")
+
+
+def duplicates(values: list) -> list:
+    """The entries that occur more than once in `values`, in first-repeat order."""
+    seen, dup = [], []
+    for v in values:
+        if v in seen and v not in dup:
+            dup.append(v)
+        seen.append(v)
+    return dup
 
 
 #: a suite name becomes part of a directory name under results/: letters, digits, ``_ . -``, at
@@ -84,7 +100,8 @@ class TrafficItem(Strict):
                                     description="run this item in the first N of the suite's repetitions only "
                                                 "(e.g. a long search whose verdict does not hang on the spread); "
                                                 "null = every repetition. Needs fixed repetitions (no precision)")
-    rate_bps: int | None = Field(None, ge=1, description="target rate [bit/s]; null = unlimited")
+    rate_bps: int | None = Field(None, ge=1, le=MAX_RATE_BPS, description="target rate [bit/s] (at most 400 "
+                                 "Gbit/s); null = unlimited")
     rate_pps: float | Literal["max"] | None = Field(
         None, description="kind engine: intended rate [frames/s]; null or \"max\" = the generator's maximum. "
                           "Stored as rate_bps = rate_pps x frame size x 8 (one size only)")
@@ -124,6 +141,8 @@ class TrafficItem(Strict):
     def _sizes(cls, v: list[int | None]) -> list[int | None]:
         if not v:
             raise ValueError("needs at least one size (or null for the tool default)")
+        if dup := duplicates(v):
+            raise ValueError(f"sizes lists {', '.join(map(str, dup))} more than once (each size is planned once)")
         for s in v:
             if s is not None and not 16 <= s <= 65507:
                 raise ValueError(f"size {s} B is outside 16..65507")
@@ -298,6 +317,21 @@ class Suite(Strict):
             if not 0 <= n <= MAX_RULES:
                 raise ValueError(f"rule count {n} is outside 0..{MAX_RULES}")
         return sorted(set(v))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _distinct(cls, data):
+        """A list key naming an entry twice (``mode = ["routed", "routed"]``) is named as such,
+        before the plan would blame two traffic items for the same trial id."""
+        if isinstance(data, dict):
+            for key in DISTINCT_KEYS:
+                v = data.get(key)
+                if isinstance(v, list) and all(isinstance(x, str | int | bool | float) for x in v):
+                    typed = [(type(x), x) for x in v]  # true and 1 are different entries
+                    if dup := duplicates(typed):
+                        raise ValueError(f"{key} lists {', '.join(repr(x) for _, x in dup)} more than once "
+                                         "(each entry is planned once: remove the repeat)")
+        return data
 
     @model_validator(mode="after")
     def _whole(self) -> "Suite":
