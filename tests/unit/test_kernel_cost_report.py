@@ -55,3 +55,11 @@ def test_a_trial_the_probe_could_not_time_is_listed_with_its_reason():
     bad["metrics"].update(fw_missing="the kernel answered EAFNOSUPPORT", fw_p50_ns=None)
     html = "\n".join(render_sections({}, [bad]))
     assert "EAFNOSUPPORT" in html and "Missing" in html
+
+
+def test_the_overview_states_the_in_kernel_findings_first():
+    from fwlab.report.overview import render_overview
+
+    html = render_overview({}, run_lines(), [], [])
+    first = html[html.find("<ul>"):]
+    assert first.startswith("<ul><li>Time inside the firewall") and "href='#kernel-cost'" in html

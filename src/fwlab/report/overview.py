@@ -263,8 +263,8 @@ def render_overview(run: dict, trials: list[TrialRecord], cs: list[Curve], publi
     out += [f"<tr><th class='l'>{k}</th><td class='l'>{v}</td></tr>" for k, v in rows]
     out.append("</table>")
     # the firewall's own time per packet first: timed in the kernel, it is the run's steadiest cost figure
-    sentences = (kernel_cost.sentences(trials) + headline_sentences(cs) + transaction_sentences(trials)
-                 + connection_sentences(trials))
+    in_kernel = kernel_cost.sentences(trials)
+    sentences = in_kernel + headline_sentences(cs) + transaction_sentences(trials) + connection_sentences(trials)
     out.append("<h3>Headline findings</h3>")
     if not state.complete:
         article = "an" if state.status[0] in "aeiou" else "a"
@@ -282,8 +282,9 @@ def render_overview(run: dict, trials: list[TrialRecord], cs: list[Curve], publi
     out.append("<p class='muted'>Percentages are means over repetitions relative to the 0-rule reference "
                "in this run (pooled over layouts that load the same 0-rule set), with a 95 % Fieller "
                "interval that carries the noise of both figures (t, Welch-Satterthwaite degrees of "
-               "freedom). Taken on a shared machine: compare within a run. Times inside the firewall "
-               "are the in-kernel clock's medians (see <a href='#kernel-cost'>Time inside the firewall</a>).</p>")
+               "freedom). Taken on a shared machine: compare within a run."
+               + (" Times inside the firewall are the in-kernel clock's medians (see <a href='#kernel-cost'>Time "
+                  "inside the firewall</a>)." if in_kernel else "") + "</p>")
     if published_html:
         out.append("<p>This run is set beside a published study: see <a href='#published'>As published</a>.</p>")
     return "\n".join(out)
