@@ -193,7 +193,7 @@ class KernelCostRunner(Runner):
     summary = "the firewall's own time per packet, timed in the DUT's kernel (BPF netfilter brackets) at a light load"
     frame_sizes = True
     record_kind = "cost"
-    trial_overhead_s = {"cost": 3.0}  #: loader start and stop twice (pilot and trial), reference install
+    trial_overhead_s = {"cost": 2.0}  #: loader start and stop twice (pilot and trial), reference install (measured 1.5-2.5 s)
 
     def unavailable(self) -> str | None:
         return None  # the probe says per trial why it cannot attach (missing: reason)
