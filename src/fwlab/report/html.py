@@ -11,13 +11,13 @@ import json
 import statistics
 from collections.abc import Callable
 
-from fwlab.stats.ratio import ratio_to_zero
 from fwlab.report import nics, plots
 from fwlab.report.summary import load_times, per_rule_costs
 from fwlab.results.curves import METRIC_INFO, Curve, Point, primary_metric
 from fwlab.results.identity import size_words
 from fwlab.results.store import RecordState, state_without_plan
 from fwlab.stats import RATIO_METHOD
+from fwlab.stats.run_summary import PointSummary, point_summaries
 from fwlab.results.trial import TrialRecord, as_records
 
 CSS = """
@@ -78,43 +78,60 @@ def _rules_table(curves: list[Curve], cell: Callable[[Curve, Point], str]) -> st
     return _table(["configuration"] + [f"{n} rules" for n in ns], rows)
 
 
+def _fig(ps: PointSummary, column: str, text: str) -> str:
+    """A figure's text marked with its summary.csv row and column (``data-fig``), so that a test
+    (tests/unit/test_one_figure.py) can check every figure on the page against the CSV."""
+    return f"<span data-fig='{esc(ps.key())}#{esc(column)}'>{text}</span>"
+
+
 def _pct_table(group: list[Curve]) -> str:
     """Seed 001 Table 1 shape: rate as % of the same curve's 0-rule rate, per rule count."""
     with_rules = [c for c in group if c.k["backend"] != "none"]
     if not with_rules:
         return ""
     what = METRIC_INFO[primary_metric(group[0])][0]
+    by_point = {(ps.curve.key, ps.rules): ps for ps in point_summaries(with_rules)}
 
     def cell(c: Curve, p: Point) -> str:
-        r = ratio_to_zero(c, primary_metric(c), p.rules)
-        if r is None:
+        ps = by_point[(c.key, p.rules)]
+        m = primary_metric(c)
+        s = ps.metrics.get(m)
+        if s is None or s.pct_of_0_rules is None:
             return "–"
-        v, lo, hi = r.pct()
-        ci = f"{lo:.1f}–{hi:.1f}" if lo is not None and hi is not None else "no interval"
-        return f"{v:.1f}<br><span class='muted' title='{esc(r.why or RATIO_METHOD)}'>{ci}</span>"
+        v, lo, hi = s.pct_of_0_rules, s.pct_of_0_rules_ci95_low, s.pct_of_0_rules_ci95_high
+        ci = (_fig(ps, f"{m}_pct_of_0_rules_ci95_low", f"{lo:.1f}") + "–"
+              + _fig(ps, f"{m}_pct_of_0_rules_ci95_high", f"{hi:.1f}")
+              if lo is not None and hi is not None else "no interval")
+        return (_fig(ps, f"{m}_pct_of_0_rules", f"{v:.1f}")
+                + f"<br><span class='muted' title='{esc(s.pct_why or RATIO_METHOD)}'>{ci}</span>")
 
     table = _rules_table(with_rules, cell)
     shared = sorted({" and ".join(c.shared_with) for c in with_rules if c.shared_with})
     note = (f"; the 0-rule reference is pooled over {', '.join(shared)} (the same rule set at 0 rules)"
             if shared else "")
-    return (f"<p class='muted'>{what} as % of the 0-rule {what}: mean of repetitions, below it the 95 % "
+    return (f"<p class='muted'>{what} as % of the 0-rule {what}: mean of repetitions over the 0-rule "
+            f"reference's mean, below it the 95 % "
             f"interval ({RATIO_METHOD}: Fieller's interval carries the noise of both the figure and "
             f"the 0-rule reference; 'no interval' with fewer than 2 repetitions){note}</p>" + table)
 
 
-def _abs_cell(c: Curve, p: Point) -> str:
-    shown = [f"{v * METRIC_INFO[m][2]:.2f} {METRIC_INFO[m][1]}"
-             for m in ("throughput_bps", "rx_pps", "transactions_per_s")
-             if (v := p.median(m)) is not None]
-    txt = "<br>".join(shown) or "–"
-    flags = sorted(set(p.flags))
-    if flags:
-        txt += f"<br><span class='warn' title='{esc(', '.join(flags))}'>⚑</span>"
-    return txt
+def _abs_cells(group: list[Curve]) -> Callable[[Curve, Point], str]:
+    by_point = {(ps.curve.key, ps.rules): ps for ps in point_summaries(group)}
+
+    def cell(c: Curve, p: Point) -> str:
+        ps = by_point[(c.key, p.rules)]
+        shown = [_fig(ps, f"{m}_median", f"{s.median * METRIC_INFO[m][2]:.2f}") + f" {METRIC_INFO[m][1]}"
+                 for m in ("throughput_bps", "rx_pps", "transactions_per_s") if (s := ps.metrics.get(m)) is not None]
+        txt = "<br>".join(shown) or "–"
+        flags = sorted(set(p.flags))
+        if flags:
+            txt += f"<br><span class='warn' title='{esc(', '.join(flags))}'>⚑</span>"
+        return txt
+    return cell
 
 
 def _abs_table(group: list[Curve]) -> str:
-    return _rules_table(group, _abs_cell)
+    return _rules_table(group, _abs_cells(group))
 
 
 LATENCY_COLS = (("min", "min"), ("p50", "p50"), ("p90", "p90"), ("p99", "p99"), ("p999", "p99.9"), ("max", "max"))
