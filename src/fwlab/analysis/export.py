@@ -42,9 +42,11 @@ from typing import Any
 
 import fwlab
 from fwlab.errors import FwlabError
+from fwlab.results.curves import curves
 from fwlab.results.identity import IDENTITY_FIELDS as TRIAL_IDENTITY_FIELDS
 from fwlab.results.record import RunRecord
 from fwlab.results.trial import TrialRecord, as_records
+from fwlab.stats.run_summary import point_summaries
 
 __all__ = [
     "FLENT_FILEFORMAT_VERSION",
@@ -151,8 +153,12 @@ def series_csv(trials: list[TrialRecord]) -> str:
 # --- JSON ------------------------------------------------------------------------------------------
 
 def record_json(rec: RunRecord) -> str:
-    """The record as one JSON document: ``{"run": run.json, "trials": [trial, ...]}``."""
-    return json.dumps({"run": rec.run, "trials": rec.trials()}, indent=1, default=str) + "\n"
+    """The record as one JSON document: ``{"run": run.json, "trials": [trial, ...], "summary":
+    [row, ...]}``, the summary being summary.csv's rows with their ``key``
+    (``fwlab.stats.run_summary``: the values the report shows)."""
+    trials = rec.trials()
+    summary = [{"key": ps.key(), **ps.row()} for ps in point_summaries(curves(trials))]
+    return json.dumps({"run": rec.run, "trials": trials, "summary": summary}, indent=1, default=str) + "\n"
 
 
 # --- flent -----------------------------------------------------------------------------------------

@@ -94,7 +94,21 @@ def summary_document(run_dir: Path) -> dict:
             "suite": suite.get("name") if isinstance(suite, dict) else None,
             "status": rec.run.get("status"), "complete": state.complete, "state": state.sentence(),
             "trials": {"recorded": len(read.trials), "failed": sum(1 for t in read.trials if t.get("error"))},
+            "failures": failures(rec.run, read.trials),
             "figures": [{"key": ps.key(), **_json_safe(ps.row())} for ps in point_summaries(curves(read.trials))]}
+
+
+def failures(run: dict, trials: list[dict]) -> list[str]:
+    """What failed in a record, one line each: a trial that ended with an error, a verdict check
+    of an imported rule set that mismatched (``ruleset_import.probes``), a run marked failed.
+    Empty for a record that measured everything it tried (the CLI's exit status 0; else 1)."""
+    out = [f"trial {t.get('trial_id')}: {' '.join(str(t['error']).splitlines())}" for t in trials if t.get("error")]
+    imp = run.get("ruleset_import") if isinstance(run.get("ruleset_import"), dict) else {}
+    out += [f"verdict check {p.get('class_id')}: {p.get('why')}" for p in imp.get("probes") or []
+            if isinstance(p, dict) and p.get("status") == "mismatch"]
+    if run.get("status") == "failed" and not out:
+        out.append(f"run: {run.get('error') or 'marked failed'}")
+    return out
 
 
 def _json_safe(row: dict) -> dict:
