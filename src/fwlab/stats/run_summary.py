@@ -83,8 +83,10 @@ class PointSummary:
         return row_key({**self.curve.k, "rules": self.rules})
 
     def row(self) -> dict[str, Any]:
-        """The summary.csv row: `SUMMARY_COLUMNS` (absent metrics absent)."""
-        row: dict[str, Any] = {**self.curve.k, "rules": self.rules, "n": self.n, "errors": self.errors}
+        """The summary.csv row: every one of `SUMMARY_COLUMNS`, in order; None where the point
+        has no value (a metric not measured, an interval with one repetition)."""
+        row: dict[str, Any] = dict.fromkeys(SUMMARY_COLUMNS)
+        row.update({**self.curve.k, "rules": self.rules, "n": self.n, "errors": self.errors})
         for m, s in self.metrics.items():
             for stat in SUMMARY_STATS:
                 row[f"{m}_{stat}"] = getattr(s, stat)
