@@ -382,7 +382,7 @@ def cmd_clean(args) -> int:
     from fwlab.testbed import clean_leftovers, require_root
 
     require_root()
-    done = clean_leftovers(force=args.force)
+    done = clean_leftovers(run_id=args.run, force=args.force)
     if args.json:
         _print_json({"removed": done.removed, "kept": done.kept})
         return EXIT_OK
@@ -745,6 +745,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "(/run/fwlab/owners/<run id>.json: pid and start time) when it is built; a "
                                    "bed whose owner still runs is left alone unless --force.")
     c.add_argument("--force", action="store_true", help="remove the namespaces of live runs too (stops them)")
+    c.add_argument("--run", metavar="RUN_ID", help="only the namespaces of this run id (fwl-RUN_ID-*); default: all")
     c.add_argument("--json", action="store_true", help="print one JSON document: removed and kept namespaces")
     c.set_defaults(func=cmd_clean)
 
