@@ -27,6 +27,7 @@ table{border-collapse:collapse;margin:.6em 0;font-size:.88em}td,th{border:1px so
 th{background:#f3f3f3}td.l,th.l{text-align:left}.warn{color:#a15c00}.err{color:#b00}.muted{color:#666}
 .plot svg{max-width:100%;height:auto}code{background:#f5f5f5;padding:0 .2em}details{margin:.5em 0}
 .scroll{overflow-x:auto;max-width:100%}.ok{color:#1a7f37}table.kv td{max-width:60em}h3{font-size:1.05em}
+nav.toc{background:#f7f7f7;border:1px solid #ddd;padding:.4em 1em;margin:1em 0;font-size:.9em}nav.toc ol{margin:.3em 0;columns:2}
 """
 
 
@@ -221,7 +222,7 @@ def render(run: dict, trials: list[TrialRecord], cs: list[Curve], summary_csv_na
                      f"{(host.get('memory_kib') or 0) // 1048576} GiB, kernel {host.get('kernel')}")],
         ["fwlab", esc(f"{host.get('fwlab_version')} ({host.get('fwlab_git_revision')})")],
         ["trial", esc(f"{suite.get('duration_s')} s x {suite.get('repetitions')} repetitions; offloads "
-                      f"{suite.get('offloads')}; pinning {suite.get('pinning')}")],
+                      f"{nics.offloads_text(suite.get('offloads'))}; pinning {nics.pinning_text(suite.get('pinning'))}")],
         ["machine-readable", f"<code>trials.jsonl</code>, <code>run.json</code>, <code>{esc(summary_csv_name)}</code>"],
     ], left=2)
 
@@ -262,6 +263,27 @@ def render(run: dict, trials: list[TrialRecord], cs: list[Curve], summary_csv_na
     parts.append(render_overview(run, trials, cs, top, state=state))
     if state.complete:
         parts.append("<h3>Run</h3>" + status_html)
+    # the answer first: after the headline findings, what one rule costs
+    costs = per_rule_costs(cs)
+    cost: list[str] = []
+    cost.append("<h2>Per-rule cost of linear rule sets</h2>")
+    if costs:
+        cost.append("<p class='muted'>Least-squares fit of 1/rate = a + b·N over all repetitions "
+                     "(rate = received packets/s). b is the cost of one non-matching rule per packet; "
+                     "a the cost of the path with no rules.</p>")
+        cost.append("<p class='muted'>b 95 % interval: ordinary least-squares t interval of the slope "
+                     "(points - 2 degrees of freedom); – with only 2 points.</p>")
+        cost.append(_table(["configuration", "traffic", "b [ns/rule/packet]", "b 95 % interval", "a [ns/packet]",
+                             "r²", "points"],
+                            [[esc(r["curve"]), esc(r["traffic"]), _fmt(r["per_rule_ns"], 2),
+                              "–" if r["per_rule_ns_ci"] is None else
+                              f"{r['per_rule_ns_ci'][0]:.2f}–{r['per_rule_ns_ci'][1]:.2f}",
+                              _fmt(r["base_ns"], 0), _fmt(r["r_squared"], 3), r["points"]] for r in costs], left=2))
+    else:
+        cost.append("<p class='muted'>No linear layout with two or more rule counts and a packet rate.</p>")
+
+    if costs:
+        parts.extend(cost)  # else said further down, where the other sections are
     parts.extend(top)
 
     for tl, group in groups.items():
@@ -279,25 +301,10 @@ def render(run: dict, trials: list[TrialRecord], cs: list[Curve], summary_csv_na
 
     parts.append(render_line_rate(trials))
     parts.append(drawn["cpu"])
-    costs = per_rule_costs(cs)
-    parts.append("<h2>Per-rule cost of linear rule sets</h2>")
-    if costs:
-        parts.append("<p class='muted'>Least-squares fit of 1/rate = a + b·N over all repetitions "
-                     "(rate = received packets/s). b is the cost of one non-matching rule per packet; "
-                     "a the cost of the path with no rules.</p>")
-        parts.append("<p class='muted'>b 95 % interval: ordinary least-squares t interval of the slope "
-                     "(points - 2 degrees of freedom); – with only 2 points.</p>")
-        parts.append(_table(["configuration", "traffic", "b [ns/rule/packet]", "b 95 % interval", "a [ns/packet]",
-                             "r²", "points"],
-                            [[esc(r["curve"]), esc(r["traffic"]), _fmt(r["per_rule_ns"], 2),
-                              "–" if r["per_rule_ns_ci"] is None else
-                              f"{r['per_rule_ns_ci'][0]:.2f}–{r['per_rule_ns_ci'][1]:.2f}",
-                              _fmt(r["base_ns"], 0), _fmt(r["r_squared"], 3), r["points"]] for r in costs], left=2))
-    else:
-        parts.append("<p class='muted'>No linear layout with two or more rule counts and a packet rate.</p>")
-
     from fwlab.report.datapaths import render as render_datapaths
 
+    if not costs:
+        parts.extend(cost)
     parts.append(render_datapaths(run, trials))
     parts.append("<h2>Rule-set load time</h2>")
     for mode in modes:  # one table per mode: routed and bridge rule sets load into different families
@@ -360,4 +367,33 @@ def render(run: dict, trials: list[TrialRecord], cs: list[Curve], summary_csv_na
     parts.append("<details><summary>tool versions</summary><pre>" + esc(json.dumps(host.get("tools", {}), indent=1)) + "</pre></details>")
     parts.append("<details><summary>suite as given</summary><pre>" + esc(run.get("suite", {}).get("toml", "")) + "</pre></details>")
     parts.append("</body></html>")
-    return "\n".join(parts)
+    return with_contents("\n".join(parts))
+
+
+def with_contents(page: str) -> str:
+    """The page with a table of contents after its introduction: one link per section (h2),
+    each section given an id (kept where it has one)."""
+    import re
+
+    used: set[str] = set()
+    entries: list[tuple[str, str]] = []
+
+    def anchor(m: re.Match) -> str:
+        attrs, title = m.group(1) or "", m.group(2)
+        have = re.search(r"id=['\"]([^'\"]+)['\"]", attrs)
+        ident = have.group(1) if have else (re.sub(r"[^a-z0-9]+", "-", html.unescape(re.sub(r"<[^>]+>", "", title)).lower())
+                                            .strip("-") or "section")
+        base, k = ident, 2
+        while ident in used and not have:
+            ident, k = f"{base}-{k}", k + 1
+        used.add(ident)
+        entries.append((ident, re.sub(r"<[^>]+>", "", title)))
+        return m.group(0) if have else f"<h2 id='{ident}'{attrs}>{title}</h2>"
+
+    page = re.sub(r"<h2([^>]*)>(.*?)</h2>", anchor, page, flags=re.S)
+    if len(entries) < 2:
+        return page
+    toc = ("<nav class='toc'><b>Contents</b><ol>"
+           + "".join(f"<li><a href='#{esc(i)}'>{t}</a></li>" for i, t in entries) + "</ol></nav>")
+    at = page.find("</p>", page.find("<h1"))  # after the suite's description
+    return page[:at + 4] + toc + page[at + 4:] if at >= 0 else page
