@@ -77,7 +77,7 @@ def _sigterm_as_interrupt(signum, frame):  # noqa: ARG001
 
 
 def cmd_run(args) -> int:
-    from fwlab.run.executor import resume_run, start_run
+    from fwlab.run.start import resume, start
     from fwlab.report import prepare
     from fwlab.suites import load_suite
 
@@ -100,8 +100,8 @@ def cmd_run(args) -> int:
         if args.dry_run:
             return _dry_run_resume(Path(args.resume), hosts, args.hosts, as_json=args.json)
         with _measuring():
-            rec = resume_run(Path(args.resume), quiet=args.quiet, hosts=hosts,
-                             hosts_origin=str(Path(args.hosts).resolve()) if args.hosts else None)
+            rec = resume(Path(args.resume), quiet=args.quiet, hosts=hosts,
+                         hosts_origin=str(Path(args.hosts).resolve()) if args.hosts else None)
     else:
         if not args.suite:
             raise FwlabError("no suite given", fix="fwlab run SUITE (see 'fwlab list'), or --resume DIR")
@@ -140,7 +140,7 @@ def cmd_run(args) -> int:
         if args.dry_run:
             return _dry_run(suite, as_json=args.json)
         with _measuring():
-            rec = start_run(suite, text, Path(args.out), quiet=args.quiet, hosts=hosts, prepare=prepare)
+            rec = start(suite, text, Path(args.out), quiet=args.quiet, hosts=hosts, prepare=prepare)
     return _finish(rec.path, as_json=args.json)
 
 
@@ -270,7 +270,7 @@ def _dry_run(suite, done: set[str] = frozenset(), trials: list[dict] | None = No
 def _dry_run_resume(path: Path, hosts=None, hosts_file: str | None = None, *, as_json: bool = False) -> int:
     """What ``run --resume DIR`` would still run, read from the record without writing to it
     (with ``--hosts``: checked against the run's hosts first, connecting to none)."""
-    from fwlab.run.executor import resume_hosts_change
+    from fwlab.run.start import resume_hosts_change
     from fwlab.results.record import RunRecord
     from fwlab.suites import parse_suite
 
@@ -406,7 +406,7 @@ def cmd_version(args) -> int:
 
 def cmd_baseline(args) -> int:
     from fwlab.analysis.baseline import baseline_from_runs
-    from fwlab.run.executor import measure_baseline
+    from fwlab.run.baseline import measure_baseline
 
     if args.from_runs:
         if args.suite:
@@ -542,7 +542,7 @@ def cmd_bench_search(args) -> int:
 
 def cmd_bench_precision(args) -> int:
     from fwlab.bench.precision import PrecisionBenchConfig, format_table, run_bench
-    from fwlab.run.executor import start_run
+    from fwlab.run.start import start
     from fwlab.testbed import require_root
 
     rules = None
@@ -558,22 +558,22 @@ def cmd_bench_precision(args) -> int:
     cfg.check()
     require_root()
     with _measuring():
-        res = run_bench(cfg, start_run, log=None if args.quiet else sys.stderr)
+        res = run_bench(cfg, start, log=None if args.quiet else sys.stderr)
     print(json.dumps(res, indent=2) if args.json else format_table(res))
     return 0
 
 
 def cmd_bench_overhead(args) -> int:
     from fwlab.bench.overhead import OverheadConfig, format_table, run_bench
-    from fwlab.run.executor import start_run
+    from fwlab.run.start import start
     from fwlab.testbed import require_root
 
     require_root()
     if args.rounds < 1:
         raise FwlabError("--rounds must be >= 1", fix="e.g. --rounds 1")
-    cfg = OverheadConfig(suite=args.suite, out=Path(args.out), rounds=args.rounds, compare_old=args.compare_old)
+    cfg = OverheadConfig(suite=args.suite, out=Path(args.out), rounds=args.rounds)
     with _measuring():
-        res = run_bench(cfg, start_run, log=None if args.quiet else sys.stderr)
+        res = run_bench(cfg, start, log=None if args.quiet else sys.stderr)
     print(json.dumps(res, indent=2) if args.json else format_table(res))
     return 0
 
@@ -859,9 +859,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      "trial (counter reads, rule-set reads, runner start/stop, waits), per bed "
                                      "(build, reset, loads, teardown) and the report.")
     bo.add_argument("--suite", default="quick", help="suite to run (default quick)")
-    bo.add_argument("--rounds", type=int, default=1, help="runs per contender (default 1)")
-    bo.add_argument("--compare-old", action="store_true",
-                    help="also run the previous per-trial path, alternated with the lean one (A B, B A, ...)")
+    bo.add_argument("--rounds", type=int, default=1, help="runs of the suite (default 1)")
     bo.add_argument("--out", default="results/bench-overhead", help="directory for the runs' records")
     bo.add_argument("--json", action="store_true", help="print one JSON object")
     bo.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
@@ -971,7 +969,7 @@ def main(argv: list[str] | None = None) -> int:
         print("fwlab: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except FwlabError as exc:
-        from fwlab.run.executor import Interrupted
+        from fwlab.run.start import Interrupted
 
         print(f"fwlab: error: {exc.one_line()}", file=sys.stderr)
         if isinstance(exc, Interrupted):

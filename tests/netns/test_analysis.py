@@ -6,7 +6,7 @@ import json
 
 from fwlab import cli
 from fwlab.analysis.compare import ABSOLUTE, compare_runs
-from fwlab.run.executor import start_run
+from fwlab.run.start import start as start_run
 from fwlab.stats import INSUFFICIENT_DATA, NOT_SIGNIFICANT, SIGNIFICANT
 from fwlab.suites import parse_suite
 

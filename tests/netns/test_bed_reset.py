@@ -122,7 +122,7 @@ def test_run_reuses_a_bed_only_after_a_clean_reset_and_records_true_digests(tmp_
     import shutil
     import tomllib
 
-    from fwlab.run.executor import start_run
+    from fwlab.run.start import start as start_run
     from fwlab.suites import parse_suite
 
     if not shutil.which("iperf3"):

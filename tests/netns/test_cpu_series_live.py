@@ -8,7 +8,7 @@ pytestmark = pytest.mark.skipif(find_engine() is None, reason="fwlab-engine is n
 
 
 def test_trial_records_cpu_series_per_role(tmp_path):
-    from fwlab.run.executor import start_run
+    from fwlab.run.start import start as start_run
     from fwlab.report import write_report
     from fwlab.results import RunRecord
     from fwlab.suites import parse_suite

@@ -104,7 +104,7 @@ rate_pps = 20000
 
 
 def test_orchestrated_trial_records_latency(tmp_path):
-    from fwlab.run.executor import start_run
+    from fwlab.run.start import start as start_run
     from fwlab.report import write_report
     from fwlab.suites import load_suite
 

@@ -10,7 +10,7 @@ from fwlab.methods.recovery import ParallelStreams
 
 
 def test_a_failed_parallel_trial_keeps_its_kind(tmp_path, monkeypatch):
-    from fwlab.run.executor import start_run
+    from fwlab.run.start import start as start_run
     from fwlab.report import print_summary
     from fwlab.results import RunRecord
     from fwlab.suites import parse_suite

@@ -9,7 +9,7 @@ import pytest
 
 from fwlab.dut import DutContext, get_backend
 from fwlab.floods.flood import Flood, run_with_background
-from fwlab.floods.model import FloodSpec
+from fwlab.suites.background import FloodSpec
 from fwlab.runners import TrialEnv
 from fwlab.runners.base import Measurement
 from fwlab.runners.engine import find_engine
@@ -80,7 +80,7 @@ def test_a_flood_stops_by_itself():
 
 
 def test_attack_suite_records_flood_counts(tmp_path):
-    from fwlab.run.executor import start_run
+    from fwlab.run.start import start as start_run
     from fwlab.results import RunRecord
     from fwlab.suites import parse_suite
 

@@ -3,7 +3,7 @@ RTT probe, ping (kind rtt) and the engine, each with a per-second series in the 
 
 import pytest
 
-from fwlab.run.executor import start_run
+from fwlab.run.start import start as start_run
 from fwlab.results import RunRecord
 from fwlab.runners.engine import find_engine
 from fwlab.suites import parse_suite

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from fwlab.run.executor import start_run
+from fwlab.run.start import start as start_run
 from fwlab.report import write_report
 from fwlab.runners.engine import find_engine
 from fwlab.stats.latency import decode, distribution, percentile_ns

@@ -130,7 +130,7 @@ def test_a_reused_bed_keeps_its_delay_lines(tmp_path, monkeypatch):
     import shutil
     import tomllib
 
-    from fwlab.run.executor import start_run
+    from fwlab.run.start import start as start_run
     from fwlab.suites import parse_suite
 
     if not shutil.which("iperf3"):

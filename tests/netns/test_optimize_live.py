@@ -15,7 +15,7 @@ from fwlab.dut.imported import ImportedFirewall
 from fwlab.rules.derive import derive
 from fwlab.rules.optimize import union_probes
 from fwlab.ruleset.optimize import OptimizeConfig, live_differences, run_optimize
-from fwlab.ruleset.run import prepare
+from fwlab.ruleset.probe import prepare
 from fwlab.runners.engine import find_engine
 from fwlab.testbed import LocalHost, Testbed, Topology, list_fwl_namespaces, new_run_id
 

@@ -6,7 +6,7 @@ half-width it reached. A resume of the finished record runs nothing more."""
 import json
 import tomllib
 
-from fwlab.run.executor import resume_run, start_run
+from fwlab.run.start import resume as resume_run, start as start_run
 from fwlab.suites import parse_suite
 from record_schema import assert_record_valid
 

@@ -31,7 +31,7 @@ sizes = [64, 512]
 
 
 def test_pauses_end_on_an_idle_bed_and_say_so(tmp_path):
-    from fwlab.run.executor import start_run
+    from fwlab.run.start import start as start_run
     from fwlab.suites import parse_suite
 
     if not shutil.which("iperf3"):

@@ -43,7 +43,7 @@ only = { traffic = ["tcp"] }
 
 
 def test_every_kind_of_a_tiny_suite_fits_its_schema(tmp_path):
-    from fwlab.run.executor import start_run
+    from fwlab.run.start import start as start_run
     from fwlab.suites import load_suite
 
     path = tmp_path / "kinds-tiny.toml"

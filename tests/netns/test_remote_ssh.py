@@ -16,7 +16,7 @@ from probes import tcp_probe, udp_probe
 from sshlab import SshLab, record_local
 from fwlab.dut import DutContext, get_backend
 from fwlab.errors import HostError
-from fwlab.run.executor import start_run
+from fwlab.run.start import start as start_run
 from fwlab.rules import generate
 from fwlab.suites import parse_suite
 from fwlab.testbed import Testbed, Topology, new_run_id

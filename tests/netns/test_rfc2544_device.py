@@ -8,7 +8,7 @@ import json
 import pytest
 
 from fwlab.dut import DutContext, get_backend
-from fwlab.run.executor import start_run
+from fwlab.run.start import start as start_run
 from fwlab.report import write_report
 from fwlab.rules import generate
 from fwlab.runners.engine import EngineMeasurer, find_engine

@@ -12,7 +12,8 @@ import pytest
 
 from fwlab.dut.imported import ImportedFirewall
 from fwlab.rules.derive import derive
-from fwlab.ruleset.run import RulesetRunConfig, prepare, probe, run_ruleset
+from fwlab.ruleset.probe import prepare, probe
+from fwlab.ruleset.run import RulesetRunConfig, run_ruleset
 from fwlab.runners.engine import find_engine
 from fwlab.testbed import LocalHost, Testbed, Topology, list_fwl_namespaces, new_run_id
 

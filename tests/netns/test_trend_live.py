@@ -6,7 +6,7 @@ import json
 
 from fwlab import cli
 from fwlab.analysis.trend import INCONCLUSIVE, trend
-from fwlab.run.executor import start_run
+from fwlab.run.start import start as start_run
 from fwlab.suites import parse_suite
 
 SUITE = """

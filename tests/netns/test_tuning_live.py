@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fwlab.run.executor import start_run
+from fwlab.run.start import start as start_run
 from fwlab.suites import parse_suite
 from fwlab.testbed import Testbed, Topology, new_run_id
 

@@ -28,7 +28,7 @@ def test_connect_metadata_and_clock():
 
 
 def test_one_stream_trial(tmp_path):
-    from fwlab.run.executor import start_run
+    from fwlab.run.start import start as start_run
     from fwlab.suites import parse_suite
     from fwlab.testbed.hosts import load_hosts
 

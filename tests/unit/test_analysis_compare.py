@@ -14,7 +14,7 @@ from goldens import GOLDEN
 
 from fwlab import cli
 from fwlab.analysis.baseline import baseline_from_runs, load_noise
-from fwlab.run.executor import measure_baseline
+from fwlab.run.baseline import measure_baseline
 from fwlab.analysis.compare import ABSOLUTE, RATIO, compare_runs
 from fwlab.analysis.figures import ALL, run_figures
 from fwlab.errors import FwlabError

@@ -59,7 +59,7 @@ def test_bad_input_is_2_runtime_failure_is_1_interrupt_is_130(monkeypatch, capsy
     assert "fwlab: error:" in capsys.readouterr().err
 
     def fails(args):
-        with cli._measuring():  # what cmd_run wraps start_run in
+        with cli._measuring():  # what cmd_run wraps fwlab.run.start.start in
             raise errors.TestbedError("'ip netns add fwl-x-dut' failed (exit 1): File exists", fix="fwlab clean")
 
     def fails_before(args):  # the same class before any traffic (an unknown backend): bad input
@@ -97,13 +97,13 @@ def _record(tmp_path: Path, *, fail: str | None = None) -> Path:
 
 def test_run_exits_1_when_a_trial_failed_and_json_is_one_document(monkeypatch, tmp_path, capsys):
     """cmd_run writes the report and returns 1 when the record holds a failed trial (0 before)."""
-    import fwlab.run.executor as executor
+    import fwlab.run.start as run_start
     from fwlab.results.record import RunRecord
     import fwlab.suites as suites
 
     for fail, code in ((None, 0), ("iperf3 exited 1: connection refused", 1)):
         run = _record(tmp_path / str(code), fail=fail)
-        monkeypatch.setattr(executor, "start_run", lambda *a, run=run, **k: RunRecord.open(run))
+        monkeypatch.setattr(run_start, "start", lambda *a, run=run, **k: RunRecord.open(run))
         monkeypatch.setattr(suites, "check_cpus", lambda suite: None)
         assert cli.main(["run", "quick", "--json", "--out", str(tmp_path)]) == code
         out = capsys.readouterr().out

@@ -299,7 +299,7 @@ def _plan(kind, tool, extra=""):
     ("tcp", "iperf3", _FLOOD, {"dut": _remote("a", ifaces=["eth1", "eth2"])}, "needs every role here"),
 ])
 def test_remote_roles_only_for_tools_that_run_there(kind, tool, extra, hosts, refused):
-    from fwlab.run.executor import check_remote_roles
+    from fwlab.run.preflight import check_remote_roles
     plan, placement = _plan(kind, tool, extra), Placement(parse_hosts({"hosts": hosts}, "t"))
     check_remote_roles(plan, None)  # the namespace bed runs everything
     check_refusal(plan, placement, refused)
@@ -309,7 +309,7 @@ def check_refusal(plan, placement, refused: str | None, *also: str) -> None:
     """`check_remote_roles` lets `plan` through on `placement` (refused None), or refuses it in one
     line naming `refused`, docs/lab.md and every one of `also`."""
     from fwlab.errors import SuiteError
-    from fwlab.run.executor import check_remote_roles
+    from fwlab.run.preflight import check_remote_roles
     if refused is None:
         check_remote_roles(plan, placement)
         return

@@ -1,15 +1,21 @@
 """Layers that hold: the import graph of src/fwlab, derived with ``ast``, has no edge against the
-data flow.
+data flow, no import circle and no private name imported from another module.
 
-The rule (README "Layout"): data flows
+The rule (docs/architecture.md): data flows
 
-    suites -> rules -> testbed -> dut -> search -> runners -> methods -> results -> stats -> published
-           -> analysis | report,   with cli / orchestrate / bench / planning on top,
+    suites -> testbed -> dut -> runners -> methods | floods -> results -> stats -> published
+           -> analysis | report,
 
-and errors / registry / validation / svgplot (and the package root, for its version) a shared bottom. A
-module may import its own package, the bottom, and any layer of a LOWER rank (upstream of it).
-Importing a layer of the same or a higher rank (downstream) is an edge against the flow. Both
-module-level and function-level imports count: an import hidden in a function is still an edge.
+with the rule sets (``rules``, pure data) and the search algorithms (``search``, pure) read by
+all of them, and the run pipeline on top of it all, in its own order: ``run.plan`` (a suite
+against the plug-ins) -> ``run.load``, ``run.preflight``, ``run.progress``, ``run.header``,
+``run.beds`` -> ``run.trial`` -> ``run.executor`` -> ``run.start`` (the one entry point) ->
+``run.baseline``; the rule-set runs (``ruleset``) and the benches (``bench``) on top of the run
+pipeline; the CLI on top of everything. errors / registry / validation / svgplot (and the
+package root, for its version) are a shared bottom. A module may import its own layer, the
+bottom, and any layer of a LOWER rank (upstream of it). Importing a layer of the same or a
+higher rank (downstream) is an edge against the flow. Both module-level and function-level
+imports count: an import hidden in a function is still an edge.
 """
 
 from __future__ import annotations
@@ -21,35 +27,47 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
-#: rank of each layer: a module may import only layers of a lower rank (or its own package, or
+#: rank of each layer: a module may import only layers of a lower rank (or its own layer, or
 #: the bottom). The longest matching module prefix decides; equal ranks may not import each other.
 RANKS: dict[str, int] = {
     # shared bottom
     "fwlab": 0, "fwlab.errors": 0, "fwlab.registry": 0, "fwlab.validation": 0,
     "fwlab.svgplot": 0,           # figures as reproducible SVG text: the report's and the trend page's
-    # the inputs: a suite (its [[background]] flood items are suite data) and the hosts file
-    "fwlab.floods.model": 1, "fwlab.suites": 2,
-    "fwlab.rules": 3,             # rule sets the suite names, loaded by the DUT
-    "fwlab.testbed": 4,           # namespaces, links, hosts, bed services
-    "fwlab.dut": 5,               # firewall backends
-    "fwlab.search": 6,            # search algorithms (pure) the tools' measurers and methods drive
-    "fwlab.runners": 7,           # one module per traffic tool
-    "fwlab.methods": 8,           # test methods built on the tools
-    "fwlab.floods": 8,            # background floods (a method beside a trial)
-    "fwlab.results": 9,           # the record
-    "fwlab.stats": 10,             # statistics over recorded figures
-    "fwlab.published": 11,        # published studies, compared with stats
-    "fwlab.analysis": 12,         # reads results/stats (never the report)
-    "fwlab.report": 12,           # reads results/stats/published
-    # on top: planning a suite against the plug-ins, running it, the CLI, benches
-    "fwlab.run.plan": 13,
-    "fwlab.run.estimate": 14, "fwlab.run.executor": 14, "fwlab.bench": 14, "fwlab.baseline": 14,
-    "fwlab.ruleset.mix": 13,      # the class mix of fwlab run --ruleset: weights, mix figures (stats)
-    "fwlab.ruleset.run": 14,      # fwlab run --ruleset: runs an imported rule set, like orchestrate
-    "fwlab.bench.search": 15,     # runs its suite through the orchestrator
-    "fwlab.ruleset.optimize": 15,  # fwlab optimize: reuses ruleset_run's bed, probes and sends
-    "fwlab.cli": 16,
-    "fwlab.__main__": 17,         # python -m fwlab: the CLI
+    # pure data and pure algorithms that every layer may read
+    "fwlab.rules": 1,             # rule sets: what a suite's layouts mean, generated or imported
+    "fwlab.search": 1,            # search algorithms the tools' measurers and methods drive
+    # the input: a suite (its [[background]] floods and tuning profiles are suite data)
+    "fwlab.suites": 2,
+    "fwlab.testbed": 3,           # namespaces, links, hosts, bed services
+    "fwlab.dut": 4,               # firewall backends
+    "fwlab.runners": 5,           # one module per traffic tool
+    "fwlab.methods": 6,           # test methods built on the tools
+    "fwlab.floods": 6,            # background floods (a method beside a trial)
+    "fwlab.results": 7,           # the record
+    "fwlab.stats": 8,             # statistics over recorded figures
+    "fwlab.published": 9,         # published studies, compared with stats
+    "fwlab.analysis": 10,         # reads results/stats (never the report)
+    "fwlab.report": 10,           # reads results/stats/published
+    # the run pipeline, in its own order
+    "fwlab.run.plan": 11,         # a suite checked against the plug-ins and expanded into trials
+    "fwlab.run.estimate": 12,     # what a plan will cost in time
+    "fwlab.run.preflight": 12,    # checks before anything is built
+    "fwlab.run.progress": 12,     # the progress line
+    "fwlab.run.header": 12,       # the head of every run's record
+    "fwlab.run.beds": 12,         # the one place a test bed is made, and its life between backends
+    "fwlab.run.load": 12,         # a trial's rule set: the generator choice, the load, its reads
+    "fwlab.run.trial": 13,        # one trial -> its record line
+    "fwlab.run.executor": 14,     # the order of work
+    "fwlab.run.start": 15,        # the one entry point: start / resume
+    "fwlab.run.baseline": 16,     # a suite run N times, read back as noise
+    # on top of the run pipeline: imported rule sets, benches
+    "fwlab.ruleset.mix": 16,      # the class mix of fwlab run --ruleset: weights, mix figures (stats)
+    "fwlab.ruleset.probe": 16,    # a derived class's traffic through the DUT: probes, rate trials
+    "fwlab.ruleset.run": 17,      # fwlab run --ruleset (its bed and record head from the run pipeline)
+    "fwlab.ruleset.optimize": 18,  # fwlab optimize: reuses run --ruleset's progress lines
+    "fwlab.bench": 19,            # each bench: its beds from run.beds, its suites through run.start
+    "fwlab.cli": 20,
+    "fwlab.__main__": 21,         # python -m fwlab: the CLI
 }
 BOTTOM = 0
 
@@ -162,3 +180,127 @@ def test_known_exceptions_are_still_real():
 ])
 def test_the_rule_itself(src, dst, expected):
     assert ((src, dst) in against_flow({src: {dst}})) is expected
+
+
+@pytest.mark.parametrize("src,dst,expected", [
+    ("fwlab.run.plan", "fwlab.run.executor", True),       # the pipeline's own order
+    ("fwlab.run.trial", "fwlab.run.start", True),
+    ("fwlab.testbed.bed", "fwlab.run.beds", True),         # a bed never reaches back into the run
+    ("fwlab.run.executor", "fwlab.ruleset.run", True),     # the rule-set run sits on the pipeline
+    ("fwlab.run.start", "fwlab.bench.search", True),
+    ("fwlab.ruleset.run", "fwlab.run.beds", False),
+    ("fwlab.bench.conn", "fwlab.run.beds", False),
+    ("fwlab.results.identity", "fwlab.suites.background", False),  # suite data is upstream
+])
+def test_the_pipelines_order(src, dst, expected):
+    assert ((src, dst) in against_flow({src: {dst}})) is expected
+
+
+def test_every_rank_names_a_module():
+    """No rank for a module that does not exist (a rank kept for a removed module bends nothing
+    but misleads the reader)."""
+    missing = sorted(p for p in RANKS if not is_module(p))
+    assert not missing, f"RANKS names modules that do not exist: {missing}"
+
+
+# -- import circles ---------------------------------------------------------------------------------
+def circles(g: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted.
+
+    An edge from a package's own module to the package's ``__init__`` is not counted: a package
+    face (``__init__`` handing its modules' names on) is imported by its own modules only through
+    those names, which Python resolves without a loop of definitions."""
+    edges = {m: {t for t in ts if t in g and t != m and not (m.startswith(t + ".") and _is_package(t))}
+             for m, ts in g.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+    counter = [0]
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(edges[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return sorted(out)
+
+
+def _is_package(name: str) -> bool:
+    return (SRC.joinpath(*name.split(".")) / "__init__.py").exists()
+
+
+def test_no_import_circle():
+    found = circles(graph())
+    assert not found, "import circles (modules that import each other, directly or round about):\n" + \
+        "\n".join(" <-> ".join(c) for c in found)
+
+
+@pytest.mark.parametrize("g,expected", [
+    ({"fwlab.a": {"fwlab.b"}, "fwlab.b": {"fwlab.a"}}, [["fwlab.a", "fwlab.b"]]),
+    ({"fwlab.a": {"fwlab.b"}, "fwlab.b": {"fwlab.c"}, "fwlab.c": {"fwlab.a"}}, [["fwlab.a", "fwlab.b", "fwlab.c"]]),
+    ({"fwlab.a": {"fwlab.b"}, "fwlab.b": set()}, []),
+])
+def test_circles_finds_loops(g, expected):
+    assert circles(g) == expected
+
+
+# -- private names ----------------------------------------------------------------------------------
+def private_imports(path: Path) -> list[str]:
+    """``from fwlab.x import _name`` in ``path`` where fwlab.x is another module: a private name
+    (one leading underscore, not a dunder) used outside the module that defines it."""
+    mod = module_name(path)
+    package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    out = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        if node.level:
+            base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+            target = ".".join(base + ([node.module] if node.module else []))
+        else:
+            target = node.module or ""
+        if not (target == "fwlab" or target.startswith("fwlab.")) or target == mod:
+            continue
+        for a in node.names:
+            if a.name.startswith("_") and not a.name.startswith("__"):
+                out.append(f"{mod}:{node.lineno} imports {a.name} from {target}")
+    return out
+
+
+def test_no_private_name_imported_across_modules():
+    bad = [line for p in sorted((SRC / "fwlab").rglob("*.py")) for line in private_imports(p)]
+    assert not bad, "private names imported from another module (make them public, or move them):\n" + \
+        "\n".join(bad)
+
+
+def test_private_imports_are_found(tmp_path, monkeypatch):
+    pkg = tmp_path / "fwlab"
+    pkg.mkdir()
+    (pkg / "a.py").write_text("def _x():\n    pass\n")
+    (pkg / "b.py").write_text("from fwlab.a import _x, __version__\nfrom . import a\n")
+    monkeypatch.setattr(f"{__name__}.SRC", tmp_path)
+    assert private_imports(pkg / "b.py") == ["fwlab.b:1 imports _x from fwlab.a"]
+    assert private_imports(pkg / "a.py") == []

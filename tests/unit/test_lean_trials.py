@@ -113,34 +113,20 @@ class FakeBackend:
         return {"permit": self.packets}
 
 
-def _executor(lean):
-    from fwlab.run.executor import Executor
-    return Executor(suite=None, record=None, progress=None, lean=lean)
-
-
 def test_lean_reads_the_rule_set_once_per_trial_and_chains_the_before_side():
+    from fwlab.run.load import LoadedRuleset
+
     be = FakeBackend()
-    ex = _executor(lean=True)
-    load_info = {"digest": "digest-nft ip", "_digest_family": "nft ip",
-                 "_state": RuleState({"permit": 0}, "digest-nft ip")}
-    before1, d_b1, from1 = ex._rule_read(None, be, load_info, "before")
-    after1, d_a1, _ = ex._rule_read(None, be, load_info, "after")
-    before2, _, from2 = ex._rule_read(None, be, load_info, "before")
-    after2, d_a2, _ = ex._rule_read(None, be, load_info, "after")
+    loaded = LoadedRuleset(digest="digest-nft ip", digest_family="nft ip",
+                           state=RuleState({"permit": 0}, "digest-nft ip"))
+    before1, d_b1, from1 = loaded.read(None, be, "before")
+    after1, d_a1, _ = loaded.read(None, be, "after")
+    before2, _, from2 = loaded.read(None, be, "before")
+    after2, d_a2, _ = loaded.read(None, be, "after")
     assert be.reads == 2  # two trials, one read each (the load's read began the first)
     assert (from1, from2) == ("load", "previous trial's after-read")
     assert before1 == {"permit": 0} and before2 == after1 and after2["permit"] == 20
-    assert d_b1 == d_a1 == d_a2 == load_info["digest"]
-
-
-def test_old_path_reads_twice_per_trial():
-    be = FakeBackend()
-    ex = _executor(lean=False)
-    load_info = {"digest": "d", "_digest_family": "nft ip", "_state": RuleState({"permit": 0}, "d")}
-    for side in ("before", "after", "before", "after"):
-        _, digest, how = ex._rule_read(None, be, load_info, side)
-        assert digest is None and how == "read"
-    assert be.reads == 4
+    assert d_b1 == d_a1 == d_a2 == loaded.digest
 
 
 class LinkHost:
@@ -291,7 +277,7 @@ def test_bench_pause_verdict_holds_fails_and_is_undecided():
     assert "1 idle in an older record" in format_table({**res, "runs": [{**run, "pauses": p}]})
 
 
-def test_bench_alternates_contenders_and_reports_the_goal(tmp_path):
+def test_bench_runs_each_round_and_reports_the_goal(tmp_path):
     from fwlab.bench.overhead import OverheadConfig, format_table, run_bench
 
     calls = []
@@ -299,17 +285,17 @@ def test_bench_alternates_contenders_and_reports_the_goal(tmp_path):
     class Rec:
         path = None
 
-    def start_run(suite, text, out, quiet, lean):
-        calls.append(lean)
+    def start_run(suite, text, out, quiet):
+        calls.append(suite.name)
         r = Rec()
         sub = tmp_path / f"r{len(calls)}"
         sub.mkdir()
-        r.path = _record(sub, lean=lean)
+        r.path = _record(sub)
         return r
 
-    res = run_bench(OverheadConfig(rounds=2, compare_old=True, out=tmp_path), start_run,
-                    write_report=lambda p: None)
-    assert calls == [True, False, False, True]  # A B, B A
+    res = run_bench(OverheadConfig(rounds=2, out=tmp_path), start_run, write_report=lambda p: None)
+    assert calls == ["quick", "quick"]  # one run per round
+    assert [r["contender"] for r in res["runs"]] == ["lean", "lean"]
     assert res["suite"] == "quick" and res["wall_over_traffic"] is not None
     assert res["goal_met"] == (res["wall_over_traffic"] <= 1.15)
     assert "wall_over_traffic (lean)" in format_table(res)
@@ -354,7 +340,7 @@ def test_bench_reports_a_failed_contender_as_missing_with_its_reason(tmp_path):
     from fwlab.bench.overhead import OverheadConfig, format_table, run_bench
     from fwlab.errors import FwlabError
 
-    def start_run(suite, text, out, quiet, lean):
+    def start_run(suite, text, out, quiet):
         raise FwlabError("the DUT fell over", fix="none")
 
     res = run_bench(OverheadConfig(out=tmp_path), start_run, write_report=lambda p: None)
@@ -364,7 +350,7 @@ def test_bench_reports_a_failed_contender_as_missing_with_its_reason(tmp_path):
 
 
 def test_progress_line_names_sub_gigabit_rates_in_mbit():
-    from fwlab.run.executor import _fmt_result
+    from fwlab.run.progress import fmt_result as _fmt_result
 
     assert _fmt_result({"throughput_bps": 2.5e9}, None) == "2.50 Gbit/s"
     assert _fmt_result({"throughput_bps": 95.3e6, "rx_pps": 148_800}, None) == "95.3 Mbit/s, 148.8 kpps"

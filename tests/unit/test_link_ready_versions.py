@@ -45,13 +45,10 @@ def test_ip_versions_outside_4_and_6_are_refused(bad):
 
 
 def test_the_run_builds_beds_for_the_suites_ip_versions():
-    from fwlab.run.executor import Executor
+    from fwlab.run.beds import topology
     from fwlab.suites import load_suite
 
     suite, _ = load_suite("quick")
-    ex = Executor.__new__(Executor)
-    ex.suite, ex.placement = suite, None
-    assert ex._topology("routed").ip_versions == tuple(sorted(set(suite.ip_versions)))
+    assert topology(suite, "routed").ip_versions == tuple(sorted(set(suite.ip_versions)))
     six = suite.model_copy(update={"ip_versions": [6, 4]})
-    ex.suite = six
-    assert ex._topology("routed").ip_versions == (4, 6)
+    assert topology(six, "routed").ip_versions == (4, 6)

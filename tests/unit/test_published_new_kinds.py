@@ -17,7 +17,7 @@ import pytest
 from goldens import GOLDEN
 
 from fwlab.floods.flood import flood_metrics
-from fwlab.floods.model import FloodSpec
+from fwlab.suites.background import FloodSpec
 from fwlab.published.compare import (
     INCONCLUSIVE,
     NOT_MEASURED,

@@ -14,7 +14,7 @@ import pytest
 from fwlab.cli import main
 from fwlab.errors import HostError
 from fwlab.floods.flood import Flood
-from fwlab.floods.model import FloodSpec
+from fwlab.suites.background import FloodSpec
 from fwlab.testbed.bed import Testbed
 from fwlab.testbed.host import Spawned
 from fwlab.testbed.hosts import Placement, parse_hosts
@@ -64,7 +64,7 @@ def test_bad_attacker_entries_are_one_line(hosts, words):
 def test_flood_roles(hosts, refused):
     from test_lab_units import _FLOOD, _plan, check_refusal
 
-    from fwlab.run.executor import check_remote_roles
+    from fwlab.run.preflight import check_remote_roles
     placement = Placement(parse_hosts({"hosts": hosts}, "t"))
     check_remote_roles(_plan("tcp", "iperf3"), placement)  # without a flood: not the attacker's business
     check_refusal(_plan("tcp", "iperf3", _FLOOD), placement, refused)

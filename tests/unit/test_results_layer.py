@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from goldens import GOLDEN
-from fwlab.floods.model import FloodSpec
+from fwlab.suites.background import FloodSpec
 from fwlab.results import TrialIdentity, TrialKind, TrialRecord, build_trial
 from fwlab.results.curves import Curve, curves
 from fwlab.results.identity import CURVE_FIELDS, config_label, trial_id

@@ -12,7 +12,7 @@ import pytest
 
 from goldens import GOLDEN
 from fwlab import report
-from fwlab.run import executor as orchestrate
+from fwlab.run import start as orchestrate
 from fwlab.cli import main
 from fwlab.testbed.hosts import Placement, changed_fields, identity_difference
 
@@ -118,7 +118,7 @@ def test_resume_with_a_matching_hosts_file_uses_and_records_it(tmp_path, monkeyp
     # no network: the hosts are not connected, no trial runs (what is tested is which hosts)
     monkeypatch.setattr(Placement, "open", lambda self: self)
     monkeypatch.setattr(orchestrate, "preflight", lambda *a, **k: None)
-    monkeypatch.setattr(orchestrate, "_execute", execute)
+    monkeypatch.setattr(orchestrate, "execute", execute)
     monkeypatch.setattr(report, "write_report", lambda *a, **k: None)  # (seconds; not what is tested)
     assert main(["run", "--resume", str(d), "--hosts", str(f), "-q"]) == 0
     assert used["entries"]["dut"]["ssh"] == "lab@192.0.2.2" and used["entries"]["client"]["ssh"] == "root@192.0.2.1"

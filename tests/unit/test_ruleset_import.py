@@ -11,8 +11,8 @@ from fwlab.rules.derive import BedAddresses, derive
 from fwlab.rules.imported_model import Packet, addr_interval, evaluate, intersect, subtract
 from fwlab.rules.iptables_save import parse_iptables_save, parse_ipset
 from fwlab.rules.nft_json import parse_nft_json
-from fwlab.ruleset.run import (check_class, config_from_suite_file, observed_verdict, parse_interfaces,
-                               summarize_costs)
+from fwlab.ruleset.probe import check_class, observed_verdict, parse_interfaces
+from fwlab.ruleset.run import config_from_suite_file, summarize_costs
 from fwlab.testbed.host import CommandFailed
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -282,7 +282,8 @@ def test_one_class_trial_identity_for_rate_latency_and_optimize():
     imported | none, optimize by layout original | proposal."""
     from types import SimpleNamespace
 
-    from fwlab.ruleset.run import _identity, class_spec
+    from fwlab.ruleset.probe import class_spec
+    from fwlab.ruleset.run import _identity
 
     c = derive(parse_iptables_save("*filter\n:FORWARD DROP [0:0]\n-A FORWARD -p udp -j ACCEPT\nCOMMIT\n", 4),
                BED).classes[0]

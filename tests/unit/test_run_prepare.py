@@ -68,9 +68,11 @@ def test_a_trial_waits_for_prepare_before_anything_else(monkeypatch):
         seen.append(list(done))
         raise Stop
 
-    monkeypatch.setattr(orch, "get_runner", get_runner)
+    import fwlab.run.trial
+    monkeypatch.setattr(fwlab.run.trial, "get_runner", get_runner)
     ex = executor(work)
     ex._start_prepare()
+    ex.suite, ex.pacing = None, None
     with pytest.raises(Stop):
-        ex._trial(None, None, type("Spec", (), {"tool": "iperf3"})(), {}, {})
+        ex._trial(None, None, type("Spec", (), {"tool": "iperf3"})(), None, {})
     assert seen == [[True]]

@@ -210,7 +210,7 @@ def test_cli_bad_arguments_are_one_line_and_exit_2(args, capsys):
 
 def test_the_orchestrator_takes_an_order_of_the_same_trials_only():
     from fwlab.errors import FwlabError
-    from fwlab.run.executor import _reordered
+    from fwlab.run.start import _reordered
     from fwlab.run.plan import Plan
 
     trials = plan(SearchBenchConfig(rounds=2))

@@ -67,8 +67,8 @@ def test_run_quick_loads_the_quick_suite(monkeypatch, tmp_path):
         seen["name"] = suite.name
         raise FwlabError("stop here", fix="-")
 
-    import fwlab.run.executor
-    monkeypatch.setattr(fwlab.run.executor, "start_run", fake_start_run)
+    import fwlab.run.start
+    monkeypatch.setattr(fwlab.run.start, "start", fake_start_run)
     rc = cli.main(["run", "seed-003", "--quick", "--out", str(tmp_path), "-q"])
     assert rc == cli.EXIT_USAGE and seen["name"] == "seed-003-quick"
     assert cli.main(["run", "rule-scaling", "--quick", "--out", str(tmp_path)]) == cli.EXIT_USAGE

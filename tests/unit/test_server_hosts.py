@@ -92,7 +92,7 @@ def test_a_bad_server_host_in_a_hosts_file_is_one_line_and_exit_2(tmp_path, caps
 def test_tools_that_split_across_generators_are_refused_with_server_hosts(kind, tool, refused):
     from test_lab_units import _plan, check_refusal
 
-    from fwlab.run.executor import check_remote_roles
+    from fwlab.run.preflight import check_remote_roles
     plan = _plan(kind, tool)
     check_remote_roles(plan, Placement(parse_hosts({"hosts": _lab(1, clients=2)}, "t")))  # one server: the split
     check_refusal(plan, Placement(parse_hosts({"hosts": _lab(2)}, "t")), refused, "server2")

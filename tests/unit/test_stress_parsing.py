@@ -6,7 +6,7 @@ from goldens import GOLDEN
 
 from fwlab.errors import RunnerError
 from fwlab.floods.flood import dut_drops, flood_args, flood_metrics, parse_counter_json
-from fwlab.floods.model import BackgroundItem, FloodSpec
+from fwlab.suites.background import BackgroundItem, FloodSpec
 from fwlab.runners import TrafficSpec
 from fwlab.runners.iperf3 import build_client_args, combine, parse_json, split_streams
 from fwlab.testbed.linkseries import as_stream_series, rates

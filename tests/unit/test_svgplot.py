@@ -26,6 +26,6 @@ def test_one_copy_serves_the_report_and_the_trend_page():
     from fwlab.analysis import trend_page
     from fwlab.report import plots
 
-    assert trend_page.figure_svg is figure_svg and plots._svg is figure_svg
+    assert trend_page.figure_svg is figure_svg and plots.svg is figure_svg
     salted = sorted(str(p.relative_to(SRC)) for p in SRC.rglob("*.py") if "svg.hashsalt" in p.read_text())
     assert salted == ["svgplot.py"]

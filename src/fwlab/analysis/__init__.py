@@ -6,5 +6,5 @@ repeated baseline runs (`baseline`), the comparison of two runs (`compare`) and 
 jumpavg (`trend`, page in `trend_page`), loading a record for notebooks and pandas (`load`) and the export of a record to CSV, JSON, long-format series and flent's
 `.flent.gz` format (`export`). Reads records only through `fwlab.results.record`; the
 statistics themselves live in `fwlab.stats`. Never touches the test bed, firewalls or traffic,
-and never runs a suite (`fwlab.run.executor.measure_baseline` runs the N runs of a baseline).
+and never runs a suite (`fwlab.run.baseline.measure_baseline` runs the N runs of a baseline).
 """

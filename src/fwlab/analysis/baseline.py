@@ -4,7 +4,7 @@ Owns: building a `fwlab.stats.NoiseModel` over the per-run medians of each figur
 runs of the base system give each figure's spread), the baseline file
 ``baseline-<suite>-<UTC>.json`` (the model plus the run directories it came from) and reading it
 back. `baseline_from_runs` only reads existing records; running the N runs is the orchestrator's
-(`fwlab.run.executor.measure_baseline`). Never touches: the test bed or firewalls
+(`fwlab.run.baseline.measure_baseline`). Never touches: the test bed or firewalls
 directly, plots, the CLI.
 
 Every metric of every figure is modelled (not only the primary one), so a later comparison can

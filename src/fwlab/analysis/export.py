@@ -48,8 +48,8 @@ from typing import Any
 
 import fwlab
 from fwlab.errors import FwlabError
+from fwlab.analysis.load import IDENTITY_FIELDS, SERIES_COLUMNS, series_rows
 from fwlab.results.curves import curves
-from fwlab.results.identity import IDENTITY_FIELDS as TRIAL_IDENTITY_FIELDS
 from fwlab.results.record import RunRecord
 from fwlab.results.trial import TrialRecord, as_records
 from fwlab.stats.run_summary import point_summaries
@@ -73,9 +73,6 @@ __all__ = [
 
 FORMATS = ("csv", "json", "flent", "series")
 
-#: identity and per-trial scalar fields, in CSV column order (docs/record-format.md)
-IDENTITY_FIELDS = (("kind", "trial_id") + tuple(f for f in TRIAL_IDENTITY_FIELDS if f not in ("options", "background"))
-                   + ("started_utc", "ended_utc", "ruleset_digest", "ruleset_family", "rule_load_s"))
 
 FLENT_FILEFORMAT_VERSION = 3
 """The version we write; `read_flent` also reads 4 (flent 2.x), which has the same layout."""
@@ -152,7 +149,6 @@ def trials_csv(trials: list[TrialRecord]) -> str:
 def series_csv(trials: list[TrialRecord]) -> str:
     """Long-format CSV of every trial's per-interval series: ``trial_id,t_s,field,value``, one row
     per sample and field (`fwlab.analysis.load.series_rows`)."""
-    from fwlab.analysis.load import SERIES_COLUMNS, series_rows
 
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fwlab.errors import FwlabError
-from fwlab.floods.model import FloodSpec
+from fwlab.suites.background import FloodSpec
 from fwlab.results.curves import CURVE_FIELDS, METRICS, Curve, curves, primary_metric
 from fwlab.results.identity import rate_id
 from fwlab.results.record import RunRecord

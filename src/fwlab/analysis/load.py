@@ -19,15 +19,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fwlab.analysis.export import IDENTITY_FIELDS
 from fwlab.errors import FwlabError
 from fwlab.results.curves import curves
+from fwlab.results.identity import IDENTITY_FIELDS as TRIAL_IDENTITY_FIELDS
 from fwlab.results.record import RunRecord
 from fwlab.results.trial import TrialRecord, as_records
 from fwlab.stats.run_summary import SUMMARY_COLUMNS, point_summaries
 
 __all__ = ["IDENTITY_FIELDS", "SERIES_COLUMNS", "Run", "Trial", "load", "series_rows", "trial_row"]
 
+#: identity and per-trial scalar fields, in CSV column order (docs/record-format.md)
+IDENTITY_FIELDS = (("kind", "trial_id") + tuple(f for f in TRIAL_IDENTITY_FIELDS if f not in ("options", "background"))
+                   + ("started_utc", "ended_utc", "ruleset_digest", "ruleset_family", "rule_load_s"))
 SERIES_COLUMNS = ("trial_id", "t_s", "field", "value")
 """Columns of the long-format series table."""
 

@@ -47,10 +47,11 @@ from typing import TextIO
 
 from fwlab.dut import DutContext, get_backend
 from fwlab.rules import generate
+from fwlab.run.beds import open_bed
 from fwlab.runners import conn
 from fwlab.stats import summarize
 from fwlab.stats.ratio import ratio_interval
-from fwlab.testbed import Testbed, Topology, new_run_id
+from fwlab.testbed import Testbed
 
 GOAL_RATIO = 2.0  #: issue 18: the connection client opens >= 2 x the old client's rate
 DIRECT_CONTENDERS = ("baseline", "lean")
@@ -143,7 +144,7 @@ def engine_processes(o: dict) -> int:
 def _bed_rounds(mode: str, cfg: ConnBenchConfig, opts: dict[str, dict], names: tuple[str, ...],
                 say) -> list[dict]:
     rounds: list[dict] = []
-    with Testbed(Topology(run_id=new_run_id(), mode=mode)) as bed:
+    with open_bed(mode) as bed:
         plan = bed.topo.plan
         if bed.topo.has_dut:
             ctx = DutContext(bed.host, bed.ns("dut"), "routed")

@@ -37,7 +37,8 @@ from typing import TextIO
 
 from fwlab.errors import FwlabError
 from fwlab.runners import engine as eng
-from fwlab.testbed import Testbed, Topology, new_run_id, require_tool
+from fwlab.run.beds import open_bed
+from fwlab.testbed import Testbed, require_tool
 from fwlab.testbed.host import Spawned
 
 XDP_SOURCE = Path(__file__).resolve().parent / "xdp_drop.c"
@@ -326,7 +327,7 @@ def run_bench(cfg: BenchConfig, log: TextIO | None = sys.stderr) -> dict:
     load_before = os.getloadavg()
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     with tempfile.TemporaryDirectory(prefix="fwlab-bench-") as work, \
-            Testbed(Topology(run_id=new_run_id(), mode="routed")) as bed:
+            open_bed("routed") as bed:
         topo = bed.topo
         # A permanent neighbour for the DUT: while XDP drops everything, ARP cannot refresh it.
         bed.sh("client", "ip", "neigh", "replace", topo.plan.dut_client_side4, "lladdr",

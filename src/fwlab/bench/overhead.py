@@ -6,13 +6,10 @@ record keeps (fwlab.results.overhead: per trial ``extra.overhead_s``, per bed
 ``beds[].overhead_s``, per run ``overhead_s``) into one breakdown; the time no phase accounts
 for is shown as ``unaccounted`` (preflight, planning, record creation, progress). The figure is
 ``wall_over_traffic`` = wall time / the trials' traffic time (their ``duration_s``), bed builds
-and the report included; the goal (issue 18) is <= 1.15. With ``--compare-old`` the previous
-per-trial path (``lean=False``: every interface read on its own, the rule set read twice per
-trial, the pause after the bookkeeping, a fresh bed per backend) runs as a contender, alternated
-with the lean path round by round (A B, B A, ...). It is the previous path's shape, not main's
-code: its reads use today's parsers (nftables' text listing, where main read JSON, which is
-slower at 10,000 rules), so it understates what the lean path saves against main. Figures depend on the machine and its load,
-which the result records; nothing here asserts a figure.
+and the report included; the goal (issue 18) is <= 1.15. The run's path is the lean one (the only
+one since the previous per-trial path went); the contender keeps its name ``lean`` in the result
+and the table. Figures depend on the machine and its load, which the result records; nothing
+here asserts a figure.
 """
 
 from __future__ import annotations
@@ -37,8 +34,7 @@ GOAL = 1.15  #: issue 18's goal for wall_over_traffic on quick
 class OverheadConfig:
     suite: str = "quick"
     out: Path = Path("results/bench-overhead")
-    rounds: int = 1  #: runs per contender
-    compare_old: bool = False  #: also run the previous path, alternated with the lean one
+    rounds: int = 1  #: runs of the suite
 
 
 def _trials(run_dir: Path) -> tuple[dict, list[TrialRecord]]:
@@ -137,16 +133,16 @@ def _machine() -> dict:
 
 def run_bench(cfg: OverheadConfig, start_run: Callable, log: TextIO | None = None,
               write_report: Callable | None = None) -> dict:
-    """Run the suite ``cfg.rounds`` times per contender (root, real traffic) and summarize each.
-    ``start_run`` is fwlab.run.executor.start_run (the CLI passes it: the benches and the
-    orchestrator are one layer); ``write_report`` defaults to fwlab's own."""
+    """Run the suite ``cfg.rounds`` times (root, real traffic) and summarize each. ``start_run``
+    is :func:`fwlab.run.start.start` (the CLI passes it; a test passes a stand-in);
+    ``write_report`` defaults to fwlab's own."""
     from fwlab.suites import load_suite
 
     prepare = None
     if write_report is None:  # fwlab run's report, prepared beside the first bed's set-up as there
         from fwlab.report import prepare, write_report
     suite, text = load_suite(cfg.suite)
-    contenders = ["lean", "old"] if cfg.compare_old else ["lean"]
+    contenders = ["lean"]
     runs = []
     machine_before = _machine()
     for k in range(cfg.rounds):
@@ -158,7 +154,7 @@ def run_bench(cfg: OverheadConfig, start_run: Callable, log: TextIO | None = Non
                 log.flush()
             t0 = time.monotonic()
             try:
-                rec = start_run(suite, text, Path(cfg.out), quiet=log is None, lean=name == "lean",
+                rec = start_run(suite, text, Path(cfg.out), quiet=log is None,
                                 **({"prepare": prepare} if prepare is not None else {}))
                 t1 = time.monotonic()
                 write_report(rec.path)
@@ -219,6 +215,4 @@ def format_table(res: dict) -> str:
     w = res.get("wall_over_traffic")
     lines.append(f"\nwall_over_traffic (lean) = {w}: goal {'met' if res.get('goal_met') else 'not met'}"
                  if w is not None else "\nwall_over_traffic: missing (no traffic time recorded)")
-    if res.get("old_wall_over_traffic") is not None:
-        lines.append(f"old path: {res['old_wall_over_traffic']}")
     return "\n".join(lines)

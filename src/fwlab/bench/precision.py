@@ -11,8 +11,7 @@ Figures that did not reach the precision are listed with the half-width they rea
 By default the bench runs a slice of quick: rule counts 0 and 1000 of both layouts and both
 traffic items (8 of quick's 16 figures), so that fixed + adaptive stays within about 8 minutes of
 the shared live lock here; ``rules=None`` runs every rule count of quick. Runs a suite through a
-function handed in (the CLI gives it ``fwlab.run.executor.start_run``): benches and the
-orchestrator are one layer and do not import each other.
+function handed in (the CLI gives it ``fwlab.run.start.start``; a test gives a stand-in).
 """
 
 from __future__ import annotations

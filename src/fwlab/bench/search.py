@@ -5,7 +5,7 @@ count, one ``rfc2544`` throughput item per search), the ABBA order of its trials
 record back into the comparison: each contender's trial seconds, their ratio, both results and
 whether the results' gap lies within the DUT's measured noise.
 It has no bed, DUT or trial loop of its own: the suite runs through the orchestrator exactly as
-``fwlab run`` runs it (:func:`fwlab.run.executor.start_run`, the ``rfc2544`` method), so a bench
+``fwlab run`` runs it (:func:`fwlab.run.start.start`, the ``rfc2544`` method), so a bench
 search and a suite search are the same thing, and the bench leaves an ordinary run record
 (``fwlab report`` reads it) and prints the suite it ran (``fwlab run`` takes it).
 
@@ -573,13 +573,13 @@ def run_bench(cfg: SearchBenchConfig, out_root: Path | str = "results", log: Tex
     """Run the bench's suite through the orchestrator (root, real traffic) and compare."""
     import time
 
-    from fwlab.run.executor import start_run  # the one orchestrator (needs the test bed layers)
+    from fwlab.run.start import start  # the one entry point of the run pipeline
 
     data = suite_data(cfg)
     text = suite_toml(data)
     suite = parse_suite(tomllib.loads(text), "of fwlab bench search")
     t0 = time.monotonic()
-    rec = start_run(suite, text, Path(out_root), quiet=log is None, order=abba)
+    rec = start(suite, text, Path(out_root), quiet=log is None, order=abba)
     wall = time.monotonic() - t0
     runs = runs_from_records(rec.records(kind="rfc2544"))
     bed = (rec.run.get("beds") or [{}])[0]

@@ -212,7 +212,7 @@ class CommandBackend(Backend):
 
     @property
     def tools(self) -> tuple[str, ...]:  # type: ignore[override]
-        # checked on the DUT host, and only for a backend the plan keeps (see orchestrate.preflight)
+        # checked on the DUT host, and only for a backend the plan keeps (see fwlab.run.preflight)
         return tuple(self.fw.tools)
 
     @cached_property

@@ -24,7 +24,7 @@ import time
 from typing import TYPE_CHECKING, Callable
 
 from fwlab.errors import RunnerError
-from fwlab.floods.model import ENGINE_PROTO, FloodSpec
+from fwlab.suites.background import ENGINE_PROTO, FloodSpec
 from fwlab.runners.base import Measurement
 from fwlab.runners.engine import engine_on, parse_result
 

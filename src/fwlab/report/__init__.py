@@ -38,7 +38,7 @@ def write_report(run_dir: Path, appendix_html: str | None = None) -> Path:
 
 def prepare() -> None:
     """Import what :func:`write_report` draws with (the plotting library: about a second of CPU),
-    so that a run can do it beside its first bed's set-up (``start_run(prepare=...)``)."""
+    so that a run can do it beside its first bed's set-up (``fwlab.run.start.start(prepare=...)``)."""
     from fwlab.report import cpu, html, parallel  # noqa: F401
 
 

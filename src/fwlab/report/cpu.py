@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 import statistics
 
-from fwlab.report.plots import _svg, plt
+from fwlab.report.plots import plt, svg
 from fwlab.report.timeseries import config_label, traffic_name
 from fwlab.results.trial import TrialRecord, as_records
 
@@ -75,7 +75,7 @@ def _figure(title: str, lines: list[tuple[str, dict]]) -> str | None:
     axes[-1].legend(fontsize=7, loc="best")
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    return _svg(fig)
+    return svg(fig)
 
 
 def _traffic_key(t: TrialRecord) -> str:
@@ -110,10 +110,10 @@ def render(trials: list[TrialRecord]) -> str:
              "the table gives each configuration's per-trial means, median over repetitions and range.</p>"]
     rows = []
     for tn, by_cfg in groups.items():
-        svg = _figure(f"{tn}: CPU busy per role", [(cfg, _median_rep(ts).extra["cpu_series"])
+        picture = _figure(f"{tn}: CPU busy per role", [(cfg, _median_rep(ts).extra["cpu_series"])
                                                     for cfg, ts in by_cfg.items()])
-        if svg:
-            parts.append(f"<div class='plot'>{svg}</div>")
+        if picture:
+            parts.append(f"<div class='plot'>{picture}</div>")
         for cfg, ts in by_cfg.items():
             cells = []
             for role in ROLES:

@@ -12,6 +12,7 @@ import statistics
 from collections.abc import Callable
 
 from fwlab.report import nics, plots
+from fwlab.report.markup import esc, fmt, table
 from fwlab.report.summary import load_times, per_rule_costs
 from fwlab.results.curves import METRIC_INFO, Curve, Point, primary_metric
 from fwlab.results.identity import size_words
@@ -31,33 +32,9 @@ nav.toc{background:#f7f7f7;border:1px solid #ddd;padding:.4em 1em;margin:1em 0;f
 """
 
 
-def esc(x) -> str:
-    return html.escape(str(x))
-
-
-def _fmt(v, digits=1):
-    if v is None:
-        return "–"
-    return f"{v:.{digits}f}"
-
-
 def _rate_text(label: str, metric: str, value: float) -> str:
     name, unit, scale = METRIC_INFO.get(metric, (metric, "", 1.0))
     return f"{label}: {value * scale:.4g} {unit}".strip()
-
-
-def _table(headers: list[str] | None, rows: list[list], left: int = 1) -> str:
-    """An HTML table; ``headers`` None for a key-value table without a header row."""
-    out = ["<div class='scroll'><table>"]
-    if headers:
-        out.append("<tr>")
-        out += [f"<th class='l'>{esc(h)}</th>" if i < left else f"<th>{esc(h)}</th>" for i, h in enumerate(headers)]
-        out.append("</tr>")
-    for r in rows:
-        out.append("<tr>" + "".join(f"<td class='l'>{c}</td>" if i < left else f"<td>{c}</td>"
-                                    for i, c in enumerate(r)) + "</tr>")
-    out.append("</table></div>")
-    return "".join(out)
 
 
 def _rules_table(curves: list[Curve], cell: Callable[[Curve, Point], str]) -> str:
@@ -76,7 +53,7 @@ def _rules_table(curves: list[Curve], cell: Callable[[Curve, Point], str]) -> st
             else:
                 cells.append(cell(c, p))
         rows.append(cells)
-    return _table(["configuration"] + [f"{n} rules" for n in ns], rows)
+    return table(["configuration"] + [f"{n} rules" for n in ns], rows)
 
 
 def _fig(ps: PointSummary, column: str, text: str) -> str:
@@ -106,14 +83,14 @@ def _pct_table(group: list[Curve]) -> str:
         return (_fig(ps, f"{m}_pct_of_0_rules", f"{v:.1f}")
                 + f"<br><span class='muted' title='{esc(s.pct_why or RATIO_METHOD)}'>{ci}</span>")
 
-    table = _rules_table(with_rules, cell)
+    tbl = _rules_table(with_rules, cell)
     shared = sorted({" and ".join(c.shared_with) for c in with_rules if c.shared_with})
     note = (f"; the 0-rule reference is pooled over {', '.join(shared)} (the same rule set at 0 rules)"
             if shared else "")
     return (f"<p class='muted'>{what} as % of the 0-rule {what}: mean of repetitions over the 0-rule "
             f"reference's mean, below it the 95 % "
             f"interval ({RATIO_METHOD}: Fieller's interval carries the noise of both the figure and "
-            f"the 0-rule reference; 'no interval' with fewer than 2 repetitions){note}</p>" + table)
+            f"the 0-rule reference; 'no interval' with fewer than 2 repetitions){note}</p>" + tbl)
 
 
 def _abs_cells(group: list[Curve]) -> Callable[[Curve, Point], str]:
@@ -159,12 +136,12 @@ def _latency_table(trials: list[TrialRecord]) -> str:
                  n, len(lats)]
         for k, _ in LATENCY_COLS:
             vals = [v[k] for v in lats if v.get(k) is not None]
-            cells.append(_fmt(statistics.median(vals) / 1e3 if vals else None, 1))
+            cells.append(fmt(statistics.median(vals) / 1e3 if vals else None, 1))
         rows.append(cells)
     return ("<h2>Latency</h2><p class='muted'>One-way latency of every received test packet "
             "(fwlab-engine: send time in the packet, kernel receive time; HDR histogram), median over "
             "repetitions of each percentile, in µs. At the maximum rate this is mostly queueing.</p>"
-            + _table(["configuration", "traffic", "rules", "trials"] + [f"{h} [µs]" for _, h in LATENCY_COLS], rows, left=2)
+            + table(["configuration", "traffic", "rules", "trials"] + [f"{h} [µs]" for _, h in LATENCY_COLS], rows, left=2)
             + _latency_cdfs(trials))
 
 
@@ -214,7 +191,7 @@ def render(run: dict, trials: list[TrialRecord], cs: list[Curve], summary_csv_na
     n_err = sum(1 for t in trials if t.error)
     if state is None:
         state = state_without_plan(run, trials)
-    status_html = _table(None, [
+    status_html = table(None, [
         ["status", record_state_html(state)],
         ["trials", f"{n_ok} measured, {n_err} failed, {run.get('plan', {}).get('trials', '?')} planned"],
         ["started / ended (UTC)", f"{esc(run.get('started_utc'))} / {esc(run.get('ended_utc'))}"],
@@ -273,12 +250,12 @@ def render(run: dict, trials: list[TrialRecord], cs: list[Curve], summary_csv_na
                      "a the cost of the path with no rules.</p>")
         cost.append("<p class='muted'>b 95 % interval: ordinary least-squares t interval of the slope "
                      "(points - 2 degrees of freedom); – with only 2 points.</p>")
-        cost.append(_table(["configuration", "traffic", "b [ns/rule/packet]", "b 95 % interval", "a [ns/packet]",
+        cost.append(table(["configuration", "traffic", "b [ns/rule/packet]", "b 95 % interval", "a [ns/packet]",
                              "r²", "points"],
-                            [[esc(r["curve"]), esc(r["traffic"]), _fmt(r["per_rule_ns"], 2),
+                            [[esc(r["curve"]), esc(r["traffic"]), fmt(r["per_rule_ns"], 2),
                               "–" if r["per_rule_ns_ci"] is None else
                               f"{r['per_rule_ns_ci'][0]:.2f}–{r['per_rule_ns_ci'][1]:.2f}",
-                              _fmt(r["base_ns"], 0), _fmt(r["r_squared"], 3), r["points"]] for r in costs], left=2))
+                              fmt(r["base_ns"], 0), fmt(r["r_squared"], 3), r["points"]] for r in costs], left=2))
     else:
         cost.append("<p class='muted'>No linear layout with two or more rule counts and a packet rate.</p>")
 
@@ -314,12 +291,12 @@ def render(run: dict, trials: list[TrialRecord], cs: list[Curve], summary_csv_na
         for svg in drawn[f"load {mode}"]:
             if svg:
                 parts.append("<div class='plot'>" + svg + "</div>")
-        parts.append(_table(["backend", "layout", "established first", "rules", "load time [ms]", "loads",
+        parts.append(table(["backend", "layout", "established first", "rules", "load time [ms]", "loads",
                              "kernel memory [MiB]", "rate (median)"],
                             [[esc(r["backend"]), esc(r["layout"]), "yes" if r["stateful_shortcut"] else "no",
-                              r["rules"], _fmt(r["load_s_median"] * 1e3, 1), r["loads"],
+                              r["rules"], fmt(r["load_s_median"] * 1e3, 1), r["loads"],
                               "—" if r.get("kernel_mem_bytes_median") is None
-                              else _fmt(r["kernel_mem_bytes_median"] / 2**20, 1),
+                              else fmt(r["kernel_mem_bytes_median"] / 2**20, 1),
                               esc("; ".join(_rate_text(lbl, m, v) for lbl, (m, v) in sorted(r.get("rates", {}).items()))
                                   or "—")] for r in lt], left=3))
         parts.append("<p class='muted'>Kernel memory: host-wide /proc/meminfo Slab + VmallocUsed + Percpu "
@@ -334,16 +311,16 @@ def render(run: dict, trials: list[TrialRecord], cs: list[Curve], summary_csv_na
             n, msg = codes.get(f.code, (0, f.message or ""))
             codes[f.code] = (n + 1, msg)
     if codes:
-        parts.append(_table(["flag", "example", "trials"], [[esc(k), esc(v[1]), v[0]] for k, v in codes.items()], left=2))
+        parts.append(table(["flag", "example", "trials"], [[esc(k), esc(v[1]), v[0]] for k, v in codes.items()], left=2))
     else:
         parts.append("<p>No trial was flagged.</p>")
     errs = [t for t in trials if t.error]
     if errs:
-        parts.append(_table(["trial", "why the figure is missing"], [[esc(t.trial_id), esc(t.error)] for t in errs], left=2))
+        parts.append(table(["trial", "why the figure is missing"], [[esc(t.trial_id), esc(t.error)] for t in errs], left=2))
     skipped = run.get("plan", {}).get("skipped") or []
     if skipped:
         parts.append("<p>Combinations the suite names but a backend cannot run:</p>")
-        parts.append(_table(["mode", "backend", "layout", "established first", "reason"],
+        parts.append(table(["mode", "backend", "layout", "established first", "reason"],
                             [[esc(s["mode"]), esc(s["backend"]), esc(s["layout"]), "yes" if s["stateful_shortcut"] else "no",
                               esc(s["reason"])] for s in skipped], left=5))
     parts.append("<h2>Conditions</h2>")

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from fwlab.errors import RecordError
 from fwlab.report import plots
-from fwlab.report.html import _fmt, _table, esc
+from fwlab.report.markup import esc, fmt, table
 from fwlab.stats.latency import distribution, percentile_ns, merge
 from fwlab.results.trial import TrialRecord
 
@@ -59,15 +59,15 @@ def render(groups: list[CdfGroup], intro: str) -> str:
                 continue
             curves.append((label, list(d.cdf), d.samples))
             rows.append([esc(label), d.histograms, d.samples]
-                        + [_fmt(percentile_ns(h, p, g.unit) / 1e3, 1) for p in PERCENTILES]
-                        + [_fmt(d.max_ns / 1e3, 1)])
+                        + [fmt(percentile_ns(h, p, g.unit) / 1e3, 1) for p in PERCENTILES]
+                        + [fmt(d.max_ns / 1e3, 1)])
         if not rows:
             continue
         if curves:
             parts.append("<div class='plot'>" + plots.latency_ccdf(
                 curves, f"{g.title}\n{g.quantity.lower()} CDF tail, repetitions merged (HDR histograms)",
                 g.quantity, g.unit_name) + "</div>")
-        parts.append(_table(["configuration", "histograms", g.unit_name]
+        parts.append(table(["configuration", "histograms", g.unit_name]
                             + [f"p{p:g} [µs]" for p in PERCENTILES] + ["max [µs]"], rows, left=1))
     if not parts:
         return ""

@@ -10,7 +10,7 @@ from html import escape
 
 from fwlab.results.curves import Curve
 from fwlab.svgplot import SVG_HASH_SALT, plt  # noqa: F401  (the report's modules draw with these)
-from fwlab.svgplot import figure_svg as _svg
+from fwlab.svgplot import figure_svg as svg
 
 UNITS = {"throughput_bps": ("Throughput [Gbit/s]", 1e-9), "rx_pps": ("Received packet rate [kpps]", 1e-3),
          "loss_ratio": ("Loss [%]", 100.0), "transactions_per_s": ("Transactions [1/s]", 1.0),
@@ -65,7 +65,7 @@ def rate_vs_rules(cs: list[Curve], metric: str, title: str) -> str:
         plt.close(fig)
         return f"<p class='note'>{escape(title)}: no value measured (every trial failed or lacks this figure).</p>"
     ax.legend(fontsize=8, loc="best")
-    return _svg(fig)
+    return svg(fig)
 
 
 def load_time_plot(rows: list[dict]) -> str | None:
@@ -88,7 +88,7 @@ def load_time_plot(rows: list[dict]) -> str | None:
     ax.set_title("Rule-set load time (median of the loads of each rule set)")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
-    return _svg(fig)
+    return svg(fig)
 
 
 def kernel_memory_plot(rows: list[dict]) -> str | None:
@@ -113,7 +113,7 @@ def kernel_memory_plot(rows: list[dict]) -> str | None:
     ax.set_title("Host kernel memory (Slab + VmallocUsed + Percpu) added by the load")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
-    return _svg(fig)
+    return svg(fig)
 
 
 def latency_ccdf(curves: list[tuple[str, list[tuple[float, float]], int]], title: str,
@@ -148,4 +148,4 @@ def latency_ccdf(curves: list[tuple[str, list[tuple[float, float]], int]], title
     ax.set_title(title, fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8, loc="best")
-    return _svg(fig)
+    return svg(fig)

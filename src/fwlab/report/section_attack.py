@@ -5,7 +5,7 @@ attacker-side link, dropped by the DUT's rules, and reaching the server's ingres
 
 from __future__ import annotations
 
-from fwlab.report.html import _table, esc
+from fwlab.report.markup import esc, table
 from fwlab.report.sections import Section, register
 from fwlab.report.timeseries import config_label, fmt, med, plot_div, series_plot, xy_plot
 from fwlab.results.trial import TrialRecord, as_records
@@ -61,7 +61,7 @@ def render(run: dict, trials: list[TrialRecord]) -> str | None:
                      fmt(g("flood_server_packets"), 1, 0)])
     parts.append("<p class='muted'>Per configuration and flood: median over repetitions. '% of no flood' = "
                  "throughput as % of the same configuration's rate-0 trial.</p>")
-    parts.append(_table(["configuration", "traffic", "flood", "intended [pps]", "trials", "throughput [Gbit/s]",
+    parts.append(table(["configuration", "traffic", "flood", "intended [pps]", "trials", "throughput [Gbit/s]",
                          "% of no flood", "flood offered [pps]", "offered [packets]", "at DUT [packets]",
                          "dropped by DUT rules", "at server [packets]"], rows, left=3))
     # the flood's arrival at the DUT over time next to the legitimate receive rate (one trial)

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from fwlab.report.html import _table
-from fwlab.report.html import esc as _esc
-from fwlab.report.plots import _svg, plt
+from fwlab.report.markup import table
+from fwlab.report.markup import esc as _esc
+from fwlab.report.plots import plt, svg
 from fwlab.report.sections import Section, register
 from fwlab.stats import summarize
 from fwlab.results.trial import TrialRecord, as_records
@@ -83,10 +83,10 @@ def _rate_part(trials: list[TrialRecord]) -> str:
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7)
         ax.set_title("Connection rate vs rule count (median, min-max bars)")
-        parts.append("<div class='plot'>" + _svg(fig) + "</div>")
+        parts.append("<div class='plot'>" + svg(fig) + "</div>")
     else:
         plt.close(fig)
-    parts.append(_table(["configuration", "rules", "median [conn/s]", "min – max", "95 % CI of mean",
+    parts.append(table(["configuration", "rules", "median [conn/s]", "min – max", "95 % CI of mean",
                          "n", "no result", "connect p50 [µs]", "flags"], rows))
     return "\n".join(parts)
 
@@ -133,8 +133,8 @@ def _capacity_part(trials: list[TrialRecord]) -> str:
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7)
         ax.set_title("Capacity vs connection-table size")
-        parts.append("<div class='plot'>" + _svg(fig) + "</div>")
-    parts.append(_table(["configuration", "rules", "item", "nf_conntrack_max", "buckets", "median held",
+        parts.append("<div class='plot'>" + svg(fig) + "</div>")
+    parts.append(table(["configuration", "rules", "item", "nf_conntrack_max", "buckets", "median held",
                          "min – max", "95 % CI of mean", "n", "conntrack count held", "what stopped it",
                          "flags"], rows))
     return "\n".join(parts)

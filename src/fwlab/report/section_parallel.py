@@ -4,7 +4,7 @@ count, and each probe's single-stream throughput over the seconds after the mult
 
 from __future__ import annotations
 
-from fwlab.report.html import _table, esc
+from fwlab.report.markup import esc, table
 from fwlab.report.sections import Section, register
 from fwlab.report.timeseries import config_label, fmt, med, plot_div, series_plot, xy_plot
 from fwlab.results.trial import TrialRecord, as_records
@@ -48,7 +48,7 @@ def render(run: dict, trials: list[TrialRecord]) -> str | None:
                          fmt(g("first_probe_bps"), 1e-9, 3),
                          "yes" if all(x.metric("recovered") for x in ts) else "no",
                          fmt(g("recovery_s"), 1, 0)])
-    parts.append(_table(["configuration", "bed", "streams", "trials", "total [Gbit/s]", "bytes [MB]",
+    parts.append(table(["configuration", "bed", "streams", "trials", "total [Gbit/s]", "bytes [MB]",
                          "completion [s]", "test time [s]", "Jain", "min/stream [Mbit/s]", "max/stream [Mbit/s]",
                          "idle streams", "retransmits", "baseline [Gbit/s]", "first probe [Gbit/s]",
                          "recovered", "recovery after [s]"], rows, left=2))

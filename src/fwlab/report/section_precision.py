@@ -6,7 +6,7 @@ run stopped by), so an interrupted record shows where it stood."""
 from __future__ import annotations
 
 from fwlab.errors import FwlabError
-from fwlab.report.html import _table, esc
+from fwlab.report.markup import esc, table
 from fwlab.report.sections import Section, register
 from fwlab.results.curves import METRIC_INFO
 from fwlab.results.trial import TrialRecord, as_records
@@ -69,7 +69,7 @@ def render(run: dict, trials: list[TrialRecord]) -> str | None:
                  f"it: their intervals below are wider than asked.</span>")
     head += "</p>"
     return "\n".join(["<h2>Precision (adaptive repetitions)</h2>", head,
-                      _table(["figure", "metric", "repetitions", "values", "mean", "half-width", "of mean",
+                      table(["figure", "metric", "repetitions", "values", "mean", "half-width", "of mean",
                               "precision"], rows, left=2)])
 
 

@@ -12,7 +12,7 @@ import statistics
 from fwlab.errors import SearchError
 from fwlab.methods.rfc2544 import LOSS_BELOW_CAPACITY
 from fwlab.report import latency, plots
-from fwlab.report.html import _fmt, _table, esc
+from fwlab.report.markup import esc, fmt, table
 from fwlab.report.sections import Section, register
 from fwlab.report.timeseries import xy_plot
 from fwlab.results.curves import curves
@@ -33,16 +33,16 @@ def _max_load_table(run: dict) -> str:
         info = (bed.get("runner_info") or {}).get("rfc2544") or {}
         for key, v in info.items():
             rows.append([esc(bed.get("topology", {}).get("mode")), esc(bed.get("backend")), esc(key),
-                         _fmt((v.get("mrr_pps") or 0) / 1e3, 1) if v.get("mrr_pps") else esc(v.get("error") or "missing"),
-                         _fmt((v.get("mrr_bps") or 0) / 1e6, 1) if v.get("mrr_pps") else "",
-                         _fmt((v.get("offered_pps") or 0) / 1e3, 1) if v.get("offered_pps") else "",
+                         fmt((v.get("mrr_pps") or 0) / 1e3, 1) if v.get("mrr_pps") else esc(v.get("error") or "missing"),
+                         fmt((v.get("mrr_bps") or 0) / 1e6, 1) if v.get("mrr_pps") else "",
+                         fmt((v.get("offered_pps") or 0) / 1e3, 1) if v.get("offered_pps") else "",
                          esc((bed.get("device") or {}).get("device_model"))])
     if not rows:
         return ""
     return ("<h3>Maximum load of each test bed</h3><p class='muted'>A veth test bed has no line rate: the maximum "
             "is measured once per bed before any rule set is loaded, as the forwarding rate at the generator's "
             "maximum offered load (MRR/FRMOL). Searches run up to it; throughput is shown as % of it.</p>"
-            + _table(["mode", "backend", "traffic", "maximum [kpps]", "[Mbit/s]", "offered at max [kpps]",
+            + table(["mode", "backend", "traffic", "maximum [kpps]", "[Mbit/s]", "offered at max [kpps]",
                       "device model"], rows, left=3))
 
 
@@ -70,14 +70,14 @@ def _throughput(trials: list[TrialRecord]) -> list[str]:
                 pps = p.values.get("throughput_pps") or []
                 zr = ranges.get((tl, c.label, n))
                 rows.append([esc(c.label), n, len(pps),
-                             _fmt((_med(pps) or 0) / 1e3, 1) if pps else "missing",
+                             fmt((_med(pps) or 0) / 1e3, 1) if pps else "missing",
                              (f"{min(pps) / 1e3:.1f}–{max(pps) / 1e3:.1f}" if len(pps) > 1 else ""),
-                             _fmt(_med(p.values.get("throughput_bps") or []) and _med(p.values.get("throughput_bps")) / 1e6, 1),
-                             _fmt(_med(p.values.get("throughput_pct_of_max") or []), 0),
+                             fmt(_med(p.values.get("throughput_bps") or []) and _med(p.values.get("throughput_bps")) / 1e6, 1),
+                             fmt(_med(p.values.get("throughput_pct_of_max") or []), 0),
                              "" if zr is None else (f"<span class='warn'>{zr.low_pps / 1e3:.1f}–{zr.high_pps / 1e3:.1f} "
                                                     f"({zr.duration_s:g} s; {zr.passed} of {zr.trials} passed)</span>"),
                              esc(", ".join(sorted(set(p.flags)))) or ""])
-        parts.append(_table(["configuration", "rules", "n", "median [kpps]", "range [kpps]", "[Mbit/s]",
+        parts.append(table(["configuration", "rules", "n", "median [kpps]", "range [kpps]", "[Mbit/s]",
                              "% of max", "passed and failed alike [kpps]", "flags"], rows, left=1))
         if any(k[0] == tl for k in ranges):
             parts.append("<p class='muted'>passed and failed alike: pooled over the repetitions (or within one "
@@ -100,11 +100,11 @@ def _throughput(trials: list[TrialRecord]) -> list[str]:
         if not t.metrics:
             continue
         rows.append([esc(t.trial_id), esc(t.metric("algorithm")), esc(t.metric("goal")),
-                     _fmt((t.metric("lower_bound_pps") or 0) / 1e3, 1) if t.metric("lower_bound_pps") else "none",
-                     _fmt((t.metric("upper_bound_pps") or 0) / 1e3, 1) if t.metric("upper_bound_pps") else "none",
-                     t.metric("search_trials"), _fmt(t.metric("search_trial_s"), 1)])
+                     fmt((t.metric("lower_bound_pps") or 0) / 1e3, 1) if t.metric("lower_bound_pps") else "none",
+                     fmt((t.metric("upper_bound_pps") or 0) / 1e3, 1) if t.metric("upper_bound_pps") else "none",
+                     t.metric("search_trials"), fmt(t.metric("search_trial_s"), 1)])
     parts.append("<details><summary>every search: bounds, trials and trial seconds</summary>"
-                 + _table(["trial", "algorithm", "goal", "lower [kpps]", "upper [kpps]", "trials", "trial s"],
+                 + table(["trial", "algorithm", "goal", "lower [kpps]", "upper [kpps]", "trials", "trial s"],
                           rows, left=3) + "</details>")
     return parts
 
@@ -181,9 +181,9 @@ def ndr_pdr(tp: list[dict]) -> str:
         ratio = f"{pdr / ndr:.3f}" if ndr and pdr is not None else "missing (no NDR throughput)"
         rows.append([esc(tl), esc(label), rules,
                      esc(", ".join(sorted(v["NDR"]["names"]))),
-                     _fmt(ndr / 1e3, 1) if ndr is not None else "missing", len(v["NDR"]["pps"]),
+                     fmt(ndr / 1e3, 1) if ndr is not None else "missing", len(v["NDR"]["pps"]),
                      esc(", ".join(sorted(v["PDR"]["names"]))),
-                     _fmt(pdr / 1e3, 1) if pdr is not None else "missing", len(v["PDR"]["pps"]), ratio])
+                     fmt(pdr / 1e3, 1) if pdr is not None else "missing", len(v["PDR"]["pps"]), ratio])
         for cls, style in (("NDR", "-"), ("PDR", "--")):
             med = _med(v[cls]["pps"])
             lines.setdefault((tl, label, cls, style), []).append((rules or 0, med / 1e3 if med is not None else None))
@@ -194,7 +194,7 @@ def ndr_pdr(tp: list[dict]) -> str:
             "no-drop goal (NDR, loss ratio 0) and a partial-drop goal (PDR, loss ratio above 0): the medians "
             "over repetitions (n each) and PDR / NDR.</p>"
             + (f"<div class='plot'>{plot}</div>" if plot else "")
-            + _table(["traffic", "configuration", "rules", "NDR goal", "NDR [kpps]", "n", "PDR goal", "PDR [kpps]",
+            + table(["traffic", "configuration", "rules", "NDR goal", "NDR [kpps]", "n", "PDR goal", "PDR [kpps]",
                       "n", "PDR / NDR"], rows, left=3))
 
 
@@ -210,16 +210,16 @@ def _latency(trials: list[TrialRecord]) -> str:
                             "survived an overloaded DUT (RFC 2544 measures latency at a load without loss)</span>")
             if lt.get("generator_short"):
                 note.append("<span class='warn'>generator-short: the intended load was not offered</span>")
-            rows.append([esc(t.trial_id), _fmt(100 * lt["fraction"], 0), _fmt(lt["load_pps"] / 1e3, 1),
-                         _fmt(100 * (lt.get("loss_ratio") or 0), 3),
-                         *[_fmt(lat.get(f"{k}_ns") / 1e3, 1) if lat.get(f"{k}_ns") is not None else ""
+            rows.append([esc(t.trial_id), fmt(100 * lt["fraction"], 0), fmt(lt["load_pps"] / 1e3, 1),
+                         fmt(100 * (lt.get("loss_ratio") or 0), 3),
+                         *[fmt(lat.get(f"{k}_ns") / 1e3, 1) if lat.get(f"{k}_ns") is not None else ""
                            for k in ("min", "p50", "p99", "max")], "; ".join(note)])
     if not rows:
         return ""
     return ("<h3>Latency at fractions of the throughput (RFC 2544 §26.2)</h3><p class='muted'>One-way latency "
             "of every test frame (send timestamp in the frame, kernel receive time), in µs. A load at which "
             "frames were lost is flagged: its latency is not the latency of a DUT that keeps up.</p>"
-            + _table(["trial", "% of throughput", "load [kpps]", "loss [%]", "min", "p50", "p99", "max", "flag"],
+            + table(["trial", "% of throughput", "load [kpps]", "loss [%]", "min", "p50", "p99", "max", "flag"],
                      rows, left=1))
 
 
@@ -258,7 +258,7 @@ def _frame_loss(trials: list[TrialRecord]) -> str:
     rows = [r + [""] * (width - len(r)) for r in rows]
     return ("<h3>Frame loss rate (RFC 2544 §26.3)</h3><p class='muted'>Loss at each offered load (% of the bed's "
             "maximum), from the top down until two loads in a row lose nothing.</p>"
-            + _table(["trial"] + [f"step {k}" for k in range(1, width)], rows, left=width))
+            + table(["trial"] + [f"step {k}" for k in range(1, width)], rows, left=width))
 
 
 def _back_to_back(trials: list[TrialRecord]) -> str:
@@ -267,11 +267,11 @@ def _back_to_back(trials: list[TrialRecord]) -> str:
     if not bb:
         return ""
     rows = [[esc(t.trial_id), t.metric("back_to_back_frames") or "none",
-             _fmt((t.metric("burst_rate_pps") or 0) / 1e3, 1), t.metric("bursts"),
+             fmt((t.metric("burst_rate_pps") or 0) / 1e3, 1), t.metric("bursts"),
              "yes" if t.metric("burst_max_passed") else ""] for t in bb]
     return ("<h3>Back-to-back frames (RFC 2544 §26.4)</h3><p class='muted'>The longest burst at the generator's "
             "maximum rate that the DUT passes with no loss.</p>"
-            + _table(["trial", "longest burst [frames]", "burst rate [kpps]", "bursts sent", "longest tried passed"],
+            + table(["trial", "longest burst [frames]", "burst rate [kpps]", "bursts sent", "longest tried passed"],
                      rows, left=1))
 
 

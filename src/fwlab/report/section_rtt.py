@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from fwlab.report import latency
-from fwlab.report.html import _table, esc
+from fwlab.report.markup import esc, table
 from fwlab.report.sections import Section, register
 from fwlab.report.timeseries import config_label, fmt, med, plot_div, series_plot
 from fwlab.results.trial import TrialRecord, as_records
@@ -29,7 +29,7 @@ def render(run: dict, trials: list[TrialRecord]) -> str | None:
              "<p class='muted'>ICMP echo through the DUT, one request every interval; median over repetitions of each "
              "figure, in µs. IPDV = mean absolute difference of consecutive RTTs; jitter = RFC 3550's smoothed "
              "estimate of the same differences.</p>",
-             _table(["configuration", "mode", "IP", "trials", "min [µs]", "p50 [µs]", "p90 [µs]", "p99 [µs]", "max [µs]",
+             table(["configuration", "mode", "IP", "trials", "min [µs]", "p50 [µs]", "p90 [µs]", "p99 [µs]", "max [µs]",
                      "IPDV [µs]", "jitter [µs]", "loss [%]", "samples"], rows, left=3)]
     lines = [(f"{config_label(t)} IPv{t.ip_version}", t.series or [])
              for t in sorted(ok, key=lambda t: (config_label(t), t.ip_version)) if t.repetition == 1]

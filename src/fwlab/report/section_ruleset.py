@@ -6,7 +6,7 @@ run's no-rule-set reference, most expensive first. Reads ``run.json``'s ``rulese
 
 from __future__ import annotations
 
-from fwlab.report.html import _table, esc
+from fwlab.report.markup import esc, table
 from fwlab.report.sections import Section, register
 
 TOP = 3  #: classes named as the most expensive
@@ -74,7 +74,7 @@ def render_mix(mix: dict) -> str:
     rows = [["with the rule set", _range(mix.get("rate_pps") or {}, 1e-3, 1), _range(mix.get("cost_ns_per_packet") or {}),
              pcts(lat)],
             ["reference (no rule set)", _range(mix.get("reference_rate_pps") or {}, 1e-3, 1), "", pcts(ref_lat)]]
-    parts.append(_table(["", "rate [kpps]", "cost [ns/packet]", "latency p50 / p90 / p99 / p99.9 [µs]"], rows, left=1))
+    parts.append(table(["", "rate [kpps]", "cost [ns/packet]", "latency p50 / p90 / p99 / p99.9 [µs]"], rows, left=1))
     if mix.get("rate_ratio"):
         parts.append(f"<p>Mix rate with the rule set / without: {_gain(mix['rate_ratio'])} (95 %, Fieller).</p>")
     notes = [esc(mix.get("method") or "")]
@@ -107,7 +107,7 @@ def render_optimize(opt: dict) -> str:
     eq = opt.get("equivalence") or {}
     rw = opt.get("rewrite") or {}
     parts = ["<h2 id='optimize'>Rewrite: equivalence and measured gain</h2>",
-             _table(None, [["original", esc(opt.get("file"))],
+             table(None, [["original", esc(opt.get("file"))],
                            ["proposal", esc(opt.get("proposal_file")) + (
                                "" if opt.get("proposal_source") == "fwlab" else " (hand-made)")],
                            ["rules", f"{opt.get('rules_before')} → {opt.get('rules_after')}"],
@@ -133,7 +133,7 @@ def render_optimize(opt: dict) -> str:
         mx = gain["mix"]
         rows.append(["mix", f"{len(mx['classes'])} classes, evenly", "", "", _range(mx["original_rate_pps"], 1e-3, 1),
                      _range(mx["proposal_rate_pps"], 1e-3, 1), _gain(mx["gain"])])
-        parts.append(_table(["probe", "rule", "verdict", "rules compared", "original [kpps]", "proposal [kpps]",
+        parts.append(table(["probe", "rule", "verdict", "rules compared", "original [kpps]", "proposal [kpps]",
                              "gain (95 % interval)"], rows, left=3))
         parts.append(f"<p class='muted'>{esc(gain.get('method'))}; rounds alternate original and proposal "
                      f"(A B, B A, ...). Taken on a shared machine: compare within this run.</p>")
@@ -152,7 +152,7 @@ def render(run: dict, trials: list[dict]) -> str | None:
     classes = {c["class_id"]: c for c in der.get("classes", [])}
     probes = imp.get("probes") or []
     parts = ["<h2 id='ruleset'>Imported rule set: classes, verdicts, cost per class</h2>",
-             _table(None, [["file", esc(imp.get("file"))], ["loaded as", esc(imp.get("family"))],
+             table(None, [["file", esc(imp.get("file"))], ["loaded as", esc(imp.get("family"))],
                            ["interfaces", esc(", ".join(f"{k} = {v}" for k, v in (imp.get("interfaces") or {}).items()))],
                            ["load time", f"{(imp.get('load_s') or 0) * 1e3:.1f} ms"],
                            ["digest (kernel listing)", f"<code>{esc((imp.get('digest') or '')[:16])}</code>"],
@@ -176,11 +176,11 @@ def render(run: dict, trials: list[dict]) -> str | None:
                          f"{esc(p['observed'])} ({p['arrived']}/{p['sent']})",
                          "–" if p["rule_counter_delta"] is None else p["rule_counter_delta"],
                          f"<span class='{cls}'>{esc(p['status'])}</span>"])
-        parts.append(_table(["class", "rule", "rule text", "probe packet", "rule set says", "observed (arrived/sent)",
+        parts.append(table(["class", "rule", "rule text", "probe packet", "rule set says", "observed (arrived/sent)",
                              "rule counter Δ", "check"], rows, left=4))
     nc = der.get("not_covered") or []
     if nc:
-        parts.append("<h3>Not covered</h3>" + _table(["rule", "rule text", "why"],
+        parts.append("<h3>Not covered</h3>" + table(["rule", "rule text", "why"],
                                                      [[esc(n["rule_id"]), esc(n["rule_text"]), esc(n["reason"])] for n in nc],
                                                      left=3))
     costs = imp.get("costs") or []
@@ -204,7 +204,7 @@ def render(run: dict, trials: list[dict]) -> str | None:
     rows = [[esc(c["class_id"]), esc(c["rule_id"]), esc(c["expected"]), c["traversed_rules"],
              _range(c["rate_pps"], 1e-3, 1), _range(c["reference_rate_pps"], 1e-3, 1),
              _range(c["cost_ns_per_packet"]), _lat(c), _lat(c, "reference"), _added(c)] for c in costs]
-    parts.append(_table(["class", "rule", "verdict", "rules compared", "rate [kpps]", "reference [kpps]",
+    parts.append(table(["class", "rule", "verdict", "rules compared", "rate [kpps]", "reference [kpps]",
                          "cost [ns/packet]", "latency p50 / p99 [µs]", "reference latency [µs]",
                          "added p50 [µs] (95 %)"], rows, left=3))
     lt = imp.get("latency") or {}

@@ -5,7 +5,7 @@ load. The rule-count curves of the same trials stay in the main part of the page
 
 from __future__ import annotations
 
-from fwlab.report.html import _table, esc
+from fwlab.report.markup import esc, table
 from fwlab.report.sections import Section, register
 from fwlab.report.timeseries import config_label, fmt, med, plot_div, series_plot, traffic_name
 from fwlab.results.trial import TrialRecord, as_records
@@ -42,7 +42,7 @@ def _v4v6(ok: list[TrialRecord]) -> str:
     return ("<h2>IPv4 vs IPv6</h2><p class='muted'>Median over repetitions. Throughput up / down = client→server / "
             "server→client (both for bidirectional trials). Jitter: iperf3's receiver estimate (UDP). RTT under "
             "load: ping beside the stream (p50 / p99, µs); IPDV = mean |ΔRTT| of consecutive pings.</p>"
-            + _table(["configuration", "traffic", "mode", "trials v4/v6", "IPv4 [Gbit/s]", "IPv6 [Gbit/s]", "v6 / v4 [%]",
+            + table(["configuration", "traffic", "mode", "trials v4/v6", "IPv4 [Gbit/s]", "IPv6 [Gbit/s]", "v6 / v4 [%]",
                       "IPv4 up / down", "IPv6 up / down", "IPv4 jitter [µs]", "IPv6 jitter [µs]", "IPv4 loss [%]",
                       "IPv6 loss [%]", "IPv4 RTT p50/p99 [µs]", "IPv6 RTT p50/p99 [µs]", "IPv4 IPDV [µs]",
                       "IPv6 IPDV [µs]"], rows, left=3))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import statistics
 
-from fwlab.report.html import esc as _esc
+from fwlab.report.markup import esc as _esc
 from fwlab.report.sections import Section, register
 from fwlab.stats import summarize
 from fwlab.results.trial import TrialRecord, as_records
@@ -124,7 +124,7 @@ def table1(cfg: dict[int, list[TrialRecord]]) -> tuple[str, float | None, float 
 
 
 def _plot_vs_clients(groups: dict[tuple, dict[int, list[dict]]], title: str) -> str:
-    from fwlab.report.plots import _svg, plt
+    from fwlab.report.plots import plt, svg
 
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(11.0, 4.2), dpi=100)
     for key in sorted(groups, key=_order):
@@ -160,11 +160,11 @@ def _plot_vs_clients(groups: dict[tuple, dict[int, list[dict]]], title: str) -> 
         plt.close(fig)
         return f"<p class='note'>{_esc(title)}: no transaction figure measured (every trial failed).</p>"
     drawn[0].legend(fontsize=6, loc="best")
-    return _svg(fig)
+    return svg(fig)
 
 
 def _plot_vs_rules(groups: dict[tuple, dict[int, list[dict]]], title: str) -> str | None:
-    from fwlab.report.plots import _svg, plt
+    from fwlab.report.plots import plt, svg
 
     series: dict[tuple, dict[int, dict[int, float]]] = {}
     for (be, lay, n), cfg in groups.items():
@@ -195,7 +195,7 @@ def _plot_vs_rules(groups: dict[tuple, dict[int, list[dict]]], title: str) -> st
     axes[0][0].set_ylabel("Transactions per minute (TPM)")
     fig.suptitle(f"{title}: TPM against rule count / block-list size (median, bars min–max of repetitions)",
                  fontsize=10)
-    return _svg(fig)
+    return svg(fig)
 
 
 def _matrix_table(trials: list[TrialRecord]) -> str:
@@ -255,9 +255,9 @@ def render(run: dict, trials: list[TrialRecord]) -> str | None:
     for label, groups in _groups(trials).items():
         parts.append(f"<h3>{_esc(label)}</h3>")
         parts.append("<div class='plot'>" + _plot_vs_clients(groups, label) + "</div>")
-        svg = _plot_vs_rules(groups, label)
-        if svg:
-            parts.append("<div class='plot'>" + svg + "</div>")
+        picture = _plot_vs_rules(groups, label)
+        if picture:
+            parts.append("<div class='plot'>" + picture + "</div>")
         summary_rows = []
         tables = []
         for key in sorted(groups, key=_order):

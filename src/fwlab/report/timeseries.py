@@ -9,7 +9,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable
 
-from fwlab.report.plots import _svg, plt
+from fwlab.report.plots import plt, svg
 from fwlab.report.summary import size_words
 from fwlab.results.trial import TrialRecord
 
@@ -58,7 +58,7 @@ def series_plot(lines: list[tuple[str, list[dict]]], key: str, ylabel: str, scal
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7, loc="best", ncol=2 if n > 6 else 1)
-    return _svg(fig)
+    return svg(fig)
 
 
 def xy_plot(lines: list[tuple[str, list[tuple[float, float]], str]], xlabel: str, ylabel: str, title: str,
@@ -83,7 +83,7 @@ def xy_plot(lines: list[tuple[str, list[tuple[float, float]], str]], xlabel: str
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7, loc="best")
-    return _svg(fig)
+    return svg(fig)
 
 
 def plot_div(svg: str | None) -> str:

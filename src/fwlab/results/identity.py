@@ -27,7 +27,7 @@ BED_FIELDS = ("mode", "backend", "link_rate_bps")
 def background_id_part(background: Mapping) -> str:
     """A flood's trial-id part, e.g. ``udpflood9500pps`` or ``burst.synflood0pps`` (the flood
     names itself: ``FloodSpec.id_part``; imported here only when a trial has a flood)."""
-    from fwlab.floods.model import FloodSpec
+    from fwlab.suites.background import FloodSpec
 
     return FloodSpec.from_dict(dict(background)).id_part
 

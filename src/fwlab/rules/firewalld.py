@@ -29,7 +29,7 @@ import random
 from dataclasses import dataclass
 
 from fwlab.errors import SuiteError
-from fwlab.rules.generate import _sources
+from fwlab.rules.generate import deny_sources
 from fwlab.rules.model import RuleSet
 
 ZONE = "public"
@@ -59,7 +59,7 @@ def generate_firewalld(count: int, *, client_net: str = "198.18.1.0/24", server_
                          fix=f"use 1..{MAX_RICH_RULES} (the last rich rule is the test traffic's)")
     rng = random.Random(f"fwlab-firewalld-{seed}")
     rules = []
-    for src in _sources(count - 1, 4, rng):
+    for src in deny_sources(count - 1, 4, rng):
         action = "reject" if rng.random() < REJECT_SHARE else "accept"
         rules.append(RichRule(src=src, proto=rng.choice(("tcp", "udp")), port=rng.randint(1024, 65535),
                               action=action))

@@ -25,7 +25,8 @@ CLASSIC_MAX = 200_000  #: the original draw up to here; the keyed sample above
 PORTS = 65536 - 1024  #: destination ports 1024..65535
 
 
-def _sources(n: int, ip_version: int, rng: random.Random) -> list[str]:
+def deny_sources(n: int, ip_version: int, rng: random.Random) -> list[str]:
+    """``n`` source addresses for deny entries, drawn with ``rng`` from the deny pool of ``ip_version``."""
     if ip_version == 4:
         size = sum(p.num_addresses for p in DENY_POOL4)
         picks = rng.sample(range(size), min(n, size))
@@ -97,7 +98,7 @@ def generate(count: int, layout: str = "linear", *, ip_version: int = 4,
         return RuleSet(ip_version=ip_version, layout=layout, entries=tuple(_keyed(count, ip_version, rng)),
                        client_net=client_net, server_net=server_net, stateful_shortcut=stateful_shortcut,
                        seed=seed)
-    srcs = _sources(count, ip_version, rng)
+    srcs = deny_sources(count, ip_version, rng)
     entries: list[DenyEntry] = []
     seen: set[DenyEntry] = set()
     for s in srcs:

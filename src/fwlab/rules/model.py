@@ -15,6 +15,18 @@ REALWORLD_LAYOUTS = ("firewalld", "docker", "classbench-acl")
 #: layouts whose test path goes through rules the kernel evaluates for a flow's first packet only
 #: (kube-proxy's and Docker's DNAT, firewalld's zone dispatch in its NAT/conntrack hooks)
 FIRST_PACKET_LAYOUTS = ("kube-proxy", "firewalld", "docker")
+#: layouts whose test traffic goes to addresses only fwlab-engine sends to, and where it goes
+ENGINE_LAYOUTS = {"kube-proxy": "to a Service ClusterIP",
+                  "docker": "to addresses other than the server's",
+                  "classbench-acl": "to addresses other than the server's"}
+
+
+def layout_tool_problem(layout: str, tool: str) -> str | None:
+    """Why traffic tool ``tool`` cannot drive layout ``layout`` (None: it can)."""
+    where = ENGINE_LAYOUTS.get(layout)
+    if where is None or tool == "engine":
+        return None
+    return f"layout {layout} sends the test traffic {where}, which only the engine does (not {tool})"
 
 
 class DenyEntry(NamedTuple):

@@ -25,7 +25,7 @@ _PASSIVE = {"counter", "log", "comment"}
 _VERDICTS = {"accept", "drop", "reject", "jump", "goto", "return", "continue"}
 
 
-def _addr_values(right, sets: dict) -> tuple[int | None, list[Interval]] | None:
+def addr_values(right, sets: dict) -> tuple[int | None, list[Interval]] | None:
     """Addresses of a match's right side -> (ip version, intervals); None when not addresses."""
     items = _items(right, sets)
     if items is None:
@@ -59,7 +59,7 @@ def _items(right, sets: dict) -> list | None:
     return [right]
 
 
-def _int_values(right, sets: dict, names: dict | None = None) -> list[Interval] | None:
+def int_values(right, sets: dict, names: dict | None = None) -> list[Interval] | None:
     items = _items(right, sets)
     if items is None:
         return None
@@ -119,18 +119,18 @@ def parse_match(m: dict, sets: dict, table_family: str) -> Match:
     if "payload" in left:
         proto, fld = left["payload"].get("protocol"), left["payload"].get("field")
         if proto in ("ip", "ip6") and fld in ("saddr", "daddr"):
-            vals = _addr_values(right, sets)
+            vals = addr_values(right, sets)
             if vals is None:
                 return _unsupported(text)
             ver = 4 if proto == "ip" else 6
             return Match(fld, text, tuple(vals[1]), negate=neg, ipver=ver)
         if (proto, fld) in (("ip", "protocol"), ("ip6", "nexthdr")):
-            vals = _int_values(right, sets, L4_NUMBERS)
+            vals = int_values(right, sets, L4_NUMBERS)
             if vals is None:
                 return _unsupported(text)
             return Match("l4proto", text, tuple(vals), negate=neg, ipver=4 if proto == "ip" else 6)
         if proto in ("tcp", "udp", "th") and fld in ("sport", "dport"):
-            vals = _int_values(right, sets)
+            vals = int_values(right, sets)
             if vals is None:
                 return _unsupported(text)
             req = "tcp,udp" if proto == "th" else proto
@@ -144,7 +144,7 @@ def parse_match(m: dict, sets: dict, table_family: str) -> Match:
                 return _unsupported(text)
             return Match(key[:3], text, names=tuple(names), negate=neg)
         if key == "l4proto":
-            vals = _int_values(right, sets, L4_NUMBERS)
+            vals = int_values(right, sets, L4_NUMBERS)
             return _unsupported(text) if vals is None else Match("l4proto", text, tuple(vals), negate=neg)
         if key == "nfproto":
             names = _names(right, sets)
@@ -153,7 +153,7 @@ def parse_match(m: dict, sets: dict, table_family: str) -> Match:
             fam = tuple("4" if n == "ipv4" else "6" for n in names)
             return Match("family", text, names=fam, negate=neg)
         if key == "mark":
-            vals = _int_values(right, sets)
+            vals = int_values(right, sets)
             return _unsupported(text) if vals is None else Match("mark", text, tuple(vals), negate=neg)
         return _unsupported(text)
     if "ct" in left and left["ct"].get("key") == "state" and "dir" not in left["ct"]:

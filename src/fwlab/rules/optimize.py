@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, field
 from fwlab.errors import BackendError
 from fwlab.rules.derive import TrafficClass
 from fwlab.rules.imported_model import ImportedRuleSet, Interval, evaluate, intersect, norm
-from fwlab.rules.nft_json import _addr_values, _int_values
+from fwlab.rules.nft_json import addr_values, int_values
 
 #: match left sides whose value may become a set: (payload protocol, field)
 MERGEABLE = {("ip", "saddr"), ("ip", "daddr"), ("ip6", "saddr"), ("ip6", "daddr"),
@@ -134,8 +134,8 @@ def _diff(a: dict, b: dict) -> list[int] | None:
 
 def _values(proto: str, right) -> tuple[int | None, list[Interval]] | None:
     if proto in ("ip", "ip6"):
-        return _addr_values(right, {})
-    iv = _int_values(right, {})
+        return addr_values(right, {})
+    iv = int_values(right, {})
     return None if iv is None else (None, iv)
 
 

@@ -7,7 +7,7 @@ nft syntax: sets, verdict maps and concatenated keys (:mod:`fwlab.rules.optimize
 Owns the order of work:
 
 1. read the file (nft syntax; a malformed one fails in one line before anything is built),
-   build one routed bed (:func:`fwlab.ruleset.run.prepare`) and load the file verbatim; a
+   build one routed bed (:func:`fwlab.ruleset.probe.prepare`) and load the file verbatim; a
    refusal says the kernel's message in one line and leaves nothing behind;
 2. propose the rewrite from the kernel's JSON listing (:mod:`fwlab.rules.optimize`), load it
    (the kernel's listing of it becomes ``proposal.nft`` beside the record), or take a hand-made
@@ -38,18 +38,20 @@ from typing import TextIO
 
 from fwlab.dut.imported import ImportedFirewall
 from fwlab.errors import BackendError, SuiteError
-from fwlab.results import RunRecord, host_metadata
+from fwlab.results import RunRecord
 from fwlab.rules.derive import TrafficClass, derive
 from fwlab.rules.imported_model import base_rule_id
 from fwlab.rules.optimize import Proposal, model_differences, propose, union_probes
 from fwlab.rules.optimize_iptables import propose_iptables
 from fwlab.ruleset.mix import median_range, mix_per_round, ratio_dict
-from fwlab.ruleset.run import (DEFAULT_INTERFACES, PROBE_PPS, SETTLE_S, Bed, Routes, _read, _rx, _send,
-                               kpps_text, note_to, observed_verdict, parse_interfaces, preflight, prepare, rate_trial,
-                               send_args)
+from fwlab.run.beds import open_bed
+from fwlab.run.header import derived_suite, new_record
+from fwlab.ruleset.probe import (DEFAULT_INTERFACES, PROBE_PPS, SETTLE_S, Bed, Routes, observed_verdict,
+                                 parse_interfaces, preflight, prepare, rate_trial, read_input, rx_packets,
+                                 send_args, send_frames)
+from fwlab.ruleset.run import kpps_text, note_to
 from fwlab.runners.engine import engine_version
 from fwlab.stats.ratio import RATIO_METHOD
-from fwlab.testbed import Testbed, Topology, new_run_id
 
 PROBE_COUNT = 10  #: engine packets per probe and rule set [packets]
 PROBE_SETTLE_S = 0.05  #: wait after a probe before reading the receiver's counter [s] (retried at SETTLE_S)
@@ -121,10 +123,10 @@ def observe(b: Bed, engine: str, routes: Routes, c: TrafficClass, count: int) ->
     for n, settle in ((count, PROBE_SETTLE_S), (max(count, 40), SETTLE_S)):
         role, argv = send_args(engine, b, c, count=n, rate=str(PROBE_PPS))
         other = "server" if role == "client" else "client"
-        r0 = _rx(b, other)
-        sent = int(_send(b, role, argv).get("offered_count") or 0)
+        r0 = rx_packets(b, other)
+        sent = int(send_frames(b, role, argv).get("offered_count") or 0)
         time.sleep(settle)
-        arrived = _rx(b, other) - r0
+        arrived = rx_packets(b, other) - r0
         res = {"sent": sent, "arrived": arrived, "observed": observed_verdict(sent, arrived)}
         if res["observed"] != "inconclusive":
             break
@@ -204,7 +206,7 @@ def summarize_gain(measured: list[TrafficClass], traversed: dict[str, dict[str, 
 
 def _rate_trial(rec: RunRecord, b: Bed, engine: str, routes: Routes, c: TrafficClass, cond: str, k: int,
                 cfg: OptimizeConfig, digest: str, family: str = "nft (verbatim)") -> float | None:
-    """:func:`fwlab.ruleset.run.rate_trial`; the two conditions are told apart by layout: the
+    """:func:`fwlab.ruleset.probe.rate_trial`; the two conditions are told apart by layout: the
     original file or the proposal (both an imported rule set)."""
     return rate_trial(rec, b, engine, c, cond, k, count=cfg.rate_count, route=routes.ensure, backend="imported",
                       layout=cond, ruleset={"digest": digest, "family": family})
@@ -220,11 +222,11 @@ def _fmt_gain(g: dict) -> str:
 
 def run_optimize(cfg: OptimizeConfig, out_root: Path, *, log: TextIO | None = sys.stderr) -> OptimizeResult:
     cfg.check()
-    text = _read(cfg.ruleset, "rule set")
-    ipset_text = _read(cfg.ipset, "ipset file") if cfg.ipset else None
+    text = read_input(cfg.ruleset, "rule set")
+    ipset_text = read_input(cfg.ipset, "ipset file") if cfg.ipset else None
     fw_a = ImportedFirewall.from_text(text, cfg.ruleset.name, ipset_text)
     ipt = fw_a.kind == "iptables"
-    given = _read(cfg.proposal, "proposal") if cfg.proposal else None
+    given = read_input(cfg.proposal, "proposal") if cfg.proposal else None
     if given is not None:
         kind_b = ImportedFirewall.from_text(given, cfg.proposal.name, ipset_text if ipt else None).kind
         if kind_b != fw_a.kind:
@@ -234,8 +236,7 @@ def run_optimize(cfg: OptimizeConfig, out_root: Path, *, log: TextIO | None = sy
     engine = preflight((fw_a.restore_program, fw_a.save_program, "ipset") if ipt else ("nft",))
     suffix = "iptables" if ipt else "nft"
     note = note_to(log)
-    bed = Testbed(Topology(run_id=new_run_id(), mode="routed"))
-    with bed:
+    with open_bed("routed") as bed:
         desc = bed.describe()
         b = prepare(bed, names)
         fw_a.load(b.ctx)  # a refusal raises here, one line; `with` removes the bed
@@ -279,16 +280,12 @@ def run_optimize(cfg: OptimizeConfig, out_root: Path, *, log: TextIO | None = sy
             head.append(f"  ... and {len(prop.merges) - 6} more runs")
         for line in head:
             note(line)
-        rec = RunRecord.create(out_root, f"optimize-{cfg.ruleset.stem}", {
-            "suite": {"name": f"optimize-{cfg.ruleset.stem}", "toml": "", "parsed": {
-                "name": f"optimize-{cfg.ruleset.stem}", "mode": ["routed"], "repetitions": cfg.repetitions,
-                "ip_versions": sorted(model_a.families()),
-                "description": f"fwlab optimize {cfg.ruleset.name}: an equivalent rewrite, its equivalence on "
-                               f"derived probes, and its gain"}},
-            "plan": {"trials": 0, "skipped": []},
-            "host": host_metadata(),
-            "beds": [{**desc, "backend": "imported", "backend_version": fw_a.version(b.ctx), "dut_interfaces": b.names}],
-        })
+        rec = new_record(out_root, derived_suite(
+            f"optimize-{cfg.ruleset.stem}", repetitions=cfg.repetitions, ip_versions=sorted(model_a.families()),
+            description=f"fwlab optimize {cfg.ruleset.name}: an equivalent rewrite, its equivalence on "
+                        f"derived probes, and its gain"),
+            {"trials": 0, "skipped": []},
+            beds=[{**desc, "backend": "imported", "backend_version": fw_a.version(b.ctx), "dut_interfaces": b.names}])
         (rec.path / f"proposal.{suffix}").write_text(text_b)
         if ipt and ipset_b:
             (rec.path / "proposal.ipset").write_text(ipset_b)

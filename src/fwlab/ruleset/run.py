@@ -36,7 +36,6 @@ round, kind ``ruleset-class``) and tears everything down on every exit path.
 
 from __future__ import annotations
 
-import json
 import statistics
 import sys
 import time
@@ -44,24 +43,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from fwlab.dut.base import DutContext
 from fwlab.dut.imported import ImportedFirewall
-from fwlab.errors import FwlabError, RunnerError, SuiteError
-from fwlab.results import RunRecord, host_metadata, trial_record, utc_now
-from fwlab.rules.derive import BedAddresses, Derivation, TrafficClass, derive
+from fwlab.errors import FwlabError, SuiteError
+from fwlab.results import RunRecord, trial_record, utc_now
+from fwlab.rules.derive import Derivation, TrafficClass, derive
+from fwlab.run.beds import open_bed
+from fwlab.run.header import derived_suite, new_record
 from fwlab.ruleset.mix import (check_weights, latency_figures, median_range, mix_latency, read_mix_file, resolve,
                               summarize_mix)
-from fwlab.runners.engine import engine_version, metrics_from, parse_result, require_engine, wait_ready
+from fwlab.ruleset.probe import (DEFAULT_INTERFACES, DROP_MAX, PASS_MIN, PROBE_PPS, Bed, Routes, class_spec,
+                                 frame_size, parse_interfaces, preflight, prepare, probe, rate_trial, read_input,
+                                 send_args, send_frames)
+from fwlab.runners.engine import engine_version, metrics_from, parse_result, wait_ready
 from fwlab.stats.median_interval import median_interval
-from fwlab.testbed import Testbed, Topology, new_run_id, require_root, require_tool
 
 PROBE_COUNT = 40  #: probe packets per class [packets]
-PROBE_PPS = 2000  #: probe rate [packets/s]
-PASS_MIN = 0.9  #: share of probes that must arrive to call a class passed
-DROP_MAX = 0.1  #: share at most arriving to call it dropped (between: inconclusive)
 RATE_COUNT = 100_000  #: frames per rate measurement (back to back at max)
-SETTLE_S = 0.3  #: wait after a probe burst before reading counters [s]
-DEFAULT_INTERFACES = {"eth0": "client", "eth1": "server"}
 LATENCY_COUNT = 20_000  #: frames per latency trial
 LATENCY_FRACTION = 0.5  #: latency trial load, share of the lower of the class's two rates in the round (RFC 2544 §26.2)
 LATENCY_IDLE_S = 0.3  #: the latency receiver stops this long after the last frame [s]
@@ -81,185 +78,6 @@ class RulesetRunConfig:
     latency_fraction: float = LATENCY_FRACTION
     class_weights: dict[str, float] | None = None  #: the user's mix profile (None: every class alike)
     mix_source: str | None = None  #: where the profile came from (a file, the suite)
-
-
-def parse_interfaces(text: str | dict) -> dict[str, str]:
-    """'eth0=client,eth1=server' (or a suite's table) -> {name: role}, one name per role."""
-    if isinstance(text, str):
-        pairs = [p.split("=", 1) for p in text.split(",") if p.strip()]
-        if any(len(p) != 2 for p in pairs):
-            raise SuiteError(f"interfaces '{text}' is not NAME=ROLE,NAME=ROLE",
-                             fix="e.g. --interfaces eth0=client,eth1=server")
-        data = {k.strip(): v.strip().strip('"') for k, v in pairs}
-    else:
-        data = dict(text)
-    roles = sorted(data.values())
-    if roles != ["client", "server"] or any(not n or len(n) > 15 or "/" in n or " " in n for n in data):
-        raise SuiteError(f"interfaces {data} must name one interface (<= 15 characters) for 'client' "
-                         f"and one for 'server'", fix='e.g. interfaces = { eth0 = "client", eth1 = "server" }')
-    return data
-
-
-def _read(path: Path, what: str) -> str:
-    try:
-        return path.read_text()
-    except OSError as exc:
-        raise SuiteError(f"cannot read the {what} {path}: {exc.strerror}", fix="give an existing file") from None
-    except UnicodeDecodeError:
-        raise SuiteError(f"the {what} {path} is not text", fix="give nft or iptables-save text") from None
-
-
-# -- the bed -------------------------------------------------------------------------------------
-@dataclass
-class Bed:
-    """The built bed as this run sees it: names as the rule set uses them, MACs, addresses."""
-
-    bed: Testbed
-    ctx: DutContext
-    names: dict[str, str]  #: role -> the DUT's interface name on that side
-    dut_mac: dict[str, str]  #: role -> MAC of the DUT's interface facing that role
-    addrs: BedAddresses
-
-
-def _mac(bed: Testbed, role: str, dev: str) -> str:
-    return json.loads(bed.sh(role, "ip", "-j", "link", "show", dev).stdout)[0]["address"]
-
-
-def prepare(bed: Testbed, interfaces: dict[str, str]) -> Bed:
-    """Rename the DUT's interfaces to the rule set's names (addresses kept), route everything
-    not on the client side to the server, and describe the result."""
-    t, plan = bed.topo, bed.topo.plan
-    names = {role: name for name, role in interfaces.items()}
-    devs = {"client": t.dut_client_if, "server": t.dut_server_if}
-    macs = {role: _mac(bed, "dut", devs[role]) for role in devs}
-    for role, dev in devs.items():
-        bed.sh("dut", "sysctl", "-q", "-w", f"net.ipv6.conf.{dev}.keep_addr_on_down=1")
-        bed.sh("dut", "ip", "link", "set", dev, "down")
-        bed.sh("dut", "ip", "link", "set", dev, "name", names[role])
-        bed.sh("dut", "ip", "link", "set", names[role], "up")
-    for v, gw in ((4, plan.server4), (6, plan.server6)):
-        bed.sh("dut", "ip", f"-{v}", "route", "replace", "default", "via", gw, "dev", names["server"])
-    addrs = BedAddresses(
-        client_if=names["client"], server_if=names["server"],
-        client={4: plan.client4, 6: plan.client6}, server={4: plan.server4, 6: plan.server6},
-        client_net={4: plan.client_net4, 6: plan.client_net6}, server_net={4: plan.server_net4, 6: plan.server_net6},
-        dut_own=(plan.dut_client_side4, plan.dut_server_side4, plan.dut_client_side6, plan.dut_server_side6))
-    ctx = DutContext(bed.host, bed.ns("dut"), "routed")
-    return Bed(bed, ctx, names, macs, addrs)
-
-
-def _route_lines(b: Bed, c: TrafficClass) -> list[tuple[str, str]]:
-    """(address, side) routes class ``c`` needs on the DUT: its destination out of the receiving
-    side (to that side's bed host, which sees every frame at its interface) and its source back out
-    of the sending side (so a reject's ICMP error goes back to the sender, not on to the receiver)."""
-    p, v = c.packet.describe(), c.packet.family
-    to_side, from_side = ("server", "client") if c.direction == "c2s" else ("client", "server")
-    gw = {"client": b.addrs.client[v], "server": b.addrs.server[v]}
-    return [(a, s) for a, s in ((p["dst"], to_side), (p["src"], from_side)) if a != gw[s]]
-
-
-class Routes:
-    """The DUT's per-class host routes: installed in one ``ip -batch`` up front, then changed only
-    when a class needs an address on the other side than the last class did (``run --ruleset``
-    and ``optimize`` alike)."""
-
-    def __init__(self, b: Bed, probes: list[TrafficClass]):
-        self.b = b
-        self.side: dict[str, str] = {}
-        for c in probes:
-            for addr, s in _route_lines(b, c):
-                self.side[addr] = s
-        lines = [self._line(a, s) for a, s in self.side.items()]
-        if lines:
-            b.bed.host.run(["ip", "-batch", "-"], ns=b.ctx.ns, input="\n".join(lines) + "\n")
-
-    def _line(self, addr: str, s: str) -> str:
-        v = 6 if ":" in addr else 4
-        gw = self.b.addrs.client[v] if s == "client" else self.b.addrs.server[v]
-        return f"route replace {addr} via {gw} dev {self.b.names[s]}"
-
-    def ensure(self, c: TrafficClass) -> None:
-        for addr, s in _route_lines(self.b, c):
-            if self.side.get(addr) != s:
-                self.b.bed.host.run(["ip", *self._line(addr, s).split()], ns=self.b.ctx.ns)
-                self.side[addr] = s
-
-
-# -- sending ---------------------------------------------------------------------------------
-def send_args(engine: str, b: Bed, c: TrafficClass, *, count: int, rate: str) -> tuple[str, list[str]]:
-    """(role that sends, fwlab-engine send argv) for ``count`` frames of class ``c``."""
-    p = c.packet.describe()
-    role = "client" if c.direction == "c2s" else "server"
-    iface = b.bed.topo.client_if if role == "client" else b.bed.topo.server_if
-    frame = frame_size(c)
-    argv = [engine, "send", "--backend", "packet", "--iface", iface, "--dst-mac", b.dut_mac[role],
-            "--src", p["src"], "--dst", p["dst"], "--src-port", str(p["sport"]), "--dst-port", str(p["dport"]),
-            "--proto", "udp" if p["proto"] == "udp" else "tcp-syn", "--frame-size", str(frame),
-            "--count", str(count), "--rate-pps", rate]
-    return role, argv
-
-
-def _send(b: Bed, role: str, argv: list[str]) -> dict:
-    cp = b.bed.host.run(argv, ns=b.bed.ns(role), check=False, timeout_s=120)
-    if cp.returncode != 0:
-        raise RunnerError(f"fwlab-engine send failed (exit {cp.returncode}): {cp.stderr.strip()[:200]}",
-                          fix="check the engine build ('make engine')")
-    return parse_result(cp.stdout, "send")
-
-
-def _rx(b: Bed, role: str) -> int:
-    dev = b.bed.topo.client_if if role == "client" else b.bed.topo.server_if
-    return b.bed.link_counters(role, dev)["rx_packets"]
-
-
-def observed_verdict(sent: int, arrived: int) -> str:
-    """passed | dropped | inconclusive from how many of ``sent`` probes arrived."""
-    if sent <= 0:
-        return "inconclusive"
-    share = arrived / sent
-    if share >= PASS_MIN:
-        return "passed"
-    if share <= DROP_MAX:
-        return "dropped"
-    return "inconclusive"
-
-
-def check_class(expected: str, observed: str, rule_delta: int | None, sent: int, is_policy: bool) -> tuple[str, str]:
-    """(status, why): status match | mismatch | inconclusive."""
-    want = "passed" if expected == "accept" else "dropped"
-    if observed == "inconclusive":
-        return "inconclusive", f"between {DROP_MAX:.0%} and {PASS_MIN:.0%} of the probes arrived"
-    if observed != want:
-        return "mismatch", f"the rule set says {expected}, the probes were {observed}"
-    if rule_delta is not None and rule_delta < sent * PASS_MIN:
-        return "mismatch", f"verdict as expected but the class's rule counter moved by {rule_delta} of {sent}"
-    how = "policy (no rule counter)" if is_policy else (
-        "rule counter moved" if rule_delta is not None else "rule has no counter")
-    return "match", f"{observed} as the rule set says; {how}"
-
-
-def probe(b: Bed, fw: ImportedFirewall, engine: str, c: TrafficClass, count: int,
-          routes: Routes | None = None) -> dict:
-    """Send ``count`` probes of class ``c`` (routed by ``routes``, or on their own) and check the
-    observed verdict and the class's rule counter against what the rule set says."""
-    if routes is None:
-        routes = Routes(b, [c])
-    routes.ensure(c)
-    role, argv = send_args(engine, b, c, count=count, rate=str(PROBE_PPS))
-    other = "server" if role == "client" else "client"
-    c0, r0 = fw.counters(b.ctx), _rx(b, other)
-    send = _send(b, role, argv)
-    time.sleep(SETTLE_S)
-    c1, r1 = fw.counters(b.ctx), _rx(b, other)
-    sent = int(send.get("offered_count") or 0)
-    arrived = r1 - r0
-    moved = {k: c1.get(k, 0) - c0.get(k, 0) for k in c1 if c1.get(k, 0) != c0.get(k, 0)}
-    rule_delta = moved.get(c.rule_id, 0) if c.rule_id in c1 else None
-    obs = observed_verdict(sent, arrived)
-    status, why = check_class(c.expected, obs, rule_delta, sent, c.rule_id.startswith("policy:"))
-    return {"class_id": c.class_id, "sent": sent, "arrived": arrived, "observed": obs,
-            "expected": c.expected, "rule_counter_delta": rule_delta, "counters_moved": moved,
-            "status": status, "why": why, "argv": argv}
 
 
 # -- the run -----------------------------------------------------------------------------------
@@ -366,15 +184,6 @@ def summarize_costs(classes: list[TrafficClass], rates: dict[tuple[str, str], li
     return out
 
 
-def preflight(programs: tuple[str, ...]) -> str:
-    """Root, ip, ethtool and ``programs``, then the engine: checked before any bed is built
-    (``fwlab run --ruleset`` and ``fwlab optimize``). Returns the engine's path."""
-    require_root()
-    for prog in ("ip", "ethtool", *programs):
-        require_tool(prog)
-    return require_engine()
-
-
 def note_to(log: TextIO | None):
     """A progress line writer to ``log`` (None: silent)."""
     def note(s: str) -> None:
@@ -385,14 +194,13 @@ def note_to(log: TextIO | None):
 
 
 def run_ruleset(cfg: RulesetRunConfig, out_root: Path, *, log: TextIO | None = sys.stderr) -> RunRecord:
-    text = _read(cfg.ruleset, "rule set")
-    ipset_text = _read(cfg.ipset, "ipset file") if cfg.ipset else None
+    text = read_input(cfg.ruleset, "rule set")
+    ipset_text = read_input(cfg.ipset, "ipset file") if cfg.ipset else None
     fw = ImportedFirewall.from_text(text, cfg.ruleset.name, ipset_text)
     names = parse_interfaces(cfg.interfaces)
     engine = preflight(("nft" if fw.kind == "nft" else fw.restore_program,) + (("ipset",) if ipset_text else ()))
     note = note_to(log)
-    bed = Testbed(Topology(run_id=new_run_id(), mode="routed"))
-    with bed:
+    with open_bed("routed") as bed:
         desc = bed.describe()
         b = prepare(bed, names)
         load_s = fw.load(b.ctx)  # a refusal raises here; `with` removes the bed
@@ -404,17 +212,12 @@ def run_ruleset(cfg: RulesetRunConfig, out_root: Path, *, log: TextIO | None = s
         mix = resolve(cfg.class_weights, deriv.classes, f"class weights ({cfg.mix_source or 'the profile'})")
         mix["profile"] = cfg.class_weights
         mix["profile_source"] = cfg.mix_source
-        rec = RunRecord.create(out_root, f"ruleset-{cfg.ruleset.stem}", {
-            "suite": {"name": f"ruleset-{cfg.ruleset.stem}", "toml": "", "parsed": {
-                "name": f"ruleset-{cfg.ruleset.stem}", "mode": ["routed"], "repetitions": cfg.repetitions,
-                "ip_versions": sorted(model.families()),
-                "description": f"imported rule set {cfg.ruleset.name}: derived traffic classes, their verdicts "
-                               f"and cost per class"}},
-            "plan": {"trials": 0, "skipped": []},
-            "host": host_metadata(),
-            "beds": [{**desc, "backend": "imported", "backend_version": fw.version(b.ctx),
-                      "dut_interfaces": b.names}],
-        })
+        rec = new_record(out_root, derived_suite(
+            f"ruleset-{cfg.ruleset.stem}", repetitions=cfg.repetitions, ip_versions=sorted(model.families()),
+            description=f"imported rule set {cfg.ruleset.name}: derived traffic classes, their verdicts "
+                        f"and cost per class"),
+            {"trials": 0, "skipped": []},
+            beds=[{**desc, "backend": "imported", "backend_version": fw.version(b.ctx), "dut_interfaces": b.names}])
         imp = {"file": str(cfg.ruleset), "ipset_file": str(cfg.ipset) if cfg.ipset else None,
                "kind": fw.kind, "family": fw.family, "ip_version": fw.ip_version, "digest": digest,
                "load_s": load_s, "text": text, "interfaces": names, "derivation": deriv.to_dict(),
@@ -530,7 +333,7 @@ def _latency_trial(rec: RunRecord, b: Bed, routes: Routes, engine: str, c: Traff
     rx = host.spawn(recv_argv, ns=ns)
     try:
         wait_ready(host, rx, ready, "recv (latency)", timeout_s=5.0, fix="check the engine build ('make engine')")
-        send = _send(b, role, send_argv)
+        send = send_frames(b, role, send_argv)
         try:
             rx.proc.wait(timeout=LATENCY_IDLE_S + 3.0)
         except Exception:  # noqa: BLE001 - still running: stopped below
@@ -563,52 +366,11 @@ def _latency_trial(rec: RunRecord, b: Bed, routes: Routes, engine: str, c: Traff
     return {"hdr": hdr, "samples": m.get("latency_samples") if m else 0, "load_pps": load, "round": k, "why": why}
 
 
-def frame_size(c: TrafficClass) -> int:
-    """The class's test frame [bytes]: the engine's smallest for its IP version."""
-    return 64 if c.packet.family == 4 else 78
-
-
-def class_spec(rec: RunRecord, c: TrafficClass, cond: str, k: int, *, trial_id: str, traffic: str, backend: str,
-               layout: str, duration_s: float | None) -> dict:
-    """A class trial's record identity (rate or latency, ``run --ruleset`` or ``optimize``): an
-    imported rule set has no generated rule count, so ``backend``/``layout`` tell the conditions
-    apart."""
-    return {"trial_id": trial_id, "suite": rec.run["suite"]["name"], "mode": "routed", "backend": backend,
-            "class_id": c.class_id, "condition": cond, "repetition": k, "ip_version": c.packet.family,
-            "traffic": traffic, "tool": "fwlab-engine", "size_bytes": frame_size(c), "layout": layout, "rules": 0,
-            "stateful_shortcut": False, "streams": 1, "rate_bps": None, "duration_s": float(duration_s or 0.0)}
-
-
 def _identity(cond: str, digest: str, family: str) -> dict:
     """``run --ruleset``'s two conditions: the imported rule set, or none (the reference)."""
     on = cond == "rules"
     return {"backend": "imported" if on else "none", "layout": "imported" if on else "none",
             "ruleset": {"digest": digest if on else None, "family": family if on else None}}
-
-
-def rate_trial(rec: RunRecord, b: Bed, engine: str, c: TrafficClass, cond: str, k: int, *, count: int,
-               route, backend: str, layout: str, ruleset: dict) -> float | None:
-    """One back-to-back rate trial of class ``c`` (``count`` frames at max, after ``route(c)``):
-    appends the trial (traffic ``ruleset-class``) and returns its rate [packets/s] (None if none)."""
-    route(c)
-    role, argv = send_args(engine, b, c, count=count, rate="max")
-    started = utc_now()
-    error, send = None, {}
-    try:
-        send = _send(b, role, argv)
-    except FwlabError as exc:
-        error = exc.one_line()
-    elapsed = float(send.get("elapsed_s") or 0)
-    offered = int(send.get("offered_count") or 0)
-    rate = offered / elapsed if elapsed and offered else None
-    spec = class_spec(rec, c, cond, k, trial_id=f"{c.class_id}-{cond}-r{k}", traffic="ruleset-class",
-                      backend=backend, layout=layout, duration_s=elapsed)
-    rec.append_trial(trial_record(
-        spec, kind="ruleset-class", started_utc=started,
-        metrics={"tx_pps": rate, "offered_count": offered, "duration_s": elapsed or None,
-                 "ns_per_packet": 1e9 / rate if rate else None},
-        ruleset=ruleset, raw={"engine_send_json": send, "argv": argv}, error=error, extra={"class": c.to_dict()}))
-    return rate
 
 
 # -- configuration ---------------------------------------------------------------------------

@@ -9,7 +9,7 @@ options' models), settling, floods, per test bed and per rule-set load, measured
 
 from __future__ import annotations
 
-from fwlab.floods.model import FloodSpec
+from fwlab.suites.background import FloodSpec
 from fwlab.runners import get_runner
 from fwlab.run.plan import Plan
 from fwlab.suites.schema import Suite

@@ -18,7 +18,7 @@ from fwlab.dut import backend_names, get_backend
 from fwlab.errors import SuiteError
 import fwlab.methods  # noqa: F401  (registers the test methods beside the tools)
 from fwlab.results.identity import TrialIdentity
-from fwlab.rules.model import REALWORLD_LAYOUTS
+from fwlab.rules.model import REALWORLD_LAYOUTS, layout_tool_problem
 from fwlab.runners import get_runner, runner_names
 from fwlab.runners.base import default_tool
 from fwlab.suites.schema import Suite, TrafficItem
@@ -66,11 +66,11 @@ def _check(suite: Suite) -> None:
                              f"not {min(suite.rules)}")
         if suite.ip_versions != [4]:
             raise ValueError(f"layout {realworld[0]} is IPv4 only: use ip_versions = [4]")
-        tools = {t.tool for t in suite.traffic}
-        for lay in realworld:
-            if lay in ("docker", "classbench-acl") and tools != {"engine"}:
-                raise ValueError(f"layout {lay} sends the test traffic to addresses other than the server's, "
-                                 f"which only the engine does: use tool = \"engine\"")
+    for lay in suite.layouts:
+        for tool in sorted({t.tool for t in suite.traffic}):
+            why = layout_tool_problem(lay, tool)
+            if why:
+                raise ValueError(f"{why}: use tool = \"engine\"")
     if suite.hosts:
         try:
             HostsFile.model_validate({"hosts": suite.hosts})

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from fwlab.floods.model import BackgroundItem
+from fwlab.suites.background import BackgroundItem
 from fwlab.suites.tuning import profile
 from fwlab.validation import MAX_PAIRS, check_only_keys, only_matches, parse_delay_us, parse_rate_bps
 

@@ -13,14 +13,20 @@ from __future__ import annotations
 import json
 import subprocess
 import time
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from fwlab.errors import FwlabError
 from fwlab.testbed.host import Host, LocalHost
 from fwlab.testbed.sampler import PeriodicSampler
+from fwlab.testbed.topology import Topology
 
-if TYPE_CHECKING:
-    from fwlab.testbed.bed import Testbed
+
+class SampledBed(Protocol):
+    """What :class:`LinkSampler` reads of a bed (a :class:`~fwlab.testbed.bed.Testbed` has it)."""
+
+    topo: Topology
+
+    def ns(self, role: str) -> str: ...
 
 
 def link_stats(stats: dict) -> dict[str, int]:
@@ -73,7 +79,7 @@ def as_stream_series(link_rows: list[dict]) -> list[dict]:
 class LinkSampler(PeriodicSampler):
     """Samples the client, server (and attacker/DUT-attacker) interfaces every ``interval_s``."""
 
-    def __init__(self, bed: "Testbed", interval_s: float = 1.0) -> None:
+    def __init__(self, bed: SampledBed, interval_s: float = 1.0) -> None:
         t = bed.topo
         wanted = [("client", t.client_if, "client"), ("server", t.server_if, "server")]
         if "atk" in t.roles:

@@ -12,12 +12,17 @@ Never touches: any host; it only reads the bed's description.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from fwlab.testbed.hosts import role_number
+from fwlab.testbed.hosts import Placement, role_number
+from fwlab.testbed.topology import Topology
 
-if TYPE_CHECKING:
-    from fwlab.testbed.bed import Testbed
+
+class PairedBed(Protocol):
+    """What :func:`stream_pairs` reads of a bed (a :class:`~fwlab.testbed.bed.Testbed` has it)."""
+
+    topo: Topology
+    placement: Placement | None
 
 
 @dataclass(frozen=True)
@@ -37,7 +42,7 @@ class StreamPair:
         return self.server4 if ip_version == 4 else self.server6
 
 
-def stream_pairs(bed: "Testbed") -> list[StreamPair]:
+def stream_pairs(bed: PairedBed) -> list[StreamPair]:
     """The bed's pairs, in order: the namespace pairs of ``topo.pairs``, or with a hosts file
     naming server hosts ``server2`` ..., each remote ``client<k>`` with its ``server<k>``; else
     the one pair client -> server (more generator hosts with one server are the engine's split,

@@ -1,4 +1,4 @@
-"""What a background flood is (pure data): kind, rate, frame size, spoofed sources, target port.
+"""What a background flood is (suite data): kind, rate, frame size, spoofed sources, target port.
 
 Owns: the suite's ``[[background]]`` item (pydantic, validated before anything runs) and its
 expansion into one :class:`FloodSpec` per attack rate (rate 0 = the same trial without a flood,

@@ -1,0 +1,188 @@
+"""Where every suite run starts and resumes: the one entry point of the run pipeline.
+
+Owns: a run from a suite to a finished record — where the roles live (the suite's [hosts] and a
+hosts file), the checks before anything is built (:mod:`fwlab.run.preflight`), the plan
+(:mod:`fwlab.run.plan`), the record's head (:mod:`fwlab.run.header`), the execution
+(:mod:`fwlab.run.executor`), the precision reached and the run's status; and resuming a record
+(its stored hosts, or a hosts file that keeps the run's identity). ``fwlab run``, ``fwlab
+baseline`` and the benches go through :func:`start` and :func:`resume`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from fwlab.errors import FwlabError, HostError, RecordError
+from fwlab.results import RunRecord
+from fwlab.results.metadata import remote_host_metadata
+from fwlab.run.executor import Executor
+from fwlab.run.header import new_record, suite_header
+from fwlab.run.plan import Plan, TrialSpec, expand, expand_max
+from fwlab.run.preflight import check_flood_placement, check_remote_roles, dut_system, preflight
+from fwlab.run.progress import Progress
+from fwlab.stats.precision import PrecisionRule, figure_id, outcome
+from fwlab.suites import Suite, parse_suite
+from fwlab.testbed.hosts import HostEntry, Placement, changed_fields, identity_difference, parse_hosts
+
+
+class Interrupted(FwlabError):
+    """The run was stopped by SIGINT or SIGTERM; finished trials are on disk."""
+
+
+def _placement(suite: Suite, hosts: dict[str, HostEntry] | None) -> Placement | None:
+    """The suite's [hosts] with a hosts file's entries on top (None when every role is local)."""
+    entries = {**parse_hosts({"hosts": suite.hosts}, "in the suite"), **(hosts or {})}
+    if not any(e.remote for e in entries.values()):
+        return None
+    return Placement(entries)
+
+
+def _remote_hosts_info(placement: Placement) -> dict:
+    return {"entries": {r: e.model_dump(exclude_defaults=True) for r, e in placement.entries.items()},
+            "clock_offsets": {r: c.to_dict() for r, c in placement.clocks.items()},
+            "clock_sync": dict(placement.sync),
+            "clock_warning": placement.latency_clock_warning(),
+            "command_overhead_s": dict(placement.overheads_s),
+            "metadata": {r: remote_host_metadata(h) for r, h in placement.hosts.items()}}
+
+
+def start(suite: Suite, suite_text: str, out_root: Path, *, quiet: bool = False,
+          hosts: dict[str, HostEntry] | None = None,
+          order: Callable[[list[TrialSpec]], list[TrialSpec]] | None = None,
+          prepare: Callable[[], None] | None = None) -> RunRecord:
+    """Run ``suite``; ``hosts`` (from ``--hosts FILE``) places roles on remote hosts; ``order``
+    may reorder the planned trials (the same trials; e.g. ``fwlab bench search``'s ABBA order);
+    ``prepare`` is work for after the run done beside the first bed's set-up, never beside
+    traffic (:attr:`Executor.prepare`; e.g. :func:`fwlab.report.prepare`)."""
+    placement = _placement(suite, hosts)
+    check_flood_placement(suite, placement)  # before any host is connected
+    if placement is None:
+        preflight(suite)
+    with placement or _Nothing():
+        if placement is not None:
+            preflight(suite, placement)
+        plan = expand(suite, dut_system(placement))
+        check_remote_roles(plan, placement)
+        if order is not None:
+            plan = _reordered(plan, order)
+        rec = new_record(out_root, suite_header(suite, suite_text),
+                         {"trials": len(plan.trials), "trial_ids": [t.trial_id for t in plan.trials],
+                          "skipped": list(plan.skipped)},
+                         remote_hosts=_remote_hosts_info(placement) if placement else None)
+        execute(suite, plan, rec, quiet, placement, prepare=prepare)
+    return rec
+
+
+def resume_hosts_change(rec: RunRecord, suite: Suite, hosts: dict[str, HostEntry],
+                        origin: str | None) -> dict:
+    """What a hosts file given to ``--resume`` changes in the run's stored entries (for
+    ``resume_events[].hosts_file``); HostError naming the first differing field when it changes
+    what the record's identity depends on (roles, data interfaces, addresses, namespaces)."""
+    stored = (rec.run.get("remote_hosts") or {}).get("entries")
+    old = {**suite.hosts, **(stored or {})}
+    new = {**suite.hosts, **{r: e.model_dump(exclude_defaults=True) for r, e in hosts.items()}}
+    diff = identity_difference(old, new)
+    if diff is not None:
+        raise HostError(f"hosts file {origin or ''} does not match the run in {rec.path}: {diff} differs",
+                        fix="give --resume a hosts file with the run's roles, data interfaces, addresses and "
+                            "namespaces (only how each host is reached may change), or start a new run")
+    return {"file": origin, "changed": changed_fields(old, new), "previous_entries": stored}
+
+
+def resume(path: Path, *, quiet: bool = False, hosts: dict[str, HostEntry] | None = None,
+           hosts_origin: str | None = None) -> RunRecord:
+    """Finish the run in ``path``. Its hosts are the ones stored in run.json, or ``hosts`` (from
+    ``--resume DIR --hosts FILE``) when they keep the run's roles, data interfaces, addresses and
+    namespaces (:func:`fwlab.testbed.hosts.identity_difference`); the change is recorded."""
+    rec = RunRecord.open(path)
+    suite = parse_suite(rec.run["suite"]["parsed"], f"from {path}")
+    stored = (rec.run.get("remote_hosts") or {}).get("entries")
+    changed = None
+    if hosts is None:
+        try:
+            placement = _placement(suite, parse_hosts({"hosts": stored}, f"stored in {path}") if stored else None)
+        except HostError as exc:  # e.g. a key or known_hosts file that has moved since
+            raise HostError(exc.message, fix=f"give the run's hosts as they are reached now: fwlab run --resume "
+                                             f"{path} --hosts FILE (docs/lab.md)") from None
+    else:
+        changed = resume_hosts_change(rec, suite, hosts, hosts_origin)
+        placement = _placement(suite, hosts)
+        check_flood_placement(suite, placement)
+    with placement or _Nothing():
+        preflight(suite, placement)
+        plan = expand(suite, dut_system(placement))
+        check_remote_roles(plan, placement)
+        rec.repair_torn_tail()
+        if not isinstance(rec.run.get("plan"), dict):
+            rec.run["plan"] = {"trials": len(plan.trials), "skipped": list(plan.skipped)}
+        rec.run["plan"].setdefault("trial_ids", [t.trial_id for t in plan.trials])  # a 1.0 record has none
+        if changed is not None and placement is not None:  # a later --resume uses the new entries
+            rec.run["remote_hosts"] = {**(rec.run.get("remote_hosts") or {}), "entries": {
+                r: e.model_dump(exclude_defaults=True) for r, e in placement.entries.items()}}
+        rec.note_resume(hosts_file=changed)
+        execute(suite, plan, rec, quiet, placement)
+    return rec
+
+
+def _reordered(plan: Plan, order: Callable[[list[TrialSpec]], list[TrialSpec]]):
+    trials = list(order(list(plan.trials)))
+    if sorted(t.trial_id for t in trials) != sorted(t.trial_id for t in plan.trials):
+        raise FwlabError("a trial order must keep exactly the planned trials", fix="report this as a bug")
+    return type(plan)(tuple(trials), plan.skipped)
+
+
+class _Nothing:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+
+def execute(suite: Suite, plan: Plan, rec: RunRecord, quiet: bool, placement: Placement | None = None,
+            prepare: Callable[[], None] | None = None) -> None:
+    """Run ``plan``'s trials not yet in ``rec`` (:class:`~fwlab.run.executor.Executor`), then
+    record the precision reached and the run's status."""
+    done = rec.finished_ids()
+    rule = PrecisionRule.of_suite(suite)
+    known = {t.trial_id for t in (expand_max(suite, dut_system(placement)) if rule else plan).trials}
+    if done - known:
+        raise RecordError(f"{rec.path} holds trials this suite does not plan", fix="resume with the fwlab that wrote it")
+    # adaptive: the bar counts to the maximum (figures that reach the precision stop earlier)
+    total = len(known) if rule else len(plan.trials)
+    progress = Progress(total=total, already=len(done & known), quiet=quiet)
+    if progress.already:
+        progress.note(f"resuming: {progress.already} of {progress.total} trials already done")
+    warning = placement.latency_clock_warning() if placement is not None else None
+    if warning and any(t.tool in ("engine", "rfc2544") for t in plan.trials):
+        progress.note(f"warning: {warning}")
+    ex = Executor(suite, rec, progress, placement=placement, rule=rule, prepare=prepare)
+    rec.run["lean_trials"] = True  # (records before the old path went may say False)
+    try:
+        ex.run(list(plan.trials), done)
+    except KeyboardInterrupt:
+        _record_precision(rec, rule, plan)
+        rec.set_status("interrupted")
+        raise Interrupted(f"run interrupted; {len(rec.finished_ids())} finished trials kept in {rec.path}",
+                          fix=f"fwlab run --resume {rec.path}") from None
+    except BaseException:
+        rec.set_status("failed")
+        raise
+    finally:
+        rec.run["overhead_s"] = ex.run_phases.to_dict()  # record writing
+    p = _record_precision(rec, rule, plan)
+    if p is not None:
+        at_max = sum(1 for f in p["figures"] if f["status"] == "max-reached")
+        progress.note(f"precision: {p['met']} of {p['total']} figures within ±{100 * p['precision']:g} %"
+                      + (f"; {at_max} hit the maximum of {p['max_repetitions']} without it" if at_max else ""))
+    rec.set_status("complete")
+
+
+def _record_precision(rec: RunRecord, rule: PrecisionRule | None, plan: Plan) -> dict | None:
+    """run.json's ``precision``: per figure the repetitions it took and the interval reached."""
+    if rule is None:
+        return None
+    rec.run["precision"] = outcome(rec.trials(), rule, [figure_id(t.to_dict()) for t in plan.trials]
+                                   ).model_dump(mode="json")
+    return rec.run["precision"]
