@@ -256,7 +256,8 @@ def _dry_run(suite, done: set[str] = frozenset(), trials: list[dict] | None = No
         return EXIT_OK
     print(textwrap.fill(line, _width()))
     # the trial id names the traffic, size, backend, rules, layout, mode, link and repetition
-    sys.stdout.write(_text_table(["#", "trial_id"], [[i, t.trial_id] for i, t in enumerate(todo.trials, 1)]))
+    if todo.trials:
+        sys.stdout.write(_text_table(["#", "trial_id"], [[i, t.trial_id] for i, t in enumerate(todo.trials, 1)]))
     if top is not None and len(top.trials) > len(todo.trials):
         print(f"  ... and up to {len(top.trials) - len(todo.trials)} more repetitions where a figure is not "
               f"yet within the precision (--json lists them)")

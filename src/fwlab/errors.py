@@ -3,7 +3,8 @@
 Every error a user can cause or fix carries a one-line message naming the problem and a `fix`
 naming what to do. The CLI prints both on one line and exits (docs/cli.md) with 2 for bad input,
 or with the error's `exit_status` when it was raised while a measurement ran: 1 for a
-`MeasurementFailed` (the test bed, a backend, a traffic tool, a search or a remote host failed).
+`MeasurementFailed` (the test bed, a backend, a traffic tool or a search failed; a host that
+cannot be reached is a hosts-file problem: 2).
 """
 
 from __future__ import annotations
@@ -66,5 +67,5 @@ class SearchError(MeasurementFailed):
     """A load search was given bad goals or its measurer misbehaved."""
 
 
-class HostError(MeasurementFailed):
+class HostError(FwlabError):
     """A remote host could not be reached or used over SSH, or its hosts-file entry is wrong."""

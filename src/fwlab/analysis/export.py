@@ -274,6 +274,11 @@ def flent_document(trial: TrialRecord, run: dict) -> dict | None:
         series_meta[LOSS_SERIES] = {"UNITS": "packets", "FWLAB_FIELD": "client_tx_pps - server_rx_pps per interval "
                                                                         "(extra.link_series)"}
         params.update({"qdisc_stats_hosts": LOSS_HOST, "qdisc_stats_interfaces": "lost"})
+        metadata["NOTE"] += (f"; '{LOSS_SERIES}' (flent -p drops): packets lost per interval, the client's sent "
+                             f"minus the server's received link counter, not a qdisc; the counters are read a "
+                             f"moment apart, so an interval can show a few hundred more or fewer (negative: "
+                             f"frames counted sent in one interval and received in the next), their sum is the "
+                             f"trial's loss")
     return {"version": FLENT_FILEFORMAT_VERSION, "metadata": metadata, "x_values": x,
             "results": results, "raw_values": raw}
 
