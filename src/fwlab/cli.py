@@ -541,12 +541,45 @@ def cmd_bench_search(args) -> int:
     return 0
 
 
+def cmd_bench_kernel_precision(args) -> int:
+    from fwlab.bench.kernel_precision import KernelPrecisionConfig, format_table, run_bench
+    from fwlab.testbed import require_root
+
+    try:
+        rules = tuple(int(x) for x in (args.rules or "0,1000,10000").split(","))
+    except ValueError:
+        raise FwlabError(f"--rules takes rule counts such as 0,1000,10000, not {args.rules[:40]!r}",
+                         fix="e.g. --rules 0,1000,10000") from None
+    cfg = KernelPrecisionConfig(rules=rules, repetitions=args.repetitions, seconds=args.seconds, rate_pps=args.rate)
+    cfg.check()
+    require_root()
+    res = run_bench(cfg, log=None if args.quiet else sys.stderr)
+    print(json.dumps(res, indent=2) if args.json else format_table(res))
+    return 0
+
+
+def cmd_bench_kernel_cost(args) -> int:
+    from fwlab.bench.kernel_backends import KernelBackendsConfig, format_table, run_bench
+    from fwlab.testbed import require_root
+
+    cfg = KernelBackendsConfig(backends=tuple(b for b in args.backends.split(",") if b), rules=args.rules,
+                               repetitions=args.repetitions, seconds=args.seconds, rate_pps=args.rate)
+    cfg.check()
+    require_root()
+    res = run_bench(cfg, log=None if args.quiet else sys.stderr)
+    print(json.dumps(res, indent=2) if args.json else format_table(res))
+    return 0
+
+
 def cmd_bench_precision(args) -> int:
+    if args.kernel_cost:
+        return cmd_bench_kernel_precision(args)
     from fwlab.bench.precision import PrecisionBenchConfig, format_table, run_bench
     from fwlab.run.start import start
     from fwlab.testbed import require_root
 
     rules = None
+    args.rules = args.rules or "0,1000"
     if args.rules != "all":
         try:
             rules = tuple(int(x) for x in args.rules.split(","))
@@ -611,6 +644,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from fwlab.rules.model import LAYOUTS
+
     p = _Parser(
         prog="fwlab",
         description="Firewall performance lab: builds a namespace test bed, loads generated rule "
@@ -726,8 +761,7 @@ def build_parser() -> argparse.ArgumentParser:
                                     "pipe or file with --i-know.")
     ru.add_argument("--backend", default="nftables", help="firewall backend (see 'fwlab list')")
     ru.add_argument("--count", type=int, default=10, help="rules before the permit rules (for kube-proxy: Services)")
-    ru.add_argument("--layout", default="linear", choices=["linear", "set", "kube-proxy", "firewalld", "docker",
-                                                           "classbench-acl"],
+    ru.add_argument("--layout", default="linear", choices=LAYOUTS,
                     help="linear: one rule per entry; set: one lookup; the others: real-world shapes")
     ru.add_argument("--mode", default="routed", choices=["routed", "bridge"],
                     help="the bed's mode (bridge mode uses the bridge family)")
@@ -845,14 +879,41 @@ def build_parser() -> argparse.ArgumentParser:
     bp.add_argument("--min-repetitions", type=int, default=2,
                     help="the adaptive contender's minimum (default 2, quick's own repetitions)")
     bp.add_argument("--max-repetitions", type=int, default=10, help="the adaptive contender's maximum (default 10)")
-    bp.add_argument("--rules", default="0,1000",
+    bp.add_argument("--rules", default=None,
                     help="quick's rule counts to run, comma-separated, or 'all' (default 0,1000: the bench "
-                         "then takes about 8 minutes here, not 20)")
+                         "then takes about 8 minutes here, not 20); with --kernel-cost: nftables linear rule "
+                         "counts (default 0,1000,10000)")
+    bp.add_argument("--kernel-cost", action="store_true",
+                    help="instead: the spread between repetitions of the in-kernel cost per packet (raw and "
+                         "against the same-packet reference chain) beside throughput's, on one bed "
+                         "(see docs/kernel-cost.md)")
+    bp.add_argument("--repetitions", type=int, default=5, help="with --kernel-cost: repetitions (default 5)")
+    bp.add_argument("--seconds", type=float, default=3.0,
+                    help="with --kernel-cost: each trial's sending time (default 3)")
+    bp.add_argument("--rate", type=float, default=20_000,
+                    help="with --kernel-cost: the light cost trials' most packets/s (default 20000)")
     bp.add_argument("--rounds", type=int, default=1, help="fixed + adaptive pairs, ABBA order (default 1)")
     bp.add_argument("--out", default="results", help="directory for the runs' records (default ./results)")
     bp.add_argument("--json", action="store_true", help="print one JSON object")
     bp.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     bp.set_defaults(func=cmd_bench_precision)
+    bk = bsub.add_parser("kernel-cost", help="in-kernel cost per packet of each firewall backend (needs root)",
+                         description="Per backend a fresh bed, its rule set of --rules deny entries and "
+                                     "--repetitions light-load trials with fwlab's in-kernel clock and the like "
+                                     "reference chain (nft for nftables/iptables-nft, xtables for "
+                                     "iptables-legacy/ipset); XDP backends: the kernel's run time per program "
+                                     "(bpf_stats). A backend the probe cannot time says why "
+                                     "(docs/kernel-cost.md).")
+    bk.add_argument("--backends", default="nftables,iptables-nft,iptables-legacy,ipset,bridge,xdp-generic",
+                    help="comma-separated (default: nftables,iptables-nft,iptables-legacy,ipset,bridge,xdp-generic; "
+                         "bridge = nftables in bridge mode)")
+    bk.add_argument("--rules", type=int, default=1000, help="deny entries (default 1000)")
+    bk.add_argument("--repetitions", type=int, default=3, help="trials per backend (default 3)")
+    bk.add_argument("--seconds", type=float, default=2.0, help="each trial's sending time (default 2)")
+    bk.add_argument("--rate", type=float, default=20_000, help="the trials' most packets/s (default 20000)")
+    bk.add_argument("--json", action="store_true", help="print one JSON object")
+    bk.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    bk.set_defaults(func=cmd_bench_kernel_cost)
     bo = bsub.add_parser("overhead", help="a suite run's wall time / traffic time and where the rest goes (needs root)",
                          description="Run a suite (default quick) as 'fwlab run' does, report included, and "
                                      "print wall_over_traffic = wall time / the trials' traffic time (bed builds "

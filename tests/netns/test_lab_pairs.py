@@ -12,7 +12,7 @@ import pytest
 
 from sshlab import HostsLab, changed, record_local
 from fwlab.cli import main
-from fwlab.runners.base import MIN_OVERLAP_FRACTION
+from fwlab.runners.base import MIN_OVERLAP_SHARE as MIN_OVERLAP_FRACTION
 from fwlab.runners.iperf3 import Iperf3
 
 if Iperf3().unavailable():

@@ -273,13 +273,15 @@ def test_bidirectional_keeps_jitter_and_reordering_per_direction():
 
 
 def test_overlap_and_skew_flag():
-    assert eng.overlap([(10.0, 2.0), (10.5, 2.0)]) == (0.5, 1.5)
-    assert eng.overlap([(10.0, 1.0), (12.0, 1.0)]) == (2.0, 0.0)  # never negative
-    assert eng.overlap([(10.0, 1.0), (None, 1.0)]) == (None, None)
-    f = eng.skew_flag(1.5, 2.0, 0.5, "the two directions", "partly one-way")
+    from fwlab.runners.base import MIN_OVERLAP_SHARE, skew_flag, span_overlap
+
+    assert span_overlap([(10.0, 2.0), (10.5, 2.0)]) == (0.5, 1.5)
+    assert span_overlap([(10.0, 1.0), (12.0, 1.0)]) == (2.0, 0.0)  # never negative
+    assert span_overlap([(10.0, 1.0), (None, 1.0)]) == (None, None)
+    f = skew_flag(1.5, 2.0, 0.5, "the two directions", "partly one-way")
     assert f["code"] == "generator-skew" and "only 1.500 s of 2.000 s" in f["message"]
-    assert eng.skew_flag(eng.MIN_OVERLAP_SHARE * 2.0, 2.0, 0.2, "x", "y") is None
-    assert eng.skew_flag(None, 2.0, None, "x", "y") is None
+    assert skew_flag(MIN_OVERLAP_SHARE * 2.0, 2.0, 0.2, "x", "y") is None
+    assert skew_flag(None, 2.0, None, "x", "y") is None
 
 
 def test_bidirectional_skew_flag_when_the_directions_barely_overlap():

@@ -41,6 +41,7 @@ RANKS: dict[str, int] = {
     "fwlab.testbed": 3,           # namespaces, links, hosts, bed services
     "fwlab.dut": 4,               # firewall backends
     "fwlab.runners": 5,           # one module per traffic tool
+    "fwlab.probes": 5,            # in-kernel clock: measures the DUT during a trial (builds like dut.xdp)
     "fwlab.methods": 6,           # test methods built on the tools
     "fwlab.floods": 6,            # background floods (a method beside a trial)
     "fwlab.results": 7,           # the record

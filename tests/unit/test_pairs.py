@@ -13,7 +13,7 @@ from fwlab import cli
 from fwlab.errors import SuiteError
 from fwlab.errors import TestbedError as BedError
 from fwlab.runners import TrafficSpec
-from fwlab.runners.base import MIN_OVERLAP_FRACTION, overlap, skew_flag
+from fwlab.runners.base import MIN_OVERLAP_SHARE as MIN_OVERLAP_FRACTION, overlap, skew_flag
 from fwlab.runners.iperf3 import Iperf3, parse_json
 from fwlab.suites import parse_suite
 from fwlab.testbed import Topology
@@ -78,18 +78,22 @@ def test_two_pairs_add_namespaces_switches_and_distinct_addresses():
 
 
 def test_overlap_and_the_skew_flag_both_ways():
+    def flag(ov, who):
+        return skew_flag(ov["common_interval_s"], ov["shortest_s"], ov["start_skew_s"], f"the {who}",
+                         "the summed rate overstates the load")
+
     ov = overlap([(10.0, 12.0), (10.05, 12.05)])
     assert ov["start_skew_s"] == pytest.approx(0.05) and ov["common_interval_s"] == pytest.approx(1.95)
     assert ov["overlap_ratio"] == pytest.approx(0.975)
-    assert skew_flag(ov, "2 client/server pairs") is None
+    assert flag(ov, "2 client/server pairs") is None
     late = overlap([(10.0, 12.0), (10.5, 12.5)])  # 1.5 s of 2 s together: 75 %
     assert late["overlap_ratio"] == pytest.approx(0.75)
-    f = skew_flag(late, "2 client/server pairs")
+    f = flag(late, "2 client/server pairs")
     assert f["code"] == "generator-skew" and "2 client/server pairs" in f["message"]
     apart = overlap([(0.0, 1.0), (2.0, 3.0)])  # never together
-    assert apart["common_interval_s"] < 0 and skew_flag(apart, "x")["code"] == "generator-skew"
+    assert apart["common_interval_s"] < 0 and flag(apart, "x")["code"] == "generator-skew"
     edge = overlap([(0.0, 1.0), (1 - MIN_OVERLAP_FRACTION, 2 - MIN_OVERLAP_FRACTION)])
-    assert skew_flag(edge, "x") is None  # exactly the threshold passes
+    assert flag(edge, "x") is None  # exactly the threshold passes
 
 
 # -- iperf3 pair trial on a fake bed: real processes print recorded iperf3 output ---------------

@@ -117,7 +117,8 @@ def test_resume_with_a_matching_hosts_file_uses_and_records_it(tmp_path, monkeyp
         used["entries"] = {r: e.model_dump(exclude_defaults=True) for r, e in placement.entries.items()}
     # no network: the hosts are not connected, no trial runs (what is tested is which hosts)
     monkeypatch.setattr(Placement, "open", lambda self: self)
-    monkeypatch.setattr(orchestrate, "preflight", lambda *a, **k: None)
+    import fwlab.run.preflight
+    monkeypatch.setattr(fwlab.run.preflight, "preflight", lambda *a, **k: None)
     monkeypatch.setattr(orchestrate, "execute", execute)
     monkeypatch.setattr(report, "write_report", lambda *a, **k: None)  # (seconds; not what is tested)
     assert main(["run", "--resume", str(d), "--hosts", str(f), "-q"]) == 0

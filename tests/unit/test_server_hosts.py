@@ -14,7 +14,7 @@ from test_pairs import _Cp, _FakeHost
 from fwlab.cli import main
 from fwlab.errors import HostError
 from fwlab.runners import TrafficSpec
-from fwlab.runners.base import MIN_OVERLAP_FRACTION
+from fwlab.runners.base import MIN_OVERLAP_SHARE as MIN_OVERLAP_FRACTION
 from fwlab.runners.iperf3 import Iperf3, parse_json
 from fwlab.testbed import Topology
 from fwlab.testbed.hosts import Placement, parse_hosts

@@ -25,18 +25,17 @@ says so in a note.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from fwlab.dut.base import (Backend, DutContext, RuleState, command_timeout_s, listing_digest, register,
                            sum_by_class)
 from fwlab.dut.nft_netlink import NetlinkUnavailable, NftNetlink
 from fwlab.rules.kubeproxy import nft_endpoint_chain, nft_service_chain
-from fwlab.rules.model import RuleSet
+from fwlab.rules.model import LAYOUTS, RuleSet
 from fwlab.testbed.host import LocalHost
 
 TABLE = "fwlab"
 CHAIN = "forward"
-#: set elements up to which the load's digest covers the elements read back from the kernel
-FULL_LISTING_MAX = 100_000
 #: set elements up to which the load's digest covers the elements read back from the kernel
 FULL_LISTING_MAX = 100_000
 ND_TYPES = "nd-neighbor-solicit, nd-neighbor-advert, nd-router-solicit, nd-router-advert"
@@ -64,12 +63,30 @@ def _ipkw(v: int) -> str:
     return "ip" if v == 4 else "ip6"
 
 
+@dataclass
+class NamespaceState:
+    """What the nftables backend keeps of one DUT namespace between its calls (dropped on flush)."""
+
+    terse: bool = False  #: the loaded rule set is read back tersely (its set elements left out)
+    netlink: NftNetlink | None = None  #: the namespace's netlink reader (None: none, or unavailable)
+    netlink_tried: bool = False  #: whether opening the reader was tried
+    #: the last listing read at a known rule-set generation: (generation id, family, digest)
+    listed: tuple[int, str, str] | None = None
+
+
 class Nftables(Backend):
     name = "nftables"
-    layouts = ("linear", "set", "kube-proxy", "firewalld", "docker", "classbench-acl")
+    layouts = LAYOUTS
     tools = ("nft",)
     summary = "nftables forward chain (ip/ip6; bridge family in bridge mode), linear rules or one set"
     clean_reset = True  # tests/netns/test_bed_reset.py
+
+    def __init__(self) -> None:
+        #: per DUT namespace (one registered backend serves every bed of a run)
+        self.namespaces: dict[str | None, NamespaceState] = {}
+
+    def _ns(self, ctx: DutContext) -> NamespaceState:
+        return self.namespaces.setdefault(ctx.ns, NamespaceState())
 
     def unsupported(self, layout: str, mode: str, stateful_shortcut: bool,
                     system: str | None = None) -> str | None:
@@ -275,7 +292,7 @@ class Nftables(Backend):
         return "\n".join(out) + "\n"
 
     def _apply(self, ctx: DutContext, text: str, rs: RuleSet) -> None:
-        self.__dict__.setdefault("_terse", {})[ctx.ns] = self._large(rs)
+        self._ns(ctx).terse = self._large(rs)
         ctx.host.run(["nft", "-f", "-"], ns=ctx.ns, input=text, timeout_s=command_timeout_s(rs))
 
     @staticmethod
@@ -290,7 +307,8 @@ class Nftables(Backend):
         return ()
 
     def _read(self, ctx: DutContext) -> tuple[dict[str, int], str]:
-        terse = self.__dict__.setdefault("_terse", {}).get(ctx.ns, False)
+        state = self.namespaces.get(ctx.ns)
+        terse = state is not None and state.terse
         argv = ["nft", "-t", "list", "ruleset"] if terse else ["nft", "list", "ruleset"]
         return parse_ruleset_text(ctx.host.run(argv, ns=ctx.ns, timeout_s=None).stdout)
 
@@ -304,30 +322,28 @@ class Nftables(Backend):
         """The DUT namespace's netlink reader (None: remote, or netlink unavailable here)."""
         if ctx.host.remote or ctx.ns is None:
             return None
-        cache = self.__dict__.setdefault("_nl", {})
-        if ctx.ns not in cache:
+        state = self._ns(ctx)
+        if not state.netlink_tried:
+            state.netlink_tried = True
             try:
-                cache[ctx.ns] = NftNetlink(ctx.ns)
+                state.netlink = NftNetlink(ctx.ns)
             except NetlinkUnavailable:
-                cache[ctx.ns] = None
-        return cache[ctx.ns]
+                state.netlink = None
+        return state.netlink
 
     def _forget(self, ctx: DutContext) -> None:
         """Close the namespace's netlink socket (it would keep a deleted namespace alive)."""
-        nl = self.__dict__.setdefault("_nl", {}).pop(ctx.ns, None)
-        if nl is not None:
-            nl.close()
-        self.__dict__.setdefault("_listed", {}).pop(ctx.ns, None)
-        self.__dict__.setdefault("_terse", {}).pop(ctx.ns, None)
+        state = self.namespaces.pop(ctx.ns, None)
+        if state is not None and state.netlink is not None:
+            state.netlink.close()
 
     def read_state(self, ctx: DutContext, family: str) -> RuleState:
         nl = self._netlink(ctx)
-        listed = self.__dict__.setdefault("_listed", {})
         gen = None
         if nl is not None:
             try:
                 gen = nl.genid()
-                known = listed.get(ctx.ns)
+                known = self._ns(ctx).listed
                 if known is not None and known[:2] == (gen, family):
                     counters = sum_by_class(nl.rule_counters())
                     if nl.genid() == gen:  # no change during the dump either
@@ -337,11 +353,11 @@ class Nftables(Backend):
                 gen = None
         counters, listing = self._read(ctx)
         digest = listing_digest(family, listing)
-        listed.pop(ctx.ns, None)
+        self._ns(ctx).listed = None
         if gen is not None:
             try:
                 if nl.genid() == gen:  # the listing is of generation gen
-                    listed[ctx.ns] = (gen, family, digest)
+                    self._ns(ctx).listed = (gen, family, digest)
             except NetlinkUnavailable:
                 pass
         return RuleState(counters, digest)

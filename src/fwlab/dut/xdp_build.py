@@ -54,7 +54,9 @@ def _digest(source: Path, flags: tuple[str, ...]) -> str:
     return h.hexdigest()
 
 
-def _build(source: Path, stem: str, suffix: str, argv_of, flags: tuple[str, ...]) -> Artifact:
+def compile_cached(source: Path, stem: str, suffix: str, argv_of, flags: tuple[str, ...]) -> Artifact:
+    """``source`` compiled by ``argv_of(clang, out_path)`` into the cache as ``stem-<hash><suffix>``
+    (fwlab.probes builds its BPF clock the same way)."""
     sha = _digest(source, flags)
     out = cache_dir() / f"{stem}-{sha[:16]}{suffix}"
     if out.exists():
@@ -74,14 +76,14 @@ def _build(source: Path, stem: str, suffix: str, argv_of, flags: tuple[str, ...]
 
 def bpf_object() -> Artifact:
     """The compiled XDP firewall (programs xdp_linear, xdp_map, xdp_pass)."""
-    return _build(BPF_SOURCE, "xdp_filter", ".bpf.o",
+    return compile_cached(BPF_SOURCE, "xdp_filter", ".bpf.o",
                   lambda cc, tmp: [cc, *BPF_FLAGS, "-c", str(BPF_SOURCE), "-o", str(tmp)], BPF_FLAGS)
 
 
 def loader() -> Artifact:
     """The loader binary (fwlab-xdp), linked against the system's libbpf."""
     flags = LOADER_FLAGS + LOADER_LIBS
-    return _build(LOADER_SOURCE, "fwlab-xdp", "",
+    return compile_cached(LOADER_SOURCE, "fwlab-xdp", "",
                   lambda cc, tmp: [cc, *LOADER_FLAGS, str(LOADER_SOURCE), *LOADER_LIBS, "-o", str(tmp)], flags)
 
 

@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from fwlab.errors import FwlabError, RunnerError
-from fwlab.runners.base import Measurement, Runner, TrafficSpec, TrialEnv, register
+from fwlab.runners.base import MIN_OVERLAP_SHARE, Measurement, Runner, TrafficSpec, TrialEnv, register
 from fwlab.validation import one_line
-from fwlab.runners.engine import (MIN_OVERLAP_SHARE, EngineMeasurer, EngineTrial, default_cpus,
-                                  default_frame_size, engine_unavailable, engine_version, run_trial)
+from fwlab.runners.engine import (EngineMeasurer, EngineTrial, default_cpus, default_frame_size, engine_unavailable,
+                                  engine_version, run_trial)
 from fwlab.search import run_search
 from fwlab.search.measurer import TrialResult
 

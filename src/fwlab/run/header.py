@@ -11,12 +11,19 @@ from __future__ import annotations
 from pathlib import Path
 
 from fwlab.results import RunRecord, host_metadata
+from fwlab.run.plan import Plan
 from fwlab.suites import Suite
 
 
 def suite_header(suite: Suite, text: str) -> dict:
     """run.json's ``suite`` for a suite file: its name, its TOML text and the parsed model."""
     return {"name": suite.name, "toml": text, "parsed": suite.model_dump()}
+
+
+def plan_header(plan: Plan) -> dict:
+    """run.json's ``plan`` for a suite's plan: the trial count, every trial id in order, and the
+    combinations left out with their reasons."""
+    return {"trials": len(plan.trials), "trial_ids": [t.trial_id for t in plan.trials], "skipped": list(plan.skipped)}
 
 
 def derived_suite(name: str, *, repetitions: int, ip_versions: list[int], description: str) -> dict:

@@ -58,6 +58,16 @@ def preflight(suite: Suite, placement: Placement | None = None) -> None:
                               fix="install it (see README) or remove it from the suite")
 
 
+def checked_plan(suite: Suite, placement: Placement | None = None) -> Plan:
+    """The checks before anything is built (:func:`preflight`), then the plan for the DUT's host
+    (:func:`fwlab.run.plan.expand`) with the trials refused that cannot run where the hosts file
+    puts their roles (:func:`check_remote_roles`). A placement is connected (``with``) first."""
+    preflight(suite, placement)
+    plan = expand(suite, dut_system(placement))
+    check_remote_roles(plan, placement)
+    return plan
+
+
 def check_remote_roles(plan: Plan, placement: Placement | None) -> None:
     """Refuse, in one line, trials whose tool (or background flood) runs only in this machine's
     namespaces while the hosts file puts its roles on remote hosts."""

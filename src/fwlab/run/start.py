@@ -10,6 +10,7 @@ baseline`` and the benches go through :func:`start` and :func:`resume`.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Callable
 
@@ -17,9 +18,9 @@ from fwlab.errors import FwlabError, HostError, RecordError
 from fwlab.results import RunRecord
 from fwlab.results.metadata import remote_host_metadata
 from fwlab.run.executor import Executor
-from fwlab.run.header import new_record, suite_header
-from fwlab.run.plan import Plan, TrialSpec, expand, expand_max
-from fwlab.run.preflight import check_flood_placement, check_remote_roles, dut_system, preflight
+from fwlab.run.header import new_record, plan_header, suite_header
+from fwlab.run.plan import Plan, TrialSpec, expand_max
+from fwlab.run.preflight import check_flood_placement, checked_plan, dut_system
 from fwlab.run.progress import Progress
 from fwlab.stats.precision import PrecisionRule, figure_id, outcome
 from fwlab.suites import Suite, parse_suite
@@ -57,18 +58,11 @@ def start(suite: Suite, suite_text: str, out_root: Path, *, quiet: bool = False,
     traffic (:attr:`Executor.prepare`; e.g. :func:`fwlab.report.prepare`)."""
     placement = _placement(suite, hosts)
     check_flood_placement(suite, placement)  # before any host is connected
-    if placement is None:
-        preflight(suite)
-    with placement or _Nothing():
-        if placement is not None:
-            preflight(suite, placement)
-        plan = expand(suite, dut_system(placement))
-        check_remote_roles(plan, placement)
+    with placement or nullcontext():
+        plan = checked_plan(suite, placement)
         if order is not None:
             plan = _reordered(plan, order)
-        rec = new_record(out_root, suite_header(suite, suite_text),
-                         {"trials": len(plan.trials), "trial_ids": [t.trial_id for t in plan.trials],
-                          "skipped": list(plan.skipped)},
+        rec = new_record(out_root, suite_header(suite, suite_text), plan_header(plan),
                          remote_hosts=_remote_hosts_info(placement) if placement else None)
         execute(suite, plan, rec, quiet, placement, prepare=prepare)
     return rec
@@ -109,10 +103,8 @@ def resume(path: Path, *, quiet: bool = False, hosts: dict[str, HostEntry] | Non
         changed = resume_hosts_change(rec, suite, hosts, hosts_origin)
         placement = _placement(suite, hosts)
         check_flood_placement(suite, placement)
-    with placement or _Nothing():
-        preflight(suite, placement)
-        plan = expand(suite, dut_system(placement))
-        check_remote_roles(plan, placement)
+    with placement or nullcontext():
+        plan = checked_plan(suite, placement)
         rec.repair_torn_tail()
         if not isinstance(rec.run.get("plan"), dict):
             rec.run["plan"] = {"trials": len(plan.trials), "skipped": list(plan.skipped)}
@@ -130,14 +122,6 @@ def _reordered(plan: Plan, order: Callable[[list[TrialSpec]], list[TrialSpec]]):
     if sorted(t.trial_id for t in trials) != sorted(t.trial_id for t in plan.trials):
         raise FwlabError("a trial order must keep exactly the planned trials", fix="report this as a bug")
     return type(plan)(tuple(trials), plan.skipped)
-
-
-class _Nothing:
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *exc) -> None:
-        return None
 
 
 def execute(suite: Suite, plan: Plan, rec: RunRecord, quiet: bool, placement: Placement | None = None,

@@ -72,10 +72,10 @@ class Measurement:
     extra: dict = field(default_factory=dict)  #: kind-specific structured results (e.g. a search's trials)
 
 
-#: several senders of one trial (generator hosts, client/server pairs, a bidirectional trial's two
-#: directions) must send together for at least this fraction of the shortest one's sending time,
-#: or the trial is flagged ``generator-skew``: their summed rate overstates the load
-MIN_OVERLAP_FRACTION = 0.9
+#: the senders of one trial (client/server pairs, generator hosts, the two directions) must all
+#: send together for at least this share of the shortest one's time, or the trial is flagged
+#: ``generator-skew``: a rate summed over them overstates the load
+MIN_OVERLAP_SHARE = 0.9
 
 
 def overlap(intervals: list[tuple[float, float]]) -> dict:
@@ -93,16 +93,25 @@ def overlap(intervals: list[tuple[float, float]]) -> dict:
             "overlap_ratio": common / shortest if shortest > 0 else None}
 
 
-def skew_flag(ov: dict, who: str) -> dict | None:
-    """The ``generator-skew`` flag when ``who`` (e.g. "2 client/server pairs") sent together for
-    less than :data:`MIN_OVERLAP_FRACTION` of the shortest one's time (``ov``: :func:`overlap`)."""
-    ratio = ov.get("overlap_ratio")
-    if ratio is not None and ratio >= MIN_OVERLAP_FRACTION:
+def span_overlap(spans: list[tuple[float | None, float | None]]) -> tuple[float | None, float | None]:
+    """Senders' (start [s, one clock], duration [s]) -> (start skew, common interval [s], >= 0):
+    :func:`overlap` of their intervals. Both None if a start is unknown."""
+    if not spans or any(st is None for st, _ in spans):
+        return None, None
+    ov = overlap([(float(st), float(st) + float(d or 0)) for st, d in spans])
+    return ov["start_skew_s"], max(0.0, ov["common_interval_s"])
+
+
+def skew_flag(common_s: float | None, shortest_s: float | None, skew_s: float | None, what: str,
+              consequence: str) -> dict | None:
+    """The ``generator-skew`` warning when ``what`` (e.g. "the 2 client/server pairs") sent
+    together for less than :data:`MIN_OVERLAP_SHARE` of the shortest one's time ``shortest_s``
+    (None otherwise, or when the overlap is not known)."""
+    if common_s is None or not shortest_s or common_s >= MIN_OVERLAP_SHARE * shortest_s:
         return None
     return {"code": "generator-skew", "severity": "warning",
-            "message": f"the {who} sent together for only {max(0.0, ov['common_interval_s']):.3f} s of "
-                       f"{ov['shortest_s']:.3f} s (start skew {ov['start_skew_s']:.3f} s, below "
-                       f"{100 * MIN_OVERLAP_FRACTION:.0f} %): the summed rate overstates the load"}
+            "message": f"{what} sent together for only {max(0.0, common_s):.3f} s of {shortest_s:.3f} s "
+                       f"(start skew {skew_s or 0.0:.3f} s, below {100 * MIN_OVERLAP_SHARE:.0f} %): {consequence}"}
 
 
 def apply_link_counts(m: Measurement, traffic: str, server_if_rx: int, receiver: str = "receiving") -> None:

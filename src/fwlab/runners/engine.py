@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import fwlab
 from fwlab.errors import RunnerError
-from fwlab.runners.base import Measurement, Runner, TrafficSpec, register
+from fwlab.runners.base import Measurement, Runner, TrafficSpec, register, skew_flag, span_overlap
 from fwlab.search.measurer import TrialResult
 from fwlab.testbed.clock import ZERO, ClockOffset, one_way_correction_s
 from fwlab.testbed.host import Host
@@ -54,9 +54,6 @@ RAW_BACKENDS = ("packet", "packet-mmsg")
 NEW_FLOW_PORT0 = 1024
 MAX_NEW_FLOWS = 65535 - NEW_FLOW_PORT0 + 1
 LATENCY_KEYS = ("min", "mean", "p50", "p90", "p99", "p999", "max")
-#: senders that sent together for less than this share of the shortest one's time are flagged
-#: ``generator-skew``: the aggregate (several generators, or both directions) overstates the load
-MIN_OVERLAP_SHARE = 0.9
 #: the receiver's per-packet counts (``metrics_from``): a bidirectional trial sums its two directions'
 RECEIVER_COUNTS = ("reordered", "duplicated", "late", "receiver_lost", "foreign")
 
@@ -416,27 +413,6 @@ def split_trial(t: EngineTrial, n: int, i: int) -> EngineTrial:
     return replace(t, rate_pps=rate, count=count, src_ports=ports)
 
 
-def overlap(spans: list[tuple[float | None, float | None]]) -> tuple[float | None, float | None]:
-    """Senders' (start [s, one clock], duration [s]) -> (start skew, common interval [s]): how far
-    apart they started and how long all of them sent (>= 0). Both None if a start is unknown."""
-    if not spans or any(st is None for st, _ in spans):
-        return None, None
-    starts = [float(st) for st, _ in spans]
-    ends = [float(st) + float(d or 0) for st, d in spans]
-    return max(starts) - min(starts), max(0.0, min(ends) - max(starts))
-
-
-def skew_flag(common_s: float | None, shortest_s: float, skew_s: float | None, what: str,
-              consequence: str) -> dict | None:
-    """The ``generator-skew`` warning when the senders overlapped for less than
-    ``MIN_OVERLAP_SHARE`` of the shortest one's time (None otherwise, or when not known)."""
-    if common_s is None or not shortest_s or common_s >= MIN_OVERLAP_SHARE * shortest_s:
-        return None
-    return {"code": "generator-skew", "severity": "warning",
-            "message": f"{what} sent together for only {common_s:.3f} s of {shortest_s:.3f} s "
-                       f"(start skew {skew_s:.3f} s): {consequence}"}
-
-
 def wait_ready(host: Host, sp: Any, path: str, what: str, timeout_s: float = READY_TIMEOUT_S,
                fix: str = "run 'fwlab clean'; check the engine build") -> None:
     """Wait until a spawned engine process ``sp`` on ``host`` writes its ready file ``path``. If
@@ -471,7 +447,7 @@ def aggregate(sends: list[dict], recv: dict, gens: list[tuple[str, int, float]])
                     "offered_count": int(sd.get("offered_count") or 0), "forwarded_count": fwd,
                     "elapsed_s": el or None, "rx_pps": fwd / el if el else None,
                     "tx_pps": sd.get("achieved_pps"), "start_local_s": start})
-    skew, common = overlap([(p["start_local_s"], p["elapsed_s"]) for p in per])
+    skew, common = span_overlap([(p["start_local_s"], p["elapsed_s"]) for p in per])
     merged = dict(sends[0])
 
     def total(key):
@@ -661,7 +637,7 @@ def combine_directions(up: Measurement, down: Measurement, up_start_s: float | N
                               for k in ("latency_ns", "jitter_ns")},
         "directions": {"up": {k: u.get(k) for k in keep}, "down": {k: d.get(k) for k in keep}},
     })
-    skew, common = overlap([(up_start_s, u.get("duration_s")), (down_start_s, d.get("duration_s"))])
+    skew, common = span_overlap([(up_start_s, u.get("duration_s")), (down_start_s, d.get("duration_s"))])
     metrics["start_skew_s"], metrics["common_interval_s"] = skew, common
     flags = [{**f, "message": f"client to server: {f['message']}"} for f in up.flags]
     flags += [{**f, "message": f"server to client: {f['message']}"} for f in down.flags]

@@ -653,7 +653,8 @@ class Iperf3(Runner):
                                         "(this machine's clock: the exit of the local process, or of the ssh "
                                         "session of a remote client); the results exchange after the test "
                                         "counts into the skew"})
-        flag = skew_flag(ov, f"{npairs} client/server pairs")
+        flag = skew_flag(ov["common_interval_s"], ov["shortest_s"], ov["start_skew_s"],
+                         f"the {npairs} client/server pairs", "the summed rate overstates the load")
         if flag:
             m.flags.append(flag)
         m.metrics["client_processes"] = len(jobs)

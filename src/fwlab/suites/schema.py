@@ -14,13 +14,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from fwlab.rules.generate import MAX_RULES  # the largest rule count a suite may ask for
+from fwlab.rules.model import LAYOUTS
 from fwlab.suites.background import BackgroundItem
 from fwlab.suites.tuning import profile
 from fwlab.validation import MAX_PAIRS, check_only_keys, only_matches, parse_delay_us, parse_rate_bps
 
-#: largest rule count a suite may ask for (the generator's fwlab.rules.generate.MAX_RULES; a
-#: unit test keeps the two equal)
-MAX_RULES = 1_000_000
 
 
 class Strict(BaseModel):
@@ -137,7 +136,7 @@ class Suite(Strict):
                                           "see fwlab.published)")
     mode: list[Literal["routed", "bridge", "direct"]] = Field(min_length=1, default_factory=lambda: ["routed"])
     backends: list[str] = Field(min_length=1, default_factory=lambda: ["nftables"])
-    layouts: list[Literal["linear", "set", "kube-proxy", "firewalld", "docker", "classbench-acl"]] = Field(min_length=1, default_factory=lambda: ["linear"])
+    layouts: list[Literal[LAYOUTS]] = Field(min_length=1, default_factory=lambda: ["linear"])
     rules: list[int] = Field(min_length=1, default_factory=lambda: [0])
     kube_endpoints: int = Field(2, ge=1, le=64, description="layout kube-proxy: endpoints per Service "
                                                             "(`rules` is then the number of Services)")
