@@ -57,3 +57,11 @@ def test_contents_answer_first_words_and_reasons_once(tmp_path):
     cpu = page[page.index("CPU use per role"):]
     rows = re.findall(r"<tr><td>([^<]*RFC 2544[^<]*)</td><td>[^<]*</td><td>(\d+)</td>", cpu)
     assert {r[0].rsplit("(", 1)[1] for r in rows} == {"routed)", "bridge)"} and all(n == "1" for _, n in rows)
+
+
+def test_a_packet_rate_is_drawn_once(tmp_path):
+    """UDP's figure is its packet rate: one plot per traffic, no second near-zero Gbit/s plot."""
+    page = write_report(_record(tmp_path)).read_text()
+    assert "UDP 64 B payload (routed): packet rate vs rule count" in page
+    assert "UDP 64 B payload (routed): throughput vs rule count" not in page
+    assert "TCP (routed): throughput vs rule count" in page

@@ -224,11 +224,10 @@ def render(run: dict, trials: list[TrialRecord], cs: list[Curve], summary_csv_na
     }
     for tl, group in groups.items():
         metric = primary_metric(group[0])
+        # one plot per traffic, of its primary figure: a packet rate's bit rate is the same curve
+        # scaled by the frame size (drawn again it was a near-zero Gbit/s axis; the table has it)
         thunks[f"rate {tl}"] = (lambda g=group, m=metric, tl=tl: plots.rate_vs_rules(
             g, m, f"{tl}: {METRIC_INFO[m][0]} vs rule count"))
-        if metric == "rx_pps":
-            thunks[f"throughput {tl}"] = (lambda g=group, tl=tl: plots.rate_vs_rules(
-                g, "throughput_bps", f"{tl}: throughput vs rule count"))
     for mode in modes:
         lt = [r for r in lt_all if str(r["mode"]) == mode]
         thunks[f"load {mode}"] = lambda lt=lt: (plots.load_time_plot(lt), plots.kernel_memory_plot(lt))
@@ -265,10 +264,7 @@ def render(run: dict, trials: list[TrialRecord], cs: list[Curve], summary_csv_na
 
     for tl, group in groups.items():
         parts.append(f"<h2>{esc(tl)}</h2>")
-        metric = primary_metric(group[0])
         parts.append("<div class='plot'>" + drawn[f"rate {tl}"] + "</div>")
-        if metric == "rx_pps":
-            parts.append("<div class='plot'>" + drawn[f"throughput {tl}"] + "</div>")
         parts.append(_pct_table(group))
         parts.append("<details><summary>absolute medians per rule count</summary>" + _abs_table(group) + "</details>")
 
