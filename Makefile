@@ -17,12 +17,13 @@ APT_PKGS := iproute2 iputils-ping nftables iptables ipset iperf3 ethtool procps 
             conntrack
 ENGINE_BIN := engine/target/release/fwlab-engine
 
-.PHONY: demo test deps system-deps venv engine xdp unit netns clean-results netperf help
+.PHONY: demo test deps system-deps venv engine xdp unit netns clean-results netperf help docs
 
 help:
 	@echo "make demo   - install what is missing, build, run the quick suite, print the report path"
 	@echo "make test   - install what is missing, build, run every test (unit + root netns + cargo)"
 	@echo "make netperf - optional: enable Debian non-free and install netperf (changes apt sources)"
+	@echo "make docs   - regenerate docs/suite-reference.md from the suite schema"
 
 demo: deps
 	$(BIN)/fwlab run quick
@@ -36,6 +37,10 @@ unit: venv
 
 netns: deps
 	$(BIN)/python -m pytest tests/netns -q -rs
+
+# docs/suite-reference.md is generated from the suite schema (tests/unit/test_docs.py checks it)
+docs: venv
+	$(BIN)/python -m fwlab.suites.reference > docs/suite-reference.md
 
 deps: system-deps venv engine xdp
 

@@ -6,11 +6,12 @@
 //! we could control. A template holds every constant byte and the partial
 //! one's-complement sums of the constant words, so per packet only addresses,
 //! ports, seq/timestamp and the two checksums are written.
-//! Owns byte layout only; never touches sockets or clocks.
+//! Owns byte layout and what a frame carries ([`Proto`], one [`Flow`]'s addresses
+//! and ports; profiles walk flows of these); never touches sockets or clocks.
 
 use crate::checksum::{finish, sum16};
 use crate::header::{self, Layout};
-use crate::profile::{Flow, Proto};
+use serde::Serialize;
 
 pub const ETH_HLEN: usize = 14;
 pub const FCS_LEN: usize = 4;
@@ -19,6 +20,39 @@ pub const ETH_P_IPV6: u16 = 0x86DD;
 pub const MAX_FRAME: usize = 9018;
 pub const TTL: u8 = 64;
 pub const TCP_WINDOW: u16 = 64240;
+
+/// Layer-4 protocol of generated packets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Proto {
+    Udp,
+    TcpSyn,
+}
+
+impl Proto {
+    pub fn parse(s: &str) -> Result<Proto, String> {
+        match s {
+            "udp" => Ok(Proto::Udp),
+            "tcp-syn" | "tcp_syn" | "syn" => Ok(Proto::TcpSyn),
+            _ => Err(format!("unknown proto '{s}' (expected udp or tcp-syn)")),
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Proto::Udp => "udp",
+            Proto::TcpSyn => "tcp-syn",
+        }
+    }
+}
+
+/// The varying fields of one packet. IPv4 addresses sit in the low 32 bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Flow {
+    pub src: u128,
+    pub dst: u128,
+    pub sport: u16,
+    pub dport: u16,
+}
 
 /// Sizes and offsets of one frame shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

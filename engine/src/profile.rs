@@ -6,29 +6,8 @@
 use serde::{Deserialize, Serialize};
 use std::net::IpAddr;
 
-/// Layer-4 protocol of generated packets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Proto {
-    Udp,
-    TcpSyn,
-}
-
-impl Proto {
-    pub fn parse(s: &str) -> Result<Proto, String> {
-        match s {
-            "udp" => Ok(Proto::Udp),
-            "tcp-syn" | "tcp_syn" | "syn" => Ok(Proto::TcpSyn),
-            _ => Err(format!("unknown proto '{s}' (expected udp or tcp-syn)")),
-        }
-    }
-    pub fn name(self) -> &'static str {
-        match self {
-            Proto::Udp => "udp",
-            Proto::TcpSyn => "tcp-syn",
-        }
-    }
-}
+// what a frame carries is the frame's to define; a profile walks flows of these
+pub use crate::frame::{Flow, Proto};
 
 /// How varying fields walk their ranges.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -311,15 +290,6 @@ pub struct Profile {
     pub stream_id: u16,
     pub dst_mac: Option<[u8; 6]>,
     pub src_mac: Option<[u8; 6]>,
-}
-
-/// The varying fields of one packet. IPv4 addresses sit in the low 32 bits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Flow {
-    pub src: u128,
-    pub dst: u128,
-    pub sport: u16,
-    pub dport: u16,
 }
 
 #[inline(always)]

@@ -81,6 +81,12 @@ def cmd_run(args) -> int:
     from fwlab.report import prepare
     from fwlab.suites import load_suite
 
+    from fwlab.results.store import check_results_root
+
+    if args.repair and not args.resume:
+        raise FwlabError("--repair goes with --resume DIR", fix="fwlab run --resume DIR --repair")
+    if not args.resume:
+        check_results_root(args.out)  # before anything runs: never /proc, a file, an unwritable place
     ruleset_cfg = _ruleset_config(args)
     if ruleset_cfg is not None:
         from fwlab.ruleset.run import run_ruleset
@@ -98,10 +104,10 @@ def cmd_run(args) -> int:
             from fwlab.testbed.hosts import load_hosts
             hosts, _ = load_hosts(args.hosts)
         if args.dry_run:
-            return _dry_run_resume(Path(args.resume), hosts, args.hosts, as_json=args.json)
+            return _dry_run_resume(Path(args.resume), hosts, args.hosts, repair=args.repair, as_json=args.json)
         with _measuring():
             rec = resume(Path(args.resume), quiet=args.quiet, hosts=hosts,
-                         hosts_origin=str(Path(args.hosts).resolve()) if args.hosts else None)
+                         hosts_origin=str(Path(args.hosts).resolve()) if args.hosts else None, repair=args.repair)
     else:
         if not args.suite:
             raise FwlabError("no suite given", fix="fwlab run SUITE (see 'fwlab list'), or --resume DIR")
@@ -197,15 +203,24 @@ def _precision_arg(text: str) -> float | None:
 
 def _ruleset_config(args):
     """The imported-rule-set run asked for by --ruleset FILE or a suite file with a [ruleset]
-    table (fwlab.ruleset.run), or None for an ordinary suite run."""
-    from fwlab.ruleset.run import config_from_args, config_from_suite_file
+    table (fwlab.ruleset.config), or None for an ordinary suite run."""
+    from fwlab.ruleset.config import config_from_args, config_from_suite_file
 
     if args.ruleset:
         if args.suite or args.resume:
             raise FwlabError("--ruleset runs a rule set, not a suite", fix="give either a suite or --ruleset FILE")
+        if args.hosts:
+            raise FwlabError("--ruleset runs in local namespaces only; --hosts is not used by it",
+                             fix="drop --hosts, or run a suite with --hosts")
         return config_from_args(args.ruleset, ipset=args.ipset, interfaces=args.interfaces,
                                 repetitions=args.repetitions, no_rate=args.no_rate, mix=args.mix,
                                 latency_count=args.latency_count)
+    if args.interfaces or args.ipset or args.no_rate:
+        given = ", ".join(f for f, v in (("--interfaces", args.interfaces), ("--ipset", args.ipset),
+                                          ("--no-rate", args.no_rate)) if v)
+        raise FwlabError(f"{given} go{'es' if ',' not in given else ''} with --ruleset FILE, not with a suite",
+                         fix="fwlab run --ruleset FILE " + given.split(",")[0] + " ... (a [ruleset] suite "
+                             "file names its interfaces and ipset itself)")
     if args.mix or args.latency_count is not None:
         raise FwlabError("--mix and --latency-count go with --ruleset FILE",
                          fix="fwlab run --ruleset FILE --mix MIX (a [ruleset] suite takes class_weights / latency_count)")
@@ -268,14 +283,24 @@ def _dry_run(suite, done: set[str] = frozenset(), trials: list[dict] | None = No
     return EXIT_OK
 
 
-def _dry_run_resume(path: Path, hosts=None, hosts_file: str | None = None, *, as_json: bool = False) -> int:
+def _dry_run_resume(path: Path, hosts=None, hosts_file: str | None = None, repair: bool = False, *,
+                    as_json: bool = False) -> int:
     """What ``run --resume DIR`` would still run, read from the record without writing to it
-    (with ``--hosts``: checked against the run's hosts first, connecting to none)."""
+    (with ``--hosts``: checked against the run's hosts first, connecting to none; a damaged
+    record is refused as the resume would refuse it, or, with ``--repair``, the lines it would
+    move aside are named)."""
     from fwlab.run.start import resume_hosts_change
     from fwlab.results.record import RunRecord
     from fwlab.suites import parse_suite
 
     rec = RunRecord.open(path)
+    read = rec.read()
+    if why := rec.resume_damage(read):
+        if not repair or read.unreadable:
+            raise FwlabError(f"{path} is damaged: {why}", fix="restore it from a backup" if read.unreadable else
+                             f"fwlab run --resume {path} --repair moves the bad lines to a side file (kept), "
+                             "or restore the record from a backup")
+        print(f"--repair would move aside: {why}", file=sys.stderr if as_json else sys.stdout)
     parsed = rec.run.get("suite", {}).get("parsed") if isinstance(rec.run.get("suite"), dict) else None
     if not isinstance(parsed, dict):
         raise FwlabError(f"{path}/run.json holds no parsed suite", fix="resume a directory written by 'fwlab run'")
@@ -285,7 +310,8 @@ def _dry_run_resume(path: Path, hosts=None, hosts_file: str | None = None, *, as
         print(f"hosts file {hosts_file} matches the run's hosts; it changes "
               + ("; ".join(f"{r}: {', '.join(k)}" for r, k in change["changed"].items()) or "nothing"),
               file=sys.stderr if as_json else sys.stdout)
-    return _dry_run(suite, done=rec.finished_ids(), trials=rec.trials(), as_json=as_json)
+    return _dry_run(suite, done={t["trial_id"] for t in read.trials if not t.get("error")}, trials=read.trials,
+                    as_json=as_json)
 
 
 def quick_variant(suite: str) -> str:
@@ -469,12 +495,14 @@ def cmd_export(args) -> int:
 
 def cmd_trend(args) -> int:
     from fwlab.analysis.trend import trend
-    from fwlab.analysis.trend_page import render
+    from fwlab.analysis.trend_page import write_page
+    from fwlab.files import check_output
 
+    if args.out:
+        check_output(args.out, "trend page")  # before the work: never a record's own file
     metric = args.metric or "primary"
     tr = trend(args.runs, metric[0] if len(metric) == 1 else metric, suite=args.suite)
-    out = Path(args.out) if args.out else Path(tr.runs[-1].path).parent / f"trend-{tr.suite}.html"
-    out.write_text(render(tr))
+    out = write_page(tr, args.out)
     if args.json:
         print(json.dumps(tr.to_dict(), indent=1))
         return 0
@@ -520,8 +548,15 @@ def cmd_bench_conn(args) -> int:
 
 
 def cmd_bench_search(args) -> int:
-    from fwlab.bench.search import SearchBenchConfig, format_table, run_bench
+    from fwlab.bench.search import SearchBenchConfig, format_models, format_table, model_comparison, run_bench
     from fwlab.testbed import require_root
+
+    if args.models_only:  # the simulated DUTs alone: no root, no traffic
+        if args.seeds is not None and not 1 <= args.seeds <= 1000:
+            raise FwlabError("--seeds must be 1..1000", fix="e.g. --seeds 20")
+        models = model_comparison(args.seeds)
+        print(json.dumps({"models": models}, indent=2) if args.json else format_models(models))
+        return 0
 
     if args.rounds < 1 or args.repetitions < 1 or args.trial_s <= 0 or not 0 < args.initial_trial_s <= args.trial_s \
             or not 0 <= args.coarse_targets <= 6 or not 0 < args.width < 1 or not 0 <= args.loss_ratio < 1 or args.rules < 0:
@@ -536,7 +571,7 @@ def cmd_bench_search(args) -> int:
                             relative_width=args.width, rounds=args.rounds,
                             loss_ratio=args.loss_ratio, repetitions=args.repetitions, mlr_goal=args.mlr_goal)
     with _measuring():
-        res = run_bench(cfg, Path(args.out), log=None if args.quiet else sys.stderr)
+        res = run_bench(cfg, Path(args.out), log=None if args.quiet else sys.stderr, models=not args.no_models)
     print(json.dumps(res, indent=2) if args.json else format_table(res))
     return 0
 
@@ -686,6 +721,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--json", action="store_true",
                    help="print one JSON document: the record's summary (every figure, as in summary.csv), "
                         "where the record and report are, and what failed (with --dry-run: the plan)")
+    r.add_argument("--repair", action="store_true",
+                   help="with --resume: move trials.jsonl lines that are not trial records to "
+                        "trials.damaged-UTC.jsonl beside it (kept, with their line numbers) and resume")
     r.add_argument("--dry-run", action="store_true",
                    help="list the trials the run would make (a table; --json: every trial's identity), the "
                         "combinations left out (and why) and a rough wall-time estimate; change nothing "
@@ -827,7 +865,8 @@ def build_parser() -> argparse.ArgumentParser:
     bc.add_argument("--json", action="store_true", help="print one JSON object")
     bc.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     bc.set_defaults(func=cmd_bench_conn)
-    bs = bsub.add_parser("search", help="RFC 2544 binary search vs MLRsearch on the same DUT (needs root)",
+    bs = bsub.add_parser("search", help="RFC 2544 binary search, fwlab's and CSIT's MLRsearch on the same DUT "
+                                        "(needs root; --models-only: the simulated DUTs)",
                          description="Runs a suite through the orchestrator, as 'fwlab run' does: one routed bed "
                                      "with the device model (DUT on its own CPU), nftables with --rules rules, "
                                      "its maximum load measured first; then the binary search (--repetitions "
@@ -863,6 +902,12 @@ def build_parser() -> argparse.ArgumentParser:
     bs.add_argument("--loss-ratio", type=float, default=0.0,
                     help="loss ratio a trial may have and still pass, both searches (default 0: RFC 2544)")
     bs.add_argument("--out", default="results", help="where the run record goes (default results/)")
+    bs.add_argument("--models-only", action="store_true",
+                    help="only the simulated DUTs (no root, no traffic): binary, fwlab's MLRsearch and CSIT's "
+                         "MLRsearch on every model and goal set, medians over each noisy model's seeds")
+    bs.add_argument("--no-models", action="store_true", help="skip the simulated DUTs after the live bench")
+    bs.add_argument("--seeds", type=int, default=None,
+                    help="with --models-only: seeds per noisy model (default: each model's own, 8..200)")
     bs.add_argument("--json", action="store_true", help="print one JSON object")
     bs.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     bs.set_defaults(func=cmd_bench_search)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -42,33 +41,21 @@ def only_matches(only: dict, have: dict) -> bool:
 
 
 def read_text(path: Path, what: str, error: type[FwlabError], fix: str) -> str:
-    """The UTF-8 text of a file that must exist; `error` (one line) if it is missing, a directory,
-    unreadable or not text. `fix` says what the file should be."""
-    try:
-        exists, is_dir = path.exists(), path.is_dir()
-    except (OSError, ValueError) as exc:  # a name too long, a NUL byte
-        raise error(f"{what} path {str(path)[:80]!r} is not usable: {getattr(exc, 'strerror', None) or exc}",
-                    fix="check the path") from None
-    if not exists:
-        raise error(f"{what} {str(path)[:200]} does not exist", fix="check the path")
-    if is_dir:
-        raise error(f"{what} {path} is a directory, not a file", fix=fix)
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise error(f"{what} {path} is not UTF-8 text (byte {exc.start} cannot be decoded)", fix=fix) from None
-    except OSError as exc:
-        raise error(f"{what} {path} cannot be read: {exc.strerror or exc}", fix="check its permissions") from None
+    """The UTF-8 text of a regular file that must exist (fwlab.files.read_text: bounded in size,
+    never blocking on a FIFO or device); `error` (one line) if it is missing, a directory, not a
+    regular file, too large, unreadable or not text. `fix` says what the file should be."""
+    from fwlab.files import read_text as bounded
+
+    return bounded(path, what, error, fix)
 
 
 def read_toml(path: Path, what: str, error: type[FwlabError]) -> tuple[dict[str, Any], str]:
-    """(parsed data, text) of a TOML file that must exist; `error` (one line, with the fix) if not.
-    `what` names the file in the message, e.g. "suite" or "hosts file"."""
+    """(parsed data, text) of a TOML file that must exist; `error` (one line, with the fix) if not
+    (nested too deeply included). `what` names the file in the message, e.g. "suite" or "hosts file"."""
+    from fwlab.files import loads_toml
+
     text = read_text(path, what, error, fix="give a TOML text file")
-    try:
-        return tomllib.loads(text), text
-    except tomllib.TOMLDecodeError as exc:
-        raise error(f"{what} {path.name} is not valid TOML: {exc}", fix="correct the TOML syntax") from None
+    return loads_toml(text, f"{what} {path.name}", error), text
 
 
 #: client/server pairs a namespace bed may hold (suite key ``pairs``; testbed.topology builds them)

@@ -35,8 +35,8 @@ table ip fwltest {
 DROP_TENTH = "udp dport %d numgen inc mod 10 0 counter drop comment \"drop\""
 
 
-def counters(bed):
-    listing = json.loads(bed.sh("dut", "nft", "-j", "list", "table", "ip", "fwltest").stdout)
+def counters(bed, family="ip"):
+    listing = json.loads(bed.sh("dut", "nft", "-j", "list", "table", family, "fwltest").stdout)
     out = {}
     for item in listing["nftables"]:
         r = item.get("rule")
@@ -47,8 +47,8 @@ def counters(bed):
 
 def send(bed, ip_version=4):
     s, r = eng.default_cpus(bed, 1)
-    t = eng.EngineTrial(send_cpus=s, recv_cpus=r, duration_s=SECONDS, rate_pps=RATE, frame_size=64,
-                        ip_version=ip_version)
+    t = eng.EngineTrial(send_cpus=s, recv_cpus=r, duration_s=SECONDS, rate_pps=RATE,
+                        frame_size=eng.default_frame_size(ip_version), ip_version=ip_version)
     return eng.run_trial(bed, t, RATE * SECONDS).metrics
 
 
@@ -144,3 +144,42 @@ def test_xdp_program_run_time_counts_each_packet():
     sent = m["offered_count"]
     # one run per packet on the client-side interface, plus the bed's few ARP/ND frames
     assert sent <= busiest.runs <= sent + 20 and busiest.run_time_ns > 0
+
+
+INET_RULES = """
+table inet fwltest {
+  chain forward {
+    type filter hook forward priority 0; policy accept;
+    meta l4proto udp th dport %d counter accept comment "permit"
+  }
+}
+"""
+
+
+def test_an_inet_table_is_timed_on_ipv6_too():
+    """An inet chain registers on IPv4 and IPv6: IPv6 test packets are timed once on the IPv6
+    bracket, and the IPv4 bracket sees none of them."""
+    with Testbed(Topology(run_id=new_run_id(), mode="routed", ip_versions=(4, 6))) as bed:
+        bed.host.run(["nft", "-f", "-"], ns=bed.ns("dut"), input=INET_RULES % eng.ENGINE_PORT)
+        with CostProbe.for_dut(bed.host, bed.ns("dut"), max_s=20) as p:
+            m = send(bed, ip_version=6)
+        res, c = p.result(), counters(bed, "inet")
+    sent = m["offered_count"]
+    (v6,) = res.of_role("chains", "ipv6")
+    (v4,) = res.of_role("chains", "ipv4")
+    assert v6.bracket.chains == ("nft inet fwltest/forward",) == v4.bracket.chains
+    assert v6.timed == v6.entered == sent == m["forwarded_count"] == c["permit"]
+    assert v4.timed == 0
+    assert kernel_cost(res, "ipv6", sent).calls_per_packet == 1.0
+
+
+def test_the_loader_stops_by_itself():
+    """Bounded: the loader ends after its hold, or when stdin closes (--stdin), and unlinks."""
+    from fwlab.probes.build import bpf_object, loader
+    obj, ld = str(bpf_object().path), str(loader().path)
+    with Testbed(Topology(run_id=new_run_id(), mode="routed")) as bed:
+        timed = bed.host.run([ld, obj, "0.3", "0:2:2:100:101"], ns=bed.ns("dut"), timeout_s=20)
+        closed = bed.host.run([ld, "--stdin", obj, "30", "0:2:2:100:101"], ns=bed.ns("dut"), input="", timeout_s=20)
+    t, c = (json.loads(cp.stdout.splitlines()[-1]) for cp in (timed, closed))
+    assert t["stopped_by"] == "time" and 0.3 <= t["hold_s"] < 5
+    assert c["stopped_by"].startswith("stdin") and c["hold_s"] < 5

@@ -67,7 +67,8 @@ def test_csv_flags_and_errors():
 # --- JSON ------------------------------------------------------------------------------------------
 
 def test_json_round_trips(run, tmp_path):
-    out = tmp_path / "x" / "run.json"
+    out = tmp_path / "x" / "run.json"  # a file named run.json outside any record is an ordinary output
+    (tmp_path / "x").mkdir()  # no parent directory is created for an output (fwlab.files)
     text, paths = export_run(run, "json", out)
     assert text is None and paths == [out]
     doc = json.loads(out.read_text())

@@ -4,7 +4,13 @@ command lines, through the real entry point ``fwlab.cli.main(argv)`` in-process.
 Every generated input must end with exit status 0 or 2, never a traceback (an exception escaping
 ``main``), and a failure must print exactly one line on stderr. Only side-effect-free commands
 are used (``run --dry-run``, ``report``, ``export``, ``rules``, ``list``), in a temporary
-directory. ``EXAMPLES`` sums the generated inputs (>= 2000).
+directory; a record's ``run.json`` and ``trials.jsonl`` are byte for byte unchanged after every
+command that reads it, and no network namespace appears on the host. Imported rule sets (iptables-save
+text, nft JSON) are fuzzed through the parsers and the class derivation: only a FwlabError may leave
+them. ``EXAMPLES`` sums the generated inputs (>= 1000 in the default run).
+
+The big sweep: ``FWLAB_FUZZ_SCALE=10 pytest tests/unit/test_fuzz_inputs.py`` multiplies every
+count (10: about 12,000 inputs, several minutes); the default (1) keeps ``tests/unit`` fast.
 """
 
 from __future__ import annotations
@@ -19,21 +25,44 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from goldens import GOLDEN
 from fwlab.cli import main
 
-SUITE_EXAMPLES = 900
-HOSTS_EXAMPLES = 300
-RECORD_EXAMPLES = 500
-CLI_EXAMPLES = 400
-REPORT_EXAMPLES = int(os.environ.get("FWLAB_FUZZ_REPORT_EXAMPLES", "25"))
-EXAMPLES = SUITE_EXAMPLES + HOSTS_EXAMPLES + RECORD_EXAMPLES + CLI_EXAMPLES + REPORT_EXAMPLES
+SCALE = max(0.01, float(os.environ.get("FWLAB_FUZZ_SCALE", "1")))
+
+
+def _n(base: int) -> int:
+    return max(1, round(base * SCALE))
+
+
+SUITE_EXAMPLES = _n(400)
+HOSTS_EXAMPLES = _n(150)
+RECORD_EXAMPLES = _n(300)
+CLI_EXAMPLES = _n(200)
+RULESET_EXAMPLES = _n(200)
+REPORT_EXAMPLES = int(os.environ.get("FWLAB_FUZZ_REPORT_EXAMPLES", str(_n(10))))
+EXAMPLES = (SUITE_EXAMPLES + HOSTS_EXAMPLES + RECORD_EXAMPLES + CLI_EXAMPLES + RULESET_EXAMPLES
+            + REPORT_EXAMPLES)
+
+
+@pytest.fixture(autouse=True)
+def _no_test_bed(monkeypatch):
+    """The host stays untouched: building a test bed (namespaces, links) fails the test. (The
+    machine's namespace list itself is shared with other runs, so it is not compared.)"""
+    from fwlab.testbed.bed import Testbed
+
+    def refuse(self, *a, **k):
+        raise AssertionError("a fuzzed command started to build a test bed")
+
+    monkeypatch.setattr(Testbed, "build", refuse)
 
 def fuzz(n: int) -> settings:
+    # no shrinking: the inputs are small already, and shrinking a command-line run takes minutes
     return settings(max_examples=n, deadline=None, derandomize=True, database=None,
+                    phases=(Phase.explicit, Phase.generate),
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
                                        HealthCheck.data_too_large, HealthCheck.filter_too_much])
 
@@ -281,14 +310,25 @@ def _write_record(root: Path, rec: tuple[bytes, bytes]) -> Path:
     return d
 
 
+def _primary(d: Path) -> dict[str, bytes]:
+    return {n: (d / n).read_bytes() for n in ("run.json", "trials.jsonl")}
+
+
 @fuzz(RECORD_EXAMPLES)
-@given(rec=records())
-def test_fuzz_records(tmp_path_factory, rec):
+@given(rec=records(), fmt=st.sampled_from(["csv", "json", "series"]),
+       onto=st.sampled_from([None, None, "run.json", "trials.jsonl"]))
+def test_fuzz_records(tmp_path_factory, rec, fmt, onto):
     d = _write_record(_scratch(tmp_path_factory, "rec"), rec)
     before = {p.name: p.read_bytes() for p in d.iterdir()}
     check(["run", "--resume", str(d), "--dry-run"], "records")
     assert {p.name: p.read_bytes() for p in d.iterdir()} == before  # a dry run changes nothing
-    check(["export", str(d), "--format", "csv", "--out", str(d.parent / "out.csv")], "export")
+    out = d / onto if onto else d.parent / f"out.{fmt}"
+    rc, _, _ = check(["export", str(d), "--format", fmt, "--out", str(out)], "export")
+    assert _primary(d) == {n: before[n] for n in ("run.json", "trials.jsonl")}  # the record is never written
+    if onto:
+        assert rc == 2
+    elif rc == 0 and fmt == "json":
+        json.loads(out.read_text(), parse_constant=lambda c: pytest.fail(f"export wrote {c}"))
 
 
 @fuzz(REPORT_EXAMPLES)
@@ -296,7 +336,97 @@ def test_fuzz_records(tmp_path_factory, rec):
 def test_fuzz_report(tmp_path_factory, rec):
     """The full report on damaged records (slow when the record is sound, so fewer examples)."""
     d = _write_record(_scratch(tmp_path_factory, "rep"), rec)
+    before = _primary(d)
     check(["report", str(d), "-q"], "report")
+    assert _primary(d) == before
+
+
+# -- imported rule sets ---------------------------------------------------------------------------------
+ROOT = Path(__file__).resolve().parents[2]
+IPT_LINES = (ROOT / "examples" / "firewalld-style.iptables").read_text().splitlines()
+IPSET_TEXT = (ROOT / "examples" / "firewalld-style.ipset").read_text()
+NFT_DOC = json.loads((Path(__file__).resolve().parent / "data" / "firewalld-style.nft.json").read_text())
+RULE_WORDS = ["-A", "FORWARD", "-s", "-d", "-p", "tcp", "udp", "icmp", "--dport", "--sport", "-j", "ACCEPT",
+              "DROP", "REJECT", "-i", "-o", "eth0", "eth1", "-m", "set", "--match-set", "blocked", "src",
+              "conntrack", "--ctstate", "ESTABLISHED,RELATED", "198.18.1.0/24", "10.0.0.0/33", "::1/200",
+              "0-65535", "70000", "-N", "X", "-g", "COMMIT", "*filter", ":FORWARD DROP [0:0]", "!", "-1", "", "\x00"]
+
+
+@st.composite
+def iptables_texts(draw) -> str:
+    lines = list(IPT_LINES)
+    for _ in range(draw(st.integers(1, 4))):
+        how = draw(st.integers(0, 4))
+        i = draw(st.integers(0, max(0, len(lines) - 1)))
+        if how == 0 and lines:
+            del lines[i]
+        elif how == 1:
+            lines.insert(i, " ".join(draw(st.lists(st.sampled_from(RULE_WORDS), min_size=1, max_size=10))))
+        elif how == 2 and lines:
+            words = lines[i].split()
+            if words:
+                words[draw(st.integers(0, len(words) - 1))] = draw(st.one_of(st.sampled_from(RULE_WORDS), odd_text))
+            lines[i] = " ".join(words)
+        elif how == 3:
+            lines.insert(i, draw(odd_text))
+        else:
+            lines = lines[: draw(st.integers(0, len(lines)))]
+    return "\n".join(lines) + "\n"
+
+
+def _mutate_json(draw, doc):
+    """`doc` with one value somewhere replaced by an odd value (or removed)."""
+    doc = json.loads(json.dumps(doc))
+    node, path = doc, []
+    for _ in range(draw(st.integers(1, 6))):
+        if isinstance(node, dict) and node:
+            k = draw(st.sampled_from(sorted(node)))
+        elif isinstance(node, list) and node:
+            k = draw(st.integers(0, len(node) - 1))
+        else:
+            break
+        path.append((node, k))
+        node = node[k]
+    if not path:
+        return draw(odd_value)
+    parent, k = path[-1]
+    if draw(st.booleans()) and isinstance(parent, dict):
+        del parent[k]
+    else:
+        parent[k] = draw(odd_value)
+    return doc
+
+
+@fuzz(RULESET_EXAMPLES)
+@given(data=st.data(), which=st.sampled_from(["iptables", "iptables", "nft"]))
+def test_fuzz_rule_set_import(data, which):
+    """A mutated rule set goes through detection, the shape check, the parser and the class
+    derivation (what `fwlab run --ruleset` does before any bed is built): it is accepted, or a
+    FwlabError names the problem; no other exception."""
+    from fwlab.dut.imported import ImportedFirewall
+    from fwlab.errors import FwlabError
+    from fwlab.rules.derive import BedAddresses, derive
+    from fwlab.rules.iptables_save import parse_iptables_save
+    from fwlab.rules.nft_json import parse_nft_json
+
+    bed = BedAddresses("eth0", "eth1", {4: "198.18.1.1", 6: "2001:2:0:1::1"}, {4: "198.19.1.1", 6: "2001:2:0:2::1"},
+                       {4: "198.18.1.0/24", 6: "2001:2:0:1::/64"}, {4: "198.19.1.0/24", 6: "2001:2:0:2::/64"},
+                       ("198.18.1.254", "198.19.1.254", "2001:2:0:1::fe", "2001:2:0:2::fe"))
+    ok = True
+    try:
+        if which == "iptables":
+            text = data.draw(iptables_texts())
+            ipset = IPSET_TEXT if data.draw(st.booleans()) else None
+            fw = ImportedFirewall.from_text(text, "fuzz.iptables", ipset)
+            if fw.kind == "iptables":
+                derive(parse_iptables_save(text, fw.ip_version, ipset), bed)
+        else:
+            doc = _mutate_json(data.draw, NFT_DOC)
+            derive(parse_nft_json(json.dumps(doc)), bed)
+    except FwlabError as exc:
+        ok = False
+        assert "\n" not in exc.one_line()
+    OUTCOMES["ruleset", 0 if ok else 2] += 1
 
 
 # -- command lines --------------------------------------------------------------------------------------
@@ -337,13 +467,14 @@ def test_fuzz_command_lines(tmp_path_factory, argv):
 
 
 def test_enough_inputs_both_ways():
-    """>= 2000 inputs, and each fuzzed kind of input was both accepted and refused at least once
+    """>= 1000 inputs (default run), and each fuzzed kind of input was both accepted and refused at least once
     (a generator whose every input fails at the first check would test nothing)."""
-    assert EXAMPLES >= 2000
+    assert EXAMPLES >= 1000 or SCALE < 1
     if not OUTCOMES:
         pytest.skip("run with the fuzz tests above")
-    print(dict(OUTCOMES))
-    for test in ("suites", "hosts", "records", "export", "cli"):
+    print(f"fuzz inputs: {sum(OUTCOMES.values())} command runs / checks over {EXAMPLES} generated inputs "
+          f"(scale {SCALE:g}); outcomes {dict(sorted(OUTCOMES.items()))}")
+    for test in ("suites", "hosts", "records", "export", "cli", "ruleset"):
         if any(t == test for t, _ in OUTCOMES):
             assert OUTCOMES[test, 0] and OUTCOMES[test, 2], (test, dict(OUTCOMES))
 

@@ -31,7 +31,7 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 #: the bottom). The longest matching module prefix decides; equal ranks may not import each other.
 RANKS: dict[str, int] = {
     # shared bottom
-    "fwlab": 0, "fwlab.errors": 0, "fwlab.registry": 0, "fwlab.validation": 0,
+    "fwlab": 0, "fwlab.errors": 0, "fwlab.registry": 0, "fwlab.validation": 0, "fwlab.files": 0,
     "fwlab.svgplot": 0,           # figures as reproducible SVG text: the report's and the trend page's
     # pure data and pure algorithms that every layer may read
     "fwlab.rules": 1,             # rule sets: what a suite's layouts mean, generated or imported
@@ -61,14 +61,12 @@ RANKS: dict[str, int] = {
     "fwlab.run.executor": 14,     # the order of work
     "fwlab.run.start": 15,        # the one entry point: start / resume
     "fwlab.run.baseline": 16,     # a suite run N times, read back as noise
-    # on top of the run pipeline: imported rule sets, benches
-    "fwlab.ruleset.mix": 16,      # the class mix of fwlab run --ruleset: weights, mix figures (stats)
-    "fwlab.ruleset.probe": 16,    # a derived class's traffic through the DUT: probes, rate trials
-    "fwlab.ruleset.run": 17,      # fwlab run --ruleset (its bed and record head from the run pipeline)
-    "fwlab.ruleset.optimize": 18,  # fwlab optimize: reuses run --ruleset's progress lines
-    "fwlab.bench": 19,            # each bench: its beds from run.beds, its suites through run.start
-    "fwlab.cli": 20,
-    "fwlab.__main__": 21,         # python -m fwlab: the CLI
+    # on top of the run pipeline: imported rule sets (fwlab run --ruleset, fwlab optimize: their
+    # beds and record heads from the pipeline), benches
+    "fwlab.ruleset": 16,
+    "fwlab.bench": 17,            # each bench: its beds from run.beds, its suites through run.start
+    "fwlab.cli": 18,
+    "fwlab.__main__": 19,         # python -m fwlab: the CLI
 }
 BOTTOM = 0
 

@@ -144,7 +144,16 @@ def test_docker_iptables_shape(backend):
     probe = Packet(family=4, saddr=_ip("198.18.1.1"), daddr=_ip(SERVER), l4proto="udp", sport=1024,
                    dport=PORT, iif="eth0", oif="eth1")
     out = evaluate(model, probe)
-    assert out.verdict == "accept" and out.decided_by == [model.chains["DOCKER"].rules[-1].rule_id]
+    last_accept = model.chains["DOCKER"].rules[-1].rule_id
+    assert out.verdict == "accept" and ("FORWARD", last_accept) in out.hooks
+    # the whole path: to the host's published port, DNAT in nat PREROUTING (addrtype LOCAL), then
+    # the same DOCKER accept sees the container's address and port
+    host = Packet(family=4, saddr=_ip("198.18.1.1"), daddr=_ip(DUT), l4proto="udp", sport=1024,
+                  dport=rs.items[-1].host_port, iif="eth0", oif="eth1")
+    out = evaluate(model, host, frozenset({_ip(DUT)}))
+    assert out.verdict == "accept" and out.dnat == (_ip(SERVER), PORT) and ("FORWARD", last_accept) in out.hooks
+    assert out.nat and out.nat[0].startswith("nat DOCKER #")
+    assert evaluate(model, host).dnat is None  # an address the DUT does not own: no DNAT
 
 
 def test_docker_nftables_shape():

@@ -68,7 +68,9 @@ def test_a_damaged_line_is_named_not_fatal(run):
     state = RunRecord.open(run).state()
     assert state.status == "damaged" and state.bad_lines == [3, 5, 7] and len(state.missing_ids) == 3
     page = write_report(run).read_text()
-    assert "damaged: 5 of 8 planned trials" in page and "lines 3, 5, 7 could not be read" in page
+    assert "damaged: 5 of 8 planned trials" in page
+    assert "lines 3 (not JSON: " in page and ", 5 (a JSON list, not an object), 7 (trial " in page
+    assert "could not be read" in page
 
 
 def test_a_missing_trials_file_is_not_complete(run, capsys):

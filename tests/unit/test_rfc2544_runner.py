@@ -14,13 +14,36 @@ from trials import full_trial
 
 def test_options_defaults_and_one_line_errors():
     o = parse_options({})
-    assert o.algorithm == "mlr" and o.batch is None and o.max_lag == 64 and o.latency_at == []
+    assert o.algorithm == "csit" and o.batch is None and o.max_lag == 64 and o.latency_at == []
     with pytest.raises(ValueError, match="latency_at"):
         parse_options({"latency_at": [1.5]})
     with pytest.raises(ValueError, match="algorithm"):
         parse_options({"algorithm": "linear"})
     with pytest.raises(ValueError, match="nonsense"):
         parse_options({"nonsense": 1})
+
+
+def test_suite_search_sets_the_default_search_and_bad_goals_are_refused_before_any_packet():
+    base = {"name": "t", "backends": ["nftables"], "device_model": "napi"}
+    item = {"kind": "throughput", "sizes": [64]}
+    s = check_suite(parse_suite({**base, "search": "mlr", "traffic": [item, {**item, "label": "b",
+                                 "options": {"algorithm": "binary"}}]}, "x"))
+    assert [t.options["algorithm"] for t in s.traffic] == ["mlr", "binary"]  # an item's own choice stays
+    assert check_suite(parse_suite({**base, "traffic": [item]}, "x")).traffic[0].options["algorithm"] == "csit"
+    with pytest.raises(SuiteError, match="search"):
+        parse_suite({**base, "search": "linear", "traffic": [item]}, "x")
+    bad = {"final_trial_duration_s": 3.0, "duration_sum_s": 2.0}
+    for alg in ("mlr", "csit"):
+        with pytest.raises(SuiteError) as info:
+            check_suite(parse_suite({**base, "traffic": [{**item, "options": {"algorithm": alg, "goal": bad}}]}, "x"))
+        text = info.value.one_line()
+        assert "duration_sum_s (2) must be >= final_trial_duration_s (3)" in text and "\n" not in text
+    with pytest.raises(SuiteError, match="whole expansion_coefficient"):
+        check_suite(parse_suite({**base, "traffic": [{**item, "options": {
+            "algorithm": "csit", "goal": {"preset": "csit", "expansion_coefficient": 2.5}}}]}, "x"))
+    with pytest.raises(SuiteError, match="final_trial_duration_s must be >= trial_duration_s"):
+        check_suite(parse_suite({**base, "traffic": [{**item, "options": {
+            "algorithm": "binary", "goal": {"trial_duration_s": 5.0, "final_trial_duration_s": 1.0}}}]}, "x"))
 
 
 def test_suite_implies_the_tool_and_checks_options():
@@ -270,3 +293,25 @@ def test_the_report_explains_the_loss_below_capacity_flag_where_it_shows():
     assert "loss-below-capacity" in html and "forwarded_at_loss_pps" in html
     fixed = [rec(_binary_search(FixedCapacity(50e3)), 0, s) for s in (1, 2)]
     assert "forwarded_at_loss_pps" not in render({}, fixed)
+
+
+def test_the_record_keeps_the_trace_and_marks_a_result_at_the_maximum_as_at_least():
+    def rec(m, rules, rep):
+        return full_trial({"kind": "rfc2544", "traffic": "throughput", "tool": "rfc2544", "backend": "nftables",
+                           "layout": "linear", "rules": rules, "size_bytes": 64, "repetition": rep,
+                           "trial_id": f"t{rules}-r{rep}", "metrics": m.metrics, "flags": m.flags,
+                           "extra": m.extra, "series": m.series})
+
+    capped = _binary_search(FixedCapacity(500e3))  # the DUT outruns the bed's maximum (100 kpps)
+    assert capped.metrics["throughput_at_least"] is True
+    found = _binary_search(FixedCapacity(50e3))
+    assert found.metrics["throughput_at_least"] is False
+    trace = found.series
+    assert [s["load_pps"] for s in trace][:2] == [100e3, 80e3] and all("passed" in s for s in trace)
+    last = trace[-1]  # the bounds after the last trial are the search's own
+    assert (last["lower_bound_pps"], last["upper_bound_pps"]) == (found.metrics["lower_bound_pps"],
+                                                                  found.metrics["upper_bound_pps"])
+    assert trace[0]["lower_bound_pps"] is None and trace[0]["upper_bound_pps"] == 100e3
+    html = render({}, [rec(capped, 0, 1), rec(found, 1000, 1)])
+    assert "≥ 100.0" in html and "≥ 50.0" not in html and "at least that figure" in html
+    assert "search traces" in html and html.count("<svg") >= 2 + 2  # rate plots + one trace per search

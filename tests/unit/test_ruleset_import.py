@@ -8,11 +8,12 @@ import pytest
 from fwlab.dut.imported import ImportedFirewall, detect_ip_version, detect_kind, kernel_message
 from fwlab.errors import BackendError, SuiteError
 from fwlab.rules.derive import BedAddresses, derive
-from fwlab.rules.imported_model import Packet, addr_interval, evaluate, intersect, subtract
+from fwlab.rules.imported_model import DERIVE_L4, Packet, addr_interval, evaluate, intersect, subtract
 from fwlab.rules.iptables_save import parse_iptables_save, parse_ipset
 from fwlab.rules.nft_json import parse_nft_json
 from fwlab.ruleset.probe import check_class, observed_verdict, parse_interfaces
-from fwlab.ruleset.run import config_from_suite_file, summarize_costs
+from fwlab.ruleset.config import config_from_suite_file
+from fwlab.ruleset.costs import summarize_costs
 from fwlab.testbed.host import CommandFailed
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,20 +73,24 @@ def test_evaluate_follows_jumps_goto_and_policy(model):
     assert evaluate(rs, pkt("198.19.1.54", "198.18.1.1", sport=53, iif="eth1", oif="eth0")).verdict == "drop"
 
 
-def test_unsupported_match_makes_the_walk_uncertain_not_guessed():
+def test_unsupported_match_is_a_fork_not_a_wall():
     text = "*filter\n:FORWARD DROP [0:0]\n-A FORWARD -m time --timestart 09:00 -j ACCEPT\n-A FORWARD -j DROP\nCOMMIT\n"
     rs = parse_iptables_save(text)
     out = evaluate(rs, pkt("198.18.1.1", "198.19.1.1"))
-    assert out.verdict is None and out.uncertain_at == "filter FORWARD #1"
+    assert out.verdict is None and out.uncertain_at == "filter FORWARD #1"  # never guessed
+    assert out.fork is not None and "--timestart" in out.fork.fact_key
     d = derive(rs, BED)
-    assert d.classes == []  # the DROP after it cannot be reached with certainty either
-    reasons = {n.rule_id: n.reason for n in d.not_covered}
-    assert "--timestart" in reasons["filter FORWARD #1"]
-    assert "cannot be evaluated" in reasons["filter FORWARD #2"]
+    by_rule = {c.rule_id: c for c in d.classes}
+    # both outcomes explored: the ACCEPT when the time matches, the DROP after it when it does not,
+    # each class naming what it assumed
+    assert by_rule["filter FORWARD #1"].expected == "accept"
+    assert by_rule["filter FORWARD #1"].assumptions == ["--timestart 09:00 = true"]
+    assert by_rule["filter FORWARD #2"].expected == "drop"
+    assert by_rule["filter FORWARD #2"].assumptions == ["--timestart 09:00 = false"]
 
 
 # -- derivation on the shipped examples -----------------------------------------------------------
-@pytest.mark.parametrize("model,n_classes", [(nft_model, 11), (ipt_model, 10)])
+@pytest.mark.parametrize("model,n_classes", [(nft_model, 12), (ipt_model, 11)])
 def test_examples_derive_one_verified_class_per_reachable_terminal_rule(model, n_classes):
     rs = model()
     d = derive(rs, BED)
@@ -95,7 +100,10 @@ def test_examples_derive_one_verified_class_per_reachable_terminal_rule(model, n
         assert c.rule_id in out.decided_by and out.verdict == c.expected
         assert c.packet.saddr != ip("198.18.1.254") and c.packet.daddr != ip("198.19.1.254")
     reasons = " | ".join(n.reason for n in d.not_covered)
-    assert "ct state new" in reasons and "mark" in reasons  # established/invalid and the mark rule
+    assert "new or established" in reasons and "mark" in reasons  # invalid and the mark rule
+    est = [c for c in d.classes if c.established]  # ct state established,related accept
+    assert len(est) == 1 and est[0].expected == "accept" and est[0].packet.ct_state == "established"
+    assert est[0].opened_by and evaluate(rs, est[0].packet).opening.verdict == "accept"
     assert {c.direction for c in d.classes} == {"c2s", "s2c"}
     assert {c.expected for c in d.classes} == {"accept", "drop"}
     assert any(c.terminal == "reject" for c in d.classes)
@@ -127,7 +135,10 @@ def test_interface_names_the_bed_lacks_are_not_covered():
 def test_icmp_only_rule_is_not_covered():
     text = "*filter\n:FORWARD DROP [0:0]\n-A FORWARD -p icmp -j ACCEPT\nCOMMIT\n"
     d = derive(parse_iptables_save(text), BED)
-    assert "udp or tcp" in d.not_covered[0].reason
+    assert "(udp, tcp)" in d.not_covered[0].reason
+    d = derive(parse_iptables_save(text), BED, protocols=DERIVE_L4)  # echo requests asked for
+    (c,) = [c for c in d.classes if c.rule_id == "filter FORWARD #1"]
+    assert c.packet.l4proto == "icmp" and c.packet.icmp_type == 8 and c.expected == "accept"
 
 
 def test_negated_matches():

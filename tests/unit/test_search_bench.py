@@ -40,13 +40,15 @@ def test_the_bench_is_a_suite_run_in_abba_order():
     text = suite_toml(suite_data(cfg))
     suite = parse_suite(tomllib.loads(text), "bench")  # what `fwlab run` would read from the file
     assert suite.device_model == "napi" and suite.rules == [1000] and suite.repetitions == 3
-    assert [t.options["algorithm"] for t in suite.traffic] == ["binary", "mlr"]
+    assert [t.options["algorithm"] for t in suite.traffic] == ["binary", "mlr", "csit"]
+    assert suite.traffic[2].options["goal"] == suite.traffic[1].options["goal"]  # the reference on mlr's goal
     assert suite.traffic[1].options["goal"]["exceed_ratio"] == 0.0
     trials = plan(cfg)
     ordered = abba(trials)
     assert sorted(t.trial_id for t in ordered) == sorted(t.trial_id for t in trials)
     assert [(t.repetition, t.label) for t in ordered] == [
-        (1, "binary"), (1, "mlr"), (2, "mlr"), (2, "binary"), (3, "binary"), (3, "mlr")]
+        (1, "binary"), (1, "mlr"), (1, "csit"), (2, "csit"), (2, "mlr"), (2, "binary"),
+        (3, "binary"), (3, "mlr"), (3, "csit")]
 
 
 def _records(cfg, duts, max_load=130_000.0):
@@ -69,9 +71,10 @@ def _records(cfg, duts, max_load=130_000.0):
 
 def test_records_of_the_rfc2544_method_give_the_comparison():
     cfg = SearchBenchConfig(rounds=2)
-    duts = {(r, alg): FixedCapacity(9_000) for r in (1, 2) for alg in ("binary", "mlr")}
+    duts = {(r, alg): FixedCapacity(9_000) for r in (1, 2) for alg in ("binary", "mlr", "csit")}
     runs = runs_from_records(_records(cfg, duts))
-    assert [(r["round"], r["algorithm"]) for r in runs] == [(1, "binary"), (1, "mlr"), (2, "mlr"), (2, "binary")]
+    assert [(r["round"], r["algorithm"]) for r in runs] == [(1, "binary"), (1, "mlr"), (1, "csit"),
+                                                            (2, "csit"), (2, "mlr"), (2, "binary")]
     assert all(r["wall_s"] == 1.0 and r["trials"] for r in runs)
     s = compare(runs, cfg.relative_width)
     b, m = s["binary"], s["mlr"]
@@ -96,17 +99,17 @@ def test_each_result_against_what_its_dut_forwarded_in_a_lossy_trial():
 
     cfg = SearchBenchConfig(rounds=2)
     fixed = compare(runs_from_records(_records(cfg, {(r, a): FixedCapacity(9_000) for r in (1, 2)
-                                                      for a in ("binary", "mlr")})))
+                                                      for a in ("binary", "mlr", "csit")})))
     assert all(p >= 97 for a in ("binary", "mlr") for p in fixed[a]["pct_of_forwarded_at_loss"])
     assert fixed["binary"]["loss_below_capacity"] == fixed["mlr"]["loss_below_capacity"] == 0
     stalled = compare(runs_from_records(_records(cfg, {(r, a): Stalling(9_000, stalls_per_s=5.0, stall_mean_s=0.02,
                                                                        seed=r)
-                                                        for r in (1, 2) for a in ("binary", "mlr")})))
+                                                        for r in (1, 2) for a in ("binary", "mlr", "csit")})))
     b = stalled["binary"]
     assert b["loss_below_capacity"] == 2 and all(p < 80 for p in b["pct_of_forwarded_at_loss"])
     assert "(loss-below-capacity in 2 of 2)" in bench._onset_text(b)
     assert bench._onset_text({"pct_of_forwarded_at_loss": [None, None], "loss_below_capacity": 0}) == ""
-    assert "2 of 4 results lie below 80 %" in bench.onset_clause(b, fixed["mlr"])
+    assert "of 4 results lie below 80 %" in bench.onset_clause(b, fixed["mlr"])
     assert bench.onset_clause(fixed["binary"], fixed["mlr"]) == ""
 
 
@@ -120,15 +123,15 @@ def test_spending_counts_full_length_failures_after_a_short_pass():
 def test_noisy_dut_spread_is_measured_from_the_repeats():
     cfg = SearchBenchConfig(rounds=3)
     duts = {(r, alg): NoisyCapacity(20_000, spread=0.05, seed=10 * r + (alg == "mlr"))
-            for r in (1, 2, 3) for alg in ("binary", "mlr")}
+            for r in (1, 2, 3) for alg in ("binary", "mlr", "csit")}
     s = compare(runs_from_records(_records(cfg, duts)), cfg.relative_width)
-    assert s["noise"]["df"] == 4 and s["noise"]["cv"] > 0
+    assert s["noise"]["df"] == 6 and s["noise"]["cv"] > 0  # 3 contenders x (3 results - 1)
     assert len(s["binary"]["results_pps"]) == len(s["mlr"]["results_pps"]) == 3
 
 
 def test_a_failed_search_leaves_the_ratio_missing():
     cfg = SearchBenchConfig(rounds=1)
-    duts = {(1, alg): FixedCapacity(9_000) for alg in ("binary", "mlr")}
+    duts = {(1, alg): FixedCapacity(9_000) for alg in ("binary", "mlr", "csit")}
     recs = _records(cfg, duts)
     recs[1] = recs[1].model_copy(update={"error": "engine died", "metrics": None, "extra": {}})
     s = compare(runs_from_records(recs))
@@ -168,7 +171,7 @@ def test_within_noise_reproduced_not_reproduced_and_undecided():
 
 def _fake_result():
     cfg = SearchBenchConfig(rounds=2)
-    duts = {(r, alg): FixedCapacity(9_000) for r in (1, 2) for alg in ("binary", "mlr")}
+    duts = {(r, alg): FixedCapacity(9_000) for r in (1, 2) for alg in ("binary", "mlr", "csit")}
     runs = runs_from_records(_records(cfg, duts))
     return {"pairing": cfg.pairing, "config": bench.asdict(cfg), "goals": goals(cfg), "record": "results/x",
             "suite_toml": suite_toml(suite_data(cfg)), "wall_s": 123.0, "max_load": {"mrr_pps": 130_000.0},
@@ -178,7 +181,7 @@ def _fake_result():
 def test_cli_prints_pairing_trial_seconds_ratio_results_and_noise(monkeypatch, capsys):
     seen = {}
 
-    def fake_run_bench(cfg, out_root, log=None):
+    def fake_run_bench(cfg, out_root, log=None, models=True):
         seen["cfg"], seen["out"] = cfg, out_root
         return _fake_result()
 
@@ -253,7 +256,7 @@ class _ShortTrialsOptimistic(FixedCapacity):
 def test_phase_breakdown_adds_up_to_the_ratio_and_names_what_stops_it():
     # a DUT whose zero-loss load falls with the trial duration (short trials optimistic): not reached
     cfg = SearchBenchConfig(rounds=2)
-    duts = {(r, alg): _ShortTrialsOptimistic(0) for r in (1, 2) for alg in ("binary", "mlr")}
+    duts = {(r, alg): _ShortTrialsOptimistic(0) for r in (1, 2) for alg in ("binary", "mlr", "csit")}
     s = compare(runs_from_records(_records(cfg, duts)), cfg.relative_width)
     ph = s["mlr_phases"]
     assert set(ph) == set(bench.MLR_PHASES)
@@ -266,7 +269,7 @@ def test_phase_breakdown_adds_up_to_the_ratio_and_names_what_stops_it():
     assert ph["final_failed_below_shorter_pass"]["seconds_per_search"] > 0
     # a fixed capacity: the goal is reached, nothing to explain
     cfg = SearchBenchConfig(rounds=2)
-    duts = {(r, alg): FixedCapacity(9_000) for r in (1, 2) for alg in ("binary", "mlr")}
+    duts = {(r, alg): FixedCapacity(9_000) for r in (1, 2) for alg in ("binary", "mlr", "csit")}
     s = compare(runs_from_records(_records(cfg, duts)), cfg.relative_width)
     assert s["mlr_vs_binary"] <= 0.34 and s["what_stops_it"] is None and s["mlr_phases"] is not None
     assert s["mlr_phases"]["final_failed_below_shorter_pass"]["seconds_per_search"] == 0
@@ -379,7 +382,7 @@ def test_what_stops_it_names_the_duts_spread_only_when_it_exceeds_the_width():
     # a noisy DUT (results spread from search to search) gets the clause in what_stops_it
     cfg = SearchBenchConfig(rounds=2)
     duts = {(r, alg): Wandering(seed=30 + 10 * r + k)
-            for r in (1, 2) for k, alg in enumerate(("binary", "mlr"))}
+            for r in (1, 2) for k, alg in enumerate(("binary", "mlr", "csit"))}
     s = compare(runs_from_records(_records(cfg, duts)), cfg.relative_width)
     assert s["noise"]["cv"] > cfg.relative_width and s["goal"]["verdict"] != "reached"
     assert "width both searches were asked for" in s["what_stops_it"]
@@ -398,7 +401,7 @@ def test_full_length_passes_and_failures_overlapping_are_a_range_not_one_load():
                                (3.0, 4500, True, False)])]
     ov = bench.full_length_overlap(runs)
     assert (ov["low_pps"], ov["high_pps"], ov["trials"], ov["passed"]) == (5000, 6000, 3, 1)
-    assert ov["relative_span"] == pytest.approx(1 / 6) and ov["per_search"] == {"binary": 1.0, "mlr": 2.0}
+    assert ov["relative_span"] == pytest.approx(1 / 6) and ov["per_search"] == {"binary": 1.0, "mlr": 2.0, "csit": None}
     assert "between 5.00 kpps and 6.00 kpps" in bench.overlap_clause(ov)
     # not reproduced: every full-length failure above every pass (one zero-loss load); a shorter
     # trial's pass above a failure does not count
@@ -417,11 +420,24 @@ def test_full_length_passes_and_failures_overlapping_are_a_range_not_one_load():
 def test_the_overlap_is_in_the_comparison_and_its_table():
     cfg = SearchBenchConfig(rounds=2)
     duts = {(r, alg): Wandering(mean_pps=5000, ring_frames=1500, sigma=0.35, tau_s=0.5, seed=10 * r + k)
-            for r in (1, 2) for k, alg in enumerate(("binary", "mlr"))}
+            for r in (1, 2) for k, alg in enumerate(("binary", "mlr", "csit"))}
     s = compare(runs_from_records(_records(cfg, duts)), cfg.relative_width)
     assert s["full_length_overlap"] is not None and s["full_length_overlap"]["trials"] >= 2
     assert "passed and failed alike" in bench.format_table({**_fake_result(), "summary": s})
-    duts = {(r, alg): FixedCapacity(9_000) for r in (1, 2) for alg in ("binary", "mlr")}
+    duts = {(r, alg): FixedCapacity(9_000) for r in (1, 2) for alg in ("binary", "mlr", "csit")}
     s = compare(runs_from_records(_records(cfg, duts)), cfg.relative_width)
     assert s["full_length_overlap"] is None
     assert "passed and failed alike" not in bench.format_table({**_fake_result(), "summary": s})
+
+
+def test_models_only_prints_the_three_contenders_on_the_simulated_duts(capsys):
+    assert cli.main(["bench", "search", "--models-only", "--seeds", "1", "--json"]) == 0
+    models = json.loads(capsys.readouterr().out)["models"]
+    assert models["reference"].startswith("MLRsearch 1.2.1")
+    rows = {(r["model"], r["goal_set"], r["goal"]): r for r in models["rows"]}
+    capped = rows[("generator-capped", "csit-ndr", "csit")]
+    assert set(capped["median_pps"]) == {"binary", "mlr", "csit"}
+    assert all(v <= 700_000 * (1 + 1e-6) for v in capped["median_pps"].values())
+    assert capped["flags"]["mlr"] == {"generator_short_trials": 1}
+    assert set(models["trial_seconds_total"]) == {"binary", "mlr", "csit"} and models["goal_sets"] == 54
+    assert cli.main(["bench", "search", "--models-only", "--seeds", "0"]) == 2

@@ -88,7 +88,7 @@ def test_generator_short_trials_never_pass():
     (result,) = run_search("binary", dut, 1000.0, 10.0, BinaryGoal())
     shorts = [t for t in result.trials if t.result.generator_short]
     assert shorts and not any(t.passed for t in shorts)
-    assert all(t.result.loss_ratio == 0.0 for t in shorts)  # the DUT lost nothing
+    assert all(t.result.dut_loss_ratio == 0.0 and t.result.loss_ratio > 0 for t in shorts)  # the DUT lost nothing; unsent frames are loss
     assert result.throughput_pps <= 600.0 / 0.99
     assert "generator_short_trials" in result.irregular
 

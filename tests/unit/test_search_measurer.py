@@ -17,7 +17,9 @@ def make(intended=1000, offered=1000, forwarded=990, duration=2.0, load=500.0, *
 def test_derived_values():
     t = make(offered=995, forwarded=900)
     assert t.loss_count == 95
-    assert t.loss_ratio == pytest.approx(95 / 995)
+    assert t.dut_loss_ratio == pytest.approx(95 / 995)
+    assert t.unsent_count == 5
+    assert t.loss_ratio == pytest.approx((95 + 5) / 1000)  # lost + unsent over intended (draft, CSIT)
     assert t.offered_load_pps == pytest.approx(497.5)
     assert t.forwarded_pps == pytest.approx(450.0)
     assert not t.generator_short
@@ -27,14 +29,17 @@ def test_generator_short_threshold_is_99_percent_of_intended():
     assert not make(offered=990, forwarded=990).generator_short
     short = make(offered=989, forwarded=989)
     assert short.generator_short
-    assert short.loss_ratio == 0.0  # no DUT loss: only the flag tells it apart from a pass
+    assert short.dut_loss_ratio == 0.0  # no DUT loss,
+    assert short.loss_ratio == pytest.approx(0.011)  # but the unsent frames are loss
 
 
 def test_duplicates_and_nothing_offered():
     assert make(offered=1000, forwarded=1002).loss_ratio == 0.0
     assert make(offered=1000, forwarded=1002).loss_count == -2
     empty = make(offered=0, forwarded=0)
-    assert empty.loss_ratio == 0.0 and empty.generator_short
+    assert empty.dut_loss_ratio == 0.0 and empty.loss_ratio == 1.0 and empty.generator_short
+    assert make(intended=0, offered=0, forwarded=0).loss_ratio == 0.0
+    assert make(intended=1000, offered=1010, forwarded=1010).loss_ratio == 0.0  # sent more: no loss
 
 
 @pytest.mark.parametrize("bad", [{"duration": 0.0}, {"offered": -1}, {"forwarded": 1.5},

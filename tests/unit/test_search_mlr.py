@@ -113,7 +113,7 @@ def test_generator_short_trials_are_bad_for_every_goal():
     for name in PRESETS:
         target = final_target(name)
         shorts = [trial(target.trial_duration_s, short_generator=True)] * 30
-        assert shorts[0].loss_ratio == 0.0
+        assert shorts[0].dut_loss_ratio == 0.0 and shorts[0].loss_ratio > target.loss_ratio
         assert classify(shorts, target) == UPPER
 
 
@@ -263,3 +263,15 @@ def test_final_target_keeps_full_length_trials_when_exceed_ratio_is_positive():
             "relative_width": 0.02, "initial_trial_duration_s": 0.5, "preceding_targets": 2}
     res = run_search("mlr", FixedCapacity(78_000), 400_000, 1_000, goal)[0]
     assert all(t.result.duration_s == 2.0 for t in res.trials if t.phase.endswith("3of3"))
+
+
+def test_goals_the_reference_refuses_are_refused_in_one_line():
+    from fwlab.errors import SearchError
+    from fwlab.search.mlr import SearchGoal
+
+    for bad, why in (({"final_trial_duration_s": 3, "duration_sum_s": 2}, r"duration_sum_s \(2\) must be >="),
+                     ({"preceding_targets": 0}, "preceding_targets = 0 needs")):
+        with pytest.raises(SearchError, match=why) as info:
+            SearchGoal(**bad)
+        assert info.value.fix and "\n" not in info.value.one_line()
+    SearchGoal(preceding_targets=0, initial_trial_duration_s=1.0, duration_sum_s=1.0)  # nothing to bridge

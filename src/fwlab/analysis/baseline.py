@@ -22,6 +22,7 @@ from typing import Any
 
 from fwlab.analysis.figures import ALL, medians, run_figures
 from fwlab.errors import FwlabError
+from fwlab.files import check_output_dir, file_part, write_output
 from fwlab.results.record import RunRecord, utc_now
 from fwlab.stats import NoiseModel
 
@@ -54,20 +55,21 @@ class Baseline:
 
     def file_name(self) -> str:
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-        return f"baseline-{self.suite}-{stamp}.json"
+        suite = file_part(self.suite, "suite name", fix="the runs' run.json names their suite; give runs of a "
+                                                         "suite with a plain name")
+        return f"baseline-{suite}-{stamp}.json"
 
     def write(self, out_dir: Path | str) -> Path:
-        """Write ``baseline-<suite>-<UTC>.json`` into `out_dir` (created if missing)."""
-        out_dir = Path(out_dir)
-        out_dir.mkdir(parents=True, exist_ok=True)
+        """Write ``baseline-<suite>-<UTC>.json`` into `out_dir` (created if missing, its parent
+        not), safely (fwlab.files.write_output)."""
         name = self.file_name()
+        out_dir = check_output_dir(out_dir, "baseline directory")
         path = out_dir / name
         k = 1
         while path.exists():
             k += 1
             path = out_dir / f"{name[:-len('.json')]}-{k}.json"
-        path.write_text(json.dumps(self.to_dict(), indent=2) + "\n")
-        return path
+        return write_output(path, json.dumps(self.to_dict(), indent=2) + "\n", "baseline file")
 
 
 def baseline_from_runs(run_dirs: Sequence[Path | str]) -> Baseline:

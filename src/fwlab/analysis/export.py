@@ -49,6 +49,7 @@ from typing import Any
 import fwlab
 from fwlab.errors import FwlabError
 from fwlab.analysis.load import IDENTITY_FIELDS, SERIES_COLUMNS, series_rows
+from fwlab.files import check_output, check_output_dir, write_output
 from fwlab.results.curves import curves
 from fwlab.results.record import RunRecord
 from fwlab.results.trial import TrialRecord, as_records
@@ -404,15 +405,18 @@ def rfc2544_document(trial: TrialRecord, run: dict) -> dict | None:
 
 
 def write_flent(rec: RunRecord, out_dir: Path | str) -> list[Path]:
-    """Write one ``<trial id>.flent.gz`` per trial with a series (`flent_documents`) into `out_dir`."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    """Write one ``<trial id>.flent.gz`` per trial with a series (`flent_documents`) into `out_dir`
+    (created if missing, its parent not: fwlab.files.check_output_dir), each safely
+    (fwlab.files.write_output)."""
+    docs = flent_documents(rec)
+    if not docs:
+        return []
+    out_dir = check_output_dir(out_dir, "flent output directory")
     paths = []
-    for doc in flent_documents(rec):
+    for doc in docs:
         path = out_dir / doc["metadata"]["DATA_FILENAME"]
-        with gzip.open(path, "wt", encoding="utf-8") as fh:
-            json.dump(doc, fh, indent=2, sort_keys=True)
-        paths.append(path)
+        text = json.dumps(doc, indent=2, sort_keys=True, allow_nan=False)
+        paths.append(write_output(path, gzip.compress(text.encode("utf-8"), mtime=0), "flent file"))
     return paths
 
 
@@ -489,6 +493,8 @@ def export_run(run_dir: Path | str, fmt: str, out: Path | str | None = None) -> 
     returns (None, [out]). flent: writes into `out` (default ``<run>/flent``), returns (None, files)."""
     if fmt not in FORMATS:
         raise FwlabError(f"unknown export format {fmt!r}", fix=f"use one of {', '.join(FORMATS)}")
+    if out is not None and fmt != "flent":
+        check_output(out, f"{fmt} output file")  # before any work: never a record's own file
     rec = RunRecord.open(run_dir)
     if fmt == "flent":
         paths = write_flent(rec, Path(out) if out else rec.path / "flent")
@@ -499,8 +505,4 @@ def export_run(run_dir: Path | str, fmt: str, out: Path | str | None = None) -> 
     text = {"csv": trials_csv, "series": series_csv}[fmt](rec.trials()) if fmt != "json" else record_json(rec)
     if out is None:
         return text, []
-    out = Path(out)
-    if out.parent:
-        out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text)
-    return None, [out]
+    return None, [write_output(out, text, f"{fmt} output file")]

@@ -155,12 +155,21 @@ class Trend:
 def find_runs(paths: Iterable[Path | str]) -> list[Path]:
     """Run directories among `paths`: each is a run directory (has run.json) or a directory whose
     immediate subdirectories are run directories."""
+    from fwlab.files import kind
+
     out: list[Path] = []
     for p in map(Path, paths):
-        if (p / RUN_FILE).is_file():
+        if kind(p / RUN_FILE) in ("file", "denied"):  # RunRecord.open names a permission problem
             out.append(p)
-        elif p.is_dir():
-            found = sorted(d for d in p.iterdir() if (d / RUN_FILE).is_file())
+        elif kind(p) == "denied":
+            raise RecordError(f"{p} cannot be read by this user: permission denied",
+                              fix="read it as the user that wrote it, or give this user read access")
+        elif kind(p) == "dir":
+            try:
+                found = sorted(d for d in p.iterdir() if kind(d / RUN_FILE) == "file")
+            except OSError as exc:
+                raise RecordError(f"{p} cannot be listed: {exc.strerror or exc}",
+                                  fix="check its permissions") from None
             if not found:
                 raise RecordError(f"{p} holds no fwlab run record", fix="pass run directories or a results directory")
             out.extend(found)

@@ -9,8 +9,10 @@ changes marked) and the list of runs in time order. Never computes a trend itsel
 from __future__ import annotations
 
 import html
+from pathlib import Path
 
 from fwlab.analysis.trend import INCONCLUSIVE, REGRESSION, FigureTrend, Trend
+from fwlab.files import file_part, write_output
 from fwlab.results.curves import METRIC_INFO
 from fwlab.svgplot import figure_svg, plt
 
@@ -94,3 +96,17 @@ by Welch's t-test (alpha 0.05) of <code>fwlab compare</code> over the per-run me
 {runs}</table>
 </body></html>
 """
+
+
+def page_path(trend: Trend, out: Path | str | None = None) -> Path:
+    """Where the page goes: `out`, or ``trend-<suite>.html`` beside the last run (the suite's name,
+    read from a record, checked to be a plain file name first: fwlab.files.file_part)."""
+    if out is not None:
+        return Path(out)
+    name = file_part(trend.suite, "suite name", fix="give the page's file with --out FILE")
+    return Path(trend.runs[-1].path).parent / f"trend-{name}.html"
+
+
+def write_page(trend: Trend, out: Path | str | None = None) -> Path:
+    """Render the page and write it safely (fwlab.files.write_output) to `page_path`."""
+    return write_output(page_path(trend, out), render(trend), "trend page")

@@ -63,7 +63,8 @@ from fwlab.suites import parse_suite
 MLR_GOALS = ("rfc2544", "tst009")
 """Goal shapes `goals` scales to the trial length (see the module docstring)."""
 
-CONTENDERS = ("binary", "mlr")
+CONTENDERS = ("binary", "mlr", "csit")
+"""RFC 2544 binary search, fwlab's MLRsearch, CSIT's MLRsearch (the PyPI reference, on mlr's goal)."""
 
 GOAL_RATIO = 0.34
 """Issue goal: MLRsearch's trial seconds at most about a third of the binary search's."""
@@ -109,7 +110,10 @@ def goals(cfg: SearchBenchConfig) -> dict:
                 "duration_sum_s": sum_factor * cfg.trial_s, "loss_ratio": cfg.loss_ratio, "exceed_ratio": exceed,
                 "relative_width": cfg.relative_width, "initial_trial_duration_s": cfg.initial_trial_s,
                 "preceding_targets": cfg.coarse_targets},
-    }
+    } | {"csit": {"name": f"{cfg.mlr_goal}-like", "final_trial_duration_s": cfg.trial_s,
+                  "duration_sum_s": sum_factor * cfg.trial_s, "loss_ratio": cfg.loss_ratio, "exceed_ratio": exceed,
+                  "relative_width": cfg.relative_width, "initial_trial_duration_s": cfg.initial_trial_s,
+                  "preceding_targets": cfg.coarse_targets}}
 
 
 # -- the suite ------------------------------------------------------------------------------------
@@ -433,7 +437,7 @@ def _ratio_per_round(runs: list[dict]) -> list[float]:
     out = []
     for rnd in sorted({r["round"] for r in runs}):
         sec = {alg: [r.get("trial_seconds") for r in runs if r["round"] == rnd and r["algorithm"] == alg]
-               for alg in CONTENDERS}
+               for alg in ("binary", "mlr")}
         if all(v and None not in v for v in sec.values()) and sum(sec["binary"]):
             out.append(sum(sec["mlr"]) / sum(sec["binary"]))
     return out
@@ -500,10 +504,18 @@ def compare(runs: list[dict], relative_width: float = 0.02) -> dict:
                     "pct_of_forwarded_at_loss": [r.get("pct_of_forwarded_at_loss") for r in ok],
                     "loss_below_capacity": sum(1 for r in ok if r.get("loss_below_capacity")),
                     **spending(ok)}
-    b, m = out["binary"], out["mlr"]
+    b, m, c = out["binary"], out["mlr"], out["csit"]
     complete = b["failed"] == 0 and m["failed"] == 0 and b["searches"] == m["searches"] > 0
     out["mlr_vs_binary"] = (m["trial_seconds_total"] / b["trial_seconds_total"]) \
         if complete and b["trial_seconds_total"] else None
+    # the reference beside them (when the bench ran it): its trial seconds against each
+    with_csit = c["searches"] > 0 and c["failed"] == 0 and c["trial_seconds_total"]
+    out["csit_vs_binary"] = c["trial_seconds_total"] / b["trial_seconds_total"] \
+        if with_csit and b["failed"] == 0 and b["trial_seconds_total"] else None
+    out["mlr_vs_csit"] = m["trial_seconds_total"] / c["trial_seconds_total"] if with_csit and m["failed"] == 0 \
+        and m["trial_seconds_total"] is not None else None
+    out["mlr_vs_csit_result_gap"] = (m["throughput_pps"] - c["throughput_pps"]) / c["throughput_pps"] \
+        if c["throughput_pps"] and m["throughput_pps"] is not None else None
     out["mlr_vs_binary_per_round"] = _ratio_per_round(runs) if out["mlr_vs_binary"] is not None else []
     # the ratio of the mean trial seconds per search (= of the totals: both ran as many searches)
     # with its Fieller interval over the rounds; the goal is judged on that interval
@@ -568,9 +580,61 @@ def onset_clause(binary: dict, mlr: dict) -> str:
             "set, so where a search ends is partly chance")
 
 
+# -- the simulated models ------------------------------------------------------------------------
+def model_comparison(seeds: int | None = None) -> dict:
+    """The three contenders on every simulated DUT and goal set (:mod:`fwlab.search.comparison`):
+    per (model, goal) each contender's median result and trial seconds over the model's seeds
+    (``seeds``: that many for every noisy model; None: each model's own), whether fwlab's
+    MLRsearch agrees with the reference (within the goal's width, plus twice the medians' error on
+    a noisy model), and the totals. The binary search answers a goal set's first goal with every
+    trial at its final length (no duration sum: it cannot express exceed ratios)."""
+    from fwlab.search.comparison import compare as compare_models
+    from fwlab.search.csit import reference_version
+
+    rows = compare_models(seeds=None if seeds is None else range(seeds), contenders=CONTENDERS)
+    per_set: dict[tuple[str, str], Any] = {}
+    for r in rows:
+        per_set.setdefault((r.model, r.goal_set), r)
+    totals = {alg: math.fsum(r.trial_seconds_total.get(alg, 0.0) for r in per_set.values()) for alg in CONTENDERS}
+    mlr_rows = [r for r in rows if "mlr" in r.median_pps and "csit" in r.median_pps]
+    return {"reference": f"MLRsearch {reference_version() or 'missing'} (PyPI, CSIT)",
+            "rows": [r.to_dict() for r in rows],
+            "trial_seconds_total": totals,
+            "mlr_vs_csit_trial_seconds": totals["mlr"] / totals["csit"] if totals["csit"] else None,
+            "goal_sets_mlr_slower": sorted(f"{m}/{g}" for (m, g), r in per_set.items()
+                                           if (r.seconds_ratio() or 0) > 1 + 1e-9),
+            "goal_sets": len(per_set),
+            "mlr_agrees": sum(r.agrees() for r in mlr_rows), "rows_compared": len(mlr_rows),
+            "mlr_disagrees": [f"{r.model}/{r.goal_set}/{r.goal}" for r in mlr_rows if not r.agrees()]}
+
+
+def format_models(models: dict) -> str:
+    """The model comparison as a table: one line per (model, goal)."""
+    head = (f"simulated DUTs ({models['reference']} as the reference): median result [kpps] and trial seconds "
+            "per contender; gap = mlr vs csit")
+    lines = [head, f"{'model':17s} {'goal set':13s} {'goal':9s} " + "  ".join(f"{a:>18s}" for a in CONTENDERS)
+             + "   gap    mlr/csit s"]
+    for r in models["rows"]:
+        cells = "  ".join(f"{r['median_pps'][a] / 1e3:9.2f} {r['trial_seconds_total'][a]:8.0f}" if a in r["median_pps"]
+                          else f"{'-':>18s}" for a in CONTENDERS)
+        gap = r["mlr_vs_csit_gap"]
+        ratio = r["mlr_vs_csit_trial_seconds"]
+        lines.append(f"{r['model']:17s} {r['goal_set']:13s} {r['goal']:9s} {cells}  "
+                     f"{'-' if gap is None else f'{100 * gap:+5.2f}%'}{'' if r['mlr_agrees_with_csit'] else '!'} "
+                     f"{'-' if ratio is None else f'{ratio:5.2f}'}")
+    t = models["trial_seconds_total"]
+    lines.append(f"total trial seconds: " + ", ".join(f"{a} {t[a]:.0f}" for a in CONTENDERS)
+                 + f"; mlr/csit {models['mlr_vs_csit_trial_seconds']:.3f}; mlr agrees with csit on "
+                 f"{models['mlr_agrees']} of {models['rows_compared']} goals; mlr slower on "
+                 f"{len(models['goal_sets_mlr_slower'])} of {models['goal_sets']} goal sets")
+    return "\n".join(lines)
+
+
 # -- the bench ------------------------------------------------------------------------------------
-def run_bench(cfg: SearchBenchConfig, out_root: Path | str = "results", log: TextIO | None = sys.stderr) -> dict:
-    """Run the bench's suite through the orchestrator (root, real traffic) and compare."""
+def run_bench(cfg: SearchBenchConfig, out_root: Path | str = "results", log: TextIO | None = sys.stderr,
+              models: bool = True) -> dict:
+    """Run the bench's suite through the orchestrator (root, real traffic) and compare; with
+    `models`, the same contenders on the simulated DUTs too (:func:`model_comparison`)."""
     import time
 
     from fwlab.run.start import start  # the one entry point of the run pipeline
@@ -588,7 +652,8 @@ def run_bench(cfg: SearchBenchConfig, out_root: Path | str = "results", log: Tex
         raise FwlabError(f"the bench's run {rec.path} holds no search", fix=f"see fwlab report {rec.path}")
     return {"pairing": cfg.pairing, "config": asdict(cfg), "goals": goals(cfg), "record": str(rec.path),
             "suite_toml": text, "wall_s": wall, "max_load": max_load, "device": bed.get("device"),
-            "summary": compare(runs, cfg.relative_width), "runs": runs}
+            "summary": compare(runs, cfg.relative_width), "runs": runs,
+            "models": model_comparison() if models else None}
 
 
 def _kpps(v: float | None) -> str:
@@ -623,6 +688,8 @@ def format_table(res: dict) -> str:
              f"max load {_kpps(mx)}"]
     for alg in CONTENDERS:
         a = s[alg]
+        if not a["searches"]:
+            continue
         per = ", ".join(f"{v:.1f}" for v in a["trial_seconds_per_search"])
         lines.append(f"{alg:6s}  result {_kpps(a['throughput_pps'])} (each: "
                      f"{', '.join(f'{v / 1e3:.2f}' for v in a['results_pps'])})  trial seconds "
@@ -631,6 +698,10 @@ def format_table(res: dict) -> str:
                      + _onset_text(a))
     ratio = s["mlr_vs_binary"]
     lines.append(f"mlr_vs_binary (trial seconds) {ratio:.3f}" if ratio is not None else "mlr_vs_binary: missing")
+    if s.get("mlr_vs_csit") is not None:
+        gap = s.get("mlr_vs_csit_result_gap")
+        lines.append(f"mlr_vs_csit (trial seconds) {s['mlr_vs_csit']:.3f}; csit_vs_binary {s['csit_vs_binary'] or 0:.3f}; "
+                     f"result mlr vs csit {'missing' if gap is None else f'{100 * gap:+.1f} %'}")
     m = s["mlr"]
     spent = ", ".join(f"{sec:.1f} s in {d} s trials" for d, sec in m["trial_seconds_by_duration"].items())
     lines.append(f"MLRsearch spent {spent}; {m['full_length_trials']} full-length trials, "
@@ -664,10 +735,12 @@ def format_table(res: dict) -> str:
     if s.get("full_length_overlap"):
         lines.append("  " + overlap_clause(s["full_length_overlap"]))
     lines.append(f"wall {res['wall_s']:.0f} s; record {res['record']}")
+    if res.get("models"):
+        lines.append(format_models(res["models"]))
     return "\n".join(lines)
 
 
-__all__ = ["CONTENDERS", "FULL_LENGTH_PHASES", "GOAL_RATIO", "INCONCLUSIVE", "MLR_GOALS", "MLR_PHASES", "NOT_REACHED",
+__all__ = ["model_comparison", "format_models", "CONTENDERS", "FULL_LENGTH_PHASES", "GOAL_RATIO", "INCONCLUSIVE", "MLR_GOALS", "MLR_PHASES", "NOT_REACHED",
            "REACHED", "TrialClass", "classify", "goal_verdict",
            "phase_breakdown", "phases", "what_stops_it", "noise_clause", "SearchBenchConfig", "abba", "compare", "format_table", "full_length_overlap", "goals", "noise", "overlap_clause",
            "onset_clause", "run_bench", "runs_from_records", "spending", "suite_data", "suite_toml", "trace", "within_noise"]

@@ -180,6 +180,11 @@ class Backend(ABC):
     def version(self, host: LocalHost) -> str:
         """Version string of the firewall's user-space tool."""
 
+    def version_at(self, host: LocalHost, ns: str | None) -> str:
+        """The version as read for a bed whose DUT is namespace `ns` on `host`: a plug-in's
+        command (fwlab.dut.command) runs there; a built-in backend's own tool on `host`."""
+        return self.version(host)
+
     def read_state(self, ctx: DutContext, family: str) -> RuleState:
         """Counters and the digest of the listing (computed as :meth:`load` does, with the
         ``digest_family`` it returned). This default reads both; a backend whose listing carries

@@ -25,7 +25,7 @@ A description file::
     flush = ["nft", "flush", "ruleset"]  # rule set, where known); the rule set goes to apply's
     list = ["nft", "-s", "list", "ruleset"]  # stdin unless an argument uses {{ file }}
     counters = ["nft", "list", "ruleset"]
-    version = ["nft", "--version"]       # run on the host, outside the DUT namespace
+    version = ["nft", "--version"]       # run in the DUT namespace too (a remote DUT: on its host)
     [counters]
     pattern = 'packets (?P<packets>\\d+) .*comment "(?P<tag>[^"]+)"'   # per line of counters
     # packets_pattern = '...(?P<packets>\\d+)'  # when the packets are on a line after the
@@ -44,18 +44,20 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from functools import cached_property
 from pathlib import Path
 from typing import Union
 
 import jinja2
+from jinja2.exceptions import SecurityError
+from jinja2.sandbox import SandboxedEnvironment
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from fwlab.dut.base import BACKENDS, Backend, DutContext, register, sum_by_class
 from fwlab.errors import BackendError
 from fwlab.rules.model import LAYOUTS, RuleSet
 from fwlab.testbed.host import LocalHost
+from fwlab.files import kind, loads_toml
 from fwlab.validation import one_line, read_text
 
 SHIPPED_DIR = Path(__file__).resolve().parent / "commands"
@@ -150,30 +152,33 @@ class FirewallFile(_Strict):
 
 
 def _env(base: Path) -> jinja2.Environment:
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(base)), undefined=jinja2.StrictUndefined,
-                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
-                              autoescape=False)
+    """Templates render in jinja2's sandbox: a template reaches the variables it is given, never
+    Python's internals (``{{ cycler.__init__.__globals__.os }}`` is a SecurityError, reported as a
+    BackendError naming the template), and loads only files beside its description."""
+    return SandboxedEnvironment(loader=jinja2.FileSystemLoader(str(base)), undefined=jinja2.StrictUndefined,
+                                trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+                                autoescape=False)
 
 
 def read_firewall(path: Path) -> FirewallFile:
     """Parse and validate one description; BackendError naming the file and the problem."""
-    try:
-        data = tomllib.loads(read_text(path, "firewall description", BackendError, fix="give a TOML text file"))
-    except tomllib.TOMLDecodeError as exc:
-        raise BackendError(f"firewall description {path}: {exc}", fix="fix the TOML syntax") from None
+    data = loads_toml(read_text(path, "firewall description", BackendError, fix="give a TOML text file"),
+                      f"firewall description {path}", BackendError, fix="fix the TOML syntax")
     try:
         fw = FirewallFile.model_validate(data)
     except ValidationError as exc:
         raise BackendError(f"firewall description {path}: {one_line(exc)}",
                            fix="see the format in fwlab/dut/command.py's docstring") from None
     tpl = path.parent / fw.template
-    if not tpl.is_file():
+    if Path(fw.template).is_absolute() or ".." in Path(fw.template).parts or kind(tpl) != "file":
         raise BackendError(f"firewall description {path}: template {fw.template} does not exist",
                            fix="put the template next to the description or fix 'template'")
     try:
         _env(path.parent).parse(read_text(tpl, "firewall template", BackendError, fix="give a Jinja2 text file"))
     except jinja2.TemplateSyntaxError as exc:
         raise BackendError(f"firewall template {tpl}:{exc.lineno}: {exc.message}", fix="fix the template") from None
+    except RecursionError:
+        raise BackendError(f"firewall template {tpl} nests too deeply", fix="flatten the template") from None
     return fw
 
 
@@ -246,6 +251,10 @@ class CommandBackend(Backend):
     def render(self, rs: RuleSet, mode: str) -> str:
         try:
             return self._env.get_template(self.fw.template).render(**template_vars(rs, mode))
+        except SecurityError as exc:
+            raise BackendError(f"{self.name}: template {self.fw.template} reaches outside its variables "
+                               f"({str(exc)[:120]}); templates render in a sandbox",
+                               fix=f"use only the template variables (fwlab/dut/command.py) in {self.path}") from None
         except jinja2.TemplateError as exc:
             raise BackendError(f"{self.name}: rendering {self.fw.template} failed: {exc}",
                                fix="fix the template") from None
@@ -316,9 +325,14 @@ class CommandBackend(Backend):
     def flush(self, ctx: DutContext) -> None:
         self._run(ctx, "flush")
 
-    def version(self, host: LocalHost) -> str:
-        out = [host.run(argv, check=False).stdout.strip() for argv in self._argvs("version", {})]
+    def version(self, host: LocalHost, ns: str | None = None) -> str:
+        out = [host.run(argv, ns=ns, check=False).stdout.strip() for argv in self._argvs("version", {})]
         return f"{'; '.join(o for o in out if o) or 'unknown'} (via {self.path.name})"
+
+    def version_at(self, host: LocalHost, ns: str | None) -> str:
+        """The version command runs where every other command of the description runs: in the
+        DUT's namespace ``ns`` (a plug-in never runs in the host's own namespace)."""
+        return self.version(host, ns=ns)
 
 
 def register_file(path: Path) -> CommandBackend:
@@ -345,6 +359,9 @@ class BrokenCommand(Backend):
     def unsupported_here(self, system: str | None = None) -> str | None:
         return self.error.one_line()
 
+    def unsupported(self, layout, mode, stateful_shortcut, system=None):
+        raise self.error  # a plan or `fwlab rules` naming it stops with the file's one-line error
+
     def render(self, rs: RuleSet, mode: str) -> str:
         raise self.error
 
@@ -360,7 +377,7 @@ class BrokenCommand(Backend):
     def flush(self, ctx):
         raise self.error
 
-    def version(self, host):
+    def version(self, host, ns=None):
         return "invalid description"
 
 
@@ -369,12 +386,26 @@ def register_all() -> None:
         register_file(path)
     for d in filter(None, os.environ.get("FWLAB_FIREWALLS", "").split(":")):
         p = Path(d)
-        for path in sorted(p.glob("*.toml")) if p.is_dir() else [p]:
+        try:
+            paths = sorted(p.glob("*.toml")) if kind(p) == "dir" else [p]
+        except OSError as exc:  # an unreadable directory: named when a run asks for its backends
+            paths, listing_error = [], exc
+        else:
+            listing_error = None
+        if listing_error is not None:
+            err = BackendError(f"FWLAB_FIREWALLS directory {p} cannot be listed: {listing_error.strerror}",
+                               fix="fix FWLAB_FIREWALLS or the directory's permissions")
+            if PREFIX + p.name not in BACKENDS:
+                register(BrokenCommand(p, err))
+        for path in paths:
             try:
                 register_file(path)
-            except BackendError as exc:
+            except Exception as exc:  # noqa: BLE001  a broken plug-in never breaks unrelated commands
+                err = exc if isinstance(exc, BackendError) else BackendError(
+                    f"firewall description {path}: {type(exc).__name__}: {str(exc)[:160]}",
+                    fix="fix the description or remove it from FWLAB_FIREWALLS")
                 if PREFIX + path.stem not in BACKENDS:
-                    register(BrokenCommand(path, exc))
+                    register(BrokenCommand(path, err))
 
 
 register_all()

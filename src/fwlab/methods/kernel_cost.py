@@ -33,7 +33,7 @@ class CostLoad:
 
     rate_pps: float = 20_000  #: the most the trial sends [packets/s]
     duration_s: float = 3.0  #: sending time [s]
-    frame_size: int = 64  #: Ethernet frame incl. FCS [bytes]
+    frame_size: int | None = None  #: Ethernet frame incl. FCS [bytes]; None: the smallest (64 B IPv4, 78 B IPv6)
     ip_version: int = 4
     cpu_share: float = 0.25  #: at most this share of one CPU inside the timed brackets [ratio]
     min_rate_pps: float = 500  #: never slower than this (a figure needs packets) [packets/s]
@@ -82,7 +82,7 @@ class CostTrial:
     probe: ProbeResult
 
     def to_dict(self) -> dict[str, Any]:
-        return {"rate_pps": self.rate_pps, "duration_s": self.load.duration_s, "frame_size": self.load.frame_size,
+        return {"rate_pps": self.rate_pps, "duration_s": self.load.duration_s, "frame_size": self.load.frame_size or eng.default_frame_size(self.load.ip_version),
                 "ip_version": self.load.ip_version, "intended_count": self.intended_count,
                 "offered_count": self.offered_count, "forwarded_count": self.forwarded_count,
                 "generator_short": self.generator_short, "tx_pps": self.tx_pps,
@@ -92,7 +92,8 @@ class CostTrial:
 
 def _trial(bed: "Testbed", load: CostLoad, rate_pps: float, duration_s: float) -> tuple[eng.EngineTrial, int]:
     send, recv = eng.default_cpus(bed, 1)
-    t = eng.EngineTrial(duration_s=duration_s, rate_pps=rate_pps, frame_size=load.frame_size,
+    t = eng.EngineTrial(duration_s=duration_s, rate_pps=rate_pps,
+                        frame_size=load.frame_size or eng.default_frame_size(load.ip_version),
                         ip_version=load.ip_version, send_cpus=send, recv_cpus=recv)
     return t, int(round(rate_pps * duration_s))
 

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 class ProbePlan(BaseModel):
     """Recovery probes after (or during) a multi-stream run: the ``parallel`` method's options."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
     interval_s: float = Field(10.0, description="start-to-start time between probes [s] (the first starts at once)")
     probe_s: float = Field(2.0, description="length of one single-stream probe [s], whole seconds (iperf3 -t)")

@@ -20,14 +20,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from fwlab.errors import FwlabError, RunnerError
+from fwlab.errors import FwlabError, RunnerError, SearchError
 from fwlab.runners.base import MIN_OVERLAP_SHARE, Measurement, Runner, TrafficSpec, TrialEnv, register
 from fwlab.validation import one_line
 from fwlab.runners.engine import (EngineMeasurer, EngineTrial, default_cpus, default_frame_size, engine_unavailable,
                                   engine_version, run_trial)
-from fwlab.search import run_search
+from fwlab.search import BinaryGoal, run_search
+from fwlab.search.csit import reference_goal
+from fwlab.search.mlr import SearchGoal, bounds_after_each_trial, goals_of
+from fwlab.search.result import SearchResult
 from fwlab.search.measurer import TrialResult
 
 if TYPE_CHECKING:
@@ -40,18 +43,23 @@ LOSS_BELOW_CAPACITY = 0.8
 the same search (`SearchResult.forwarded_at_loss_pps`) is flagged `loss-below-capacity`: a DUT
 whose loss comes from its per-packet cost passes up to about that rate (within the search's
 width); far below it, transients set the result."""
+DEFAULT_SEARCH = "csit"
+"""The throughput search of an item that names none (and whose suite sets no `search`)."""
 SEARCH_TRIALS = 12  #: trials of one throughput search, including the maximum-load trials (for estimates)
 
 
 class Rfc2544Options(BaseModel):
     """``options`` of an ``rfc2544`` traffic item (all optional)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
-    algorithm: Literal["binary", "mlr"] = Field("mlr", description="throughput search")
+    algorithm: Literal["binary", "mlr", "csit"] = Field(
+        DEFAULT_SEARCH, description="throughput search: mlr (fwlab's MLRsearch), csit (CSIT's own MLRsearch, the "
+                                    "PyPI reference, on the same goals) or binary (RFC 2544 binary search); "
+                                    "unset: the suite's `search`, else " + DEFAULT_SEARCH)
     goal: str | dict | list | None = Field(
-        None, description="mlr: preset name (rfc2544, tst009, csit, csit-pdr), goal table or list; "
-                          "binary: a table of BinaryGoal fields. Unset: mlr csit+csit-pdr; binary "
+        None, description="mlr, csit: preset name (rfc2544, tst009, csit, csit-pdr), goal table or list; "
+                          "binary: a table of BinaryGoal fields. Unset: mlr/csit csit+csit-pdr; binary "
                           "with the suite's duration_s as trial length")
     engine_backend: Literal["udp", "packet"] = Field(
         "udp", description="udp: the kernel accepts every frame and ring drops count as DUT loss; "
@@ -102,6 +110,31 @@ class Rfc2544Options(BaseModel):
         trial = float(goal.get("final_trial_duration_s", duration_s))
         return SEARCH_TRIALS * (trial + 0.5) + len(self.latency_at) * self.latency_duration_s + mrr
 
+    @model_validator(mode="after")
+    def _goal(self) -> "Rfc2544Options":
+        """The goal is parsed as the search will parse it, so a malformed goal (a negative
+        duration, an unknown preset, a list of numbers) stops the suite before its first packet."""
+        try:
+            if self.algorithm == "mlr":
+                goals_of(self.goal)
+            else:
+                g = self.goal
+                if isinstance(g, list) and len(g) == 1:
+                    g = g[0]
+                if g is not None and not isinstance(g, dict):
+                    raise ValueError(f"the binary search takes a goal table, not {g!r:.60}")
+                g = dict(g or {})
+                trial = g.get("trial_duration_s", g.get("final_trial_duration_s", 1.0))
+                g.setdefault("trial_duration_s", trial)
+                if isinstance(trial, int | float) and not isinstance(trial, bool):
+                    g.setdefault("final_trial_duration_s", trial)
+                BinaryGoal.from_any(g)
+        except SearchError as exc:
+            raise ValueError(f"goal: {exc.message}") from None
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"goal: {str(exc)[:200]}") from None
+        return self
+
     @field_validator("latency_at")
     @classmethod
     def _fractions(cls, v: list[float]) -> list[float]:
@@ -116,6 +149,35 @@ def parse_options(options: dict) -> Rfc2544Options:
         return Rfc2544Options(**options)
     except ValidationError as exc:
         raise ValueError(f"rfc2544 option {one_line(exc)}") from None
+
+
+def search_goals(opts: Rfc2544Options, duration_s: float | None = None) -> Any:
+    """The goals the item's search is given: binary's options with the trial length defaulting to
+    `duration_s` (the suite's; None: its final trial length, for checking alone), or the MLRsearch
+    goals (unset: CSIT's NDR and PDR)."""
+    if opts.algorithm == "binary":
+        g = dict(opts.goal) if isinstance(opts.goal, dict) else {}
+        g.setdefault("trial_duration_s", duration_s if duration_s is not None
+                     else g.get("final_trial_duration_s", BinaryGoal().trial_duration_s))
+        g.setdefault("final_trial_duration_s", max(g["trial_duration_s"], duration_s or 0.0))
+        return g
+    return opts.goal if opts.goal is not None else ["csit", "csit-pdr"]
+
+
+def check_goals(opts: Rfc2544Options) -> None:
+    """ValueError (one line, with its fix) when the item's search goals are invalid: checked when
+    the suite is, before any packet is sent."""
+    goals = search_goals(opts)
+    try:
+        if opts.algorithm == "binary":
+            BinaryGoal.from_any(goals)
+        else:
+            parsed = goals_of(goals)
+            if opts.algorithm == "csit":
+                for g in parsed:
+                    reference_goal(g)
+    except SearchError as exc:
+        raise ValueError(f"rfc2544 goal of search '{opts.algorithm}': {exc.message} ({exc.fix})") from None
 
 
 def _bed_key(ip_version: int, frame: int, backend: str) -> str:
@@ -173,6 +235,36 @@ def longest_burst(burst_ok, max_burst: int, resolution: float, min_burst: int = 
         n = (lo + hi) // 2
 
 
+def trace_goal(result: SearchResult) -> SearchGoal:
+    """The goal a search's trace is judged by: an MLRsearch result's own goal, or for a binary
+    search exceed ratio 0 at its final trial length (one bad trial makes an upper bound)."""
+    g = dict(result.goal)
+    if result.algorithm == "binary":
+        final = float(g.get("final_trial_duration_s") or g.get("trial_duration_s") or 1.0)
+        return SearchGoal(final_trial_duration_s=final, duration_sum_s=final, initial_trial_duration_s=final,
+                          preceding_targets=0, loss_ratio=float(g.get("loss_ratio", 0.0)), exceed_ratio=0.0,
+                          relative_width=float(g.get("relative_width", 0.005)), name="binary")
+    return SearchGoal.from_any(g)
+
+
+def search_trace(result: SearchResult) -> list[dict]:
+    """A search's trace, one entry per trial on a time axis of trial seconds: load, duration,
+    loss ratio, pass/fail, and the goal's relevant bounds as they stood after it
+    (`fwlab.search.mlr.bounds_after_each_trial`), so a report can draw the bounds narrowing."""
+    try:
+        bounds = bounds_after_each_trial([t.result for t in result.trials], trace_goal(result))
+    except SearchError:  # a goal this fwlab no longer accepts: the trace without bounds
+        bounds = [(None, None)] * len(result.trials)
+    series, t_s = [], 0.0
+    for t, (lo, hi) in zip(result.trials, bounds):
+        t_s += t.result.duration_s
+        series.append({"t_s": t_s, "index": t.index, "phase": t.phase, "load_pps": t.result.intended_load_pps,
+                       "loss_ratio": t.result.loss_ratio, "passed": t.passed, "duration_s": t.result.duration_s,
+                       "lower_bound_pps": lo, "upper_bound_pps": hi,
+                       "dut_ingress_drops": t.result.extra.get("dut_ingress_drops")})
+    return series
+
+
 # -- the runner ---------------------------------------------------------------------------------
 class Rfc2544Runner(Runner):
     name = "rfc2544"
@@ -192,6 +284,8 @@ class Rfc2544Runner(Runner):
 
     def check_options(self, kind: str, options: dict[str, Any]) -> dict[str, Any]:
         opts = parse_options(options)
+        if kind == "throughput":
+            check_goals(opts)
         if opts.direction == "bidir" and kind != "throughput":  # at suite load, not at measure time
             raise ValueError(f"rfc2544 option direction = \"bidir\" is for the throughput search, not {kind}: "
                              "drop it from this item")
@@ -265,17 +359,9 @@ class Rfc2544Runner(Runner):
             return self._back_to_back(bed, spec, opts, frame, base, flags, info)
         raise RunnerError(f"rfc2544 cannot run '{spec.traffic}'", fix=f"use one of {', '.join(KINDS)}")
 
-    def _goals(self, opts: Rfc2544Options, spec: TrafficSpec):
-        if opts.algorithm == "binary":
-            g = dict(opts.goal) if isinstance(opts.goal, dict) else {}
-            g.setdefault("trial_duration_s", spec.duration_s)
-            g.setdefault("final_trial_duration_s", max(spec.duration_s, g["trial_duration_s"]))
-            return g
-        return opts.goal if opts.goal is not None else ["csit", "csit-pdr"]
-
     def _throughput(self, spec, opts, measurer, max_load, base, flags, env) -> Measurement:
         min_load = min(opts.min_load_pps, max_load / 2)
-        results = run_search(opts.algorithm, measurer, max_load, min_load, self._goals(opts, spec))
+        results = run_search(opts.algorithm, measurer, max_load, min_load, search_goals(opts, spec.duration_s))
         main = results[0]
         tput = main.throughput_pps
         frame = base["frame_size"]
@@ -288,6 +374,8 @@ class Rfc2544Runner(Runner):
             "search_trials": main.trial_count, "search_trial_s": main.trial_seconds,
             "algorithm": opts.algorithm, "goal": main.goal.get("name") or opts.algorithm,
             "rx_pps": tput,
+            # the maximum load itself passed: the DUT's throughput is at least this ("≥ x")
+            "throughput_at_least": "max_load_passed" in main.irregular,
         }
         onset = main.forwarded_at_loss_pps()
         metrics["forwarded_at_loss_pps"] = onset
@@ -341,12 +429,7 @@ class Rfc2544Runner(Runner):
                 if f == 1.0 and r.latency:
                     metrics["latency_ns"] = {k.removesuffix("_ns"): v for k, v in r.latency.items()}
                     metrics.update(hdr)
-        series, t_s = [], 0.0
-        for t in main.trials:  # the search's trials on a time axis of trial seconds
-            t_s += t.result.duration_s
-            series.append({"t_s": t_s, "index": t.index, "phase": t.phase, "load_pps": t.result.intended_load_pps,
-                           "loss_ratio": t.result.loss_ratio, "passed": t.passed, "duration_s": t.result.duration_s,
-                           "dut_ingress_drops": t.result.extra.get("dut_ingress_drops")})
+        series = search_trace(main)
         if env:
             env.note(f"  {opts.algorithm}: {tput or 0:.0f} pps ({metrics['throughput_pct_of_max'] or 0:.0f} % of max) "
                      f"after {main.trial_count} trials, {main.trial_seconds:.0f} trial s")
@@ -383,5 +466,5 @@ class Rfc2544Runner(Runner):
 
 register(Rfc2544Runner())
 
-__all__ = ["KINDS", "Rfc2544Options", "Rfc2544Runner", "frame_loss_steps", "longest_burst", "parse_options",
+__all__ = ["search_trace", "trace_goal", "KINDS", "Rfc2544Options", "Rfc2544Runner", "frame_loss_steps", "longest_burst", "parse_options",
            "TrialResult"]

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fwlab.errors import FwlabError
+from fwlab.files import write_output
 from fwlab.published.model import Study, load_study
 from fwlab.registry import Registry
 from fwlab.stats import MIN_REPETITIONS, SIGNIFICANT, compare_figure  # noqa: F401  (SIGNIFICANT re-exported)
@@ -315,7 +316,7 @@ def write_findings(run_dir, run: dict, trials: list[TrialRecord]):
     if cmp is None:
         path.unlink(missing_ok=True)   # a stale file from an earlier study setting would mislead
         return None
-    path.write_text(json.dumps(cmp.findings_json(), indent=1, sort_keys=True) + "\n")
+    write_output(path, json.dumps(cmp.findings_json(), indent=1, sort_keys=True) + "\n", "findings file")
     return path
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from fwlab.files import write_output
 from fwlab.stats.run_summary import point_summaries
 from fwlab.results.record import REPORT_FILE, SUMMARY_FILE, RunRecord
 from fwlab.results.trial import as_records
@@ -25,14 +26,14 @@ def write_report(run_dir: Path, appendix_html: str | None = None) -> Path:
     read = rec.read()  # tolerant: a damaged line is named in the report, not fatal
     trials = as_records(read.trials)  # the read boundary: typed records from here on
     cs = curves(trials)
-    (rec.path / SUMMARY_FILE).write_text(summary_csv(cs))
+    write_output(rec.path / SUMMARY_FILE, summary_csv(cs), "summary")
     write_findings(rec.path, rec.run, read.trials)   # findings.json: the published findings' verdicts
     out = rec.path / REPORT_FILE
     page = html.render(rec.run, trials, cs, SUMMARY_FILE, state=rec.state(read))
     if appendix_html:
         end = page.rfind("</body>")
         page = page[:end] + appendix_html + "\n" + page[end:] if end >= 0 else page + appendix_html
-    out.write_text(page)
+    write_output(out, page, "report")
     return out
 
 

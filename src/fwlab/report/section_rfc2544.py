@@ -15,6 +15,7 @@ from fwlab.report import latency, plots
 from fwlab.report.markup import esc, fmt, table
 from fwlab.report.sections import Section, register
 from fwlab.report.timeseries import xy_plot
+from fwlab.svgplot import figure_svg, plt
 from fwlab.results.curves import curves
 from fwlab.results.trial import TrialRecord, as_records
 from fwlab.search.measurer import TrialResult
@@ -69,8 +70,9 @@ def _throughput(trials: list[TrialRecord]) -> list[str]:
             for n, p in c.points.items():
                 pps = p.values.get("throughput_pps") or []
                 zr = ranges.get((tl, c.label, n))
+                at_least = "max-load-passed" in p.flags  # the search's maximum passed: the value is a floor
                 rows.append([esc(c.label), n, len(pps),
-                             fmt((_med(pps) or 0) / 1e3, 1) if pps else "missing",
+                             (("≥ " if at_least else "") + fmt((_med(pps) or 0) / 1e3, 1)) if pps else "missing",
                              (f"{min(pps) / 1e3:.1f}–{max(pps) / 1e3:.1f}" if len(pps) > 1 else ""),
                              fmt(_med(p.values.get("throughput_bps") or []) and _med(p.values.get("throughput_bps")) / 1e6, 1),
                              fmt(_med(p.values.get("throughput_pct_of_max") or []), 0),
@@ -106,7 +108,64 @@ def _throughput(trials: list[TrialRecord]) -> list[str]:
     parts.append("<details><summary>every search: bounds, trials and trial seconds</summary>"
                  + table(["trial", "algorithm", "goal", "lower [kpps]", "upper [kpps]", "trials", "trial s"],
                           rows, left=3) + "</details>")
+    if any("max-load-passed" in p.flags for c in cs for p in c.points.values()):
+        parts.append("<p class='muted'>≥: the search's maximum load itself passed, so the DUT's throughput is at "
+                     "least that figure (the test bed's maximum limits it, not the DUT).</p>")
+    parts.append(search_traces(tp))
     return parts
+
+
+#: at most this many search traces are drawn in one report (the rest are listed as left out)
+MAX_TRACES = 24
+
+
+def trace_plot(series: list[dict], title: str) -> str | None:
+    """One search's trace: each trial's load against its number (passed o, failed x; marker size
+    by trial length) and the goal's relevant bounds after it (steps), as TRex's NDR bench and
+    CSIT draw a search; None without trials."""
+    pts = [s for s in series if s.get("load_pps") is not None]
+    if not pts:
+        return None
+    fig, ax = plt.subplots(figsize=(8.0, 3.2), dpi=100)
+    n = list(range(1, len(pts) + 1))
+    longest = max((s.get("duration_s") or 0.0) for s in pts) or 1.0
+    for passed, marker, color, name in ((True, "o", "tab:green", "passed"), (False, "x", "tab:red", "failed")):
+        sel = [(k, s) for k, s in zip(n, pts) if bool(s.get("passed")) == passed]
+        if sel:
+            ax.scatter([k for k, _ in sel], [s["load_pps"] / 1e3 for _, s in sel], marker=marker, color=color,
+                       s=[12 + 40 * (s.get("duration_s") or 0.0) / longest for _, s in sel], label=name, zorder=3)
+    for key, color, name in (("lower_bound_pps", "tab:green", "lower bound"), ("upper_bound_pps", "tab:red",
+                                                                                 "upper bound")):
+        ys = [None if s.get(key) is None else s[key] / 1e3 for s in pts]
+        if any(y is not None for y in ys):
+            ax.step(n, [float("nan") if y is None else y for y in ys], where="post", color=color, alpha=0.5,
+                    linestyle="--", label=name)
+    ax.set_xlabel("trial")
+    ax.set_ylabel("intended load [kpps]")
+    ax.set_title(title, fontsize=9)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7, loc="best")
+    return figure_svg(fig)
+
+
+def search_traces(tp: list[TrialRecord]) -> str:
+    """Every throughput search's trace (`trace_plot`), in a closed details element; "" when no
+    record holds one."""
+    drawn, left = [], 0
+    for t in tp:
+        if not t.series or not any("load_pps" in s for s in t.series):
+            continue
+        if len(drawn) >= MAX_TRACES:
+            left += 1
+            continue
+        svg = trace_plot(t.series, f"{t.trial_id}: {t.metric('algorithm') or ''} {t.metric('goal') or ''}")
+        if svg:
+            drawn.append(f"<div class='plot'>{svg}</div>")
+    if not drawn:
+        return ""
+    more = f"<p class='muted'>{left} more searches not drawn.</p>" if left else ""
+    return ("<details><summary>search traces: the load of each trial, passed or failed (marker size: trial "
+            "length), and the goal's bounds narrowing</summary>" + "".join(drawn) + more + "</details>")
 
 
 def zero_loss_ranges(tp: list[TrialRecord]) -> dict[tuple, ZeroLossRange]:

@@ -8,7 +8,7 @@ fields the readers use; unknown fields pass (a later fwlab may add them).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -30,10 +30,41 @@ class _Flag(_Shape):
     message: str = ""
 
 
+class _TrafficShape(_Shape):
+    kind: str | None = None
+    tool: str | None = None
+    label: str | None = None
+    sizes: list[int | None] | None = None
+    streams: int | None = None
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class _ParsedShape(_Shape):
+    """The parsed suite stored in run.json, as the report and the resume read it (types only)."""
+
+    name: str | None = None
+    study: str | None = None
+    mode: list[str] | str | None = None
+    backends: list[str] | None = None
+    layouts: list[str] | None = None
+    rules: list[int] | None = None
+    ip_versions: list[int] | None = None
+    stateful_shortcut: list[bool] | None = None
+    traffic: list[_TrafficShape] = Field(default_factory=list)
+    repetitions: int | None = None
+    max_repetitions: int | None = None
+    precision: Number | None = Field(default=None, allow_inf_nan=False)
+    duration_s: Number | None = Field(default=None, allow_inf_nan=False)
+    pairs: int | None = None
+    link_rate: str | list[str] | None = None
+    background: list[dict[str, Any]] = Field(default_factory=list)
+    hosts: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+
 class _SuiteShape(_Shape):
     name: str
     toml: str = ""
-    parsed: dict[str, Any] = Field(default_factory=dict)
+    parsed: _ParsedShape = Field(default_factory=_ParsedShape)
 
 
 class _Skipped(_Shape):
@@ -45,7 +76,7 @@ class _Skipped(_Shape):
 
 
 class _PlanShape(_Shape):
-    trials: int | None = None
+    trials: int | None = Field(default=None, ge=0)
     skipped: list[_Skipped] = Field(default_factory=list)
 
 
@@ -59,7 +90,7 @@ class _RunShape(_Shape):
     suite: _SuiteShape
     plan: _PlanShape = Field(default_factory=_PlanShape)
     host: dict[str, Any] = Field(default_factory=dict)
-    status: str | None = None
+    status: Literal["running", "complete", "interrupted", "failed"] | None = None
     started_utc: str | None = None
     ended_utc: str | None = None
     beds: list[_BedShape] = Field(default_factory=list)
@@ -74,16 +105,16 @@ class _TrialShape(_Shape):
     mode: str
     backend: str
     layout: str
-    rules: int = Field(ge=0)
+    rules: int = Field(ge=0, le=100_000_000)
     stateful_shortcut: bool
-    ip_version: int
+    ip_version: Literal[4, 6]
     traffic: str
     tool: str
-    size_bytes: int | None
-    streams: int = Field(ge=1)
-    rate_bps: Number | None
-    duration_s: Number
-    repetition: int
+    size_bytes: int | None = Field(ge=0, le=1_000_000)
+    streams: int = Field(ge=1, le=100_000)
+    rate_bps: Number | None = Field(ge=0, allow_inf_nan=False)
+    duration_s: Number = Field(ge=0, allow_inf_nan=False)
+    repetition: int = Field(ge=0, le=1_000_000)
     label: str | None = None
     metrics: dict[str, Any] | None = None
     series: list[dict[str, Any]] = Field(default_factory=list)
@@ -92,6 +123,12 @@ class _TrialShape(_Shape):
     conditions: dict[str, Any] = Field(default_factory=dict)
     extra: dict[str, Any] = Field(default_factory=dict)
     raw: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("series")
+    @classmethod
+    def _series(cls, v: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        _series_problem(v)
+        return v
 
     @field_validator("metrics")
     @classmethod
@@ -106,6 +143,18 @@ class _TrialShape(_Shape):
             if not all(y is None or _is_number(y) for y in inner):
                 raise ValueError(f"metric {k[:40]!r} is {type(x).__name__}, not a number or null")
         return v
+
+
+def _series_problem(v: list[dict[str, Any]]) -> None:
+    """Each per-interval sample: ``t_s`` a number, and every field with a unit in its name a
+    number or null (or a table of them), as in ``metrics``."""
+    for i, sample in enumerate(v):
+        for k, x in sample.items():
+            if k != "t_s" and not k.endswith(UNIT_SUFFIXES):
+                continue
+            inner = x.values() if isinstance(x, dict) else [x]
+            if not all(y is None or _is_number(y) for y in inner) or (k == "t_s" and x is None):
+                raise ValueError(f"series sample {i}: {k[:40]!r} is {type(x).__name__}, not a number")
 
 
 def _is_number(x: Any) -> bool:

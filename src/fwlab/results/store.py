@@ -20,6 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from fwlab.errors import RecordError
+from fwlab.files import as_file_part
 from fwlab.results.precision import PrecisionRecord
 from fwlab.results.trial import TrialRecord, utc_now
 from fwlab.results.shape import trial_problem
@@ -118,14 +119,79 @@ def _atomic_write_json(path: Path, data: dict) -> None:
     os.replace(tmp, path)
 
 
+def check_results_root(root: Path | str) -> Path:
+    """The directory run records go into (``fwlab run --out``), checked before anything runs: not
+    under /proc, /sys or /dev, not a file, and (if it exists) writable. RecordError otherwise."""
+    root = Path(root)
+    real = Path(os.path.realpath(root))
+    if any(str(real) == t or str(real).startswith(t + "/") for t in ("/proc", "/sys", "/dev")):
+        raise RecordError(f"results directory {root} is under /{real.parts[1]}, where no output goes",
+                          fix="give --out a directory of your own, e.g. ./results")
+    probe = real
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir():
+        raise RecordError(f"results directory {root}: {probe} is not a directory",
+                          fix="give --out a directory, e.g. ./results")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise RecordError(f"results directory {root}: {probe} is not writable for this user",
+                          fix="give --out a directory you can write")
+    return root
+
+
 @dataclass
 class TrialsRead:
     """What ``trials.jsonl`` holds, read tolerantly."""
 
     trials: list[dict]  #: the last line per trial id, in file order
     bad_lines: list[int] = field(default_factory=list)  #: 1-based lines that are not a trial record (not the torn tail)
-    torn_tail: bool = False  #: the last line was cut by a kill mid-write
+    torn_tail: bool = False  #: the last line, without its newline, was cut by a kill mid-write
     file_missing: bool = False
+    #: why each bad line is not a trial record (line -> one phrase, naming the trial where it is known)
+    bad_reasons: dict[int, str] = field(default_factory=dict)
+    #: why the file as a whole could not be read (a directory, a FIFO, permission denied, too large)
+    unreadable: str | None = None
+    #: the last line is a whole trial without its newline (a kill between the line and its newline)
+    unterminated: bool = False
+
+    def damage(self) -> str | None:
+        """One phrase naming what is damaged (the file, or each bad line and why), or None."""
+        if self.unreadable:
+            return self.unreadable
+        if self.bad_lines:
+            shown = [f"{n} ({self.bad_reasons[n]})" if n in self.bad_reasons else str(n) for n in self.bad_lines[:5]]
+            more = f" and {len(self.bad_lines) - 5} more" if len(self.bad_lines) > 5 else ""
+            return f"{TRIALS_FILE} lines {', '.join(shown)}{more} could not be read"
+        return None
+
+
+def _line_problem(raw: bytes) -> tuple[dict | None, str | None]:
+    """(trial, None) for a line that is a trial record, else (None, why not)."""
+    from fwlab.files import MAX_DEPTH, depth, non_finite
+
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return None, f"not UTF-8 at byte {exc.start}"
+    try:
+        t = json.loads(text)
+    except RecursionError:
+        return None, f"nested more than {MAX_DEPTH} deep"
+    except ValueError as exc:
+        return None, f"not JSON: {getattr(exc, 'msg', exc)}"
+    if not isinstance(t, dict):
+        return None, f"a JSON {type(t).__name__}, not an object"
+    tid = t.get("trial_id")
+    who = f"trial {str(tid)[:80]}: " if isinstance(tid, str) and tid else ""
+    if depth(t) > MAX_DEPTH:
+        return None, f"{who}nested more than {MAX_DEPTH} deep"
+    if where := non_finite(t):
+        return None, f"{who}{where[:80]} is not a finite number"
+    if why := trial_problem(t):
+        return None, f"{who}{why[:200]}"
+    if not _fits(t):
+        return None, f"{who}does not fit the trial record"
+    return t, None
 
 
 @dataclass
@@ -143,6 +209,8 @@ class RecordState:
     torn_tail: bool
     file_missing: bool
     resumes: list[dict]  #: {at_utc, trials_done}
+    #: what is damaged, with each bad line's reason (TrialsRead.damage), or None
+    damage: str | None = None
 
     @property
     def complete(self) -> bool:
@@ -156,7 +224,9 @@ class RecordState:
             s += f" ({self.failed} failed)"
         if self.file_missing:
             s += f"; {TRIALS_FILE} is missing"
-        if self.bad_lines:
+        if self.damage:
+            s += f"; {self.damage}"
+        elif self.bad_lines:
             s += f"; {TRIALS_FILE} lines {', '.join(str(n) for n in self.bad_lines)} could not be read"
         if self.torn_tail:
             s += "; its last line was cut off (a kill mid-write)"
@@ -184,14 +254,19 @@ class RunRecord:
     # -- creation and loading --------------------------------------------------------------
     @classmethod
     def create(cls, root: Path, suite_name: str, run: dict) -> "RunRecord":
-        root.mkdir(parents=True, exist_ok=True)
-        base = run_dir_name(suite_name)
-        path = root / base
-        k = 1
-        while path.exists():
-            k += 1
-            path = root / f"{base}-{k}"
-        path.mkdir()
+        check_results_root(root)
+        base = run_dir_name(as_file_part(suite_name))
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            path = root / base
+            k = 1
+            while path.exists():
+                k += 1
+                path = root / f"{base}-{k}"
+            path.mkdir()
+        except OSError as exc:
+            raise RecordError(f"results directory {root} cannot hold a new run: {exc.strerror or exc}",
+                              fix="give --out a directory you can write") from None
         run = {"record_version": RECORD_VERSION, **run, "status": "running", "started_utc": utc_now()}
         rec = cls(path, run)
         rec.save_run()
@@ -202,20 +277,28 @@ class RunRecord:
     def open(cls, path: Path | str) -> "RunRecord":
         path = Path(path)
         f = path / RUN_FILE
-        if f.is_dir():
-            raise RecordError(f"{f} is a directory, not a run record file", fix="restore it from a backup")
-        if not f.is_file():
-            raise RecordError(f"{path} holds no fwlab run record ({RUN_FILE} missing)",
-                              fix="pass a directory written by 'fwlab run'")
+        from fwlab.files import MAX_DEPTH, depth, read_text
         from fwlab.results.shape import run_problem
-        from fwlab.validation import read_text
 
-        text = read_text(f, "record file", RecordError, fix="pass a directory written by 'fwlab run'")
+        try:
+            os.stat(f)
+        except (FileNotFoundError, NotADirectoryError):
+            raise RecordError(f"{path} holds no fwlab run record ({RUN_FILE} missing)",
+                              fix="pass a directory written by 'fwlab run'") from None
+        except PermissionError:
+            raise RecordError(f"{f} cannot be read by this user: permission denied",
+                              fix="read it as the user that wrote it, or give this user read access") from None
+        except (OSError, ValueError) as exc:
+            raise RecordError(f"{path} is not usable: {getattr(exc, 'strerror', None) or exc}",
+                              fix="pass a directory written by 'fwlab run'") from None
+        text = read_text(f, "record file", RecordError, fix="restore it from a backup", max_bytes=64 * 1024 * 1024)
         try:
             run = json.loads(text)
         except (json.JSONDecodeError, RecursionError) as exc:
             why = getattr(exc, "msg", "nested too deeply")
             raise RecordError(f"{f} is not valid JSON: {why}", fix="restore it from a backup") from None
+        if depth(run) > MAX_DEPTH:
+            raise RecordError(f"{f} nests more than {MAX_DEPTH} deep", fix="restore it from a backup")
         if not isinstance(run, dict):
             raise RecordError(f"{f} holds a JSON {type(run).__name__}, not an object", fix="restore it from a backup")
         run = upgrade_run(run, str(f))
@@ -265,41 +348,54 @@ class RunRecord:
             os.fsync(fh.fileno())
 
     def read(self) -> TrialsRead:
-        """Every trial line, tolerantly: the last line per trial id wins, a torn last line is
-        skipped, other lines that are not a trial record (not JSON, or not fitting
-        ``TrialRecord``) are listed in ``bad_lines``."""
+        """Every trial line, tolerantly: the last line per trial id wins; the torn tail (a last
+        line without its newline that is not a whole trial) is skipped; every other line that is
+        not a trial record (not UTF-8, not JSON, a NaN or infinite number, not fitting the
+        schema) is listed in ``bad_lines`` with its reason. A file that cannot be read at all
+        (a directory, a FIFO, permission denied, too large) is ``unreadable``."""
+        from fwlab.files import MAX_RECORD_BYTES, read_bytes
+
         f = self.path / TRIALS_FILE
-        if not f.is_file():
+        if not os.path.lexists(f):
             return TrialsRead([], file_missing=True)
+        try:
+            data = read_bytes(f, "trials file", RecordError, fix="restore it from a backup",
+                              max_bytes=MAX_RECORD_BYTES)
+        except RecordError as exc:
+            return TrialsRead([], unreadable=exc.message)
         by_id: dict[str, dict] = {}
         bad: list[int] = []
-        torn = False
-        lines = f.read_bytes().decode("utf-8", errors="replace").splitlines()
-        for i, line in enumerate(lines):
-            if not line.strip():
+        reasons: dict[int, str] = {}
+        torn = unterminated = False
+        lines = data.split(b"\n")
+        last = len(lines) - 1  # lines[last] is what follows the final newline (b"" when there is one)
+        for i, raw in enumerate(lines):
+            if not raw.strip():
                 continue
-            try:
-                t = json.loads(line)
-            except (json.JSONDecodeError, RecursionError):
-                if i == len(lines) - 1:
-                    torn = True  # cut by a kill mid-write
+            t, why = _line_problem(raw)
+            if why is not None:
+                if i == last:
+                    torn = True  # no newline after it: cut by a kill mid-write
                 else:
                     bad.append(i + 1)
+                    reasons[i + 1] = why
                 continue
-            if not isinstance(t, dict) or not _fits(t) or trial_problem(t):
-                bad.append(i + 1)
-                continue
+            unterminated = i == last
             by_id.pop(t["trial_id"], None)
             by_id[t["trial_id"]] = t
-        return TrialsRead(list(by_id.values()), bad, torn)
+        return TrialsRead(list(by_id.values()), bad, torn, bad_reasons=reasons, unterminated=unterminated)
 
     def trials(self, kind: str | None = None) -> list[dict]:
         """All trials, the last line per trial id winning; a torn last line is skipped, any other
         unreadable line is an error (RecordError naming it)."""
         r = self.read()
+        if r.unreadable:
+            raise RecordError(r.unreadable, fix="restore it from a backup")
         if r.bad_lines:
-            raise RecordError(f"{self.path / TRIALS_FILE} line {r.bad_lines[0]} is not a trial record",
-                              fix="remove the line")
+            n = r.bad_lines[0]
+            raise RecordError(f"{self.path / TRIALS_FILE} line {n} is not a trial record: {r.bad_reasons.get(n, '?')}",
+                              fix=f"fwlab run --resume {self.path} --repair moves damaged lines aside, "
+                                  "or restore the file from a backup")
         return [t for t in r.trials if kind is None or t.get("kind") == kind]
 
     def records(self, kind: str | None = None) -> list[TrialRecord]:
@@ -320,14 +416,64 @@ class RunRecord:
         return {t["trial_id"] for t in self.trials() if not t.get("error")}
 
     def repair_torn_tail(self) -> None:
-        """Drop a torn last line so appends after a resume start on a clean line."""
+        """Make appends after a resume start on a clean line: a torn last line (not a whole
+        trial) is dropped; a whole trial that only lacks its newline gets it."""
         f = self.path / TRIALS_FILE
-        if not f.exists():
+        if not f.is_file():
             return
         data = f.read_bytes()
         if data and not data.endswith(b"\n"):
             cut = data.rfind(b"\n")
-            f.write_bytes(data[: cut + 1] if cut >= 0 else b"")
+            tail = data[cut + 1:]
+            if _line_problem(tail)[1] is None:
+                with open(f, "ab") as fh:
+                    fh.write(b"\n")
+                    fh.flush()
+                    os.fsync(fh.fileno())
+            else:
+                with open(f, "r+b") as fh:
+                    fh.truncate(cut + 1 if cut >= 0 else 0)
+                    fh.flush()
+                    os.fsync(fh.fileno())
+
+    def resume_damage(self, read: TrialsRead | None = None) -> str | None:
+        """Why this record cannot be resumed as it is (trials.jsonl unreadable, or lines that are
+        not trial records), or None. Changes nothing."""
+        read = read or self.read()
+        f = self.path / TRIALS_FILE
+        if read.unreadable:
+            return read.unreadable
+        if os.path.lexists(f) and not f.is_file():
+            return f"{f} is not a regular file"
+        return read.damage()
+
+    def set_aside_bad_lines(self) -> Path | None:
+        """``--repair``: move every line that is not a trial record (the torn tail excepted) to
+        ``trials.damaged-<UTC>.jsonl`` beside it, kept byte for byte with its line number, and
+        rewrite ``trials.jsonl`` without them (temporary file, fsync, rename). Returns the side
+        file, or None when nothing was bad."""
+        read = self.read()
+        if not read.bad_lines:
+            return None
+        f = self.path / TRIALS_FILE
+        lines = f.read_bytes().split(b"\n")
+        bad = set(read.bad_lines)
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        side = self.path / f"trials.damaged-{stamp}.jsonl"
+        kept = [ln for i, ln in enumerate(lines) if i + 1 not in bad]
+        aside = b"".join(b"# line %d: %s\n" % (n, read.bad_reasons.get(n, "").encode("utf-8", "replace"))
+                         + lines[n - 1] + b"\n" for n in read.bad_lines)
+        with open(side, "ab") as fh:
+            fh.write(aside)
+            fh.flush()
+            os.fsync(fh.fileno())
+        tmp = f.with_name(f".{TRIALS_FILE}.repair.tmp")
+        with open(tmp, "wb") as fh:
+            fh.write(b"\n".join(kept))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, f)
+        return side
 
     # -- what the record is -------------------------------------------------------------------
     def planned_ids(self) -> list[str] | None:
@@ -354,7 +500,7 @@ def record_state(run: dict, read: TrialsRead, planned_ids: list[str] | None) -> 
     failed = sum(1 for t in read.trials if t.get("error"))
     resumes = [dict(e) for e in run.get("resume_events") or [] if isinstance(e, dict)]
     short = bool(missing) or (planned is not None and len(present) < planned)
-    if read.bad_lines or (read.file_missing and (planned or 0) > 0):
+    if read.bad_lines or read.unreadable or (read.file_missing and (planned or 0) > 0):
         status = "damaged"
     elif stated in ("interrupted", "failed", "running"):
         status = stated
@@ -364,7 +510,8 @@ def record_state(run: dict, read: TrialsRead, planned_ids: list[str] | None) -> 
         status = "complete"
     return RecordState(status=status, stated=stated, planned=planned, planned_ids=planned_ids,
                        present=len(present), failed=failed, missing_ids=missing, bad_lines=read.bad_lines,
-                       torn_tail=read.torn_tail, file_missing=read.file_missing, resumes=resumes)
+                       torn_tail=read.torn_tail, file_missing=read.file_missing, resumes=resumes,
+                       damage=read.damage())
 
 
 def state_without_plan(run: dict, trials: list[dict] | list[TrialRecord]) -> RecordState:

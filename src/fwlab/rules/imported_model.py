@@ -1,21 +1,32 @@
-"""The firewall-neutral model of an imported rule set's forward path, and its evaluator.
+"""The firewall-neutral model of an imported rule set along a forwarded packet's whole path.
 
 Owns: matches (a header field, the values it accepts as integer intervals or name patterns,
 negation, the implicit prerequisites nft and iptables add: ``ip saddr`` needs IPv4, ``tcp dport``
-needs TCP), rules (matches + verdict), chains (rules + policy), the rule set (the forward base
-chains in hook order), a probe packet, and :func:`evaluate`, which walks a packet through the
-forward path as the kernel does (jump/goto/return, accept continues to the next base chain, drop
-and reject end it). A match the model cannot evaluate (``unsupported``) makes the walk
-*uncertain* when reached with every other match of its rule satisfied: the outcome is then
-unknown, never guessed. Parsers (``nft_json``, ``iptables_save``) build this model; ``derive``
-uses it. Pure Python, no kernel.
+needs TCP), rules (matches, statements that change the packet -- marks, DNAT, SNAT, masquerade --
+and a verdict), chains (rules, policy, hook, type), the rule set (every base chain a forwarded
+packet crosses, in the kernel's order: prerouting, forward, postrouting, each by priority, over
+the ip, ip6 and inet families), a probe packet, and :func:`evaluate`, which walks a packet through
+that path as the kernel does: jump/goto/return; accept ends a base chain and the packet goes on
+to the next one; drop and reject end the path; a NAT statement ends its chain and changes the
+packet the later hooks see (DNAT at prerouting, SNAT/masquerade at postrouting); NAT chains are
+walked by a flow's first packet only (an established packet gets its flow's translation); a
+packet whose destination is, after prerouting, one of the DUT's own addresses is delivered
+locally (``local``), not forwarded.
+
+A match the model cannot evaluate is a *fact*: a named fork with the values it can take
+(``numgen random mod 2``: 0 or 1; ``limit rate 10/second``: true or false). A packet carries the
+facts assumed for it; a walk that meets an unset fact stops *uncertain* and names it, so the
+caller can fork (try each value). Rules that neither decide nor change the packet (counter, log,
+MSS clamping, ...) are passed over without their matches being asked. Parsers (``nft_json``,
+``iptables_save``) build this model; ``derive`` uses it. Pure Python (numpy for the per-chain
+index that keeps a walk through 10,000 rules fast), no kernel.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import ipaddress
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 #: integer-valued fields and their universes (addresses depend on the IP version)
 PORT_MAX = 65535
@@ -23,6 +34,9 @@ L4_NUMBERS = {"icmp": 1, "tcp": 6, "udp": 17, "icmpv6": 58, "ipv6-icmp": 58, "sc
               "udplite": 136, "gre": 47, "esp": 50, "ah": 51}
 #: protocols the probes (fwlab-engine: udp, tcp-syn) can carry
 PROBE_L4 = ("udp", "tcp")
+#: protocols classes are derived for (fwlab-engine sends udp and tcp-syn only: icmp classes are
+#: for the run side to send or to list as not sendable)
+DERIVE_L4 = ("udp", "tcp", "icmp", "icmpv6")
 TERMINAL = ("accept", "drop", "reject")
 
 Interval = tuple[int, int]
@@ -104,14 +118,28 @@ def addr_text(ipver: int, value: int) -> str:
 
 
 # -- the model -------------------------------------------------------------------------------
+#: the hooks a forwarded packet crosses, in order (netdev ingress only on its devices)
+HOOK_ORDER = {"ingress": 0, "prerouting": 1, "forward": 2, "postrouting": 3}
+#: fields the per-chain index narrows rules by (integer intervals; addresses for IPv4 only)
+_IDX_FIELDS = ("l4proto", "sport", "dport", "saddr", "daddr")
+_IDX_MIN_RULES = 48
+TCP_FLAGS = {"fin": 0x01, "syn": 0x02, "rst": 0x04, "psh": 0x08, "ack": 0x10, "urg": 0x20, "ecn": 0x40, "cwr": 0x80}
+ICMP_ECHO = {4: 8, 6: 128}  #: echo-request type per IP version
+
+
 @dataclass(frozen=True)
 class Match:
     """One condition of a rule.
 
-    ``field``: saddr, daddr (with ``ipver``), sport, dport, l4proto, mark, family, iif, oif,
-    ct_state, or None for a match the model cannot evaluate (``text`` says which).
+    ``field``: saddr, daddr (with ``ipver``), sport, dport, anyport (either port), l4proto, mark
+    (with ``mask``), icmp_type, tcp_flags (with ``mask``), family, iif, oif, ct_state, ct_status,
+    fib_type (``key`` saddr or daddr: local when one of the DUT's own addresses, else unicast), or
+    ``fact``: a fork the model cannot compute from the header (``key`` names it, ``domain`` lists
+    the values it can take, ``known`` is the probe's value when the model knows it, ``names`` the
+    values for which the match holds). ``None`` is an old-style unsupported match: a fact
+    ``text`` that holds or not.
     Integer fields hold ``intervals``; family holds ``names`` ("4"/"6"); iif/oif hold name
-    patterns (fnmatch, nft's ``eth*`` and iptables' ``eth+``); ct_state holds state names.
+    patterns (fnmatch, nft's ``eth*`` and iptables' ``eth+``); ct_state/ct_status hold names.
     ``requires``: prerequisites checked before the match (a failed prerequisite makes the rule
     not match whatever the negation): (("family", "4"),) or (("l4proto", "tcp"),).
     """
@@ -123,6 +151,29 @@ class Match:
     negate: bool = False
     ipver: int | None = None
     requires: tuple[tuple[str, str], ...] = ()
+    mask: int | None = None
+    key: str = ""
+    domain: tuple[str, ...] = ()
+    known: str | None = None
+
+    @property
+    def fact_key(self) -> str | None:
+        """The fork this match asks about (None: a header field the model computes)."""
+        if self.field is None:
+            return self.text
+        return self.key if self.field == "fact" else None
+
+    @property
+    def fact_domain(self) -> tuple[str, ...]:
+        return self.domain if self.field == "fact" and self.domain else ("true", "false")
+
+
+def fact(text: str, *, key: str | None = None, names: tuple[str, ...] = ("true",),
+         domain: tuple[str, ...] = ("true", "false"), known: str | None = None, negate: bool = False,
+         requires: tuple[tuple[str, str], ...] = ()) -> Match:
+    """A match on something the model cannot compute from the header: a fork."""
+    return Match("fact", text, names=names, negate=negate, key=key or text, domain=domain, known=known,
+                 requires=requires)
 
 
 def base_rule_id(rule_id: str) -> str:
@@ -141,9 +192,19 @@ class Rule:
     matches: list[Match] = field(default_factory=list)
     verdict: str | None = None  #: accept | drop | reject | jump | goto | return | None (continue)
     target: str | None = None  #: chain of jump/goto
-    unsupported_stmt: str | None = None  #: a statement the model cannot follow (queue, vmap, ...)
+    unsupported_stmt: str | None = None  #: a statement the model cannot follow (queue, ...)
     has_counter: bool = False
     counter_key: tuple = ()  #: how the backend finds this rule's counter
+    #: statements that change the packet and go on: ("mark", op, value) with op set|or|and|xor
+    actions: list[tuple] = field(default_factory=list)
+    #: a NAT statement (ends the chain as accept): ("dnat", addr|None, port|None),
+    #: ("snat", addr|None, port|None), ("masquerade",), ("redirect", port|None)
+    nat: tuple | None = None
+
+    @property
+    def decides(self) -> bool:
+        """Whether the rule can change the packet's fate or the packet (else it is passed over)."""
+        return bool(self.verdict or self.actions or self.nat or self.unsupported_stmt)
 
 
 @dataclass
@@ -152,15 +213,62 @@ class Chain:
     rules: list[Rule] = field(default_factory=list)
     policy: str | None = None  #: base chains: accept | drop
     priority: int = 0
-    family: str = "ip"  #: ip | ip6 | inet (nft table family; iptables: ip or ip6)
+    family: str = "ip"  #: ip | ip6 | inet | netdev (nft table family; iptables: ip or ip6)
+    hook: str | None = None  #: base chains: ingress | prerouting | forward | postrouting
+    ctype: str = "filter"  #: filter | nat | route (base chains' type; iptables: nat for the nat table)
+    devices: tuple[str, ...] = ()  #: netdev ingress: the devices it is bound to
+
+
+class ChainIndex:
+    """Rules of one chain by the hull of what they accept on l4proto, ports and IPv4 addresses:
+    :meth:`candidates` returns, in order, the positions of every rule that *may* match a packet
+    (a superset: every other rule surely does not). Built once per chain; walks stay ~linear."""
+
+    def __init__(self, rules: list[Rule]):
+        import numpy as np
+
+        self.ids = [r.rule_id for r in rules]
+        n, big = len(rules), (1 << 62)
+        self.lo = np.zeros((len(_IDX_FIELDS), n), dtype=np.int64)
+        self.hi = np.full((len(_IDX_FIELDS), n), big, dtype=np.int64)
+        for i, r in enumerate(rules):
+            for m in r.matches:
+                for k, v in m.requires:
+                    if k == "l4proto":
+                        nums = [L4_NUMBERS[x] for x in v.split(",") if x in L4_NUMBERS]
+                        if nums:
+                            self.lo[0, i], self.hi[0, i] = max(self.lo[0, i], min(nums)), min(self.hi[0, i], max(nums))
+                if m.negate or m.field not in _IDX_FIELDS or not m.intervals:
+                    continue
+                if m.field in ("saddr", "daddr") and m.ipver != 4:
+                    continue
+                j = _IDX_FIELDS.index(m.field)
+                self.lo[j, i] = max(self.lo[j, i], min(lo for lo, _ in m.intervals))
+                self.hi[j, i] = min(self.hi[j, i], max(hi for _, hi in m.intervals))
+
+    def candidates(self, p: "Packet"):
+        import numpy as np
+
+        vals = (L4_NUMBERS.get(p.l4proto, -1), p.sport, p.dport, p.saddr, p.daddr)
+        order = (4, 3, 2, 1, 0) if p.family == 4 else (2, 1, 0)  # the most selective column first
+        j = order[0]
+        idx = np.flatnonzero((self.lo[j] <= vals[j]) & (vals[j] <= self.hi[j]))
+        for j in order[1:]:
+            if not len(idx):
+                break
+            idx = idx[(self.lo[j, idx] <= vals[j]) & (vals[j] <= self.hi[j, idx])]
+        return idx.tolist()
 
 
 @dataclass
 class ImportedRuleSet:
     kind: str  #: "nft" | "iptables"
     chains: dict[str, Chain]
-    base: list[str]  #: forward base chains, in the kernel's order (priority)
+    #: every base chain a forwarded packet crosses, in the kernel's order (:func:`path_order`)
+    base: list[str]
     notes: list[str] = field(default_factory=list)  #: what the model left out, and why
+    #: per-chain rule indexes, built on first use by :meth:`index` (rules never change after parsing)
+    indexes: dict[str, ChainIndex] = field(default_factory=dict, repr=False, compare=False)
 
     def rule(self, rule_id: str) -> Rule:
         for ch in self.chains.values():
@@ -169,39 +277,76 @@ class ImportedRuleSet:
                     return r
         raise KeyError(rule_id)
 
+    def index(self, chain: str) -> ChainIndex | None:
+        rules = self.chains[chain].rules
+        if len(rules) < _IDX_MIN_RULES:
+            return None
+        if chain not in self.indexes:
+            self.indexes[chain] = ChainIndex(rules)
+        return self.indexes[chain]
+
     def families(self) -> set[int]:
+        """IP versions the rule set's filter chains (any hook) cover."""
         out = set()
         for b in self.base:
             fam = self.chains[b].family
-            out |= {4} if fam == "ip" else {6} if fam == "ip6" else {4, 6}
+            out |= {4} if fam == "ip" else {6} if fam == "ip6" else {4, 6} if fam in ("inet", "netdev") else set()
         return out
+
+
+def path_order(chains: list[Chain]) -> list[str]:
+    """Base chains in the order a forwarded packet meets them: by hook, then priority (stable)."""
+    on = [(HOOK_ORDER[c.hook], c.priority, n, c.name) for n, c in enumerate(chains) if c.hook in HOOK_ORDER]
+    return [name for *_, name in sorted(on)]
 
 
 @dataclass(frozen=True)
 class Packet:
-    """One probe: what the firewall sees of the first packet of a flow."""
+    """One probe: what the firewall sees of a packet of a flow (the flow's first one unless
+    ``ct_state`` says otherwise). ``facts``: the values assumed for forks (``Match.fact_key``)."""
 
     family: int
     saddr: int
     daddr: int
-    l4proto: str  #: udp | tcp
+    l4proto: str  #: udp | tcp | icmp | icmpv6
     sport: int
     dport: int
     iif: str
     oif: str
     ct_state: str = "new"
     mark: int = 0
+    icmp_type: int | None = None  #: icmp/icmpv6: the message type (echo-request 8 / 128)
+    facts: tuple[tuple[str, str], ...] = ()
+    ct_status: tuple[str, ...] = ()  #: set by the walk: dnat, snat (and, established, seen-reply ...)
 
     def value(self, fieldname: str):
         if fieldname == "l4proto":
             return L4_NUMBERS.get(self.l4proto, -1)
+        if fieldname == "tcp_flags":
+            return TCP_FLAGS["syn"] if self.ct_state == "new" else TCP_FLAGS["ack"]
         return getattr(self, fieldname)
 
+    def fact(self, key: str) -> str | None:
+        for k, v in self.facts:
+            if k == key:
+                return v
+        return None
+
+    def with_fact(self, key: str, value: str) -> "Packet":
+        return replace(self, facts=tuple(x for x in self.facts if x[0] != key) + ((key, value),))
+
     def describe(self) -> dict:
-        return {"ip_version": self.family, "src": addr_text(self.family, self.saddr),
-                "dst": addr_text(self.family, self.daddr), "proto": self.l4proto,
-                "sport": self.sport, "dport": self.dport, "iif": self.iif, "oif": self.oif,
-                "ct_state": self.ct_state}
+        d = {"ip_version": self.family, "src": addr_text(self.family, self.saddr),
+             "dst": addr_text(self.family, self.daddr), "proto": self.l4proto,
+             "sport": self.sport, "dport": self.dport, "iif": self.iif, "oif": self.oif,
+             "ct_state": self.ct_state}
+        if self.icmp_type is not None:
+            d["icmp_type"] = self.icmp_type
+        if self.mark:
+            d["mark"] = self.mark
+        if self.facts:
+            d["facts"] = dict(self.facts)
+        return d
 
 
 def _name_match(patterns: tuple[str, ...], name: str) -> bool:
@@ -219,27 +364,44 @@ def prereq_ok(m: Match, p: Packet) -> bool:
     return True
 
 
-def match_value(m: Match, p: Packet) -> bool | None:
-    """Whether ``p`` satisfies ``m`` (negation applied); None: the model cannot tell."""
+def match_value(m: Match, p: Packet, local: frozenset[int] = frozenset()) -> bool | None:
+    """Whether ``p`` satisfies ``m`` (negation applied); None: an unset fact (a fork).
+    ``local``: the DUT's own addresses (for ``fib ... type local`` and ``-m addrtype``)."""
     if not prereq_ok(m, p):
         return False
-    if m.field is None:
-        return None
-    if m.field in ("iif", "oif"):
-        hit = _name_match(m.names, getattr(p, m.field))
-    elif m.field == "ct_state":
+    f = m.field
+    if f is None or f == "fact":
+        v = p.fact(m.fact_key) if f is None else (p.fact(m.key) or m.known)
+        if v is None:
+            return None
+        hit = v in (m.names or ("true",))
+    elif f in ("iif", "oif"):
+        hit = _name_match(m.names, getattr(p, f))
+    elif f == "ct_state":
         hit = p.ct_state in m.names
-    elif m.field == "family":
+    elif f == "ct_status":
+        hit = any(n in p.ct_status for n in m.names)
+    elif f == "family":
         hit = str(p.family) in m.names
+    elif f == "fib_type":
+        addr = p.saddr if m.key == "saddr" else p.daddr
+        hit = ("local" if addr in local else "unicast") in m.names
+    elif f == "anyport":
+        hit = contains(list(m.intervals), p.sport) or contains(list(m.intervals), p.dport)
+    elif f == "icmp_type":
+        hit = p.icmp_type is not None and contains(list(m.intervals), p.icmp_type)
     else:
-        hit = contains(list(m.intervals), p.value(m.field))
+        v = p.value(f)
+        if m.mask is not None:
+            v &= m.mask
+        hit = contains(list(m.intervals), v)
     return hit != m.negate
 
 
-def rule_matches(r: Rule, p: Packet) -> bool | None:
+def rule_matches(r: Rule, p: Packet, local: frozenset[int] = frozenset()) -> bool | None:
     unknown = False
     for m in r.matches:
-        v = match_value(m, p)
+        v = match_value(m, p, local)
         if v is False:
             return False
         if v is None:
@@ -247,60 +409,203 @@ def rule_matches(r: Rule, p: Packet) -> bool | None:
     return None if unknown else True
 
 
+def first_fork(r: Rule, p: Packet, local: frozenset[int] = frozenset()) -> Match | None:
+    """The first unset fact of rule ``r`` for ``p`` (what a caller forks on)."""
+    for m in r.matches:
+        if match_value(m, p, local) is None:
+            return m
+    return None
+
+
 @dataclass
 class Outcome:
-    verdict: str | None  #: accept | drop (reject counts as drop on the wire) | None: uncertain
-    decided_by: list[str]  #: per base chain: the rule id that ended it, or "policy:<chain>"
+    verdict: str | None  #: accept | drop (reject counts as drop on the wire) | local (delivered to
+    #: the DUT itself, not forwarded) | None: uncertain
+    decided_by: list[str]  #: per base chain walked: the rule id that ended it, or "policy:<chain>"
     terminal: str | None  #: accept | drop | reject of the deciding rule (last chain walked)
-    traversed: list[str]  #: every rule id the packet was compared with, in order
+    #: the rules the packet was compared with, per chain entered: (chain, number of its first
+    #: rules compared); :attr:`traversed` lists their ids
+    segments: list[tuple[str, int]]
     uncertain_at: str | None = None  #: rule id whose match could not be evaluated
+    fork: Match | None = None  #: the unset fact that stopped the walk (fork on its domain)
+    final: Packet | None = None  #: the packet as it leaves (after DNAT, SNAT, marks)
+    nat: list[str] = field(default_factory=list)  #: rule ids that translated the packet, in order
+    jumps: list[str] = field(default_factory=list)  #: jump/goto rule ids taken, in order
+    dnat: tuple[int, int] | None = None  #: (address, port) the destination was translated to
+    snat: str | None = None  #: "masquerade" or the source address (text) it was translated to
+    facts_used: set[str] = field(default_factory=set)  #: facts the walk consulted
+    hooks: list[tuple[str, str]] = field(default_factory=list)  #: (base chain, rule id or policy)
+    opening: "Outcome | None" = None  #: established packets: the walk of the flow's first packet
+    rs: "ImportedRuleSet | None" = field(default=None, repr=False, compare=False)
+
+    @property
+    def compared(self) -> int:
+        """How many rules the packet was compared with (over every chain entered)."""
+        return sum(n for _, n in self.segments)
+
+    @property
+    def traversed(self) -> list[str]:
+        """Every rule id the packet was compared with, in order."""
+        out: list[str] = []
+        for ch, n in self.segments:
+            out += [r.rule_id for r in self.rs.chains[ch].rules[:n]]
+        return out
 
 
-def _walk(rs: ImportedRuleSet, chain: str, p: Packet, out: Outcome, depth: int = 0) -> str | None:
-    """Walk ``chain``: returns accept | drop | reject | 'return' (fell off / returned) | '?'."""
-    if depth > 32:
-        return "?"
-    for r in rs.chains[chain].rules:
-        out.traversed.append(r.rule_id)
-        hit = rule_matches(r, p)
-        if hit is False:
-            continue
-        if hit is None or r.unsupported_stmt:
-            out.uncertain_at = r.rule_id
+class _Walk:
+    def __init__(self, rs: ImportedRuleSet, p: Packet, out: Outcome, local: frozenset[int]):
+        self.rs, self.p, self.out, self.local = rs, p, out, local
+
+    def chain(self, chain: str, depth: int = 0) -> str | None:
+        """Walk ``chain``: accept | drop | reject | 'return' (fell off / returned) | '?'."""
+        if depth > 32:
             return "?"
-        if r.verdict in TERMINAL:
-            out.decided_by.append(r.rule_id)
-            return r.verdict
-        if r.verdict == "return":
-            return "return"
-        if r.verdict in ("jump", "goto"):
-            if r.target not in rs.chains:
+        rules = self.rs.chains[chain].rules
+        idx = self.rs.index(chain)
+        positions = idx.candidates(self.p) if idx is not None else range(len(rules))
+        out = self.out
+        seg = len(out.segments)
+        out.segments.append((chain, len(rules)))  # fell off: every rule compared
+        for i in positions:
+            out.segments[seg] = (chain, i + 1)
+            r = rules[i]
+            if not r.decides:
+                continue
+            hit = rule_matches(r, self.p, self.local)
+            for m in r.matches:
+                if m.fact_key:
+                    out.facts_used.add(m.fact_key)
+            if hit is False:
+                continue
+            if hit is None or r.unsupported_stmt:
                 out.uncertain_at = r.rule_id
+                out.fork = first_fork(r, self.p, self.local) if hit is None else None
                 return "?"
-            v = _walk(rs, r.target, p, out, depth + 1)
-            if v != "return" or r.verdict == "goto":
-                return v
-    return "return"
+            self.act(r)
+            if r.nat is not None:
+                return self.translate(r)
+            if r.verdict in TERMINAL:
+                out.decided_by.append(r.rule_id)
+                return r.verdict
+            if r.verdict == "return":
+                return "return"
+            if r.verdict in ("jump", "goto"):
+                if r.target not in self.rs.chains:
+                    out.uncertain_at = r.rule_id
+                    return "?"
+                out.jumps.append(r.rule_id)
+                v = self.chain(r.target, depth + 1)
+                if v != "return" or r.verdict == "goto":
+                    return v
+        out.segments[seg] = (chain, len(rules))
+        return "return"
+
+    def act(self, r: Rule) -> None:
+        for a in r.actions:
+            if a[0] == "mark":
+                op, v, m = a[1], a[2], self.p.mark
+                m = v if op == "set" else m | v if op == "or" else m & v if op == "and" else m ^ v
+                self.p = replace(self.p, mark=m & 0xFFFFFFFF)
+
+    def translate(self, r: Rule) -> str:
+        kind, out = r.nat[0], self.out
+        p = self.p
+        if kind == "dnat":
+            addr = p.daddr if r.nat[1] is None else int(ipaddress.ip_address(r.nat[1]))
+            port = p.dport if r.nat[2] is None else int(r.nat[2])
+            self.p = replace(p, daddr=addr, dport=port if p.l4proto in ("tcp", "udp") else p.dport,
+                             ct_status=p.ct_status + ("dnat",))
+            out.dnat = (addr, self.p.dport)
+        elif kind == "redirect":
+            out.dnat = (-1, int(r.nat[1]) if r.nat[1] else p.dport)
+            self.p = replace(p, ct_status=p.ct_status + ("dnat",))
+        elif kind in ("snat", "masquerade"):
+            if kind == "snat" and r.nat[1] is not None:
+                self.p = replace(p, saddr=int(ipaddress.ip_address(r.nat[1])), ct_status=p.ct_status + ("snat",))
+                out.snat = r.nat[1]
+            else:
+                self.p = replace(p, ct_status=p.ct_status + ("snat",))
+                out.snat = "masquerade"
+        out.nat.append(r.rule_id)
+        out.decided_by.append(r.rule_id)
+        return "accept"
 
 
-def evaluate(rs: ImportedRuleSet, p: Packet) -> Outcome:
-    out = Outcome(verdict=None, decided_by=[], terminal=None, traversed=[])
+def _family_ok(ch: Chain, p: Packet) -> bool:
+    fam = {"ip": 4, "ip6": 6}.get(ch.family)
+    if fam is not None and fam != p.family:
+        return False
+    if ch.hook == "ingress" and ch.devices and p.iif not in ch.devices:
+        return False
+    return ch.family in ("ip", "ip6", "inet", "netdev")
+
+
+def evaluate(rs: ImportedRuleSet, p: Packet, local: frozenset[int] = frozenset()) -> Outcome:
+    """Walk ``p`` through every base chain of the forward path. ``local``: the DUT's own
+    addresses (integers of ``p``'s family): a packet still addressed to one after prerouting is
+    delivered locally (verdict ``local``)."""
+    out = Outcome(verdict=None, decided_by=[], terminal=None, segments=[], rs=rs)
+    opening = None
+    if p.ct_state != "new":
+        opening = evaluate(rs, replace(p, ct_state="new"), local)
+        out.opening = opening
+        if opening.verdict is None:
+            out.uncertain_at, out.fork = opening.uncertain_at, opening.fork
+            out.facts_used |= opening.facts_used
+            return out
+        p = replace(p, ct_status=tuple(sorted(set(opening.final.ct_status if opening.final else ())
+                                              | {"seen-reply", "assured", "confirmed"})))
+    w = _Walk(rs, p, out, local)
+    nat_done: set[str] = set()
+    prerouting_done = False
     for b in rs.base:
         ch = rs.chains[b]
-        fam = {"ip": 4, "ip6": 6}.get(ch.family)
-        if fam is not None and fam != p.family:
+        if not _family_ok(ch, w.p):
             continue
-        v = _walk(rs, b, p, out)
+        if ch.hook != "prerouting" and ch.hook != "ingress" and not prerouting_done:
+            prerouting_done = True
+            if w.p.daddr in local or (out.dnat is not None and out.dnat[0] == -1):
+                out.verdict, out.terminal, out.final = "local", "accept", w.p
+                return out
+        if ch.ctype == "nat":
+            if opening is not None:  # an established packet: its flow's translation, no walk
+                _apply_opening(w, opening, ch.hook)
+                continue
+            if ch.hook in nat_done:
+                continue
+        v = w.chain(b)
         if v == "?":
             return out
         if v == "return":  # end of a base chain (or return in it): its policy
             out.decided_by.append(f"policy:{b}")
+            out.hooks.append((b, f"policy:{b}"))
             v = ch.policy or "accept"
+        else:
+            out.hooks.append((b, out.decided_by[-1]))
+        if ch.ctype == "nat" and out.nat and rs.chains[b].rules and out.decided_by[-1] in out.nat:
+            nat_done.add(ch.hook)
         out.terminal = v
         if v in ("drop", "reject"):
-            out.verdict = "drop"
+            out.verdict, out.final = "drop", w.p
             return out
+    if not prerouting_done and (w.p.daddr in local or (out.dnat is not None and out.dnat[0] == -1)):
+        out.verdict, out.terminal, out.final = "local", "accept", w.p
+        return out
     out.verdict = "accept"
+    out.final = w.p
     if out.terminal is None:
         out.terminal = "accept"
     return out
+
+
+def _apply_opening(w: _Walk, opening: Outcome, hook: str | None) -> None:
+    """Give an established packet its flow's translation at the NAT hook it was set up at."""
+    f = opening.final
+    if f is None:
+        return
+    if hook == "prerouting" and opening.dnat is not None:
+        w.p = replace(w.p, daddr=f.daddr, dport=f.dport)
+        w.out.dnat = opening.dnat
+    if hook == "postrouting" and opening.snat is not None:
+        w.p = replace(w.p, saddr=f.saddr)
+        w.out.snat = opening.snat

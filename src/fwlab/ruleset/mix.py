@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import math
 import statistics
-import tomllib
 from pathlib import Path
 
 from fwlab.errors import SuiteError
+from fwlab.files import loads_toml, read_text
 from fwlab.rules.derive import TrafficClass
 from fwlab.rules.imported_model import base_rule_id
 from fwlab.stats.latency import mixture, percentile_ns
@@ -60,15 +60,8 @@ def check_weights(data, where: str) -> dict[str, float]:
 
 def read_mix_file(path: Path) -> dict[str, float]:
     """``--mix FILE``: TOML ``KEY = WEIGHT`` lines (keys with spaces quoted) or a ``[class_weights]`` table."""
-    try:
-        data = tomllib.loads(path.read_text())
-    except OSError as exc:
-        raise SuiteError(f"cannot read the mix file {path}: {exc.strerror}", fix="give an existing file") from None
-    except UnicodeDecodeError:
-        raise SuiteError(f"the mix file {path} is not text", fix='write lines like c1 = 3') from None
-    except tomllib.TOMLDecodeError as exc:
-        raise SuiteError(f"the mix file {path} is not TOML: {exc}",
-                         fix='write lines like c1 = 3 or "inet filter fwd #12" = 0.5') from None
+    data = loads_toml(read_text(path, "mix file", SuiteError, fix='write lines like c1 = 3'), f"the mix file {path}",
+                      SuiteError, fix='write lines like c1 = 3 or "inet filter fwd #12" = 0.5')
     if set(data) == {"class_weights"}:
         data = data["class_weights"]
     return check_weights(data, f"mix file {path.name}")

@@ -18,6 +18,7 @@ from pathlib import Path
 from fwlab.dut.base import DutContext
 from fwlab.dut.imported import ImportedFirewall
 from fwlab.errors import FwlabError, RunnerError, SuiteError
+from fwlab.files import read_text
 from fwlab.results import RunRecord, trial_record, utc_now
 from fwlab.rules.derive import BedAddresses, TrafficClass
 from fwlab.runners.engine import parse_result, require_engine
@@ -41,6 +42,9 @@ def parse_interfaces(text: str | dict) -> dict[str, str]:
     else:
         data = dict(text)
     roles = sorted(data.values())
+    if "lo" in data:  # every namespace has its own loopback already: the veth could not take the name
+        raise SuiteError("interfaces: 'lo' is the namespace's own loopback interface, it cannot be a DUT interface",
+                         fix='name the DUT\'s interfaces as the rule set does, e.g. eth0=client,eth1=server')
     if roles != ["client", "server"] or any(not n or len(n) > 15 or "/" in n or " " in n for n in data):
         raise SuiteError(f"interfaces {data} must name one interface (<= 15 characters) for 'client' "
                          f"and one for 'server'", fix='e.g. interfaces = { eth0 = "client", eth1 = "server" }')
@@ -48,12 +52,14 @@ def parse_interfaces(text: str | dict) -> dict[str, str]:
 
 
 def read_input(path: Path, what: str) -> str:
-    try:
-        return path.read_text()
-    except OSError as exc:
-        raise SuiteError(f"cannot read the {what} {path}: {exc.strerror}", fix="give an existing file") from None
-    except UnicodeDecodeError:
-        raise SuiteError(f"the {what} {path} is not text", fix="give nft or iptables-save text") from None
+    """The text of a rule set, ipset file or proposal: a regular file (never a FIFO or device),
+    at most fwlab.files.MAX_INPUT_BYTES, UTF-8; a rule set holds more than comments and blank lines."""
+    text = read_text(path, f"the {what}", SuiteError, fix="give nft or iptables-save text")
+    if what == "rule set" and not any(line.strip() and not line.lstrip().startswith("#")
+                                      for line in text.splitlines()):
+        raise SuiteError(f"the {what} {path} holds no rules (only comments or blank lines)",
+                         fix="give a rule set: nft list ruleset or iptables-save output")
+    return text
 
 
 # -- the bed -------------------------------------------------------------------------------------

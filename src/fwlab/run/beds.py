@@ -72,7 +72,9 @@ def describe(bed: Testbed, kept: KeptBed | None, backend: Backend, ph: Phases) -
         desc = dict(kept.desc) if kept is not None else bed.describe()
     desc["backend"] = backend.name
     with ph.timed("backend_version"):
-        desc["backend_version"] = backend.version(bed.host_for("dut") if bed.topo.has_dut else bed.host)
+        # a plug-in's version command runs in the DUT's namespace, as its other commands do
+        desc["backend_version"] = backend.version_at(bed.host_for("dut") if bed.topo.has_dut else bed.host,
+                                                     bed.ns("dut") if bed.topo.has_dut else None)
     desc["bed_reused"] = kept is not None
     if kept is not None:
         desc["reset"] = kept.reset

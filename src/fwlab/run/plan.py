@@ -32,6 +32,11 @@ def frame_sizes(item: TrafficItem) -> bool:
 
 
 def _check(suite: Suite) -> None:
+    if suite.study is not None:
+        from fwlab.published.model import study_names
+
+        if suite.study not in study_names():
+            raise ValueError(f"study '{suite.study}' has no published data (known: {', '.join(study_names())})")
     known = backend_names()
     for b in suite.backends:
         if b not in known:

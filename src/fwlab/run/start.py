@@ -85,11 +85,22 @@ def resume_hosts_change(rec: RunRecord, suite: Suite, hosts: dict[str, HostEntry
 
 
 def resume(path: Path, *, quiet: bool = False, hosts: dict[str, HostEntry] | None = None,
-           hosts_origin: str | None = None) -> RunRecord:
+           hosts_origin: str | None = None, repair: bool = False) -> RunRecord:
     """Finish the run in ``path``. Its hosts are the ones stored in run.json, or ``hosts`` (from
     ``--resume DIR --hosts FILE``) when they keep the run's roles, data interfaces, addresses and
-    namespaces (:func:`fwlab.testbed.hosts.identity_difference`); the change is recorded."""
+    namespaces (:func:`fwlab.testbed.hosts.identity_difference`); the change is recorded.
+
+    Every check runs before the record is written: a damaged trials.jsonl (lines that are not
+    trial records) is refused, or with ``repair`` its bad lines are moved to a side file
+    (RunRecord.set_aside_bad_lines) once every other check has passed; a record holding trials
+    the suite does not plan is refused. A refused resume leaves the record byte for byte as it was."""
     rec = RunRecord.open(path)
+    read = rec.read()
+    if why := rec.resume_damage(read):
+        if not repair or read.unreadable:
+            raise RecordError(f"{path} is damaged: {why}", fix="restore it from a backup" if read.unreadable else
+                              f"fwlab run --resume {path} --repair moves the bad lines to a side file "
+                              "(kept), or restore the record from a backup")
     suite = parse_suite(rec.run["suite"]["parsed"], f"from {path}")
     stored = (rec.run.get("remote_hosts") or {}).get("entries")
     changed = None
@@ -105,6 +116,13 @@ def resume(path: Path, *, quiet: bool = False, hosts: dict[str, HostEntry] | Non
         check_flood_placement(suite, placement)
     with placement or nullcontext():
         plan = checked_plan(suite, placement)
+        rule = PrecisionRule.of_suite(suite)
+        known = {t.trial_id for t in (expand_max(suite, dut_system(placement)) if rule else plan).trials}
+        if extra := sorted({t["trial_id"] for t in read.trials if not t.get("error")} - known):
+            raise RecordError(f"{rec.path} holds {len(extra)} trial(s) this suite does not plan "
+                              f"(e.g. {extra[0][:80]})", fix="resume with the fwlab that wrote it")
+        if repair and (side := rec.set_aside_bad_lines()) is not None:
+            Progress(total=0, quiet=quiet).note(f"repair: moved {len(read.bad_lines)} damaged line(s) to {side}")
         rec.repair_torn_tail()
         if not isinstance(rec.run.get("plan"), dict):
             rec.run["plan"] = {"trials": len(plan.trials), "skipped": list(plan.skipped)}

@@ -45,7 +45,7 @@ def ping_args(dst: str, ip_version: int, duration_s: float, interval_ms: float,
 class PingOptions(BaseModel):
     """``options`` of a ping traffic item (kind ``rtt``)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
     interval_ms: float = Field(DEFAULT_INTERVAL_MS, ge=2.0, le=1000.0,
                                description="time between echo requests [ms] (2..1000)")

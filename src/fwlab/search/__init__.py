@@ -6,10 +6,11 @@ load_pps)` and nothing else, so every search is unit-tested against `simulated.p
 milliseconds (the MLRsearch model: manager, controller, measurer).
 
 Entry point: `run_search(name, measurer, max_load_pps, min_load_pps, goals, resume=...,
-on_trial=...) -> list[SearchResult]`, with `name` from `ALGORITHMS` ("binary", "mlr").
+on_trial=...) -> list[SearchResult]`, with `name` from `ALGORITHMS` ("binary", "mlr", and "csit": CSIT's own MLRsearch, the PyPI reference).
 """
 
 from fwlab.search import binary as _binary  # noqa: F401  (registers "binary")
+from fwlab.search import csit as _csit  # noqa: F401  (registers "csit": CSIT's MLRsearch from PyPI)
 from fwlab.search import mlr as _mlr  # noqa: F401  (registers "mlr")
 from fwlab.search.binary import BinaryGoal
 from fwlab.search.measurer import GENERATOR_SHORT_RATIO, Measurer, TrialResult

@@ -176,7 +176,7 @@ def _result(goal: BinaryGoal, lo: float | None, hi: float | None, max_load: floa
         flags.add("min_load_failed")
     elif lo >= max_load:
         flags.add("max_load_passed")
-    if generator_set_bound(trials, hi):
+    if generator_set_bound(trials, hi, goal.loss_ratio):
         flags.add("generator_short_trials")
     width = relative_width(lo, hi)
     width_reached = lo is not None and hi is not None and goal.width_ok(lo, hi)

@@ -64,8 +64,27 @@ class TrialResult:
         return self.offered_count - self.forwarded_count
 
     @property
+    def unsent_count(self) -> int:
+        """Intended minus offered [packets]: what the generator did not send (never negative)."""
+        return max(0, self.intended_count - self.offered_count)
+
+    @property
     def loss_ratio(self) -> float:
-        """Lost share of what was really offered [0..1]; 0 when nothing was offered."""
+        """The trial's loss ratio as the MLRsearch draft and CSIT define it [0..1]: frames lost
+        by the DUT plus frames the generator did not send, over the intended count (or the
+        offered one, if the generator sent more); 0 when nothing was intended or offered. A
+        generator that falls short therefore makes its trial lossy: no search can pass a load
+        the generator did not deliver, so a generator-limited result ends at or below what it
+        sent."""
+        overall = max(self.intended_count, self.offered_count)
+        if overall <= 0:
+            return 0.0
+        return min(1.0, (max(0, self.loss_count) + self.unsent_count) / overall)
+
+    @property
+    def dut_loss_ratio(self) -> float:
+        """The DUT's own loss: lost share of what was really offered [0..1]; 0 when nothing was
+        offered. Unsent frames are not in it (see `loss_ratio`)."""
         if self.offered_count <= 0:
             return 0.0
         return max(0, self.loss_count) / self.offered_count

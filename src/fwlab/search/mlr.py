@@ -26,17 +26,22 @@ How loads are picked (the search's own strategy, CSIT-like):
   load ratio squared), and a duration sum shrinking geometrically from `duration_sum_s` down to
   `initial_trial_duration_s`; its trials last min(final trial duration, its duration sum).
 - The first target starts from the maximum load, then the forwarding rate measured there.
-- Within a target, strategies are tried in order, the first that wants a load gets it: refine the
-  previous target's lower bound while undecided; extend down from the upper bound (external
-  search: steps start at the target width and grow by `expansion_coefficient` per failing step,
-  but never land above the forwarding rate measured at that bound -- the receive rate step of
-  CSIT's first MLRsearch) while there is no lower bound; refine the previous upper bound; extend
-  up likewise while there is no upper bound; then narrow the interval until the width is reached:
-  when the upper bound's forwarding rate (at least one width above the lower bound) lies below the
-  middle, that load; else step in from a trusted bound (carried from the previous target, or the
-  forwarding rate at the maximum load) with the same expanding steps while that lands closer to it
-  than the middle; else bisect at the geometric middle. An undecided load is asked for again until
-  it is decided.
+- Within a target, strategies are tried in order, the first that wants a load gets it (CSIT's
+  order): halve the previous target's interval first when it is one to two of this target's
+  widths wide (its geometric middle, asked for until decided: one load at the longer trials
+  instead of re-measuring both old bounds); refine the previous target's lower bound while
+  undecided; extend down from the upper bound (external search: steps start at the target width
+  and grow by `expansion_coefficient` per failing step; in the first target only, they never land
+  above the highest forwarding rate measured at that bound -- the receive rate step of CSIT's first
+  MLRsearch) while there is no lower bound; refine the previous upper bound; extend up likewise
+  while there is no upper bound; then narrow the interval until the width is reached: step in from
+  a trusted bound (carried from the previous target, or the forwarding rate at the maximum load)
+  with the same expanding steps while that lands closer to it than the middle; else bisect at the
+  geometric middle. An undecided load is asked for again until it is decided.
+  (Measured against CSIT's reference on the simulated DUTs, `fwlab.search.comparison`: the
+  forwarding rate is no guide once the first target is done -- on a DUT whose forwarding rate
+  collapses under overload, or whose capacity is noisy, it steered fwlab's steps far below the
+  result, costing up to 2.6x the reference's trial seconds and results up to 1 % low.)
 - In a final target with exceed ratio 0, a load never measured before is first tried at the
   previous target's trial length: a bad trial of any length is an upper bound there, only a
   full-length one can be a lower bound, so failing loads cost a short trial, passing ones a short
@@ -98,8 +103,9 @@ class SearchGoal:
         if not problems:
             if self.initial_trial_duration_s > self.final_trial_duration_s:
                 problems.append("initial_trial_duration_s must be <= final_trial_duration_s")
-            if self.initial_trial_duration_s > self.duration_sum_s:
-                problems.append("initial_trial_duration_s must be <= duration_sum_s")
+            if self.duration_sum_s < self.final_trial_duration_s:
+                problems.append(f"duration_sum_s ({self.duration_sum_s:g}) must be >= final_trial_duration_s "
+                                f"({self.final_trial_duration_s:g})")
         if not 0 <= self.loss_ratio < 1:
             problems.append("loss_ratio must be in [0, 1)")
         if not 0 <= self.exceed_ratio < 1:
@@ -109,7 +115,10 @@ class SearchGoal:
         if isinstance(self.preceding_targets, bool) or not isinstance(self.preceding_targets, int) \
                 or self.preceding_targets < 0:
             problems.append("preceding_targets must be an int >= 0")
-        if not self.expansion_coefficient > 1:
+        elif self.preceding_targets == 0 and self.initial_trial_duration_s < self.duration_sum_s:
+            problems.append("preceding_targets = 0 needs initial_trial_duration_s = duration_sum_s "
+                            "(no coarse target to go from the initial to the final trials)")
+        if not (isinstance(self.expansion_coefficient, (int, float)) and self.expansion_coefficient > 1):
             problems.append("expansion_coefficient must be > 1")
         if problems:
             raise SearchError(f"invalid search goal ({'; '.join(problems)}): {self!r}",
@@ -344,12 +353,13 @@ class Selector:
         return max(self.min_load, rate)
 
     def _forwarded(self, load: float) -> float:
-        """The lowest forwarding rate of the trials at `load` [packets/s]: for a DUT with a
+        """The highest forwarding rate of the trials at `load` [packets/s]: for a DUT with a
         fixed capacity below `load`, that capacity (CSIT's first MLRsearch stepped to the
-        receive rate of a failed trial). Stepping down from an upper bound never goes above it;
+        receive rate of a failed trial; the highest, as the lowest of a noisy DUT's trials steps
+        too far). In the first target, stepping down from an upper bound never goes above it;
         a generator-short trial says nothing of the DUT and is left out."""
         rates = [t.forwarded_pps for t in self.db.by_load.get(load, []) if not t.generator_short]
-        return min(rates, default=load)
+        return max(rates, default=load)
 
     def nominate(self) -> tuple[str, float, float] | None:
         """(strategy, load, trial duration) the goal wants next, or None when it is reached."""
@@ -407,6 +417,17 @@ class Selector:
             self.ext_width = target.width
         self.pending = None
 
+    def _halving_load(self, target: Target) -> float | None:
+        """The geometric middle of the previous target's bounds when they lie more than one and
+        at most two of this target's widths apart (CSIT's halving: one load to measure at this
+        target's trials instead of both old bounds); None otherwise, and in the first target."""
+        if self.index == 0 or self.prev_lo is None or self.prev_hi is None or self.prev_lo >= self.prev_hi:
+            return None
+        widths = math.log(self.prev_lo / self.prev_hi) / math.log(1.0 - target.width)
+        if not 1.0 + 1e-6 < widths <= 2.0 + 1e-6:
+            return None
+        return math.sqrt(self.prev_lo * self.prev_hi)
+
     def _relevant_undecided(self, load: float | None, target: Target,
                             clo: float | None, chi: float | None) -> bool:
         return (load is not None
@@ -416,13 +437,16 @@ class Selector:
     def _choose(self, target: Target, clo: float | None,
                 chi: float | None) -> tuple[str, float] | None:
         prev_lo = self._initial_lower() if self.index == 0 else self.prev_lo
+        middle = self._halving_load(target)
+        if middle is not None and self._relevant_undecided(middle, target, clo, chi):
+            return "halve", middle
         if self._relevant_undecided(prev_lo, target, clo, chi):
             return "refine_lo", prev_lo
         if chi is not None and clo is None:
             if chi <= self.min_load:
                 return None  # the minimum load failed
             step, forwarded = chi * (1.0 - self.ext_width), self._forwarded(chi)
-            if forwarded < step:
+            if forwarded < step and self.index == 0:
                 return "extend_lo_guided", max(self.min_load, forwarded)
             return "extend_lo", max(self.min_load, step)
         if self._relevant_undecided(self.prev_hi, target, clo, chi):
@@ -437,12 +461,6 @@ class Selector:
             middle = math.sqrt(clo * chi)
             if not clo < middle < chi:
                 return None
-            # Guided by the upper bound's forwarding rate (the DUT's capacity if it is fixed):
-            # when that lies below the middle, try it, at least one width above the lower
-            # bound, instead of halving an interval the capacity is known to sit low in.
-            guided = max(self._forwarded(chi), clo / (1.0 - target.width))
-            if guided < middle:
-                return "guided", guided
             # Narrowing from a trusted side (a bound carried over unchanged from the previous
             # target, or the forwarding rate at the maximum load) with the expanding step, while
             # that step is closer than the middle: results usually lie near such a bound. A
@@ -461,7 +479,8 @@ class Selector:
         return "refine_hi", self.max_load
 
 
-def _goals(goals: Any) -> list[SearchGoal]:
+def goals_of(goals: Any) -> list[SearchGoal]:
+    """The goals a search was given, parsed (None: CSIT's NDR and PDR presets)."""
     if goals is None:
         goals = ["csit", "csit-pdr"]
     if isinstance(goals, (str, dict, SearchGoal)):
@@ -476,7 +495,7 @@ def _goals(goals: Any) -> list[SearchGoal]:
 def mlr_search(log: TrialLog, max_load_pps: float, min_load_pps: float,
                goals: Any = None) -> list[SearchResult]:
     """MLRsearch (see the module docstring); one result per goal, in the order given."""
-    parsed = _goals(goals)
+    parsed = goals_of(goals)
     db = Database()
     selectors = [Selector(g, i, db, min_load_pps, max_load_pps) for i, g in enumerate(parsed)]
     while True:
@@ -508,7 +527,7 @@ def _goal_result(selector: Selector, db: Database, log: TrialLog,
         flags.add("min_load_failed")
     elif clo >= max_load:
         flags.add("max_load_passed")
-    if generator_set_bound(log.trials, chi):
+    if generator_set_bound(log.trials, chi, selector.goal.loss_ratio):
         flags.add("generator_short_trials")
     width = relative_width(clo, chi)
     width_reached = width is not None and width <= target.width * (1 + _SLACK)
@@ -530,3 +549,17 @@ def _goal_result(selector: Selector, db: Database, log: TrialLog,
         irregular=tuple(f for f in IRREGULAR_FLAGS if f in flags),
         loss_inversion=db.loss_inversion(target),
     )
+
+
+def bounds_after_each_trial(trials: list[TrialResult], goal: SearchGoal) -> list[tuple[float | None, float | None]]:
+    """The goal's relevant (lower, upper) bounds [packets/s] as they stood after each trial of a
+    search, by the draft's classification at the goal's final target (None where a bound is
+    missing): the search's trace narrowing. Any search's trials can be judged so: a binary search
+    is the goal with exceed ratio 0 and its final trial length."""
+    target = build_targets(goal, 0)[-1]
+    db = Database()
+    out = []
+    for trial in trials:
+        db.add(trial.intended_load_pps, trial)
+        out.append(db.bounds(target))
+    return out

@@ -25,9 +25,9 @@ IRREGULAR_FLAGS = (
 - max_load_passed: the maximum load itself passed; the real throughput may be higher.
 - min_load_failed: even the minimum load failed; there is no lower bound.
 - generator_short_trials: a trial the search judged (not one it measured again) had its
-  generator send < 99 % of its intended count, at a load at or below the upper bound the result
-  stands on (`generator_set_bound`); such trials count as failures, so the result may describe
-  the generator, not the DUT. One at a higher load changed nothing: a lower load had already
+  generator send < 99 % of its intended count, or fail only by what it did not send, at a load at
+  or below the upper bound the result stands on (`generator_set_bound`); unsent frames count as
+  loss, so the result may describe the generator, not the DUT. One at a higher load changed nothing: a lower load had already
   failed for the DUT.
 - width_not_reached: the search stopped before bounds were as close as the goal asked.
 """
@@ -89,13 +89,19 @@ def measured_again(attempts: Sequence[tuple[str, float, float]]) -> set[int]:
     return out
 
 
-def generator_set_bound(trials: Sequence[SearchTrial], upper_bound_pps: float | None) -> bool:
-    """Whether the generator may have set a result: a generator-short trial the search judged
-    (`measured_again` leaves out the attempts it replaced) at a load at or below the upper bound
-    the result stands on, or anywhere when there is none."""
+def generator_set_bound(trials: Sequence[SearchTrial], upper_bound_pps: float | None,
+                        loss_ratio: float = 0.0) -> bool:
+    """Whether the generator may have set a result: a trial the search judged (`measured_again`
+    leaves out the attempts it replaced) at a load at or below the upper bound the result stands
+    on (or anywhere when there is none) that was generator-short, or whose unsent frames made it
+    exceed the goal's `loss_ratio` while the DUT's own loss stayed within it."""
     again = measured_again([(t.phase, t.result.intended_load_pps, t.result.duration_s) for t in trials])
-    return any(t.result.generator_short and (upper_bound_pps is None
-                                             or t.result.intended_load_pps <= upper_bound_pps * (1 + 1e-9))
+
+    def generator_failed(r: TrialResult) -> bool:
+        return r.generator_short or (r.unsent_count > 0 and r.dut_loss_ratio <= loss_ratio < r.loss_ratio)
+
+    return any(generator_failed(t.result) and (upper_bound_pps is None
+                                              or t.result.intended_load_pps <= upper_bound_pps * (1 + 1e-9))
                for k, t in enumerate(trials) if k not in again)
 
 

@@ -175,3 +175,56 @@ class Wandering(SimulatedDut):
                 lost += queued - self.ring_frames
                 queued = self.ring_frames
         return max(0, offered_count - math.ceil(lost))
+
+
+class Cliff(SimulatedDut):
+    """Forwards everything up to `capacity_pps`; above it the DUT livelocks and forwards only
+    `collapse` x its capacity (a forwarding rate that falls off a cliff, as a DUT spending its
+    CPU on interrupts or on a rule set's slow path does)."""
+
+    def __init__(self, capacity_pps: float, collapse: float = 0.3,
+                 generator_limit_pps: float | None = None) -> None:
+        super().__init__(generator_limit_pps)
+        self.capacity_pps = capacity_pps
+        self.collapse = collapse
+
+    def forward(self, duration_s: float, offered_pps: float, offered_count: int) -> int:
+        if offered_pps <= self.capacity_pps:
+            return offered_count
+        return min(offered_count, math.floor(self.collapse * self.capacity_pps * duration_s))
+
+
+class GradualLoss(SimulatedDut):
+    """Loss that sets in gently: none up to `onset_pps`, then a loss ratio growing with the square
+    of the overload, `coefficient` x (load / onset - 1)^2 (0.5 % at 10 % above the onset with the
+    default 0.5), so the NDR and the PDR lie apart."""
+
+    def __init__(self, onset_pps: float, coefficient: float = 0.5,
+                 generator_limit_pps: float | None = None) -> None:
+        super().__init__(generator_limit_pps)
+        self.onset_pps = onset_pps
+        self.coefficient = coefficient
+
+    def loss_ratio_at(self, offered_pps: float) -> float:
+        """The model's loss ratio at `offered_pps` [0..1]."""
+        over = max(0.0, offered_pps / self.onset_pps - 1.0)
+        return min(1.0, self.coefficient * over * over)
+
+    def forward(self, duration_s: float, offered_pps: float, offered_count: int) -> int:
+        return offered_count - math.ceil(offered_count * self.loss_ratio_at(offered_pps))
+
+
+class Buffered(SimulatedDut):
+    """A fixed capacity behind a buffer of `buffer_frames`: the excess of a trial queues and is
+    lost only once the buffer is full, so a trial of d seconds passes up to capacity + buffer / d:
+    the zero-loss load depends on the trial length (short trials are optimistic)."""
+
+    def __init__(self, capacity_pps: float, buffer_frames: int = 50_000,
+                 generator_limit_pps: float | None = None) -> None:
+        super().__init__(generator_limit_pps)
+        self.capacity_pps = capacity_pps
+        self.buffer_frames = buffer_frames
+
+    def forward(self, duration_s: float, offered_pps: float, offered_count: int) -> int:
+        excess = max(0.0, (offered_pps - self.capacity_pps) * duration_s - self.buffer_frames)
+        return max(0, offered_count - math.ceil(excess))

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from fwlab.errors import SearchError
-from fwlab.search.measurer import Measurer, TrialResult
+from fwlab.search.measurer import GENERATOR_SHORT_RATIO, Measurer, TrialResult
 from fwlab.search.result import RETRY_MARK, SearchTrial
 
 OnTrial = Callable[[SearchTrial], None]
@@ -23,11 +23,14 @@ DEFAULT_MAX_TRIALS = 100_000
 """Safety stop: a search that asks for more trials than this is a bug, not a measurement."""
 
 DEFAULT_GENERATOR_RETRIES = 2
-"""A trial whose generator fell short cannot pass: it is measured again (at most this many
-times), unless the DUT already lost more than the goal allows of what was offered, which is a
-fail at a load below the intended one and so a fail at the intended load too. Every attempt
-stays in the log and counts in trial seconds; the search judges the last one (still a fail if
-the generator was short again)."""
+"""A trial whose generator fell short cannot pass (its unsent frames count as loss). It is
+measured again (at most this many times) only when the shortfall looks like a transient of the
+generator: an earlier trial of the search already offered at least this load, so the generator
+can send it. A generator that never sent this much is at its limit, and measuring again would
+only cost time (the reference MLRsearch never measures again). Nor is it measured again when the
+DUT already lost more than the goal allows of what was offered: a fail at a load below the
+intended one, so a fail at the intended load too. Every attempt stays in the log and counts in
+trial seconds; the search judges the last one (still a fail if the generator was short again)."""
 
 
 def _as_trial_result(item: Any) -> TrialResult:
@@ -83,13 +86,15 @@ class TrialLog:
         loss_ratio: float | None = None,
     ) -> SearchTrial:
         """Measure (or replay) one trial; `judge` says whether it passed the asking phase. A
-        generator-short trial is measured again, up to `generator_retries` times, unless it
-        already lost more than the goal's `loss_ratio` of what was offered; the last attempt is
-        returned."""
+        generator-short trial is measured again, up to `generator_retries` times, when an earlier
+        trial offered this load and the DUT lost no more than the goal's `loss_ratio` of what was
+        offered (see `DEFAULT_GENERATOR_RETRIES`); the last attempt is returned."""
+        sent_before = max((t.result.offered_load_pps for t in self.trials), default=0.0)
         trial = self._run_once(duration_s, load_pps, phase, judge)
         for attempt in range(1, self.generator_retries + 1):
             r = trial.result
-            if not r.generator_short or (loss_ratio is not None and r.loss_ratio > loss_ratio):
+            if not r.generator_short or sent_before < load_pps * GENERATOR_SHORT_RATIO \
+                    or (loss_ratio is not None and r.dut_loss_ratio > loss_ratio):
                 break
             trial = self._run_once(duration_s, load_pps, f"{phase}{RETRY_MARK}{attempt}", judge)
         return trial

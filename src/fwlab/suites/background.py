@@ -30,7 +30,7 @@ class BackgroundItem(BaseModel):
     """A suite's ``[[background]]`` item: every trial of the suite (or those ``only`` names) runs
     once per rate."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
     kind: Literal["udp_flood", "syn_flood"] = Field(
         description="udp_flood: UDP datagrams to a closed port; syn_flood: TCP SYNs to the server's "
@@ -46,7 +46,8 @@ class BackgroundItem(BaseModel):
     lead_s: float = Field(1.0, ge=0, le=30, description="the flood starts this long before the measurement [s]")
     tail_s: float = Field(2.0, ge=0, le=60, description="and is sized to last this long after its planned end [s]")
     cpu: int | None = Field(None, ge=0, description="pin the flood's sender thread; null = not pinned")
-    label: str | None = Field(None, pattern=r"^[a-z0-9][a-z0-9_.]{0,15}$")
+    label: str | None = Field(None, pattern=r"^[a-z0-9][a-z0-9_.]{0,15}$",
+                              description="short tag put before the flood's part of the trial ids")
     only: dict[str, list] = Field(default_factory=dict,
                                   description="flood only beside trials matching: keys mode, backends, layouts, "
                                               "rules, stateful_shortcut, traffic (the traffic item's kind), lists; "

@@ -25,7 +25,23 @@ from fwlab.validation import MAX_PAIRS, check_only_keys, only_matches, parse_del
 class Strict(BaseModel):
     """No unknown keys, no coercion: ``true`` is not a number and ``"3"`` is not an integer."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+
+
+#: the highest target rate a traffic item may ask for [bit/s] (the link rates' own bound)
+MAX_RATE_BPS = 400 * 10**9
+#: list keys of a suite whose entries must be distinct (a repeated entry would plan a trial twice)
+DISTINCT_KEYS = ("mode", "backends", "layouts", "rules", "stateful_shortcut", "ip_versions")
+
+
+def duplicates(values: list) -> list:
+    """The entries that occur more than once in `values`, in first-repeat order."""
+    seen, dup = [], []
+    for v in values:
+        if v in seen and v not in dup:
+            dup.append(v)
+        seen.append(v)
+    return dup
 
 
 #: a suite name becomes part of a directory name under results/: letters, digits, ``_ . -``, at
@@ -38,16 +54,19 @@ DEFAULT_MAX_REPETITIONS = 10
 class OffloadsModel(Strict):
     """ethtool -K settings for every veth (default off: the firewall sees wire-sized packets)."""
 
-    tso: bool = False
-    gso: bool = False
-    gro: bool = False
+    tso: bool = Field(False, description="TCP segmentation offload; with it on, TCP crosses the firewall as "
+                                         "64 KB super-packets and the rule set is walked once per 64 KB")
+    gso: bool = Field(False, description="generic segmentation offload")
+    gro: bool = Field(False, description="generic receive offload")
 
 
 class PinningModel(Strict):
     """CPU the client (sender) and server (receiver) tools are pinned to; null = not pinned."""
 
-    client_cpu: int | None = Field(0, ge=0, le=4095)
-    server_cpu: int | None = Field(1, ge=0, le=4095)
+    client_cpu: int | None = Field(0, ge=0, le=4095, description="CPU of the client (sender) tools; must be one "
+                                                                 "of this host's CPUs")
+    server_cpu: int | None = Field(1, ge=0, le=4095, description="CPU of the server (receiver) tools; must be one "
+                                                                 "of this host's CPUs")
     dut_cpu: int | None = Field(1, ge=0, le=4095, description="CPU of the DUT's NAPI threads (device_model \"napi\")")
 
 
@@ -74,12 +93,15 @@ class TrafficItem(Strict):
     sizes: list[int | None] = Field(default_factory=lambda: [None],
                                     description="UDP payload / TCP write size [bytes]; for kind engine the "
                                                 "Ethernet frame size incl. FCS [bytes]; null = tool default")
-    streams: int = Field(1, ge=1, le=1024)
+    streams: int = Field(1, ge=1, le=1024, description="parallel TCP streams, or for curl the client load "
+                                                      "(concurrent clients); kind parallel runs more than 128 as "
+                                                      "several iperf3 client processes")
     repetitions: int | None = Field(None, ge=1, le=100,
                                     description="run this item in the first N of the suite's repetitions only "
                                                 "(e.g. a long search whose verdict does not hang on the spread); "
                                                 "null = every repetition. Needs fixed repetitions (no precision)")
-    rate_bps: int | None = Field(None, ge=1, description="target rate [bit/s]; null = unlimited")
+    rate_bps: int | None = Field(None, ge=1, le=MAX_RATE_BPS, description="target rate [bit/s] (at most 400 "
+                                 "Gbit/s); null = unlimited")
     rate_pps: float | Literal["max"] | None = Field(
         None, description="kind engine: intended rate [frames/s]; null or \"max\" = the generator's maximum. "
                           "Stored as rate_bps = rate_pps x frame size x 8 (one size only)")
@@ -119,6 +141,8 @@ class TrafficItem(Strict):
     def _sizes(cls, v: list[int | None]) -> list[int | None]:
         if not v:
             raise ValueError("needs at least one size (or null for the tool default)")
+        if dup := duplicates(v):
+            raise ValueError(f"sizes lists {', '.join(map(str, dup))} more than once (each size is planned once)")
         for s in v:
             if s is not None and not 16 <= s <= 65507:
                 raise ValueError(f"size {s} B is outside 16..65507")
@@ -130,19 +154,38 @@ class Suite(Strict):
 
     name: str = Field(description="letters, digits, _ . - (at most 64); names the run "
                                                       "directory results/<name>-<UTC time>")
-    description: str = Field("", max_length=2000)
+    description: str = Field("", max_length=2000, description="free text, shown by fwlab list; the seed presets "
+                                                             "say here how the study's parameters were mapped "
+                                                             "to this test bed")
     study: str | None = Field(None, pattern=r"^[a-z0-9][a-z0-9-]{0,39}$",
                               description="published study the report sets this run beside (e.g. \"seed-001\"; "
                                           "see fwlab.published)")
-    mode: list[Literal["routed", "bridge", "direct"]] = Field(min_length=1, default_factory=lambda: ["routed"])
-    backends: list[str] = Field(min_length=1, default_factory=lambda: ["nftables"])
-    layouts: list[Literal[LAYOUTS]] = Field(min_length=1, default_factory=lambda: ["linear"])
-    rules: list[int] = Field(min_length=1, default_factory=lambda: [0])
+    mode: list[Literal["routed", "bridge", "direct"]] = Field(
+        min_length=1, default_factory=lambda: ["routed"],
+        description="test-bed modes, one bed each: routed (the DUT forwards between client and server), "
+                    "bridge (the DUT bridges its two veths), direct (client and server joined with no DUT: "
+                    "the baseline); a single string is read as a one-item list")
+    backends: list[str] = Field(min_length=1, default_factory=lambda: ["nftables"],
+                                description="firewall backends (fwlab list names them; none = no firewall, "
+                                            "the reference); a combination a backend cannot load is skipped "
+                                            "with the reason (fwlab run --dry-run lists them)")
+    layouts: list[Literal[LAYOUTS]] = Field(
+        min_length=1, default_factory=lambda: ["linear"],
+        description="rule-set layouts: linear (one rule per deny entry), set (one set lookup), or a "
+                    "real-world rule set (kube-proxy, firewalld, docker, classbench-acl)")
+    rules: list[int] = Field(min_length=1, default_factory=lambda: [0],
+                             description="rule counts: N deny entries that never match the test traffic, then "
+                                         "the rule that permits it (kube-proxy: N Services; docker: N published "
+                                         "ports); sorted, duplicates dropped, 0..1,000,000")
     kube_endpoints: int = Field(2, ge=1, le=64, description="layout kube-proxy: endpoints per Service "
                                                             "(`rules` is then the number of Services)")
-    stateful_shortcut: list[bool] = Field(min_length=1, default_factory=lambda: [False])
-    ip_versions: list[Literal[4, 6]] = Field(min_length=1, default_factory=lambda: [4])
-    traffic: list[TrafficItem] = Field(min_length=1)
+    stateful_shortcut: list[bool] = Field(min_length=1, default_factory=lambda: [False],
+                                          description="true puts \"established,related accept\" first in the "
+                                                      "rule set; [false, true] runs both")
+    ip_versions: list[Literal[4, 6]] = Field(min_length=1, default_factory=lambda: [4],
+                                             description="IP versions of the test traffic; [4, 6] runs both")
+    traffic: list[TrafficItem] = Field(min_length=1, description="what to send: every item runs in every "
+                                                                 "configuration its `only` allows")
     duration_s: float = Field(3.0, gt=0, le=3600, description="length of one trial [s]")
     repetitions: int = Field(3, ge=1, le=100, description="repetitions of every trial; with precision the minimum")
     precision: float | None = Field(
@@ -157,13 +200,19 @@ class Suite(Strict):
         False, description="end the pause between two trials of one test bed (a rule-set load between them "
                            "included) as soon as the bed is measured idle since the earlier trial's traffic "
                            "(no interface moved more than 2 packets in 50 ms); settle_s stays the longest pause")
-    seed: int = 1
+    seed: int = Field(1, description="seed of the generated rule sets (the deny entries, the proxy's "
+                                     "block list)")
+    search: Literal["mlr", "csit", "binary"] | None = Field(
+        None, description="the throughput search of every rfc2544 throughput item that names none in its options "
+                          "(`algorithm`): mlr (fwlab's MLRsearch), csit (CSIT's own MLRsearch from PyPI, the "
+                          "reference), binary (RFC 2544 binary search); unset: the rfc2544 tool's default")
     device_model: Literal["veth", "napi"] = Field(
         "veth", description="veth: the DUT's work runs in the sender's softirq (no loss, the sender "
                             "slows down); napi: the DUT's veths receive through threaded NAPI on its own "
                             "CPU, so overload shows as loss at its ingress ring (use for RFC 2544 searches)")
-    offloads: OffloadsModel = Field(default_factory=OffloadsModel)
-    pinning: PinningModel = Field(default_factory=PinningModel)
+    offloads: OffloadsModel = Field(default_factory=OffloadsModel,
+                                    description="offloads of every veth; the measured state is recorded")
+    pinning: PinningModel = Field(default_factory=PinningModel, description="CPU pinning of the roles")
     tuning: str | None = Field(
         None, description="a named tuning profile (fwlab.suites.tuning, e.g. \"seed-000-appendix-i\"): its "
                           "per-namespace sysctls are set in every namespace of the bed fwlab creates, never on the "
@@ -269,10 +318,29 @@ class Suite(Strict):
                 raise ValueError(f"rule count {n} is outside 0..{MAX_RULES}")
         return sorted(set(v))
 
+    @model_validator(mode="before")
+    @classmethod
+    def _distinct(cls, data):
+        """A list key naming an entry twice (``mode = ["routed", "routed"]``) is named as such,
+        before the plan would blame two traffic items for the same trial id."""
+        if isinstance(data, dict):
+            for key in DISTINCT_KEYS:
+                v = data.get(key)
+                if isinstance(v, list) and all(isinstance(x, str | int | bool | float) for x in v):
+                    typed = [(type(x), x) for x in v]  # true and 1 are different entries
+                    if dup := duplicates(typed):
+                        raise ValueError(f"{key} lists {', '.join(repr(x) for _, x in dup)} more than once "
+                                         "(each entry is planned once: remove the repeat)")
+        return data
+
     @model_validator(mode="after")
     def _whole(self) -> "Suite":
         if not self.traffic:
             raise ValueError("needs at least one [[traffic]] item")
+        if self.search is not None:
+            for t in self.traffic:  # the rfc2544 tool checks the option with the item's others
+                if t.kind == "throughput" and t.tool in (None, "rfc2544") and "algorithm" not in t.options:
+                    object.__setattr__(t, "options", {**t.options, "algorithm": self.search})
         if self.max_repetitions is not None:
             if self.precision is None:
                 raise ValueError("max_repetitions needs precision (it is the maximum of adaptive repetitions): "

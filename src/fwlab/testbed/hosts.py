@@ -108,7 +108,7 @@ _IFNAME = re.compile(r"^[A-Za-z0-9_.:@-]{1,15}$")
 class HostEntry(BaseModel):
     """One role's placement. Without ``ssh`` the role is local."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
     ssh: str | None = Field(None, description="[user@]host of the remote host; absent = local role")
     port: int = Field(22, ge=1, le=65535)
@@ -172,7 +172,7 @@ class HostEntry(BaseModel):
 
 
 class HostsFile(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
     hosts: dict[str, HostEntry]
 
