@@ -47,6 +47,7 @@ deps: system-deps venv engine xdp
 # fwlab's XDP firewall and its loader, compiled with clang into ~/.cache/fwlab (else on first use)
 xdp: venv
 	@$(BIN)/python -c "from fwlab.dut.xdp_build import main; main()"
+	@$(BIN)/python -m fwlab.probes.build
 
 system-deps:
 	@missing=""; for p in $(APT_PKGS); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; done; \

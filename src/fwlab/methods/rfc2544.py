@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from fwlab.errors import FwlabError, RunnerError, SearchError
 from fwlab.runners.base import MIN_OVERLAP_SHARE, Measurement, Runner, TrafficSpec, TrialEnv, register
@@ -110,31 +110,6 @@ class Rfc2544Options(BaseModel):
         trial = float(goal.get("final_trial_duration_s", duration_s))
         return SEARCH_TRIALS * (trial + 0.5) + len(self.latency_at) * self.latency_duration_s + mrr
 
-    @model_validator(mode="after")
-    def _goal(self) -> "Rfc2544Options":
-        """The goal is parsed as the search will parse it, so a malformed goal (a negative
-        duration, an unknown preset, a list of numbers) stops the suite before its first packet."""
-        try:
-            if self.algorithm == "mlr":
-                goals_of(self.goal)
-            else:
-                g = self.goal
-                if isinstance(g, list) and len(g) == 1:
-                    g = g[0]
-                if g is not None and not isinstance(g, dict):
-                    raise ValueError(f"the binary search takes a goal table, not {g!r:.60}")
-                g = dict(g or {})
-                trial = g.get("trial_duration_s", g.get("final_trial_duration_s", 1.0))
-                g.setdefault("trial_duration_s", trial)
-                if isinstance(trial, int | float) and not isinstance(trial, bool):
-                    g.setdefault("final_trial_duration_s", trial)
-                BinaryGoal.from_any(g)
-        except SearchError as exc:
-            raise ValueError(f"goal: {exc.message}") from None
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"goal: {str(exc)[:200]}") from None
-        return self
-
     @field_validator("latency_at")
     @classmethod
     def _fractions(cls, v: list[float]) -> list[float]:
@@ -167,6 +142,9 @@ def search_goals(opts: Rfc2544Options, duration_s: float | None = None) -> Any:
 def check_goals(opts: Rfc2544Options) -> None:
     """ValueError (one line, with its fix) when the item's search goals are invalid: checked when
     the suite is, before any packet is sent."""
+    if opts.algorithm == "binary" and opts.goal is not None and not isinstance(opts.goal, dict):
+        raise ValueError(f"rfc2544 goal of search 'binary': the binary search takes a goal table, not "
+                         f"{opts.goal!r:.60} (e.g. goal = {{ trial_duration_s = 1 }})")
     goals = search_goals(opts)
     try:
         if opts.algorithm == "binary":
