@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 import statistics
 
+from fwlab.report.nics import offloads_text
 from fwlab.stats.ratio import ratio_to_zero
 from fwlab.published.compare import LIMITS
 from fwlab.results.curves import METRIC_INFO, Curve, primary_metric
@@ -264,7 +265,7 @@ def render_overview(run: dict, trials: list[TrialRecord], cs: list[Curve], publi
         ("record", f"<span class='{'ok' if state.complete else 'warn'}'>{_e(state.sentence())}</span>"),
         ("tested", f"{_e(suite.get('description') or suite.get('name'))}"),
         ("test bed", _e(f"modes {', '.join(suite.get('mode') or [])}; IPv{'/'.join(str(v) for v in suite.get('ip_versions') or [])}; "
-                        f"device model {suite.get('device_model', 'veth')}; offloads {suite.get('offloads') or 'not recorded'}"
+                        f"device model {suite.get('device_model', 'veth')}; offloads {offloads_text(suite.get('offloads'))}"
                         f"{_wires(suite)}")),
         ("traffic", _e(f"{_traffic(suite)}; {trial_length(suite)} x {suite.get('repetitions')} repetitions")),
         ("rule sets", _e(_rule_sets(run, trials))),
