@@ -270,7 +270,7 @@ pub struct ProfileArgs {
     /// Ethernet frame size including the 4-byte FCS [default: 64 IPv4, 78 IPv6; max 9018]
     #[arg(long, value_name = "BYTES")]
     pub frame_size: Option<usize>,
-    /// L4 protocol: udp | tcp-syn (tcp-syn needs the packet backend) [default: udp]
+    /// L4 protocol: udp | tcp-syn | tcp-synack:SEQ:ACK | tcp-ack:SEQ:ACK | icmp-echo (all but udp need the packet backend) [default: udp]
     #[arg(long)]
     pub proto: Option<String>,
     /// How ranges are walked: increment | random (seeded, RFC 4814) [default: increment]

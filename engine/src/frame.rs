@@ -22,11 +22,29 @@ pub const TTL: u8 = 64;
 pub const TCP_WINDOW: u16 = 64240;
 
 /// Layer-4 protocol of generated packets.
+///
+/// `TcpSynAck` and `TcpAck` carry fixed sequence and acknowledgement numbers
+/// (the same in every packet), so a flow opened by a SYN, a SYN-ACK and an ACK
+/// stays inside conntrack's TCP window for any number of later ACK packets.
+/// `IcmpEcho` is an ICMP (IPv4) or ICMPv6 echo request whose identifier is the
+/// source port and whose sequence number is the packet's sequence number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Proto {
     Udp,
     TcpSyn,
+    TcpSynAck { seq: u32, ack: u32 },
+    TcpAck { seq: u32, ack: u32 },
+    IcmpEcho,
+}
+
+fn seq_ack(s: &str, what: &str) -> Result<(u32, u32), String> {
+    let parts: Vec<&str> = s.split(':').collect();
+    if parts.len() != 3 {
+        return Err(format!("proto '{s}': expected {what}:SEQ:ACK"));
+    }
+    let n = |x: &str| x.parse::<u32>().map_err(|_| format!("proto '{s}': '{x}' is not a 32-bit number"));
+    Ok((n(parts[1])?, n(parts[2])?))
 }
 
 impl Proto {
@@ -34,13 +52,43 @@ impl Proto {
         match s {
             "udp" => Ok(Proto::Udp),
             "tcp-syn" | "tcp_syn" | "syn" => Ok(Proto::TcpSyn),
-            _ => Err(format!("unknown proto '{s}' (expected udp or tcp-syn)")),
+            "icmp-echo" | "icmp" | "icmpv6-echo" => Ok(Proto::IcmpEcho),
+            _ if s.starts_with("tcp-synack:") => {
+                let (seq, ack) = seq_ack(s, "tcp-synack")?;
+                Ok(Proto::TcpSynAck { seq, ack })
+            }
+            _ if s.starts_with("tcp-ack:") => {
+                let (seq, ack) = seq_ack(s, "tcp-ack")?;
+                Ok(Proto::TcpAck { seq, ack })
+            }
+            _ => Err(format!(
+                "unknown proto '{s}' (expected udp, tcp-syn, tcp-synack:SEQ:ACK, tcp-ack:SEQ:ACK or icmp-echo)"
+            )),
         }
     }
     pub fn name(self) -> &'static str {
         match self {
             Proto::Udp => "udp",
             Proto::TcpSyn => "tcp-syn",
+            Proto::TcpSynAck { .. } => "tcp-synack",
+            Proto::TcpAck { .. } => "tcp-ack",
+            Proto::IcmpEcho => "icmp-echo",
+        }
+    }
+    /// TCP flags byte (0 for non-TCP).
+    pub fn tcp_flags(self) -> u8 {
+        match self {
+            Proto::TcpSyn => 0x02,
+            Proto::TcpSynAck { .. } => 0x12,
+            Proto::TcpAck { .. } => 0x10,
+            _ => 0,
+        }
+    }
+    /// Fixed (seq, ack) of a SYN-ACK or ACK; None: the seq field counts packets (SYN).
+    pub fn seq_ack(self) -> Option<(u32, u32)> {
+        match self {
+            Proto::TcpSynAck { seq, ack } | Proto::TcpAck { seq, ack } => Some((seq, ack)),
+            _ => None,
         }
     }
 }
@@ -84,7 +132,7 @@ impl FrameSpec {
     pub fn min_frame(&self) -> usize {
         let need = match self.proto {
             Proto::Udp => self.payload_off() + header::COMPACT_LEN + FCS_LEN,
-            Proto::TcpSyn => self.payload_off() + FCS_LEN,
+            _ => self.payload_off() + FCS_LEN,
         };
         need.max(64).max(if self.ipv6 { 78 } else { 64 })
     }
@@ -93,8 +141,8 @@ impl FrameSpec {
     }
     pub fn l4_hlen(&self) -> usize {
         match self.proto {
-            Proto::Udp => 8,
-            Proto::TcpSyn => 20,
+            Proto::Udp | Proto::IcmpEcho => 8,
+            _ => 20,
         }
     }
     pub fn l4_off(&self) -> usize {
@@ -112,7 +160,7 @@ impl FrameSpec {
     pub fn payload_len(&self) -> usize {
         match self.proto {
             Proto::Udp => self.wire_len() - self.payload_off(),
-            Proto::TcpSyn => 0,
+            _ => 0,
         }
     }
     /// L4 segment length (header + payload).
@@ -123,7 +171,7 @@ impl FrameSpec {
     pub fn layout(&self) -> Option<Layout> {
         match self.proto {
             Proto::Udp => Layout::for_payload(self.payload_len()),
-            Proto::TcpSyn => None,
+            _ => None,
         }
     }
     /// Offset and length of the source+destination address block.
@@ -157,7 +205,9 @@ impl Template {
         let l4 = spec.l4_off();
         let ipproto: u8 = match spec.proto {
             Proto::Udp => 17,
-            Proto::TcpSyn => 6,
+            Proto::IcmpEcho if spec.ipv6 => 58,
+            Proto::IcmpEcho => 1,
+            _ => 6,
         };
         let l4_len = spec.l4_len();
         if spec.ipv6 {
@@ -187,10 +237,18 @@ impl Template {
                     Layout::Compact => (po + 4, 8),
                 };
             }
-            Proto::TcpSyn => {
+            Proto::IcmpEcho => {
+                b[l4] = if spec.ipv6 { 128 } else { 8 }; // echo request, code 0
+                seq_span = (l4 + 6, 2);
+            }
+            _ => {
                 b[l4 + 12] = 0x50; // data offset 5 words
-                b[l4 + 13] = 0x02; // SYN
+                b[l4 + 13] = spec.proto.tcp_flags();
                 b[l4 + 14..l4 + 16].copy_from_slice(&TCP_WINDOW.to_be_bytes());
+                if let Some((_, ack)) = spec.proto.seq_ack() {
+                    // constant: part of the template's sum; the seq field is written per packet
+                    b[l4 + 8..l4 + 12].copy_from_slice(&ack.to_be_bytes());
+                }
                 seq_span = (l4 + 4, 4);
             }
         }
@@ -227,6 +285,10 @@ impl Template {
             buf[ao..ao + 4].copy_from_slice(&(flow.src as u32).to_be_bytes());
             buf[ao + 4..ao + 8].copy_from_slice(&(flow.dst as u32).to_be_bytes());
         }
+        if spec.proto == Proto::IcmpEcho {
+            self.write_icmp(buf, flow, seq);
+            return;
+        }
         buf[l4..l4 + 2].copy_from_slice(&flow.sport.to_be_bytes());
         buf[l4 + 2..l4 + 4].copy_from_slice(&flow.dport.to_be_bytes());
         let csum_off = match self.layout {
@@ -235,7 +297,8 @@ impl Template {
                 l4 + 6
             }
             None => {
-                buf[l4 + 4..l4 + 8].copy_from_slice(&(seq as u32).to_be_bytes());
+                let tcp_seq = spec.proto.seq_ack().map_or(seq as u32, |(fixed, _)| fixed);
+                buf[l4 + 4..l4 + 8].copy_from_slice(&tcp_seq.to_be_bytes());
                 l4 + 16
             }
         };
@@ -251,6 +314,35 @@ impl Template {
             c = 0xffff; // UDP: zero means "no checksum"
         }
         buf[csum_off..csum_off + 2].copy_from_slice(&c.to_be_bytes());
+    }
+}
+
+impl Template {
+    /// An echo request: addresses, identifier (the flow's source port), sequence
+    /// number, and the checksums computed whole (8 bytes; ICMPv6 over its
+    /// pseudo-header, ICMP without one).
+    fn write_icmp(&self, buf: &mut [u8], flow: &Flow, seq: u64) {
+        let spec = &self.spec;
+        let (l3, l4) = (ETH_HLEN, spec.l4_off());
+        let (ao, al) = spec.addr_span();
+        if spec.ipv6 {
+            buf[ao..ao + 16].copy_from_slice(&flow.src.to_be_bytes());
+            buf[ao + 16..ao + 32].copy_from_slice(&flow.dst.to_be_bytes());
+        } else {
+            buf[ao..ao + 4].copy_from_slice(&(flow.src as u32).to_be_bytes());
+            buf[ao + 4..ao + 8].copy_from_slice(&(flow.dst as u32).to_be_bytes());
+            let c = finish(self.ip_base + sum16(0, &buf[ao..ao + al]));
+            buf[l3 + 10..l3 + 12].copy_from_slice(&c.to_be_bytes());
+        }
+        buf[l4 + 2..l4 + 4].copy_from_slice(&[0, 0]);
+        buf[l4 + 4..l4 + 6].copy_from_slice(&flow.sport.to_be_bytes());
+        buf[l4 + 6..l4 + 8].copy_from_slice(&(seq as u16).to_be_bytes());
+        let mut s = sum16(0, &buf[l4..l4 + 8]);
+        if spec.ipv6 {
+            s = sum16(s + 58 + 8, &buf[ao..ao + al]);
+        }
+        let c = finish(s);
+        buf[l4 + 2..l4 + 4].copy_from_slice(&c.to_be_bytes());
     }
 }
 
@@ -400,7 +492,12 @@ mod tests {
     #[test]
     fn incremental_checksums_match_full_computation() {
         for &v6 in &[false, true] {
-            for &proto in &[Proto::Udp, Proto::TcpSyn] {
+            for &proto in &[
+                Proto::Udp,
+                Proto::TcpSyn,
+                Proto::TcpSynAck { seq: 7, ack: 1001 },
+                Proto::TcpAck { seq: 1001, ack: 8 },
+            ] {
                 for &size in &[64usize, 78, 79, 128, 1518, 9000] {
                     let Ok(spec) = FrameSpec::new(v6, proto, size) else {
                         continue;
@@ -437,10 +534,52 @@ mod tests {
                                     seq as u32
                                 );
                             }
+                            _ => {
+                                // fixed seq and ack in every packet, the flags of the proto
+                                let (s0, a0) = proto.seq_ack().unwrap();
+                                assert_eq!(p.l4[13], proto.tcp_flags());
+                                assert_eq!(u32::from_be_bytes(p.l4[4..8].try_into().unwrap()), s0);
+                                assert_eq!(u32::from_be_bytes(p.l4[8..12].try_into().unwrap()), a0);
+                            }
                         }
                     }
                 }
             }
         }
+    }
+
+    #[test]
+    fn icmp_echo_frames_have_valid_checksums() {
+        for &v6 in &[false, true] {
+            let spec = FrameSpec::new(v6, Proto::IcmpEcho, if v6 { 78 } else { 64 }).unwrap();
+            let t = Template::new(spec, SMAC, DMAC, 1);
+            let mut buf = t.bytes.clone();
+            for seq in [0u64, 1, 0xffff, 0x1_0000] {
+                let f = flow(v6);
+                t.write(&mut buf, &f, seq, 0);
+                let l4 = spec.l4_off();
+                let icmp = &buf[l4..l4 + 8];
+                assert_eq!(icmp[0], if v6 { 128 } else { 8 });
+                assert_eq!(u16::from_be_bytes([icmp[4], icmp[5]]), f.sport); // identifier
+                assert_eq!(u16::from_be_bytes([icmp[6], icmp[7]]), seq as u16);
+                let mut sum = sum16(0, icmp);
+                if v6 {
+                    sum = sum16(sum + 58 + 8, &buf[22..54]);
+                    assert_eq!(buf[20], 58);
+                } else {
+                    assert_eq!(buf[23], 1);
+                    assert_eq!(fold(sum16(0, &buf[14..34])), 0xffff);
+                }
+                assert_eq!(fold(sum), 0xffff, "v6={v6} seq={seq}");
+            }
+        }
+    }
+
+    #[test]
+    fn tcp_protos_parse() {
+        assert_eq!(Proto::parse("tcp-ack:5:9").unwrap(), Proto::TcpAck { seq: 5, ack: 9 });
+        assert_eq!(Proto::parse("tcp-synack:1:2").unwrap(), Proto::TcpSynAck { seq: 1, ack: 2 });
+        assert!(Proto::parse("tcp-ack:5").is_err() && Proto::parse("tcp-ack:x:1").is_err());
+        assert_eq!(Proto::parse("icmp-echo").unwrap(), Proto::IcmpEcho);
     }
 }

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from fwlab.dut.imported import ImportedFirewall, detect_ip_version, detect_kind, kernel_message
+from fwlab.dut.imported import (ImportedFirewall, detect_ip_version, detect_kind, kernel_message, missing_feature,
+                                 nfacct_names, refusal_lines)
 from fwlab.errors import BackendError, SuiteError
 from fwlab.rules.derive import BedAddresses, derive
 from fwlab.rules.imported_model import DERIVE_L4, Packet, addr_interval, evaluate, intersect, subtract
@@ -185,17 +186,49 @@ def test_detect_kind_and_version():
 
 
 def test_kernel_message_is_one_line():
+    """nft's /dev/stdin positions become the user's file and line, with the line's text; nft's echo of
+    the rule and its carets are left out; further errors are counted."""
+    text = "table inet t {\n chain c {\n  type filter hook forward priority 0;\n  jump nowhere\n x\n y\n }\n}\n"
     exc = CommandFailed(["nft", "-f", "-"], 1, "",
                         "/dev/stdin:4:8-14: Error: Could not process rule: No such file or directory\n"
                         "  jump nowhere\n       ^^^^^^^\n/dev/stdin:5:1: Error: x\n\n/dev/stdin:6:1: Error: y\n", None)
-    msg = kernel_message(exc)
-    assert "\n" not in msg and msg.startswith("/dev/stdin:4:8-14: Error: Could not process rule")
-    assert "jump nowhere" not in msg and msg.endswith("(+1 more error)")
+    msg = kernel_message(exc, text, "my-rules.nft")
+    assert "\n" not in msg and "/dev/stdin" not in msg
+    assert msg.startswith("my-rules.nft:4: Could not process rule: No such file or directory: 'jump nowhere'")
+    assert msg.endswith("(+1 more error)")
+
+
+def test_refusals_name_the_missing_kernel_feature():
+    """The refusals this kernel gives for a conntrack helper it lacks and for a flowtable ('No such
+    file or directory' at /dev/stdin) name the file, the line and the feature."""
+    text = ('table inet t {\n  ct helper rtsp { type "rtsp" protocol tcp; }\n'
+            '  flowtable ft { hook ingress priority 0; devices = { eth0 }; }\n}\n')
+    err = ("/dev/stdin:2:13-16: Error: Could not process rule: No such file or directory\n"
+           '  ct helper rtsp { type "rtsp" protocol tcp; }\n            ^^^^\n'
+           "/dev/stdin:3:13-14: Error: Could not process rule: No such file or directory\n")
+    lines = refusal_lines(err, text, "fw4.nft")
+    assert lines[0].startswith("fw4.nft:2: ") and "nf_conntrack_rtsp" in lines[0]
+    assert lines[1].startswith("fw4.nft:3: ") and "NF_FLOW_TABLE" in lines[1]
+    ipt = "*filter\n:FORWARD ACCEPT [0:0]\n-A FORWARD -p tcp -j CT --helper rtsp\nCOMMIT\n"
+    got = refusal_lines("iptables-restore v1.8.9 (nf_tables): \nline 3: RULE_APPEND failed (No such file or "
+                        "directory): rule in chain FORWARD\n", ipt, "host.ipt")
+    assert got == ["host.ipt:3: RULE_APPEND failed (No such file or directory): rule in chain FORWARD: "
+                   "'-A FORWARD -p tcp -j CT --helper rtsp' — no conntrack helper rtsp in this kernel "
+                   "(module nf_conntrack_rtsp)"]
+    assert missing_feature("tcp dport 80 counter accept") is None
+
+
+def test_nfacct_names_are_found():
+    text = "*filter\n-A FORWARD -m nfacct --nfacct-name web -j ACCEPT\n-A FORWARD -m nfacct --nfacct-name dns\n"
+    assert nfacct_names(text) == ["web", "dns"]
+    assert nfacct_names("*filter\nCOMMIT\n") == []
 
 
 # -- the verdict check: reproduced, not reproduced, inconclusive ------------------------------------
 def test_observed_verdict_thresholds():
-    assert observed_verdict(40, 40) == "passed" and observed_verdict(40, 42) == "passed"
+    assert observed_verdict(40, 40) == "passed"
+    # more arriving than sent means packets that are not the probe's were counted: never a pass
+    assert observed_verdict(40, 42) == "inconclusive"
     assert observed_verdict(40, 0) == "dropped" and observed_verdict(40, 4) == "dropped"
     assert observed_verdict(40, 20) == "inconclusive" and observed_verdict(0, 0) == "inconclusive"
 
@@ -224,7 +257,12 @@ def test_summarize_costs_orders_by_cost_and_keeps_the_range():
 # -- configuration -------------------------------------------------------------------------------
 def test_interfaces_map():
     assert parse_interfaces("ens3=server,ens4=client") == {"ens3": "server", "ens4": "client"}
-    for bad in ("eth0=client", "eth0=client,eth1=client", "eth0", "averyveryverylongname=client,e=server"):
+    # several names per side: the first of a side is its primary
+    assert parse_interfaces("br-lan=client,pppoe-wan=server,wan6=server,docker0=client") == {
+        "br-lan": "client", "docker0": "client", "pppoe-wan": "server", "wan6": "server"}
+    for bad in ("eth0=client", "eth0=client,eth1=client", "eth0", "averyveryverylongname=client,e=server",
+                "lo=client,eth1=server", "eth*=client,eth1=server", "eth0=client,eth0=server",
+                "eth0=inside,eth1=server", "fwl-x=client,eth1=server"):
         with pytest.raises(SuiteError):
             parse_interfaces(bad)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import time
 from dataclasses import dataclass
 
@@ -42,15 +43,96 @@ def detect_ip_version(text: str) -> int:
     return 6 if re.search(r"\s-[sd]\s+[0-9a-fA-F]*:[0-9a-fA-F:]*", text) else 4
 
 
-def kernel_message(exc: CommandFailed) -> str:
+#: (pattern on the refused line, what the kernel lacks): the features a refusal most often means
+_FEATURES = (
+    (re.compile(r'\bct\s+helper\s+\S+\s*\{[^}]*type\s+"?([\w-]+)"?'),
+     lambda m: f'no conntrack helper "{m.group(1)}" in this kernel (module nf_conntrack_{m.group(1)})'),
+    (re.compile(r'\bct\s+helper\s+set\s+"?([\w-]+)"?'),
+     lambda m: f'no ct helper object "{m.group(1)}" in this table (declare it with ct helper {m.group(1)} '
+               f'{{ type "..." protocol ... }}), or its helper module is missing'),
+    (re.compile(r"\bflowtable\b|\bflow\s+(add|offload)\b"),
+     lambda m: "no flowtable support in this kernel (NF_FLOW_TABLE / nft_flow_offload)"),
+    (re.compile(r"\bqueue\b(\s+(num|to|flags|bypass|fanout)|\s*$)"),
+     lambda m: "no nft queue support in this kernel (NFT_QUEUE / nfnetlink_queue)"),
+    (re.compile(r"-j\s+NFQUEUE\b"), lambda m: "no NFQUEUE target in this kernel (nfnetlink_queue)"),
+    (re.compile(r"-j\s+CT\b.*--helper\s+(\S+)"),
+     lambda m: f"no conntrack helper {m.group(1)} in this kernel (module nf_conntrack_{m.group(1)})"),
+    (re.compile(r"--match-set\s+(\S+)"), lambda m: f"ipset {m.group(1)} does not exist (give --ipset FILE)"),
+    (re.compile(r"\bosf\b"), lambda m: "no nft osf (NFT_OSF) in this kernel"),
+    (re.compile(r"\btproxy\b"), lambda m: "no tproxy (NFT_TPROXY) in this kernel"),
+)
+_NFT_AT = re.compile(r"^(?:/dev/stdin|-|[^:\s]*):(\d+):(\d+)(?:-\d+)?:\s*")
+_IPT_AT = re.compile(r"^line (\d+):\s*|Error occurred at line:\s*(\d+)")
+
+
+def missing_feature(line: str) -> str | None:
+    """What a refused line most likely needs that the kernel lacks (None: nothing known)."""
+    for pat, say in _FEATURES:
+        m = pat.search(line)
+        if m:
+            return say(m)
+    return None
+
+
+def refusal_lines(stderr: str, text: str, source: str) -> list[str]:
+    """The refusal as lines ``FILE:LINE: message: the line — what is missing``: nft's and
+    iptables-restore's ``/dev/stdin:4:33-38: Error: ...`` / ``line 3: ...`` turned into the user's
+    file and line, the line's text, and the kernel feature it needs where one is known."""
+    src = text.splitlines()
+    out: list[str] = []
+    for raw in stderr.splitlines():
+        if not raw.strip() or raw.startswith((" ", "\t")) or raw.startswith("Try ") or set(raw.strip()) <= {"^", "~"}:
+            continue
+        m, n = _NFT_AT.match(raw), None
+        if m:
+            n, msg = int(m.group(1)), raw[m.end():].replace("Error: ", "", 1)
+        else:
+            mi = _IPT_AT.search(raw)
+            if mi:
+                n = int(mi.group(1) or mi.group(2))
+            msg = (raw[mi.end():] if mi and mi.start() == 0 else raw).strip()
+            if re.fullmatch(r"\S*(iptables|ip6tables)\S* v[\d.]+.*:\s*", raw.strip()):
+                continue  # the tool's version banner
+        if n is None:
+            out.append(msg.replace("/dev/stdin", source))
+            continue
+        line = src[n - 1].strip() if 0 < n <= len(src) else ""
+        feat = missing_feature(line) if line else None
+        out.append(f"{source}:{n}: {msg}" + (f": '{line[:120]}'" if line else "") + (f" — {feat}" if feat else ""))
+    return list(dict.fromkeys(out))
+
+
+def kernel_message(exc: CommandFailed, text: str = "", source: str = "the rule set") -> str:
     """The refusal in one line: the tool's own message lines (not nft's echo of the rule, not
-    usage hints), the first two, with how many more errors there were."""
-    text = (exc.stderr or exc.stdout or "").strip()
-    lines = [l.strip() for l in text.splitlines()
-             if l.strip() and not l.startswith((" ", "\t")) and not l.startswith("Try ")]
-    more = sum("Error" in l for l in lines[2:])
-    msg = "; ".join(lines[:2])[:400] or exc.message
-    return msg + (f" (+{more} more error{'s' if more > 1 else ''})" if more else "")
+    usage hints) as :func:`refusal_lines`, the first two, with how many more errors there were."""
+    lines = refusal_lines((exc.stderr or exc.stdout or "").strip(), text, source)
+    more = len(lines) - 2
+    msg = "; ".join(lines[:2])[:600] or exc.message
+    return msg + (f" (+{more} more error{'s' if more > 1 else ''})" if more > 0 else "")
+
+
+_NFACCT = re.compile(r"--nfacct-name\s+(\S+)")
+#: nfnetlink_acct: create one named accounting object in the namespace the script runs in
+_NFACCT_ADD = """
+import os, socket, struct, sys
+for name in sys.argv[1:]:
+    s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 12)  # NETLINK_NETFILTER
+    nm = name.encode() + b"\\0"
+    attr = struct.pack("HH", 4 + len(nm), 1) + nm  # NFACCT_NAME
+    attr += b"\\0" * (-len(attr) % 4)
+    body = struct.pack("BBH", 0, 0, 0) + attr  # nfgenmsg: AF_UNSPEC, NFNETLINK_V0
+    # NFNL_SUBSYS_ACCT << 8 | NFNL_MSG_ACCT_NEW; NLM_F_REQUEST | NLM_F_ACK | NLM_F_EXCL | NLM_F_CREATE
+    s.send(struct.pack("IHHII", 16 + len(body), 7 << 8, 0x1 | 0x4 | 0x200 | 0x400, 1, 0) + body)
+    data = s.recv(4096)
+    err = -struct.unpack("i", data[16:20])[0] if struct.unpack("H", data[4:6])[0] == 2 else 0
+    if err and err != 17:  # EEXIST: already there
+        sys.exit(f"nfacct {name}: {os.strerror(err)}")
+"""
+
+
+def nfacct_names(text: str) -> list[str]:
+    """The nfacct objects an iptables-save file's ``-m nfacct --nfacct-name X`` matches need."""
+    return list(dict.fromkeys(n.strip('"') for n in _NFACCT.findall(text)))
 
 
 @dataclass
@@ -99,6 +181,9 @@ class ImportedFirewall:
             if self.kind == "nft":
                 ctx.host.run(["nft", "-f", "-"], ns=ctx.ns, input=self.text)
             else:
+                if nfacct_names(self.text):
+                    step = "nfacct objects"
+                    ctx.host.run([sys.executable, "-c", _NFACCT_ADD, *nfacct_names(self.text)], ns=ctx.ns)
                 if self.ipset_text:
                     step = "ipset restore"
                     ctx.host.run(["ipset", "restore"], ns=ctx.ns, input=self.ipset_text)
@@ -106,7 +191,9 @@ class ImportedFirewall:
                 ctx.host.run([self.restore_program], ns=ctx.ns, input=self.text)
         except CommandFailed as exc:
             self.flush(ctx)
-            raise BackendError(f"{self.source}: {step} refused the rule set, nothing is loaded: {kernel_message(exc)}",
+            msg = kernel_message(exc, self.text if step != "ipset restore" else self.ipset_text or "",
+                                 self.source if step != "ipset restore" else "the ipset file")
+            raise BackendError(f"{self.source}: {step} refused the rule set, nothing is loaded: {msg}",
                                fix="correct the rule set (it is loaded unchanged, as 'nft -f' or "
                                    "'iptables-restore' would)") from exc
         return time.perf_counter() - t0

@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 import statistics
 
+from fwlab.report.nics import offloads_text
 from fwlab.stats.ratio import ratio_to_zero
 from fwlab.published.compare import LIMITS
 from fwlab.results.curves import METRIC_INFO, Curve, primary_metric
@@ -199,6 +200,14 @@ def quality_sentence(trials: list[TrialRecord]) -> str:
     return s + "."
 
 
+def trial_length(suite: dict) -> str:
+    """A trial's length as the suite states it: its duration [s], or what a count-based trial holds
+    (``trial_length``: an imported rule set's class trials), never 'None s'."""
+    if suite.get("duration_s") is not None:
+        return f"{suite['duration_s']} s"
+    return suite.get("trial_length") or "length not recorded"
+
+
 def _rule_sets(run: dict, trials: list[TrialRecord]) -> str:
     trials = as_records(trials)
     acc: dict[tuple, set[int]] = {}
@@ -208,6 +217,12 @@ def _rule_sets(run: dict, trials: list[TrialRecord]) -> str:
     for (be, lay, sc), ns in sorted(acc.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
         if be == "none":
             parts.append("no firewall (reference)")
+            continue
+        if be == "imported":  # a user's file loaded verbatim: its size is the file's, not a generated count
+            parts.append("the imported rule set" + ("" if lay == "imported" else f" ({lay})"))
+            continue
+        if be == "drop-reference":
+            parts.append("drop reference (a forward-hook chain with policy drop, no rule)")
             continue
         what = "blocked URLs" if be == "proxy" else "rules"
         parts.append(f"{be} {lay}{' with established,related accept first' if sc else ''}: "
@@ -251,9 +266,9 @@ def render_overview(run: dict, trials: list[TrialRecord], cs: list[Curve], publi
         ("record", f"<span class='{'ok' if state.complete else 'warn'}'>{_e(state.sentence())}</span>"),
         ("tested", f"{_e(suite.get('description') or suite.get('name'))}"),
         ("test bed", _e(f"modes {', '.join(suite.get('mode') or [])}; IPv{'/'.join(str(v) for v in suite.get('ip_versions') or [])}; "
-                        f"device model {suite.get('device_model', 'veth')}; offloads {suite.get('offloads')}"
+                        f"device model {suite.get('device_model', 'veth')}; offloads {offloads_text(suite.get('offloads'))}"
                         f"{_wires(suite)}")),
-        ("traffic", _e(f"{_traffic(suite)}; {suite.get('duration_s')} s x {suite.get('repetitions')} repetitions")),
+        ("traffic", _e(f"{_traffic(suite)}; {trial_length(suite)} x {suite.get('repetitions')} repetitions")),
         ("rule sets", _e(_rule_sets(run, trials))),
         ("host", _e(f"{host.get('cpu_model')}, {host.get('cpus')} CPUs, {(host.get('memory_kib') or 0) // 1048576} GiB, "
                     f"Linux {host.get('kernel')}; fwlab {host.get('fwlab_version')} ({host.get('fwlab_git_revision')})")),

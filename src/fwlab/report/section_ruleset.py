@@ -73,7 +73,8 @@ def render_mix(mix: dict) -> str:
 
     rows = [["with the rule set", _range(mix.get("rate_pps") or {}, 1e-3, 1), _range(mix.get("cost_ns_per_packet") or {}),
              pcts(lat)],
-            ["reference (no rule set)", _range(mix.get("reference_rate_pps") or {}, 1e-3, 1), "", pcts(ref_lat)]]
+            ["reference (each class's own: forwarding or drop)", _range(mix.get("reference_rate_pps") or {}, 1e-3, 1),
+             "", pcts(ref_lat)]]
     parts.append(table(["", "rate [kpps]", "cost [ns/packet]", "latency p50 / p90 / p99 / p99.9 [µs]"], rows, left=1))
     if mix.get("rate_ratio"):
         parts.append(f"<p>Mix rate with the rule set / without: {_gain(mix['rate_ratio'])} (95 %, Fieller).</p>")
@@ -87,6 +88,52 @@ def render_mix(mix: dict) -> str:
                          + f" — {d.get('weight_covered', 0):.0%} of the mix's weight is timed")
     parts.append("<p class='muted'>" + ". ".join(n for n in notes if n) + ".</p>")
     return "\n".join(parts)
+
+
+def render_established(est: dict, costs: list[dict]) -> str:
+    """New flow and established, side by side: each twin's cost beside its new-flow class's."""
+    if not est:
+        return ""
+    by_id = {c["class_id"]: c for c in costs}
+    rows = []
+    for t in est.get("classes") or []:
+        new, old = t["class_id"][:-1], by_id.get(t["class_id"])
+        n = by_id.get(new)
+        rows.append([esc(new), esc(t["class_id"]), esc(t["rule_id"]), esc(t["expected"]),
+                     _range(n["rate_pps"], 1e-3, 1) if n else "–", _range(old["rate_pps"], 1e-3, 1) if old else "–",
+                     _range(n["cost_ns_per_packet"]) if n else "–",
+                     _range(old["cost_ns_per_packet"]) if old else "<span class='muted'>not measured</span>"])
+    parts = ["<h3>New flow and established</h3>"]
+    if rows:
+        parts.append(table(["new-flow class", "established twin", "twin decided by", "twin verdict",
+                             "new [kpps]", "established [kpps]", "new cost [ns/packet]",
+                             "established cost [ns/packet]"], rows, left=4))
+        parts.append(f"<p class='muted'>{esc(est.get('method') or '')}.</p>")
+    none = est.get("none") or {}
+    if none:
+        reasons: dict[str, list[str]] = {}
+        for k, v in none.items():
+            reasons.setdefault(v, []).append(k)
+        parts.append("<p class='muted'>No established twin: " + "; ".join(
+            f"{esc(', '.join(ids[:8]))}{' ...' if len(ids) > 8 else ''} ({esc(why)})" for why, ids in reasons.items())
+            + ".</p>")
+    return "\n".join(parts)
+
+
+def _ref_kind(c: dict) -> str:
+    """Which reference a class's cost is against (records before the drop reference: forwarding)."""
+    kind = c.get("reference")
+    return "" if kind in (None, "reference") else " <span class='muted'>(drop ref.)</span>"
+
+
+def _seen(c: dict, p: dict) -> str:
+    """Where the probe's packets arrived translated (DNAT, SNAT): the addresses the far side saw."""
+    pk = c["packet"]
+    other = [a for a in p.get("seen_as") or [] if (a["src"], a["dst"]) != (pk["src"], pk["dst"])]
+    if not other:
+        return ""
+    a = other[0]
+    return f" <span class='muted'>seen as {esc(a['src'])} → {esc(a['dst'])}:{a['dport']}</span>"
 
 
 def _pkt(p: dict) -> str:
@@ -150,6 +197,8 @@ def render(run: dict, trials: list[dict]) -> str | None:
         return None
     der = imp.get("derivation") or {}
     classes = {c["class_id"]: c for c in der.get("classes", [])}
+    est = imp.get("established") or {}
+    classes.update({c["class_id"]: c for c in est.get("classes") or []})
     probes = imp.get("probes") or []
     parts = ["<h2 id='ruleset'>Imported rule set: classes, verdicts, cost per class</h2>",
              table(None, [["file", esc(imp.get("file"))], ["loaded as", esc(imp.get("family"))],
@@ -158,9 +207,15 @@ def render(run: dict, trials: list[dict]) -> str | None:
                            ["digest (kernel listing)", f"<code>{esc((imp.get('digest') or '')[:16])}</code>"],
                            ["classes", f"{len(classes)} derived, {len(der.get('not_covered', []))} rules not covered"],
                            ["sampling", esc(der.get("sampling"))]])]
-    for n in der.get("notes", []):
+    if not classes:
+        parts.append("<p class='err'>No traffic class was derived: nothing was checked or measured (the run exits "
+                     "1). The table below says why each rule is not covered.</p>")
+    for n in list(imp.get("interface_notes") or []) + list(der.get("notes", [])):
         parts.append(f"<p class='warn'>{esc(n)}</p>")
     bad = [p for p in probes if p["status"] != "match"]
+    if imp.get("not_sent"):
+        parts.append("<p class='warn'>Derived but not sent: " + "; ".join(
+            f"{esc(k)} ({esc(v)})" for k, v in imp["not_sent"].items()) + ".</p>")
     if probes:
         verdict = ("<p class='ok'>Every class's observed verdict equals the rule set's.</p>" if not bad else
                    "<p class='err'>Findings: " + "; ".join(
@@ -173,16 +228,25 @@ def render(run: dict, trials: list[dict]) -> str | None:
             cls = "ok" if p["status"] == "match" else "err"
             rows.append([esc(c["class_id"]), esc(c["rule_id"]), esc(c["rule_text"]), _pkt(c["packet"]),
                          esc(c["expected"] + (" (reject)" if c["terminal"] == "reject" else "")),
-                         f"{esc(p['observed'])} ({p['arrived']}/{p['sent']})",
+                         f"{esc(p['observed'])} ({p['arrived']}/{p['sent']})" + _seen(c, p),
                          "–" if p["rule_counter_delta"] is None else p["rule_counter_delta"],
                          f"<span class='{cls}'>{esc(p['status'])}</span>"])
         parts.append(table(["class", "rule", "rule text", "probe packet", "rule set says", "observed (arrived/sent)",
                              "rule counter Δ", "check"], rows, left=4))
+        if any("interface_rx_delta" in p for p in probes):
+            parts.append("<p class='muted'>Arrived: the probe's own packets, counted exactly at the far side's bed "
+                         "host (an nft set keyed by addresses and ports, tcp/udp/icmp only), so the DUT's ARP and "
+                         "neighbour discovery on the link are not counted; a class that fails its check is left "
+                         "out of the costs and the mix.</p>")
     nc = der.get("not_covered") or []
     if nc:
         parts.append("<h3>Not covered</h3>" + table(["rule", "rule text", "why"],
                                                      [[esc(n["rule_id"]), esc(n["rule_text"]), esc(n["reason"])] for n in nc],
                                                      left=3))
+    elif not classes:
+        parts.append("<h3>Not covered</h3><p class='muted'>No rule on the forward path to list: "
+                     + esc("; ".join(der.get("notes") or []) or "the rule set holds no rule a forwarded packet meets")
+                     + ".</p>")
     costs = imp.get("costs") or []
     parts.append("<h3>Cost per class</h3>")
     if not costs:
@@ -196,17 +260,23 @@ def render(run: dict, trials: list[dict]) -> str | None:
             f"{_range(c['cost_ns_per_packet'])} ns/packet over {c['traversed_rules']} rules compared"
             for c in top) + ".</p>")
     parts.append(f"<p class='muted'>{esc(rate.get('method'))}; {rate.get('count')} frames per measurement, "
-                 f"{rate.get('repetitions')} rounds alternating rule set and reference (no rule set). Cost = "
-                 f"1e9/rate − 1e9/reference rate, per round; median [min … max] of the rounds. A dropped class can "
-                 f"cost less than forwarding (negative). Taken on a shared machine: compare within this run.</p>")
+                 f"{rate.get('repetitions')} rounds alternating the rule set and the references. Each class is "
+                 f"measured against its own reference: a class the rule set accepts against no rule set "
+                 f"(forwarding), a class it drops or rejects against the drop reference (one forward-hook chain "
+                 f"with policy drop), so a drop's cost is the cost of deciding to drop, never a saving against "
+                 f"forwarding. Cost = 1e9/rate − 1e9/reference rate, per round; median [min … max] of the rounds. "
+                 f"A rule set that drops earlier than the forward hook (prerouting, ingress) can still come out "
+                 f"below the drop reference. Taken on a shared machine: compare within this run.</p>")
     if imp.get("cost_note"):
         parts.append(f"<p class='warn'>Note: {esc(imp['cost_note'])}.</p>")
     rows = [[esc(c["class_id"]), esc(c["rule_id"]), esc(c["expected"]), c["traversed_rules"],
-             _range(c["rate_pps"], 1e-3, 1), _range(c["reference_rate_pps"], 1e-3, 1),
+             _range(c["rate_pps"], 1e-3, 1),
+             _range(c["reference_rate_pps"], 1e-3, 1) + _ref_kind(c),
              _range(c["cost_ns_per_packet"]), _lat(c), _lat(c, "reference"), _added(c)] for c in costs]
     parts.append(table(["class", "rule", "verdict", "rules compared", "rate [kpps]", "reference [kpps]",
                          "cost [ns/packet]", "latency p50 / p99 [µs]", "reference latency [µs]",
                          "added p50 [µs] (95 %)"], rows, left=3))
+    parts.append(render_established(est, costs))
     lt = imp.get("latency") or {}
     if any(c.get("latency") for c in costs):
         parts.append(f"<p class='muted'>Latency: {esc(lt.get('method'))}; {lt.get('count')} frames per trial at "
@@ -217,7 +287,12 @@ def render(run: dict, trials: list[dict]) -> str | None:
         parts.append(f"<p class='muted'>Latency not measured: {esc(imp['latency_missing'])}.</p>")
     if (imp.get("mix") or {}).get("rate_pps"):
         parts.append(render_mix(imp["mix"]))
+    left = {**(imp.get("left_out") or {}), **((imp.get("mix") or {}).get("left_out") or {})}
+    if left:
+        parts.append("<p class='err'>Left out of the costs and the mix: " + "; ".join(
+            f"{esc(k)} ({esc(v)})" for k, v in left.items()) + ".</p>")
     return "\n".join(parts)
 
 
-register(Section(kind="ruleset-class", title="Imported rule set", render=render, order=5))
+#: run-level: a run whose rule set gave no class has no trial, and its report still shows why
+register(Section(kind="ruleset-class", title="Imported rule set", render=render, order=5, run_level=True))

@@ -36,6 +36,7 @@ class RulesetRunConfig:
     latency_fraction: float = LATENCY_FRACTION
     class_weights: dict[str, float] | None = None  #: the user's mix profile (None: every class alike)
     mix_source: str | None = None  #: where the profile came from (a file, the suite)
+    interfaces_given: bool = False  #: the user named the interfaces (else they are proposed from the rule set)
 
 
 RULESET_KEYS = ("file", "ipset", "interfaces", "rate_count", "probe_count", "measure_rate", "seed",
@@ -83,6 +84,7 @@ def config_from_args(ruleset: str, *, ipset: str | None = None, interfaces: str 
     _check_latency(lc, LATENCY_FRACTION, "--latency-count")
     return RulesetRunConfig(ruleset=Path(ruleset), ipset=Path(ipset) if ipset else None,
                             interfaces=parse_interfaces(interfaces) if interfaces else dict(DEFAULT_INTERFACES),
+                            interfaces_given=bool(interfaces),
                             repetitions=repetitions or 3, measure_rate=not no_rate, latency_count=lc,
                             class_weights=read_mix_file(Path(mix)) if mix else None,
                             mix_source=str(mix) if mix else None)
@@ -137,4 +139,5 @@ def config_from_suite_file(path: Path, repetitions: int | None = None) -> Rulese
         class_weights=weights, mix_source=source, **lat,
         ruleset=base / table["file"], ipset=(base / table["ipset"]) if table.get("ipset") else None,
         interfaces=parse_interfaces(table.get("interfaces", DEFAULT_INTERFACES)), repetitions=reps,
+        interfaces_given="interfaces" in table,
         measure_rate=table.get("measure_rate", True), **ints)

@@ -99,10 +99,22 @@ def latency_why(summary: dict, cond: str) -> str | None:
     return None if d.get("latency_ns") else d.get("missing") or "no latency measured"
 
 
+REFERENCES = {
+    "reference": "no rule set: the DUT forwards the packet (the reference of a class the rule set accepts)",
+    "drop-reference": "one forward-hook chain with policy drop and no rule (the reference of a class the rule set "
+                      "drops or rejects: the cost of deciding to drop, not a saving against forwarding)"}
+
+
+def reference_of(c: TrafficClass) -> str:
+    """The condition that is class ``c``'s reference."""
+    return "reference" if c.expected == "accept" else "drop-reference"
+
+
 def summarize_costs(classes: list[TrafficClass], rates: dict[tuple[str, str], list[float]],
                     lat: dict[tuple[str, str], list[dict]] | None = None) -> list[dict]:
-    """Per class: rate with rules and without, cost [ns/packet] = 1e9/rate - 1e9/ref (per round,
-    then median and range), latency when measured, sorted most expensive first."""
+    """Per class: rate with rules and in its own reference (forwarding for a class the rule set
+    accepts, the drop reference for one it drops), cost [ns/packet] = 1e9/rate - 1e9/ref (per
+    round, then median and range), latency when measured, sorted most expensive first."""
     out = []
     for c in classes:
         r = rates.get((c.class_id, "rules"), [])
@@ -110,9 +122,12 @@ def summarize_costs(classes: list[TrafficClass], rates: dict[tuple[str, str], li
         costs = [1e9 / a - 1e9 / b for a, b in zip(r, ref) if a and b]
         out.append({"class_id": c.class_id, "rule_id": c.rule_id, "rule_text": c.rule_text,
                     "expected": c.expected, "traversed_rules": c.traversed_rules,
+                    "reference": reference_of(c), "reference_text": REFERENCES[reference_of(c)],
                     "rate_pps": median_range(r), "reference_rate_pps": median_range(ref),
                     "cost_ns_per_packet": median_range(costs)})
         if lat is not None:
             out[-1]["latency"] = summarize_latency(c, lat)
     out.sort(key=lambda d: -(d["cost_ns_per_packet"]["median"] or float("-inf")))
     return out
+
+

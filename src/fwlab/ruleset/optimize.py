@@ -46,10 +46,9 @@ from fwlab.rules.optimize_iptables import propose_iptables
 from fwlab.ruleset.mix import median_range, mix_per_round, ratio_dict
 from fwlab.run.beds import open_bed
 from fwlab.run.header import derived_suite, new_record
-from fwlab.ruleset.probe import (DEFAULT_INTERFACES, PROBE_PPS, SETTLE_S, Bed, Routes, observed_verdict,
-                                 parse_interfaces, preflight, prepare, rate_trial, read_input, rx_packets,
-                                 send_args, send_frames)
-from fwlab.ruleset.run import kpps_text, note_to
+from fwlab.ruleset.probe import (DEFAULT_INTERFACES, PROBE_PPS, SETTLE_S, Bed, Routes, end_probes, observed_verdict,
+                                 parse_interfaces, preflight, prepare, rate_trial, read_input, send_counted)
+from fwlab.ruleset.run import class_trial_header, kpps_text, note_to
 from fwlab.runners.engine import engine_version
 from fwlab.stats.ratio import RATIO_METHOD
 
@@ -116,18 +115,15 @@ def _load_proposal_doc(b: Bed, prop: Proposal) -> str:
 
 # -- the live equivalence check --------------------------------------------------------------------
 def observe(b: Bed, engine: str, routes: Routes, c: TrafficClass, count: int) -> dict:
-    """Send ``count`` packets of probe ``c``; passed | dropped | inconclusive from the receiver's
-    rx counter (an inconclusive share is retried once, slower)."""
+    """Send ``count`` packets of probe ``c``; passed | dropped | inconclusive from the probe's own
+    packets counted at the receiving bed host (:func:`fwlab.ruleset.probe.send_counted`; an
+    inconclusive share is retried once, with more packets)."""
     routes.ensure(c)
     res: dict = {}
     for n, settle in ((count, PROBE_SETTLE_S), (max(count, 40), SETTLE_S)):
-        role, argv = send_args(engine, b, c, count=n, rate=str(PROBE_PPS))
-        other = "server" if role == "client" else "client"
-        r0 = rx_packets(b, other)
-        sent = int(send_frames(b, role, argv).get("offered_count") or 0)
-        time.sleep(settle)
-        arrived = rx_packets(b, other) - r0
-        res = {"sent": sent, "arrived": arrived, "observed": observed_verdict(sent, arrived)}
+        got = send_counted(b, engine, c, n, settle_s=settle)
+        res = {"sent": got.sent, "arrived": got.arrived, "observed": observed_verdict(got.sent, got.arrived),
+               "interface_rx_delta": got.interface_rx_delta}
         if res["observed"] != "inconclusive":
             break
     return res
@@ -280,10 +276,12 @@ def run_optimize(cfg: OptimizeConfig, out_root: Path, *, log: TextIO | None = sy
             head.append(f"  ... and {len(prop.merges) - 6} more runs")
         for line in head:
             note(line)
-        rec = new_record(out_root, derived_suite(
+        suite = derived_suite(
             f"optimize-{cfg.ruleset.stem}", repetitions=cfg.repetitions, ip_versions=sorted(model_a.families()),
             description=f"fwlab optimize {cfg.ruleset.name}: an equivalent rewrite, its equivalence on "
-                        f"derived probes, and its gain"),
+                        f"derived probes, and its gain")
+        suite["parsed"].update(class_trial_header(bed, cfg.rate_count))
+        rec = new_record(out_root, suite,
             {"trials": 0, "skipped": []},
             beds=[{**desc, "backend": "imported", "backend_version": fw_a.version(b.ctx), "dut_interfaces": b.names}])
         (rec.path / f"proposal.{suffix}").write_text(text_b)
@@ -373,6 +371,7 @@ def _measure(rec, b, engine, cfg, probes, model_a, model_b, fw_a, fw_b, digest_a
     traversed = {"original": {c.class_id: len(evaluate(model_a, c.packet).traversed) for c in probes},
                  "proposal": {c.class_id: len(evaluate(model_b, c.packet).traversed) for c in probes}}
     measured = pick_measured(probes, traversed["original"], cfg.classes)
+    end_probes(b)  # the probe-arrival counters off the bed hosts before any rate
     routes = Routes(b, measured)
     fws = {"original": (fw_a, digest_a), "proposal": (fw_b, digest_b)}
     rates: dict[tuple[str, str], list[float | None]] = {}

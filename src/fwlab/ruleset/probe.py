@@ -1,10 +1,13 @@
 """Traffic of one derived class through the DUT: the public probe API of ``fwlab run --ruleset``
 and ``fwlab optimize``.
 
-Owns: reading the user's files, the DUT's interface names, the prepared bed (interfaces renamed
-to the rule set's names, per-class host routes), sending a class's frames with fwlab-engine
-(``send_frames``), the receiving side's rx counter (``rx_packets``), the observed verdict of a probe
-burst, and one class rate trial written to the record. Never decides the order of work (the
+Owns: reading the user's files, the DUT's interface names (any number per side,
+:mod:`fwlab.ruleset.interfaces`), the prepared bed (interfaces renamed to the rule set's names, one
+link per further name, the bed hosts kept silent, per-class host routes), sending a class's frames
+with fwlab-engine (``send_frames``; an established class's flow opened first, :func:`open_flow`), the
+probe's own packets counted at the far side (:mod:`fwlab.ruleset.arrivals`; the interface's rx
+counter ``rx_packets`` only for comparison), the observed verdict of a probe burst with its
+translation check, and one class rate trial written to the record. Never decides the order of work (the
 rule-set run and optimize do) and never builds a bed (:func:`fwlab.run.beds.open_bed`).
 """
 
@@ -12,7 +15,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from fwlab.dut.base import DutContext
@@ -21,6 +24,9 @@ from fwlab.errors import FwlabError, RunnerError, SuiteError
 from fwlab.files import read_text
 from fwlab.results import RunRecord, trial_record, utc_now
 from fwlab.rules.derive import BedAddresses, TrafficClass
+from fwlab.ruleset.arrivals import ArrivalCounter, by_link, probe_packets, quiet, seen_as
+from fwlab.ruleset.established import is_twin, reply_of
+from fwlab.ruleset.interfaces import parse_map
 from fwlab.runners.engine import parse_result, require_engine
 from fwlab.testbed import Testbed, require_root, require_tool
 
@@ -32,23 +38,10 @@ DEFAULT_INTERFACES = {"eth0": "client", "eth1": "server"}
 
 
 def parse_interfaces(text: str | dict) -> dict[str, str]:
-    """'eth0=client,eth1=server' (or a suite's table) -> {name: role}, one name per role."""
-    if isinstance(text, str):
-        pairs = [p.split("=", 1) for p in text.split(",") if p.strip()]
-        if any(len(p) != 2 for p in pairs):
-            raise SuiteError(f"interfaces '{text}' is not NAME=ROLE,NAME=ROLE",
-                             fix="e.g. --interfaces eth0=client,eth1=server")
-        data = {k.strip(): v.strip().strip('"') for k, v in pairs}
-    else:
-        data = dict(text)
-    roles = sorted(data.values())
-    if "lo" in data:  # every namespace has its own loopback already: the veth could not take the name
-        raise SuiteError("interfaces: 'lo' is the namespace's own loopback interface, it cannot be a DUT interface",
-                         fix='name the DUT\'s interfaces as the rule set does, e.g. eth0=client,eth1=server')
-    if roles != ["client", "server"] or any(not n or len(n) > 15 or "/" in n or " " in n for n in data):
-        raise SuiteError(f"interfaces {data} must name one interface (<= 15 characters) for 'client' "
-                         f"and one for 'server'", fix='e.g. interfaces = { eth0 = "client", eth1 = "server" }')
-    return data
+    """'br-lan=client,pppoe-wan=server,wan6=server' (or a suite's table) -> {name: role}, checked
+    before anything is built (:func:`fwlab.ruleset.interfaces.parse_map`); the first name of a side
+    is its primary (the bed's own link)."""
+    return parse_map(text).as_dict()
 
 
 def read_input(path: Path, what: str) -> str:
@@ -63,26 +56,49 @@ def read_input(path: Path, what: str) -> str:
 
 
 # -- the bed -------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Link:
+    """One link between the DUT and a bed host, under the name the rule set uses on the DUT."""
+
+    role: str  #: client | server
+    name: str  #: the DUT's interface name (the rule set's)
+    peer: str  #: the bed host's interface on this link (what the engine sends and receives on)
+    dut_mac: str
+    peer_mac: str
+
+
 @dataclass
 class Bed:
     """The built bed as this run sees it: names as the rule set uses them, MACs, addresses."""
 
     bed: Testbed
     ctx: DutContext
-    names: dict[str, str]  #: role -> the DUT's interface name on that side
-    dut_mac: dict[str, str]  #: role -> MAC of the DUT's interface facing that role
-    addrs: BedAddresses
+    names: dict[str, str]  #: role -> the DUT's primary interface name on that side
+    dut_mac: dict[str, str]  #: role -> MAC of the DUT's primary interface facing that role
+    addrs: BedAddresses  #: the primary names' addresses (derivation per name pair: :func:`addresses_for`)
+    #: role -> the probe-arrival counter in that bed host's namespace (installed by the first probe,
+    #: removed by :func:`end_probes` before any rate is measured)
+    arrivals: dict[str, ArrivalCounter] = field(default_factory=dict)
+    links: dict[str, Link] = field(default_factory=dict)  #: DUT interface name -> its link
+    idle: list[str] = field(default_factory=list)  #: names created in the DUT only so the rule set loads
+
+    def link(self, name: str, role: str) -> Link:
+        """The link of DUT interface ``name`` (a class's iif/oif), else ``role``'s primary link."""
+        return self.links.get(name) or self.links[self.names[role]]
 
 
 def _mac(bed: Testbed, role: str, dev: str) -> str:
     return json.loads(bed.sh(role, "ip", "-j", "link", "show", dev).stdout)[0]["address"]
 
 
-def prepare(bed: Testbed, interfaces: dict[str, str]) -> Bed:
-    """Rename the DUT's interfaces to the rule set's names (addresses kept), route everything
-    not on the client side to the server, and describe the result."""
+def prepare(bed: Testbed, interfaces: dict[str, str], loads_also: list[str] = ()) -> Bed:
+    """Rename the DUT's interfaces to the rule set's primary names (addresses kept), cable one more
+    link per further name of a side (a veth pair from the DUT to that side's bed host), create the
+    names in ``loads_also`` as veth pairs inside the DUT (no traffic; so the rule set loads), route
+    everything not on the client side to the server, and describe the result."""
     t, plan = bed.topo, bed.topo.plan
-    names = {role: name for name, role in interfaces.items()}
+    m = parse_map(interfaces)
+    names = {role: m.primary(role) for role in ("client", "server")}
     devs = {"client": t.dut_client_if, "server": t.dut_server_if}
     macs = {role: _mac(bed, "dut", devs[role]) for role in devs}
     for role, dev in devs.items():
@@ -92,62 +108,153 @@ def prepare(bed: Testbed, interfaces: dict[str, str]) -> Bed:
         bed.sh("dut", "ip", "link", "set", names[role], "up")
     for v, gw in ((4, plan.server4), (6, plan.server6)):
         bed.sh("dut", "ip", f"-{v}", "route", "replace", "default", "via", gw, "dev", names["server"])
+    peers = {"client": t.client_if, "server": t.server_if}
+    links = {names[r]: Link(r, names[r], peers[r], macs[r], _mac(bed, r, peers[r])) for r in ("client", "server")}
+    for role in ("client", "server"):
+        for k, name in enumerate(m.extras(role), 1):
+            peer = t.ifname(f"{role[0]}x{k}")
+            bed.sh("dut", "ip", "link", "add", name, "type", "veth", "peer", "name", peer, "netns", bed.ns(role))
+            for r, dev in (("dut", name), (role, peer)):
+                bed.sh(r, "ip", "link", "set", dev, "up")
+            links[name] = Link(role, name, peer, _mac(bed, "dut", name), _mac(bed, role, peer))
+    for role in ("client", "server"):
+        quiet(bed.host, bed.ns(role))
+    idle = []
+    for k, name in enumerate(n for n in loads_also if n not in links):
+        bed.sh("dut", "ip", "link", "add", name, "type", "veth", "peer", "name", t.ifname(f"u{k}"))
+        bed.sh("dut", "ip", "link", "set", name, "up")
+        idle.append(name)
     addrs = BedAddresses(
         client_if=names["client"], server_if=names["server"],
         client={4: plan.client4, 6: plan.client6}, server={4: plan.server4, 6: plan.server6},
         client_net={4: plan.client_net4, 6: plan.client_net6}, server_net={4: plan.server_net4, 6: plan.server_net6},
         dut_own=(plan.dut_client_side4, plan.dut_server_side4, plan.dut_client_side6, plan.dut_server_side6))
     ctx = DutContext(bed.host, bed.ns("dut"), "routed")
-    return Bed(bed, ctx, names, macs, addrs)
+    return Bed(bed, ctx, names, macs, addrs, links=links, idle=idle)
 
 
-def _route_lines(b: Bed, c: TrafficClass) -> list[tuple[str, str]]:
-    """(address, side) routes class ``c`` needs on the DUT: its destination out of the receiving
-    side (to that side's bed host, which sees every frame at its interface) and its source back out
-    of the sending side (so a reject's ICMP error goes back to the sender, not on to the receiver)."""
-    p, v = c.packet.describe(), c.packet.family
+def addresses_for(b: Bed, client_if: str, server_if: str) -> BedAddresses:
+    """The bed's addresses with the probes entering and leaving through this pair of names."""
+    return BedAddresses(**{**b.addrs.__dict__, "client_if": client_if, "server_if": server_if})
+
+
+def _route_lines(b: Bed, c: TrafficClass) -> list[tuple[str, str, str]]:
+    """(address, side, DUT interface) routes class ``c`` needs on the DUT: its destination out of the
+    interface it leaves by (to that side's bed host, which sees every frame at its interface) and its
+    source back out of the one it entered by (so a reject's ICMP error goes back to the sender, not
+    on to the receiver)."""
+    p = c.packet.describe()
     to_side, from_side = ("server", "client") if c.direction == "c2s" else ("client", "server")
-    gw = {"client": b.addrs.client[v], "server": b.addrs.server[v]}
-    return [(a, s) for a, s in ((p["dst"], to_side), (p["src"], from_side)) if a != gw[s]]
+    out_if, in_if = b.link(p["oif"], to_side).name, b.link(p["iif"], from_side).name
+    want = [(p["dst"], to_side, out_if), (p["src"], from_side, in_if)]
+    dnat = getattr(c, "dnat", None)
+    if dnat and dnat.get("dst") and dnat["dst"] != p["dst"]:  # the translated destination leaves the same way
+        want.append((dnat["dst"], to_side, out_if))
+    # the gateways too: a host route through a further link (another class's) must not linger for this one
+    return want
 
 
 class Routes:
     """The DUT's per-class host routes: installed in one ``ip -batch`` up front, then changed only
-    when a class needs an address on the other side than the last class did (``run --ruleset``
-    and ``optimize`` alike)."""
+    when a class needs an address through another interface than the last class did (``run
+    --ruleset`` and ``optimize`` alike). A further link of a side reaches its bed host's gateway
+    address ``onlink``, with a permanent neighbour entry for the peer's MAC."""
 
-    def __init__(self, b: Bed, probes: list[TrafficClass]):
+    def __init__(self, b: Bed, probes: list[TrafficClass], opener=None):
         self.b = b
-        self.side: dict[str, str] = {}
+        self.opener = opener  #: opens an established class's flow before each burst of its packets (and with it,
+        #: the DUT's conntrack table is flushed before every burst)
+        self.side: dict[str, tuple[str, str]] = {}
+        for name, link in b.links.items():
+            if name != b.names[link.role]:
+                for v in (4, 6):
+                    gw = b.addrs.client[v] if link.role == "client" else b.addrs.server[v]
+                    b.bed.host.run(["ip", f"-{v}", "neigh", "replace", gw, "lladdr", link.peer_mac, "dev", name,
+                                    "nud", "permanent"], ns=b.ctx.ns, check=False)
         for c in probes:
-            for addr, s in _route_lines(b, c):
-                self.side[addr] = s
-        lines = [self._line(a, s) for a, s in self.side.items()]
+            for addr, s, dev in _route_lines(b, c):
+                self.side[addr] = (s, dev)
+        lines = [self._line(a, s, dev) for a, (s, dev) in self.side.items()]
         if lines:
             b.bed.host.run(["ip", "-batch", "-"], ns=b.ctx.ns, input="\n".join(lines) + "\n")
 
-    def _line(self, addr: str, s: str) -> str:
+    def _line(self, addr: str, s: str, dev: str) -> str:
         v = 6 if ":" in addr else 4
         gw = self.b.addrs.client[v] if s == "client" else self.b.addrs.server[v]
-        return f"route replace {addr} via {gw} dev {self.b.names[s]}"
+        if addr == gw:  # the gateway itself through a further link: on that link (its neighbour entry)
+            return f"route replace {addr} dev {dev}"
+        onlink = "" if dev == self.b.names[s] else " onlink"
+        return f"route replace {addr} via {gw} dev {dev}{onlink}"
 
     def ensure(self, c: TrafficClass) -> None:
-        for addr, s in _route_lines(self.b, c):
-            if self.side.get(addr) != s:
-                self.b.bed.host.run(["ip", *self._line(addr, s).split()], ns=self.b.ctx.ns)
-                self.side[addr] = s
+        """Route class ``c`` (and open its flow first when it is an established twin)."""
+        for addr, s, dev in _route_lines(self.b, c):
+            if self.side.get(addr) != (s, dev):
+                self.b.bed.host.run(["ip", *self._line(addr, s, dev).split()], ns=self.b.ctx.ns)
+                self.side[addr] = (s, dev)
+        if self.opener:
+            # every burst starts from an empty conntrack table: a new-flow class's packets are never
+            # taken for an earlier class's flow (established classes may share its addresses and ports)
+            self.b.bed.host.run(["conntrack", "-F"], ns=self.b.ctx.ns, check=False)
+            if is_twin(c):
+                self.opener(c)
+
+
+def open_flow(b: Bed, engine: str, c: TrafficClass) -> None:
+    """Open an established class's flow so conntrack has seen both directions: udp, one packet from
+    its sender and one reply from the far side (:func:`fwlab.ruleset.established.reply_of`); tcp, the
+    handshake (SYN seq 0, SYN-ACK seq ``SERVER_ISN`` ack 1, ACK seq 1 ack ``SERVER_ISN`` + 1), after
+    which the class's own packets are ACKs with those numbers (:func:`engine_proto`)."""
+    if c.packet.l4proto == "tcp":
+        steps = [(c, "tcp-syn"), (reply_of(c), f"tcp-synack:{SERVER_ISN}:1"), (c, f"tcp-ack:1:{SERVER_ISN + 1}")]
+    else:
+        steps = [(c, None), (reply_of(c), None)]
+    for pkt, proto in steps:
+        role, argv = send_args(engine, b, pkt, count=1, rate="1000", proto=proto)
+        send_frames(b, role, argv)
 
 
 # -- sending ---------------------------------------------------------------------------------
-def send_args(engine: str, b: Bed, c: TrafficClass, *, count: int, rate: str) -> tuple[str, list[str]]:
-    """(role that sends, fwlab-engine send argv) for ``count`` frames of class ``c``."""
+SERVER_ISN = 1_000_000  #: the spoofed SYN-ACK's sequence number of an established tcp class's handshake
+
+
+def engine_proto(c: TrafficClass) -> str:
+    """fwlab-engine's ``--proto`` for class ``c``'s packets: udp; a tcp flow's first packet is a SYN,
+    an established one's an ACK inside its opened window; icmp an echo request."""
+    proto = c.packet.l4proto
+    if proto == "udp":
+        return "udp"
+    if proto in ("icmp", "icmpv6"):
+        return "icmp-echo"
+    if c.packet.ct_state == "established":
+        return f"tcp-ack:1:{SERVER_ISN + 1}"
+    return "tcp-syn"
+
+
+def unsendable(c: TrafficClass) -> str | None:
+    """Why fwlab cannot send class ``c``'s packets as the class needs them (None: it can)."""
+    proto = c.packet.l4proto
+    if proto not in ("udp", "tcp", "icmp", "icmpv6"):
+        return f"protocol {proto}: fwlab-engine sends udp, tcp and icmp echo only"
+    if proto in ("icmp", "icmpv6") and c.packet.ct_state == "established":
+        return "an established icmp flow needs an echo reply, which fwlab-engine does not send"
+    if proto in ("icmp", "icmpv6") and getattr(c.packet, "icmp_type", None) not in (None, 8, 128):
+        return f"icmp type {c.packet.icmp_type}: fwlab-engine sends echo requests only"
+    return None
+
+
+def send_args(engine: str, b: Bed, c: TrafficClass, *, count: int, rate: str,
+              proto: str | None = None) -> tuple[str, list[str]]:
+    """(role that sends, fwlab-engine send argv) for ``count`` frames of class ``c`` (as ``proto``,
+    default :func:`engine_proto`), sent on the bed host's end of the link the class enters by."""
     p = c.packet.describe()
     role = "client" if c.direction == "c2s" else "server"
-    iface = b.bed.topo.client_if if role == "client" else b.bed.topo.server_if
+    link = b.link(p["iif"], role)
     frame = frame_size(c)
-    argv = [engine, "send", "--backend", "packet", "--iface", iface, "--dst-mac", b.dut_mac[role],
-            "--src", p["src"], "--dst", p["dst"], "--src-port", str(p["sport"]), "--dst-port", str(p["dport"]),
-            "--proto", "udp" if p["proto"] == "udp" else "tcp-syn", "--frame-size", str(frame),
+    proto = proto or engine_proto(c)
+    argv = [engine, "send", "--backend", "packet", "--iface", link.peer, "--dst-mac", link.dut_mac,
+            "--src", p["src"], "--dst", p["dst"], "--src-port", str(p["sport"] or 1),
+            "--dst-port", str(p["dport"] or 1), "--proto", proto, "--frame-size", str(frame),
             "--count", str(count), "--rate-pps", rate]
     return role, argv
 
@@ -161,13 +268,31 @@ def send_frames(b: Bed, role: str, argv: list[str]) -> dict:
 
 
 def rx_packets(b: Bed, role: str) -> int:
+    """The bed host's interface rx counter (every frame: the probe's, and the DUT's ARP and neighbour
+    discovery): recorded beside the exact count for comparison, never used as the verdict."""
     dev = b.bed.topo.client_if if role == "client" else b.bed.topo.server_if
     return b.bed.link_counters(role, dev)["rx_packets"]
 
 
+def _counters(b: Bed) -> dict[str, ArrivalCounter]:
+    if not b.arrivals:
+        for role in ("client", "server"):
+            b.arrivals[role] = ArrivalCounter(b.bed.host, b.bed.ns(role))
+            b.arrivals[role].install()
+    return b.arrivals
+
+
+def end_probes(b: Bed) -> None:
+    """Remove the probe-arrival counters from the bed hosts (before rates: nothing on the rate path)."""
+    for counter in b.arrivals.values():
+        counter.remove()
+    b.arrivals.clear()
+
+
 def observed_verdict(sent: int, arrived: int) -> str:
-    """passed | dropped | inconclusive from how many of ``sent`` probes arrived."""
-    if sent <= 0:
+    """passed | dropped | inconclusive from how many of ``sent`` probes arrived (``arrived`` counts the
+    probe's own packets only; more than were sent is never a pass)."""
+    if sent <= 0 or arrived > sent:
         return "inconclusive"
     share = arrived / sent
     if share >= PASS_MIN:
@@ -177,9 +302,12 @@ def observed_verdict(sent: int, arrived: int) -> str:
     return "inconclusive"
 
 
-def check_class(expected: str, observed: str, rule_delta: int | None, sent: int, is_policy: bool) -> tuple[str, str]:
+def check_class(expected: str, observed: str, rule_delta: int | None, sent: int, is_policy: bool,
+                arrived: int | None = None) -> tuple[str, str]:
     """(status, why): status match | mismatch | inconclusive."""
     want = "passed" if expected == "accept" else "dropped"
+    if arrived is not None and arrived > sent:
+        return "inconclusive", f"{arrived} packets arrived for {sent} sent: the count is not the probe's own"
     if observed == "inconclusive":
         return "inconclusive", f"between {DROP_MAX:.0%} and {PASS_MIN:.0%} of the probes arrived"
     if observed != want:
@@ -191,28 +319,91 @@ def check_class(expected: str, observed: str, rule_delta: int | None, sent: int,
     return "match", f"{observed} as the rule set says; {how}"
 
 
+@dataclass
+class Counted:
+    """One burst of a class's packets: how many the engine sent, how many of the probe's own arrived
+    at the far side's bed host, and what each side saw."""
+
+    sent: int
+    arrived: int
+    far: list  #: :class:`~fwlab.ruleset.arrivals.Arrival` at the receiving bed host
+    near: list  #: what came back to the sender (a reject's ICMP error or TCP reset)
+    interface_rx_delta: int  #: the receiving interface's rx counter (every frame, for comparison)
+    argv: list[str]
+
+
+def send_counted(b: Bed, engine: str, c: TrafficClass, count: int, before=None,
+                 settle_s: float = SETTLE_S) -> Counted:
+    """Send ``count`` packets of class ``c`` at the probe rate and count the probe's own arrivals
+    (:mod:`fwlab.ruleset.arrivals`); ``before()`` runs after the counters are reset, just before
+    sending (e.g. reading the rule counters), and ``send_counted`` waits ``settle_s`` after."""
+    role, argv = send_args(engine, b, c, count=count, rate=str(PROBE_PPS))
+    other = "server" if role == "client" else "client"
+    counters = _counters(b)
+    for counter in counters.values():
+        counter.reset()
+    if before:
+        before()
+    r0 = rx_packets(b, other)
+    send = send_frames(b, role, argv)
+    time.sleep(settle_s)
+    far, near = counters[other].read(), counters[role].read()
+    return Counted(sent=int(send.get("offered_count") or 0), arrived=probe_packets(far, c.packet.l4proto),
+                   far=far, near=near, interface_rx_delta=rx_packets(b, other) - r0, argv=argv)
+
+
+def check_translation(c: TrafficClass, seen: list[dict], dut_own: tuple[str, ...] = ()) -> str | None:
+    """Whether the class's packets reached the far side with the addresses the rule set gives them
+    (``final``: after DNAT the translated destination, after SNAT the new source, after masquerade
+    one of the DUT's own addresses); None when they did, or when the class says nothing about it."""
+    final = getattr(c, "final", None) or {}
+    if not seen or not final.get("dst"):
+        return None
+    top = seen[0]
+    want_src = final.get("src")
+    src_ok = (want_src is None or top["src"] == want_src
+              or (getattr(c, "snat", None) == "masquerade" and top["src"] in dut_own))
+    dport_ok = not final.get("dport") or top.get("dport") in (None, final["dport"])
+    if top["dst"] == final["dst"] and src_ok and dport_ok:
+        return None
+    return (f"arrived as {top['src']} -> {top['dst']}:{top.get('dport')}, the rule set translates it to "
+            f"{want_src or 'its source'} -> {final['dst']}:{final.get('dport')}")
+
+
 def probe(b: Bed, fw: ImportedFirewall, engine: str, c: TrafficClass, count: int,
           routes: Routes | None = None) -> dict:
     """Send ``count`` probes of class ``c`` (routed by ``routes``, or on their own) and check the
-    observed verdict and the class's rule counter against what the rule set says."""
+    observed verdict and the class's rule counter against what the rule set says. ``arrived``
+    counts the probe's own packets at the far side's bed host (:mod:`fwlab.ruleset.arrivals`),
+    ``seen_as`` says with which addresses they arrived, ``returned`` what came back to the sender
+    (a reject's ICMP error or TCP reset)."""
     if routes is None:
         routes = Routes(b, [c])
     routes.ensure(c)
-    role, argv = send_args(engine, b, c, count=count, rate=str(PROBE_PPS))
-    other = "server" if role == "client" else "client"
-    c0, r0 = fw.counters(b.ctx), rx_packets(b, other)
-    send = send_frames(b, role, argv)
-    time.sleep(SETTLE_S)
-    c1, r1 = fw.counters(b.ctx), rx_packets(b, other)
-    sent = int(send.get("offered_count") or 0)
-    arrived = r1 - r0
+    c0: dict[str, int] = {}
+    got = send_counted(b, engine, c, count, before=lambda: c0.update(fw.counters(b.ctx)))
+    c1 = fw.counters(b.ctx)
+    sent, arrived = got.sent, got.arrived
     moved = {k: c1.get(k, 0) - c0.get(k, 0) for k in c1 if c1.get(k, 0) != c0.get(k, 0)}
     rule_delta = moved.get(c.rule_id, 0) if c.rule_id in c1 else None
     obs = observed_verdict(sent, arrived)
-    status, why = check_class(c.expected, obs, rule_delta, sent, c.rule_id.startswith("policy:"))
+    status, why = check_class(c.expected, obs, rule_delta, sent, c.rule_id.startswith("policy:"), arrived)
+    seen = seen_as(got.far, c.packet.l4proto)
+    if status == "match" and obs == "passed":
+        role = "server" if c.direction == "c2s" else "client"
+        want_if = b.link(c.packet.oif, role).peer
+        links = by_link(got.far, c.packet.l4proto)
+        astray = sum(n for iface, n in links.items() if iface != want_if)
+        wrong = check_translation(c, seen, b.addrs.dut_own) or (
+            f"{astray} of {arrived} arrived through another link than {c.packet.oif}'s" if astray else None)
+        if wrong:
+            status, why = "mismatch", wrong
+    returned = [a.to_dict() for a in got.near]
     return {"class_id": c.class_id, "sent": sent, "arrived": arrived, "observed": obs,
             "expected": c.expected, "rule_counter_delta": rule_delta, "counters_moved": moved,
-            "status": status, "why": why, "argv": argv}
+            "seen_as": seen, "arrived_by_link": by_link(got.far, c.packet.l4proto), "returned": returned,
+            "returned_packets": sum(a["packets"] for a in returned), "interface_rx_delta": got.interface_rx_delta,
+            "status": status, "why": why, "argv": got.argv}
 
 
 def frame_size(c: TrafficClass) -> int:

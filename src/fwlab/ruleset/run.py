@@ -41,22 +41,26 @@ from __future__ import annotations
 
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
 from fwlab.dut.imported import ImportedFirewall
 from fwlab.errors import FwlabError
 from fwlab.results import RunRecord, trial_record, utc_now
-from fwlab.rules.derive import Derivation, TrafficClass, derive
+from fwlab.rules.derive import BedAddresses, Derivation, TrafficClass, derive
 from fwlab.run.beds import open_bed
 from fwlab.run.header import derived_suite, new_record
 from fwlab.ruleset.config import RulesetRunConfig
 from fwlab.ruleset.costs import latency_load, latency_missing, latency_why, summarize_costs
+from fwlab.ruleset.established import twins
+from fwlab.ruleset.interfaces import InterfaceMap, parse_map, propose, unmapped, unmapped_line
 from fwlab.ruleset.mix import mix_latency, resolve, summarize_mix
-from fwlab.ruleset.probe import (DROP_MAX, PASS_MIN, PROBE_PPS, Bed, Routes, class_spec, frame_size,
-                                 parse_interfaces, preflight, prepare, probe, rate_trial, read_input, send_args,
-                                 send_frames)
+from fwlab.ruleset.probe import (DROP_MAX, PASS_MIN, PROBE_PPS, Bed, Routes, addresses_for, class_spec, end_probes,
+                                 frame_size, open_flow, preflight, prepare, probe, rate_trial, read_input, send_args,
+                                 send_frames, unsendable)
 from fwlab.runners.engine import engine_version, metrics_from, parse_result, wait_ready
+from fwlab.testbed import Testbed, require_root, require_tool
 
 LATENCY_IDLE_S = 0.3  #: the latency receiver stops this long after the last frame [s]
 
@@ -71,34 +75,180 @@ def note_to(log: TextIO | None):
     return note
 
 
+def _key(c: TrafficClass) -> tuple:
+    return (tuple(c.decided_by), c.expected, c.direction, tuple(c.path), c.rule_id)
+
+
+def derive_all(model, b: Bed, seed: int = 1) -> Derivation:
+    """Classes for every pair of mapped names (client side x server side): the primary pair's, then
+    each further pair's classes that end differently (another deciding rule or path); a rule is not
+    covered when no pair gives it a class (the primary pair's reason)."""
+    m = InterfaceMap([n for n, l in b.links.items() if l.role == "client"],
+                     [n for n, l in b.links.items() if l.role == "server"])
+    pairs = [(b.names["client"], b.names["server"])] + [p for p in m.pairs() if p != (b.names["client"],
+                                                                                      b.names["server"])]
+    if "client_ifs" in getattr(BedAddresses, "__dataclass_fields__", {}):  # the derivation takes every name itself
+        full = BedAddresses(**{**b.addrs.__dict__, "client_ifs": tuple(m.client), "server_ifs": tuple(m.server)})
+        d = derive(model, full, seed=seed)
+        if not model.base:
+            d.notes.append("the rule set has no chain on the forward path: nothing it holds decides a forwarded packet")
+        return d
+    first: Derivation | None = None
+    classes: list[TrafficClass] = []
+    seen: set[tuple] = set()
+    covered: set[str] = set()
+    for cn, sn in pairs:
+        d = derive(model, addresses_for(b, cn, sn), seed=seed)
+        first = first or d
+        for c in d.classes:
+            covered.add(c.rule_id)
+            if _key(c) not in seen:
+                seen.add(_key(c))
+                classes.append(c)
+    for i, c in enumerate(classes, 1):
+        c.class_id = f"c{i}"
+    nc = [n for n in first.not_covered if n.rule_id not in covered]
+    notes = list(first.notes)
+    if not model.base:
+        notes.append("the rule set has no chain on the forward path (no base chain of the forward hook): "
+                     "nothing it holds decides a forwarded packet")
+    if len(pairs) > 1:
+        notes.append(f"classes derived for {len(pairs)} interface pairs ({', '.join(f'{a} -> {z}' for a, z in pairs)}, "
+                     f"both directions); a class per distinct deciding rule and path")
+    return Derivation(classes=classes, not_covered=nc, notes=notes, sampling=first.sampling)
+
+
+@dataclass
+class InterfacePlan:
+    """The names the bed gives the DUT for one rule set: the map, the names created only so the rule
+    set loads, and the lines that say so."""
+
+    names: dict[str, str]  #: {name: role}
+    loads_also: list[str]
+    lines: list[str]
+    unmapped: list[str]
+
+
+def interface_plan(cfg: RulesetRunConfig, fw: ImportedFirewall) -> InterfacePlan:
+    """The user's map, or (none given) the one proposed from the names the rule set uses; the names
+    it uses but the map leaves out, and the devices to create so it loads unchanged."""
+    lines = []
+    m = parse_map(cfg.interfaces)
+    if not cfg.interfaces_given:
+        prop = propose(fw.text, fw.kind)
+        if prop is not None and prop.as_dict() != m.as_dict():
+            m = prop
+            lines.append(f"interfaces: {m.text()} (proposed from the names the rule set uses; "
+                         f"give --interfaces NAME=client|server,... to choose)")
+    loose, make = unmapped(fw.text, fw.kind, m)
+    line = unmapped_line(fw.text, fw.kind, m)
+    if line:
+        lines.append(line)
+    return InterfacePlan(m.as_dict(), make, lines, loose)
+
+
+def class_trial_header(bed: Testbed, rate_count: int) -> dict:
+    """The record's suite fields a class trial has (``run --ruleset``, ``optimize``): offloads and
+    pinning as the bed set them, the traffic, and the trial's length as what it is (a frame count,
+    not a duration), so no report field is left empty."""
+    t = bed.topo
+    off = ", ".join(f"{k} {'on' if v else 'off'}" for k, v in t.offloads.__dict__.items())
+    return {"offloads": off,
+            "pinning": "fwlab-engine send not pinned (each class's frames from one sender thread)",
+            "traffic": [{"kind": "ruleset-class", "tool": "fwlab-engine", "sizes": [64, 78]}],
+            "trial_length": f"{rate_count:,} frames back to back per class and condition"}
+
+
+def covered_by_twins(not_covered: list, est: list[TrafficClass]) -> list:
+    """The derivation's not-covered rules less those an established twin ends at (the
+    ``ct state established`` rules a flow's first packet cannot reach)."""
+    done = {r for c in est for r in c.decided_by}
+    return [n for n in not_covered if n.rule_id not in done]
+
+
+def describe_class(c: TrafficClass) -> str:
+    """One class in one line: its packet, where it enters and leaves, and what the rule set does."""
+    p = c.packet.describe()
+    how = c.terminal if c.terminal in ("reject",) else c.expected
+    return (f"{c.class_id}: IPv{p['ip_version']} {p['proto']} {p['src']}:{p['sport']} -> {p['dst']}:{p['dport']} "
+            f"({p['iif']} -> {p['oif']}, ct {p['ct_state']}): {how} by {c.rule_id}"
+            + (f" [{c.rule_text[:80]}]" if c.rule_text else ""))
+
+
+def dry_run_ruleset(cfg: RulesetRunConfig, out: TextIO) -> int:
+    """``fwlab run --ruleset F --dry-run``: load the rule set in a throw-away bed (the kernel validates
+    it, exactly as the run would load it), derive and print the classes and what is not covered, tear
+    the bed down. Sends nothing (the engine is not even looked for) and writes no record. Exit 0 with
+    classes, 1 without."""
+    text = read_input(cfg.ruleset, "rule set")
+    ipset_text = read_input(cfg.ipset, "ipset file") if cfg.ipset else None
+    fw = ImportedFirewall.from_text(text, str(cfg.ruleset), ipset_text)
+    plan = interface_plan(cfg, fw)
+    require_root()
+    for prog in ("ip", "nft" if fw.kind == "nft" else fw.restore_program, *(("ipset",) if ipset_text else ())):
+        require_tool(prog)
+    for line in plan.lines:
+        out.write(line + "\n")
+    with open_bed("routed") as bed:
+        b = prepare(bed, plan.names, plan.loads_also)
+        load_s = fw.load(b.ctx)
+        try:
+            model = fw.readback(b.ctx)
+            deriv = derive_all(model, b, seed=cfg.seed)
+        finally:
+            fw.flush(b.ctx)
+    est, _ = twins(model, deriv.classes)
+    deriv.not_covered = covered_by_twins(deriv.not_covered, est)
+    out.write(f"{cfg.ruleset}: {fw.family}, the kernel accepted it in {load_s * 1e3:.1f} ms (a throw-away bed); "
+              f"interfaces {', '.join(f'{n}={r}' for n, r in plan.names.items())}\n")
+    out.write(f"{len(deriv.classes)} traffic classes" + (f" and {len(est)} established twins" if est else "") + ":\n")
+    for c in deriv.classes + est:
+        why = unsendable(c)
+        out.write(f"  {describe_class(c)}" + (f" — not sent: {why}" if why else "") + "\n")
+    out.write(f"{len(deriv.not_covered)} rules not covered:\n")
+    for n in deriv.not_covered:
+        out.write(f"  {n.rule_id}: {n.reason}" + (f" [{n.rule_text[:80]}]" if n.rule_text else "") + "\n")
+    for n in deriv.notes:
+        out.write(f"note: {n}\n")
+    out.write("dry run: nothing sent, no record written\n")
+    return 0 if deriv.classes else 1
+
+
 def run_ruleset(cfg: RulesetRunConfig, out_root: Path, *, log: TextIO | None = sys.stderr) -> RunRecord:
     text = read_input(cfg.ruleset, "rule set")
     ipset_text = read_input(cfg.ipset, "ipset file") if cfg.ipset else None
-    fw = ImportedFirewall.from_text(text, cfg.ruleset.name, ipset_text)
-    names = parse_interfaces(cfg.interfaces)
+    fw = ImportedFirewall.from_text(text, str(cfg.ruleset), ipset_text)
+    plan = interface_plan(cfg, fw)
+    names = plan.names
     engine = preflight(("nft" if fw.kind == "nft" else fw.restore_program,) + (("ipset",) if ipset_text else ()))
     note = note_to(log)
+    for line in plan.lines:
+        note(line)
     with open_bed("routed") as bed:
         desc = bed.describe()
-        b = prepare(bed, names)
+        b = prepare(bed, names, plan.loads_also)
         load_s = fw.load(b.ctx)  # a refusal raises here; `with` removes the bed
         digest = fw.digest(b.ctx)
         model = fw.readback(b.ctx)
-        deriv: Derivation = derive(model, b.addrs, seed=cfg.seed)
+        deriv: Derivation = derive_all(model, b, seed=cfg.seed)
         note(f"{cfg.ruleset.name}: {fw.family}, loaded in {load_s * 1e3:.1f} ms; "
              f"{len(deriv.classes)} traffic classes, {len(deriv.not_covered)} not covered")
         mix = resolve(cfg.class_weights, deriv.classes, f"class weights ({cfg.mix_source or 'the profile'})")
         mix["profile"] = cfg.class_weights
         mix["profile_source"] = cfg.mix_source
-        rec = new_record(out_root, derived_suite(
+        suite = derived_suite(
             f"ruleset-{cfg.ruleset.stem}", repetitions=cfg.repetitions, ip_versions=sorted(model.families()),
             description=f"imported rule set {cfg.ruleset.name}: derived traffic classes, their verdicts "
-                        f"and cost per class"),
-            {"trials": 0, "skipped": []},
-            beds=[{**desc, "backend": "imported", "backend_version": fw.version(b.ctx), "dut_interfaces": b.names}])
+                        f"and cost per class")
+        suite["parsed"].update(class_trial_header(bed, cfg.rate_count))
+        rec = new_record(out_root, suite, {"trials": 0, "skipped": []},
+                         beds=[{**desc, "backend": "imported", "backend_version": fw.version(b.ctx),
+                                "dut_interfaces": b.names}])
         imp = {"file": str(cfg.ruleset), "ipset_file": str(cfg.ipset) if cfg.ipset else None,
                "kind": fw.kind, "family": fw.family, "ip_version": fw.ip_version, "digest": digest,
                "load_s": load_s, "text": text, "interfaces": names, "derivation": deriv.to_dict(),
+               "interface_notes": plan.lines, "interfaces_unmapped": plan.unmapped,
+               "interfaces_created": b.idle,
                "probe": {"count": cfg.probe_count, "pps": PROBE_PPS, "pass_min": PASS_MIN, "drop_max": DROP_MAX},
                "rate": {"count": cfg.rate_count, "repetitions": cfg.repetitions, "frame_size": {"4": 64, "6": 78},
                         "method": "fwlab-engine send --backend packet --rate-pps max; rate = offered / elapsed "
@@ -116,37 +266,60 @@ def run_ruleset(cfg: RulesetRunConfig, out_root: Path, *, log: TextIO | None = s
         rec.run["ruleset_import"] = imp
         rec.save_run()
         try:
-            routes = Routes(b, deriv.classes)
-            probes = [probe(b, fw, engine, c, cfg.probe_count, routes) for c in deriv.classes]
+            est, no_twin = twins(model, deriv.classes)
+            deriv.not_covered = covered_by_twins(deriv.not_covered, est)
+            imp["derivation"]["not_covered"] = [n.to_dict() for n in deriv.not_covered]
+            imp["established"] = {"classes": [c.to_dict() for c in est], "none": no_twin,
+                                  "method": "an established twin per udp class the rule set accepts (when it tracks "
+                                            "connections): the same packet on its own source port, its flow opened "
+                                            "before every burst by one packet and one reply, so every measured "
+                                            "packet is ct state established; the twins are checked and measured "
+                                            "like the other classes, and left out of the mix"}
+            if est:
+                note(f"  {len(est)} established twins ({', '.join(c.class_id for c in est)})")
+            every = deriv.classes + est
+            imp["not_sent"] = {c.class_id: unsendable(c) for c in every if unsendable(c)}
+            every = [c for c in every if c.class_id not in imp["not_sent"]]
+            routes = Routes(b, every, opener=lambda c: open_flow(b, engine, c))
+            probes = [probe(b, fw, engine, c, cfg.probe_count, routes) for c in every]
+            end_probes(b)
             imp["probes"] = probes
             for p in probes:
                 note(f"  {p['class_id']}: expected {p['expected']}, observed {p['observed']} "
                      f"({p['arrived']}/{p['sent']}) -> {p['status']}")
+            checked = {p["class_id"] for p in probes if p["status"] == "match"}
+            measured = [c for c in every if c.class_id in checked]
+            imp["left_out"] = {p["class_id"]: f"check {p['status']}: {p['why']}" for p in probes
+                               if p["status"] != "match"}
+            imp["left_out"].update({i: f"not sent: {why}" for i, why in imp["not_sent"].items()})
+            mix.update(leave_out(mix, imp["left_out"]))
             rec.save_run()
             rates: dict[tuple[str, str], list[float]] = {}
             lat: dict[tuple[str, str], list[dict]] = {}
-            if cfg.measure_rate and deriv.classes:
+            if cfg.measure_rate and measured:
+                conds = conditions(measured)
                 for k in range(cfg.repetitions):
-                    order = ("rules", "reference") if k % 2 == 0 else ("reference", "rules")
+                    order = conds if k % 2 == 0 else conds[::-1]
                     for cond in order:
                         _set_condition(b, fw, cond)
-                        for c in deriv.classes:
+                        for c in measured_in(measured, cond):
                             rate = rate_trial(rec, b, engine, c, cond, k, count=cfg.rate_count, route=routes.ensure,
                                               **_identity(cond, digest, fw.family))
-                            rates.setdefault((c.class_id, cond), []).append(rate)
+                            rates.setdefault((c.class_id, rate_key(cond)), []).append(rate)
                     if cfg.latency_count:
-                        # both conditions at the same load, known once both rates of the round are:
-                        # the condition still loaded first, then the other (A B | B A, one reload)
-                        for cond in reversed(order):
-                            if cond != order[-1]:
+                        # both conditions at the same load, known once both rates of the round are: the
+                        # condition still loaded first if it is one of the two, then the other
+                        timed = [x for x in reversed(order) if x in ("rules", "reference")]
+                        for i, cond in enumerate(timed):
+                            if i or cond != order[-1]:
                                 _set_condition(b, fw, cond)
-                            for c in deriv.classes:
+                            for c in measured:
                                 if latency_missing(c) is None:
                                     lat.setdefault((c.class_id, cond), []).append(_latency_trial(
                                         rec, b, routes, engine, c, cond, k, cfg, digest, fw.family,
                                         latency_load(rates, c.class_id, k, cfg.latency_fraction)))
                     note(f"  rate round {k + 1}/{cfg.repetitions} done")
-                imp["costs"] = summarize_costs(deriv.classes, rates, lat if cfg.latency_count else None)
+                imp["costs"] = summarize_costs(measured, rates, lat if cfg.latency_count else None)
                 if not cfg.latency_count:
                     imp["latency_missing"] = "not measured (latency_count = 0)"
                 w = mix["weights"]
@@ -161,7 +334,9 @@ def run_ruleset(cfg: RulesetRunConfig, out_root: Path, *, log: TextIO | None = s
                      f"{kpps_text(mix['rate_pps'])} kpps, cost {_ns(mix['cost_ns_per_packet'])} ns/packet")
             else:
                 imp["costs"] = []
-                imp["rate_missing"] = "not measured (--no-rate)" if deriv.classes else "no traffic class derived"
+                imp["rate_missing"] = ("not measured (--no-rate)" if not cfg.measure_rate else
+                                       "no traffic class derived" if not deriv.classes else
+                                       "no class passed its functional check")
             rec.run["plan"]["trials"] = len(rec.trials())
             rec.set_status("complete")
         except BaseException:
@@ -172,11 +347,70 @@ def run_ruleset(cfg: RulesetRunConfig, out_root: Path, *, log: TextIO | None = s
     return rec
 
 
+#: the drop reference: the least a firewall can do to drop a packet forwarded through the DUT
+DROP_REFERENCE = """table inet fwlab_drop_reference {
+    chain forward { type filter hook forward priority 0; policy drop; }
+}
+"""
+def conditions(classes: list[TrafficClass]) -> list[str]:
+    """The conditions a round measures: with the rule set, the forwarding reference for the classes it
+    accepts, the drop reference for those it drops."""
+    out = ["rules"]
+    if any(c.expected == "accept" for c in classes):
+        out.append("reference")
+    if any(c.expected != "accept" for c in classes):
+        out.append("drop-reference")
+    return out
+
+
+def measured_in(classes: list[TrafficClass], cond: str) -> list[TrafficClass]:
+    """The classes measured in ``cond``: every class with the rule set; each class in its own reference."""
+    if cond == "rules":
+        return classes
+    return [c for c in classes if (c.expected == "accept") == (cond == "reference")]
+
+
+def rate_key(cond: str) -> str:
+    """The rates' key of a condition: both references are a class's ``reference`` (its own kind)."""
+    return "reference" if cond == "drop-reference" else cond
+
+
+def leave_out(mix: dict, left_out: dict[str, str]) -> dict:
+    """The mix without the classes that failed their check (weights renormalised over the rest);
+    ``left_out`` names each with its reason."""
+    w = dict(mix.get("weights") or {})
+    gone = {i: why for i, why in left_out.items() if i in w}
+    for i in gone:
+        w[i] = 0.0
+    total = sum(w.values())
+    return {"weights": {i: v / total for i, v in w.items()} if total > 0 else {i: 0.0 for i in w},
+            "left_out": gone, "weight_left_out": sum((mix.get("weights") or {}).get(i, 0.0) for i in gone)}
+
+
+def check_outcome(run: dict) -> tuple[int, str | None]:
+    """The exit status of a ``run --ruleset`` record and why: 1 when no traffic class was derived or
+    a class's observed verdict is not the rule set's (a mismatch, or inconclusive), else 0."""
+    imp = run.get("ruleset_import") or {}
+    der = imp.get("derivation") or {}
+    if not der.get("classes"):
+        return 1, (f"no traffic class derived from {imp.get('file')}: nothing was checked or measured "
+                   f"({len(der.get('not_covered') or [])} rules not covered; see the report's not-covered table)")
+    bad = [p for p in imp.get("probes") or [] if p.get("status") != "match"]
+    if bad:
+        return 1, (f"{len(bad)} of {len(imp.get('probes') or [])} classes failed their functional check and are left "
+                   f"out of the costs and the mix: " + "; ".join(f"{p['class_id']} {p['status']} ({p['why']})"
+                                                               for p in bad[:4]) + (" ..." if len(bad) > 4 else ""))
+    return 0, None
+
+
 def _set_condition(b: Bed, fw: ImportedFirewall, cond: str) -> None:
-    """Load the rule set (``rules``) or leave the DUT without one (``reference``)."""
+    """Load the rule set (``rules``), the drop reference (``drop-reference``), or leave the DUT
+    without one (``reference``)."""
     fw.flush(b.ctx)
     if cond == "rules":
         fw.load(b.ctx)
+    elif cond == "drop-reference":
+        b.ctx.host.run(["nft", "-f", "-"], ns=b.ctx.ns, input=DROP_REFERENCE)
 
 
 def kpps_text(d: dict) -> str:
@@ -202,7 +436,7 @@ def _latency_trial(rec: RunRecord, b: Bed, routes: Routes, engine: str, c: Traff
     other = "server" if role == "client" else "client"
     host, ns = b.bed.host, b.bed.ns(other)
     ready = host.scratch_path(f"latency-ready-{c.class_id}-{cond}-{k}-{time.monotonic_ns()}")
-    iface = b.bed.topo.client_if if other == "client" else b.bed.topo.server_if
+    iface = b.link(c.packet.oif, other).peer
     recv_argv = [engine, "recv", "--backend", "packet", "--iface", iface, "--port", str(c.packet.describe()["dport"]),
                  "--idle-timeout-s", str(LATENCY_IDLE_S), "--duration-s", str(round(cfg.latency_count / load * 2 + 10)),
                  "--ready-file", ready]
@@ -245,7 +479,13 @@ def _latency_trial(rec: RunRecord, b: Bed, routes: Routes, engine: str, c: Traff
 
 
 def _identity(cond: str, digest: str, family: str) -> dict:
-    """``run --ruleset``'s two conditions: the imported rule set, or none (the reference)."""
+    """``run --ruleset``'s conditions: the imported rule set, none (the forwarding reference), or the
+    drop reference."""
+    if cond == "drop-reference":
+        return {"backend": "drop-reference", "layout": "drop-reference",
+                "ruleset": {"digest": None, "family": "nft (drop reference)"}}
     on = cond == "rules"
     return {"backend": "imported" if on else "none", "layout": "imported" if on else "none",
             "ruleset": {"digest": digest if on else None, "family": family if on else None}}
+
+

@@ -1,0 +1,112 @@
+"""Established-flow classes of an imported rule set: the packets of a flow conntrack already knows.
+
+Owns, without touching the bed: which new-flow classes get an established twin (udp classes the
+rule set accepts, when the rule set tracks connections at all), the twin's packet (the same header
+fields on a port of its own, so its flow never mixes with the new-flow class's, with
+``ct state established``) and what the rule set does to it (walked through the model), and the
+reply that opens the flow (the same flow from the other side, ports and addresses swapped). The
+run opens each twin's flow before every burst of its packets: one packet out, one reply back, so
+conntrack has seen both directions and every further packet of the flow is *established* — the
+path most real packets take behind ``ct state established,related accept``.
+
+A tcp twin's flow is opened by a handshake (a SYN from the sender, a SYN-ACK from the far side, an
+ACK), after which its packets are ACKs inside the opened window (fwlab-engine ``--proto
+tcp-ack:SEQ:ACK``). ICMP echo gets no twin: that needs an echo reply the engine does not send.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from fwlab.rules.derive import TrafficClass
+from fwlab.rules.imported_model import ImportedRuleSet, evaluate
+
+SUFFIX = "e"  #: an established twin's class id: the new-flow class's id + "e"
+PORT_STEP = 1  #: the twin's source port: the class's + k (k = 1, 2, ...), the first the model decides alike
+
+
+def tracks_connections(rs: ImportedRuleSet) -> bool:
+    """Whether any rule matches a conntrack state (so the DUT tracks connections while it is loaded)."""
+    return any(m.field == "ct_state" for ch in rs.chains.values() for r in ch.rules for m in r.matches)
+
+
+def why_no_twin(rs: ImportedRuleSet, c: TrafficClass) -> str | None:
+    """Why class ``c`` gets no established twin (None: it gets one)."""
+    if is_twin(c):
+        return "it is an established class itself"
+    if c.expected != "accept":
+        return "the rule set drops its first packet: the flow is never established"
+    if c.packet.l4proto not in ("udp", "tcp"):
+        return (f"{c.packet.l4proto}: an established flow needs the far side's reply (an echo reply), which "
+                f"fwlab-engine does not send")
+    return None
+
+
+def twin(rs: ImportedRuleSet, c: TrafficClass) -> TrafficClass | None:
+    """The established twin of class ``c``: its packet on the first source port after ``c``'s (else
+    destination port) whose new-flow walk still accepts it (so the opening packet passes), marked
+    ``ct state established``, with the verdict, deciding rules and rule count of the established
+    walk. None when no port within 16 of either keeps the opening packet accepted."""
+    tries = [("sport", c.packet.sport + k * PORT_STEP) for k in range(1, 17)]
+    tries += [("dport", c.packet.dport + k * PORT_STEP) for k in range(1, 17)]
+    for fld, port in tries:
+        if port > 65535:
+            continue
+        first = replace(c.packet, **{fld: port})
+        if evaluate(rs, first).verdict != "accept":
+            continue
+        est = replace(first, ct_state="established")
+        out = evaluate(rs, est)
+        if out.verdict is None:
+            return None
+        rule = out.decided_by[-1] if out.decided_by else c.rule_id
+        return TrafficClass(
+            class_id=c.class_id + SUFFIX, rule_id=rule, rule_text=_text(rs, rule), path=[], expected=out.verdict,
+            terminal=out.terminal or "?", packet=est, direction=c.direction, traversed_rules=len(out.traversed),
+            decided_by=list(out.decided_by),
+            sampling=f"established twin of {c.class_id} ({'source' if fld == 'sport' else 'destination'} port "
+                     f"{port}; its flow opened by one packet and one reply before each burst)")
+    return None
+
+
+def _text(rs: ImportedRuleSet, rule_id: str) -> str:
+    if rule_id.startswith("policy:"):
+        ch = rs.chains.get(rule_id[7:])
+        return f"policy {(ch.policy if ch else None) or 'accept'} of {rule_id[7:]}"
+    try:
+        return rs.rule(rule_id).text
+    except KeyError:
+        return ""
+
+
+def twins(rs: ImportedRuleSet, classes: list[TrafficClass]) -> tuple[list[TrafficClass], dict[str, str]]:
+    """(established twins, {class id: why it has none}) for the new-flow ``classes``; none when the
+    derivation already gave established classes of its own."""
+    if any(is_twin(c) for c in classes):
+        return [], {}
+    if not tracks_connections(rs):
+        why = ("the rule set matches no conntrack state: an established packet takes the same path as a "
+               "flow's first one")
+        return [], {c.class_id: why for c in classes}
+    out, why = [], {}
+    for c in classes:
+        w = why_no_twin(rs, c)
+        t = None if w else twin(rs, c)
+        if t is None:
+            why[c.class_id] = w or "no port near the class's keeps its first packet accepted"
+        else:
+            out.append(t)
+    return out, why
+
+
+def reply_of(c: TrafficClass) -> TrafficClass:
+    """The packet that answers class ``c``'s flow: from the far side, addresses and ports swapped,
+    entering by the interface ``c`` leaves by."""
+    p = c.packet
+    back = replace(p, saddr=p.daddr, daddr=p.saddr, sport=p.dport, dport=p.sport, iif=p.oif, oif=p.iif)
+    return replace(c, class_id=c.class_id + "-reply", packet=back,
+                   direction="s2c" if c.direction == "c2s" else "c2s")
+
+
+def is_twin(c: TrafficClass) -> bool:
+    return c.packet.ct_state == "established"
