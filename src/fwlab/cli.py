@@ -3,18 +3,73 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import json
 import os
+import shutil
 import signal
 import sys
+import textwrap
 from pathlib import Path
 
 import fwlab
-from fwlab.errors import FwlabError
+from fwlab.errors import FwlabError, MeasurementFailed
 
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
+# -- the contract: exit statuses (docs/cli.md), printed in 'fwlab --help' ------------------------
+EXIT_OK = 0
+EXIT_FAILED = 1        #: the measurement ran but failed: a failed trial, a mismatched check, a runtime error
+EXIT_USAGE = 2         #: bad input: usage, a suite, a file, a missing tool or privilege
+EXIT_INTERRUPTED = 130  #: SIGINT or SIGTERM; finished trials are on disk
+
+EXIT_TABLE = """exit status:
+  0    success
+  1    the measurement ran but failed: a trial failed, a verdict or equivalence check
+       mismatched, or the test bed, a backend or a traffic tool failed while running
+  2    bad input: usage, a suite or file, a missing tool or privilege (one line on stderr
+       naming the problem and the fix)
+  130  interrupted (SIGINT/SIGTERM); a run's finished trials are on disk: fwlab run --resume DIR
+
+Commands that print results take --json and then print one JSON document on stdout.
+Needs root for 'run', 'clean', 'optimize' and 'bench'. Example: fwlab run quick"""
+
+
+@contextlib.contextmanager
+def _measuring():
+    """The phase in which traffic runs: a failure of the bed, a backend, a tool or a host raised
+    in it (`MeasurementFailed`) exits 1; the same error before it (e.g. an unknown backend
+    named on the command line) is bad input, 2."""
+    try:
+        yield
+    except MeasurementFailed as exc:
+        exc.during_measurement = True
+        raise
+
+
+def _print_json(doc) -> None:
+    """One JSON document on stdout (the --json contract)."""
+    print(json.dumps(doc, indent=2, default=str))
+
+
+def _width() -> int:
+    """Text width of the human output: $COLUMNS or the terminal's, at most 100."""
+    return min(shutil.get_terminal_size((100, 24)).columns, 100)
+
+
+def _text_table(headers: list[str] | None, rows: list[list], width: int | None = None, indent: str = "") -> str:
+    """Columns padded to their widest cell (no header row for ``headers`` None); the last column
+    cut with '…' to fit `width`."""
+    width = width or _width()
+    cells = [[("" if c is None else str(c)) for c in r] for r in rows]
+    ncol = len(headers) if headers else max((len(r) for r in cells), default=0)
+    widths = [max([len(headers[i]) if headers else 0] + [len(r[i]) for r in cells]) for i in range(ncol)]
+    lead = len(indent) + sum(w + 2 for w in widths[:-1])
+    room = max(width - lead, 12)
+    out = []
+    for r in ([headers] if headers else []) + cells:
+        last = r[-1] if len(r[-1]) <= room else r[-1][:room - 1] + "…"
+        out.append(indent + "".join(c.ljust(w + 2) for c, w in zip(r[:-1], widths, strict=False)) + last)
+    return "\n".join(line.rstrip() for line in out) + "\n"
 
 
 def _sigterm_as_interrupt(signum, frame):  # noqa: ARG001
@@ -23,7 +78,7 @@ def _sigterm_as_interrupt(signum, frame):  # noqa: ARG001
 
 def cmd_run(args) -> int:
     from fwlab.run.start import resume, start
-    from fwlab.report import prepare, print_summary, write_report
+    from fwlab.report import prepare
     from fwlab.suites import load_suite
 
     from fwlab.results.store import check_results_root
@@ -38,7 +93,8 @@ def cmd_run(args) -> int:
         from fwlab.ruleset.run import check_outcome, dry_run_ruleset, run_ruleset
         if args.dry_run:
             return dry_run_ruleset(ruleset_cfg, sys.stdout)
-        rec = run_ruleset(ruleset_cfg, Path(args.out), log=None if args.quiet else sys.stderr)
+        with _measuring():
+            rec = run_ruleset(ruleset_cfg, Path(args.out), log=None if args.quiet else sys.stderr)
         status, why = check_outcome(rec.run)
         if why:
             print(why, file=sys.stderr)
@@ -54,9 +110,10 @@ def cmd_run(args) -> int:
             from fwlab.testbed.hosts import load_hosts
             hosts, _ = load_hosts(args.hosts)
         if args.dry_run:
-            return _dry_run_resume(Path(args.resume), hosts, args.hosts, repair=args.repair)
-        rec = resume(Path(args.resume), quiet=args.quiet, hosts=hosts,
-                     hosts_origin=str(Path(args.hosts).resolve()) if args.hosts else None, repair=args.repair)
+            return _dry_run_resume(Path(args.resume), hosts, args.hosts, repair=args.repair, as_json=args.json)
+        with _measuring():
+            rec = resume(Path(args.resume), quiet=args.quiet, hosts=hosts,
+                         hosts_origin=str(Path(args.hosts).resolve()) if args.hosts else None, repair=args.repair)
     else:
         if not args.suite:
             raise FwlabError("no suite given", fix="fwlab run SUITE (see 'fwlab list'), or --resume DIR")
@@ -93,12 +150,28 @@ def cmd_run(args) -> int:
             from fwlab.suites import check_cpus
             check_cpus(suite)
         if args.dry_run:
-            return _dry_run(suite)
-        rec = start(suite, text, Path(args.out), quiet=args.quiet, hosts=hosts, prepare=prepare)
-    report = write_report(rec.path)
-    print_summary(rec.path, sys.stdout)
-    print(f"report: {report}")
-    return status
+            return _dry_run(suite, as_json=args.json)
+        with _measuring():
+            rec = start(suite, text, Path(args.out), quiet=args.quiet, hosts=hosts, prepare=prepare)
+    return max(status, _finish(rec.path, as_json=args.json))
+
+
+def _finish(run_dir: Path, *, as_json: bool, quiet: bool = False, appendix: str | None = None) -> int:
+    """Write the report of a record, print its summary (or with ``as_json`` the summary document)
+    and return the exit status: 1 when a trial failed or a check mismatched, else 0."""
+    from fwlab.report import print_summary, summary_document, write_report
+
+    report = write_report(run_dir, appendix)
+    doc = summary_document(run_dir)
+    if as_json:
+        _print_json(doc)
+    else:
+        if not quiet:
+            print_summary(run_dir, sys.stdout)
+        for why in doc["failures"]:
+            print(f"failed: {why}")
+        print(f"report: {report}")
+    return EXIT_FAILED if doc["failures"] else EXIT_OK
 
 
 def cmd_optimize(args) -> int:
@@ -108,12 +181,19 @@ def cmd_optimize(args) -> int:
     cfg = config_from_args(args.file, proposal=args.proposal, ipset=args.ipset, interfaces=args.interfaces,
                            repetitions=args.repetitions, classes=args.classes, rate_count=args.rate_count,
                            no_rate=args.no_rate)
-    res = run_optimize(cfg, Path(args.out), log=None if args.quiet else sys.stderr)
-    for line in res.summary:
-        print(line)
-    if res.record is not None:
-        print(f"report: {write_report(res.record)}")
-    return 1 if res.verdict == "different" else 0
+    with _measuring():
+        res = run_optimize(cfg, Path(args.out), log=None if args.quiet else sys.stderr)
+    report = write_report(res.record) if res.record is not None else None
+    if args.json:
+        _print_json({"verdict": res.verdict, "first_difference": res.first_difference, "summary": res.summary,
+                     "record": None if res.record is None else str(res.record),
+                     "report": None if report is None else str(report)})
+    else:
+        for line in res.summary:
+            print(line)
+        if report is not None:
+            print(f"report: {report}")
+    return EXIT_FAILED if res.verdict == "different" else EXIT_OK
 
 
 def _precision_arg(text: str) -> float | None:
@@ -155,9 +235,10 @@ def _ruleset_config(args):
     return None
 
 
-def _dry_run(suite, done: set[str] = frozenset(), trials: list[dict] | None = None) -> int:
-    """Print the plan's size, the combinations it leaves out (with the reason) and its rough
-    wall-time estimate (fwlab.run.estimate); change nothing. `done`: trial ids a resume would skip."""
+def _dry_run(suite, done: set[str] = frozenset(), trials: list[dict] | None = None, *, as_json: bool = False) -> int:
+    """Print the trials the plan would run (a table; ``as_json``: one document), the combinations
+    it leaves out (with the reason) and its rough wall-time estimate (fwlab.run.estimate);
+    change nothing. `done`: trial ids a resume would skip."""
     from fwlab.run.plan import Plan, expand, expand_max
     from fwlab.run.estimate import estimate_s
 
@@ -166,10 +247,11 @@ def _dry_run(suite, done: set[str] = frozenset(), trials: list[dict] | None = No
     est = estimate_s(suite, todo)
     beds = len({t.bed_key for t in todo.trials})
     already = f" ({len(plan.trials) - len(todo.trials)} of {len(plan.trials)} already done)" if done else ""
+    top = None
     if suite.precision is None:
-        print(f"{suite.name}: {len(todo.trials)} trials to run{already} on {beds} test bed(s), "
-              f"{len(plan.skipped)} combination(s) skipped; estimated {est / 60:.1f} min "
-              f"(rough, longer on a loaded machine)")
+        line = (f"{suite.name}: {len(todo.trials)} trials to run{already} on {beds} test bed(s), "
+                f"{len(plan.skipped)} combination(s) skipped; estimated {est / 60:.1f} min "
+                f"(rough, longer on a loaded machine)")
     else:  # adaptive: the minimum plan up to every figure at the maximum
         lo, hi = suite.repetition_range
         full = expand_max(suite)
@@ -182,17 +264,33 @@ def _dry_run(suite, done: set[str] = frozenset(), trials: list[dict] | None = No
         top = Plan(tuple(t for t in full.trials if t.trial_id not in done
                          and (t.trial_id in base or figure_id(t.to_dict()) not in stopped)), full.skipped)
         beds = len({t.bed_key for t in top.trials})
-        print(f"{suite.name}: adaptive repetitions, {lo}..{hi} per figure until its 95 % interval half-width "
-              f"is within {100 * suite.precision:g} % of its mean: {len(todo.trials)}..{len(top.trials)} trials to "
-              f"run{already} on {beds} test bed(s), {len(plan.skipped)} combination(s) skipped; estimated "
-              f"{est / 60:.1f}..{estimate_s(suite, top) / 60:.1f} min (rough, longer on a loaded machine)")
+        line = (f"{suite.name}: adaptive repetitions, {lo}..{hi} per figure until its 95 % interval half-width "
+                f"is within {100 * suite.precision:g} % of its mean: {len(todo.trials)}..{len(top.trials)} trials to "
+                f"run{already} on {beds} test bed(s), {len(plan.skipped)} combination(s) skipped; estimated "
+                f"{est / 60:.1f}..{estimate_s(suite, top) / 60:.1f} min (rough, longer on a loaded machine)")
+    if as_json:
+        _print_json({"suite": suite.name, "summary": line, "trials": [t.to_dict() for t in todo.trials],
+                     "at_most_trials": None if top is None else [t.to_dict() for t in top.trials],
+                     "already_done": len(plan.trials) - len(todo.trials), "beds": beds,
+                     "skipped": list(plan.skipped), "estimate_s": est,
+                     "estimate_max_s": None if top is None else estimate_s(suite, top)})
+        return EXIT_OK
+    print(textwrap.fill(line, _width()))
+    # the trial id names the traffic, size, backend, rules, layout, mode, link and repetition
+    if todo.trials:
+        sys.stdout.write(_text_table(["#", "trial_id"], [[i, t.trial_id] for i, t in enumerate(todo.trials, 1)]))
+    if top is not None and len(top.trials) > len(todo.trials):
+        print(f"  ... and up to {len(top.trials) - len(todo.trials)} more repetitions where a figure is not "
+              f"yet within the precision (--json lists them)")
     for s in plan.skipped:
-        print(f"  skipped: {s['mode']} {s['backend']} {s['layout']}"
-              f"{' stateful-shortcut' if s['stateful_shortcut'] else ''}: {s['reason']}")
-    return 0
+        print(textwrap.fill(f"skipped: {s['mode']} {s['backend']} {s['layout']}"
+                            f"{' stateful-shortcut' if s['stateful_shortcut'] else ''}: {s['reason']}", _width(),
+                            initial_indent="  ", subsequent_indent="    "))
+    return EXIT_OK
 
 
-def _dry_run_resume(path: Path, hosts=None, hosts_file: str | None = None, repair: bool = False) -> int:
+def _dry_run_resume(path: Path, hosts=None, hosts_file: str | None = None, repair: bool = False, *,
+                    as_json: bool = False) -> int:
     """What ``run --resume DIR`` would still run, read from the record without writing to it
     (with ``--hosts``: checked against the run's hosts first, connecting to none; a damaged
     record is refused as the resume would refuse it, or, with ``--repair``, the lines it would
@@ -208,7 +306,7 @@ def _dry_run_resume(path: Path, hosts=None, hosts_file: str | None = None, repai
             raise FwlabError(f"{path} is damaged: {why}", fix="restore it from a backup" if read.unreadable else
                              f"fwlab run --resume {path} --repair moves the bad lines to a side file (kept), "
                              "or restore the record from a backup")
-        print(f"--repair would move aside: {why}")
+        print(f"--repair would move aside: {why}", file=sys.stderr if as_json else sys.stdout)
     parsed = rec.run.get("suite", {}).get("parsed") if isinstance(rec.run.get("suite"), dict) else None
     if not isinstance(parsed, dict):
         raise FwlabError(f"{path}/run.json holds no parsed suite", fix="resume a directory written by 'fwlab run'")
@@ -216,8 +314,10 @@ def _dry_run_resume(path: Path, hosts=None, hosts_file: str | None = None, repai
     if hosts is not None:
         change = resume_hosts_change(rec, suite, hosts, hosts_file)
         print(f"hosts file {hosts_file} matches the run's hosts; it changes "
-              + ("; ".join(f"{r}: {', '.join(k)}" for r, k in change["changed"].items()) or "nothing"))
-    return _dry_run(suite, done={t["trial_id"] for t in read.trials if not t.get("error")}, trials=read.trials)
+              + ("; ".join(f"{r}: {', '.join(k)}" for r, k in change["changed"].items()) or "nothing"),
+              file=sys.stderr if as_json else sys.stdout)
+    return _dry_run(suite, done={t["trial_id"] for t in read.trials if not t.get("error")}, trials=read.trials,
+                    as_json=as_json)
 
 
 def quick_variant(suite: str) -> str:
@@ -235,8 +335,6 @@ def quick_variant(suite: str) -> str:
 
 
 def cmd_report(args) -> int:
-    from fwlab.report import print_summary, write_report
-
     appendix = None
     if args.noise and not args.against:
         raise FwlabError("--noise needs --against", fix="fwlab report RUN --against OLD --noise FILE")
@@ -248,11 +346,7 @@ def cmd_report(args) -> int:
             from fwlab.analysis.baseline import load_noise
             noise = load_noise(args.noise)
         appendix = changed_since_html(Path(args.run_dir), Path(args.against), noise)
-    path = write_report(Path(args.run_dir), appendix)
-    if not args.quiet:
-        print_summary(Path(args.run_dir), sys.stdout)
-    print(f"report: {path}")
-    return 0
+    return _finish(Path(args.run_dir), as_json=args.json, quiet=args.quiet, appendix=appendix)
 
 
 def cmd_list(args) -> int:
@@ -261,18 +355,22 @@ def cmd_list(args) -> int:
     from fwlab.runners import get_runner, runner_names
     from fwlab.suites import describe_builtins
 
-    print("suites:")
-    for name, desc in describe_builtins():
-        print(f"  {name:<16} {desc}")
-    print("backends:")
-    for name in backend_names():
-        print(f"  {name:<16} {get_backend(name).summary}")
-    print("traffic tools:")
-    for name in runner_names():
-        r = get_runner(name)
-        why = r.unavailable()
-        print(f"  {name:<16} {r.summary}" + (f"  [unavailable: {why}]" if why else ""))
-    return 0
+    doc = {"suites": [{"name": n, "description": d} for n, d in describe_builtins()],
+           "backends": [{"name": n, "summary": get_backend(n).summary} for n in backend_names()],
+           "traffic_tools": [{"name": n, "summary": (r := get_runner(n)).summary, "unavailable": r.unavailable()}
+                             for n in runner_names()]}
+    if args.json:
+        _print_json(doc)
+        return EXIT_OK
+    width = _width()
+    for title, key, rows in (("suites", "description", doc["suites"]), ("backends", "summary", doc["backends"]),
+                             ("traffic tools", "summary", doc["traffic_tools"])):
+        print(f"{title}:")
+        sys.stdout.write(_text_table(None, [[r["name"], ("[unavailable] " if r.get("unavailable") else "") + r[key]]
+                                            for r in rows], width, indent="  "))
+    print(textwrap.fill("(one line each, cut to the terminal; 'fwlab list --json' has the full text and why a "
+                        "tool is unavailable)", width))
+    return EXIT_OK
 
 
 def cmd_rules(args) -> int:
@@ -302,27 +400,41 @@ def cmd_rules(args) -> int:
         raise FwlabError(why, fix="choose another --layout or --backend")
     if here:  # the rule set can be shown, just not loaded on this host
         print(f"fwlab: note: {here}", file=sys.stderr)
+    if not args.i_know and not sys.stdout.isatty():
+        raise FwlabError("'fwlab rules' prints a whole firewall for a test bed's DUT (nftables: 'flush ruleset' and a "
+                         "forward chain with policy drop; iptables: a full filter table): piped into 'nft -f -' or "
+                         "iptables-restore on this host it replaces the host's own firewall, so it is not written "
+                         "to a pipe or file without --i-know",
+                         fix="print it to a terminal, or add --i-know to write it to a pipe or file (load it only "
+                             "in a namespace: ip netns exec NS nft -f FILE)")
     sys.stdout.write(be.render(rs, args.mode))
-    return 0
+    return EXIT_OK
 
 
 def cmd_clean(args) -> int:
     from fwlab.testbed import clean_leftovers, require_root
 
     require_root()
-    removed = clean_leftovers()
-    for ns in removed:
+    done = clean_leftovers(run_id=args.run, force=args.force)
+    if args.json:
+        _print_json({"removed": done.removed, "kept": done.kept})
+        return EXIT_OK
+    for ns in done.removed:
         print(f"removed namespace {ns}")
-    print(f"{len(removed)} leftover namespace(s) removed")
-    return 0
+    for ns in done.kept:
+        print(f"kept namespace {ns}: the run that built it is still running (--force removes it)")
+    print(f"{len(done.removed)} leftover namespace(s) removed, {len(done.kept)} of live runs kept")
+    return EXIT_OK
 
 
 def cmd_version(args) -> int:
     from fwlab.results.metadata import git_revision, tool_versions
+    from fwlab.runners.engine import find_engine
 
-    info = {"fwlab": fwlab.__version__, "git_revision": git_revision(), "tools": tool_versions()}
-    print(json.dumps(info, indent=2))
-    return 0
+    info = {"fwlab": fwlab.__version__, "git_revision": git_revision(), "fwlab-engine": find_engine(),
+            "tools": tool_versions()}
+    _print_json(info)
+    return EXIT_OK
 
 
 def cmd_baseline(args) -> int:
@@ -338,9 +450,13 @@ def cmd_baseline(args) -> int:
     else:
         if not args.suite:
             raise FwlabError("no suite given", fix="fwlab baseline SUITE --runs N, or --from-runs DIR DIR ...")
-        base = measure_baseline(args.suite, args.runs, Path(args.out or "results"), quiet=args.quiet)
+        with _measuring():
+            base = measure_baseline(args.suite, args.runs, Path(args.out or "results"), quiet=args.quiet)
         out = Path(args.out or "results")
     path = base.write(out)
+    if args.json:
+        _print_json({"baseline": str(path), **base.to_dict()})
+        return EXIT_OK
     pooled = base.noise.pooled_threshold_pct()
     print(f"{len(base.noise)} figures from {len(base.runs)} runs of '{base.suite}'"
           + (f"; mean 2-stdev band {pooled:.2f} % (seed 002's; compare tests with a t-test on this spread)"
@@ -374,6 +490,8 @@ def cmd_export(args) -> int:
     text, paths = export_run(Path(args.run_dir), args.format, args.out)
     if text is not None:
         sys.stdout.write(text)
+    elif args.json:
+        _print_json({"format": args.format, "files": [str(p) for p in paths]})
     elif args.format == "flent":
         print(f"{len(paths)} flent files in {paths[0].parent}")
     else:
@@ -413,7 +531,8 @@ def cmd_bench_engine(args) -> int:
     configs = parse_engine_configs(args.engine) if args.engine else DEFAULT_ENGINE_CONFIGS
     cfg = BenchConfig(rounds=args.rounds, seconds=args.seconds, engine_configs=configs,
                       phases=("forwarded",) if args.no_xdp else ("forwarded", "generator"), perf=args.perf)
-    res = run_bench(cfg, log=None if args.quiet else sys.stderr)
+    with _measuring():
+        res = run_bench(cfg, log=None if args.quiet else sys.stderr)
     print(json.dumps(res, indent=2) if args.json else format_table(res))
     return 0
 
@@ -428,7 +547,8 @@ def cmd_bench_conn(args) -> int:
                          fix="e.g. --rounds 3 --seconds 3 --workers 2 --addresses 8")
     cfg = ConnBenchConfig(rounds=args.rounds, seconds=args.seconds, workers=args.workers,
                           addresses=args.addresses, max_inflight=args.max_inflight, direct=not args.no_direct)
-    res = run_bench(cfg, log=None if args.quiet else sys.stderr)
+    with _measuring():
+        res = run_bench(cfg, log=None if args.quiet else sys.stderr)
     print(json.dumps(res, indent=2) if args.json else format_table(res))
     return 0
 
@@ -456,7 +576,8 @@ def cmd_bench_search(args) -> int:
                             initial_trial_s=args.initial_trial_s, coarse_targets=args.coarse_targets,
                             relative_width=args.width, rounds=args.rounds,
                             loss_ratio=args.loss_ratio, repetitions=args.repetitions, mlr_goal=args.mlr_goal)
-    res = run_bench(cfg, Path(args.out), log=None if args.quiet else sys.stderr, models=not args.no_models)
+    with _measuring():
+        res = run_bench(cfg, Path(args.out), log=None if args.quiet else sys.stderr, models=not args.no_models)
     print(json.dumps(res, indent=2) if args.json else format_table(res))
     return 0
 
@@ -511,7 +632,8 @@ def cmd_bench_precision(args) -> int:
                                rules=rules, rounds=args.rounds, out=args.out)
     cfg.check()
     require_root()
-    res = run_bench(cfg, start, log=None if args.quiet else sys.stderr)
+    with _measuring():
+        res = run_bench(cfg, start, log=None if args.quiet else sys.stderr)
     print(json.dumps(res, indent=2) if args.json else format_table(res))
     return 0
 
@@ -525,13 +647,37 @@ def cmd_bench_overhead(args) -> int:
     if args.rounds < 1:
         raise FwlabError("--rounds must be >= 1", fix="e.g. --rounds 1")
     cfg = OverheadConfig(suite=args.suite, out=Path(args.out), rounds=args.rounds)
-    res = run_bench(cfg, start, log=None if args.quiet else sys.stderr)
+    with _measuring():
+        res = run_bench(cfg, start, log=None if args.quiet else sys.stderr)
     print(json.dumps(res, indent=2) if args.json else format_table(res))
     return 0
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """Help that states every default: an option whose default is a value and whose help does
+    not name one gets "(default: X)"; text with line breaks (the exit-status table) is kept as
+    written, other text wrapped."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if (action.default not in (None, False, argparse.SUPPRESS) and action.option_strings
+                and "default" not in text and "%(default)" not in text):
+            text += " (default: %(default)s)"
+        return text
+
+    def _fill_text(self, text, width, indent):
+        if "\n" in text:
+            return "\n".join(indent + line for line in text.splitlines())
+        return super()._fill_text(text, width, indent)
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse with fwlab's error line: one line on stderr, exit 2 (subcommands inherit it)."""
+    """argparse with fwlab's error line: one line on stderr, exit 2 (subcommands inherit it),
+    and `_HelpFormatter`."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):
         line = " ".join(f"{self.prog}: {message}".splitlines())
@@ -545,7 +691,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="fwlab",
         description="Firewall performance lab: builds a namespace test bed, loads generated rule "
                     "sets into a firewall, drives real traffic through it and reports.",
-        epilog="Needs root for 'run' and 'clean'. Example: fwlab run quick")
+        epilog=EXIT_TABLE)
     p.add_argument("--version", action="version", version=f"fwlab {fwlab.__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
@@ -559,14 +705,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run the suite's built-in quick variant SUITE-quick instead (fewer rule counts, "
                         "sizes and repetitions, shorter trials; under 10 minutes here), e.g. "
                         "'fwlab run seed-001 --quick' runs seed-001-quick")
-    r.add_argument("--repetitions", type=int, help="override the suite's repetitions")
+    r.add_argument("--repetitions", type=int, help="override the suite's repetitions (default: the suite's)")
     r.add_argument("--precision", metavar="FRACTION",
                    help="adaptive repetitions: repeat each figure (interleaved) until its 95 %% t interval's "
                         "half-width is within FRACTION of its mean (0.03 = 3 %%), from --repetitions up to "
                         "--max-repetitions; 'none': fixed repetitions. Overrides the suite's precision")
     r.add_argument("--max-repetitions", type=int, metavar="N",
                    help="with a precision: the most repetitions of one figure (default 10)")
-    r.add_argument("--duration", type=float, metavar="S", help="override the suite's trial duration [s]")
+    r.add_argument("--duration", type=float, metavar="S",
+                   help="override the suite's trial duration [s] (default: the suite's duration_s)")
     r.add_argument("--link-rate", metavar="RATE",
                    help="emulate the wires at this line rate, e.g. 100mbit or 1gbit ('none': unshaped); "
                         "overrides the suite's link_rate")
@@ -577,12 +724,16 @@ def build_parser() -> argparse.ArgumentParser:
                                                    "([hosts.dut] ssh = \"root@host\", ...; docs/remote-hosts.md); with --resume: the "
                                                    "run's hosts reached another way (same roles, ifaces, addresses)")
     r.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    r.add_argument("--json", action="store_true",
+                   help="print one JSON document: the record's summary (every figure, as in summary.csv), "
+                        "where the record and report are, and what failed (with --dry-run: the plan)")
     r.add_argument("--repair", action="store_true",
                    help="with --resume: move trials.jsonl lines that are not trial records to "
                         "trials.damaged-UTC.jsonl beside it (kept, with their line numbers) and resume")
     r.add_argument("--dry-run", action="store_true",
-                   help="print the number of trials, the combinations left out (and why) and a rough "
-                        "wall-time estimate; change nothing (with --resume: what is still to run)")
+                   help="list the trials the run would make (a table; --json: every trial's identity), the "
+                        "combinations left out (and why) and a rough wall-time estimate; change nothing "
+                        "(with --resume: what is still to run)")
     r.add_argument("--ruleset", metavar="FILE",
                    help="measure your own rule set: nft syntax ('nft list ruleset' output) or iptables-save "
                         "output, loaded unchanged; derives one traffic class per rule, checks each class's "
@@ -621,33 +772,66 @@ def build_parser() -> argparse.ArgumentParser:
     op.add_argument("--no-rate", action="store_true", help="equivalence only, no gain")
     op.add_argument("--out", default="results", help="directory for run records (default: results)")
     op.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    op.add_argument("--json", action="store_true", help="print one JSON document: verdict, summary, record, report")
     op.set_defaults(func=cmd_optimize)
 
-    rp = sub.add_parser("report", help="(re)build report.html and summary.csv from a run record")
-    rp.add_argument("run_dir")
+    rp = sub.add_parser("report", help="(re)build report.html and summary.csv from a run record",
+                        description="Rebuild report.html and summary.csv of a run record from its run.json and "
+                                    "trials.jsonl alone (no traffic, no root), print the summary table and the "
+                                    "report's path. Exit 1 when the record holds a failed trial or a mismatched "
+                                    "verdict check.")
+    rp.add_argument("run_dir", help="a run directory (results/<suite>-<UTC time>)")
     rp.add_argument("-q", "--quiet", action="store_true", help="do not print the summary table")
+    rp.add_argument("--json", action="store_true",
+                    help="print one JSON document: every figure as in summary.csv, the record's state and "
+                         "what failed")
     rp.add_argument("--against", metavar="OLD", help="add a 'changed since' section: this run against the "
                                                      "earlier run OLD, by 'fwlab compare's significance rules")
     rp.add_argument("--noise", metavar="FILE", help="with --against: noise model from 'fwlab baseline'")
     rp.set_defaults(func=cmd_report)
 
-    ls = sub.add_parser("list", help="list built-in suites, firewall backends and traffic tools")
+    ls = sub.add_parser("list", help="list built-in suites, firewall backends and traffic tools",
+                        description="The built-in suites, the firewall backends and the traffic tools, one line "
+                                    "each, cut to the terminal's width (at most 100 columns); --json has the "
+                                    "full text and why a tool is unavailable here.")
+    ls.add_argument("--json", action="store_true", help="print one JSON document with the full descriptions")
     ls.set_defaults(func=cmd_list)
 
-    ru = sub.add_parser("rules", help="print a generated rule set in a backend's native syntax")
-    ru.add_argument("--backend", default="nftables")
-    ru.add_argument("--count", type=int, default=10)
-    ru.add_argument("--layout", default="linear", choices=LAYOUTS)
-    ru.add_argument("--mode", default="routed", choices=["routed", "bridge"])
-    ru.add_argument("--ip-version", type=int, default=4, choices=[4, 6])
-    ru.add_argument("--stateful-shortcut", action="store_true")
-    ru.add_argument("--seed", type=int, default=1)
+    ru = sub.add_parser("rules", help="print a generated rule set in a backend's native syntax",
+                        description="Print the rule set a suite would load into the DUT, in the backend's own "
+                                    "syntax (nft -f, iptables-restore, ...). It is a whole firewall for a test "
+                                    "bed's DUT: nftables output starts with 'flush ruleset' and drops all "
+                                    "other forwarded traffic, so it is printed to a terminal only, and to a "
+                                    "pipe or file with --i-know.")
+    ru.add_argument("--backend", default="nftables", help="firewall backend (see 'fwlab list')")
+    ru.add_argument("--count", type=int, default=10, help="rules before the permit rules (for kube-proxy: Services)")
+    ru.add_argument("--layout", default="linear", choices=LAYOUTS,
+                    help="linear: one rule per entry; set: one lookup; the others: real-world shapes")
+    ru.add_argument("--mode", default="routed", choices=["routed", "bridge"],
+                    help="the bed's mode (bridge mode uses the bridge family)")
+    ru.add_argument("--ip-version", type=int, default=4, choices=[4, 6], help="address family of the rules")
+    ru.add_argument("--stateful-shortcut", action="store_true",
+                    help="put an 'established, related: accept' rule first")
+    ru.add_argument("--seed", type=int, default=1, help="seed of the generated addresses and ports")
+    ru.add_argument("--i-know", action="store_true",
+                    help="write the rule set to a pipe or file too (it replaces a whole firewall: load it "
+                         "only in a namespace)")
     ru.set_defaults(func=cmd_rules)
 
-    c = sub.add_parser("clean", help="remove fwl-* namespaces left by crashed runs")
+    c = sub.add_parser("clean", help="remove fwl-* namespaces left by crashed runs (needs root)",
+                       description="Remove the fwl-<run id>-* namespaces (and the processes in them) of runs "
+                                   "whose owner process is gone: every bed writes an owner file "
+                                   "(/run/fwlab/owners/<run id>.json: pid and start time) when it is built; a "
+                                   "bed whose owner still runs is left alone unless --force.")
+    c.add_argument("--force", action="store_true", help="remove the namespaces of live runs too (stops them)")
+    c.add_argument("--run", metavar="RUN_ID", help="only the namespaces of this run id (fwl-RUN_ID-*); default: all")
+    c.add_argument("--json", action="store_true", help="print one JSON document: removed and kept namespaces")
     c.set_defaults(func=cmd_clean)
 
-    b = sub.add_parser("bench", help="benchmark fwlab's own tools (e.g. 'fwlab bench engine')")
+    b = sub.add_parser("bench", help="benchmark fwlab's own tools (e.g. 'fwlab bench engine')",
+                       description="Benchmarks of fwlab's own machinery (traffic engine, connection client, "
+                                   "searches, adaptive repetitions, run overhead) on a real bed; each prints "
+                                   "a table, or one JSON document with --json (needs root).")
     bsub = b.add_subparsers(dest="bench", metavar="BENCH", required=True)
     be = bsub.add_parser("engine", help="64 B packet rate: iperf3 vs trafgen vs fwlab-engine (needs root)",
                          description="On a routed bed with no rules, alternating the tools round by round, "
@@ -703,8 +887,8 @@ def build_parser() -> argparse.ArgumentParser:
     bs.add_argument("--rules", type=int, default=10000,
                     help="rules before the permit rule (default 10000: the DUT's rate is low enough that its "
                          "256-frame ring outlasts this VM's millisecond stalls; see docs/device-model.md)")
-    bs.add_argument("--layout", default="linear", choices=["linear", "set"])
-    bs.add_argument("--mode", default="routed", choices=["routed", "bridge"])
+    bs.add_argument("--layout", default="linear", choices=["linear", "set"], help="the DUT's rule-set layout")
+    bs.add_argument("--mode", default="routed", choices=["routed", "bridge"], help="the bed's mode")
     bs.add_argument("--trial-s", type=float, default=3.0, help="full-length trial duration of both searches [s] "
                                                                "(default 3)")
     bs.add_argument("--initial-trial-s", type=float, default=0.25,
@@ -794,7 +978,10 @@ def build_parser() -> argparse.ArgumentParser:
     bo.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     bo.set_defaults(func=cmd_bench_overhead)
 
-    v = sub.add_parser("version", help="print fwlab's and the tools' versions as JSON")
+    v = sub.add_parser("version", help="print fwlab's and the tools' versions as JSON",
+                       description="fwlab's version and git revision, the fwlab-engine binary fwlab runs "
+                                   "($FWLAB_ENGINE, the repository's build, else PATH) and every tool's version "
+                                   "line (null: not installed), as one JSON document (what run.json records).")
     v.set_defaults(func=cmd_version)
 
     b = sub.add_parser("baseline", help="measure each figure's run-to-run spread (noise model)",
@@ -807,6 +994,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--out", help="directory for the runs and the baseline file (default ./results; "
                                  "with --from-runs the first run's parent)")
     b.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    b.add_argument("--json", action="store_true", help="print one JSON document: the baseline and where it is")
     b.set_defaults(func=cmd_baseline)
 
     cp = sub.add_parser("compare", help="compare two runs figure by figure (%% change, significance)",
@@ -853,10 +1041,12 @@ def build_parser() -> argparse.ArgumentParser:
                                     "json: the record as one document; flent: one .flent.gz per "
                                     "stream/parallel/attack/rtt trial with its per-interval series; series: long-format "
                                     "CSV of every trial's per-interval samples (trial_id,t_s,field,value).")
-    ex.add_argument("run_dir")
-    ex.add_argument("--format", required=True, choices=["csv", "json", "flent", "series"])
+    ex.add_argument("run_dir", help="a run directory")
+    ex.add_argument("--format", required=True, choices=["csv", "json", "flent", "series"], help="what to write")
     ex.add_argument("--out", metavar="PATH", help="csv/json/series: file (default stdout); "
                                                   "flent: directory (default RUN/flent)")
+    ex.add_argument("--json", action="store_true",
+                    help="when writing files: print one JSON document naming them")
     ex.set_defaults(func=cmd_export)
     return p
 
@@ -895,7 +1085,9 @@ def main(argv: list[str] | None = None) -> int:
         from fwlab.run.start import Interrupted
 
         print(f"fwlab: error: {exc.one_line()}", file=sys.stderr)
-        return EXIT_INTERRUPTED if isinstance(exc, Interrupted) else EXIT_USAGE
+        if isinstance(exc, Interrupted):
+            return EXIT_INTERRUPTED
+        return exc.exit_status if getattr(exc, "during_measurement", False) else EXIT_USAGE
 
 
 if __name__ == "__main__":

@@ -73,7 +73,8 @@ def test_json_round_trips(run, tmp_path):
     assert text is None and paths == [out]
     doc = json.loads(out.read_text())
     rec = RunRecord.open(run)
-    assert doc == {"run": rec.run, "trials": rec.trials()}
+    assert {k: doc[k] for k in ("run", "trials")} == {"run": rec.run, "trials": rec.trials()}
+    assert len(doc["summary"]) == 8 and all(r["key"] and "rules" in r for r in doc["summary"])
     assert doc["trials"][0]["raw"]  # the JSON document keeps everything, raw output included
 
 
@@ -90,7 +91,7 @@ def test_flent_files_have_what_flents_loader_requires(run, tmp_path):
         assert set(obj) >= {"version", "metadata", "x_values", "results", "raw_values"}
         assert obj["version"] == FLENT_FILEFORMAT_VERSION == 3
         md = obj["metadata"]
-        assert md["NAME"] in ("tcp_1up_noping", "udp_flood")  # flent test names with fitting plots
+        assert md["NAME"] in ("tcp_1up_noping", "udp_flood", "command-output")  # flent tests with fitting plots
         for key in ("TIME", "T0"):
             datetime.strptime(md[key], "%Y-%m-%dT%H:%M:%S.%fZ")  # flent's UTC format
         assert md["TOTAL_LENGTH"] == max(obj["x_values"]) and md["STEP_SIZE"] > 0

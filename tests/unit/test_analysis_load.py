@@ -98,3 +98,21 @@ def test_without_pandas_the_frame_says_how_to_get_it(monkeypatch):
         run.to_dataframe()
     assert "fwlab[analysis]" in exc.value.one_line()
     assert len(run.trials) == 8  # everything else works without pandas
+
+
+def test_package_root_load_returns_typed_frames():
+    """``fwlab.load`` is the loader; timestamps are UTC datetimes, flags lists of codes."""
+    import pandas as pd
+
+    import fwlab
+    from fwlab.analysis.load import load as loader
+
+    assert fwlab.load is loader
+    run = fwlab.load(GOLDEN)
+    df = run.to_dataframe()
+    assert isinstance(df["started_utc"].dtype, pd.DatetimeTZDtype) and str(df["started_utc"].dt.tz) == "UTC"
+    assert (df["ended_utc"] > df["started_utc"]).all()
+    assert df["rules"].dtype == "int64"
+    assert all(isinstance(f, list) for f in df["flags"]) and ["receiver-bound"] in df["flags"].tolist()
+    s = run.summary_dataframe()
+    assert len(s) == 8 and all(isinstance(f, list) for f in s["quality_flags"])

@@ -34,7 +34,7 @@ def test_every_help_renders_percent_signs_once():
 
 
 def test_rules_prints_native_text(capsys):
-    assert cli.main(["rules", "--backend", "nftables", "--count", "1000", "--layout", "linear"]) == 0
+    assert cli.main(["rules", "--backend", "nftables", "--count", "1000", "--layout", "linear", "--i-know"]) == 0
     out = capsys.readouterr().out
     assert out.count('comment "deny-') == 1000
 

@@ -280,7 +280,7 @@ def test_dry_run_says_adaptive_with_a_range(capsys):
     assert cli.main(["run", "quick", "--dry-run", "--precision", "0.05", "--max-repetitions", "6"]) == 0
     out = capsys.readouterr().out
     assert "adaptive repetitions, 2..6 per figure" in out and "5 %" in out
-    assert "32..96 trials" in out
+    assert "48..144 trials" in out  # tcp, udp and the cost item
     lo, hi = out.split("estimated ")[1].split(" min")[0].split("..")
     assert 0 < float(lo) < float(hi)
     assert cli.main(["run", "quick", "--dry-run"]) == 0
@@ -327,9 +327,9 @@ def test_report_of_a_fixed_suite_has_no_precision_section(monkeypatch, tmp_path)
 def test_bench_alternates_contenders_and_judges_both_by_one_rule(monkeypatch, tmp_path):
     from fwlab.bench.precision import PrecisionBenchConfig, format_table, run_bench
 
-    # UDP quiet, TCP noisy (never within 3 % by 4 repetitions)
+    # UDP and the in-kernel cost quiet, TCP noisy (never within 3 % by 4 repetitions)
     def value(spec):
-        return (QUIET if spec.traffic == "udp" else NOISY)[spec.repetition - 1]
+        return (QUIET if spec.traffic in ("udp", "cost") else NOISY)[spec.repetition - 1]
 
     def fake_run_bed(self, bed_key, trials, kept=None, next_key=None, order=None):
         for spec in (trials if order is None else order):
@@ -353,8 +353,9 @@ def test_bench_alternates_contenders_and_judges_both_by_one_rule(monkeypatch, tm
     res = run_bench(cfg, run_suite, log=None)
     assert order == ["quick-fixed3", "quick-adaptive", "quick-adaptive", "quick-fixed3"]  # ABBA
     s = res["summary"]
-    assert s["fixed"]["trials"] == 8 * 3 and s["adaptive"]["trials"] == 4 * 2 + 4 * 4
-    assert s["fixed"]["share_met"] == 0.5 and s["adaptive"]["share_met"] == 0.5
+    # quick has three items (tcp, udp, cost); the simulated cost trials are as quiet as UDP
+    assert s["fixed"]["trials"] == 12 * 3 and s["adaptive"]["trials"] == 4 * 2 + 4 * 4 + 4 * 2
+    assert s["fixed"]["share_met"] == pytest.approx(2 / 3) and s["adaptive"]["share_met"] == pytest.approx(2 / 3)
     assert len(s["adaptive"]["not_met"]) == 4 and all("tcp" in f for f in s["adaptive"]["not_met"])
     assert s["adaptive_over_fixed"] == pytest.approx(s["adaptive"]["wall_s"] / s["fixed"]["wall_s"])
     assert s["adaptive_all_met"] is False
@@ -365,8 +366,8 @@ def test_bench_alternates_contenders_and_judges_both_by_one_rule(monkeypatch, tm
     # would need far more than the maximum of 4
     w = res["why"]
     assert w["cv_to_stop_at_min"] == pytest.approx(0.03 * 2 ** 0.5 / 12.7062, rel=1e-3)
-    assert w["figures"] == 16 and w["below_fixed"] == 8 and w["within_max"] == 8  # 2 adaptive runs x 8
-    assert "8 of 16 figures below fixed's count" in text
+    assert w["figures"] == 24 and w["below_fixed"] == 16 and w["within_max"] == 16  # 2 adaptive runs x 12
+    assert "16 of 24 figures below fixed's count" in text
     json.dumps(res)
     # the spread is the stats module's (Summary.cv) of the figure's values
     tcp = next(fid for fid in res["runs"][1]["cv"] if "tcp" in fid)

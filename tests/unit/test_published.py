@@ -242,7 +242,8 @@ def test_section_and_report(tmp_path):
     meta["suite"]["parsed"]["study"] = "seed-000"
     (run / "run.json").write_text(json.dumps(meta))
     page = write_report(run).read_text()
-    assert page.index("Overview") < page.index("As published") < page.index("Per-rule cost")
+    body = page[page.index("</nav>"):]  # after the table of contents: the answer (overview, per-rule cost) first
+    assert body.index("Overview") < body.index("<h2 id='per-rule") < body.index("<h2 id='published'")
 
 
 def test_headline_sentences_from_the_golden_run():

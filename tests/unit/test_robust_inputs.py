@@ -7,6 +7,8 @@ are unchanged afterwards, and no test bed is built."""
 
 from __future__ import annotations
 
+import json
+
 import hashlib
 import os
 import shutil
@@ -276,7 +278,9 @@ def test_a_broken_adapter_is_named_and_breaks_no_other_command(tmp_path, capsys,
     try:
         assert main(["list"]) == 0  # unrelated commands work
         out, _ = capsys.readouterr()
-        line = next(ln for ln in out.splitlines() if "command:bad" in ln)
+        assert any("command:bad" in ln and "INVALID" in ln for ln in out.splitlines())  # cut to 100 columns
+        assert main(["list", "--json"]) == 0  # the full text
+        line = next(b["summary"] for b in json.loads(capsys.readouterr().out)["backends"] if b["name"] == "command:bad")
         assert "INVALID" in line and str(p) in line and needle in line
         assert main(["run", "quick", "--dry-run"]) == 0
         capsys.readouterr()

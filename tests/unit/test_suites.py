@@ -19,7 +19,8 @@ def test_builtins_validate_and_expand():
 def test_quick_plan_shape():
     suite, _ = load_suite("quick")
     plan = expand(suite)
-    assert len(plan.trials) == 2 * 4 * 2 * 2  # layouts x rule counts x traffic x repetitions
+    assert len(plan.trials) == 2 * 4 * 3 * 2  # layouts x rule counts x traffic (tcp, udp, cost) x repetitions
+    assert sum(t.traffic == "cost" and t.tool == "kernel-cost" for t in plan.trials) == 2 * 4 * 2
     assert {t.rules for t in plan.trials} == {0, 100, 1000, 10000}
     # repetitions are the outer loop inside a bed: rep 1 finishes before rep 2 starts
     reps = [t.repetition for t in plan.trials]

@@ -20,7 +20,13 @@ RTT probe ran beside it (its per-second median RTT as ``Ping (ms) ICMP``); sever
 kind ``parallel`` are ``tcp_nup`` (``TCP upload sum`` and ``TCP upload avg``, test parameter
 ``upload_streams``); UDP is ``udp_flood`` (``UDP upload``); kind ``rtt`` (ping through the DUT) is
 ``ping`` (``Ping (ms) ICMP``); kind ``attack`` is its traffic's test with the flood in
-``FWLAB_BACKGROUND``. ``flent -i FILE -p totals`` (``-p ping`` for ping) plots them. The other
+``FWLAB_BACKGROUND``. ``flent -i FILE -p totals`` (``-p ping`` for ping) plots them. A UDP
+trial (iperf3 UDP or fwlab-engine test packets) also carries its packets lost per interval
+(client sent minus server received, from the link counters) as a series ``qdisc_stats_dut-path``
+in the shape of flent's qdisc mixin (``-p drops``), and gets a second file ``<id>.pps.flent.gz``:
+its received packet rate as flent's generic ``command-output`` test (``-p command-values``); an
+RFC 2544 trial exports its search trace (the offered load of each search trial, loss ratio and
+pass/fail riding along) as ``<id>.search.flent.gz``, ``command-output`` too. The other
 series (``tx packet rate``, ``TCP retransmits``, any other numeric field under its own name) and
 fwlab's identity fields (``TEST_PARAMETERS``) ride along; flent's own metadata fields (``NAME``,
 ``TITLE``, ``NOTE``, ``TIME``, ``T0``, ``LENGTH``, ``TOTAL_LENGTH``, ``STEP_SIZE``, ``IP_VERSION``,
@@ -44,8 +50,10 @@ import fwlab
 from fwlab.errors import FwlabError
 from fwlab.analysis.load import IDENTITY_FIELDS, SERIES_COLUMNS, series_rows
 from fwlab.files import check_output, check_output_dir, write_output
+from fwlab.results.curves import curves
 from fwlab.results.record import RunRecord
 from fwlab.results.trial import TrialRecord, as_records
+from fwlab.stats.run_summary import point_summaries
 
 __all__ = [
     "FLENT_FILEFORMAT_VERSION",
@@ -55,6 +63,8 @@ __all__ = [
     "FlentData",
     "export_run",
     "flent_documents",
+    "rfc2544_document",
+    "udp_rate_document",
     "read_flent",
     "record_json",
     "series_csv",
@@ -70,7 +80,10 @@ FLENT_FILEFORMAT_VERSION = 3
 FLENT_READS = (3, 4)
 FLENT_SUFFIX = ".flent.gz"
 #: traffic -> (flent test NAME whose plot definitions fit, name of the throughput series)
-FLENT_TESTS = {"tcp": ("tcp_1up_noping", "TCP upload"), "udp": ("udp_flood", "UDP upload")}
+FLENT_TESTS = {"tcp": ("tcp_1up_noping", "TCP upload"), "udp": ("udp_flood", "UDP upload"),
+               "engine": ("udp_flood", "UDP upload")}
+#: traffic that is UDP datagrams: iperf3's UDP and fwlab-engine's test packets
+UDP_TRAFFIC = ("udp", "engine")
 #: record kinds with a per-interval series that export as flent files
 FLENT_KINDS = ("stream", "parallel", "attack", "rtt")
 PING_SERIES = "Ping (ms) ICMP"
@@ -102,7 +115,7 @@ def _flent_test(trial: TrialRecord) -> tuple[str, str | None]:
         return "tcp_nup", "TCP upload sum"
     if traffic == "tcp":
         return ("tcp_1up" if has_rtt else "tcp_1up_noping"), "TCP upload"
-    if traffic == "udp":
+    if traffic in UDP_TRAFFIC:
         return "udp_flood", "UDP upload"
     return "fwlab", "throughput"
 
@@ -148,8 +161,12 @@ def series_csv(trials: list[TrialRecord]) -> str:
 # --- JSON ------------------------------------------------------------------------------------------
 
 def record_json(rec: RunRecord) -> str:
-    """The record as one JSON document: ``{"run": run.json, "trials": [trial, ...]}``."""
-    return json.dumps({"run": rec.run, "trials": rec.trials()}, indent=1, default=str) + "\n"
+    """The record as one JSON document: ``{"run": run.json, "trials": [trial, ...], "summary":
+    [row, ...]}``, the summary being summary.csv's rows with their ``key``
+    (``fwlab.stats.run_summary``: the values the report shows)."""
+    trials = rec.trials()
+    summary = [{"key": ps.key(), **ps.row()} for ps in point_summaries(curves(trials))]
+    return json.dumps({"run": rec.run, "trials": trials, "summary": summary}, indent=1, default=str) + "\n"
 
 
 # --- flent -----------------------------------------------------------------------------------------
@@ -244,14 +261,147 @@ def flent_document(trial: TrialRecord, run: dict) -> dict | None:
     }
     if trial.kind == "attack":
         metadata["FWLAB_BACKGROUND"] = (trial.extra or {}).get("background") or trial.background
+    loss = _link_loss(trial) if test_name == "udp_flood" else None
+    if loss is not None:  # flent's 'drops' plot (qdisc_stats.inc): lost packets per interval
+        lx, lost = loss
+        at = {round(xi, 6): v for xi, v in zip(lx, lost, strict=True)}
+        results[LOSS_SERIES] = [at.get(round(xi, 6)) for xi in x]
+        # flent's loader turns a file format 3 series' "dropped" from a running count into per
+        # interval values (as tc reports them): a running count from 0 at the trial's start
+        total, raw[LOSS_SERIES] = 0.0, [{"t": _epoch(t0), "val": 0.0, "dropped": 0.0, "ecn_mark": 0}]
+        for xi, v in zip(lx, lost, strict=True):
+            total += v
+            raw[LOSS_SERIES].append({"t": _epoch(t0) + xi, "val": v, "dropped": total, "ecn_mark": 0})
+        series_meta[LOSS_SERIES] = {"UNITS": "packets", "FWLAB_FIELD": "client_tx_pps - server_rx_pps per interval "
+                                                                        "(extra.link_series)"}
+        params.update({"qdisc_stats_hosts": LOSS_HOST, "qdisc_stats_interfaces": "lost"})
+        metadata["NOTE"] += (f"; '{LOSS_SERIES}' (flent -p drops): packets lost per interval, the client's sent "
+                             f"minus the server's received link counter, not a qdisc; the counters are read a "
+                             f"moment apart, so an interval can show a few hundred more or fewer (negative: "
+                             f"frames counted sent in one interval and received in the next), their sum is the "
+                             f"trial's loss")
     return {"version": FLENT_FILEFORMAT_VERSION, "metadata": metadata, "x_values": x,
             "results": results, "raw_values": raw}
 
 
+
 def flent_documents(rec: RunRecord) -> list[dict]:
-    """flent documents for every trial of a `FLENT_KINDS` kind that has a per-interval series."""
-    docs = [flent_document(t, rec.run) for t in rec.records() if t.kind in FLENT_KINDS]
+    """flent documents for every trial of a `FLENT_KINDS` kind that has a per-interval series,
+    a UDP trial's packet-rate companion (`udp_rate_document`) and every RFC 2544 trial's search
+    trace (`rfc2544_document`)."""
+    docs: list[dict | None] = []
+    for t in rec.records():
+        if t.kind in FLENT_KINDS:
+            docs.append(flent_document(t, rec.run))
+            if t.traffic in UDP_TRAFFIC:
+                docs.append(udp_rate_document(t, rec.run))
+        elif t.kind == "rfc2544":
+            docs.append(rfc2544_document(t, rec.run))
     return [d for d in docs if d is not None]
+
+
+#: the qdisc mixin of flent's tests (qdisc_stats.inc, included by udp_flood): a series
+#: ``qdisc_stats_<host>`` whose raw values carry ``dropped`` is drawn by flent's 'drops' plot
+LOSS_HOST = "dut-path"
+LOSS_SERIES = f"qdisc_stats_{LOSS_HOST}"
+#: flent's generic one-series test: its 'command-values' plot is a time series labelled by the
+#: test parameter ``command-label`` (the packet rate of a UDP trial, the load of each search trial)
+VALUES_TEST, VALUES_SERIES = "command-output", "command-values"
+
+
+def _link_loss(trial: TrialRecord) -> tuple[list[float], list[float]] | None:
+    """(t_s, packets lost in each interval) from the trial's link counters (``extra.link_series``:
+    the client's sent minus the server's received packets per interval; negative where frames
+    queued in one interval arrive in the next), None without both counters."""
+    pts = [p for p in (trial.extra or {}).get("link_series") or []
+           if isinstance(p, dict) and p.get("t_s") is not None
+           and isinstance(p.get("client_tx_pps"), (int, float)) and isinstance(p.get("server_rx_pps"), (int, float))]
+    if not pts:
+        return None
+    xs, lost, prev = [], [], 0.0
+    for p in pts:
+        t = float(p["t_s"])
+        xs.append(t)
+        lost.append((float(p["client_tx_pps"]) - float(p["server_rx_pps"])) * (t - prev))
+        prev = t
+    return xs, lost
+
+
+def _values_document(trial: TrialRecord, run: dict, x: list[float], ys: list[float], *, label: str, units: str,
+                     suffix: str, note: str, extra_results: dict[str, list] | None = None,
+                     extra_meta: dict[str, dict] | None = None) -> dict:
+    """A flent ``command-output`` document: one value series over x [s since the trial's start]."""
+    t0 = _parse_utc(trial.started_utc) or datetime.now(UTC).replace(tzinfo=None)
+    stamp = t0.strftime(_FLENT_TIME)
+    host = run.get("host") or {}
+    results = {VALUES_SERIES: ys, **(extra_results or {})}
+    raw = {name: [{"t": _epoch(t0) + xi, "val": y} for xi, y in zip(x, vals, strict=True) if y is not None]
+           for name, vals in results.items()}
+    params = {f: getattr(trial, f) for f in IDENTITY_FIELDS[:16]}
+    params.update({"command": f"fwlab {trial.kind} trial {trial.trial_id}", "command-label": label})
+    metadata = {
+        "NAME": VALUES_TEST, "TITLE": trial.trial_id, "TIME": stamp, "T0": stamp,
+        "LENGTH": max(x), "TOTAL_LENGTH": max(x),
+        "STEP_SIZE": (x[1] - x[0]) if len(x) > 1 else (x[0] or 1.0),
+        "HOST": None, "HOSTS": [], "LOCAL_HOST": host.get("hostname"), "IP_VERSION": trial.ip_version,
+        "NOTE": note, "DATA_FILENAME": _safe_name(trial.trial_id) + suffix + FLENT_SUFFIX,
+        "TEST_PARAMETERS": params,
+        "SERIES_META": {VALUES_SERIES: {"UNITS": units, "FWLAB_FIELD": label}, **(extra_meta or {})},
+        "KERNEL_NAME": "Linux", "KERNEL_RELEASE": host.get("kernel"),
+        "FWLAB_VERSION": host.get("fwlab_version", fwlab.__version__),
+        "FWLAB_SUITE": (run.get("suite") or {}).get("name"), "FWLAB_KIND": str(trial.kind),
+        "FWLAB_METRICS": trial.metrics,
+    }
+    return {"version": FLENT_FILEFORMAT_VERSION, "metadata": metadata, "x_values": x,
+            "results": results, "raw_values": raw}
+
+
+def udp_rate_document(trial: TrialRecord, run: dict) -> dict | None:
+    """A UDP trial's received packet rate per interval [packets/s] as flent's ``command-output``
+    test (``flent -i F -p command-values``), beside its ``udp_flood`` file; None without a
+    per-interval packet rate (the series' ``rx_pps``, else the server's link counter)."""
+    trial = as_records([trial])[0]
+    pts = [(float(p["t_s"]), float(p["rx_pps"])) for p in trial.series or []
+           if p.get("t_s") is not None and isinstance(p.get("rx_pps"), (int, float))]
+    source = "the received packet rate of the trial's series"
+    if not pts:
+        pts = [(float(p["t_s"]), float(p["server_rx_pps"])) for p in (trial.extra or {}).get("link_series") or []
+               if isinstance(p, dict) and p.get("t_s") is not None
+               and isinstance(p.get("server_rx_pps"), (int, float))]
+        source = "the server's link counter (received packets per interval)"
+    if not pts:
+        return None
+    x, ys = [p[0] for p in pts], [p[1] for p in pts]
+    return _values_document(trial, run, x, ys, label="received packets/s", units="packets/s", suffix=".pps",
+                            note=f"fwlab UDP trial through {trial.backend} {trial.layout} with {trial.rules} rules "
+                                 f"({trial.mode}): {source}; the bandwidth and loss are in the udp_flood file "
+                                 f"{_safe_name(trial.trial_id) + FLENT_SUFFIX}")
+
+
+def rfc2544_document(trial: TrialRecord, run: dict) -> dict | None:
+    """An RFC 2544 trial's search trace as flent's ``command-output`` test: the offered load of
+    each search trial [packets/s] at the end of that trial (x: seconds of search trials so far),
+    with each trial's loss ratio, pass/fail and phase riding along; None without a trace."""
+    trial = as_records([trial])[0]
+    steps = [s for s in trial.series or [] if isinstance(s.get("load_pps"), (int, float))]
+    if not steps:
+        return None
+    x, elapsed = [], 0.0
+    for s in steps:
+        elapsed += float(s.get("duration_s") or 0.0)
+        x.append(float(s["t_s"]) if s.get("t_s") is not None else elapsed)
+    ys = [float(s["load_pps"]) for s in steps]
+    loss = [None if not isinstance(s.get("loss_ratio"), (int, float)) else float(s["loss_ratio"]) for s in steps]
+    passed = [None if s.get("passed") is None else float(bool(s["passed"])) for s in steps]
+    tput = trial.metric("throughput_pps")
+    return _values_document(trial, run, x, ys, label="offered load of each search trial [packets/s]",
+                            units="packets/s", suffix=".search",
+                            note=f"fwlab RFC 2544 search ({trial.metric('algorithm')}) through {trial.backend} "
+                                 f"{trial.layout} with {trial.rules} rules ({trial.mode}), {len(steps)} search trials; "
+                                 f"throughput {tput if tput is None else round(tput)} packets/s",
+                            extra_results={"search trial loss ratio": loss, "search trial passed": passed},
+                            extra_meta={"search trial loss ratio": {"UNITS": "ratio", "FWLAB_FIELD": "loss_ratio"},
+                                        "search trial passed": {"UNITS": "1 = passed", "FWLAB_FIELD": "passed"}})
 
 
 def write_flent(rec: RunRecord, out_dir: Path | str) -> list[Path]:

@@ -62,6 +62,9 @@ KIND_METRICS = {
     "transactions": ("transactions_per_s", "tpm", "failure_pct", "throughput_bps"),
     "rtt": ("rtt_p50_ms", "rtt_p99_ms", "rtt_mean_ms", "loss_ratio"),
     "ruleset-class": ("tx_pps", "ns_per_packet"),  # one traffic class of an imported rule set (its id in the key)
+    # the firewall's own time per packet timed in the kernel (kernel-cost): the median, the ratio to
+    # the same-packet reference (steadiest between runs), net of the probe's floor
+    "cost": ("fw_p50_ns", "fw_ref_ratio_p50", "fw_net_p50_ns", "fw_calls_per_packet"),
 }
 
 #: curve fields a comparison may leave out of the key (e.g. compare a linear run with a set run)

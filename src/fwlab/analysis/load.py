@@ -4,8 +4,10 @@ Owns: `Run` (the record's ``run.json`` plus its trials, each a `Trial`: the stor
 small read-only class with the identity fields as attributes), the tidy per-trial table
 (`Run.to_dataframe`: one row per trial, identity columns first in `IDENTITY_FIELDS` order, then
 ``metrics.<name>`` columns, ``flags``, ``error``) and the long-format series table
-(`series_rows` / `Run.series_dataframe`: trial id, t_s, field, value). pandas is optional (the
-``[analysis]`` extra); everything but the two ``*dataframe`` methods works without it. Reads
+(`series_rows` / `Run.series_dataframe`: trial id, t_s, field, value) and the computed summary
+(`Run.summary` / `Run.summary_dataframe`: summary.csv's rows, from ``fwlab.stats.run_summary``).
+pandas is optional (the ``[analysis]`` extra); everything but the ``*dataframe`` methods works
+without it. ``fwlab.load`` at the package root is this module's `load`. Reads
 records only through `RunRecord`. Never touches statistics, plots, the test bed or traffic.
 """
 
@@ -18,9 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from fwlab.errors import FwlabError
+from fwlab.results.curves import curves
 from fwlab.results.identity import IDENTITY_FIELDS as TRIAL_IDENTITY_FIELDS
 from fwlab.results.record import RunRecord
 from fwlab.results.trial import TrialRecord, as_records
+from fwlab.stats.run_summary import SUMMARY_COLUMNS, point_summaries
 
 __all__ = ["IDENTITY_FIELDS", "SERIES_COLUMNS", "Run", "Trial", "load", "series_rows", "trial_row"]
 
@@ -131,12 +135,36 @@ class Run:
 
     def to_dataframe(self):
         """Tidy pandas DataFrame, one row per trial: identity columns first (`IDENTITY_FIELDS`),
-        then ``metrics.<name>`` (sorted), ``flags``, ``error``. Needs the ``[analysis]`` extra."""
+        then ``metrics.<name>`` (sorted), ``flags``, ``error``. Typed: ``started_utc`` and
+        ``ended_utc`` are UTC datetimes, ``flags`` a list of flag codes per trial (empty when none),
+        ``rules`` an integer. Needs the ``[analysis]`` extra."""
         pd = _pandas()
         rows = [trial_row(t) for t in self.trials]
+        for r, t in zip(rows, as_records(list(self.trials)), strict=True):
+            r["flags"] = list(t.flag_codes)
         metric_cols = sorted({k for r in rows for k in r if k.startswith("metrics.")})
         cols = list(IDENTITY_FIELDS) + metric_cols + ["flags", "error"]
-        return pd.DataFrame.from_records(rows, columns=cols)
+        df = pd.DataFrame.from_records(rows, columns=cols)
+        for c in ("started_utc", "ended_utc"):
+            df[c] = pd.to_datetime(df[c], utc=True, format="ISO8601")
+        if "rules" in df and df["rules"].notna().all():
+            df["rules"] = df["rules"].astype("int64")
+        return df
+
+    def summary(self) -> list[dict[str, Any]]:
+        """The record's computed summary, one row per configuration and rule count: the rows of
+        summary.csv and of ``fwlab report --json`` (``fwlab.stats.run_summary``), each with its
+        ``key``. The same values the report shows."""
+        return [{"key": ps.key(), **ps.row()} for ps in point_summaries(curves(list(self.trials)))]
+
+    def summary_dataframe(self):
+        """`summary` as a DataFrame: ``key``, then summary.csv's columns in their order
+        (`SUMMARY_COLUMNS`); ``quality_flags`` a list of codes per row; absent values NaN."""
+        pd = _pandas()
+        rows = self.summary()
+        for r in rows:
+            r["quality_flags"] = [f for f in r.get("quality_flags", "").split(";") if f]
+        return pd.DataFrame.from_records(rows, columns=["key", *SUMMARY_COLUMNS])
 
     def series_dataframe(self):
         """Long-format DataFrame of every trial's series: trial_id, t_s, field, value."""

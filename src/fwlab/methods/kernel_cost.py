@@ -22,6 +22,7 @@ from fwlab.probes.kclock import CostProbe, ProbeResult
 from fwlab.probes.reference import ReferenceChain, XtablesReference
 from fwlab.rules.generate import generate
 from fwlab.runners import engine as eng
+from fwlab.runners.base import Measurement, Runner, TrafficSpec, TrialEnv, register
 
 if TYPE_CHECKING:
     from fwlab.testbed.bed import Testbed
@@ -127,3 +128,122 @@ def measure_cost(bed: "Testbed", load: CostLoad = CostLoad(), *, reference: Refe
     sent = int(m.get("offered_count") or 0)
     return CostTrial(load, rate, n, sent, int(m.get("forwarded_count") or 0), bool(m.get("generator_short")),
                      m.get("tx_pps"), pilot_ns, kernel_cost(res, load.family, sent), res)
+
+
+# --- the suite's cost item: traffic kind "cost", tool "kernel-cost" ---------------------------
+
+#: backends whose rules are nf_tables rules: the nft reference chain is like code
+NFT_REFERENCE = ("nftables", "iptables-nft")
+#: backends whose rules are legacy xtables rules: the xtables reference chain is like code
+XTABLES_REFERENCE = ("iptables-legacy", "ipset")
+
+
+def reference_for(backend: str | None, ip_version: int, rules: int = 1000) -> ReferenceChain | XtablesReference | None:
+    """The same-packet reference in the backend's own code, or None where no like one exists."""
+    if backend in NFT_REFERENCE:
+        return ReferenceChain(rules=rules, ip_version=ip_version)
+    if backend in XTABLES_REFERENCE:
+        return XtablesReference(rules=rules, ip_version=ip_version)
+    return None
+
+
+def no_reference_reason(backend: str | None) -> str:
+    return (f"no same-packet reference in {backend}'s own code (only nftables, iptables-nft: nft chain; "
+            f"iptables-legacy, ipset: xtables chain)")
+
+
+def cost_metrics(ct: CostTrial, reference: str | None, reference_missing: str | None) -> dict[str, Any]:
+    """A cost trial's figures as the record's ``cost`` metrics (``fwlab.results.metrics.CostMetrics``)."""
+    c = ct.cost
+    dur = ct.load.duration_s
+    fwd = ct.forwarded_count
+    m: dict[str, Any] = {
+        "rate_pps": ct.rate_pps, "duration_s": dur, "frame_size": ct.load.frame_size or eng.default_frame_size(ct.load.ip_version),
+        "intended_count": ct.intended_count, "offered_count": ct.offered_count, "forwarded_count": fwd,
+        "generator_short": ct.generator_short, "tx_pps": ct.tx_pps,
+        "rx_pps": fwd / dur if dur else None,
+        "loss_ratio": max(0.0, (ct.offered_count - fwd) / ct.offered_count) if ct.offered_count else None,
+        "throughput_bps": None,  # a light fixed load: not a capacity figure
+        "pilot_ns_per_packet": ct.pilot_ns_per_packet,
+        "fw_missing": c.missing, "fw_family": c.family, "fw_chains": list(c.chains),
+        "fw_timed": c.timed, "fw_entered": c.entered, "fw_unfinished": c.unfinished,
+        "fw_calls_per_packet": c.calls_per_packet,
+        "fw_p50_ns": c.p50_ns, "fw_p50_low_ns": c.p50_low_ns, "fw_p50_high_ns": c.p50_high_ns,
+        "fw_mean_ns": c.mean_ns, "fw_p90_ns": c.p90_ns, "fw_p99_ns": c.p99_ns,
+        "fw_per_packet_ns": c.per_packet_ns,
+        "fw_floor_p50_ns": c.floor_p50_ns, "fw_net_p50_ns": c.net_p50_ns,
+        "fw_reference": reference, "fw_reference_missing": reference_missing,
+        "fw_ref_p50_ns": c.reference_p50_ns, "fw_ref_ratio_p50": c.packet_ratio_p50,
+        "fw_ref_ratio_low": c.packet_ratio_low, "fw_ref_ratio_high": c.packet_ratio_high,
+        "fw_ref_median_ratio": c.ratio_to_reference, "fw_paired": c.paired,
+        "fw_hdr_b64": c.hdr_b64, "fw_hdr_unit": "ns" if c.hdr_b64 else None,
+        "fw_brackets": [{k: v for k, v in b.items() if k != "hdr_b64"} for b in ct.probe.to_dict().get("brackets") or []],
+    }
+    if reference and not c.missing and c.packet_ratio_p50 is None:
+        m["fw_reference_missing"] = "the reference bracket timed no packet of the firewall's bracket"
+    return m
+
+
+class KernelCostRunner(Runner):
+    """Traffic kind ``cost``: the firewall's time per packet inside the DUT's kernel at a light
+    fixed load (:func:`measure_cost`), with the same-packet reference where a like one exists."""
+
+    name = "kernel-cost"
+    traffics = ("cost",)
+    summary = "the firewall's own time per packet, timed in the DUT's kernel (BPF netfilter brackets) at a light load"
+    frame_sizes = True
+    record_kind = "cost"
+    trial_overhead_s = {"cost": 2.0}  #: loader start and stop twice (pilot and trial), reference install (measured 1.5-2.5 s)
+
+    def unavailable(self) -> str | None:
+        return None  # the probe says per trial why it cannot attach (missing: reason)
+
+    def version(self) -> str:
+        return "fwlab-kclock (BPF_PROG_TYPE_NETFILTER brackets)"
+
+    def check_options(self, kind: str, options: dict[str, Any]) -> dict[str, Any]:
+        known = {"rate_pps", "reference", "reference_rules", "duration_s"}
+        bad = sorted(set(options) - known)
+        if bad:
+            raise ValueError(f"tool 'kernel-cost' takes options {', '.join(sorted(known))} (got: {', '.join(bad)})")
+        out = dict(options)
+        rate = out.get("rate_pps", CostLoad.rate_pps)
+        if not isinstance(rate, (int, float)) or isinstance(rate, bool) or not 500 <= rate <= 200_000:
+            raise ValueError(f"kernel-cost rate_pps must be 500..200000 packets/s, not {rate!r}")
+        ref = out.get("reference", True)
+        if not isinstance(ref, bool):
+            raise ValueError(f"kernel-cost reference must be true or false, not {ref!r}")
+        rr = out.get("reference_rules", 1000)
+        if not isinstance(rr, int) or isinstance(rr, bool) or not 10 <= rr <= 10_000:
+            raise ValueError(f"kernel-cost reference_rules must be 10..10000, not {rr!r}")
+        dur = out.get("duration_s")
+        if dur is not None and (not isinstance(dur, (int, float)) or isinstance(dur, bool) or not 0.5 <= dur <= 60):
+            raise ValueError(f"kernel-cost duration_s must be 0.5..60 s (null: the suite's duration_s), not {dur!r}")
+        return {"rate_pps": float(rate), "reference": ref, "reference_rules": rr,
+                "duration_s": None if dur is None else float(dur)}
+
+    def estimate_s(self, traffic: str, duration_s: float, streams: int, options: dict[str, Any]) -> float:
+        return (options.get("duration_s") or duration_s) + CostLoad.pilot_s + self.trial_overhead_s["cost"]
+
+    def measure(self, bed: "Testbed", spec: TrafficSpec, env: TrialEnv | None = None) -> Measurement:
+        opts = self.check_options(spec.traffic, dict(spec.options))
+        backend = env.backend.name if env is not None and env.backend is not None else None
+        ref = reference_for(backend, spec.ip_version, opts["reference_rules"]) if opts["reference"] else None
+        ref_missing = None if ref is not None else (
+            "reference off (option reference = false)" if not opts["reference"] else no_reference_reason(backend))
+        load = CostLoad(rate_pps=opts["rate_pps"], duration_s=opts["duration_s"] or spec.duration_s, frame_size=spec.size_bytes,
+                        ip_version=spec.ip_version)
+        ct = measure_cost(bed, load, reference=ref)
+        m = cost_metrics(ct, ref.base_chain().name if ref is not None else None, ref_missing)
+        flags = []
+        if ct.generator_short:
+            flags.append({"code": "generator-short", "severity": "warning",
+                          "message": f"the generator sent {ct.offered_count} of {ct.intended_count} packets at "
+                                     f"{ct.rate_pps:.0f} packets/s: the cost trial is not at its load"})
+        if ct.cost.missing:
+            flags.append({"code": "cost-missing", "severity": "warning",
+                          "message": f"no in-kernel cost figure: {ct.cost.missing}"})
+        return Measurement(metrics=m, raw={"probe": ct.probe.to_dict()}, flags=flags, kind="cost")
+
+
+register(KernelCostRunner())

@@ -116,7 +116,7 @@ def _priority(value) -> int:
 
 
 def nft_base_chains(listing_json: str | dict) -> list[BaseChain]:
-    """The base chains in an ``nft -j list ruleset`` listing (one per netfilter family an inet
+    """The base chains in an ``nft -j list chains`` (or ``list ruleset``) listing (one per netfilter family an inet
     chain registers on)."""
     doc = json.loads(listing_json) if isinstance(listing_json, str) else listing_json
     out = []

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from fwlab.files import write_output
-from fwlab.stats.ratio import ratio_to_zero
+from fwlab.stats.run_summary import point_summaries
 from fwlab.results.record import REPORT_FILE, SUMMARY_FILE, RunRecord
 from fwlab.results.trial import as_records
 
@@ -55,26 +55,65 @@ def print_summary(run_dir: Path, stream: TextIO) -> None:
     stream.write(f"record: {rec.state(read).sentence()}\n")
     _precision_line(rec.run, read.trials, stream)
     cs = curves(read.trials)
+    by_curve: dict[tuple, list] = {}
+    for ps in point_summaries(cs):
+        by_curve.setdefault(ps.curve.key, []).append(ps)
     for c in cs:
         m = primary_metric(c)
         _, unit, scale = METRIC_INFO[m]
         pooled = _pooled_reference_cell(c, m, scale)
         cells = [pooled] if pooled else []
-        for n, p in c.points.items():
-            v = p.median(m)
-            if v is None:
+        for ps in by_curve.get(c.key, []):
+            n, s = ps.rules, ps.metrics.get(m)
+            if s is None:
                 cells.append(f"{n}r: missing")
                 continue
             if n == 0 and pooled:
-                cells.append(f"own 0r median {v * scale:.1f}")
+                cells.append(f"own 0r median {s.median * scale:.1f}")
                 continue
-            r = ratio_to_zero(c, m, n)
             pct = ""
-            if r is not None and n:
-                pct = f" ({100 * r.ratio:.0f}%"
-                pct += f" [{100 * r.low:.0f}–{100 * r.high:.0f}])" if r.has_interval else " [no interval])"
-            cells.append(f"{n}r {v * scale:.1f}{pct}")
+            if s.pct_of_0_rules is not None and n:
+                pct = f" ({s.pct_of_0_rules:.0f}%"
+                pct += (f" [{s.pct_of_0_rules_ci95_low:.0f}–{s.pct_of_0_rules_ci95_high:.0f}])"
+                        if s.pct_of_0_rules_ci95_low is not None and s.pct_of_0_rules_ci95_high is not None
+                        else " [no interval])")
+            cells.append(f"{n}r {s.median * scale:.1f}{pct}")
         stream.write(f"{c.traffic_label:<28} {c.label:<28} [{unit}] " + "  ".join(cells) + "\n")
+
+
+def summary_document(run_dir: Path) -> dict:
+    """The record's computed summary as one JSON-safe document (``fwlab run/report --json``):
+    where the record is, its state, and summary.csv's rows (``fwlab.stats.run_summary``: the
+    same values the CSV and the page show), each with its ``key`` (`row_key`)."""
+    from fwlab.results.curves import curves
+
+    rec = RunRecord.open(run_dir)
+    read = rec.read()
+    state = rec.state(read)
+    suite = rec.run.get("suite") or {}
+    return {"record": str(rec.path), "report": str(rec.path / REPORT_FILE), "summary_csv": str(rec.path / SUMMARY_FILE),
+            "suite": suite.get("name") if isinstance(suite, dict) else None,
+            "status": rec.run.get("status"), "complete": state.complete, "state": state.sentence(),
+            "trials": {"recorded": len(read.trials), "failed": sum(1 for t in read.trials if t.get("error"))},
+            "failures": failures(rec.run, read.trials),
+            "figures": [{"key": ps.key(), **_json_safe(ps.row())} for ps in point_summaries(curves(read.trials))]}
+
+
+def failures(run: dict, trials: list[dict]) -> list[str]:
+    """What failed in a record, one line each: a trial that ended with an error, a verdict check
+    of an imported rule set that mismatched (``ruleset_import.probes``), a run marked failed.
+    Empty for a record that measured everything it tried (the CLI's exit status 0; else 1)."""
+    out = [f"trial {t.get('trial_id')}: {' '.join(str(t['error']).splitlines())}" for t in trials if t.get("error")]
+    imp = run.get("ruleset_import") if isinstance(run.get("ruleset_import"), dict) else {}
+    out += [f"verdict check {p.get('class_id')}: {p.get('why')}" for p in imp.get("probes") or []
+            if isinstance(p, dict) and p.get("status") == "mismatch"]
+    if run.get("status") == "failed" and not out:
+        out.append(f"run: {run.get('error') or 'marked failed'}")
+    return out
+
+
+def _json_safe(row: dict) -> dict:
+    return {k: (None if isinstance(v, float) and v != v else v) for k, v in row.items()}
 
 
 def _pooled_reference_cell(curve: Curve, metric: str, scale: float) -> str | None:

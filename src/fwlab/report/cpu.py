@@ -78,6 +78,15 @@ def _figure(title: str, lines: list[tuple[str, dict]]) -> str | None:
     return svg(fig)
 
 
+def _traffic_key(t: TrialRecord) -> str:
+    """What a CPU plot groups by: the traffic and the bed's mode (a routed and a bridge DUT do
+    different work; their trials are never pooled), an RFC 2544 search named as one."""
+    if t.kind == "rfc2544":
+        frame = t.size_bytes or t.metric("frame_size")
+        return f"IPv{t.ip_version} RFC 2544 search" + (f", {frame} B frames" if frame else "") + f" ({t.mode})"
+    return f"{traffic_name(t)} ({t.mode})"
+
+
 def render(trials: list[TrialRecord]) -> str:
     trials = as_records(trials)
     groups: dict[str, dict[str, list[dict]]] = {}
@@ -91,7 +100,7 @@ def render(trials: list[TrialRecord]) -> str:
         if cs.get("error"):
             missing.setdefault("all roles", set()).add(cs["error"])
         if cs.get("samples"):
-            groups.setdefault(traffic_name(t), {}).setdefault(config_label(t), []).append(t)
+            groups.setdefault(_traffic_key(t), {}).setdefault(config_label(t), []).append(t)
     if not groups and not missing:
         return ""
     e = html.escape

@@ -11,7 +11,6 @@ import json
 import statistics
 from collections.abc import Callable
 
-from fwlab.stats.ratio import ratio_to_zero
 from fwlab.report import nics, plots
 from fwlab.report.markup import esc, fmt, table
 from fwlab.report.summary import load_times, per_rule_costs
@@ -19,6 +18,7 @@ from fwlab.results.curves import METRIC_INFO, Curve, Point, primary_metric
 from fwlab.results.identity import size_words
 from fwlab.results.store import RecordState, state_without_plan
 from fwlab.stats import RATIO_METHOD
+from fwlab.stats.run_summary import PointSummary, point_summaries
 from fwlab.results.trial import TrialRecord, as_records
 
 CSS = """
@@ -28,6 +28,7 @@ table{border-collapse:collapse;margin:.6em 0;font-size:.88em}td,th{border:1px so
 th{background:#f3f3f3}td.l,th.l{text-align:left}.warn{color:#a15c00}.err{color:#b00}.muted{color:#666}
 .plot svg{max-width:100%;height:auto}code{background:#f5f5f5;padding:0 .2em}details{margin:.5em 0}
 .scroll{overflow-x:auto;max-width:100%}.ok{color:#1a7f37}table.kv td{max-width:60em}h3{font-size:1.05em}
+nav.toc{background:#f7f7f7;border:1px solid #ddd;padding:.4em 1em;margin:1em 0;font-size:.9em}nav.toc ol{margin:.3em 0;columns:2}
 """
 
 
@@ -55,43 +56,60 @@ def _rules_table(curves: list[Curve], cell: Callable[[Curve, Point], str]) -> st
     return table(["configuration"] + [f"{n} rules" for n in ns], rows)
 
 
+def _fig(ps: PointSummary, column: str, text: str) -> str:
+    """A figure's text marked with its summary.csv row and column (``data-fig``), so that a test
+    (tests/unit/test_one_figure.py) can check every figure on the page against the CSV."""
+    return f"<span data-fig='{esc(ps.key())}#{esc(column)}'>{text}</span>"
+
+
 def _pct_table(group: list[Curve]) -> str:
     """Seed 001 Table 1 shape: rate as % of the same curve's 0-rule rate, per rule count."""
     with_rules = [c for c in group if c.k["backend"] != "none"]
     if not with_rules:
         return ""
     what = METRIC_INFO[primary_metric(group[0])][0]
+    by_point = {(ps.curve.key, ps.rules): ps for ps in point_summaries(with_rules)}
 
     def cell(c: Curve, p: Point) -> str:
-        r = ratio_to_zero(c, primary_metric(c), p.rules)
-        if r is None:
+        ps = by_point[(c.key, p.rules)]
+        m = primary_metric(c)
+        s = ps.metrics.get(m)
+        if s is None or s.pct_of_0_rules is None:
             return "–"
-        v, lo, hi = r.pct()
-        ci = f"{lo:.1f}–{hi:.1f}" if lo is not None and hi is not None else "no interval"
-        return f"{v:.1f}<br><span class='muted' title='{esc(r.why or RATIO_METHOD)}'>{ci}</span>"
+        v, lo, hi = s.pct_of_0_rules, s.pct_of_0_rules_ci95_low, s.pct_of_0_rules_ci95_high
+        ci = (_fig(ps, f"{m}_pct_of_0_rules_ci95_low", f"{lo:.1f}") + "–"
+              + _fig(ps, f"{m}_pct_of_0_rules_ci95_high", f"{hi:.1f}")
+              if lo is not None and hi is not None else "no interval")
+        return (_fig(ps, f"{m}_pct_of_0_rules", f"{v:.1f}")
+                + f"<br><span class='muted' title='{esc(s.pct_why or RATIO_METHOD)}'>{ci}</span>")
 
     tbl = _rules_table(with_rules, cell)
     shared = sorted({" and ".join(c.shared_with) for c in with_rules if c.shared_with})
     note = (f"; the 0-rule reference is pooled over {', '.join(shared)} (the same rule set at 0 rules)"
             if shared else "")
-    return (f"<p class='muted'>{what} as % of the 0-rule {what}: mean of repetitions, below it the 95 % "
+    return (f"<p class='muted'>{what} as % of the 0-rule {what}: mean of repetitions over the 0-rule "
+            f"reference's mean, below it the 95 % "
             f"interval ({RATIO_METHOD}: Fieller's interval carries the noise of both the figure and "
             f"the 0-rule reference; 'no interval' with fewer than 2 repetitions){note}</p>" + tbl)
 
 
-def _abs_cell(c: Curve, p: Point) -> str:
-    shown = [f"{v * METRIC_INFO[m][2]:.2f} {METRIC_INFO[m][1]}"
-             for m in ("throughput_bps", "rx_pps", "transactions_per_s")
-             if (v := p.median(m)) is not None]
-    txt = "<br>".join(shown) or "–"
-    flags = sorted(set(p.flags))
-    if flags:
-        txt += f"<br><span class='warn' title='{esc(', '.join(flags))}'>⚑</span>"
-    return txt
+def _abs_cells(group: list[Curve]) -> Callable[[Curve, Point], str]:
+    by_point = {(ps.curve.key, ps.rules): ps for ps in point_summaries(group)}
+
+    def cell(c: Curve, p: Point) -> str:
+        ps = by_point[(c.key, p.rules)]
+        shown = [_fig(ps, f"{m}_median", f"{s.median * METRIC_INFO[m][2]:.2f}") + f" {METRIC_INFO[m][1]}"
+                 for m in ("throughput_bps", "rx_pps", "transactions_per_s") if (s := ps.metrics.get(m)) is not None]
+        txt = "<br>".join(shown) or "–"
+        flags = sorted(set(p.flags))
+        if flags:
+            txt += f"<br><span class='warn' title='{esc(', '.join(flags))}'>⚑</span>"
+        return txt
+    return cell
 
 
 def _abs_table(group: list[Curve]) -> str:
-    return _rules_table(group, _abs_cell)
+    return _rules_table(group, _abs_cells(group))
 
 
 LATENCY_COLS = (("min", "min"), ("p50", "p50"), ("p90", "p90"), ("p99", "p99"), ("p999", "p99.9"), ("max", "max"))
@@ -183,7 +201,7 @@ def render(run: dict, trials: list[TrialRecord], cs: list[Curve], summary_csv_na
                      f"{(host.get('memory_kib') or 0) // 1048576} GiB, kernel {host.get('kernel')}")],
         ["fwlab", esc(f"{host.get('fwlab_version')} ({host.get('fwlab_git_revision')})")],
         ["trial", esc(f"{trial_length(suite)} x {suite.get('repetitions')} repetitions; offloads "
-                      f"{suite.get('offloads') or 'not recorded'}; pinning {suite.get('pinning') or 'not recorded'}")],
+                      f"{nics.offloads_text(suite.get('offloads'))}; pinning {nics.pinning_text(suite.get('pinning'))}")],
         ["machine-readable", f"<code>trials.jsonl</code>, <code>run.json</code>, <code>{esc(summary_csv_name)}</code>"],
     ], left=2)
 
@@ -208,11 +226,10 @@ def render(run: dict, trials: list[TrialRecord], cs: list[Curve], summary_csv_na
     }
     for tl, group in groups.items():
         metric = primary_metric(group[0])
+        # one plot per traffic, of its primary figure: a packet rate's bit rate is the same curve
+        # scaled by the frame size (drawn again it was a near-zero Gbit/s axis; the table has it)
         thunks[f"rate {tl}"] = (lambda g=group, m=metric, tl=tl: plots.rate_vs_rules(
             g, m, f"{tl}: {METRIC_INFO[m][0]} vs rule count"))
-        if metric == "rx_pps":
-            thunks[f"throughput {tl}"] = (lambda g=group, tl=tl: plots.rate_vs_rules(
-                g, "throughput_bps", f"{tl}: throughput vs rule count"))
     for mode in modes:
         lt = [r for r in lt_all if str(r["mode"]) == mode]
         thunks[f"load {mode}"] = lambda lt=lt: (plots.load_time_plot(lt), plots.kernel_memory_plot(lt))
@@ -224,14 +241,32 @@ def render(run: dict, trials: list[TrialRecord], cs: list[Curve], summary_csv_na
     parts.append(render_overview(run, trials, cs, top, state=state))
     if state.complete:
         parts.append("<h3>Run</h3>" + status_html)
+    # the answer first: after the headline findings, what one rule costs
+    costs = per_rule_costs(cs)
+    cost: list[str] = []
+    cost.append("<h2>Per-rule cost of linear rule sets</h2>")
+    if costs:
+        cost.append("<p class='muted'>Least-squares fit of 1/rate = a + b·N over all repetitions "
+                     "(rate = received packets/s). b is the cost of one non-matching rule per packet; "
+                     "a the cost of the path with no rules.</p>")
+        cost.append("<p class='muted'>b 95 % interval: ordinary least-squares t interval of the slope "
+                     "(points - 2 degrees of freedom); – with only 2 points.</p>")
+        cost.append(table(["configuration", "traffic", "b [ns/rule/packet]", "b 95 % interval", "a [ns/packet]",
+                             "r²", "points"],
+                            [[esc(r["curve"]), esc(r["traffic"]), fmt(r["per_rule_ns"], 2),
+                              "–" if r["per_rule_ns_ci"] is None else
+                              f"{r['per_rule_ns_ci'][0]:.2f}–{r['per_rule_ns_ci'][1]:.2f}",
+                              fmt(r["base_ns"], 0), fmt(r["r_squared"], 3), r["points"]] for r in costs], left=2))
+    else:
+        cost.append("<p class='muted'>No linear layout with two or more rule counts and a packet rate.</p>")
+
+    if costs:
+        parts.extend(cost)  # else said further down, where the other sections are
     parts.extend(top)
 
     for tl, group in groups.items():
         parts.append(f"<h2>{esc(tl)}</h2>")
-        metric = primary_metric(group[0])
         parts.append("<div class='plot'>" + drawn[f"rate {tl}"] + "</div>")
-        if metric == "rx_pps":
-            parts.append("<div class='plot'>" + drawn[f"throughput {tl}"] + "</div>")
         parts.append(_pct_table(group))
         parts.append("<details><summary>absolute medians per rule count</summary>" + _abs_table(group) + "</details>")
 
@@ -241,25 +276,10 @@ def render(run: dict, trials: list[TrialRecord], cs: list[Curve], summary_csv_na
 
     parts.append(render_line_rate(trials))
     parts.append(drawn["cpu"])
-    costs = per_rule_costs(cs)
-    parts.append("<h2>Per-rule cost of linear rule sets</h2>")
-    if costs:
-        parts.append("<p class='muted'>Least-squares fit of 1/rate = a + b·N over all repetitions "
-                     "(rate = received packets/s). b is the cost of one non-matching rule per packet; "
-                     "a the cost of the path with no rules.</p>")
-        parts.append("<p class='muted'>b 95 % interval: ordinary least-squares t interval of the slope "
-                     "(points - 2 degrees of freedom); – with only 2 points.</p>")
-        parts.append(table(["configuration", "traffic", "b [ns/rule/packet]", "b 95 % interval", "a [ns/packet]",
-                             "r²", "points"],
-                            [[esc(r["curve"]), esc(r["traffic"]), fmt(r["per_rule_ns"], 2),
-                              "–" if r["per_rule_ns_ci"] is None else
-                              f"{r['per_rule_ns_ci'][0]:.2f}–{r['per_rule_ns_ci'][1]:.2f}",
-                              fmt(r["base_ns"], 0), fmt(r["r_squared"], 3), r["points"]] for r in costs], left=2))
-    else:
-        parts.append("<p class='muted'>No linear layout with two or more rule counts and a packet rate.</p>")
-
     from fwlab.report.datapaths import render as render_datapaths
 
+    if not costs:
+        parts.extend(cost)
     parts.append(render_datapaths(run, trials))
     parts.append("<h2>Rule-set load time</h2>")
     for mode in modes:  # one table per mode: routed and bridge rule sets load into different families
@@ -322,4 +342,33 @@ def render(run: dict, trials: list[TrialRecord], cs: list[Curve], summary_csv_na
     parts.append("<details><summary>tool versions</summary><pre>" + esc(json.dumps(host.get("tools", {}), indent=1)) + "</pre></details>")
     parts.append("<details><summary>suite as given</summary><pre>" + esc(run.get("suite", {}).get("toml", "")) + "</pre></details>")
     parts.append("</body></html>")
-    return "\n".join(parts)
+    return with_contents("\n".join(parts))
+
+
+def with_contents(page: str) -> str:
+    """The page with a table of contents after its introduction: one link per section (h2),
+    each section given an id (kept where it has one)."""
+    import re
+
+    used: set[str] = set()
+    entries: list[tuple[str, str]] = []
+
+    def anchor(m: re.Match) -> str:
+        attrs, title = m.group(1) or "", m.group(2)
+        have = re.search(r"id=['\"]([^'\"]+)['\"]", attrs)
+        ident = have.group(1) if have else (re.sub(r"[^a-z0-9]+", "-", html.unescape(re.sub(r"<[^>]+>", "", title)).lower())
+                                            .strip("-") or "section")
+        base, k = ident, 2
+        while ident in used and not have:
+            ident, k = f"{base}-{k}", k + 1
+        used.add(ident)
+        entries.append((ident, re.sub(r"<[^>]+>", "", title)))
+        return m.group(0) if have else f"<h2 id='{ident}'{attrs}>{title}</h2>"
+
+    page = re.sub(r"<h2([^>]*)>(.*?)</h2>", anchor, page, flags=re.S)
+    if len(entries) < 2:
+        return page
+    toc = ("<nav class='toc'><b>Contents</b><ol>"
+           + "".join(f"<li><a href='#{esc(i)}'>{t}</a></li>" for i, t in entries) + "</ol></nav>")
+    at = page.find("</p>", page.find("<h1"))  # after the suite's description
+    return page[:at + 4] + toc + page[at + 4:] if at >= 0 else page

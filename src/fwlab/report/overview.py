@@ -11,10 +11,12 @@ from __future__ import annotations
 import html
 import statistics
 
+from fwlab.report.nics import offloads_text
 from fwlab.stats.ratio import ratio_to_zero
 from fwlab.published.compare import LIMITS
 from fwlab.results.curves import METRIC_INFO, Curve, primary_metric
 from fwlab.results.store import RecordState, state_without_plan
+from fwlab.report import kernel_cost
 from fwlab.report.summary import noise_floor
 from fwlab.results.trial import TrialRecord, as_records
 
@@ -310,7 +312,7 @@ def render_overview(run: dict, trials: list[TrialRecord], cs: list[Curve], publi
         ("record", f"<span class='{'ok' if state.complete else 'warn'}'>{_e(state.sentence())}</span>"),
         ("tested", f"{_e(suite.get('description') or suite.get('name'))}"),
         ("test bed", _e(f"modes {', '.join(suite.get('mode') or [])}; IPv{'/'.join(str(v) for v in suite.get('ip_versions') or [])}; "
-                        f"device model {suite.get('device_model', 'veth')}; offloads {suite.get('offloads') or 'not recorded'}"
+                        f"device model {suite.get('device_model', 'veth')}; offloads {offloads_text(suite.get('offloads'))}"
                         f"{_wires(suite)}")),
         ("traffic", _e(f"{_traffic(suite)}; {trial_length(suite)} x {suite.get('repetitions')} repetitions")),
         ("rule sets", _e(_rule_sets(run, trials))),
@@ -321,7 +323,9 @@ def render_overview(run: dict, trials: list[TrialRecord], cs: list[Curve], publi
     out = ["<h2 id='overview'>Overview</h2><table class='kv'>"]
     out += [f"<tr><th class='l'>{k}</th><td class='l'>{v}</td></tr>" for k, v in rows]
     out.append("</table>")
-    sentences = headline_sentences(cs) + transaction_sentences(trials) + connection_sentences(trials)
+    # the firewall's own time per packet first: timed in the kernel, it is the run's steadiest cost figure
+    in_kernel = kernel_cost.sentences(trials)
+    sentences = in_kernel + headline_sentences(cs) + transaction_sentences(trials) + connection_sentences(trials)
     out.append("<h3>Headline findings</h3>")
     if not state.complete:
         article = "an" if state.status[0] in "aeiou" else "a"
@@ -341,8 +345,9 @@ def render_overview(run: dict, trials: list[TrialRecord], cs: list[Curve], publi
                "interval that carries the noise of both figures (t, Welch-Satterthwaite degrees of "
                "freedom). A figure that only reached the bed's maximum (max-load-passed) is a lower bound: "
                "its percentage reads ≥ (≤ where the 0-rule reference did); the limiting flags of a "
-               "figure and of its reference are named in brackets. Taken on a shared machine: compare within a "
-               "run.</p>")
+               "figure and of its reference are named in brackets. Taken on a shared machine: compare within a run."
+               + (" Times inside the firewall are the in-kernel clock's medians (see <a href='#kernel-cost'>Time "
+                  "inside the firewall</a>)." if in_kernel else "") + "</p>")
     if published_html:
         out.append("<p>This run is set beside a published study: see <a href='#published'>As published</a>.</p>")
     return "\n".join(out)

@@ -172,3 +172,38 @@ def latency_ccdf(curves: list[tuple[str, list[tuple[float, float]], int]], title
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8, loc="best")
     return svg(fig)
+
+
+def cost_vs_rules(lines: list[tuple[str, list[tuple[int, float, float | None, float | None]]]], title: str,
+                  floor_ns: float | None = None) -> str | None:
+    """Time per packet inside the firewall against rules: one line per configuration of
+    (rules, median [ns], interval low, high); log y (a linear walk spans 3 decades), symlog x
+    (0 shown); the probe floor as a dotted line."""
+    lines = [(lab, pts) for lab, pts in lines if pts]
+    if not lines:
+        return None
+    fig, ax = plt.subplots(figsize=(8.0, 4.4), dpi=100)
+    all_ns: set[int] = set()
+    for lab, pts in lines:
+        pts = sorted(pts)
+        ns = [p[0] for p in pts]
+        v = [p[1] for p in pts]
+        lo = [max(0.0, p[1] - p[2]) if p[2] is not None else 0.0 for p in pts]
+        hi = [max(0.0, p[3] - p[1]) if p[3] is not None else 0.0 for p in pts]
+        ax.errorbar(ns, v, yerr=[lo, hi], marker="o", markersize=4, capsize=3, label=lab)
+        all_ns.update(ns)
+    if floor_ns:
+        ax.axhline(floor_ns, color="grey", linestyle=":", label=f"probe floor ({floor_ns:,.0f} ns)")
+    ax.set_xscale("symlog", linthresh=1)
+    ax.set_yscale("log")
+    ticks = sorted(all_ns)
+    ax.set_xlim(-0.1, max(max(ticks), 1) * 1.3)
+    ax.set_xticks(ticks)
+    ax.set_xticklabels([str(n) for n in ticks], fontsize=8)
+    ax.minorticks_off()
+    ax.set_xlabel("Rules before the matching rule (0 shown at the left; log scale above 1)")
+    ax.set_ylabel("Time inside the firewall [ns/packet]")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8, loc="best")
+    return svg(fig)

@@ -1,7 +1,8 @@
 """Condensing a record's stream trials into per-configuration figures.
 
 Owns: the per-rule cost fit of linear layouts, rule load times, the noise floor of a shared
-0-rule reference and summary.csv rows over the curves of ``fwlab.results.curves`` (which group
+0-rule reference and the summary.csv text. Its rows are ``fwlab.stats.run_summary``'s, the one
+computed summary every output reads (curves from ``fwlab.results.curves``, which group
 repetitions and pool the 0-rule reference of layouts that load the same rule set; the ratio to it
 carries its Fieller interval, seed 001 Table 1). Reads only the stored record.
 """
@@ -12,7 +13,6 @@ import csv
 import io
 import statistics
 
-from fwlab.stats.ratio import ratio_to_zero
 from fwlab.results.curves import (  # noqa: F401  (re-exported for older import paths)
     CURVE_FIELDS,
     CURVE_KINDS,
@@ -24,8 +24,8 @@ from fwlab.results.curves import (  # noqa: F401  (re-exported for older import 
     primary_metric,
 )
 from fwlab.results.identity import size_words  # noqa: F401  (re-exported for older import paths)
-from fwlab.stats import compare_figure, fit_per_packet_cost, summarize
-from fwlab.stats.quality import flag_cv
+from fwlab.stats import compare_figure, fit_per_packet_cost
+from fwlab.stats.run_summary import SUMMARY_COLUMNS, SUMMARY_STATS, summary_rows  # noqa: F401  (re-exported)
 
 
 def noise_floor(cs: list[Curve]) -> list[dict]:
@@ -102,40 +102,6 @@ def load_times(cs: list[Curve]) -> list[dict]:
                          "kernel_mem_bytes_median": statistics.median(m) if m else None,
                          "rates": rates.get(key, {})})
     return rows
-
-
-def summary_rows(cs: list[Curve]) -> list[dict]:
-    rows = []
-    for c in cs:
-        for n, p in c.points.items():
-            row = {**c.k, "rules": n, "n": 0, "errors": len(p.errors)}
-            for m in METRICS:
-                vals = p.values.get(m) or []
-                row["n"] = max(row["n"], len(vals))
-                if vals:
-                    s = summarize(vals)
-                    row[f"{m}_median"] = s.median
-                    row[f"{m}_mean"] = s.mean
-                    row[f"{m}_min"] = s.min
-                    row[f"{m}_max"] = s.max
-                    row[f"{m}_cv"] = s.cv
-                    row[f"{m}_ci95_low"], row[f"{m}_ci95_high"] = s.ci_mean if s.ci_mean else (None, None)
-                row[f"{m}_pct_of_0_rules"] = c.pct_of_zero(m, n)
-                r = ratio_to_zero(c, m, n)   # mean ratio with its Fieller interval
-                row[f"{m}_pct_of_0_rules_ci95_low"], row[f"{m}_pct_of_0_rules_ci95_high"] = (
-                    (100.0 * r.low, 100.0 * r.high) if r is not None and r.has_interval else (None, None))
-            prim = p.values.get(primary_metric(c)) or []
-            row["quality_flags"] = ";".join(sorted(set(p.flags) | {f.code for f in flag_cv(prim)}))
-            rows.append(row)
-    return rows
-
-
-#: per-metric statistics in summary.csv, in column order
-SUMMARY_STATS = ("median", "mean", "min", "max", "cv", "ci95_low", "ci95_high", "pct_of_0_rules",
-                 "pct_of_0_rules_ci95_low", "pct_of_0_rules_ci95_high")
-#: summary.csv's columns, always all and in this order whatever the suite (docs/record-format.md)
-SUMMARY_COLUMNS = (CURVE_FIELDS + ("rules", "n", "errors")
-                   + tuple(f"{m}_{s}" for m in METRICS for s in SUMMARY_STATS) + ("quality_flags",))
 
 
 def summary_csv(cs: list[Curve]) -> str:

@@ -1,7 +1,7 @@
 """Rule-count curves made from a record's trials: ``Point``, ``Curve``, ``curves`` and metric info.
 
 Owns: grouping trials into curves (one per ``CURVE_FIELDS`` key, one point per rule count, the
-repetitions' values per metric), the ratio to the same curve's 0-rule point, each metric's
+repetitions' values per metric), the same curve's 0-rule reference, each metric's
 display name and unit, and which metric is a curve's primary figure. The report and analysis/
 both read these. Reads trial lines only; no statistics beyond a median, no files, no plots.
 """
@@ -70,17 +70,6 @@ class Curve:
     def reference(self) -> Point | None:
         """The 0-rule reference: pooled over layouts that load the same 0-rule set, else own."""
         return self.shared_ref if self.shared_ref is not None else self.points.get(0)
-
-    def pct_of_zero(self, metric: str, rules: int) -> float | None:
-        """Median at `rules` as % of the 0-rule reference's median."""
-        base = self.reference()
-        p = self.points.get(rules)
-        if base is None or p is None:
-            return None
-        b, v = base.median(metric), p.median(metric)
-        if not b or v is None:
-            return None
-        return 100.0 * v / b
 
 
 def curves(trials: Iterable[Mapping | TrialRecord], kinds: tuple[str, ...] = CURVE_KINDS) -> list[Curve]:

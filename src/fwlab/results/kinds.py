@@ -21,6 +21,7 @@ class TrialKind(str, Enum):
     ATTACK = "attack"  #: a stream trial with a flood beside it
     RTT = "rtt"  #: ping round-trip times
     RULESET_CLASS = "ruleset-class"  #: one traffic class of an imported rule set (fwlab run --ruleset)
+    COST = "cost"  #: the firewall's own time per packet, timed in the DUT's kernel at a light load
 
     def __str__(self) -> str:
         return self.value

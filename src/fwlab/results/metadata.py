@@ -36,12 +36,18 @@ TOOL_VERSION_CMDS = {
     "iproute2": ["ip", "-V"],
     "netperf": ["netperf", "-V"],
     "trafgen": ["trafgen", "--version"],
-    "fwlab-engine": ["fwlab-engine", "version"],
 }
 
 
 def tool_versions() -> dict[str, str | None]:
-    return {k: _first_line(v) for k, v in TOOL_VERSION_CMDS.items()}
+    """Each tool's version line (None: not installed); fwlab-engine's from the binary fwlab
+    runs (`fwlab.runners.engine.find_engine`: $FWLAB_ENGINE, the repository's build, PATH),
+    read from its JSON ``version`` document."""
+    from fwlab.runners.engine import engine_version, find_engine
+
+    out = {k: _first_line(v) for k, v in TOOL_VERSION_CMDS.items()}
+    out["fwlab-engine"] = engine_version() if find_engine() else None
+    return out
 
 
 def _cpu_model() -> str | None:

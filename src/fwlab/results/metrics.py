@@ -186,6 +186,54 @@ class RulesetClassMetrics(_Metrics):
     latency_hdr_unit: str | None = Field(None, description="latency trial: the histogram's unit, ns")
 
 
+class CostMetrics(_Metrics):
+    """``cost``: the firewall's own time per packet, timed inside the DUT's kernel by BPF netfilter
+    brackets around its base chains at a light fixed load (tool ``kernel-cost``, docs/kernel-cost.md).
+    A figure the probe could not give is null with ``fw_missing`` saying why."""
+
+    rate_pps: Num = Field(description="the light load sent (at most the item's rate_pps, chosen from a pilot) [packets/s]")
+    duration_s: Num = Field(description="sending time [s]")
+    offered_count: int | None = Field(description="packets the generator sent")
+    forwarded_count: int | None = Field(description="packets the far side received")
+    generator_short: bool | None = Field(description="the generator sent fewer packets than intended")
+    fw_missing: str | None = Field(description="why there is no in-kernel figure (null: measured)")
+    fw_p50_ns: Num = Field(description="median time of a packet in the firewall's main bracket (forward hook) [ns]")
+    fw_p50_low_ns: Num = Field(description="distribution-free 95 % interval of that median, over the trial's packets [ns]")
+    fw_p50_high_ns: Num = Field(description="its upper end [ns]")
+    fw_floor_p50_ns: Num = Field(description="the probe's own floor: median gap of an empty bracket [ns]")
+    fw_net_p50_ns: Num = Field(description="fw_p50_ns - fw_floor_p50_ns [ns]")
+    fw_calls_per_packet: Num = Field(description="firewall bracket passes per sent packet, all timed brackets [ratio]")
+    fw_ref_ratio_p50: Num = Field(description="median over packets of (firewall gap / reference-chain gap), same "
+                                              "packets [ratio]; null without a like reference")
+    fw_ref_p50_ns: Num = Field(description="the reference chain's median gap on the same packets [ns]")
+    fw_reference: str | None = Field(description="the reference chain (null: none)")
+    fw_reference_missing: str | None = Field(description="why there is no reference figure (null: there is)")
+    fw_hdr_b64: str | None = Field(description="the main bracket's gaps, HdrHistogram V2 text (base64)")
+    intended_count: int | None = Field(None, description="packets the trial meant to send")
+    frame_size: int | None = Field(None, description="Ethernet frame incl. FCS [B]")
+    tx_pps: Num = Field(None, description="packets/s sent")
+    rx_pps: Num = Field(None, description="packets/s received (forwarded_count / duration_s): the light load, not a capacity")
+    loss_ratio: Num = Field(None, description="0..1, sent but not received")
+    throughput_bps: Num = Field(None, description="always null: a cost trial is not a capacity trial")
+    pilot_ns_per_packet: Num = Field(None, description="time per packet inside all brackets in the pilot [ns]")
+    fw_family: str | None = Field(None, description="the timed netfilter family (ipv4, ipv6)")
+    fw_chains: list[str] | None = Field(None, description="what the main bracket holds")
+    fw_timed: int | None = Field(None, description="packets the main bracket timed")
+    fw_entered: int | None = Field(None, description="packets that entered it")
+    fw_unfinished: int | None = Field(None, description="entered and never left (dropped inside: not timed)")
+    fw_mean_ns: Num = Field(None, description="mean gap of the main bracket [ns]")
+    fw_p90_ns: Num = Field(None, description="[ns]")
+    fw_p99_ns: Num = Field(None, description="[ns]")
+    fw_per_packet_ns: Num = Field(None, description="every firewall bracket's mean gap x its passes per packet, added [ns]")
+    fw_ref_ratio_low: Num = Field(None, description="95 % interval of fw_ref_ratio_p50 over the trial's packets [ratio]")
+    fw_ref_ratio_high: Num = Field(None, description="its upper end [ratio]")
+    fw_ref_median_ratio: Num = Field(None, description="fw_p50_ns / fw_ref_p50_ns (ratio of the two medians) [ratio]")
+    fw_paired: int | None = Field(None, description="packets timed by both the firewall's and the reference's bracket")
+    fw_hdr_unit: str | None = Field(None, description="the histogram's unit, ns")
+    fw_brackets: list[dict[str, Any]] | None = Field(None, description="every bracket (hook, priority, chains, role, "
+                                                                       "counts, p50, or missing) without histograms")
+
+
 #: kind -> the model of its ``metrics``
 KIND_METRICS: dict[TrialKind, type[_Metrics]] = {
     TrialKind.STREAM: StreamMetrics,
@@ -196,6 +244,7 @@ KIND_METRICS: dict[TrialKind, type[_Metrics]] = {
     TrialKind.ATTACK: AttackMetrics,
     TrialKind.RTT: RttMetrics,
     TrialKind.RULESET_CLASS: RulesetClassMetrics,
+    TrialKind.COST: CostMetrics,
 }
 
 

@@ -1,7 +1,7 @@
 """Per-packet cost of firewall rules, from forwarding rates measured at several rule counts.
 
 Owns: the linear cost model `1/rate = a + b * N` (time per packet grows by b per rule), fitted by
-ordinary least squares over every (rules N, rate pps) point, and the two-rate difference
+ordinary least squares (scipy.stats.linregress) over every (rules N, rate pps) point, and the two-rate difference
 `per_packet_cost_ns`, with the slope's t interval. Never touches: run records, searches or traffic; callers pass in rates they
 already measured (e.g. the NDR of each rule-set size).
 
@@ -106,24 +106,14 @@ def fit_per_packet_cost(points: Iterable[tuple[float, float]], *, confidence: fl
 
     y = _NS_PER_S / rate
     n = int(x.size)
-    # centred sums keep large rule counts and large times from cancelling each other out
-    x_mean = float(np.mean(x))
-    y_mean = float(np.mean(y))
-    dx = x - x_mean
-    dy = y - y_mean
-    sxx = float(np.dot(dx, dx))
-    b = float(np.dot(dx, dy)) / sxx
-    a = y_mean - b * x_mean
-    resid = y - (a + b * x)
-    ss_res = float(np.dot(resid, resid))
-    ss_tot = float(np.dot(dy, dy))
-    r_squared = None if ss_tot == 0.0 else 1.0 - ss_res / ss_tot
+    fit = _sps.linregress(x, y)   # scipy's OLS: slope, intercept, r, and both standard errors
+    b, a = float(fit.slope), float(fit.intercept)
+    r_squared = None if np.all(y == y[0]) else float(fit.rvalue) ** 2
 
     se_b = se_a = ci = None
     if n > 2:
-        s2 = ss_res / (n - 2)
-        se_b = math.sqrt(s2 / sxx)
-        se_a = math.sqrt(s2 * (1.0 / n + x_mean * x_mean / sxx))
+        flat = bool(np.all(y == y[0]))   # a perfect fit: linregress's errors are 0 or NaN there
+        se_b, se_a = (0.0, 0.0) if flat else (float(fit.stderr), float(fit.intercept_stderr))
         t = float(_sps.t.ppf(0.5 + confidence / 2.0, n - 2))
         ci = (b - t * se_b, b + t * se_b)
 

@@ -13,6 +13,11 @@ n = 3 and 88 % at n = 7 for a "95 %" interval (tests/unit/test_median_interval.p
 With too few values no pair reaches the confidence (95 % needs n >= 6): the interval is then the
 minimum to the maximum and `level` says what it does cover (75 % at n = 3, 93.75 % at n = 5);
 `reached` is False. Never touches records, files or the clock.
+
+Why not scipy's ``quantile_test(x, q=median, p=0.5).confidence_interval()``: it gives the same
+order statistics when the confidence is reached, but below 6 values it answers with an unbounded
+side instead of min to max with the coverage that has; fwlab keeps this one interval (and uses
+no quantile_test anywhere) so that every median interval in a report is the same.
 """
 
 from __future__ import annotations

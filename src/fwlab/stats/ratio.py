@@ -12,7 +12,9 @@ v_a = s_a^2/n_a and v_b = s_b^2/n_b: the interval is every rho with
 (a - rho b)^2 <= t^2 (v_a + rho^2 v_b), t the two-sided t quantile at `confidence` with the
 Welch-Satterthwaite degrees of freedom of a - r b (r = a/b). When b is not clearly away from 0
 (g = t^2 v_b / b^2 >= 1) the set is unbounded and no interval is given. For non-negative
-figures (rates) a negative lower bound is clipped to 0.
+figures (rates) a negative lower bound is clipped to 0. fwlab keeps its own Fieller interval
+because scipy and statsmodels have none for a ratio of two independent means with unequal
+variances (Welch-Satterthwaite degrees of freedom).
 """
 
 from __future__ import annotations

@@ -24,7 +24,9 @@ from fwlab.errors import FwlabError
 from fwlab.stats.median_interval import median_interval
 from fwlab.stats.values import as_finite_array, check_confidence
 
-__all__ = ["Summary", "summarize", "as_finite_array"]
+__all__ = ["Summary", "summarize", "as_finite_array", "mean_interval", "LOG_MEAN_METHOD"]
+
+LOG_MEAN_METHOD = "t on the log of the mean (delta method)"
 
 
 @dataclass(frozen=True)
@@ -146,3 +148,27 @@ def summarize(values: Iterable[float], *, confidence: float = 0.95) -> Summary:
         n=n, mean=mean, median=median, std=std, min=float(np.min(arr)), max=float(np.max(arr)),
         cv=cv, ci_mean=ci_mean, ci_median=ci_median, ci_median_level=ci_median_level, confidence=confidence,
     )
+
+
+def mean_interval(values: Iterable[float], *, confidence: float = 0.95) -> tuple[float, float] | None:
+    """Interval of the mean at `confidence` in the figure's own scale [figure unit]; None with
+    fewer than 2 values.
+
+    A figure that cannot be negative (a rate, a ratio: every value >= 0, mean > 0) gets the t
+    interval of log(mean) (delta method: standard error s / (sqrt(n) mean)), mapped back:
+    mean / exp(t se) .. mean exp(t se). It never goes below 0, which the symmetric t interval
+    does at 2 or 3 noisy repetitions (t = 12.7 at 1 degree of freedom). Any other figure gets the
+    Student t interval. Constant values give the value twice.
+    """
+    arr = as_finite_array(values)
+    if arr.size < 2:
+        return None
+    confidence = check_confidence(confidence)
+    mean = float(np.mean(arr))
+    if np.all(arr == arr[0]):
+        return (float(arr[0]), float(arr[0]))
+    if not (np.all(arr >= 0.0) and mean > 0.0):
+        return _t_interval(arr, confidence)
+    t = float(_sps.t.ppf(0.5 + confidence / 2.0, df=arr.size - 1))
+    se_log = float(np.std(arr, ddof=1)) / (math.sqrt(arr.size) * mean)
+    return (mean * math.exp(-t * se_log), mean * math.exp(t * se_log))

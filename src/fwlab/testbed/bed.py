@@ -24,7 +24,7 @@ from pathlib import Path
 
 from fwlab.errors import FwlabError, NotRoot, TestbedError
 from fwlab.suites.tuning import profile
-from fwlab.testbed import links
+from fwlab.testbed import links, owner
 from fwlab.testbed.clock import measure_offset
 from fwlab.testbed.delayline import DelayLine, RunningLine
 from fwlab.testbed.host import CommandFailed, Host, LocalHost, kill_namespace_pids, require_tool
@@ -111,16 +111,37 @@ def delete_namespace(host: LocalHost, ns: str) -> None:
     LIVE_NAMESPACES.discard(ns)
 
 
-def clean_leftovers(host: LocalHost | None = None, run_id: str | None = None) -> list[str]:
-    """Remove ``fwl-`` namespaces (of one run, or all) left by crashed runs; return their names."""
+@dataclass(frozen=True)
+class Cleaned:
+    """What ``clean_leftovers`` did: namespaces removed, and those left alone with the state of
+    their run's owner (``alive``: the process that built them still runs)."""
+
+    removed: list[str]
+    kept: dict[str, str]  #: namespace -> owner state
+
+
+def clean_leftovers(host: LocalHost | None = None, run_id: str | None = None, *, force: bool = False) -> Cleaned:
+    """Remove ``fwl-`` namespaces (of one run, or all) whose run's owner process is gone
+    (fwlab.testbed.owner; a namespace without an owner file counts as left behind); with
+    ``force`` those of live runs too. Each removed run's owner file goes with its namespaces."""
     host = host or LocalHost()
     prefix = f"{PREFIX}{run_id}-" if run_id else PREFIX
-    removed = []
+    removed, kept, runs = [], {}, set()
     for ns in list_fwl_namespaces(host):
-        if ns.startswith(prefix):
-            delete_namespace(host, ns)
-            removed.append(ns)
-    return removed
+        if not ns.startswith(prefix):
+            continue
+        rid = owner.run_id_of(ns)
+        state = owner.owner_state(rid) if rid else "unknown"
+        if state == "alive" and not force:
+            kept[ns] = state
+            continue
+        delete_namespace(host, ns)
+        removed.append(ns)
+        if rid:
+            runs.add(rid)
+    for rid in runs:
+        owner.forget(rid)
+    return Cleaned(removed=removed, kept=kept)
 
 
 @dataclass
@@ -196,6 +217,7 @@ class Testbed:
                 delete_namespace(self.host, self.topo.ns(role))
             for w in self.topo.wires:
                 delete_namespace(self.host, w.ns)
+            owner.release(self.topo.run_id)
             self.built = False
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, old)
@@ -294,6 +316,8 @@ class Testbed:
             raise TestbedError(f"pairs = {t.pairs} is built on the namespace bed only, but the hosts file places "
                                f"{', '.join(sorted(self.placement.remote_roles))} on remote hosts",
                                fix="use pairs = 1 with a hosts file (pairs of hosts: client2 with server2 ... entries)")
+        if self.local_roles:  # before the first namespace: 'fwlab clean' leaves a live bed alone
+            owner.claim(t.run_id)
         for role in self.local_roles:
             self.host.run(["ip", "netns", "add", self.ns(role)])
             LIVE_NAMESPACES.add(self.ns(role))

@@ -22,7 +22,7 @@ import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
-from fwlab.errors import FwlabError, ToolMissing
+from fwlab.errors import FwlabError, MeasurementFailed, ToolMissing
 
 #: Debian package that provides each external program fwlab calls.
 PACKAGE_OF = {
@@ -55,7 +55,7 @@ def require_tool(name: str) -> str:
     return path
 
 
-class CommandFailed(FwlabError):
+class CommandFailed(MeasurementFailed):
     """A command run by fwlab exited non-zero."""
 
     def __init__(self, argv: list[str], returncode: int, stdout: str, stderr: str, ns: str | None,
@@ -73,7 +73,7 @@ class CommandFailed(FwlabError):
         self.host = host
 
 
-class CommandTimeout(FwlabError):
+class CommandTimeout(MeasurementFailed):
     """A command run by fwlab did not finish in time and was killed."""
 
 

@@ -1,0 +1,113 @@
+"""Report section for kind ``cost`` ("Time inside the firewall", id ``kernel-cost``): the
+firewall's own time per packet, timed in the DUT's kernel (docs/kernel-cost.md), against rules
+with intervals, per hook and chain, the probe floor and the same-packet reference ratio, and the
+findings of the overview's headline (cost against 0 rules, per-rule slope) with their verdicts."""
+
+from __future__ import annotations
+
+import statistics
+
+from fwlab.report import kernel_cost
+from fwlab.report.markup import esc, table
+from fwlab.report.plots import cost_vs_rules
+from fwlab.report.sections import Section, register
+from fwlab.report.timeseries import plot_div
+from fwlab.results.trial import TrialRecord, as_records
+from fwlab.stats.kernel_cost import figure, reference_median_ns, referenced_usable
+
+
+def _f(v, digits: int = 0) -> str:
+    return "–" if v is None else f"{v:,.{digits}f}"
+
+
+def _med(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def render(run: dict, trials: list[TrialRecord]) -> str | None:
+    trials = as_records(trials)
+    if not trials:
+        return None
+    parts = ["<h2 id='kernel-cost'>Time inside the firewall</h2>",
+             "<p class='muted'>The firewall's own time per packet, timed in the DUT's kernel by BPF netfilter "
+             "brackets just before and after its base chains (tool kernel-cost, a light fixed load: not a capacity "
+             "figure). p50 is a trial's median over its packets, with the distribution-free 95 % interval of that "
+             "median; the floor is the probe's own gap with nothing inside; the reference ratio is the median over "
+             "packets of firewall gap / reference-chain gap on the same packet, and the referenced time that ratio "
+             "times the reference's median over the bed's trials (it divides out what slowed a moment). Medians "
+             "over repetitions. See docs/kernel-cost.md.</p>"]
+    missing = [t for t in trials if not t.metrics or t.metric("fw_missing")]
+    for key, ts in sorted(kernel_cost.cost_groups(trials).items(), key=str):
+        mode, backend, ipv = key
+        ts = [t for t in ts if not t.metric("fw_missing")]
+        if not ts:
+            continue
+        pts = kernel_cost.points(ts)
+        referenced = referenced_usable(pts)
+        ref_med = reference_median_ns(pts) if referenced else None
+        rows, lines = [], {}
+        by: dict[tuple, list[TrialRecord]] = {}
+        for t in ts:
+            by.setdefault((t.layout, t.rules), []).append(t)
+        for (lay, n), group in sorted(by.items()):
+            g = lambda k: _med(x.metric(k) for x in group)  # noqa: E731
+            figs = [figure(p, ref_med, referenced) for p in kernel_cost.points(group)]
+            figs = [f for f in figs if f is not None]
+            v = _med(f.value_ns for f in figs)
+            lo = min((f.low_ns for f in figs if f.low_ns is not None), default=None)
+            hi = max((f.high_ns for f in figs if f.high_ns is not None), default=None)
+            if v is not None:
+                lines.setdefault(lay, []).append((n, v, lo, hi))
+            chains = "; ".join(group[0].metric("fw_chains") or [])
+            rows.append([esc(lay), f"{n:,}", len(group), _f(g("fw_p50_ns")),
+                         f"{_f(min(x.metric('fw_p50_low_ns') or 0 for x in group))}–"
+                         f"{_f(max(x.metric('fw_p50_high_ns') or 0 for x in group))}",
+                         _f(g("fw_net_p50_ns")), _f(g("fw_floor_p50_ns")), _f(g("fw_ref_ratio_p50"), 4),
+                         f"{_f(v)} [{_f(lo)}, {_f(hi)}]" if referenced else "–",
+                         _f(g("fw_calls_per_packet"), 2), _f(g("rate_pps")), esc(chains)])
+        ref_name = next((t.metric("fw_reference") for t in ts if t.metric("fw_reference")), None)
+        ref_why = next((t.metric("fw_reference_missing") for t in ts if t.metric("fw_reference_missing")), None)
+        parts.append(f"<h3>{esc(backend)}, IPv{ipv}, {esc(mode)}</h3>")
+        parts.append("<p class='muted'>" + (f"Reference: {esc(ref_name)}, median {_f(ref_med)} ns over these trials."
+                                            if referenced else f"No referenced figure: {esc(ref_why or 'no reference ratio in every trial')}; raw medians.")
+                     + "</p>")
+        parts.append(table(["layout", "rules", "trials", "p50 [ns]", "p50 95 % interval [ns]", "net of floor [ns]",
+                            "floor [ns]", "reference ratio", "referenced [ns] [interval]", "calls/packet",
+                            "load [pps]", "chains timed"], rows, left=1))
+        floor = _med(t.metric("fw_floor_p50_ns") for t in ts)
+        parts.append(plot_div(cost_vs_rules(
+            sorted(lines.items()), f"{backend}, IPv{ipv}: {'referenced' if referenced else 'raw'} time inside the "
+            f"firewall per packet\nmedian over repetitions; bars: lowest to highest per-packet 95 % interval", floor)))
+        parts.append(_hooks(ts))
+    found = kernel_cost.sentences(trials)
+    if found:
+        parts.append("<h3>Findings</h3><ul>" + "".join(f"<li>{esc(s)}</li>" for s in found) + "</ul>")
+    if missing:
+        rows = [[esc(t.trial_id), esc(t.error or t.metric("fw_missing"))] for t in missing]
+        parts.append("<h3>Missing</h3>" + table(["trial", "why no in-kernel figure"], rows, left=2))
+    return "\n".join(p for p in parts if p)
+
+
+def _hooks(ts: list[TrialRecord]) -> str:
+    """Every bracket (hook, priority, role, chains), median over the trials of each rule count."""
+    acc: dict[tuple, list[dict]] = {}
+    for t in ts:
+        for b in t.metric("fw_brackets") or []:
+            key = (t.layout, t.rules, b.get("family"), b.get("hook"), f"{b.get('prio_enter')} / {b.get('prio_leave')}",
+                   b.get("role"), "; ".join(b.get("chains") or []))
+            acc.setdefault(key, []).append(b)
+    if not acc:
+        return ""
+    rows = []
+    for (lay, n, fam, hook, prio, role, chains), bs in sorted(acc.items(), key=str):
+        miss = next((b.get("missing") for b in bs if b.get("missing")), None)
+        rows.append([esc(lay), f"{n:,}", esc(fam), esc(hook), esc(prio), esc(role), esc(chains),
+                     esc(miss) if miss else _f(_med(b.get("p50_ns") for b in bs)),
+                     _f(_med(b.get("timed") for b in bs))])
+    return ("<details><summary>Per hook and chain</summary>"
+            + table(["layout", "rules", "family", "hook", "priorities (enter / leave)", "role", "chains", "p50 [ns]", "timed"], rows, left=7)
+            + "</details>")
+
+
+register(Section(kind="cost", title="Time inside the firewall", render=render, order=4))

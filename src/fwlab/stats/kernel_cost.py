@@ -1,0 +1,201 @@
+"""The firewall's in-kernel time per packet over a run's cost trials: referenced figures, the cost
+of a rule count against 0 rules with its interval and verdict, and the per-rule slope.
+
+Owns: :class:`CostPoint` (one cost trial's figures, from its plain metrics), the *referenced*
+time per packet (each trial's median per-packet ratio firewall / reference times the reference's
+median over the group's trials: whatever slowed a moment slowed both brackets of a packet, so the
+ratio carries the firewall's cost and the common median turns it back into ns), and two findings:
+
+- :func:`cost_against_zero`: the time a rule count adds per packet against the same
+  configuration's 0-rule trial, per repetition (both trials of one repetition ran close in
+  time). Its interval: each trial's distribution-free 95 % interval of its median over the
+  trial's packets (the referenced figure: the per-packet ratio's interval times the common
+  reference median); per repetition the difference's interval ``[low_N - high_0, high_N -
+  low_0]`` (covers with >= 90 %: both intervals hold with >= 1 - 2 x 5 %), and over the
+  repetitions their envelope, lowest low to highest high. The per-packet intervals alone do not
+  carry the drift between repetitions; the envelope carries what the repetitions show of it
+  (with 2 repetitions that is little: an order-statistic interval of 2 values covers the median
+  of repetitions only 50 %, ``fwlab.stats.median_interval``). The verdict needs the whole
+  interval on one side of a margin (``margin_ns``): "cost" (low > margin), "no cost" (inside
+  ±margin), else "undecided".
+- :func:`per_rule_cost`: the least-squares slope of the referenced time over rule counts
+  (``fwlab.stats.fit.fit_per_packet_cost``, scipy's t interval on n - 2 degrees of freedom; each
+  repetition is one point), with the same three verdicts on ``margin_ns_per_rule``.
+
+Pure: plain numbers in, frozen dataclasses out. Never reads records or files.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from fwlab.errors import FwlabError
+from fwlab.stats.fit import fit_per_packet_cost
+
+COST, NO_COST, UNDECIDED = "cost", "no cost", "undecided"
+#: a rule set's added time per packet within this of 0 is "no cost" [ns/packet]: issue 30's
+#: precision goal for a class's cost (±20 ns), about a tenth of an empty forward path here
+MARGIN_NS = 20.0
+#: a per-rule slope within this of 0 is "no cost" [ns/rule]
+MARGIN_NS_PER_RULE = 0.1
+
+
+@dataclass(frozen=True)
+class CostPoint:
+    """One cost trial's in-kernel figures [ns] (None: not measured)."""
+
+    layout: str
+    rules: int
+    repetition: int
+    p50_ns: float | None
+    p50_low_ns: float | None = None
+    p50_high_ns: float | None = None
+    ref_ratio_p50: float | None = None
+    ref_ratio_low: float | None = None
+    ref_ratio_high: float | None = None
+    ref_p50_ns: float | None = None
+    floor_p50_ns: float | None = None
+
+    @classmethod
+    def from_metrics(cls, layout: str, rules: int, repetition: int, m: Mapping[str, Any]) -> "CostPoint":
+        g = m.get
+        return cls(layout, int(rules), int(repetition), g("fw_p50_ns"), g("fw_p50_low_ns"), g("fw_p50_high_ns"),
+                   g("fw_ref_ratio_p50"), g("fw_ref_ratio_low"), g("fw_ref_ratio_high"), g("fw_ref_p50_ns"),
+                   g("fw_floor_p50_ns"))
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One trial's time per packet with its per-packet 95 % interval [ns]."""
+
+    value_ns: float
+    low_ns: float | None
+    high_ns: float | None
+
+
+def reference_median_ns(points: Iterable[CostPoint]) -> float | None:
+    """The reference chain's median over the trials that have one [ns]."""
+    refs = [p.ref_p50_ns for p in points if p.ref_p50_ns and p.ref_ratio_p50]
+    return statistics.median(refs) if refs else None
+
+
+def figure(p: CostPoint, ref_median_ns: float | None, referenced: bool) -> Figure | None:
+    """``p``'s referenced figure (ratio x ``ref_median_ns``) or raw median, or None."""
+    if referenced:
+        if not ref_median_ns or p.ref_ratio_p50 is None:
+            return None
+        lo = p.ref_ratio_low * ref_median_ns if p.ref_ratio_low is not None else None
+        hi = p.ref_ratio_high * ref_median_ns if p.ref_ratio_high is not None else None
+        return Figure(p.ref_ratio_p50 * ref_median_ns, lo, hi)
+    if p.p50_ns is None:
+        return None
+    return Figure(p.p50_ns, p.p50_low_ns, p.p50_high_ns)
+
+
+def referenced_usable(points: list[CostPoint]) -> bool:
+    """Every point with a raw figure has a reference ratio too (else the raw figures are used)."""
+    have = [p for p in points if p.p50_ns is not None]
+    return bool(have) and all(p.ref_ratio_p50 is not None and p.ref_p50_ns for p in have)
+
+
+def verdict(low: float | None, high: float | None, margin: float) -> str:
+    if low is None or high is None:
+        return UNDECIDED
+    if low > margin:
+        return COST
+    if -margin <= low and high <= margin:
+        return NO_COST
+    return UNDECIDED
+
+
+@dataclass(frozen=True)
+class CostAgainstZero:
+    """The time ``rules`` add per packet against 0 rules in one layout [ns/packet]."""
+
+    layout: str
+    rules: int
+    added_ns: float  #: median over repetitions of (figure at rules - figure at 0)
+    low_ns: float | None  #: envelope of the repetitions' difference intervals (None: a trial had no interval)
+    high_ns: float | None
+    repetitions: int  #: repetitions with both trials measured
+    referenced: bool  #: the figures are referenced (ratio x reference median), else raw medians
+    verdict: str  #: cost, no cost or undecided (on margin_ns)
+    margin_ns: float
+    how: str  #: the interval in words
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def cost_against_zero(points: Iterable[CostPoint], layout: str, rules: int, *, zero_layout: str | None = None,
+                      margin_ns: float = MARGIN_NS) -> CostAgainstZero | None:
+    """``layout`` at ``rules`` against 0 rules (``zero_layout``: the layout whose 0-rule trials are
+    the reference, default the same), repetition by repetition; None without a repetition that
+    measured both."""
+    pts = list(points)
+    if rules <= 0:
+        raise FwlabError(f"a cost against 0 rules needs rules > 0, not {rules}", fix="give the larger rule count")
+    zl = zero_layout or layout
+    use = [p for p in pts if (p.layout == layout and p.rules == rules) or (p.layout == zl and p.rules == 0)]
+    referenced = referenced_usable(use)
+    ref_med = reference_median_ns(use) if referenced else None
+    top = {p.repetition: figure(p, ref_med, referenced) for p in use if p.layout == layout and p.rules == rules}
+    zero = {p.repetition: figure(p, ref_med, referenced) for p in use if p.layout == zl and p.rules == 0}
+    reps = sorted(r for r in top if top[r] is not None and zero.get(r) is not None)
+    if not reps:
+        return None
+    diffs = [top[r].value_ns - zero[r].value_ns for r in reps]
+    lows, highs = [], []
+    for r in reps:
+        t, z = top[r], zero[r]
+        if None in (t.low_ns, t.high_ns, z.low_ns, z.high_ns):
+            lows = highs = []
+            break
+        lows.append(t.low_ns - z.high_ns)
+        highs.append(t.high_ns - z.low_ns)
+    low, high = (min(lows), max(highs)) if lows else (None, None)
+    n = len(reps)
+    how = ("per-packet 95 % intervals of each trial's median (difference >= 90 %), "
+           + (f"spanning its {n} repetitions" if n > 1 else "1 repetition: no spread between repetitions in it"))
+    return CostAgainstZero(layout, rules, statistics.median(diffs), low, high, n, referenced,
+                           verdict(low, high, margin_ns), margin_ns, how)
+
+
+@dataclass(frozen=True)
+class PerRuleCost:
+    """The least-squares slope of time per packet over rule counts in one layout [ns/rule]."""
+
+    layout: str
+    per_rule_ns: float
+    low_ns: float | None  #: the slope's t interval (None with 2 points)
+    high_ns: float | None
+    base_ns: float
+    r_squared: float | None
+    n_points: int
+    n_rule_counts: int
+    referenced: bool
+    verdict: str
+    margin_ns_per_rule: float
+    confidence: float
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def per_rule_cost(points: Iterable[CostPoint], layout: str, *, margin_ns_per_rule: float = MARGIN_NS_PER_RULE,
+                  confidence: float = 0.95) -> PerRuleCost | None:
+    """The slope over ``layout``'s trials (every repetition one point); None with fewer than two
+    rule counts measured."""
+    pts = [p for p in points if p.layout == layout]
+    referenced = referenced_usable(pts)
+    ref_med = reference_median_ns(pts) if referenced else None
+    xy = [(p.rules, f.value_ns) for p in pts if (f := figure(p, ref_med, referenced)) is not None and f.value_ns > 0]
+    if len({x for x, _ in xy}) < 2:
+        return None
+    fit = fit_per_packet_cost([(x, 1e9 / y) for x, y in xy], confidence=confidence)  # the fit is in ns
+    lo, hi = fit.per_rule_ns_ci if fit.per_rule_ns_ci else (None, None)
+    return PerRuleCost(layout, fit.per_rule_ns, lo, hi, fit.base_ns, fit.r_squared, fit.n_points, fit.n_rule_counts,
+                       referenced, verdict(lo, hi, margin_ns_per_rule), margin_ns_per_rule, confidence)
