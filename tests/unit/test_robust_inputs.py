@@ -83,7 +83,7 @@ HOSTILE = [
     ("ipset-with-suite", {"i.txt": "create x hash:ip\n"}, ["run", "quick", "--dry-run", "--ipset", "i.txt"],
      "--ipset goes with --ruleset"),
     ("interfaces-lo", {"r.nft": "table inet t {\n}\n"},
-     ["run", "--ruleset", "r.nft", "--interfaces", "lo=client,eth1=server"], "'lo' is the namespace's own"),
+     ["run", "--ruleset", "r.nft", "--interfaces", "lo=client,eth1=server"], "the loopback interface cannot be a side"),
     ("repair-without-resume", {}, ["run", "quick", "--dry-run", "--repair"], "--repair goes with --resume"),
     ("run-out-proc", {}, ["run", "quick", "--dry-run", "--out", "/proc/version/x"], "under /proc"),
 ]

@@ -219,12 +219,14 @@ def render(run: dict, trials: list[dict]) -> str | None:
     if probes:
         verdict = ("<p class='ok'>Every class's observed verdict equals the rule set's.</p>" if not bad else
                    "<p class='err'>Findings: " + "; ".join(
-                       f"{esc(p['class_id'])} ({esc(classes[p['class_id']]['rule_id'])}): {esc(p['status'])} — "
+                       f"{esc(p['class_id'])} ({esc(classes.get(p['class_id'], {}).get('rule_id', 'class not in the record'))}): {esc(p['status'])} — "
                        f"{esc(p['why'])}" for p in bad) + "</p>")
         parts.append("<h3>Functional check (before any rate)</h3>" + verdict)
         rows = []
         for p in probes:
-            c = classes[p["class_id"]]
+            c = classes.get(p["class_id"])
+            if c is None:  # a record without the class it checked: the findings above name it
+                continue
             cls = "ok" if p["status"] == "match" else "err"
             rows.append([esc(c["class_id"]), esc(c["rule_id"]), esc(c["rule_text"]), _pkt(c["packet"]),
                          esc(c["expected"] + (" (reject)" if c["terminal"] == "reject" else "")),
