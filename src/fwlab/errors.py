@@ -55,6 +55,13 @@ class BackendError(MeasurementFailed):
     """A firewall backend could not render, load, read or flush a rule set."""
 
 
+class RulesetRefused(BackendError):
+    """The kernel refused a rule set the user gave (``--ruleset``, ``optimize``): bad input
+    (exit status 2) even when it was found while the test bed stood."""
+
+    exit_status = 2
+
+
 class RunnerError(MeasurementFailed):
     """A traffic tool failed or its output could not be parsed."""
 

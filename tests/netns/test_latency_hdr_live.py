@@ -72,5 +72,5 @@ def test_ping_and_engine_items_keep_histograms_and_report_merges_them(tmp_path):
     html = write_report(rec.path).read_text()
     rtt = html[html.index("<h3>Round-trip time distributions</h3>"):]
     assert "<svg" in rtt and "(2" in rtt  # merged over the two repetitions
-    lat = html[html.index("<h2>Latency</h2>"):]
+    lat = html[html.index(">Latency</h2>"):]
     assert "<h3>Latency distributions</h3>" in lat and "<svg" in lat

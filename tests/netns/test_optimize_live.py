@@ -36,7 +36,7 @@ def test_linear_list_set_form_equivalent_and_measured(tmp_path):
     run = json.loads((res.record / "run.json").read_text())
     opt = run["ruleset_optimize"]
     assert (opt["rules_before"], opt["rules_after"]) == (50, 1)
-    assert opt["equivalence"]["verdict"] == "equivalent" and opt["equivalence"]["probes"] == 51
+    assert opt["equivalence"]["verdict"] == "equivalent" and opt["equivalence"]["probes"] == 52  # one per rule + the policy for IPv4 and for IPv6 (inet)
     assert all(r["identical"] and r["as_expected"] for r in opt["live"])
     assert {r["original"]["observed"] for r in opt["live"]} == {"passed", "dropped"}
     assert "ip saddr {" in (res.record / "proposal.nft").read_text()
@@ -47,7 +47,7 @@ def test_linear_list_set_form_equivalent_and_measured(tmp_path):
     assert gain["mix"]["gain"]["ratio"] > 0  # a measured figure, not asserted against a machine's speed
     trials = [json.loads(line) for line in (res.record / "trials.jsonl").read_text().splitlines()]
     assert len(trials) == 2 * 2 * 2 and {t["layout"] for t in trials} == {"original", "proposal"}
-    assert any("equivalent on all 51" in line for line in res.summary)
+    assert any("equivalent on all 52" in line for line in res.summary)
 
 
 def test_a_non_equivalent_rewrite_is_caught_on_the_data_path():

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 
 from fwlab.dut.base import DutContext, sha256
-from fwlab.errors import BackendError
+from fwlab.errors import BackendError, RulesetRefused
 from fwlab.rules.imported_model import ImportedRuleSet
 from fwlab.rules.iptables_save import check_shape, parse_iptables_save
 from fwlab.rules.nft_json import parse_nft_json
@@ -193,7 +193,7 @@ class ImportedFirewall:
             self.flush(ctx)
             msg = kernel_message(exc, self.text if step != "ipset restore" else self.ipset_text or "",
                                  self.source if step != "ipset restore" else "the ipset file")
-            raise BackendError(f"{self.source}: {step} refused the rule set, nothing is loaded: {msg}",
+            raise RulesetRefused(f"{self.source}: {step} refused the rule set, nothing is loaded: {msg}",
                                fix="correct the rule set (it is loaded unchanged, as 'nft -f' or "
                                    "'iptables-restore' would)") from exc
         return time.perf_counter() - t0
