@@ -56,8 +56,8 @@ class BackendError(MeasurementFailed):
 
 
 class RulesetRefused(BackendError):
-    """The kernel refused a rule set the user gave (``--ruleset``, ``optimize``): bad input
-    (exit status 2) even when it was found while the test bed stood."""
+    """A rule set the user gave (``--ruleset``, ``optimize``) cannot be read or the kernel refused
+    it: bad input (exit status 2), even when it was found while the test bed stood."""
 
     exit_status = 2
 

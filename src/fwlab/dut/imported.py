@@ -151,7 +151,7 @@ class ImportedFirewall:
         if kind == "iptables":
             check_shape(text)  # a malformed file fails here, in one line, before the kernel
         elif ipset_text:
-            raise BackendError(f"{source}: an ipset file goes with an iptables-save file, not with nft syntax",
+            raise RulesetRefused(f"{source}: an ipset file goes with an iptables-save file, not with nft syntax",
                                fix="drop --ipset (nft sets live in the nft file)")
         return cls(text=text, kind=kind, ip_version=detect_ip_version(text) if kind == "iptables" else 4,
                    ipset_text=ipset_text, source=source)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 import shlex
 
-from fwlab.errors import BackendError
+from fwlab.errors import RulesetRefused
 from fwlab.rules.imported_model import (L4_NUMBERS, TCP_FLAGS, Chain, ImportedRuleSet, Interval, Match, Rule,
                                         addr_interval, fact, path_order)
 
@@ -55,17 +55,17 @@ def parse_ipset(text: str) -> dict[str, tuple[int | None, list[Interval] | None,
             sets[tok[1]] = (ver, [] if addr else None, tok[2])
         elif tok[0] == "add" and len(tok) >= 3:
             if tok[1] not in sets:
-                raise BackendError(f"ipset file line {n}: 'add' to set '{tok[1]}' before its 'create'",
+                raise RulesetRefused(f"ipset file line {n}: 'add' to set '{tok[1]}' before its 'create'",
                                    fix="give the output of 'ipset save'")
             ver, ivs, typ = sets[tok[1]]
             if ivs is not None:
                 try:
                     ivs.append(addr_interval(tok[2])[1])
                 except ValueError as exc:
-                    raise BackendError(f"ipset file line {n}: '{tok[2]}' is not an address",
+                    raise RulesetRefused(f"ipset file line {n}: '{tok[2]}' is not an address",
                                        fix="give the output of 'ipset save'") from exc
         else:
-            raise BackendError(f"ipset file line {n}: '{tok[0]}' is neither create nor add",
+            raise RulesetRefused(f"ipset file line {n}: '{tok[0]}' is neither create nor add",
                                fix="give the output of 'ipset save'")
     return sets
 
@@ -80,21 +80,21 @@ def check_shape(text: str) -> None:
             continue
         if s.startswith("*"):
             if table:
-                raise BackendError(f"iptables-save file line {n}: table {s} starts before *{table} has COMMIT",
+                raise RulesetRefused(f"iptables-save file line {n}: table {s} starts before *{table} has COMMIT",
                                    fix="end every table with COMMIT")
             table, seen = s[1:], True
         elif s == "COMMIT":
             if not table:
-                raise BackendError(f"iptables-save file line {n}: COMMIT outside a table",
+                raise RulesetRefused(f"iptables-save file line {n}: COMMIT outside a table",
                                    fix="start each table with *filter (or *nat, ...)")
             table = None
         elif not table:
-            raise BackendError(f"iptables-save file line {n}: '{s[:40]}' outside a table",
+            raise RulesetRefused(f"iptables-save file line {n}: '{s[:40]}' outside a table",
                                fix="give the output of iptables-save")
     if table:
-        raise BackendError(f"iptables-save file: table *{table} has no COMMIT", fix="end it with COMMIT")
+        raise RulesetRefused(f"iptables-save file: table *{table} has no COMMIT", fix="end it with COMMIT")
     if not seen:
-        raise BackendError("iptables-save file has no table (*filter ...)", fix="give the output of iptables-save")
+        raise RulesetRefused("iptables-save file has no table (*filter ...)", fix="give the output of iptables-save")
 
 
 def _port_intervals(text: str) -> list[Interval]:
@@ -299,7 +299,7 @@ def _parse_rule_args(tokens: list[str], ipver: int, ipsets: dict, rule: Rule,
             rule.matches.append(fact(" ".join(tokens[i:j]), negate=neg))
             step = j - i
         else:
-            raise BackendError(f"iptables rule: unexpected word '{t}'", fix="give the output of iptables-save")
+            raise RulesetRefused(f"iptables rule: unexpected word '{t}'", fix="give the output of iptables-save")
         neg = False
         i += step
 
@@ -338,13 +338,13 @@ def parse_iptables_save(text: str, ipver: int = 4, ipset_text: str | None = None
         try:
             tok = shlex.split(s)
         except ValueError as exc:
-            raise BackendError(f"iptables-save file line {n}: {exc}", fix="check the quoting") from exc
+            raise RulesetRefused(f"iptables-save file line {n}: {exc}", fix="check the quoting") from exc
         if len(tok) < 2 or tok[0] not in ("-A", "--append"):
-            raise BackendError(f"iptables-save file line {n}: '{s[:40]}' is not '-A CHAIN ...'",
+            raise RulesetRefused(f"iptables-save file line {n}: '{s[:40]}' is not '-A CHAIN ...'",
                                fix="give the output of iptables-save")
         cname = key(tok[1])
         if cname not in chains:
-            raise BackendError(f"iptables-save file line {n}: chain {tok[1]} is not declared in *{table}",
+            raise RulesetRefused(f"iptables-save file line {n}: chain {tok[1]} is not declared in *{table}",
                                fix=f"add ':{tok[1]} - [0:0]' before the rules")
         index[cname] = index.get(cname, 0) + 1
         rule = Rule(rule_id=f"{table} {tok[1]} #{index[cname]}", chain=cname, text=s, has_counter=True,
@@ -352,7 +352,7 @@ def parse_iptables_save(text: str, ipver: int = 4, ipset_text: str | None = None
         try:
             _parse_rule_args(tok[2:], ipver, ipsets, rule, declared[table], table)
         except ValueError as exc:
-            raise BackendError(f"iptables-save file line {n}: {exc}", fix="check the rule's addresses and ports") from exc
+            raise RulesetRefused(f"iptables-save file line {n}: {exc}", fix="check the rule's addresses and ports") from exc
         chains[cname].rules.append(rule)
     if "FORWARD" not in chains:
         notes.append("the filter table has no FORWARD chain: the filter table accepts every forwarded packet")
