@@ -218,20 +218,12 @@ class CostProbe:
             return self
         ready = self.host.scratch_path(f"kclock-ready-{time.monotonic_ns()}")
         argv = [ld, "--ready-file", ready, obj, f"{self.max_s + GRACE_S:g}", *(b.argv() for b in self.plan.brackets)]
-        self._sp = self.host.spawn(argv, ns=self.ns)
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while not self.host.exists(ready):
-            if self._sp.proc.poll() is not None or time.monotonic() > deadline:
-                out, err = self._sp.stop()
-                self.host.forget(self._sp)
-                self._sp = None
-                res = parse_output(out, self.plan)
-                why = res.missing or "the probe's loader did not become ready"
-                self._result = ProbeResult(unbracketed=self.plan.missing,
-                                           missing=f"{why}: {err.strip().splitlines()[-1] if err.strip() else 'no output'}")
-                return self
-            time.sleep(0.005)
-        self.host.run(["rm", "-f", ready], check=False, timeout_s=10)
+        self._sp, out, err = _spawn_until_ready(self.host, argv, self.ns, ready)
+        if self._sp is None:
+            res = parse_output(out, self.plan)
+            why = res.missing or "the probe's loader did not become ready"
+            self._result = ProbeResult(unbracketed=self.plan.missing,
+                                       missing=f"{why}: {err.strip().splitlines()[-1] if err.strip() else 'no output'}")
         return self
 
     def __exit__(self, *exc) -> None:
@@ -338,20 +330,13 @@ class ProgStatsProbe:
             return self
         ld_path = str(ld) if isinstance(self.host, LocalHost) else self.host.put_file(ld.read_bytes(), "fwlab-kclock", mode=0o755)
         ready = self.host.scratch_path(f"kclock-stats-ready-{time.monotonic_ns()}")
-        self._sp = self.host.spawn([ld_path, "--ready-file", ready, "progstats-hold", f"{self.max_s + GRACE_S:g}",
-                                    *map(str, sorted(self._devices))], ns=self.ns)
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while not self.host.exists(ready):
-            if self._sp.proc.poll() is not None or time.monotonic() > deadline:
-                out, err = self._sp.stop()
-                self.host.forget(self._sp)
-                self._sp = None
-                res = parse_progstats(out, self._devices)
-                self._result = res if res.missing else ProgStatsResult(
-                    missing=f"the statistics loader did not become ready: {err.strip()[:200] or 'no output'}")
-                return self
-            time.sleep(0.005)
-        self.host.run(["rm", "-f", ready], check=False, timeout_s=10)
+        argv = [ld_path, "--ready-file", ready, "progstats-hold", f"{self.max_s + GRACE_S:g}",
+                *map(str, sorted(self._devices))]
+        self._sp, out, err = _spawn_until_ready(self.host, argv, self.ns, ready)
+        if self._sp is None:
+            res = parse_progstats(out, self._devices)
+            self._result = res if res.missing else ProgStatsResult(
+                missing=f"the statistics loader did not become ready: {err.strip()[:200] or 'no output'}")
         return self
 
     def __exit__(self, *exc) -> None:
@@ -365,3 +350,19 @@ class ProgStatsProbe:
         if self._result is None:
             raise FwlabError("the statistics are read after their with block", fix="call result() after the block")
         return self._result
+
+
+def _spawn_until_ready(host: Host, argv: list[str], ns: str | None, ready: str):
+    """Start the loader and wait until it has written ``ready`` (its programs are linked):
+    (the running process, "", "") — or (None, stdout, stderr) when it ended or did not become
+    ready within READY_TIMEOUT_S (it is stopped then)."""
+    sp = host.spawn(argv, ns=ns)
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while not host.exists(ready):
+        if sp.proc.poll() is not None or time.monotonic() > deadline:
+            out, err = sp.stop()
+            host.forget(sp)
+            return None, out, err
+        time.sleep(0.005)
+    host.run(["rm", "-f", ready], check=False, timeout_s=10)
+    return sp, "", ""
