@@ -142,6 +142,8 @@ def _kind_metrics_for(trial: TrialRecord, metric: str | Sequence[str]) -> list[s
     own = KIND_METRICS[kind]
     if kind == "attack" and trial.traffic in ("udp", "engine"):
         own = ("rx_pps", "throughput_bps", "loss_ratio")
+    if kind == "ruleset-class" and trial.traffic == "ruleset-class-cost":  # a class's time inside the firewall
+        own = ("fw_class_ns", "fw_ref_ratio_p50", "fw_p50_ns")
     if metric == PRIMARY:
         held = [m for m in own if trial.metric(m) is not None]
         return held[:1] or [own[0]]

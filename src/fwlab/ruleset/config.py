@@ -19,6 +19,7 @@ from fwlab.ruleset.probe import DEFAULT_INTERFACES, parse_interfaces
 PROBE_COUNT = 40  #: probe packets per class [packets]
 RATE_COUNT = 100_000  #: frames per rate measurement (back to back at max)
 LATENCY_COUNT = 20_000  #: frames per latency trial
+COST_DURATION_S = 1.0  #: sending time of one class cost trial at its light load [s]
 LATENCY_FRACTION = 0.5  #: latency trial load, share of the lower of the class's two rates in the round (RFC 2544 §26.2)
 
 
@@ -37,10 +38,12 @@ class RulesetRunConfig:
     class_weights: dict[str, float] | None = None  #: the user's mix profile (None: every class alike)
     mix_source: str | None = None  #: where the profile came from (a file, the suite)
     interfaces_given: bool = False  #: the user named the interfaces (else they are proposed from the rule set)
+    measure_cost: bool = True  #: each class's time inside the firewall, timed in the kernel (methods.class_cost)
+    cost_duration_s: float = COST_DURATION_S  #: sending time of one class cost trial [s]
 
 
-RULESET_KEYS = ("file", "ipset", "interfaces", "rate_count", "probe_count", "measure_rate", "seed",
-                "latency_count", "latency_fraction", "class_weights", "mix")
+RULESET_KEYS = ("file", "ipset", "interfaces", "rate_count", "probe_count", "measure_rate", "measure_cost",
+                "cost_duration_s", "seed", "latency_count", "latency_fraction", "class_weights", "mix")
 
 
 def _check_latency(count, fraction, where: str) -> None:
@@ -55,7 +58,7 @@ def _check_latency(count, fraction, where: str) -> None:
 
 #: [ruleset] keys whose value must be a string / a bool / a table of strings (or a string)
 _STRING_KEYS = ("file", "ipset")
-_BOOL_KEYS = ("measure_rate",)
+_BOOL_KEYS = ("measure_rate", "measure_cost")
 
 
 def _check_table_types(table: dict, where: str) -> None:
@@ -85,7 +88,8 @@ def config_from_args(ruleset: str, *, ipset: str | None = None, interfaces: str 
     return RulesetRunConfig(ruleset=Path(ruleset), ipset=Path(ipset) if ipset else None,
                             interfaces=parse_interfaces(interfaces) if interfaces else dict(DEFAULT_INTERFACES),
                             interfaces_given=bool(interfaces),
-                            repetitions=repetitions or 3, measure_rate=not no_rate, latency_count=lc,
+                            repetitions=repetitions or 3, measure_rate=not no_rate, measure_cost=not no_rate,
+                            latency_count=lc,
                             class_weights=read_mix_file(Path(mix)) if mix else None,
                             mix_source=str(mix) if mix else None)
 
@@ -126,6 +130,10 @@ def config_from_suite_file(path: Path, repetitions: int | None = None) -> Rulese
            "latency_fraction": table.get("latency_fraction", LATENCY_FRACTION)}
     _check_latency(lat["latency_count"], lat["latency_fraction"], where)
     lat["latency_fraction"] = float(lat["latency_fraction"])  # checked: an int or float in (0, 1]
+    dur = table.get("cost_duration_s", COST_DURATION_S)
+    if isinstance(dur, bool) or not isinstance(dur, (int, float)) or not 0.2 <= dur <= 60:
+        raise SuiteError(f"{where}: cost_duration_s must be a number of seconds in [0.2, 60], not {dur!r}",
+                         fix="cost_duration_s = 1.0")
     if "class_weights" in table and "mix" in table:
         raise SuiteError(f"{where}: give class_weights or mix (a file), not both", fix="keep one of them")
     weights, source = None, None
@@ -140,4 +148,5 @@ def config_from_suite_file(path: Path, repetitions: int | None = None) -> Rulese
         ruleset=base / table["file"], ipset=(base / table["ipset"]) if table.get("ipset") else None,
         interfaces=parse_interfaces(table.get("interfaces", DEFAULT_INTERFACES)), repetitions=reps,
         interfaces_given="interfaces" in table,
-        measure_rate=table.get("measure_rate", True), **ints)
+        measure_rate=table.get("measure_rate", True), measure_cost=table.get("measure_cost", True),
+        cost_duration_s=float(dur), **ints)

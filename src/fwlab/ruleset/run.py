@@ -55,6 +55,7 @@ from fwlab.ruleset.config import RulesetRunConfig
 from fwlab.ruleset.costs import latency_load, latency_missing, latency_why, summarize_costs
 from fwlab.ruleset.established import twins
 from fwlab.ruleset.interfaces import InterfaceMap, parse_map, propose, unmapped, unmapped_line
+from fwlab.ruleset.kclass import attach, in_kernel_costs
 from fwlab.ruleset.mix import mix_latency, resolve, summarize_mix
 from fwlab.ruleset.probe import (DROP_MAX, PASS_MIN, PROBE_PPS, Bed, Routes, addresses_for, class_spec, end_probes,
                                  frame_size, open_flow, preflight, prepare, probe, rate_trial, read_input, send_args,
@@ -294,6 +295,7 @@ def run_ruleset(cfg: RulesetRunConfig, out_root: Path, *, log: TextIO | None = s
             imp["left_out"].update({i: f"not sent: {why}" for i, why in imp["not_sent"].items()})
             mix.update(leave_out(mix, imp["left_out"]))
             rec.save_run()
+            kernel = in_kernel_costs(rec, b, fw, engine, measured, routes, cfg, digest, imp, note)
             rates: dict[tuple[str, str], list[float]] = {}
             lat: dict[tuple[str, str], list[dict]] = {}
             if cfg.measure_rate and measured:
@@ -319,7 +321,7 @@ def run_ruleset(cfg: RulesetRunConfig, out_root: Path, *, log: TextIO | None = s
                                         rec, b, routes, engine, c, cond, k, cfg, digest, fw.family,
                                         latency_load(rates, c.class_id, k, cfg.latency_fraction)))
                     note(f"  rate round {k + 1}/{cfg.repetitions} done")
-                imp["costs"] = summarize_costs(measured, rates, lat if cfg.latency_count else None)
+                imp["costs"] = attach(summarize_costs(measured, rates, lat if cfg.latency_count else None), kernel)
                 if not cfg.latency_count:
                     imp["latency_missing"] = "not measured (latency_count = 0)"
                 w = mix["weights"]
@@ -330,8 +332,9 @@ def run_ruleset(cfg: RulesetRunConfig, out_root: Path, *, log: TextIO | None = s
                         hists = {i: [t["hdr"] for t in lat.get((i, cond), []) if t.get("hdr")] for i in w}
                         why = {i: latency_why(per_class[i], cond) for i in w if i in per_class}
                         mix[key] = mix_latency(w, hists, why, cond)
-                note(f"  mix ({mix['source']}, {sum(v > 0 for v in w.values())} classes): "
-                     f"{kpps_text(mix['rate_pps'])} kpps, cost {_ns(mix['cost_ns_per_packet'])} ns/packet")
+                note(f"  mix ({mix['source']}, {sum(v > 0 for v in w.values())} classes), rate-based (capacity, "
+                     f"max-rate sends): {kpps_text(mix['rate_pps'])} kpps, 1e9/rate - 1e9/reference rate "
+                     f"{_ns(mix['cost_ns_per_packet'])} ns/packet")
             else:
                 imp["costs"] = []
                 imp["rate_missing"] = ("not measured (--no-rate)" if not cfg.measure_rate else
