@@ -55,6 +55,58 @@ def _added(c: dict) -> str:
     return _us(a["median"]) + iv
 
 
+def _kns(s: dict | None) -> str:
+    """A class's in-kernel cost cell: median [low … high] ns (± %), or why it has none."""
+    if not s:
+        return "<span class='muted'>not measured</span>"
+    f = s.get("ns_per_packet")
+    if not f:
+        return f"<span class='muted'>missing: {esc(s.get('missing') or 'no figure')}</span>"
+    rel = f", ±{100 * f['half_width_rel']:.1f} %" if f.get("half_width_rel") is not None else ""
+    return f"{f['median']:,.0f} <span class='muted'>[{f['low']:,.0f} … {f['high']:,.0f}{rel}]</span>"
+
+
+def render_kernel_cost(kc: dict, classes: dict) -> str:
+    """Each class's time inside the firewall, timed in the kernel: the figure, its interval and
+    precision, referenced or raw, the hooks and chains timed, the floor, and the probe's counts."""
+    parts = ["<h3>Time inside the firewall per class (in-kernel)</h3>"]
+    per = kc.get("classes") or {}
+    if not per:
+        parts.append(f"<p class='muted'>Not measured: {esc(kc.get('missing') or 'no class')}.</p>")
+        return "\n".join(parts)
+
+    def key(s):
+        f = s.get("ns_per_packet")
+        return -f["median"] if f else float("inf")
+    rows = []
+    for s in sorted(per.values(), key=key):
+        c = classes.get(s["class_id"]) or {}
+        f = s.get("ns_per_packet") or {}
+        counts = s.get("counts") or []
+        cnt = "; ".join(f"{x.get('sent')}/{x.get('entered')}/{x.get('timed')}" for x in counts[:4])
+        delta = ", ".join("–" if x.get("rule_counter_delta") is None else str(x["rule_counter_delta"]) for x in counts[:4])
+        prec = f.get("precision")
+        rows.append([esc(s["class_id"]), esc(c.get("rule_id") or s.get("rule_id")), esc(s.get("expected")), _kns(s),
+                     f"<span class='{'ok' if prec == 'decided' else 'warn'}'>{esc(prec)}</span>" if prec else "–",
+                     ("referenced" if s.get("referenced") else "raw") if s.get("ns_per_packet") else "–",
+                     esc(", ".join(s.get("hooks") or [])) + f" <span class='muted'>{esc('; '.join(s.get('chains') or []))}</span>",
+                     "–" if s.get("floor_p50_ns") is None else f"{s['floor_p50_ns']:.0f}", cnt, delta])
+    parts.append(table(["class", "rule", "verdict", "ns/packet [95 % interval]", "precision", "figure",
+                         "hooks (chains) timed", "probe floor [ns]", "sent/entered/timed per round",
+                         "rule counter Δ per round (pilot + trial)"], rows, left=3))
+    refs = kc.get("references") or {}
+    ref_txt = "; ".join(f"IPv{v}: {esc(r[0]) if r[0] else 'none (' + esc(r[1]) + ')'}" for v, r in refs.items())
+    load = kc.get("load") or {}
+    parts.append(f"<p class='muted'>{esc(kc.get('method'))}; {load.get('duration_s')} s per trial, "
+                 f"{load.get('rounds')} rounds. Same-packet reference: {ref_txt}. Precise (decided): the interval's "
+                 f"half width is at most 10 % of the figure or 20 ns. {esc(kc.get('dropped'))}. A new-flow class "
+                 f"repeats one flow's packets (conntrack sees it unreplied, ct state new).</p>")
+    meth = next((s.get("method") for s in per.values() if s.get("method")), None)
+    if meth:
+        parts.append(f"<p class='muted'>{esc(meth)}.</p>")
+    return "\n".join(parts)
+
+
 def render_mix(mix: dict) -> str:
     """The whole mix: its weighting, rate, cost and latency."""
     w = mix.get("weights") or {}
@@ -71,11 +123,21 @@ def render_mix(mix: dict) -> str:
         f = d.get("latency_ns")
         return " / ".join(_us(f.get(k, f.get(old))) for k, old in P_KEYS) if f else "–"
 
+    kc = mix.get("kernel_cost") or {}
+    if kc:
+        f = kc.get("ns_per_packet")
+        left_k = "; ".join(f"{esc(k)} ({esc(v)})" for k, v in list((kc.get("left_out") or {}).items())[:6])
+        parts.append(f"<p><b>Time inside the firewall (in-kernel)</b>: " + (
+            f"{f['median']:,.0f} ns/packet <span class='muted'>[{f['low']:,.0f} … {f['high']:,.0f}]</span> "
+            f"({esc(f['precision'])}; {kc.get('weight_covered', 0):.0%} of the mix's weight timed)" if f else
+            f"<span class='muted'>missing: {esc(kc.get('missing'))}</span>") + "</p>"
+            + (f"<p class='muted'>Not in the in-kernel mix: {left_k}.</p>" if left_k else ""))
     rows = [["with the rule set", _range(mix.get("rate_pps") or {}, 1e-3, 1), _range(mix.get("cost_ns_per_packet") or {}),
              pcts(lat)],
             ["reference (each class's own: forwarding or drop)", _range(mix.get("reference_rate_pps") or {}, 1e-3, 1),
              "", pcts(ref_lat)]]
-    parts.append(table(["", "rate [kpps]", "cost [ns/packet]", "latency p50 / p90 / p99 / p99.9 [µs]"], rows, left=1))
+    parts.append(table(["", "rate [kpps] (capacity)", "rate-based Δ 1e9/rate [ns/packet]",
+                        "latency p50 / p90 / p99 / p99.9 [µs]"], rows, left=1))
     if mix.get("rate_ratio"):
         parts.append(f"<p>Mix rate with the rule set / without: {_gain(mix['rate_ratio'])} (95 %, Fieller).</p>")
     notes = [esc(mix.get("method") or "")]
@@ -90,24 +152,28 @@ def render_mix(mix: dict) -> str:
     return "\n".join(parts)
 
 
-def render_established(est: dict, costs: list[dict]) -> str:
-    """New flow and established, side by side: each twin's cost beside its new-flow class's."""
+def render_established(est: dict, costs: list[dict], kernel: dict | None = None) -> str:
+    """New flow and established, side by side: each twin's in-kernel cost beside its new-flow
+    class's, then the rate-based figures."""
     if not est:
         return ""
     by_id = {c["class_id"]: c for c in costs}
+    kernel = kernel or {}
     rows = []
     for t in est.get("classes") or []:
         new, old = t["class_id"][:-1], by_id.get(t["class_id"])
         n = by_id.get(new)
         rows.append([esc(new), esc(t["class_id"]), esc(t["rule_id"]), esc(t["expected"]),
+                     _kns(kernel.get(new)), _kns(kernel.get(t["class_id"])),
                      _range(n["rate_pps"], 1e-3, 1) if n else "–", _range(old["rate_pps"], 1e-3, 1) if old else "–",
                      _range(n["cost_ns_per_packet"]) if n else "–",
                      _range(old["cost_ns_per_packet"]) if old else "<span class='muted'>not measured</span>"])
     parts = ["<h3>New flow and established</h3>"]
     if rows:
         parts.append(table(["new-flow class", "established twin", "twin decided by", "twin verdict",
-                             "new [kpps]", "established [kpps]", "new cost [ns/packet]",
-                             "established cost [ns/packet]"], rows, left=4))
+                             "new, in-kernel [ns/packet]", "established, in-kernel [ns/packet]",
+                             "new [kpps]", "established [kpps]", "new, rate-based Δ [ns/packet]",
+                             "established, rate-based Δ [ns/packet]"], rows, left=4))
         parts.append(f"<p class='muted'>{esc(est.get('method') or '')}.</p>")
     none = est.get("none") or {}
     if none:
@@ -173,6 +239,24 @@ def render_optimize(opt: dict) -> str:
         parts.append("<p class='warn'>Rules no probe covers (equivalence not proven for them): "
                      + "; ".join(f"{esc(n['rule_id'])}: {esc(n['reason'])}" for n in nc[:10]) + "</p>")
     gain = opt.get("gain")
+    kg = (gain or {}).get("kernel")
+    if kg:
+        krows = []
+        for g in gain["classes"]:
+            pc = (kg.get("per_class") or {}).get(g["class_id"]) or {}
+            kgain = (kg.get("classes") or {}).get(g["class_id"]) or {}
+            krows.append([esc(g["class_id"]), esc(g["rule_text"] or g["rule_id"]), esc(g["expected"]),
+                          _kns(pc.get("original")), _kns(pc.get("proposal")), _gain(kgain),
+                          esc(kgain.get("verdict") or "–")])
+        mx = kg.get("mix") or {}
+        krows.append(["mix", f"{len(mx.get('classes') or [])} classes, evenly"
+                      + (f" <span class='muted'>(left out: {esc(', '.join(mx['left_out']))})</span>"
+                         if mx.get("left_out") else ""), "", "", "", _gain(mx), esc(mx.get("verdict") or "–")])
+        parts.append("<h3>Gain inside the firewall (in-kernel)</h3>" + table(
+            ["probe", "rule", "verdict", "original [ns/packet]", "proposal [ns/packet]",
+             "gain = original / proposal time (interval)", "decided"], krows, left=3))
+        parts.append(f"<p class='muted'>{esc(mx.get('method') or '')}. {esc(kg.get('method'))}.</p>")
+        parts.append("<h3>Capacity: gain in rate (secondary)</h3>")
     if gain:
         rows = [[esc(g["class_id"]), esc(g["rule_text"] or g["rule_id"]), esc(g["expected"]),
                  f"{g['traversed_original']} → {g['traversed_proposal']}", _range(g["original_rate_pps"], 1e-3, 1),
@@ -251,17 +335,35 @@ def render(run: dict, trials: list[dict]) -> str | None:
                      + ".</p>")
     costs = imp.get("costs") or []
     parts.append("<h3>Cost per class</h3>")
+    kc = imp.get("kernel_cost") or {}
+    kper = kc.get("classes") or {}
+    ktop = sorted((s for s in kper.values() if s.get("ns_per_packet")), key=lambda s: -s["ns_per_packet"]["median"])[:TOP]
+    if ktop:
+        parts.append("<p>Most expensive classes inside the firewall (in-kernel): " + "; ".join(
+            f"<b>{esc(s['class_id'])}</b> ({esc((classes.get(s['class_id']) or {}).get('rule_id') or s.get('rule_id'))}: "
+            f"<code>{esc((classes.get(s['class_id']) or {}).get('rule_text') or '')}</code>) {_kns(s)} ns/packet"
+            for s in ktop) + ".</p>")
+    if kc:
+        parts.append(render_kernel_cost(kc, classes))
     if not costs:
         parts.append(f"<p class='muted'>Rates not measured: {esc(imp.get('rate_missing') or 'no class')}.</p>")
+        if kper:
+            parts.append(render_established(est, [], kper))
+        if (imp.get("mix") or {}).get("kernel_cost"):
+            parts.append(render_mix(imp["mix"]))
         return "\n".join(parts)
     rate = imp.get("rate") or {}
-    top = [c for c in costs if c["cost_ns_per_packet"]["median"] is not None][:TOP]
-    if top:
-        parts.append("<p>Most expensive classes: " + "; ".join(
+    parts.append("<h3>Capacity: rates at the engine's maximum (rate-based figures)</h3>")
+    top = sorted((c for c in costs if c["cost_ns_per_packet"]["median"] is not None),
+                 key=lambda c: -c["cost_ns_per_packet"]["median"])[:TOP]
+    if top and not ktop:
+        parts.append("<p>Most expensive classes (rate-based): " + "; ".join(
             f"<b>{esc(c['class_id'])}</b> ({esc(c['rule_id'])}: <code>{esc(c['rule_text'])}</code>) "
             f"{_range(c['cost_ns_per_packet'])} ns/packet over {c['traversed_rules']} rules compared"
             for c in top) + ".</p>")
-    parts.append(f"<p class='muted'>{esc(rate.get('method'))}; {rate.get('count')} frames per measurement, "
+    parts.append(f"<p class='muted'>These are rates of the whole path (generator and DUT share the host's CPUs), "
+                 f"kept as the capacity figure; the cost per class is the in-kernel figure above. "
+                 f"{esc(rate.get('method'))}; {rate.get('count')} frames per measurement, "
                  f"{rate.get('repetitions')} rounds alternating the rule set and the references. Each class is "
                  f"measured against its own reference: a class the rule set accepts against no rule set "
                  f"(forwarding), a class it drops or rejects against the drop reference (one forward-hook chain "
@@ -272,13 +374,14 @@ def render(run: dict, trials: list[dict]) -> str | None:
     if imp.get("cost_note"):
         parts.append(f"<p class='warn'>Note: {esc(imp['cost_note'])}.</p>")
     rows = [[esc(c["class_id"]), esc(c["rule_id"]), esc(c["expected"]), c["traversed_rules"],
+             _kns(c.get("kernel_cost") or kper.get(c["class_id"])) if kc else "–",
              _range(c["rate_pps"], 1e-3, 1),
              _range(c["reference_rate_pps"], 1e-3, 1) + _ref_kind(c),
              _range(c["cost_ns_per_packet"]), _lat(c), _lat(c, "reference"), _added(c)] for c in costs]
-    parts.append(table(["class", "rule", "verdict", "rules compared", "rate [kpps]", "reference [kpps]",
-                         "cost [ns/packet]", "latency p50 / p99 [µs]", "reference latency [µs]",
-                         "added p50 [µs] (95 %)"], rows, left=3))
-    parts.append(render_established(est, costs))
+    parts.append(table(["class", "rule", "verdict", "rules compared", "in-kernel [ns/packet]", "rate [kpps]",
+                         "reference [kpps]", "rate-based Δ 1e9/rate [ns/packet]", "latency p50 / p99 [µs]",
+                         "reference latency [µs]", "added p50 [µs] (95 %)"], rows, left=3))
+    parts.append(render_established(est, costs, kper))
     lt = imp.get("latency") or {}
     if any(c.get("latency") for c in costs):
         parts.append(f"<p class='muted'>Latency: {esc(lt.get('method'))}; {lt.get('count')} frames per trial at "

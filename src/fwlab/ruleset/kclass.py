@@ -197,3 +197,34 @@ def attach(costs: list[dict], per: dict[str, dict]) -> list[dict]:
         f = (c.get("kernel_cost") or {}).get("ns_per_packet")
         return -(f["median"]) if f else float("inf")
     return sorted(costs, key=key) if per else costs
+
+
+def kernel_text(s: dict | None) -> str:
+    """original -> proposal in-kernel ns/packet of one class, for the summary."""
+    if not s:
+        return "in-kernel: not measured"
+    f = [(s.get(k) or {}).get("ns_per_packet") for k in ("original", "proposal")]
+    if not all(f):
+        return "in-kernel: missing (" + str((s.get("original") or {}).get("missing") or
+                                            (s.get("proposal") or {}).get("missing")) + ")"
+    return f"{f[0]['median']:,.0f} -> {f[1]['median']:,.0f} ns/packet"
+
+
+def kernel_gain(rec: RunRecord, b: Bed, engine: str, classes: list[TrafficClass], routes: Routes,
+                fw_a: ImportedFirewall, fw_b: ImportedFirewall, digest_a: str | None, digest_b: str | None,
+                rounds: int, note=None) -> dict:
+    """``fwlab optimize``'s in-kernel gain: each measured class under the original and the proposal
+    (loaded in turn, A B, B A, ...), per class and for their even mix (:mod:`fwlab.stats.class_cost`)."""
+    from fwlab.stats.class_cost import gain, mix_gain
+
+    conds = [Condition("original", fw_a, digest_a, layout="original"),
+             Condition("proposal", fw_b, digest_b, layout="proposal")]
+    got = measure_costs(rec, b, engine, classes, routes, conds, rounds, note=note)
+    for cond in conds:
+        cond.fw.flush(b.ctx)
+    t = got["trials"]
+    sums = {cond: summaries(classes, t, cond) for cond in ("original", "proposal")}
+    per = {c.class_id: {cond: sums[cond][c.class_id] for cond in sums} for c in classes}
+    pairs = {c.class_id: (t.get((c.class_id, "original"), []), t.get((c.class_id, "proposal"), [])) for c in classes}
+    return {"classes": {i: gain(a, p) for i, (a, p) in pairs.items()}, "mix": mix_gain(pairs), "per_class": per,
+            "references": got["references"], "method": LOAD_METHOD}

@@ -48,6 +48,7 @@ from fwlab.run.beds import open_bed
 from fwlab.run.header import derived_suite, new_record
 from fwlab.ruleset.probe import (DEFAULT_INTERFACES, PROBE_PPS, SETTLE_S, Bed, Routes, end_probes, observed_verdict,
                                  parse_interfaces, preflight, prepare, rate_trial, read_input, send_counted)
+from fwlab.ruleset.kclass import kernel_gain, kernel_text
 from fwlab.ruleset.run import class_trial_header, kpps_text, note_to
 from fwlab.runners.engine import engine_version
 from fwlab.stats.ratio import RATIO_METHOD
@@ -342,8 +343,18 @@ def run_optimize(cfg: OptimizeConfig, out_root: Path, *, log: TextIO | None = sy
                 gain = _measure(rec, b, engine, cfg, probes, model_a, model_b, fw_a, fw_b, digest_a, digest_b, note)
                 opt["gain"] = gain
                 rounds = " ".join("AB" if k % 2 == 0 else "BA" for k in range(cfg.repetitions))
-                summary.append(f"gain = proposal rate / original rate ({cfg.rate_count} frames per measurement, "
-                               f"{cfg.repetitions} rounds {rounds}, 95 % interval):")
+                kg = gain["kernel"]
+                summary.append(f"gain inside the firewall (in-kernel) = original time / proposal time per packet "
+                               f"({cfg.repetitions} rounds {rounds}, light load, same-packet reference; interval: "
+                               f"envelope of the rounds' 95 % intervals):")
+                for g in gain["classes"]:
+                    summary.append(f"  {g['class_id']:>6} {g['expected']:<6} {kernel_text(kg['per_class'].get(g['class_id']))}"
+                                   f"  {_fmt_gain(g['kernel_gain'] or {})} {(g['kernel_gain'] or {}).get('verdict', '')}")
+                summary.append(f"  mix of these classes: {_fmt_gain(kg['mix'])} {kg['mix'].get('verdict', '')}"
+                               + (f" (left out: {', '.join(kg['mix']['left_out'])})" if kg['mix'].get('left_out') else ""))
+                summary.append(f"capacity (secondary): gain = proposal rate / original rate ({cfg.rate_count} frames "
+                               f"per measurement at the engine's maximum, {cfg.repetitions} rounds {rounds}, 95 % "
+                               f"interval):")
                 for g in gain["classes"]:
                     summary.append(f"  {g['class_id']:>6} {g['expected']:<6} ({g['traversed_original']:>5} -> "
                                    f"{g['traversed_proposal']} rules compared): {kpps_text(g['original_rate_pps'])} -> "
@@ -373,6 +384,7 @@ def _measure(rec, b, engine, cfg, probes, model_a, model_b, fw_a, fw_b, digest_a
     measured = pick_measured(probes, traversed["original"], cfg.classes)
     end_probes(b)  # the probe-arrival counters off the bed hosts before any rate
     routes = Routes(b, measured)
+    kernel = kernel_gain(rec, b, engine, measured, routes, fw_a, fw_b, digest_a, digest_b, cfg.repetitions, note)
     fws = {"original": (fw_a, digest_a), "proposal": (fw_b, digest_b)}
     rates: dict[tuple[str, str], list[float | None]] = {}
     for k in range(cfg.repetitions):
@@ -385,7 +397,11 @@ def _measure(rec, b, engine, cfg, probes, model_a, model_b, fw_a, fw_b, digest_a
                     _rate_trial(rec, b, engine, routes, c, cond, k, cfg, digest, fw.family))
             fw.flush(b.ctx)
         note(f"  rate round {k + 1}/{cfg.repetitions} done")
-    return summarize_gain(measured, traversed, rates)
+    out = summarize_gain(measured, traversed, rates)
+    out["kernel"] = kernel
+    for g in out["classes"]:
+        g["kernel_gain"] = kernel["classes"].get(g["class_id"])
+    return out
 
 
 def config_from_args(ruleset: str, *, proposal: str | None = None, ipset: str | None = None,

@@ -134,14 +134,12 @@ def mix_cost(weights: dict[str, float], per_class: dict[str, dict]) -> dict:
                       "weights renormalised over them): the time a packet of the mix spends inside the firewall"}
 
 
-def gain(original: list[dict], proposal: list[dict]) -> dict:
-    """A rewrite's in-kernel gain = original time / proposal time (> 1: the proposal is faster).
-    Per round (trials paired by order) the ratio of the two referenced figures (the common
-    reference scale cancels: each is divided by its own trial's reference median), with interval
-    [orig low / prop high, orig high / prop low]; over the rounds the median and the envelope;
-    raw figures when a round has no reference on either side."""
+def round_figures(original: list[dict], proposal: list[dict]) -> tuple[list[Figure | None], list[Figure | None], str]:
+    """Per round (trials paired by order) the two rule sets' figures on one scale: referenced (the
+    reference's median over both rule sets' trials) where both trials of the round have a
+    reference, else raw; and which (``referenced`` | ``raw`` | ``mixed``)."""
     ref = common_reference(original + proposal)
-    pairs, how = [], set()
+    fa_all, fb_all, how = [], [], set()
     for a, b in zip(original, proposal):
         fa, fb = referenced(a, ref), referenced(b, ref)
         if fa is None or fb is None:
@@ -149,9 +147,17 @@ def gain(original: list[dict], proposal: list[dict]) -> dict:
             how.add("raw")
         else:
             how.add("referenced")
-        if fa is None or fb is None or fb.low <= 0 or fb.value <= 0:
-            continue
-        pairs.append(Figure(fa.value / fb.value, fa.low / fb.high, fa.high / fb.low))
+        fa_all.append(fa)
+        fb_all.append(fb)
+    return fa_all, fb_all, "referenced" if how == {"referenced"} else "raw" if how == {"raw"} else "mixed"
+
+
+def gain_of(original: list[Figure | None], proposal: list[Figure | None], figures: str = "referenced") -> dict:
+    """gain = original time / proposal time per round, interval [orig low / prop high, orig high /
+    prop low]; over the rounds the median and the envelope; ``faster`` when the whole envelope is
+    above 1, ``slower`` below, else ``undecided``."""
+    pairs = [Figure(a.value / b.value, a.low / b.high, a.high / b.low) for a, b in zip(original, proposal)
+             if a is not None and b is not None and b.low > 0 and b.value > 0]
     if not pairs:
         return {"ratio": None, "low": None, "high": None, "verdict": UNDECIDED,
                 "why": "no round timed both rule sets"}
@@ -159,6 +165,34 @@ def gain(original: list[dict], proposal: list[dict]) -> dict:
     low, high = min(p.low for p in pairs), max(p.high for p in pairs)
     verdict = FASTER if low > 1 else SLOWER if high < 1 else UNDECIDED
     return {"ratio": statistics.median(vals), "low": low, "high": high, "n": len(pairs), "per_round": vals,
-            "verdict": verdict, "figures": "referenced" if how == {"referenced"} else "raw" if how == {"raw"} else "mixed",
-            "method": "in-kernel time original / proposal per round (each referenced to its own trial's same-packet "
-                      "reference), interval from the two figures' intervals; median and envelope over the rounds"}
+            "verdict": verdict, "figures": figures, "method": GAIN_METHOD}
+
+
+GAIN_METHOD = ("in-kernel time per packet original / proposal per round (> 1: the proposal is faster), each "
+               "referenced to its own trial's same-packet reference and converted at one reference median; "
+               "interval from the two figures' intervals; median and envelope over the rounds")
+
+
+def gain(original: list[dict], proposal: list[dict]) -> dict:
+    """A rewrite's in-kernel gain for one class from its trials under both rule sets (:func:`gain_of`)."""
+    fa, fb, how = round_figures(original, proposal)
+    return gain_of(fa, fb, how)
+
+
+def mix_gain(per_class: dict[str, tuple[list[dict], list[dict]]]) -> dict:
+    """The even mix's in-kernel gain: per round the classes' figures (those every round of both
+    rule sets timed) added on each side, then :func:`gain_of`; the classes left out named."""
+    figs = {i: round_figures(a, b) for i, (a, b) in per_class.items()}
+    used = {i: f for i, f in figs.items() if f[0] and all(x is not None for x in f[0] + f[1])}
+    left = sorted(set(figs) - set(used))
+    if not used:
+        return {"ratio": None, "low": None, "high": None, "verdict": UNDECIDED, "classes": [], "left_out": left,
+                "why": "no class has an in-kernel figure in every round of both rule sets"}
+    rounds = min(len(f[0]) for f in used.values())
+
+    def side(j: int) -> list[Figure]:
+        return [Figure(*(sum(getattr(f[j][k], a) for f in used.values()) for a in ("value", "low", "high")))
+                for k in range(rounds)]
+    hows = {f[2] for f in used.values()}
+    out = gain_of(side(0), side(1), hows.pop() if len(hows) == 1 else "mixed")
+    return {**out, "classes": sorted(used), "left_out": left}
