@@ -152,16 +152,21 @@ def render_mix(mix: dict) -> str:
     return "\n".join(parts)
 
 
-def render_established(est: dict, costs: list[dict], kernel: dict | None = None) -> str:
+def render_established(est: dict, costs: list[dict], kernel: dict | None = None, pairs: list | None = None) -> str:
     """New flow and established, side by side: each twin's in-kernel cost beside its new-flow
     class's, then the rate-based figures."""
-    if not est:
+    kernel = kernel or {}
+    pairs = {p["established"]: p["new"] for p in pairs or []}
+    twins = list((est or {}).get("classes") or [])
+    have = {t["class_id"] for t in twins}
+    twins += [{"class_id": e, "rule_id": (kernel.get(e) or {}).get("rule_id"), "expected": (kernel.get(e) or {}).get("expected")}
+              for e in pairs if e not in have]
+    if not twins and not (est or {}).get("none"):
         return ""
     by_id = {c["class_id"]: c for c in costs}
-    kernel = kernel or {}
     rows = []
-    for t in est.get("classes") or []:
-        new, old = t["class_id"][:-1], by_id.get(t["class_id"])
+    for t in twins:
+        new, old = pairs.get(t["class_id"], t["class_id"][:-1]), by_id.get(t["class_id"])
         n = by_id.get(new)
         rows.append([esc(new), esc(t["class_id"]), esc(t["rule_id"]), esc(t["expected"]),
                      _kns(kernel.get(new)), _kns(kernel.get(t["class_id"])),
@@ -170,12 +175,15 @@ def render_established(est: dict, costs: list[dict], kernel: dict | None = None)
                      _range(old["cost_ns_per_packet"]) if old else "<span class='muted'>not measured</span>"])
     parts = ["<h3>New flow and established</h3>"]
     if rows:
+        parts.append("<p>Where the rule set tracks connections: each established class (a flow's later packets, "
+                     "its flow opened before each trial) beside the new-flow class that opens it.</p>")
         parts.append(table(["new-flow class", "established twin", "twin decided by", "twin verdict",
                              "new, in-kernel [ns/packet]", "established, in-kernel [ns/packet]",
                              "new [kpps]", "established [kpps]", "new, rate-based Δ [ns/packet]",
                              "established, rate-based Δ [ns/packet]"], rows, left=4))
-        parts.append(f"<p class='muted'>{esc(est.get('method') or '')}.</p>")
-    none = est.get("none") or {}
+        if (est or {}).get("method") and (est or {}).get("classes"):
+            parts.append(f"<p class='muted'>{esc(est.get('method') or '')}.</p>")
+    none = (est or {}).get("none") or {}
     if none:
         reasons: dict[str, list[str]] = {}
         for k, v in none.items():
@@ -348,7 +356,7 @@ def render(run: dict, trials: list[dict]) -> str | None:
     if not costs:
         parts.append(f"<p class='muted'>Rates not measured: {esc(imp.get('rate_missing') or 'no class')}.</p>")
         if kper:
-            parts.append(render_established(est, [], kper))
+            parts.append(render_established(est, [], kper, kc.get("established")))
         if (imp.get("mix") or {}).get("kernel_cost"):
             parts.append(render_mix(imp["mix"]))
         return "\n".join(parts)
@@ -381,7 +389,7 @@ def render(run: dict, trials: list[dict]) -> str | None:
     parts.append(table(["class", "rule", "verdict", "rules compared", "in-kernel [ns/packet]", "rate [kpps]",
                          "reference [kpps]", "rate-based Δ 1e9/rate [ns/packet]", "latency p50 / p99 [µs]",
                          "reference latency [µs]", "added p50 [µs] (95 %)"], rows, left=3))
-    parts.append(render_established(est, costs, kper))
+    parts.append(render_established(est, costs, kper, kc.get("established")))
     lt = imp.get("latency") or {}
     if any(c.get("latency") for c in costs):
         parts.append(f"<p class='muted'>Latency: {esc(lt.get('method'))}; {lt.get('count')} frames per trial at "

@@ -151,6 +151,25 @@ LOAD_METHOD = ("fwlab-engine send --backend packet of the class's own packets at
                "family, with the same-packet reference chain where one of like code exists")
 
 
+def established_pairs(classes: list[TrafficClass]) -> dict[str, str]:
+    """{established class id: its new-flow class id}: a twin's own (``c3e`` -> ``c3``), or for an
+    established class the derivation made, the new-flow class of the same protocol and direction
+    whose deciding rule decided the flow's opening packet (its ``opened_by``)."""
+    ids = {c.class_id for c in classes}
+    new = [c for c in classes if c.packet.ct_state != "established"]
+    out = {}
+    for e in (c for c in classes if c.packet.ct_state == "established"):
+        if e.class_id.endswith("e") and e.class_id[:-1] in ids:
+            out[e.class_id] = e.class_id[:-1]
+            continue
+        opened = list(getattr(e, "opened_by", None) or [])
+        hit = [c for c in new if opened and c.rule_id == opened[-1] and c.packet.l4proto == e.packet.l4proto
+               and c.direction == e.direction]
+        if hit:
+            out[e.class_id] = hit[0].class_id
+    return out
+
+
 def in_kernel_costs(rec: RunRecord, b: Bed, fw: ImportedFirewall, engine: str, classes: list[TrafficClass],
                     routes: Routes, cfg, digest: str | None, imp: dict, note) -> dict[str, dict]:
     """``run --ruleset``'s in-kernel cost step: every checked class (established twins too) in
@@ -165,7 +184,7 @@ def in_kernel_costs(rec: RunRecord, b: Bed, fw: ImportedFirewall, engine: str, c
     load = ClassLoad(duration_s=cfg.cost_duration_s)
     got = measure_costs(rec, b, engine, classes, routes, [Condition("rules", fw, digest)], cfg.repetitions, load, note)
     per = summaries(classes, got["trials"], "rules")
-    twins = {c.class_id: c.class_id[:-1] for c in classes if c.packet.ct_state == "established"}
+    twins = established_pairs(classes)
     imp["kernel_cost"] = {
         "classes": per, "references": got["references"]["rules"], "method": LOAD_METHOD,
         "load": {"rate_pps_max": load.rate_pps, "duration_s": load.duration_s, "cpu_share": load.cpu_share,
