@@ -46,7 +46,19 @@ def test_linear_list_set_form_equivalent_and_measured(tmp_path):
     assert all(g["original_rate_pps"]["n"] == 2 and g["proposal_rate_pps"]["n"] == 2 for g in gain["classes"])
     assert gain["mix"]["gain"]["ratio"] > 0  # a measured figure, not asserted against a machine's speed
     trials = [json.loads(line) for line in (res.record / "trials.jsonl").read_text().splitlines()]
-    assert len(trials) == 2 * 2 * 2 and {t["layout"] for t in trials} == {"original", "proposal"}
+    rate = [t for t in trials if t["traffic"] == "ruleset-class"]
+    assert len(rate) == 2 * 2 * 2 and {t["layout"] for t in rate} == {"original", "proposal"}
+    # the in-kernel gain: each class's time inside the firewall under both rule sets, every round
+    cost = [t for t in trials if t["traffic"] == "ruleset-class-cost"]
+    assert len(cost) == 2 * 2 * 2 and all(t["metrics"]["fw_entered"] == t["metrics"]["offered_count"] for t in cost)
+    kg = gain["kernel"]
+    for g in gain["classes"]:
+        k = kg["classes"][g["class_id"]]
+        if g["expected"] == "accept":  # timed: a drop is entered and never left, so never timed
+            assert k["ratio"] > 0 and k["low"] <= k["ratio"] <= k["high"] and k["verdict"], k
+        else:
+            assert k["ratio"] is None and "no round" in k["why"]
+    assert any(line.startswith("gain inside the firewall (in-kernel)") for line in res.summary)
     assert any("equivalent on all 52" in line for line in res.summary)
 
 
