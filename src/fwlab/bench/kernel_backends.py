@@ -27,6 +27,7 @@ from fwlab.probes.kclock import ProgStatsProbe
 from fwlab.probes.reference import ReferenceChain, XtablesReference
 from fwlab.rules.generate import generate
 from fwlab.runners import engine as eng
+from fwlab.runners import engine_args as eng_args
 from fwlab.run.beds import open_bed
 from fwlab.testbed import Testbed, Topology, new_run_id
 
@@ -95,7 +96,7 @@ def _xdp(bed: Testbed, name: str, cfg: KernelBackendsConfig) -> dict:
     runs = []
     for _ in range(cfg.repetitions):
         s, r = eng.default_cpus(bed, 1)
-        t = eng.EngineTrial(duration_s=cfg.seconds, rate_pps=cfg.rate_pps, send_cpus=s, recv_cpus=r)
+        t = eng_args.EngineTrial(duration_s=cfg.seconds, rate_pps=cfg.rate_pps, send_cpus=s, recv_cpus=r)
         with ProgStatsProbe(bed.host, bed.ns("dut"), max_s=cfg.seconds + 30) as p:
             m = eng.run_trial(bed, t, int(cfg.rate_pps * cfg.seconds)).metrics
         res = p.result()

@@ -35,6 +35,7 @@ from fwlab.probes.cost import kernel_cost
 from fwlab.probes.kclock import CostProbe
 from fwlab.probes.reference import ReferenceChain
 from fwlab.runners import engine as eng
+from fwlab.runners import engine_args as eng_args
 from fwlab.stats.summary import summarize
 from fwlab.run.beds import open_bed
 from fwlab.testbed import Testbed
@@ -72,7 +73,7 @@ def spread(values: list[float | None]) -> dict:
 
 def _throughput_trial(bed: Testbed, cfg: KernelPrecisionConfig, ref: ReferenceChain) -> dict:
     s, r = eng.default_cpus(bed, 1)
-    t = eng.EngineTrial(duration_s=cfg.seconds, rate_pps=None, send_cpus=s, recv_cpus=r)
+    t = eng_args.EngineTrial(duration_s=cfg.seconds, rate_pps=None, send_cpus=s, recv_cpus=r)
     with CostProbe.for_dut(bed.host, bed.ns("dut"), families=("ipv4",), reference=ref, max_s=cfg.seconds + 30) as p:
         m = eng.run_trial(bed, t).metrics
     sent = int(m.get("offered_count") or 0)

@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Callable
 from fwlab.errors import RunnerError
 from fwlab.suites.background import ENGINE_PROTO, FloodSpec
 from fwlab.runners.base import Measurement
-from fwlab.runners.engine import engine_on, parse_result
+from fwlab.runners.engine_binary import engine_on
+from fwlab.runners.engine_counts import parse_result
 
 if TYPE_CHECKING:
     from fwlab.runners.base import TrialEnv

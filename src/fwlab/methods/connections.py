@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from fwlab.errors import RunnerError
 from fwlab.runners import conn
 from fwlab.runners.base import Measurement, Runner, TrafficSpec, TrialEnv, register
-from fwlab.runners.engine import shipped_engines
+from fwlab.runners.engine_binary import shipped_engines
 from fwlab.search import BinaryGoal, run_search
 from fwlab.search.result import SearchResult
 from fwlab.testbed import host_sysctl

@@ -19,7 +19,7 @@ from fwlab.dut import DutContext
 from fwlab.dut.base import Backend
 from fwlab.dut.reset import Fingerprint, reset
 from fwlab.results.overhead import Phases
-from fwlab.runners.engine import require_engine
+from fwlab.runners.engine_binary import require_engine
 from fwlab.suites import Suite
 from fwlab.testbed import Offloads, Pinning, Testbed, Topology, new_run_id
 from fwlab.testbed.hosts import Placement

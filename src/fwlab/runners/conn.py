@@ -45,7 +45,8 @@ from typing import TYPE_CHECKING, Any
 
 from fwlab.dut.memory import parse_meminfo
 from fwlab.errors import RunnerError
-from fwlab.runners.engine import engine_on, engine_unavailable, engine_version, find_engine, wait_ready
+from fwlab.runners.engine import wait_ready
+from fwlab.runners.engine_binary import engine_on, engine_unavailable, engine_version, find_engine
 from fwlab.search.measurer import TrialResult
 from fwlab.testbed.cpuseries import PROC_STAT, read_proc_stat
 from fwlab.testbed.netstat import SNMP, read_counters
@@ -315,7 +316,7 @@ def flush_conntrack(bed: "Testbed") -> bool:
 def parse_doc(text: str, kind: str) -> dict:
     """One engine JSON document of ``kind`` (conn-server, conn-rate, conn-hold): the engine
     runner's check (JSON, kind, schema_version)."""
-    from fwlab.runners.engine import parse_result
+    from fwlab.runners.engine_counts import parse_result
 
     return parse_result(text, kind)
 
