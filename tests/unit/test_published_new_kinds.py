@@ -30,7 +30,8 @@ from fwlab.results.record import trial_record
 from fwlab.methods import recovery
 from fwlab.runners.base import Measurement, TrafficSpec, apply_link_counts
 from fwlab.methods.connections import limit_cause
-from fwlab.runners.iperf3 import add_rtt_probe, parse_json, split_streams
+from fwlab.runners.iperf3 import split_streams
+from fwlab.runners.iperf3_json import add_rtt_probe, parse_json
 from fwlab.runners.ping import Ping, parse_ping
 from fwlab.stats.derive import add_stream_spread, derive_figures
 from fwlab.suites import load_suite
