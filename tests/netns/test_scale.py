@@ -9,6 +9,7 @@ import pytest
 from fwlab.dut import DutContext, get_backend
 from fwlab.rules import generate
 from fwlab.runners import conn
+from fwlab.runners import conn_options
 from fwlab.runners import engine as eng
 from fwlab.runners import engine_args as eng_args
 from fwlab.runners import engine_binary as eng_bin
@@ -52,7 +53,7 @@ def test_conn_client_workers_open_and_count_exactly():
                                      generate(0, "linear", client_net=plan.client_net(4),
                                               server_net=plan.server_net(4)))
         srcs = conn.prepare_bed(bed, {4: 4})["addresses"]["4"]
-        o = conn.check_options("conn_rate", {"workers": 2, "close": "rst", "ports": 2, "timeout_s": 3.0})
+        o = conn_options.check_options("conn_rate", {"workers": 2, "close": "rst", "ports": 2, "timeout_s": 3.0})
         doc, srv, _, _ = conn.run_rate(bed, ip_version=4, rate_cps=400, duration_s=1, o=o, srcs=srcs)
         closed, _, _, _ = conn.run_rate(bed, ip_version=4, rate_cps=None, duration_s=0.5,
                                         o={**o, "max_inflight": 64}, srcs=srcs)

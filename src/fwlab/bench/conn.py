@@ -49,6 +49,7 @@ from fwlab.dut import DutContext, get_backend
 from fwlab.rules import generate
 from fwlab.run.beds import open_bed
 from fwlab.runners import conn
+from fwlab.runners import conn_options
 from fwlab.stats import summarize
 from fwlab.stats.ratio import ratio_interval
 from fwlab.testbed import Testbed
@@ -69,7 +70,7 @@ class ConnBenchConfig:
 
 
 def contenders(cfg: ConnBenchConfig) -> dict[str, dict]:
-    base = conn.check_options("conn_rate", {"max_inflight": cfg.max_inflight, "addresses": cfg.addresses,
+    base = conn_options.check_options("conn_rate", {"max_inflight": cfg.max_inflight, "addresses": cfg.addresses,
                                             "timeout_s": 2.0})
     return {"baseline": {**base, "workers": 1, "close": "fin", "ports": 1, "lean": False},
             "lean": {**base, "workers": 1, "close": "fin", "ports": 1, "lean": True},
