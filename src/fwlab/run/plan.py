@@ -113,7 +113,7 @@ def expand(suite: Suite, dut_system: str | None = None) -> Plan:
     trials: list[TrialSpec] = []
     skipped: list[dict] = []
     seen_skip: set[tuple] = set()
-    for link_bps in suite.link_rates_bps:
+    for link_rate in suite.link_rates:
         for mode in suite.mode:
             backends = ["none"] if mode == "direct" else suite.backends
             for backend_name in backends:
@@ -154,7 +154,7 @@ def expand(suite: Suite, dut_system: str | None = None) -> Plan:
                                             tool=item.tool, size_bytes=size, streams=item.streams,
                                             rate_bps=item.rate_bps, duration_s=suite.duration_s, repetition=rep,
                                             label=item.label, options=dict(item.options), background=flood,
-                                            link_rate_bps=link_bps))
+                                            link_rate_bps=link_rate))
     if not trials:
         why = "; ".join(sorted({s["reason"] for s in skipped}))[:300]
         raise SuiteError(f"suite '{suite.name}' plans 0 trials"

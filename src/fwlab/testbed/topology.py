@@ -11,6 +11,7 @@ import secrets
 from dataclasses import asdict, dataclass, field
 
 from fwlab.errors import TestbedError
+from fwlab.linerate import LineRate
 from fwlab.validation import MAX_PAIRS
 
 PREFIX = "fwl-"
@@ -177,7 +178,7 @@ class Topology:
     attacker: bool = False
     #: emulated line rate of the client's and server's wires [bit/s, Ethernet L1]; None: unshaped
     #: (see testbed.shaping)
-    link_rate_bps: int | None = None
+    link_rate_bps: LineRate | None = None
     #: emulated one-way delay of the client's and server's wires [us]; None: no delay line
     #: (see testbed.delayline)
     link_delay_us: float | None = None
