@@ -36,10 +36,6 @@ from fwlab.testbed.host import Host
 if TYPE_CHECKING:
     from fwlab.testbed.bed import Testbed
 
-# the CLI reads these two from here (fwlab.cli: the receiver's port, whether the engine is built)
-from fwlab.runners.engine_args import ENGINE_PORT  # noqa: E402,F401
-from fwlab.runners.engine_binary import find_engine  # noqa: E402,F401
-
 READY_TIMEOUT_S = 5.0
 
 
@@ -421,4 +417,4 @@ class EngineMeasurer:
                    "argv": m.raw.get("argv")})
 
 
-__all__ = ["ENGINE_PORT", "EngineMeasurer", "EngineRunner", "find_engine", "next_hop_mac", "run_bidir_trial", "run_trial", "wait_ready"]
+__all__ = ["EngineMeasurer", "EngineRunner", "next_hop_mac", "run_bidir_trial", "run_trial", "wait_ready"]
