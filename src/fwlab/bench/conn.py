@@ -35,6 +35,10 @@ same way (not moved by other load on the host). The goal (``GOAL_RATIO`` x basel
 the best contender's interval lies above it, not met when below, inconclusive otherwise or when
 there were too few rounds for 95 %; when it is not met, ``limit`` says from the figures what
 limits the rate. Beds are torn down on every exit path.
+
+Not a plan through fwlab.run.start: its contenders are variants of the tester's own client
+(engine flags, close modes, worker counts no suite traffic item names), not trials of a method, so
+it drives runners.conn's processes on beds from fwlab.run.beds.open_bed.
 """
 
 from __future__ import annotations

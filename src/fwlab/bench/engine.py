@@ -16,6 +16,10 @@ Each measurement: start the tool, wait ``warmup_s``, read the counter, wait ``se
 again, stop the tool; rate = counter difference / time between the reads. No receiving program
 runs for trafgen and the engine (the server's kernel drops the datagrams: no socket), iperf3 needs
 its server. Never touches the host's root namespace; the bed is torn down on every exit path.
+
+Not a plan through fwlab.run.start: it compares traffic generators by one interface counter read
+around a window (with an XDP drop program at the DUT's ingress), which no method's trial is; its
+bed comes from fwlab.run.beds.open_bed.
 """
 
 from __future__ import annotations

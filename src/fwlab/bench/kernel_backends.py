@@ -10,6 +10,10 @@ cannot bracket); ``bridge:<backend>``: that backend in bridge mode with br_netfi
 the kernel's own run time per program (``kernel.bpf_stats_enabled``, turned on only while the
 trial runs) on a light engine trial, no reference. Every backend gets a figure or the reason it
 has none. Figures depend on the machine and its load; nothing here asserts one.
+
+Not yet a plan through fwlab.run.start: its XDP figure (bpf_stats around an engine trial) is no
+registered method, and its table is built from the trials in memory, not read back from a record;
+its beds come from fwlab.run.beds.open_bed (a fresh one per backend).
 """
 
 from __future__ import annotations

@@ -18,6 +18,11 @@ The spread between repetitions of each figure is its sample SD / mean (CV) and (
 median. Goals (issue 30): referenced cost CV <= 3 % at 1,000 and 10,000 rules, raw <= 10 %,
 judged on the light-load cost trials. Figures depend on the machine and its load; nothing here
 asserts one.
+
+Not yet a plan through fwlab.run.start (its trials could be a suite of kinds cost and engine in an
+order handed to start, as bench search hands its ABBA order): its spreads are computed from the
+trials in memory and would first have to be read back from the record with the same output; its
+bed comes from fwlab.run.beds.open_bed.
 """
 
 from __future__ import annotations
