@@ -215,14 +215,13 @@ def test_cli_bad_arguments_are_one_line_and_exit_2(args, capsys):
 
 def test_the_orchestrator_takes_an_order_of_the_same_trials_only():
     from fwlab.errors import FwlabError
-    from fwlab.run.start import _reordered
     from fwlab.run.plan import Plan
 
     trials = plan(SearchBenchConfig(rounds=2))
     p = Plan(tuple(trials), ())
-    assert [t.trial_id for t in _reordered(p, abba).trials] == [t.trial_id for t in abba(trials)]
+    assert [t.trial_id for t in p.reordered(abba).trials] == [t.trial_id for t in abba(trials)]
     with pytest.raises(FwlabError, match="planned trials"):
-        _reordered(p, lambda ts: ts[:-1])
+        p.reordered(lambda ts: ts[:-1])
 
 
 def test_phases_take_an_mlr_search_apart():

@@ -11,11 +11,12 @@ Never touches the kernel.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from pydantic import ValidationError
 
 from fwlab.dut import backend_names, get_backend
-from fwlab.errors import SuiteError
+from fwlab.errors import FwlabError, SuiteError
 import fwlab.methods  # noqa: F401  (registers the test methods beside the tools)
 from fwlab.results.identity import TrialIdentity
 from fwlab.rules.model import REALWORLD_LAYOUTS, layout_tool_problem
@@ -103,6 +104,14 @@ TrialSpec = TrialIdentity
 class Plan:
     trials: tuple[TrialSpec, ...]
     skipped: tuple[dict, ...]  #: combinations left out, each with its reason
+
+    def reordered(self, order: Callable[[list[TrialSpec]], list[TrialSpec]]) -> Plan:
+        """The same plan in the trial order ``order`` gives (e.g. ``fwlab bench search``'s ABBA
+        order); FwlabError when ``order`` does not keep exactly the planned trials."""
+        trials = list(order(list(self.trials)))
+        if sorted(t.trial_id for t in trials) != sorted(t.trial_id for t in self.trials):
+            raise FwlabError("a trial order must keep exactly the planned trials", fix="report this as a bug")
+        return type(self)(tuple(trials), self.skipped)
 
 
 def expand(suite: Suite, dut_system: str | None = None) -> Plan:
