@@ -41,7 +41,7 @@ TOOL_VERSION_CMDS = {
 
 def tool_versions() -> dict[str, str | None]:
     """Each tool's version line (None: not installed); fwlab-engine's from the binary fwlab
-    runs (`fwlab.runners.engine.find_engine`: $FWLAB_ENGINE, the repository's build, PATH),
+    runs (`fwlab.runners.engine_binary.find_engine`: $FWLAB_ENGINE, the repository's build, PATH),
     read from its JSON ``version`` document."""
     from fwlab.runners.engine_binary import engine_version, find_engine
 

@@ -11,7 +11,7 @@ host-global change (the connection-table limit, only when a suite allows it) goe
 ``fwlab.testbed.host_sysctl``.
 
 Remote roles (a hosts file): the client and server ends run on their own hosts over SSH, the
-engine shipped there (``runners.engine.engine_on``), ready and held files in the host's scratch
+engine shipped there (``runners.engine_binary.engine_on``), ready and held files in the host's scratch
 directory. The extra client addresses it adds on a remote client host are removed when fwlab
 lets go of the host (normal end, error, Ctrl-C, SIGTERM). The port range and backlog sysctls are
 never written on a remote host (as for a tuning profile, ``testbed.tuning``): their values there

@@ -56,7 +56,7 @@ class Testbed(BedReadings):
     build_s: float = 0.0
     _adopted: list[tuple[str, str, str]] = field(default_factory=list)  # (ns, bed name, own name)
     #: path of fwlab-engine, which runs the delay lines of ``topo.link_delay_us`` (the runners
-    #: layer locates it: fwlab.runners.engine.require_engine)
+    #: layer locates it: fwlab.runners.engine_binary.require_engine)
     engine: str | None = None
     #: the delay lines of the wires (testbed.delayline), by wire tag
     delay_lines: dict[str, RunningLine] = field(default_factory=dict)
