@@ -78,6 +78,10 @@ class LinkShape:
     #: two bands: DATA_TOS-marked bulk data apart from everything else (see the module docstring)
     bands: bool = False
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.rate_bps, LineRate):  # a number given: typed here
+            object.__setattr__(self, "rate_bps", LineRate(self.rate_bps))
+
     def tc_commands(self, dev: str) -> list[list[str]]:
         """The tc commands that shape ``dev``'s egress: tbf at the root (its own byte limit only
         sizes the default queue), then its queue (:meth:`queue_commands`)."""

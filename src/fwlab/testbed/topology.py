@@ -11,7 +11,7 @@ import secrets
 from dataclasses import asdict, dataclass, field
 
 from fwlab.errors import TestbedError
-from fwlab.linerate import LineRate
+from fwlab.linerate import LineRate, line_rate
 from fwlab.validation import MAX_PAIRS
 
 PREFIX = "fwl-"
@@ -197,6 +197,7 @@ class Topology:
     ip_versions: tuple[int, ...] = (4, 6)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "link_rate_bps", line_rate(self.link_rate_bps))  # a number given: typed here
         if not self.ip_versions or not set(self.ip_versions) <= {4, 6}:
             raise TestbedError(f"ip_versions {self.ip_versions} must name 4, 6 or both",
                                fix="use ip_versions = (4,), (6,) or (4, 6)")
