@@ -50,7 +50,7 @@ from fwlab.ruleset.probe import (DEFAULT_INTERFACES, PROBE_PPS, SETTLE_S, Bed, R
                                  parse_interfaces, preflight, prepare, rate_trial, read_input, send_counted)
 from fwlab.ruleset.kclass import kernel_gain, kernel_text
 from fwlab.ruleset.run import class_trial_header, kpps_text, note_to
-from fwlab.runners.engine import engine_version
+from fwlab.runners.engine_binary import engine_version
 from fwlab.stats.ratio import RATIO_METHOD
 
 PROBE_COUNT = 10  #: engine packets per probe and rule set [packets]
