@@ -20,6 +20,7 @@ from fwlab.errors import FwlabError
 from fwlab.methods.class_cost import ClassLoad, measure_class, reference_for_dut
 from fwlab.results import RunRecord, trial_record, utc_now
 from fwlab.rules.derive import TrafficClass
+from fwlab.ruleset.config import RulesetRunConfig
 from fwlab.ruleset.probe import Bed, Routes, class_spec, frame_size, send_args, send_frames
 from fwlab.stats.class_cost import common_reference, summarize_class
 
@@ -171,7 +172,7 @@ def established_pairs(classes: list[TrafficClass]) -> dict[str, str]:
 
 
 def in_kernel_costs(rec: RunRecord, b: Bed, fw: ImportedFirewall, engine: str, classes: list[TrafficClass],
-                    routes: Routes, cfg, digest: str | None, imp: dict, note) -> dict[str, dict]:
+                    routes: Routes, cfg: RulesetRunConfig, digest: str | None, imp: dict, note) -> dict[str, dict]:
     """``run --ruleset``'s in-kernel cost step: every checked class (established twins too) in
     ``cfg.repetitions`` rounds with the rule set loaded; writes ``imp["kernel_cost"]`` and the mix's
     ``kernel_cost``, prints one line per class; returns {class_id: summary} ({} when not measured)."""
