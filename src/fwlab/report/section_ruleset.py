@@ -376,11 +376,12 @@ def render(run: dict, trials: list[dict]) -> str | None:
                  f"measured against its own reference: a class the rule set accepts against no rule set "
                  f"(forwarding), a class it drops or rejects against the drop reference (one forward-hook chain "
                  f"with policy drop), so a drop's cost is the cost of deciding to drop, never a saving against "
-                 f"forwarding. Cost = 1e9/rate − 1e9/reference rate, per round; median [min … max] of the rounds. "
+                 f"forwarding. Rate-based Δ = 1e9/rate − 1e9/reference rate, per round; median [min … max] of the rounds. "
                  f"A rule set that drops earlier than the forward hook (prerouting, ingress) can still come out "
                  f"below the drop reference. Taken on a shared machine: compare within this run.</p>")
     if imp.get("cost_note"):
-        parts.append(f"<p class='warn'>Note: {esc(imp['cost_note'])}.</p>")
+        parts.append(f"<p class='warn'>Note (rate-based figures): {esc(imp['cost_note'])}; the in-kernel cost times "
+                     f"the rule set's chains only, not conntrack's own hooks.</p>")
     rows = [[esc(c["class_id"]), esc(c["rule_id"]), esc(c["expected"]), c["traversed_rules"],
              _kns(c.get("kernel_cost") or kper.get(c["class_id"])) if kc else "–",
              _range(c["rate_pps"], 1e-3, 1),
