@@ -145,3 +145,41 @@ def test_ruleset_suite_cost_keys(tmp_path):
     with pytest.raises(SuiteError, match="measure_cost"):
         config_from_suite_file(tmp_path / "s.toml")
     assert not config_from_args(str(tmp_path / "r.nft"), no_rate=True).measure_cost  # --no-rate: the check only
+
+
+def test_report_states_the_in_kernel_cost_first():
+    from fwlab.report.section_ruleset import render, render_optimize
+
+    pk = {"ip_version": 4, "proto": "udp", "src": "a", "sport": 1, "dst": "b", "dport": 2, "iif": "eth0",
+          "oif": "eth1", "ct_state": "new"}
+    cls = [{"class_id": i, "rule_id": f"inet t f #{n}", "rule_text": t, "expected": e, "terminal": e, "packet": pk}
+           for i, n, t, e in (("c1", 3, "EXPENSIVE", "accept"), ("c2", 4, "DROPS", "drop"), ("c3", 5, "EST", "accept"))]
+    kc1 = summarize_class([trial(400, ratio=400 / 6000), trial(404, ratio=404 / 6000)], 6000.0)
+    kc3 = summarize_class([trial(150, ratio=150 / 6000), trial(152, ratio=152 / 6000)], 6000.0)
+    kc2 = summarize_class([{"fw_class_ns": None, "fw_class_missing": "dropped inside ipv4 forward: never left"}], None)
+    per = {"c1": {**kc1, "class_id": "c1"}, "c2": {**kc2, "class_id": "c2"}, "c3": {**kc3, "class_id": "c3"}}
+    mix = {"weights": {"c1": 0.5, "c2": 0.5}, "source": "even",
+           "kernel_cost": mix_cost({"c1": 0.5, "c2": 0.5}, per)}
+    imp = {"file": "x", "derivation": {"classes": cls, "not_covered": []}, "probes": [], "costs": [], "mix": mix,
+           "rate_missing": "not measured", "kernel_cost": {"classes": per, "references": {"4": ["nft ref", None]},
+                                                           "load": {"duration_s": 1, "rounds": 2},
+                                                           "established": [{"new": "c1", "established": "c3"}]}}
+    html = render({"ruleset_import": imp}, [])
+    assert "Most expensive classes inside the firewall (in-kernel)" in html and "EXPENSIVE" in html
+    assert "Time inside the firewall per class (in-kernel)" in html and "decided" in html
+    assert "missing: dropped inside ipv4 forward: never left" in html
+    assert "established, in-kernel" in html and "Not in the in-kernel mix: c2" in html
+    opt = {"file": "o", "proposal_file": "p", "rules_before": 50, "rules_after": 1, "probes": [],
+           "equivalence": {"verdict": "equivalent", "probes": 2},
+           "gain": {"classes": [{"class_id": "a1", "rule_id": "r", "rule_text": "R", "expected": "accept",
+                                 "traversed_original": 50, "traversed_proposal": 1,
+                                 "original_rate_pps": {"median": 1e5, "min": 1e5, "max": 1e5, "n": 1},
+                                 "proposal_rate_pps": {"median": 2e5, "min": 2e5, "max": 2e5, "n": 1},
+                                 "gain": {"ratio": 2.0, "low": 0.5, "high": 9.0}}],
+                    "mix": {"classes": ["a1"], "original_rate_pps": {}, "proposal_rate_pps": {}, "gain": {}},
+                    "kernel": {"classes": {"a1": gain([trial(800, ratio=800 / 6000)], [trial(100, ratio=100 / 6000)])},
+                               "mix": mix_gain({"a1": ([trial(800)], [trial(100)])}),
+                               "per_class": {"a1": {"original": kc1, "proposal": kc3}}, "method": "M"}}}
+    html = render_optimize(opt)
+    assert html.index("Gain inside the firewall (in-kernel)") < html.index("Capacity: gain in rate (secondary)")
+    assert "×8.00" in html and "faster" in html
