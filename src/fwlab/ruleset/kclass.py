@@ -225,8 +225,8 @@ def kernel_text(s: dict | None) -> str:
         return "in-kernel: not measured"
     f = [(s.get(k) or {}).get("ns_per_packet") for k in ("original", "proposal")]
     if not all(f):
-        return "in-kernel: missing (" + str((s.get("original") or {}).get("missing") or
-                                            (s.get("proposal") or {}).get("missing")) + ")"
+        why = str((s.get("original") or {}).get("missing") or (s.get("proposal") or {}).get("missing"))
+        return "in-kernel: missing (" + ("dropped: a drop is not timed" if "dropped inside" in why else why[:80]) + ")"
     return f"{f[0]['median']:,.0f} -> {f[1]['median']:,.0f} ns/packet"
 
 
