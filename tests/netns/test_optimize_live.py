@@ -52,12 +52,15 @@ def test_linear_list_set_form_equivalent_and_measured(tmp_path):
     cost = [t for t in trials if t["traffic"] == "ruleset-class-cost"]
     assert len(cost) == 2 * 2 * 2 and all(t["metrics"]["fw_entered"] == t["metrics"]["offered_count"] for t in cost)
     kg = gain["kernel"]
-    for g in gain["classes"]:
-        k = kg["classes"][g["class_id"]]
-        if g["expected"] == "accept":  # timed: a drop is entered and never left, so never timed
-            assert k["ratio"] > 0 and k["low"] <= k["ratio"] <= k["high"] and k["verdict"], k
-        else:
-            assert k["ratio"] is None and "no round" in k["why"]
+    # timed inside the firewall: the probes both accept (a drop is entered and never left, never timed),
+    # here the policy's for IPv4 and IPv6: each walks all 50 rules of the original, 1 of the proposal
+    assert [p["expected"] for p in kg["probes"]] == ["accept", "accept"]
+    assert {p["traversed_original"] for p in kg["probes"]} == {50}
+    assert all(t["layout"] in ("original", "proposal") for t in cost)
+    for p in kg["probes"]:
+        k = kg["classes"][p["class_id"]]
+        assert k["ratio"] > 0 and k["low"] <= k["ratio"] <= k["high"] and k["n"] == 2 and k["verdict"], k
+    assert kg["mix"]["ratio"] > 0 and kg["mix"]["classes"] == sorted(p["class_id"] for p in kg["probes"])
     assert any(line.startswith("gain inside the firewall (in-kernel)") for line in res.summary)
     assert any("equivalent on all 52" in line for line in res.summary)
 

@@ -250,7 +250,7 @@ def render_optimize(opt: dict) -> str:
     kg = (gain or {}).get("kernel")
     if kg:
         krows = []
-        for g in gain["classes"]:
+        for g in kg.get("probes") or gain["classes"]:
             pc = (kg.get("per_class") or {}).get(g["class_id"]) or {}
             kgain = (kg.get("classes") or {}).get(g["class_id"]) or {}
             krows.append([esc(g["class_id"]), esc(g["rule_text"] or g["rule_id"]), esc(g["expected"]),
@@ -263,7 +263,10 @@ def render_optimize(opt: dict) -> str:
         parts.append("<h3>Gain inside the firewall (in-kernel)</h3>" + table(
             ["probe", "rule", "verdict", "original [ns/packet]", "proposal [ns/packet]",
              "gain = original / proposal time (interval)", "decided"], krows, left=3))
-        parts.append(f"<p class='muted'>{esc(mx.get('method') or '')}. {esc(kg.get('method'))}.</p>")
+        if kg.get("missing"):
+            parts.append(f"<p class='warn'>Missing: {esc(kg['missing'])}.</p>")
+        parts.append(f"<p class='muted'>The probes the rule sets accept (a drop is entered and never timed inside "
+                     f"the firewall). {esc(mx.get('method') or '')}. {esc(kg.get('method'))}.</p>")
         parts.append("<h3>Capacity: gain in rate (secondary)</h3>")
     if gain:
         rows = [[esc(g["class_id"]), esc(g["rule_text"] or g["rule_id"]), esc(g["expected"]),

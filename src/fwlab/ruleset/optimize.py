@@ -347,9 +347,14 @@ def run_optimize(cfg: OptimizeConfig, out_root: Path, *, log: TextIO | None = sy
                 summary.append(f"gain inside the firewall (in-kernel) = original time / proposal time per packet "
                                f"({cfg.repetitions} rounds {rounds}, light load, same-packet reference; interval: "
                                f"envelope of the rounds' 95 % intervals):")
-                for g in gain["classes"]:
-                    summary.append(f"  {g['class_id']:>6} {g['expected']:<6} {kernel_text(kg['per_class'].get(g['class_id']))}"
-                                   f"  {_fmt_gain(g['kernel_gain'] or {})} {(g['kernel_gain'] or {}).get('verdict', '')}")
+                for g in kg["probes"]:
+                    kgain = kg["classes"].get(g["class_id"]) or {}
+                    summary.append(f"  {g['class_id']:>6} {g['expected']:<6} ({g['traversed_original']:>5} -> "
+                                   f"{g['traversed_proposal']} rules compared): "
+                                   f"{kernel_text(kg['per_class'].get(g['class_id']))}  {_fmt_gain(kgain)} "
+                                   f"{kgain.get('verdict', '')}")
+                if kg.get("missing"):
+                    summary.append(f"  missing: {kg['missing']}")
                 summary.append(f"  mix of these classes: {_fmt_gain(kg['mix'])} {kg['mix'].get('verdict', '')}"
                                + (f" (left out: {', '.join(kg['mix']['left_out'])})" if kg['mix'].get('left_out') else ""))
                 summary.append(f"capacity (secondary): gain = proposal rate / original rate ({cfg.rate_count} frames "
@@ -383,8 +388,17 @@ def _measure(rec, b, engine, cfg, probes, model_a, model_b, fw_a, fw_b, digest_a
                  "proposal": {c.class_id: len(evaluate(model_b, c.packet).traversed) for c in probes}}
     measured = pick_measured(probes, traversed["original"], cfg.classes)
     end_probes(b)  # the probe-arrival counters off the bed hosts before any rate
-    routes = Routes(b, measured)
-    kernel = kernel_gain(rec, b, engine, measured, routes, fw_a, fw_b, digest_a, digest_b, cfg.repetitions, note)
+    # inside the firewall a drop is never timed: the in-kernel gain is measured on the probes the
+    # rule sets accept, the deepest in the original, the middle, the shallowest (e.g. a deny list's
+    # allowed traffic, which walks the whole list)
+    timed = pick_measured([c for c in probes if c.expected == "accept"], traversed["original"], cfg.classes)
+    routes = Routes(b, list({c.class_id: c for c in measured + timed}.values()))
+    kernel = kernel_gain(rec, b, engine, timed, routes, fw_a, fw_b, digest_a, digest_b, cfg.repetitions, note)
+    kernel["probes"] = [{"class_id": c.class_id, "rule_id": c.rule_id, "rule_text": c.rule_text,
+                         "expected": c.expected, "traversed_original": traversed["original"][c.class_id],
+                         "traversed_proposal": traversed["proposal"][c.class_id]} for c in timed]
+    if not timed:
+        kernel["missing"] = "no probe the rule sets accept: a drop is entered and never timed inside the firewall"
     fws = {"original": (fw_a, digest_a), "proposal": (fw_b, digest_b)}
     rates: dict[tuple[str, str], list[float | None]] = {}
     for k in range(cfg.repetitions):
