@@ -172,6 +172,7 @@ def execute(suite: Suite, plan: Plan, rec: RunRecord, quiet: bool, placement: Pl
         rec.set_status("failed")
         raise
     finally:
+        progress.close()  # the live display ends on every path (a TTY's cursor comes back)
         rec.run["overhead_s"] = ex.run_phases.to_dict()  # record writing
     p = _record_precision(rec, rule, plan)
     if p is not None:
