@@ -12,11 +12,15 @@ Owns the order of work of an imported-rule-set run:
 4. functional check: send each class as ``PROBE_COUNT`` engine packets (udp, or tcp SYN) from
    the side the class enters on; observed verdict = did they arrive at the other side's
    interface (rx counter), and which rule counters moved; compared with the rule set's verdict;
-5. cost: each class at the engine's maximum rate (``RATE_COUNT`` fixed-size frames, packet
+5. in-kernel cost (:mod:`fwlab.ruleset.kclass`): each checked class's own packets at a light fixed
+   load with the in-kernel clock around every base chain the rule set registers and a same-packet
+   reference, ``repetitions`` rounds: the class's time inside the firewall with its interval (a
+   dropped class: missing, a drop is not timed) -- the cost the report, the mix and the summary state
+   first; then capacity: each class at the engine's maximum rate (``RATE_COUNT`` fixed-size frames, packet
    backend), with the rule set loaded and with no rule set (the reference), alternating, for
    ``repetitions`` rounds. On veth the DUT's forwarding and firewall run in the sender's softirq,
-   so the sender's packet rate is the path's rate (generator + DUT together); per-class cost =
-   1e9 / rate - 1e9 / reference rate [ns/packet], median of the rounds with their range;
+   so the sender's packet rate is the path's rate (generator + DUT together); the rate-based
+   difference 1e9 / rate - 1e9 / reference rate [ns/packet], median of the rounds with their range;
 6. latency: after both conditions' rates in a round, each class that passes and is udp (tcp SYN
    test frames carry no timestamp) as ``LATENCY_COUNT`` frames at ``LATENCY_FRACTION`` of the
    lower of its two rates in that round (with and without the rule set), in both conditions: the
