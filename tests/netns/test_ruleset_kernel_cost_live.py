@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from fwlab.ruleset.run import RulesetRunConfig, run_ruleset
-from fwlab.runners.engine import find_engine
+from fwlab.runners.engine_binary import find_engine
 
 pytestmark = pytest.mark.skipif(find_engine() is None, reason="fwlab-engine is not built")
 
