@@ -125,25 +125,28 @@ class CostAgainstZero:
     verdict: str  #: cost, no cost or undecided (on margin_ns)
     margin_ns: float
     how: str  #: the interval in words
+    base_rules: int = 0  #: the rule count compared against (0 unless given)
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
 def cost_against_zero(points: Iterable[CostPoint], layout: str, rules: int, *, zero_layout: str | None = None,
-                      margin_ns: float = MARGIN_NS) -> CostAgainstZero | None:
+                      margin_ns: float = MARGIN_NS, base_rules: int = 0) -> CostAgainstZero | None:
     """``layout`` at ``rules`` against 0 rules (``zero_layout``: the layout whose 0-rule trials are
     the reference, default the same), repetition by repetition; None without a repetition that
-    measured both."""
+    measured both. ``base_rules``: compare against that rule count instead of 0 (e.g. 10,000
+    against 1,000 rules); the result's ``base_rules`` says which."""
     pts = list(points)
-    if rules <= 0:
-        raise FwlabError(f"a cost against 0 rules needs rules > 0, not {rules}", fix="give the larger rule count")
+    if rules <= base_rules:
+        raise FwlabError(f"a cost against {base_rules} rules needs rules > {base_rules}, not {rules}",
+                         fix="give the larger rule count")
     zl = zero_layout or layout
-    use = [p for p in pts if (p.layout == layout and p.rules == rules) or (p.layout == zl and p.rules == 0)]
+    use = [p for p in pts if (p.layout == layout and p.rules == rules) or (p.layout == zl and p.rules == base_rules)]
     referenced = referenced_usable(use)
     ref_med = reference_median_ns(use) if referenced else None
     top = {p.repetition: figure(p, ref_med, referenced) for p in use if p.layout == layout and p.rules == rules}
-    zero = {p.repetition: figure(p, ref_med, referenced) for p in use if p.layout == zl and p.rules == 0}
+    zero = {p.repetition: figure(p, ref_med, referenced) for p in use if p.layout == zl and p.rules == base_rules}
     reps = sorted(r for r in top if top[r] is not None and zero.get(r) is not None)
     if not reps:
         return None
@@ -161,7 +164,7 @@ def cost_against_zero(points: Iterable[CostPoint], layout: str, rules: int, *, z
     how = ("per-packet 95 % intervals of each trial's median (difference >= 90 %), "
            + (f"spanning its {n} repetitions" if n > 1 else "1 repetition: no spread between repetitions in it"))
     return CostAgainstZero(layout, rules, statistics.median(diffs), low, high, n, referenced,
-                           verdict(low, high, margin_ns), margin_ns, how)
+                           verdict(low, high, margin_ns), margin_ns, how, base_rules)
 
 
 @dataclass(frozen=True)
