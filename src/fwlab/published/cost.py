@@ -107,8 +107,8 @@ def slope_finding(ct: CostTrials | None, layout: str, *, id: str, claim: str, pu
     why = _undecided(s.low_ns, s.high_ns, s.margin_ns_per_rule, "ns/rule", 2) if verdict == INCONCLUSIVE else ""
     return Finding.judge(
         id=id, claim=claim, published=published, criterion=crit, verdict=verdict, reason=why, used=ct.measured,
-        fwlab=f"fwlab {name}, {SOURCE} ({what}): {s.per_rule_ns:,.2f} ns/rule {_iv(s.low_ns, s.high_ns, 2, 'ns/rule')} "
-              f"per packet over {s.n_points} trials at {s.n_rule_counts} rule counts "
+        fwlab=f"fwlab {name}, {SOURCE} ({what}): {s.per_rule_ns:,.2f} ns/rule per packet "
+              f"{_iv(s.low_ns, s.high_ns, 2, 'ns/rule')} (95 % t interval) over {s.n_points} trials at {s.n_rule_counts} rule counts "
               f"({', '.join(f'{n:,}' for n in ct.rules())}).")
 
 
