@@ -166,7 +166,7 @@ def drift_caveat(found: list) -> str:
     With the repetitions' spread wider than the slope's interval, that is said with both figures."""
     wide = [(s.spread_pct, s.interval_half_pct) for _, _, s, _ in found
             if s is not None and s.spread_pct is not None and s.interval_half_pct is not None
-            and s.spread_pct > s.interval_half_pct]
+            and round(s.spread_pct, 1) > round(s.interval_half_pct, 1)]
     here = (f" In this run already the repetitions' slopes spread ±{wide[0][0]:.1f} % around their mean where the "
             f"slope's interval is ±{wide[0][1]:.1f} %." if wide else "")
     nft = any(key[1] in ("nftables", "iptables-nft") for key, _, _, _ in found)
