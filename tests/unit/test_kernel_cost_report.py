@@ -123,3 +123,8 @@ def test_no_rest_of_the_path_from_a_zero_rule_rate_slower_than_the_firewall_alon
     from fwlab.stats.kernel_cost import predicted_rate_pps, rest_of_path_ns
     assert rest_of_path_ns(1e6, 2_000.0) is None and rest_of_path_ns(None, 200.0) is None
     assert predicted_rate_pps(None) is None and predicted_rate_pps(500.0, 500.0) == 1e6
+
+
+def test_the_section_states_the_findings_and_the_caveat_and_leaves_the_predictions_to_their_section():
+    html = "\n".join(render_sections({}, run_lines()))
+    assert "Caveat on the in-kernel intervals" in html and "Predicted one-core rate (IPv4" not in html

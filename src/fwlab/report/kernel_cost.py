@@ -177,10 +177,12 @@ def drift_caveat(found: list) -> str:
             "compare." + here)
 
 
-def sentences(trials: list[TrialRecord]) -> list[str]:
+def sentences(trials: list[TrialRecord], predicted: bool = True) -> list[str]:
     """The headline's in-kernel sentences, e.g. 'nftables set at 10,000 entries: +21 ns/packet
     [15, 27] inside the firewall against 0 rules (...): cost', each with its repetitions' spread,
-    and last, when there is any, the caveat that the intervals do not cover drift between runs."""
+    then (``predicted``) the predicted one-core rates beside the measured ones (which need the
+    run's other trials), and last, when there is any, the caveat that the intervals do not cover
+    drift between runs."""
     out = []
     found = findings(trials)
     for (mode, backend, ipv), az, slope, lay in found:
@@ -200,6 +202,6 @@ def sentences(trials: list[TrialRecord]) -> list[str]:
                        f"the least-squares slope over {slope.n_points} trials at {slope.n_rule_counts} rule counts; "
                        f"margin ±{slope.margin_ns_per_rule:g} ns/rule): {slope.verdict}." + repetition_note(slope=slope))
     if out:
-        out += prediction_sentences(trials)
+        out += prediction_sentences(trials) if predicted else []
         out.append(drift_caveat(found))
     return out

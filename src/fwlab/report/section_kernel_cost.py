@@ -80,7 +80,7 @@ def render(run: dict, trials: list[TrialRecord]) -> str | None:
             sorted(lines.items()), f"{backend}, IPv{ipv}: {'referenced' if referenced else 'raw'} time inside the "
             f"firewall per packet\nmedian over repetitions; bars: lowest to highest per-packet 95 % interval", floor)))
         parts.append(_hooks(ts))
-    found = kernel_cost.sentences(trials)
+    found = kernel_cost.sentences(trials, predicted=False)  # the predictions: section 'Predicted one-core rate'
     if found:
         parts.append("<h3>Findings</h3><ul>" + "".join(f"<li>{esc(s)}</li>" for s in found) + "</ul>")
     if missing:
