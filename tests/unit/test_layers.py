@@ -32,6 +32,7 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 RANKS: dict[str, int] = {
     # shared bottom
     "fwlab": 0, "fwlab.errors": 0, "fwlab.registry": 0, "fwlab.validation": 0, "fwlab.files": 0,
+    "fwlab.linerate": 0,          # a line rate, typed once (the suite, the plan, the bed, the record)
     "fwlab.svgplot": 0,           # figures as reproducible SVG text: the report's and the trend page's
     # pure data and pure algorithms that every layer may read
     "fwlab.rules": 1,             # rule sets: what a suite's layouts mean, generated or imported

@@ -38,7 +38,7 @@ def cmd_list(args) -> int:
 def cmd_rules(args) -> int:
     from fwlab.dut import get_backend
     from fwlab.rules import REALWORLD_LAYOUTS, generate, generate_kube_proxy, generate_realworld
-    from fwlab.runners.engine import ENGINE_PORT
+    from fwlab.runners.engine_args import ENGINE_PORT
     from fwlab.testbed.topology import FLAT_PLAN, ROUTED_PLAN, Topology
 
     plan = ROUTED_PLAN if args.mode == "routed" else FLAT_PLAN
@@ -91,7 +91,7 @@ def cmd_clean(args) -> int:
 
 def cmd_version(args) -> int:
     from fwlab.results.metadata import git_revision, tool_versions
-    from fwlab.runners.engine import find_engine
+    from fwlab.runners.engine_binary import find_engine
 
     info = {"fwlab": fwlab.__version__, "git_revision": git_revision(), "fwlab-engine": find_engine(),
             "tools": tool_versions()}

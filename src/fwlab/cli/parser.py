@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         print("fwlab: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except FwlabError as exc:
-        from fwlab.run.start import Interrupted
+        from fwlab.run.executor import Interrupted
 
         print(f"fwlab: error: {exc.one_line()}", file=sys.stderr)
         if isinstance(exc, Interrupted):
