@@ -6,7 +6,7 @@ run stopped by), so an interrupted record shows where it stood."""
 from __future__ import annotations
 
 from fwlab.errors import FwlabError
-from fwlab.report.markup import esc, table
+from fwlab.report.markup import esc, raw, table
 from fwlab.report.sections import Section, register
 from fwlab.results.curves import METRIC_INFO
 from fwlab.results.trial import TrialRecord, as_records
@@ -59,7 +59,7 @@ def render(run: dict, trials: list[TrialRecord]) -> str | None:
         cls = "ok" if f.status == "met" else "warn"
         rows.append([esc(what), esc(f.metric or "–"), f.repetitions, f.n, _value(f.metric, f.mean),
                      "–" if f.half_width is None else "±" + _value(f.metric, f.half_width, 3), pct,
-                     f"<span class='{cls}'>{esc(STATUS_WORDS[f.status])}</span>"])
+                     raw(f"<span class='{cls}'>{esc(STATUS_WORDS[f.status])}</span>")])
     at_max = [f for f in rec.figures if f.status == "max-reached"]
     head = (f"<p><b>{rec.met} of {rec.total} figures</b> reached ±{100 * rule.precision:g} % "
             f"({esc(INTERVAL)}) with {rule.min_repetitions}..{rule.max_repetitions} repetitions, "
