@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 
 def write_report(run_dir: Path, appendix_html: str | None = None) -> Path:
-    """report.html and summary.csv; `appendix_html` (e.g. the "changed since" section that
+    """report.html and summary.csv (and plotly.min.js beside the page for its interactive plots); `appendix_html` (e.g. the "changed since" section that
     `fwlab report --against` builds) goes at the end of the page."""
     from fwlab.published.compare import write_findings
     from fwlab.report import html
@@ -34,6 +34,10 @@ def write_report(run_dir: Path, appendix_html: str | None = None) -> Path:
         end = page.rfind("</body>")
         page = page[:end] + appendix_html + "\n" + page[end:] if end >= 0 else page + appendix_html
     write_output(out, page, "report")
+    if "class='iplot'" in page:  # plotly.js beside the page: the interactive plots open offline
+        from fwlab.report.interactive import PLOTLY_JS, plotly_js_source
+
+        write_output(rec.path / PLOTLY_JS, plotly_js_source().read_bytes(), "plotly.js")
     return out
 
 

@@ -11,7 +11,7 @@ import json
 import statistics
 from collections.abc import Callable
 
-from fwlab.report import nics, plots, templating
+from fwlab.report import interactive, nics, plots, templating
 from fwlab.report.markup import Html, esc, fmt, raw, table
 from fwlab.report.summary import load_times, per_rule_costs
 from fwlab.results.curves import METRIC_INFO, Curve, Point, primary_metric
@@ -215,11 +215,13 @@ def render(run: dict, trials: list[TrialRecord], cs: list[Curve], summary_csv_na
         metric = primary_metric(group[0])
         # one plot per traffic, of its primary figure: a packet rate's bit rate is the same curve
         # scaled by the frame size (drawn again it was a near-zero Gbit/s axis; the table has it)
-        thunks[f"rate {tl}"] = (lambda g=group, m=metric, tl=tl: plots.rate_vs_rules(
-            g, m, f"{tl}: {METRIC_INFO[m][0]} vs rule count"))
+        thunks[f"rate {tl}"] = (lambda g=group, m=metric, tl=tl: (
+            plots.rate_vs_rules(g, m, f"{tl}: {METRIC_INFO[m][0]} vs rule count"),
+            interactive.rate_figure(g, m, f"{tl}: {METRIC_INFO[m][0]} vs rule count")))
     for mode in modes:
         lt = [r for r in lt_all if str(r["mode"]) == mode]
-        thunks[f"load {mode}"] = lambda lt=lt: (plots.load_time_plot(lt), plots.kernel_memory_plot(lt))
+        thunks[f"load {mode}"] = lambda lt=lt: ((plots.load_time_plot(lt), interactive.load_time_figure(lt)),
+                                                (plots.kernel_memory_plot(lt), None))
     drawn = dict(zip(thunks, render_parts(list(thunks.values()))))
 
     top = [raw(x) for x in drawn["top"]]
@@ -227,12 +229,14 @@ def render(run: dict, trials: list[TrialRecord], cs: list[Curve], summary_csv_na
     costs = [[r["curve"], r["traffic"], fmt(r["per_rule_ns"], 2),
               "–" if r["per_rule_ns_ci"] is None else f"{r['per_rule_ns_ci'][0]:.2f}–{r['per_rule_ns_ci'][1]:.2f}",
               fmt(r["base_ns"], 0), fmt(r["r_squared"], 3), r["points"]] for r in per_rule_costs(cs)]
-    stream_groups = [{"title": tl, "plot": raw(drawn[f"rate {tl}"]), "pct_table": raw(_pct_table(group)),
+    live = interactive.Plots()  # the page's interactive plots, ids in page order
+    stream_groups = [{"title": tl, "plot": live.figure(f"rate {tl}", *drawn[f"rate {tl}"]), "pct_table": raw(_pct_table(group)),
                       "abs_table": raw(_abs_table(group))} for tl, group in groups.items()]
     load_modes = []
     for mode in modes:
         lt = [r for r in lt_all if str(r["mode"]) == mode]
-        load_modes.append({"mode": mode, "plots": [raw(svg) for svg in drawn[f"load {mode}"] if svg], "rows": [
+        load_modes.append({"mode": mode, "plots": [live.figure(f"load time {mode}", svg, fig)
+                                                    for svg, fig in drawn[f"load {mode}"] if svg], "rows": [
             [r["backend"], r["layout"], "yes" if r["stateful_shortcut"] else "no", r["rules"],
              fmt(r["load_s_median"] * 1e3, 1), r["loads"],
              "—" if r.get("kernel_mem_bytes_median") is None else fmt(r["kernel_mem_bytes_median"] / 2**20, 1),
@@ -260,7 +264,8 @@ def render(run: dict, trials: list[TrialRecord], cs: list[Curve], summary_csv_na
         skipped=[[s["mode"], s["backend"], s["layout"], "yes" if s["stateful_shortcut"] else "no", s["reason"]]
                  for s in run.get("plan", {}).get("skipped") or []],
         other_models=bool(models - {"napi"}), napi_model="napi" in models, nics=raw(nics.render(run.get("beds", []))),
-        beds=beds, tools=json.dumps(host.get("tools", {}), indent=1), suite_toml=run.get("suite", {}).get("toml", ""))
+        beds=beds, tools=json.dumps(host.get("tools", {}), indent=1), suite_toml=run.get("suite", {}).get("toml", ""),
+        interactive=live.script())
     return with_contents(str(page))
 
 
