@@ -11,7 +11,7 @@ import pytest
 from goldens import GOLDEN
 
 from fwlab.report import write_report
-from fwlab.report.interactive import PLOTLY_JS
+from fwlab.webpage import PLOTLY_JS
 
 BROWSER = next((b for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)), None)
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from fwlab.files import write_output
+from fwlab.webpage import write_plotly_js
 from fwlab.stats.run_summary import point_summaries
 from fwlab.results.record import REPORT_FILE, SUMMARY_FILE, RunRecord
 from fwlab.results.trial import as_records
@@ -34,10 +35,7 @@ def write_report(run_dir: Path, appendix_html: str | None = None) -> Path:
         end = page.rfind("</body>")
         page = page[:end] + appendix_html + "\n" + page[end:] if end >= 0 else page + appendix_html
     write_output(out, page, "report")
-    if "class='iplot'" in page:  # plotly.js beside the page: the interactive plots open offline
-        from fwlab.report.interactive import PLOTLY_JS, plotly_js_source
-
-        write_output(rec.path / PLOTLY_JS, plotly_js_source().read_bytes(), "plotly.js")
+    write_plotly_js(page, rec.path, write_output)  # beside the page: its interactive plots open offline
     return out
 
 

@@ -11,6 +11,7 @@ import json
 import statistics
 from collections.abc import Callable
 
+from fwlab import webpage
 from fwlab.report import interactive, nics, plots, templating
 from fwlab.report.markup import Html, esc, fmt, raw, table
 from fwlab.report.summary import load_times, per_rule_costs
@@ -229,7 +230,7 @@ def render(run: dict, trials: list[TrialRecord], cs: list[Curve], summary_csv_na
     costs = [[r["curve"], r["traffic"], fmt(r["per_rule_ns"], 2),
               "–" if r["per_rule_ns_ci"] is None else f"{r['per_rule_ns_ci'][0]:.2f}–{r['per_rule_ns_ci'][1]:.2f}",
               fmt(r["base_ns"], 0), fmt(r["r_squared"], 3), r["points"]] for r in per_rule_costs(cs)]
-    live = interactive.Plots()  # the page's interactive plots, ids in page order
+    live = webpage.Plots()  # the page's interactive plots, ids in page order
     stream_groups = [{"title": tl, "plot": live.figure(f"rate {tl}", *drawn[f"rate {tl}"]), "pct_table": raw(_pct_table(group)),
                       "abs_table": raw(_abs_table(group))} for tl, group in groups.items()]
     load_modes = []
