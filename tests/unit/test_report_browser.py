@@ -1,7 +1,8 @@
-"""The report's interactive plots render in a real browser: a rebuilt record's page, opened from
-disk in headless chromium with every network name unresolvable (plotly.js must come from beside
-the page, not a CDN), has each plot drawn by plotly (its SVG layers and one trace per series in
-the DOM). Skips cleanly where no chromium is installed."""
+"""The report's and the trend dashboard's interactive plots render in a real browser: a rebuilt
+record's page (and a trend page), opened from disk in headless chromium with every network name
+unresolvable (plotly.js must come from beside the page, not a CDN), has each plot drawn by plotly
+(its SVG layers and one trace per series in the DOM), the static SVG kept. Skips cleanly where no
+chromium is installed."""
 
 import re
 import shutil
@@ -26,15 +27,12 @@ def dump_dom(page) -> str:
     return done.stdout
 
 
-@pytest.mark.skipif(BROWSER is None, reason="no chromium on this machine (apt-get install chromium)")
-def test_the_plots_of_a_rebuilt_report_render_in_headless_chromium(tmp_path):
-    run_dir = tmp_path / "run"
-    shutil.copytree(GOLDEN / "run-tiny", run_dir)
-    page = write_report(run_dir)
-    assert (run_dir / PLOTLY_JS).stat().st_size > 1_000_000  # plotly.js itself, beside the page
+def check_plots_drawn(page, at_least: int) -> None:
+    """Every interactive plot of ``page`` is drawn by plotly in headless chromium."""
+    assert (page.parent / PLOTLY_JS).stat().st_size > 1_000_000  # plotly.js itself, beside the page
     html = page.read_text()
     ids = re.findall(r"<div class='iplot' id='([^']+)'>", html)
-    assert len(ids) >= 2, "the tiny record has a rate plot per traffic"
+    assert len(ids) >= at_least
     assert "cdn" not in html.lower()
     dom = dump_dom(page)
     for ident in ids:
@@ -46,3 +44,21 @@ def test_the_plots_of_a_rebuilt_report_render_in_headless_chromium(tmp_path):
         assert re.search(r'class="trace scatter', box), f"{ident}: no series drawn"
         assert len(re.findall(r'class="point[ "]', box)) >= 2, f"{ident}: no data points drawn"
         assert "<svg" in box.split('class="iplot"')[0], f"{ident}: the static SVG is gone from the page"
+
+
+@pytest.mark.skipif(BROWSER is None, reason="no chromium on this machine (apt-get install chromium)")
+def test_the_plots_of_a_rebuilt_report_render_in_headless_chromium(tmp_path):
+    run_dir = tmp_path / "run"
+    shutil.copytree(GOLDEN / "run-tiny", run_dir)
+    check_plots_drawn(write_report(run_dir), at_least=2)  # a rate plot per traffic
+
+
+@pytest.mark.skipif(BROWSER is None, reason="no chromium on this machine (apt-get install chromium)")
+def test_the_trend_dashboard_renders_in_headless_chromium(tmp_path):
+    from synthetic_runs import write_series
+
+    from fwlab.analysis.trend import trend
+    from fwlab.analysis.trend_page import write_page
+
+    write_series(tmp_path / "runs", 4, change_at=2)
+    check_plots_drawn(write_page(trend([tmp_path / "runs"]), tmp_path / "trend.html"), at_least=16)

@@ -45,7 +45,7 @@ def test_record_text_with_a_script_is_escaped_on_the_page(tmp_path):
 def test_the_templates_are_package_data():
     cfg = tomllib.loads((ROOT / "pyproject.toml").read_text())
     globs = cfg["tool"]["setuptools"]["package-data"]["fwlab"]
-    files = sorted((ROOT / "src/fwlab/report/templates").iterdir())
+    files = sorted((ROOT / "src/fwlab/report/templates").iterdir()) + sorted((ROOT / "src/fwlab/analysis/templates").iterdir())
     assert files
     for f in files:
         rel = f.relative_to(ROOT / "src/fwlab").as_posix()
