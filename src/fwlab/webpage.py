@@ -21,7 +21,8 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup
 
-__all__ = ["CONFIG", "PLOTLY_JS", "Markup", "Plots", "environment", "figure_json", "plotly_js_source", "render"]
+__all__ = ["CONFIG", "PLOTLY_JS", "Markup", "Plots", "environment", "figure_json", "has_plots", "page_script",
+           "plot_box", "plotly_js_source", "render", "script", "write_plotly_js"]
 
 #: the file beside a page holding plotly.js (the page loads it by this relative name)
 PLOTLY_JS = "plotly.min.js"
@@ -68,6 +69,36 @@ def figure_json(traces: list, layout: dict) -> str:
     return pio.to_json(fig, validate=True, pretty=False).replace("</", "<\\/")
 
 
+def plot_box(svg: str, figure: str | None, ident: str | None = None) -> Markup:
+    """One plot's markup: the static ``svg`` (HTML from the plotting code) and, with a ``figure``
+    (`figure_json`), the live plot's place (``ident`` its id, if any: the script needs none) and
+    the figure's JSON beside it."""
+    if not figure:
+        return Markup(f"<div class='plot'>{svg}</div>")
+    id_attr = f" id='{ident}'" if ident else ""
+    data_attr = f" id='{ident}-data'" if ident else ""
+    return Markup(f"<figure class='plot iplot-box'><div class='static'>{svg}</div>"
+                  f"<div class='iplot'{id_attr}></div>"
+                  f"<script type='application/json'{data_attr}>{figure}</script></figure>")
+
+
+def has_plots(page: str) -> bool:
+    """Whether ``page`` holds an interactive plot (and so needs `script` and plotly.min.js)."""
+    return "<figure class='plot iplot-box'>" in page
+
+
+def script() -> Markup:
+    """Once per page, after every plot: load plotly.js from beside the page and draw each plot
+    box's figure; without it (a page copied alone, scripts off) the static SVGs stay."""
+    config = json.dumps(CONFIG, sort_keys=True)
+    return Markup(
+        f"<script src='{PLOTLY_JS}'></script>\n<script>(function(){{if(!window.Plotly)return;"
+        "document.querySelectorAll('figure.iplot-box').forEach(function(b){"
+        "var d=b.querySelector('div.iplot'),j=b.querySelector('script[type=\"application/json\"]');"
+        "var f=JSON.parse(j.textContent);b.classList.add('live');"
+        f"Plotly.newPlot(d,f.data,f.layout,{config});}});}})();</script>")
+
+
 class Plots:
     """The interactive plots of one page, in page order: each gets an id from its name (``ip-``
     and a slug, numbered on repeats), never a random one."""
@@ -79,33 +110,23 @@ class Plots:
         """The page's markup for one plot: the static ``svg`` (HTML from the plotting code) and,
         with a ``figure`` (`figure_json`), the live plot's place and its JSON."""
         if not figure:
-            return Markup(f"<div class='plot'>{svg}</div>")
+            return plot_box(svg, None)
         slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "plot"
         ident, k = f"ip-{slug}", 2
         while ident in self.ids:
             ident, k = f"ip-{slug}-{k}", k + 1
         self.ids.append(ident)
-        return Markup(f"<figure class='plot iplot-box'><div class='static'>{svg}</div>"
-                      f"<div class='iplot' id='{ident}'></div>"
-                      f"<script type='application/json' id='{ident}-data'>{figure}</script></figure>")
+        return plot_box(svg, figure, ident)
 
-    def script(self) -> Markup:
-        """Once per page, after every plot: load plotly.js from beside the page and draw each
-        figure; without it (a page copied alone, scripts off) the static SVGs stay."""
-        if not self.ids:
-            return Markup("")
-        config = json.dumps(CONFIG, sort_keys=True)
-        return Markup(
-            f"<script src='{PLOTLY_JS}'></script>\n<script>(function(){{if(!window.Plotly)return;"
-            "document.querySelectorAll('div.iplot').forEach(function(d){"
-            "var f=JSON.parse(document.getElementById(d.id+'-data').textContent);"
-            "d.parentNode.classList.add('live');"
-            f"Plotly.newPlot(d,f.data,f.layout,{config});}});}})();</script>")
+
+def page_script(page: str) -> str:
+    """`script` when ``page`` (the page's body so far) holds an interactive plot, else nothing."""
+    return str(script()) if has_plots(page) else ""
 
 
 def write_plotly_js(page: str, directory: Path, write) -> Path | None:
     """plotly.min.js into ``directory`` (with ``write(path, bytes, what)``, fwlab.files.write_output)
     when ``page`` has an interactive plot; None when it has none."""
-    if "class='iplot'" not in page:
+    if not has_plots(page):
         return None
     return write(directory / PLOTLY_JS, plotly_js_source().read_bytes(), "plotly.js")

@@ -157,7 +157,7 @@ def render(trend: Trend) -> str:
              for f in trend.figures]
     return str(webpage.render("fwlab.analysis", "trend.html.j2", suite=trend.suite, runs=trend.runs,
                               changes=changes, n_significant=sum(c.verdict == "significant" for c in trend.changes),
-                              dashboard=dashboard, plots=plots, interactive=live.script())) + "\n"
+                              dashboard=dashboard, plots=plots, interactive=webpage.script() if live.ids else "")) + "\n"
 
 
 def page_path(trend: Trend, out: Path | str | None = None) -> Path:

@@ -265,9 +265,12 @@ def render(run: dict, trials: list[TrialRecord], cs: list[Curve], summary_csv_na
         skipped=[[s["mode"], s["backend"], s["layout"], "yes" if s["stateful_shortcut"] else "no", s["reason"]]
                  for s in run.get("plan", {}).get("skipped") or []],
         other_models=bool(models - {"napi"}), napi_model="napi" in models, nics=raw(nics.render(run.get("beds", []))),
-        beds=beds, tools=json.dumps(host.get("tools", {}), indent=1), suite_toml=run.get("suite", {}).get("toml", ""),
-        interactive=live.script())
-    return with_contents(str(page))
+        beds=beds, tools=json.dumps(host.get("tools", {}), indent=1), suite_toml=run.get("suite", {}).get("toml", ""))
+    page = str(page)
+    if webpage.has_plots(page):  # a plot of the page's own or of a section: plotly draws them all, once
+        end = page.rfind("</body>")
+        page = page[:end] + webpage.page_script(page) + "\n" + page[end:]
+    return with_contents(page)
 
 
 def with_contents(page: str) -> str:

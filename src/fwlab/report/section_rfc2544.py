@@ -15,7 +15,7 @@ from fwlab.published.compare import LIMITS
 from fwlab.report import latency, plots
 from fwlab.report.markup import esc, fmt, raw, table
 from fwlab.report.sections import Section, register
-from fwlab.report.timeseries import xy_plot
+from fwlab.report.timeseries import plot_div, xy_plot
 from fwlab.svgplot import figure_svg, plt
 from fwlab.results.curves import curves
 from fwlab.results.trial import TrialRecord, as_records
@@ -257,7 +257,7 @@ def ndr_pdr(tp: list[dict]) -> str:
     return ("<h3>NDR and PDR side by side</h3><p class='muted'>Where a configuration searched both a "
             "no-drop goal (NDR, loss ratio 0) and a partial-drop goal (PDR, loss ratio above 0): the medians "
             "over repetitions (n each) and PDR / NDR.</p>"
-            + (f"<div class='plot'>{plot}</div>" if plot else "")
+            + plot_div(plot)
             + table(["traffic", "configuration", "rules", "NDR goal", "NDR [kpps]", "n", "PDR goal", "PDR [kpps]",
                       "n", "PDR / NDR"], rows, left=3))
 
