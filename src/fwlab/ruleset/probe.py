@@ -27,7 +27,8 @@ from fwlab.rules.derive import BedAddresses, TrafficClass
 from fwlab.ruleset.arrivals import ArrivalCounter, by_link, probe_packets, quiet, seen_as
 from fwlab.ruleset.established import is_twin, reply_of
 from fwlab.ruleset.interfaces import parse_map
-from fwlab.runners.engine import parse_result, require_engine
+from fwlab.runners.engine_binary import require_engine
+from fwlab.runners.engine_counts import parse_result
 from fwlab.testbed import Testbed, require_root, require_tool
 
 PROBE_PPS = 2000  #: probe rate [packets/s]
