@@ -39,11 +39,8 @@ TRIMS: dict[str, tuple[dict[str, str], list[str]]] = {
 }
 #: literal replacements in a suite's text: conn_rate's search narrowed to 1000..4000/s at 50 %
 #: width (a few trials instead of ~20; still a binary search with the same record)
-#: quick's cost item left out: the in-kernel clock's tool runs on the namespace bed only (it refuses
-#: a hosts file in one line; a remote DUT is not supported yet, docs/kernel-cost.md)
 SUBS = {"connections-quick": [("max_rate_cps = 24000, min_rate_cps = 250, relative_width = 0.1",
-                               "max_rate_cps = 4000, min_rate_cps = 1000, relative_width = 0.5")],
-        "quick": [('[[traffic]]\nkind = "cost"\ntool = "kernel-cost"\noptions = { duration_s = 2 }\n', "")]}
+                               "max_rate_cps = 4000, min_rate_cps = 1000, relative_width = 0.5")]}
 #: metric keys only a run with remote roles has: where the engine was shipped
 REMOTE_ONLY_KEYS = {"engine_shipped"}
 

@@ -33,15 +33,18 @@ def run_lines():
 def test_the_headline_states_the_set_cost_against_zero_and_the_linear_slope():
     s = kernel_cost.sentences(run_lines())
     set_s = next(x for x in s if " set at 10,000 entries" in x)
-    assert "+100 ns/packet [" in set_s and set_s.endswith(": cost.")
+    assert "+100 ns/packet [" in set_s and ": cost. Per repetition (in run order): 100 / 100 ns/packet" in set_s
     lin = next(x for x in s if " linear costs " in x)
-    assert "7.00 ns/rule [" in lin and lin.endswith(": cost.")
+    assert "7.00 ns/rule [" in lin and ": cost. Per repetition (in run order): 7.00 / 7.00 ns/rule" in lin
 
 
 def test_a_flat_set_comes_out_no_cost():
     lines = [line("set", n, rep, 300, 0.03) for n in (0, 10000) for rep in (1, 2)]
-    (s,) = kernel_cost.sentences(lines)
-    assert "+0 ns/packet" in s and s.endswith(": no cost.")
+    s, pred, caveat = kernel_cost.sentences(lines)
+    assert pred.startswith("Predicted one-core rate (IPv4, routed; a prediction from the in-kernel time, not a measurement)")
+    assert "at most 3,333,333 packets/s (1e9 / 300 ns inside the firewall; the rest of the path is not known" in pred
+    assert caveat.startswith("Caveat on the in-kernel intervals") and "between runs" in caveat
+    assert "+0 ns/packet" in s and s.endswith(": no cost. Per repetition (in run order): 0 / 0 ns/packet.")
 
 
 def test_the_section_has_its_id_table_plot_and_findings():
@@ -63,3 +66,65 @@ def test_the_overview_states_the_in_kernel_findings_first():
     html = render_overview({}, run_lines(), [], [])
     first = html[html.find("<ul>"):]
     assert first.startswith("<ul><li>Time inside the firewall") and "href='#kernel-cost'" in html
+
+
+def test_the_repetitions_spread_is_stated_and_the_caveat_compares_it_with_the_interval():
+    # repetition 2's walk 10 % slower: the slope's interval over both is narrower than their spread
+    lines = []
+    for rep, per_rule in ((1, 7.0), (2, 7.7)):
+        for n in (0, 100, 1000, 10000):
+            t = 200 + per_rule * n
+            lines.append(line("linear", n, rep, t, t / 10_000))
+    *found, caveat = kernel_cost.sentences(lines)
+    lin = next(x for x in found if " linear costs " in x)
+    assert "Per repetition (in run order): 7.00 / 7.70 ns/rule (±4.8 % around their mean; the interval ±" in lin
+    assert "not the drift between runs on this host" in caveat and "nft's rule walk" in caveat
+
+
+def test_the_caveat_names_a_repetition_spread_wider_than_the_slopes_interval():
+    from fwlab.stats.kernel_cost import COST, PerRuleCost
+    s = PerRuleCost("linear", 7.5, 7.45, 7.55, 200, 0.99, 8, 4, True, COST, 0.1, 0.95, (7.0, 8.0))
+    caveat = kernel_cost.drift_caveat([(("routed", "iptables-legacy", 4), None, s, "linear")])
+    assert "the repetitions' slopes spread ±6.7 % around their mean where the slope's interval is ±0.7 %" in caveat
+    assert "nft's rule walk" not in caveat   # an xtables backend: no nft remark
+    narrow = PerRuleCost("linear", 7.5, 7.0, 8.0, 200, 0.99, 8, 4, True, COST, 0.1, 0.95, (7.4, 7.6))
+    assert "spread" not in kernel_cost.drift_caveat([(("routed", "nftables", 4), None, narrow, "linear")])
+
+
+def test_no_caveat_without_an_in_kernel_figure():
+    assert kernel_cost.sentences([]) == []
+
+
+def udp(layout, rules, rep, rx_pps):
+    """A UDP stream trial line of the same bed (unprobed) with its received packet rate."""
+    d = copy.deepcopy(GOLDEN)
+    d.update(kind="stream", traffic="udp", tool="iperf3", layout=layout, rules=rules, repetition=rep,
+             trial_id=f"udp-{layout}-{rules}-r{rep}", metrics={"rx_pps": rx_pps, "throughput_bps": rx_pps * 512})
+    return d
+
+
+def test_the_prediction_adds_the_rest_of_the_path_from_the_zero_rule_rate_beside_the_measured_rate():
+    # 0 rules: 200 ns in the firewall and 250,000 packets/s measured: 4,000 ns per packet, 3,800 the rest
+    lines = run_lines() + [udp(lay, n, rep, rx) for lay in ("linear", "set") for rep in (1, 2)
+                           for n, rx in ((0, 250_000.0), (10000, 14_000.0))]
+    preds = {(p.layout, p.rules): p for p in kernel_cost.predictions(lines)}
+    p = preds[("linear", 10000)]
+    assert p.fw_ns == 200 + 70_000 and p.rest_ns == 3_800
+    assert p.with_rest_pps == 1e9 / (70_200 + 3_800) and p.measured_pps == 14_000.0
+    assert preds[("linear", 100)].measured_pps is None
+    lin = next(x for x in kernel_cost.sentences(lines) if x.startswith("Predicted") and " linear " in x)
+    assert "13,514 packets/s (1e9 / (70,200 ns inside the firewall + 3,800 ns rest of the path" in lin
+    assert "measured: 14,000 packets/s (UDP received rate)" in lin
+    html = "\n".join(render_sections({}, lines, run_level=True))
+    assert "<h2 id='kernel-capacity'>Predicted one-core rate</h2>" in html and "13,514" in html
+
+
+def test_no_rest_of_the_path_from_a_zero_rule_rate_slower_than_the_firewall_alone():
+    from fwlab.stats.kernel_cost import predicted_rate_pps, rest_of_path_ns
+    assert rest_of_path_ns(1e6, 2_000.0) is None and rest_of_path_ns(None, 200.0) is None
+    assert predicted_rate_pps(None) is None and predicted_rate_pps(500.0, 500.0) == 1e6
+
+
+def test_the_section_states_the_findings_and_the_caveat_and_leaves_the_predictions_to_their_section():
+    html = "\n".join(render_sections({}, run_lines()))
+    assert "Caveat on the in-kernel intervals" in html and "Predicted one-core rate (IPv4" not in html

@@ -20,6 +20,7 @@ import shutil
 import pytest
 from goldens import GOLDEN
 from test_published import seed002_trials, tr
+from test_published_cost import s000_cost, s001_cost
 from test_published_intervals import s000_flood
 from test_published_intervals import s004 as s004_cv
 from test_published_new_kinds import (  # noqa: F401  (fast_probes is a fixture)
@@ -63,6 +64,8 @@ OUTCOMES: dict[str, set[str]] = {
     "seed-000/tcp-flat/*": ALL,
     "seed-000/udp-flat-to-200/*": ALL,
     "seed-000/udp-collapse/*": ALL,
+    # the in-kernel clock's per-rule slope of one-way UDP (fwlab.published.cost)
+    "seed-000/udp-rule-walk-cost/*": ALL,
     # the placeholder when the run has no firewall at 0 and more rules: never decided
     "seed-000/rule-count": {NOT_MEASURED},
     "seed-000/attack-about-half": ALL,
@@ -70,6 +73,8 @@ OUTCOMES: dict[str, set[str]] = {
     "seed-000/attack-many-rules-worse": ALL,
     "seed-001/flat-up-to-5000/*": ALL,
     "seed-001/effect-above-5000/*": ALL,
+    # the in-kernel time 10,000 rules add against 1,000 (fwlab.published.cost)
+    "seed-001/effect-above-5000-cost/*": ALL,
     "seed-001/bridge-above-gateway": ALL,
     "seed-001/bidir-half-at-small-frames": ALL,
     "seed-001/bridge-holds-more": ALL | {BED},
@@ -232,6 +237,7 @@ def test_seed_000_every_finding_reaches_its_outcomes():
         seed000_trials(0.5, 0.2, 0.6), seed000_trials(0.97, 1.0, 1.1),
         seed000_trials(0.5, 0.5 * 2.8 / 3.0, 1.0),   # under the flood: no firewall as fast as netfilter, 1000 rules as 200
         s000_flood(0.66, cv=0.15),                                     # about half, its interval across 70 %
+        s000() + s000_cost(3.8), s000_cost(0.0, half=1.0), s000_cost(0.05, noise=400.0),  # in-kernel rule walk
     ]
     check_outcomes("seed-000", reached("seed-000", scenarios))
     noisy = {f.id: f for f in compare_study(run_of("seed-000"), scenarios[2]).findings}
@@ -283,6 +289,7 @@ def test_seed_001_every_finding_reaches_its_outcomes():
         [capacity_trial(m, r, c + 1000 * r, table_full=False) for m, c in (("routed", 150000), ("bridge", 151000))
          for r in (1, 2)],
         capped_capacity("bridge", 300000, 290000),           # a lower bound short of the other mode: the search's
+        s001_cost(60000.0), s001_cost(0.0, half=2.0), s001_cost(5.0, half=2.0, noise=40.0),  # in-kernel, above 5000
     ]
     check_outcomes("seed-001", reached("seed-001", scenarios))
 

@@ -58,3 +58,11 @@ def test_a_ratio_of_rates_is_never_below_zero():
     assert r.low == 0.0 and r.high > r.ratio
     signed = ratio_interval([-10.0, 90.0], [100.0, 101.0])   # signed figures keep the raw bound
     assert signed.low < 0.0
+
+
+def test_a_numerator_of_zeros_over_a_spread_denominator_is_exactly_zero():
+    # e.g. loss_ratio 0 in every repetition at N rules against a lossy 0-rule reference: no
+    # division by a zero variance (a report crashed on it)
+    from fwlab.stats.ratio import ratio_interval
+    iv = ratio_interval([0.0, 0.0], [0.01, 0.02])
+    assert iv.ratio == 0.0 and iv.low == 0.0 and iv.high == 0.0

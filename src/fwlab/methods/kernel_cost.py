@@ -194,6 +194,11 @@ class KernelCostRunner(Runner):
     summary = "the firewall's own time per packet, timed in the DUT's kernel (BPF netfilter brackets) at a light load"
     frame_sizes = True
     record_kind = "cost"
+    #: the light load is an engine trial (``fwlab.runners.engine.run_trial``: shipped to remote
+    #: client and server hosts, split over the generator hosts like the RFC 2544 search's), and the
+    #: probe runs on the DUT's host: on a remote DUT its BPF object and loader are copied there
+    remote_roles = True
+    splits_generators = True
     trial_overhead_s = {"cost": 2.0}  #: loader start and stop twice (pilot and trial), reference install (measured 1.5-2.5 s)
 
     def unavailable(self) -> str | None:

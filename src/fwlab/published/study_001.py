@@ -45,6 +45,7 @@ from fwlab.published.compare import (
     register,
     values,
 )
+from fwlab.published.cost import added_finding, cost_trials
 from fwlab.published.model import Study
 from fwlab.stats.goal_label import result_label
 from fwlab.results.trial import TrialRecord
@@ -376,6 +377,7 @@ def compare(study: Study, run: dict, trials: list[TrialRecord]) -> StudyComparis
             claim=more_claim, published="conclusion, no figure above 5000 beyond Table 1's last column",
             fwlab=f"no throughput search above {FLAT_UP_TO:,} rules in this run.", criterion=more_crit,
             verdict=NOT_MEASURED))
+    _effect_above_cost(out, trials, more_claim)
     if "bridge" in modes and "routed" in modes:
         lay = layouts[0]
         verdict, why, ratios = _above(sizes, lambda s: v(s, 0, lay, "routed"), lambda s: v(s, 0, lay, "bridge"))
@@ -397,6 +399,32 @@ def compare(study: Study, run: dict, trials: list[TrialRecord]) -> StudyComparis
     _bidirectional(out, trials)
     _capacity(study, out, trials)
     return out
+
+
+def _effect_above_cost(out: StudyComparison, trials: list[TrialRecord], more_claim: str) -> None:
+    """The conclusion that rule counts above 5,000 affect the firewall, from the in-kernel clock:
+    the time the largest rule count above 5,000 adds per packet against the largest up to 5,000
+    (0 when the run has none), in gateway mode, per layout. The throughput finding stays as it is."""
+    cost = [t for t in trials if t.kind == "cost" and t.backend == "nftables" and t.mode == "routed"]
+    for lay in sorted({t.layout for t in cost}):
+        for sc in sorted({bool(t.stateful_shortcut) for t in cost if t.layout == lay}):
+            ct = cost_trials(trials, backend="nftables", layout=lay, mode="routed", stateful_shortcut=sc)
+            rules = ct.rules() if ct is not None else []
+            high = max((n for n in rules if n > FLAT_UP_TO), default=None)
+            base = max((n for n in rules if n <= FLAT_UP_TO), default=0)
+            name = f"nftables {lay}{' +established' if sc else ''}, gateway"
+            fid = f"seed-001/effect-above-{FLAT_UP_TO}-cost/{lay}{'-established' if sc else ''}"
+            claim = (f"Above {FLAT_UP_TO:,} rules the rule count affects the firewall: each packet's time inside "
+                     "it grows (in-kernel cost)")
+            published = (f"conclusion: above {FLAT_UP_TO:,} rules the rule count affects performance (a faster "
+                         "algorithm is needed)")
+            if high is None:
+                f = Finding(id=fid, claim=claim, published=published, verdict=NOT_MEASURED, criterion="–",
+                            fwlab=f"no in-kernel cost trial above {FLAT_UP_TO:,} rules in this run.")
+            else:
+                f = added_finding(ct, lay, high, base_rules=base, name=name, id=fid, claim=claim, published=published)
+            if f is not None:
+                out.findings.append(f)
 
 
 def _marked(cell: str, codes: set[str], *, bound: bool = True) -> str:

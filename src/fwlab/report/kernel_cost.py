@@ -7,8 +7,13 @@ Owns: grouping and wording. The numbers are fwlab.stats.kernel_cost's. Reads the
 
 from __future__ import annotations
 
+import statistics
+from dataclasses import dataclass
+
 from fwlab.results.trial import TrialRecord, as_records
-from fwlab.stats.kernel_cost import CostAgainstZero, CostPoint, PerRuleCost, cost_against_zero, per_rule_cost
+from fwlab.stats.kernel_cost import (CostAgainstZero, CostPoint, PerRuleCost, cost_against_zero, figure,
+                                     per_rule_cost, predicted_rate_pps, reference_median_ns, referenced_usable,
+                                     rest_of_path_ns)
 
 #: the layout whose cost is stated as a slope per rule; the others against 0 rules at their largest count
 SLOPE_LAYOUTS = ("linear",)
@@ -47,22 +52,147 @@ def findings(trials: list[TrialRecord]) -> list[tuple[tuple, CostAgainstZero | N
     return out
 
 
+#: measured rates beside a prediction, in order of preference: (record kind, metric, how it is named)
+MEASURED = (("rfc2544", "throughput_pps", "RFC 2544 throughput"), ("stream", "rx_pps", "UDP received rate"))
+
+
+def measured_rate(trials: list[TrialRecord], key: tuple, layout: str, rules: int) -> tuple[float | None, str]:
+    """The median measured packet rate of the bed's (mode, backend, IP version) ``layout`` at
+    ``rules`` [packets/s] and what it is, from unprobed trials: RFC 2544 throughput, else the UDP
+    (iperf3 or engine) received rate of stream trials; (None, '') when the run has neither."""
+    mode, backend, ipv = key
+    for kind, metric, name in MEASURED:
+        v = [float(t.metric(metric)) for t in trials if t.kind == kind and t.mode == mode and t.backend == backend
+             and t.ip_version == ipv and t.layout == layout and t.rules == rules and not t.error
+             and (kind != "stream" or t.traffic in ("udp", "engine")) and t.metric(metric)]
+        if v:
+            return statistics.median(v), name
+    return None, ""
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """The predicted one-core rate of one layout and rule count, beside the measured one."""
+
+    key: tuple  #: (mode, backend, ip_version)
+    layout: str
+    rules: int
+    fw_ns: float  #: time inside the firewall per packet: median over repetitions (referenced where it can be)
+    alone_pps: float | None  #: 1e9 / fw_ns: the firewall alone, an upper bound
+    rest_ns: float | None  #: the rest of the path from the 0-rule measured rate (None: not known)
+    with_rest_pps: float | None  #: 1e9 / (fw_ns + rest_ns)
+    measured_pps: float | None
+    measured_what: str
+
+
+def predictions(trials: list[TrialRecord]) -> list[Prediction]:
+    """Per bed, layout and rule count with an in-kernel figure: the predicted one-core rate
+    (``fwlab.stats.kernel_cost.predicted_rate_pps``) beside the run's measured rate. The rest of
+    the path is the 0-rule measured rate's time per packet minus the firewall's at 0 rules (the
+    same layout's, else another layout's: they load the same 0-rule set)."""
+    trials = as_records(trials)
+    out = []
+    for key, ts in sorted(cost_groups(trials).items(), key=str):
+        ts = [t for t in ts if not t.metric("fw_missing")]
+        pts = points(ts)
+        referenced = referenced_usable(pts)
+        ref_med = reference_median_ns(pts) if referenced else None
+        med: dict[tuple, float] = {}
+        for lay, n in sorted({(p.layout, p.rules) for p in pts}):
+            figs = [f.value_ns for p in pts if p.layout == lay and p.rules == n
+                    and (f := figure(p, ref_med, referenced)) is not None]
+            if figs:
+                med[(lay, n)] = statistics.median(figs)
+        for (lay, n), v in sorted(med.items()):
+            zl = lay if (lay, 0) in med else next((l for l, r in med if r == 0), None)
+            rest = None
+            if zl is not None:
+                m0, _ = measured_rate(trials, key, zl, 0)
+                rest = rest_of_path_ns(m0, med[(zl, 0)])
+            meas, what = measured_rate(trials, key, lay, n)
+            out.append(Prediction(key, lay, n, v, predicted_rate_pps(v), rest,
+                                  predicted_rate_pps(v, rest) if rest is not None else None, meas, what))
+    return out
+
+
+def prediction_sentences(trials: list[TrialRecord]) -> list[str]:
+    """One per bed and layout, at its largest rule count: 'Predicted, not measured: one core could
+    forward ... at x packets/s (...); measured ...'."""
+    out = []
+    preds = predictions(trials)
+    for key, lay in dict.fromkeys((p.key, p.layout) for p in preds):
+        p = max((q for q in preds if q.key == key and q.layout == lay), key=lambda q: q.rules)
+        mode, backend, ipv = key
+        if p.with_rest_pps is not None:
+            pred = (f"{p.with_rest_pps:,.0f} packets/s (1e9 / ({p.fw_ns:,.0f} ns inside the firewall + {p.rest_ns:,.0f} "
+                    f"ns rest of the path, from the 0-rule measured rate))")
+        else:
+            pred = (f"at most {p.alone_pps:,.0f} packets/s (1e9 / {p.fw_ns:,.0f} ns inside the firewall; the rest of "
+                    "the path is not known in this run)") if p.alone_pps else None
+        if pred is None:
+            continue
+        meas = (f"measured: {p.measured_pps:,.0f} packets/s ({p.measured_what})" if p.measured_pps is not None
+                else "no measured rate at this rule count in this run")
+        out.append(f"Predicted one-core rate (IPv{ipv}, {mode}; a prediction from the in-kernel time, not a "
+                   f"measurement): {backend} {lay} at {p.rules:,} rules, {pred}; {meas}.")
+    return out
+
+
 def _n(x: float | None, digits: int = 0) -> str:
     return "?" if x is None else f"{x:,.{digits}f}"
 
 
-def sentences(trials: list[TrialRecord]) -> list[str]:
+def _reps(values: tuple[float, ...], digits: int, unit: str) -> str:
+    return " / ".join(f"{v:,.{digits}f}" for v in values) + f" {unit}"
+
+
+def repetition_note(az: CostAgainstZero | None = None, slope: PerRuleCost | None = None) -> str:
+    """' Per repetition (in run order): 7.60 / 8.00 ns/rule (±2.6 % around their mean; the
+    interval ±0.4 %).' or '' with fewer than 2 repetitions."""
+    if slope is not None and len(slope.per_repetition_ns) >= 2:
+        iv = slope.interval_half_pct
+        return (f" Per repetition (in run order): {_reps(slope.per_repetition_ns, 2, 'ns/rule')} "
+                f"(±{slope.spread_pct:.1f} % around their mean"
+                + (f"; the interval ±{iv:.1f} %" if iv is not None else "") + ").")
+    if az is not None and len(az.per_repetition_ns) >= 2:
+        sp = az.spread_pct
+        return (f" Per repetition (in run order): {_reps(az.per_repetition_ns, 0, 'ns/packet')}"
+                + (f" (±{sp:.1f} % around their mean)" if sp is not None else "") + ".")
+    return ""
+
+
+def drift_caveat(found: list) -> str:
+    """The line beside the in-kernel sentences: their intervals do not cover drift between runs.
+    With the repetitions' spread wider than the slope's interval, that is said with both figures."""
+    wide = [(s.spread_pct, s.interval_half_pct) for _, _, s, _ in found
+            if s is not None and s.spread_pct is not None and s.interval_half_pct is not None
+            and round(s.spread_pct, 1) > round(s.interval_half_pct, 1)]
+    here = (f" In this run already the repetitions' slopes spread ±{wide[0][0]:.1f} % around their mean where the "
+            f"slope's interval is ±{wide[0][1]:.1f} %." if wide else "")
+    nft = any(key[1] in ("nftables", "iptables-nft") for key, _, _, _ in found)
+    why = ("; nft's rule walk has run at two speeds on this machine class, switching between runs" if nft else "")
+    return ("Caveat on the in-kernel intervals: they cover the packets of each trial and the repetitions of this "
+            "run (the repetitions run one after another across the run), not the drift between runs on this host "
+            f"(docs/kernel-cost.md{why}): another run's figure may lie outside them. Compare runs with fwlab "
+            "compare." + here)
+
+
+def sentences(trials: list[TrialRecord], predicted: bool = True) -> list[str]:
     """The headline's in-kernel sentences, e.g. 'nftables set at 10,000 entries: +21 ns/packet
-    [15, 27] inside the firewall against 0 rules (...): cost'."""
+    [15, 27] inside the firewall against 0 rules (...): cost', each with its repetitions' spread,
+    then (``predicted``) the predicted one-core rates beside the measured ones (which need the
+    run's other trials), and last, when there is any, the caveat that the intervals do not cover
+    drift between runs."""
     out = []
-    for (mode, backend, ipv), az, slope, lay in findings(trials):
+    found = findings(trials)
+    for (mode, backend, ipv), az, slope, lay in found:
         where = f"IPv{ipv}, {mode}"
         if az is not None:
             what = "referenced" if az.referenced else "raw medians, no reference"
             iv = f"[{_n(az.low_ns)}, {_n(az.high_ns)}]" if az.low_ns is not None else "[no interval]"
             out.append(f"Time inside the firewall ({where}, in-kernel, {what}): {backend} {lay} at {az.rules:,} "
                        f"entries costs {az.added_ns:+,.0f} ns/packet {iv} against 0 rules ({az.how}; "
-                       f"margin ±{az.margin_ns:g} ns): {az.verdict}.")
+                       f"margin ±{az.margin_ns:g} ns): {az.verdict}." + repetition_note(az=az))
         if slope is not None:
             what = "referenced" if slope.referenced else "raw medians, no reference"
             iv = (f"[{_n(slope.low_ns, 2)}, {_n(slope.high_ns, 2)}]" if slope.low_ns is not None
@@ -70,5 +200,8 @@ def sentences(trials: list[TrialRecord]) -> list[str]:
             out.append(f"Time inside the firewall ({where}, in-kernel, {what}): {backend} {lay} costs "
                        f"{slope.per_rule_ns:,.2f} ns/rule {iv} per packet ({100 * slope.confidence:.0f} % t interval of "
                        f"the least-squares slope over {slope.n_points} trials at {slope.n_rule_counts} rule counts; "
-                       f"margin ±{slope.margin_ns_per_rule:g} ns/rule): {slope.verdict}.")
+                       f"margin ±{slope.margin_ns_per_rule:g} ns/rule): {slope.verdict}." + repetition_note(slope=slope))
+    if out:
+        out += prediction_sentences(trials) if predicted else []
+        out.append(drift_caveat(found))
     return out

@@ -37,7 +37,7 @@ def render(run: dict, trials: list[TrialRecord]) -> str | None:
              "packets of firewall gap / reference-chain gap on the same packet, and the referenced time that ratio "
              "times the reference's median over the bed's trials (it divides out what slowed a moment). Medians "
              "over repetitions. See docs/kernel-cost.md.</p>"]
-    missing = [t for t in trials if not t.metrics or t.metric("fw_missing")]
+    missing = [t for t in trials if t.kind == "cost" and (not t.metrics or t.metric("fw_missing"))]
     for key, ts in sorted(kernel_cost.cost_groups(trials).items(), key=str):
         mode, backend, ipv = key
         ts = [t for t in ts if not t.metric("fw_missing")]
@@ -80,13 +80,40 @@ def render(run: dict, trials: list[TrialRecord]) -> str | None:
             sorted(lines.items()), f"{backend}, IPv{ipv}: {'referenced' if referenced else 'raw'} time inside the "
             f"firewall per packet\nmedian over repetitions; bars: lowest to highest per-packet 95 % interval", floor)))
         parts.append(_hooks(ts))
-    found = kernel_cost.sentences(trials)
+    found = kernel_cost.sentences(trials, predicted=False)  # the predictions: section 'Predicted one-core rate'
     if found:
         parts.append("<h3>Findings</h3><ul>" + "".join(f"<li>{esc(s)}</li>" for s in found) + "</ul>")
     if missing:
         rows = [[esc(t.trial_id), esc(t.error or t.metric("fw_missing"))] for t in missing]
         parts.append("<h3>Missing</h3>" + table(["trial", "why no in-kernel figure"], rows, left=2))
     return "\n".join(p for p in parts if p)
+
+
+def render_capacity(run: dict, trials: list[TrialRecord]) -> str | None:
+    """The run-level table of predicted one-core rates beside the measured rates (it needs the
+    run's other trials too, so it is its own section)."""
+    rows, any_rest = [], False
+    for p in kernel_cost.predictions(as_records(trials)):
+        mode, backend, ipv = p.key
+        any_rest |= p.rest_ns is not None
+        rows.append([esc(f"{backend}, IPv{ipv}, {mode}"), esc(p.layout), f"{p.rules:,}", _f(p.fw_ns), _f(p.alone_pps),
+                     _f(p.rest_ns), _f(p.with_rest_pps) if p.with_rest_pps is not None else "– (rest of the path not known)",
+                     f"{_f(p.measured_pps)} ({esc(p.measured_what)})" if p.measured_pps is not None
+                     else "not measured in this run"])
+    if not rows:
+        return None
+    return ("<h2 id='kernel-capacity'>Predicted one-core rate</h2>"
+            "<p class='muted'>A prediction from the in-kernel time, not a measurement: packets/s one core could "
+            "forward through the firewall, 1e9 / (time inside the firewall per packet + the rest of the forwarding "
+            "path). The firewall alone (incl. the probe's floor) is an upper bound. The rest of the path is 1e9 / the "
+            "rate measured at 0 rules minus the firewall's time at 0 rules: it takes the 0-rule rate as one core's "
+            "work per packet" + ("" if any_rest else " (no 0-rule rate in this run: not known)")
+            + "; on a shared host the measured rate also carries the generator's share. Beside it the measured rate "
+              "of unprobed trials (RFC 2544 throughput, else UDP received packets/s). See "
+              "<a href='#kernel-cost'>Time inside the firewall</a>.</p>"
+            + table(["firewall", "layout", "rules", "time inside the firewall [ns]",
+                     "predicted, firewall alone [packets/s]", "rest of the path [ns]",
+                     "predicted, with the rest [packets/s]", "measured [packets/s]"], rows, left=2))
 
 
 def _hooks(ts: list[TrialRecord]) -> str:
@@ -111,3 +138,5 @@ def _hooks(ts: list[TrialRecord]) -> str:
 
 
 register(Section(kind="cost", title="Time inside the firewall", render=render, order=4))
+register(Section(kind="@kernel-capacity", title="Predicted one-core rate", render=render_capacity, order=6,
+                 run_level=True))

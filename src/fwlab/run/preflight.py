@@ -81,7 +81,7 @@ def check_remote_roles(plan: Plan, placement: Placement | None) -> None:
             raise SuiteError(f"tool '{t.tool}' runs only on this machine, but the hosts file puts "
                              f"{' and '.join(ends)} on a remote host",
                              fix="run it on the namespace test bed (no --hosts), or use engine, rfc2544, "
-                                 "iperf3, netperf or parallel in a lab (docs/lab.md)")
+                                 "conn, iperf3, netperf, parallel or kernel-cost in a lab (docs/lab.md)")
         if servers and get_runner(t.tool).splits_generators:
             raise SuiteError(f"tool '{t.tool}' splits its trial across the generator hosts towards one server, "
                              f"but the hosts file names server hosts {', '.join(servers)} (client<k> streams to "

@@ -125,25 +125,34 @@ class CostAgainstZero:
     verdict: str  #: cost, no cost or undecided (on margin_ns)
     margin_ns: float
     how: str  #: the interval in words
+    base_rules: int = 0  #: the rule count compared against (0 unless given)
+    per_repetition_ns: tuple[float, ...] = ()  #: each repetition's difference, in repetition order
+
+    @property
+    def spread_pct(self) -> float | None:
+        """Half the range of the repetitions' differences as % of their mean magnitude (None: fewer than 2)."""
+        return half_range_pct(self.per_repetition_ns)
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
 def cost_against_zero(points: Iterable[CostPoint], layout: str, rules: int, *, zero_layout: str | None = None,
-                      margin_ns: float = MARGIN_NS) -> CostAgainstZero | None:
+                      margin_ns: float = MARGIN_NS, base_rules: int = 0) -> CostAgainstZero | None:
     """``layout`` at ``rules`` against 0 rules (``zero_layout``: the layout whose 0-rule trials are
     the reference, default the same), repetition by repetition; None without a repetition that
-    measured both."""
+    measured both. ``base_rules``: compare against that rule count instead of 0 (e.g. 10,000
+    against 1,000 rules); the result's ``base_rules`` says which."""
     pts = list(points)
-    if rules <= 0:
-        raise FwlabError(f"a cost against 0 rules needs rules > 0, not {rules}", fix="give the larger rule count")
+    if rules <= base_rules:
+        raise FwlabError(f"a cost against {base_rules} rules needs rules > {base_rules}, not {rules}",
+                         fix="give the larger rule count")
     zl = zero_layout or layout
-    use = [p for p in pts if (p.layout == layout and p.rules == rules) or (p.layout == zl and p.rules == 0)]
+    use = [p for p in pts if (p.layout == layout and p.rules == rules) or (p.layout == zl and p.rules == base_rules)]
     referenced = referenced_usable(use)
     ref_med = reference_median_ns(use) if referenced else None
     top = {p.repetition: figure(p, ref_med, referenced) for p in use if p.layout == layout and p.rules == rules}
-    zero = {p.repetition: figure(p, ref_med, referenced) for p in use if p.layout == zl and p.rules == 0}
+    zero = {p.repetition: figure(p, ref_med, referenced) for p in use if p.layout == zl and p.rules == base_rules}
     reps = sorted(r for r in top if top[r] is not None and zero.get(r) is not None)
     if not reps:
         return None
@@ -161,7 +170,7 @@ def cost_against_zero(points: Iterable[CostPoint], layout: str, rules: int, *, z
     how = ("per-packet 95 % intervals of each trial's median (difference >= 90 %), "
            + (f"spanning its {n} repetitions" if n > 1 else "1 repetition: no spread between repetitions in it"))
     return CostAgainstZero(layout, rules, statistics.median(diffs), low, high, n, referenced,
-                           verdict(low, high, margin_ns), margin_ns, how)
+                           verdict(low, high, margin_ns), margin_ns, how, base_rules, tuple(diffs))
 
 
 @dataclass(frozen=True)
@@ -180,6 +189,20 @@ class PerRuleCost:
     verdict: str
     margin_ns_per_rule: float
     confidence: float
+    #: each repetition's own slope over its rule counts (repetitions with at least 2 counts), in order
+    per_repetition_ns: tuple[float, ...] = ()
+
+    @property
+    def spread_pct(self) -> float | None:
+        """Half the range of the repetitions' slopes as % of their mean (None: fewer than 2)."""
+        return half_range_pct(self.per_repetition_ns)
+
+    @property
+    def interval_half_pct(self) -> float | None:
+        """Half the slope's interval as % of the slope (None: no interval)."""
+        if self.low_ns is None or self.high_ns is None or not self.per_rule_ns:
+            return None
+        return 100.0 * (self.high_ns - self.low_ns) / 2 / abs(self.per_rule_ns)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -197,5 +220,43 @@ def per_rule_cost(points: Iterable[CostPoint], layout: str, *, margin_ns_per_rul
         return None
     fit = fit_per_packet_cost([(x, 1e9 / y) for x, y in xy], confidence=confidence)  # the fit is in ns
     lo, hi = fit.per_rule_ns_ci if fit.per_rule_ns_ci else (None, None)
+    per_rep = []
+    for rep in sorted({p.repetition for p in pts}):
+        rxy = [(p.rules, f.value_ns) for p in pts if p.repetition == rep
+               and (f := figure(p, ref_med, referenced)) is not None and f.value_ns > 0]
+        if len({x for x, _ in rxy}) >= 2:
+            per_rep.append(fit_per_packet_cost([(x, 1e9 / y) for x, y in rxy], confidence=confidence).per_rule_ns)
     return PerRuleCost(layout, fit.per_rule_ns, lo, hi, fit.base_ns, fit.r_squared, fit.n_points, fit.n_rule_counts,
-                       referenced, verdict(lo, hi, margin_ns_per_rule), margin_ns_per_rule, confidence)
+                       referenced, verdict(lo, hi, margin_ns_per_rule), margin_ns_per_rule, confidence, tuple(per_rep))
+
+
+def half_range_pct(values: Iterable[float]) -> float | None:
+    """(max - min) / 2 as % of the mean magnitude: '±x % around their mean' (None: fewer than 2
+    values or a zero mean)."""
+    v = list(values)
+    if len(v) < 2:
+        return None
+    m = abs(statistics.fmean(v))
+    return None if m == 0 else 100.0 * (max(v) - min(v)) / 2 / m
+
+
+NS_PER_S = 1e9
+
+
+def rest_of_path_ns(measured_zero_pps: float | None, fw_zero_ns: float | None) -> float | None:
+    """The per-packet time of everything but the firewall [ns], from the rate measured at 0 rules
+    taken as one core's (1e9 / rate) minus the firewall's own time at 0 rules; None when either is
+    missing or the difference is not positive."""
+    if not measured_zero_pps or measured_zero_pps <= 0 or fw_zero_ns is None:
+        return None
+    rest = NS_PER_S / measured_zero_pps - fw_zero_ns
+    return rest if rest > 0 else None
+
+
+def predicted_rate_pps(fw_ns: float | None, rest_ns: float | None = None) -> float | None:
+    """The packet rate one core could forward [packets/s]: 1e9 / (time inside the firewall + the
+    rest of the path, when known); None without a positive time. A prediction, not a measurement."""
+    if fw_ns is None:
+        return None
+    t = fw_ns + (rest_ns or 0.0)
+    return NS_PER_S / t if t > 0 else None

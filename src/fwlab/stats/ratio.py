@@ -98,6 +98,8 @@ def ratio_interval(num: Iterable[float], den: Iterable[float], *, confidence: fl
     if va == 0.0 and vb == 0.0:
         return RatioInterval(low=r, high=r, df=None, **base)
     v = va + r * r * vb
+    if v == 0.0:  # the numerator is exactly 0 in every repetition: the ratio is 0 whatever the denominator
+        return RatioInterval(low=r, high=r, df=None, **base)
     df = v * v / ((va * va / (na - 1) if va else 0.0) + ((r * r * vb) ** 2 / (nb - 1) if vb else 0.0))
     t = float(_sps.t.ppf(0.5 + confidence / 2.0, df))
     den_q = b * b - t * t * vb
