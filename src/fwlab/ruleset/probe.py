@@ -14,6 +14,7 @@ rule-set run and optimize do) and never builds a bed (:func:`fwlab.run.beds.open
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -302,6 +303,19 @@ def observed_verdict(sent: int, arrived: int) -> str:
     return "inconclusive"
 
 
+_ELEMENT = re.compile(r"^(.* #\d+)/\d+$")
+
+
+def counter_id(rule_id: str, counters: dict[str, int]) -> str | None:
+    """The counter that counts rule ``rule_id``'s packets: its own, or for one element of a verdict map
+    or set (``"... #12/3"``) the counter of the rule that holds the map (it counts every element's);
+    None when there is none."""
+    if rule_id in counters:
+        return rule_id
+    m = _ELEMENT.match(rule_id)
+    return m.group(1) if m and m.group(1) in counters else None
+
+
 def check_class(expected: str, observed: str, rule_delta: int | None, sent: int, is_policy: bool,
                 arrived: int | None = None) -> tuple[str, str]:
     """(status, why): status match | mismatch | inconclusive."""
@@ -385,7 +399,8 @@ def probe(b: Bed, fw: ImportedFirewall, engine: str, c: TrafficClass, count: int
     c1 = fw.counters(b.ctx)
     sent, arrived = got.sent, got.arrived
     moved = {k: c1.get(k, 0) - c0.get(k, 0) for k in c1 if c1.get(k, 0) != c0.get(k, 0)}
-    rule_delta = moved.get(c.rule_id, 0) if c.rule_id in c1 else None
+    key = counter_id(c.rule_id, c1)
+    rule_delta = moved.get(key, 0) if key else None
     obs = observed_verdict(sent, arrived)
     status, why = check_class(c.expected, obs, rule_delta, sent, c.rule_id.startswith("policy:"), arrived)
     seen = seen_as(got.far, c.packet.l4proto)

@@ -49,6 +49,7 @@ from fwlab.dut.imported import ImportedFirewall
 from fwlab.errors import FwlabError
 from fwlab.results import RunRecord, trial_record, utc_now
 from fwlab.rules.derive import BedAddresses, Derivation, TrafficClass, derive
+from fwlab.rules.imported_model import DERIVE_L4
 from fwlab.run.beds import open_bed
 from fwlab.run.header import derived_suite, new_record
 from fwlab.ruleset.config import RulesetRunConfig
@@ -56,7 +57,7 @@ from fwlab.ruleset.costs import latency_load, latency_missing, latency_why, summ
 from fwlab.ruleset.established import twins
 from fwlab.ruleset.interfaces import InterfaceMap, parse_map, propose, unmapped, unmapped_line
 from fwlab.ruleset.mix import mix_latency, resolve, summarize_mix
-from fwlab.ruleset.probe import (DROP_MAX, PASS_MIN, PROBE_PPS, Bed, Routes, addresses_for, class_spec, end_probes,
+from fwlab.ruleset.probe import (DROP_MAX, PASS_MIN, PROBE_PPS, Bed, Routes, class_spec, end_probes,
                                  frame_size, open_flow, preflight, prepare, probe, rate_trial, read_input, send_args,
                                  send_frames, unsendable)
 from fwlab.runners.engine import engine_version, metrics_from, parse_result, wait_ready
@@ -75,47 +76,18 @@ def note_to(log: TextIO | None):
     return note
 
 
-def _key(c: TrafficClass) -> tuple:
-    return (tuple(c.decided_by), c.expected, c.direction, tuple(c.path), c.rule_id)
-
-
 def derive_all(model, b: Bed, seed: int = 1) -> Derivation:
-    """Classes for every pair of mapped names (client side x server side): the primary pair's, then
-    each further pair's classes that end differently (another deciding rule or path); a rule is not
-    covered when no pair gives it a class (the primary pair's reason)."""
+    """Classes for every pair of mapped names (client side x server side) in one derivation: the
+    bed's addresses with every name mapped to each side (``client_ifs``/``server_ifs``), and every
+    protocol the run can send (udp, tcp, and icmp/icmpv6 echo requests: fwlab-engine ``--proto
+    icmp-echo``; a class the engine cannot send is listed as not sent, never dropped silently)."""
     m = InterfaceMap([n for n, l in b.links.items() if l.role == "client"],
                      [n for n, l in b.links.items() if l.role == "server"])
-    pairs = [(b.names["client"], b.names["server"])] + [p for p in m.pairs() if p != (b.names["client"],
-                                                                                      b.names["server"])]
-    if "client_ifs" in getattr(BedAddresses, "__dataclass_fields__", {}):  # the derivation takes every name itself
-        full = BedAddresses(**{**b.addrs.__dict__, "client_ifs": tuple(m.client), "server_ifs": tuple(m.server)})
-        d = derive(model, full, seed=seed)
-        if not model.base:
-            d.notes.append("the rule set has no chain on the forward path: nothing it holds decides a forwarded packet")
-        return d
-    first: Derivation | None = None
-    classes: list[TrafficClass] = []
-    seen: set[tuple] = set()
-    covered: set[str] = set()
-    for cn, sn in pairs:
-        d = derive(model, addresses_for(b, cn, sn), seed=seed)
-        first = first or d
-        for c in d.classes:
-            covered.add(c.rule_id)
-            if _key(c) not in seen:
-                seen.add(_key(c))
-                classes.append(c)
-    for i, c in enumerate(classes, 1):
-        c.class_id = f"c{i}"
-    nc = [n for n in first.not_covered if n.rule_id not in covered]
-    notes = list(first.notes)
+    full = BedAddresses(**{**b.addrs.__dict__, "client_ifs": tuple(m.client), "server_ifs": tuple(m.server)})
+    d = derive(model, full, seed=seed, protocols=DERIVE_L4)
     if not model.base:
-        notes.append("the rule set has no chain on the forward path (no base chain of the forward hook): "
-                     "nothing it holds decides a forwarded packet")
-    if len(pairs) > 1:
-        notes.append(f"classes derived for {len(pairs)} interface pairs ({', '.join(f'{a} -> {z}' for a, z in pairs)}, "
-                     f"both directions); a class per distinct deciding rule and path")
-    return Derivation(classes=classes, not_covered=nc, notes=notes, sampling=first.sampling)
+        d.notes.append("the rule set has no chain on the forward path: nothing it holds decides a forwarded packet")
+    return d
 
 
 @dataclass
