@@ -16,10 +16,12 @@ tcp-ack:SEQ:ACK``). ICMP echo gets no twin: that needs an echo reply the engine 
 
 from __future__ import annotations
 
-from dataclasses import replace
+import ipaddress
+import re
+from dataclasses import dataclass, replace
 
 from fwlab.rules.derive import TrafficClass
-from fwlab.rules.imported_model import ImportedRuleSet, evaluate
+from fwlab.rules.imported_model import ImportedRuleSet, addr_text, evaluate
 
 SUFFIX = "e"  #: an established twin's class id: the new-flow class's id + "e"
 PORT_STEP = 1  #: the twin's source port: the class's + k (k = 1, 2, ...), the first the model decides alike
@@ -63,7 +65,11 @@ def twin(rs: ImportedRuleSet, c: TrafficClass) -> TrafficClass | None:
         return TrafficClass(
             class_id=c.class_id + SUFFIX, rule_id=rule, rule_text=_text(rs, rule), path=[], expected=out.verdict,
             terminal=out.terminal or "?", packet=est, direction=c.direction, traversed_rules=len(out.traversed),
-            decided_by=list(out.decided_by),
+            decided_by=list(out.decided_by), hooks=[list(h) for h in out.hooks],
+            # the flow's translation (its first packet's DNAT/SNAT): checked where the packets arrive
+            dnat=({"dst": addr_text(est.family, out.dnat[0]), "dport": out.dnat[1]} if out.dnat else None),
+            snat=out.snat, final=(out.final or est).describe(), established=True,
+            opened_by=list(out.opening.decided_by) if out.opening else [], assumptions=list(c.assumptions),
             sampling=f"established twin of {c.class_id} ({'source' if fld == 'sport' else 'destination'} port "
                      f"{port}; its flow opened by one packet and one reply before each burst)")
     return None
@@ -99,13 +105,64 @@ def twins(rs: ImportedRuleSet, classes: list[TrafficClass]) -> tuple[list[Traffi
     return out, why
 
 
-def reply_of(c: TrafficClass) -> TrafficClass:
-    """The packet that answers class ``c``'s flow: from the far side, addresses and ports swapped,
-    entering by the interface ``c`` leaves by."""
+def reply_of(c: TrafficClass, tuple_: "Tuple | None" = None) -> TrafficClass:
+    """The packet that answers class ``c``'s flow: from the far side, entering by the interface ``c``
+    leaves by. With ``tuple_`` (the reply tuple conntrack holds for the flow, :func:`reply_tuple`) its
+    addresses and ports: after DNAT the reply comes from the translated destination (the endpoint
+    kube-proxy's numgen chose, Docker's container), after SNAT/masquerade it goes to the translated
+    source (the DUT's own address, a random port with ``fully-random``), as the kernel expects it.
+    Without: the class's addresses and ports swapped."""
     p = c.packet
-    back = replace(p, saddr=p.daddr, daddr=p.saddr, sport=p.dport, dport=p.sport, iif=p.oif, oif=p.iif)
+    if tuple_ is None:
+        back = replace(p, saddr=p.daddr, daddr=p.saddr, sport=p.dport, dport=p.sport, iif=p.oif, oif=p.iif)
+    else:
+        back = replace(p, saddr=int(ipaddress.ip_address(tuple_.src)), daddr=int(ipaddress.ip_address(tuple_.dst)),
+                       sport=tuple_.sport, dport=tuple_.dport, iif=p.oif, oif=p.iif)
     return replace(c, class_id=c.class_id + "-reply", packet=back,
                    direction="s2c" if c.direction == "c2s" else "c2s")
+
+
+@dataclass(frozen=True)
+class Tuple:
+    """One direction of a conntrack entry: addresses and ports."""
+
+    src: str
+    dst: str
+    sport: int
+    dport: int
+
+    def to_dict(self) -> dict:
+        return {"src": self.src, "dst": self.dst, "sport": self.sport, "dport": self.dport}
+
+
+_TUPLE = re.compile(r"src=(\S+)\s+dst=(\S+)\s+sport=(\d+)\s+dport=(\d+)")
+
+
+def reply_tuple(listing: str, c: TrafficClass) -> Tuple | None:
+    """The reply tuple of class ``c``'s flow in ``conntrack -L`` output (its original tuple is the
+    class's packet): the second ``src= dst= sport= dport=`` group of the entry; None when the table
+    has no entry for the flow (its first packet never created one)."""
+    d = c.packet.describe()
+    want = (ipaddress.ip_address(d["src"]), ipaddress.ip_address(d["dst"]), d["sport"], d["dport"])
+    for line in listing.splitlines():
+        groups = _TUPLE.findall(line)
+        if len(groups) < 2:
+            continue
+        (s0, d0, sp0, dp0), (s1, d1, sp1, dp1) = groups[0], groups[1]
+        try:
+            orig = (ipaddress.ip_address(s0), ipaddress.ip_address(d0), int(sp0), int(dp0))
+        except ValueError:
+            continue
+        if orig == want:
+            return Tuple(str(ipaddress.ip_address(s1)), str(ipaddress.ip_address(d1)), int(sp1), int(dp1))
+    return None
+
+
+def translation_of(c: TrafficClass) -> tuple[str | None, int | None]:
+    """(destination, port) the class's flow is translated to (DNAT), else its own; the reply comes
+    from there."""
+    f = c.final or {}
+    return f.get("dst") or addr_text(c.packet.family, c.packet.daddr), f.get("dport") or c.packet.dport
 
 
 def is_twin(c: TrafficClass) -> bool:

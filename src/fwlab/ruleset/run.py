@@ -58,7 +58,8 @@ from fwlab.ruleset.established import twins
 from fwlab.ruleset.interfaces import InterfaceMap, parse_map, propose, unmapped, unmapped_line
 from fwlab.ruleset.mix import mix_latency, resolve, summarize_mix
 from fwlab.ruleset.probe import (DROP_MAX, PASS_MIN, PROBE_PPS, Bed, Routes, class_spec, end_probes,
-                                 frame_size, open_flow, preflight, prepare, probe, rate_trial, read_input, send_args,
+                                 frame_size, open_flow, preflight, prepare, probe, random_alternatives, rate_trial, read_input,
+                                 send_args,
                                  send_frames, unsendable)
 from fwlab.runners.engine import engine_version, metrics_from, parse_result, wait_ready
 from fwlab.testbed import Testbed, require_root, require_tool
@@ -253,7 +254,8 @@ def run_ruleset(cfg: RulesetRunConfig, out_root: Path, *, log: TextIO | None = s
             imp["not_sent"] = {c.class_id: unsendable(c) for c in every if unsendable(c)}
             every = [c for c in every if c.class_id not in imp["not_sent"]]
             routes = Routes(b, every, opener=lambda c: open_flow(b, engine, c))
-            probes = [probe(b, fw, engine, c, cfg.probe_count, routes) for c in every]
+            alt = random_alternatives(every)
+            probes = [probe(b, fw, engine, c, cfg.probe_count, routes, alt.get(c.class_id, [])) for c in every]
             end_probes(b)
             imp["probes"] = probes
             for p in probes:
