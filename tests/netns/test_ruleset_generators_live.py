@@ -68,6 +68,16 @@ def test_kube_proxy_nftables_every_service_path_dnated_to_the_server(tmp_path):
     for cid in est:
         flow = r["probes"][cid]["flow"]
         assert flow["reply"] and flow["reply"]["src"].startswith("10.180.0."), flow
+    # their reply direction (server -> client of the client's flow): from the endpoint, de-DNATed on the
+    # way back so the client sees the Service's address, every one checked
+    back = [cid for cid, c in r["classes"].items() if c["packet"].get("ct_direction") == "reply"]
+    assert {cid[:-1] for cid in back} >= set(est)
+    for cid in back:
+        c = r["classes"][cid]
+        seen = _seen(r, cid)
+        assert (seen["src"], seen["dst"]) == (c["final"]["src"], c["final"]["dst"]), (cid, seen)
+        if c["snat"] == "masquerade":  # addressed to the DUT's masquerade address: checked, not measured
+            assert cid in r["imp"]["not_measured"]
     # an echo request class (DERIVE_L4): sent and checked
     assert any(c["packet"]["proto"] == "icmp" for c in r["classes"].values() if c["class_id"] in r["probes"])
 
@@ -90,6 +100,10 @@ def test_docker29_nftables_raw_drop_published_port_no_false_mismatch(tmp_path):
     # the published port's established flow: the reply from the container, its packets accepted
     est = [cid for cid, c in r["classes"].items() if c["dnat"] and c["packet"]["ct_state"] == "established"]
     assert est and all(r["probes"][cid]["flow"]["reply"]["src"] == "172.17.0.2" for cid in est)
+    # and its reply direction: the container's answers leave as the published address and port
+    for cid in est:
+        seen = _seen(r, cid + "r")
+        assert (seen["sport"], seen["dst"]) == (8080, "198.19.1.1"), seen
 
 
 def test_openwrt_fw4_own_names_lan_wan_port_forward_established(tmp_path):
@@ -102,6 +116,8 @@ def test_openwrt_fw4_own_names_lan_wan_port_forward_established(tmp_path):
     assert rejected  # wan -> lan: handle_reject
     fwd = [cid for cid, c in cl.items() if c["dnat"] and c["packet"]["iif"] == "pppoe-wan"]
     assert fwd and all((_seen(r, cid)["dst"], _seen(r, cid)["dport"]) == ("192.168.1.10", 80) for cid in fwd)
-    est = [cid for cid, c in cl.items() if c["packet"]["ct_state"] == "established"]
+    est = [cid for cid, c in cl.items() if c["packet"]["ct_state"] == "established"
+           and c["packet"].get("ct_direction") != "reply"]
     assert est and all(r["probes"][cid]["flow"]["reply"] for cid in est)
+    assert all(cid + "r" in r["probes"] for cid in est)  # the replies wan -> lan of lan's flows: accepted
     assert any(c["packet"]["ip_version"] == 6 for cid, c in cl.items() if cid in r["probes"])

@@ -71,3 +71,74 @@ def test_docker_vmap_names_are_interface_names_and_vmap_is_not():
     text = (G / "docker29-nftables.nft").read_text()
     assert used_names(text, "nft").matched == ["docker0"]
     assert propose(text, "nft").text() == "docker0=client,eth1=server"
+
+
+def _doc(*chains) -> str:
+    items = [{"table": {"family": "ip", "name": "t", "handle": 1}}]
+    h = 1
+    for name, hook, typ, prio, policy, rules in chains:
+        c = {"family": "ip", "table": "t", "name": name, "handle": (h := h + 1)}
+        if hook:
+            c.update({"type": typ, "hook": hook, "prio": prio, "policy": policy})
+        items.append({"chain": c})
+        for expr in rules:
+            items.append({"rule": {"family": "ip", "table": "t", "chain": name, "handle": (h := h + 1),
+                                   "expr": expr}})
+    import json
+    return json.dumps({"nftables": items})
+
+
+def _m(left, right, op="=="):
+    return {"match": {"op": op, "left": left, "right": right}}
+
+
+def test_the_reply_direction_is_walked_with_the_nat_undone_where_the_kernel_undoes_it():
+    from fwlab.rules.imported_model import Packet, evaluate_reply
+
+    ip = lambda a: int(ipaddress.ip_address(a))  # noqa: E731
+    saddr = {"payload": {"protocol": "ip", "field": "saddr"}}
+    daddr = {"payload": {"protocol": "ip", "field": "daddr"}}
+    dport = {"payload": {"protocol": "udp", "field": "dport"}}
+    ctdir = {"ct": {"key": "direction"}}
+    text = _doc(("pre", "prerouting", "nat", -100, "accept",
+                 [[_m(dport, 53), {"dnat": {"addr": "10.9.9.9", "port": 5353}}]]),
+                ("post", "postrouting", "nat", 100, "accept", [[{"snat": {"addr": "198.19.1.254"}}]]),
+                # the forward chain sees the reply between the two undos: from the endpoint, to the client
+                ("fwd", "forward", "filter", 0, "drop",
+                 [[_m(ctdir, "reply"), _m(saddr, "10.9.9.9"), _m(daddr, "198.18.1.1"), {"drop": None}],
+                  [_m({"ct": {"key": "state"}}, "established"), {"accept": None}],
+                  [_m(daddr, "10.9.9.9"), {"accept": None}]]))
+    rs = parse_nft_json(text)
+    first = Packet(4, ip("198.18.1.1"), ip("198.19.1.1"), "udp", 10000, 53, "eth0", "eth1")
+    out = evaluate_reply(rs, first)
+    assert out.opening.verdict == "accept" and out.opening.snat == "198.19.1.254"
+    assert out.verdict == "drop" and out.decided_by == ["ip t fwd #7"]  # the reply-direction rule decides
+    # a rule set without that rule accepts it as established, and it leaves as the client expects it
+    rs2 = parse_nft_json(text.replace('"reply"', '"original"'))
+    ok = evaluate_reply(rs2, first)
+    assert ok.verdict == "accept" and ok.decided_by == ["ip t fwd #8"]
+    f = ok.final.describe()
+    assert (f["src"], f["sport"], f["dst"], f["dport"]) == ("198.19.1.1", 53, "198.18.1.1", 10000)
+    assert f["ct_direction"] == "reply" and f["iif"] == "eth1" and f["oif"] == "eth0"
+    # the first packet dropped: no flow, no reply
+    rs3 = parse_nft_json(text.replace('"addr": "10.9.9.9", "port": 5353', '"addr": "10.9.9.8", "port": 5353'))
+    assert evaluate_reply(rs3, first).verdict is None
+
+
+def test_reply_classes_of_established_flows_and_which_have_a_reference():
+    from fwlab.ruleset.established import is_reply, no_reference, original_of, replies
+
+    rs, d = kube_proxy()
+    est, _ = twins(rs, d.classes)
+    back = replies(rs, est, KP.dut_own)
+    assert back and all(is_reply(r) and r.class_id.endswith("er") for r in back)
+    c8 = next(r for r in back if r.final["src"] == "172.30.0.41")
+    # from the endpoint, leaving as the ClusterIP the client asked for, to the client
+    assert c8.packet.describe()["src"] == "10.180.0.1" and c8.final["dst"] == "198.18.1.1"
+    assert c8.direction == "s2c" and c8.expected == "accept"
+    o = original_of(c8).packet.describe()
+    assert (o["src"], o["dst"], o["dport"], o["iif"]) == ("198.18.1.1", "172.30.0.41", 80, "eth0")
+    # masqueraded: its replies go to the DUT's address, only conntrack turns them back: no reference
+    assert c8.snat == "masquerade" and "no forwarding reference" in no_reference(c8, KP.dut_own)
+    plain = next(r for r in back if r.snat is None)
+    assert no_reference(plain, KP.dut_own) is None

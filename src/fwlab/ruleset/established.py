@@ -21,9 +21,10 @@ import re
 from dataclasses import dataclass, replace
 
 from fwlab.rules.derive import TrafficClass
-from fwlab.rules.imported_model import ImportedRuleSet, addr_text, evaluate
+from fwlab.rules.imported_model import ImportedRuleSet, addr_text, evaluate, evaluate_reply, reply_packet
 
 SUFFIX = "e"  #: an established twin's class id: the new-flow class's id + "e"
+REPLY_SUFFIX = "r"  #: a reply class's id: its flow's established class's id + "r" (``c3er``)
 PORT_STEP = 1  #: the twin's source port: the class's + k (k = 1, 2, ...), the first the model decides alike
 
 
@@ -103,6 +104,70 @@ def twins(rs: ImportedRuleSet, classes: list[TrafficClass]) -> tuple[list[Traffi
         else:
             out.append(t)
     return out, why
+
+
+def reply_class(rs: ImportedRuleSet, c: TrafficClass, dut_own: tuple[str, ...] = ()) -> TrafficClass | None:
+    """The reply direction of established class ``c``'s flow: the far side's packets back to the side
+    that opened it (server -> client of a client-opened flow), as they arrive at the DUT (from the
+    translated destination to the translated source: :func:`fwlab.rules.imported_model.reply_packet`),
+    with the verdict and deciding rules of their walk (:func:`fwlab.rules.imported_model.evaluate_reply`)
+    and ``final`` as they leave (the NAT undone: from the address the client asked for, to the
+    client). ``dut_own``: the DUT's own addresses (``fib daddr type local`` on the flow's first packet).
+    None when ``c`` is no established original-direction udp/tcp class or its walk is uncertain."""
+    p = c.packet
+    if p.ct_state != "established" or p.ct_direction != "original" or p.l4proto not in ("udp", "tcp"):
+        return None
+    local = frozenset(int(a) for a in map(ipaddress.ip_address, dut_own) if a.version == p.family)
+    out = evaluate_reply(rs, replace(p, ct_state="new"), local)
+    back = reply_packet(out.opening) if out.opening else None
+    if out.verdict not in ("accept", "drop") or back is None:
+        return None
+    rule = out.decided_by[-1] if out.decided_by else "?"
+    return TrafficClass(
+        class_id=c.class_id + REPLY_SUFFIX, rule_id=rule, rule_text=_text(rs, rule), path=[], expected=out.verdict,
+        terminal=out.terminal or "?", packet=back, direction="s2c" if c.direction == "c2s" else "c2s",
+        traversed_rules=len(out.traversed), decided_by=list(out.decided_by), hooks=[list(h) for h in out.hooks],
+        final=(out.final or back).describe(), established=True, assumptions=list(c.assumptions),
+        opened_by=list(out.opening.decided_by), snat=out.opening.snat,  # the flow's: its replies undo it
+        sampling=f"reply direction of {c.class_id}'s flow (its packets from the far side, after the flow was "
+                 f"opened as for {c.class_id}; sent with the addresses and ports of the flow's reply tuple as "
+                 f"the DUT's conntrack holds it)")
+
+
+def replies(rs: ImportedRuleSet, classes: list[TrafficClass], dut_own: tuple[str, ...] = ()) -> list[TrafficClass]:
+    """A reply class per established original-direction udp/tcp class (:func:`reply_class`), when the
+    rule set tracks connections (else a reply is a new flow of its own: a class like any other)."""
+    if not tracks_connections(rs):
+        return []
+    return [r for r in (reply_class(rs, c, dut_own) for c in classes) if r is not None]
+
+
+def is_reply(c: TrafficClass) -> bool:
+    return c.packet.ct_direction == "reply"
+
+
+def original_of(c: TrafficClass) -> TrafficClass:
+    """The established original-direction class whose flow reply class ``c`` answers: its packet is
+    the reply's ``final`` turned round (from the client, to the address it asked for)."""
+    f = c.final
+    p = c.packet
+    orig = replace(p, saddr=int(ipaddress.ip_address(f["dst"])), daddr=int(ipaddress.ip_address(f["src"])),
+                   sport=f["dport"], dport=f["sport"], iif=p.oif, oif=p.iif, ct_direction="original",
+                   ct_status=())
+    return replace(c, class_id=c.class_id[:-len(REPLY_SUFFIX)], packet=orig, final={},
+                   direction="s2c" if c.direction == "c2s" else "c2s", assumptions=list(c.assumptions))
+
+
+def no_reference(c: TrafficClass, dut_own: tuple[str, ...]) -> str | None:
+    """Why a reply class has no forwarding reference (None: it has one): its flow's source was
+    translated (SNAT, masquerade: the DUT's own address), so its packets are addressed to the
+    translation, which only the rule set's conntrack turns back -- without the rule set they are
+    delivered to the DUT (or routed back), not forwarded to the client."""
+    if is_reply(c) and (c.snat or c.packet.describe()["dst"] in dut_own):
+        return (f"its packets are addressed to the flow's translated source ({c.snat}), which only the rule set's "
+                f"conntrack turns back into the client's: without the rule set they are not forwarded to the "
+                f"client, so it has no forwarding reference; checked, not measured")
+    return None
 
 
 def reply_of(c: TrafficClass, tuple_: "Tuple | None" = None) -> TrafficClass:

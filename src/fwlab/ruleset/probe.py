@@ -26,7 +26,7 @@ from fwlab.files import read_text
 from fwlab.results import RunRecord, trial_record, utc_now
 from fwlab.rules.derive import BedAddresses, TrafficClass
 from fwlab.ruleset.arrivals import ArrivalCounter, by_link, probe_packets, quiet, seen_as
-from fwlab.ruleset.established import is_twin, reply_of, reply_tuple, translation_of
+from fwlab.ruleset.established import is_reply, is_twin, original_of, reply_of, reply_tuple, translation_of
 from fwlab.ruleset.interfaces import parse_map
 from fwlab.runners.engine import parse_result, require_engine
 from fwlab.testbed import Testbed, require_root, require_tool
@@ -82,6 +82,9 @@ class Bed:
     arrivals: dict[str, ArrivalCounter] = field(default_factory=dict)
     links: dict[str, Link] = field(default_factory=dict)  #: DUT interface name -> its link
     idle: list[str] = field(default_factory=list)  #: names created in the DUT only so the rule set loads
+    #: class id -> the addresses and ports its packets are sent with instead of its packet's (a reply
+    #: class: the flow's reply tuple as conntrack holds it, :func:`open_flow`)
+    sent_as: dict[str, dict] = field(default_factory=dict)
 
     def link(self, name: str, role: str) -> Link:
         """The link of DUT interface ``name`` (a class's iif/oif), else ``role``'s primary link."""
@@ -151,6 +154,10 @@ def _route_lines(b: Bed, c: TrafficClass) -> list[tuple[str, str, str]]:
     dnat = getattr(c, "dnat", None)
     if dnat and dnat.get("dst") and dnat["dst"] != p["dst"]:  # the translated destination leaves the same way
         want.append((dnat["dst"], to_side, out_if))
+    final = (getattr(c, "final", None) or {}).get("dst")
+    if final and final != p["dst"]:  # a reply's destination once its masquerade is undone (the client)
+        want.append((final, to_side, out_if))
+    want = [w for w in want if w[0] not in b.addrs.dut_own]  # the DUT's own addresses stay its own
     # the gateways too: a host route through a further link (another class's) must not linger for this one
     return want
 
@@ -224,16 +231,18 @@ def open_flow(b: Bed, engine: str, c: TrafficClass) -> dict:
     (kube-proxy's ``numgen random`` endpoints) and the kernel chose another, the flow is forgotten
     (``conntrack -F``) and opened afresh, up to ``OPEN_TRIES`` times. Returns what was done
     ({reply, tries, chosen, why})."""
+    reply = is_reply(c)
+    o = original_of(c) if reply else c  # a reply class: its flow is opened by its original direction
     tcp = c.packet.l4proto == "tcp"
-    want_dst, want_port = translation_of(c)
+    want_dst, want_port = (c.packet.describe()["src"], c.packet.sport) if reply else translation_of(c)
     random_fork = any("numgen" in a and "random" in a for a in c.assumptions)
     got, tries = None, 0
     for tries in range(1, (OPEN_TRIES if random_fork else 1) + 1):
         if tries > 1:
             b.bed.host.run(["conntrack", "-F"], ns=b.ctx.ns, check=False)
-        role, argv = send_args(engine, b, c, count=1, rate="1000", proto="tcp-syn" if tcp else None)
+        role, argv = send_args(engine, b, o, count=1, rate="1000", proto="tcp-syn" if tcp else None)
         send_frames(b, role, argv)
-        got = reply_tuple(conntrack_listing(b, c), c)
+        got = reply_tuple(conntrack_listing(b, o), o)
         if got is None or not random_fork or (got.src == want_dst and got.sport == want_port):
             break
     out = {"reply": got.to_dict() if got else None, "tries": tries,
@@ -242,11 +251,13 @@ def open_flow(b: Bed, engine: str, c: TrafficClass) -> dict:
     if got is not None and random_fork and (got.src != want_dst or got.sport != want_port):
         out["why"] = (f"the kernel's random choice was {got.src}:{got.sport} in {tries} tries, "
                       f"not the class's {want_dst}:{want_port}")
-    back = reply_of(c, got)
-    steps = [(back, f"tcp-synack:{SERVER_ISN}:1"), (c, f"tcp-ack:1:{SERVER_ISN + 1}")] if tcp else [(back, None)]
+    back = reply_of(o, got)
+    steps = [(back, f"tcp-synack:{SERVER_ISN}:1"), (o, f"tcp-ack:1:{SERVER_ISN + 1}")] if tcp else [(back, None)]
     for pkt, proto in steps:
         role, argv = send_args(engine, b, pkt, count=1, rate="1000", proto=proto)
         send_frames(b, role, argv)
+    if reply and got is not None:  # the class's packets as conntrack expects them (fully-random's port)
+        b.sent_as[c.class_id] = got.to_dict()
     return out
 
 
@@ -263,7 +274,7 @@ def engine_proto(c: TrafficClass) -> str:
     if proto in ("icmp", "icmpv6"):
         return "icmp-echo"
     if c.packet.ct_state == "established":
-        return f"tcp-ack:1:{SERVER_ISN + 1}"
+        return f"tcp-ack:{SERVER_ISN + 1}:1" if c.packet.ct_direction == "reply" else f"tcp-ack:1:{SERVER_ISN + 1}"
     return "tcp-syn"
 
 
@@ -283,7 +294,7 @@ def send_args(engine: str, b: Bed, c: TrafficClass, *, count: int, rate: str,
               proto: str | None = None) -> tuple[str, list[str]]:
     """(role that sends, fwlab-engine send argv) for ``count`` frames of class ``c`` (as ``proto``,
     default :func:`engine_proto`), sent on the bed host's end of the link the class enters by."""
-    p = c.packet.describe()
+    p = {**c.packet.describe(), **b.sent_as.get(c.class_id, {})}
     role = "client" if c.direction == "c2s" else "server"
     link = b.link(p["iif"], role)
     frame = frame_size(c)

@@ -54,7 +54,7 @@ from fwlab.run.beds import open_bed
 from fwlab.run.header import derived_suite, new_record
 from fwlab.ruleset.config import RulesetRunConfig
 from fwlab.ruleset.costs import latency_load, latency_missing, latency_why, summarize_costs
-from fwlab.ruleset.established import twins
+from fwlab.ruleset.established import no_reference, replies, twins
 from fwlab.ruleset.interfaces import InterfaceMap, parse_map, propose, unmapped, unmapped_line
 from fwlab.ruleset.mix import mix_latency, resolve, summarize_mix
 from fwlab.ruleset.probe import (DROP_MAX, PASS_MIN, PROBE_PPS, Bed, Routes, class_spec, end_probes,
@@ -171,6 +171,7 @@ def dry_run_ruleset(cfg: RulesetRunConfig, out: TextIO) -> int:
         finally:
             fw.flush(b.ctx)
     est, _ = twins(model, deriv.classes)
+    est += replies(model, deriv.classes + est, b.addrs.dut_own)
     deriv.not_covered = covered_by_twins(deriv.not_covered, est)
     out.write(f"{cfg.ruleset}: {fw.family}, the kernel accepted it in {load_s * 1e3:.1f} ms (a throw-away bed); "
               f"interfaces {', '.join(f'{n}={r}' for n, r in plan.names.items())}\n")
@@ -240,14 +241,17 @@ def run_ruleset(cfg: RulesetRunConfig, out_root: Path, *, log: TextIO | None = s
         rec.save_run()
         try:
             est, no_twin = twins(model, deriv.classes)
+            est += replies(model, deriv.classes + est, b.addrs.dut_own)  # each established flow's reply direction
             deriv.not_covered = covered_by_twins(deriv.not_covered, est)
             imp["derivation"]["not_covered"] = [n.to_dict() for n in deriv.not_covered]
             imp["established"] = {"classes": [c.to_dict() for c in est], "none": no_twin,
-                                  "method": "an established twin per udp class the rule set accepts (when it tracks "
-                                            "connections): the same packet on its own source port, its flow opened "
-                                            "before every burst by one packet and one reply, so every measured "
-                                            "packet is ct state established; the twins are checked and measured "
-                                            "like the other classes, and left out of the mix"}
+                                  "method": "an established twin per udp/tcp class the rule set accepts (when it "
+                                            "tracks connections): the same packet on its own source port, its flow "
+                                            "opened before every burst (udp: one packet and the reply conntrack "
+                                            "expects; tcp: a handshake), so every measured packet is ct state "
+                                            "established; and per established class its reply direction (id + 'r': "
+                                            "the far side's packets back, as conntrack's reply tuple has them); "
+                                            "checked and measured like the other classes, left out of the mix"}
             if est:
                 note(f"  {len(est)} established twins ({', '.join(c.class_id for c in est)})")
             every = deriv.classes + est
@@ -262,7 +266,9 @@ def run_ruleset(cfg: RulesetRunConfig, out_root: Path, *, log: TextIO | None = s
                 note(f"  {p['class_id']}: expected {p['expected']}, observed {p['observed']} "
                      f"({p['arrived']}/{p['sent']}) -> {p['status']}")
             checked = {p["class_id"] for p in probes if p["status"] == "match"}
-            measured = [c for c in every if c.class_id in checked]
+            imp["not_measured"] = {c.class_id: no_reference(c, b.addrs.dut_own) for c in every
+                                   if no_reference(c, b.addrs.dut_own)}
+            measured = [c for c in every if c.class_id in checked and c.class_id not in imp["not_measured"]]
             imp["left_out"] = {p["class_id"]: f"check {p['status']}: {p['why']}" for p in probes
                                if p["status"] != "match"}
             imp["left_out"].update({i: f"not sent: {why}" for i, why in imp["not_sent"].items()})
