@@ -16,7 +16,8 @@ from __future__ import annotations
 import argparse
 import statistics
 
-from fwlab.bench.search import SearchBenchConfig, compare, goals, trace
+from fwlab.bench.search import SearchBenchConfig, goals, trace
+from fwlab.bench.search_compare import compare
 from fwlab.search import run_search
 from fwlab.search.simulated import FixedCapacity, Wandering
 

@@ -61,23 +61,6 @@ def read_toml(path: Path, what: str, error: type[FwlabError]) -> tuple[dict[str,
 #: client/server pairs a namespace bed may hold (suite key ``pairs``; testbed.topology builds them)
 MAX_PAIRS = 8
 
-_RATE_UNITS = {"bit": 1, "kbit": 10**3, "mbit": 10**6, "gbit": 10**9, "tbit": 10**12}
-
-
-def parse_rate_bps(text: str) -> int:
-    """A line rate as tc writes it ("100mbit", "1gbit", "2.5gbit", "64000bit") -> bit/s.
-    ValueError (for the caller's one-line message) on anything else."""
-    if not isinstance(text, str):
-        raise ValueError(f"a rate is a string like \"100mbit\" or \"1gbit\", not {text!r}")
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?bit)\s*", text.lower())
-    if not m:
-        raise ValueError(f"'{text}' is not a rate: write it like \"100mbit\" or \"1gbit\"")
-    bps = int(float(m[1]) * _RATE_UNITS[m[2]])
-    if not 64_000 <= bps <= 400 * 10**9:
-        raise ValueError(f"rate {text} is outside 64kbit..400gbit")
-    return bps
-
-
 _DELAY_UNITS = {"us": 1.0, "ms": 1e3, "s": 1e6}
 #: bounds of an emulated one-way delay [us]: below 10 us the delay line's own relay time (tens of
 #: us) is most of it; above 1 s its queue would need to hold more than a trial's worth of frames

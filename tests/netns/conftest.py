@@ -10,7 +10,7 @@ import pytest
 from record_schema import trial_line_errors
 
 from fwlab.testbed import LocalHost, list_fwl_namespaces
-from fwlab.testbed.bed import LIVE_NAMESPACES
+from fwlab.testbed.namespaces import LIVE_NAMESPACES
 
 if os.geteuid() != 0:
     pytest.skip("tests/netns need root (network namespaces, nftables)", allow_module_level=True)

@@ -24,7 +24,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from fwlab.testbed.bed import LIVE_NAMESPACES, delete_namespace
+from fwlab.testbed.namespaces import LIVE_NAMESPACES, delete_namespace
 from fwlab.testbed.host import LocalHost
 from fwlab.testbed.topology import ROUTED_PLAN, new_run_id
 

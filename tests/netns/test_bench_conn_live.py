@@ -6,9 +6,9 @@ limit exactly when the goal is not met."""
 import pytest
 
 from fwlab.bench import conn as bench
-from fwlab.runners import engine as eng
+from fwlab.runners import engine_binary as eng_bin
 
-if eng.find_engine() is None:
+if eng_bin.find_engine() is None:
     pytest.skip("needs fwlab-engine (make engine)", allow_module_level=True)
 
 

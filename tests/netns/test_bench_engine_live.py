@@ -7,10 +7,10 @@ import subprocess
 import pytest
 
 from fwlab.bench import engine as bench
-from fwlab.runners import engine as eng
+from fwlab.runners import engine_binary as eng_bin
 
 missing = [p for p in ("trafgen", "iperf3", "clang") if shutil.which(p) is None]
-if eng.find_engine() is None or missing:
+if eng_bin.find_engine() is None or missing:
     pytest.skip(f"needs fwlab-engine and {', '.join(missing) or 'nothing else'}", allow_module_level=True)
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from fwlab.testbed import LocalHost, list_fwl_namespaces, new_run_id
 from fwlab.testbed import owner
-from fwlab.testbed.bed import LIVE_NAMESPACES
+from fwlab.testbed.namespaces import LIVE_NAMESPACES
 
 SUITE = """
 name = "cleanlive"

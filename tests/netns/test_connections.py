@@ -9,6 +9,8 @@ import pytest
 from fwlab.dut import DutContext, get_backend
 from fwlab.rules import generate
 from fwlab.runners import conn
+from fwlab.runners import conn_counts
+from fwlab.runners import conn_options
 from fwlab.runners.base import TrafficSpec, TrialEnv
 from fwlab.methods.connections import ConnRunner
 from fwlab.testbed import Testbed, Topology, new_run_id
@@ -31,7 +33,7 @@ def test_held_connections_fill_the_dut_table_and_echo(mode):
     with Testbed(Topology(run_id=new_run_id(), mode=mode)) as bed:
         stateful_bed(bed)
         info = conn.prepare_bed(bed, {4: 2})
-        o = conn.check_options("conn_capacity", {"hold_s": 0.5})
+        o = conn_options.check_options("conn_capacity", {"hold_s": 0.5})
         doc, srv, before, held = conn.run_hold(bed, ip_version=4, count=2000, o=o, srcs=info["addresses"]["4"])
         after = conn.read_conntrack(bed)
     assert doc["established"] == doc["held"] == 2000
@@ -50,7 +52,7 @@ def test_lean_transactions_pass_a_tracking_dut_in_fewer_segments():
         srcs = conn.prepare_bed(bed, {4: 2})["addresses"]["4"]
         per_txn = {}
         for lean in (False, True):
-            o = conn.check_options("conn_rate", {"timeout_s": 3.0, "lean": lean})
+            o = conn_options.check_options("conn_rate", {"timeout_s": 3.0, "lean": lean})
             seg0 = [conn.tcp_segments_sent(bed, r) for r in ("client", "server")]
             doc, srv, _, _ = conn.run_rate(bed, ip_version=4, rate_cps=200, duration_s=1, o=o, srcs=srcs)
             seg1 = [conn.tcp_segments_sent(bed, r) for r in ("client", "server")]
@@ -68,7 +70,7 @@ def test_deny_rule_for_one_source_fails_exactly_its_connections():
         info = conn.prepare_bed(bed, {4: 2})
         srcs = info["addresses"]["4"]
         # a generous timeout: on a loaded machine the good half must not time out
-        o = conn.check_options("conn_rate", {"timeout_s": 3.0})
+        o = conn_options.check_options("conn_rate", {"timeout_s": 3.0})
         ok, _, _, _ = conn.run_rate(bed, ip_version=4, rate_cps=200, duration_s=1, o=o, srcs=srcs)
         bed.sh("dut", "nft", "insert", "rule", "ip", "fwlab", "forward", "ip", "saddr", srcs[0], "tcp", "dport",
                str(conn.PORT_BASE), "counter", "drop")
@@ -79,7 +81,7 @@ def test_deny_rule_for_one_source_fails_exactly_its_connections():
     assert bad["started"] == 200
     assert bad["succeeded"] == 100
     assert bad["failed"] == {"timeout": 100}
-    tr = conn.rate_trial_result(bad, 1.0, 200)
+    tr = conn_counts.rate_trial_result(bad, 1.0, 200)
     assert tr.loss_ratio == pytest.approx(0.5)
     assert f"ip saddr {srcs[0]}" in denied and "packets 0 " not in denied.split(srcs[0])[1].splitlines()[0]
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from fwlab.runners.engine import find_engine
+from fwlab.runners.engine_binary import find_engine
 
 pytestmark = pytest.mark.skipif(find_engine() is None, reason="fwlab-engine is not built ('make engine')")
 

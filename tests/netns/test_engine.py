@@ -8,17 +8,19 @@ import math
 import pytest
 
 from fwlab.runners import engine as eng
+from fwlab.runners import engine_args as eng_args
+from fwlab.runners import engine_binary as eng_bin
 from fwlab.testbed import Testbed, Topology, new_run_id
 
-if eng.find_engine() is None:
+if eng_bin.find_engine() is None:
     pytest.skip("fwlab-engine is not built (make engine)", allow_module_level=True)
 
 RATE = 50_000  # modest: far below what the empty bed forwards [packets/s]
 
 
-def trial(bed, **kw) -> eng.EngineTrial:
+def trial(bed, **kw) -> eng_args.EngineTrial:
     send, recv = eng.default_cpus(bed, kw.get("threads", 1))
-    return eng.EngineTrial(send_cpus=send, recv_cpus=recv, **kw)
+    return eng_args.EngineTrial(send_cpus=send, recv_cpus=recv, **kw)
 
 
 @pytest.mark.parametrize("ipv,frame", [(4, 64), (6, 78)])
@@ -51,7 +53,7 @@ def test_half_of_max_rate_loses_nothing():
     assert abs(m["tx_pps"] - half) <= 0.01 * half
 
 
-@pytest.mark.parametrize("backend", eng.RAW_BACKENDS)
+@pytest.mark.parametrize("backend", eng_args.RAW_BACKENDS)
 def test_raw_frame_backends_reach_server(backend):
     with Testbed(Topology(run_id=new_run_id(), mode="routed")) as bed:
         m = eng.run_trial(bed, trial(bed, duration_s=1, rate_pps=20_000, backend=backend), 20_000).metrics
@@ -73,7 +75,7 @@ table inet fwltest {
 def test_loss_equals_dut_drop_counter():
     """A DUT rule drops every 10th test packet; the engine's loss equals its counter exactly."""
     with Testbed(Topology(run_id=new_run_id(), mode="routed")) as bed:
-        bed.host.run(["nft", "-f", "-"], ns=bed.ns("dut"), input=NUMGEN % eng.ENGINE_PORT)
+        bed.host.run(["nft", "-f", "-"], ns=bed.ns("dut"), input=NUMGEN % eng_args.ENGINE_PORT)
         m = eng.run_trial(bed, trial(bed, duration_s=1, rate_pps=RATE), RATE).metrics
         listing = json.loads(bed.sh("dut", "nft", "-j", "list", "table", "inet", "fwltest").stdout)
     counters = [e["counter"] for item in listing["nftables"] if "rule" in item

@@ -6,9 +6,11 @@ recorded. A short trial at a modest rate, then a coarse bidirectional search (de
 import pytest
 
 from fwlab.runners import engine as eng
+from fwlab.runners import engine_args as eng_args
+from fwlab.runners import engine_binary as eng_bin
 from fwlab.testbed import Testbed, Topology, new_run_id
 
-if eng.find_engine() is None:
+if eng_bin.find_engine() is None:
     pytest.skip("fwlab-engine is not built (make engine)", allow_module_level=True)
 
 RATE = 20_000  # per direction, far below what the empty bed forwards [packets/s]
@@ -17,7 +19,7 @@ RATE = 20_000  # per direction, far below what the empty bed forwards [packets/s
 def test_both_directions_cross_the_dut_at_once():
     with Testbed(Topology(run_id=new_run_id(), mode="routed")) as bed:
         send, recv = eng.default_cpus(bed, 1)
-        t = eng.EngineTrial(duration_s=1, rate_pps=RATE, send_cpus=send, recv_cpus=recv)
+        t = eng_args.EngineTrial(duration_s=1, rate_pps=RATE, send_cpus=send, recv_cpus=recv)
         before = bed.link_counters("server", bed.topo.server_if)
         m = eng.run_bidir_trial(bed, t, RATE)
         after = bed.link_counters("server", bed.topo.server_if)

@@ -12,7 +12,7 @@ from fwlab.floods.flood import Flood, run_with_background
 from fwlab.suites.background import FloodSpec
 from fwlab.runners import TrialEnv
 from fwlab.runners.base import Measurement
-from fwlab.runners.engine import find_engine
+from fwlab.runners.engine_binary import find_engine
 from fwlab.rules import generate
 from fwlab.testbed import Testbed, Topology, new_run_id
 

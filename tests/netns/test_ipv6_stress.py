@@ -5,7 +5,7 @@ import pytest
 
 from fwlab.run.start import start as start_run
 from fwlab.results import RunRecord
-from fwlab.runners.engine import find_engine
+from fwlab.runners.engine_binary import find_engine
 from fwlab.suites import parse_suite
 from record_schema import assert_record_valid
 

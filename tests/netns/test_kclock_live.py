@@ -13,9 +13,11 @@ from fwlab.probes.cost import kernel_cost
 from fwlab.probes.kclock import CostProbe
 from fwlab.probes.reference import ReferenceChain
 from fwlab.runners import engine as eng
+from fwlab.runners import engine_args as eng_args
+from fwlab.runners import engine_binary as eng_bin
 from fwlab.testbed import Testbed, Topology, new_run_id
 
-if eng.find_engine() is None:
+if eng_bin.find_engine() is None:
     pytest.skip("fwlab-engine is not built (make engine)", allow_module_level=True)
 if shutil.which("clang") is None:
     pytest.skip("clang is not installed (the probe is compiled on first use)", allow_module_level=True)
@@ -47,14 +49,14 @@ def counters(bed, family="ip"):
 
 def send(bed, ip_version=4):
     s, r = eng.default_cpus(bed, 1)
-    t = eng.EngineTrial(send_cpus=s, recv_cpus=r, duration_s=SECONDS, rate_pps=RATE,
-                        frame_size=eng.default_frame_size(ip_version), ip_version=ip_version)
+    t = eng_args.EngineTrial(send_cpus=s, recv_cpus=r, duration_s=SECONDS, rate_pps=RATE,
+                        frame_size=eng_args.default_frame_size(ip_version), ip_version=ip_version)
     return eng.run_trial(bed, t, RATE * SECONDS).metrics
 
 
 def test_every_forwarded_packet_is_timed_once():
     with Testbed(Topology(run_id=new_run_id(), mode="routed")) as bed:
-        bed.host.run(["nft", "-f", "-"], ns=bed.ns("dut"), input=RULES % ("", eng.ENGINE_PORT))
+        bed.host.run(["nft", "-f", "-"], ns=bed.ns("dut"), input=RULES % ("", eng_args.ENGINE_PORT))
         with CostProbe.for_dut(bed.host, bed.ns("dut"), reference=ReferenceChain(rules=100), max_s=20) as p:
             m = send(bed)
         res, c = p.result(), counters(bed)
@@ -80,7 +82,7 @@ def test_every_forwarded_packet_is_timed_once():
 def test_a_dropped_packet_enters_and_is_never_timed():
     with Testbed(Topology(run_id=new_run_id(), mode="routed")) as bed:
         bed.host.run(["nft", "-f", "-"], ns=bed.ns("dut"),
-                     input=RULES % (DROP_TENTH % eng.ENGINE_PORT, eng.ENGINE_PORT))
+                     input=RULES % (DROP_TENTH % eng_args.ENGINE_PORT, eng_args.ENGINE_PORT))
         with CostProbe.for_dut(bed.host, bed.ns("dut"), max_s=20) as p:
             m = send(bed)
         res, c = p.result(), counters(bed)
@@ -160,7 +162,7 @@ def test_an_inet_table_is_timed_on_ipv6_too():
     """An inet chain registers on IPv4 and IPv6: IPv6 test packets are timed once on the IPv6
     bracket, and the IPv4 bracket sees none of them."""
     with Testbed(Topology(run_id=new_run_id(), mode="routed", ip_versions=(4, 6))) as bed:
-        bed.host.run(["nft", "-f", "-"], ns=bed.ns("dut"), input=INET_RULES % eng.ENGINE_PORT)
+        bed.host.run(["nft", "-f", "-"], ns=bed.ns("dut"), input=INET_RULES % eng_args.ENGINE_PORT)
         with CostProbe.for_dut(bed.host, bed.ns("dut"), max_s=20) as p:
             m = send(bed, ip_version=6)
         res, c = p.result(), counters(bed, "inet")

@@ -14,7 +14,7 @@ import pytest
 
 from sshlab import HostsLab, changed, record_local
 from fwlab.cli import main
-from fwlab.runners.engine import find_engine
+from fwlab.runners.engine_binary import find_engine
 from fwlab.runners.iperf3 import Iperf3
 
 if Iperf3().unavailable():

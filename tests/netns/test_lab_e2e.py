@@ -10,7 +10,7 @@ import pytest
 
 from sshlab import HostsLab, changed, record_local, to_toml
 from fwlab.cli import main
-from fwlab.runners.engine import find_engine
+from fwlab.runners.engine_binary import find_engine
 
 if find_engine() is None:
     pytest.skip("fwlab-engine is not built", allow_module_level=True)

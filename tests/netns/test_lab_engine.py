@@ -13,7 +13,9 @@ import time
 import pytest
 
 from sshlab import HostsLab, changed
-from fwlab.runners.engine import EngineTrial, engine_source_dir, find_engine, place_engine, run_trial
+from fwlab.runners.engine import run_trial
+from fwlab.runners.engine_args import EngineTrial
+from fwlab.runners.engine_binary import engine_source_dir, find_engine, place_engine
 from fwlab.testbed.cargo_build import source_digest
 from fwlab.testbed import Testbed, Topology, new_run_id
 from fwlab.testbed.host import LocalHost

@@ -22,7 +22,7 @@ import pytest
 from record_schema import assert_record_valid
 from sshlab import HostsLab, changed, record_local
 from fwlab.cli import main
-from fwlab.runners.engine import find_engine
+from fwlab.runners.engine_binary import find_engine
 
 if find_engine() is None:
     pytest.skip("fwlab-engine is not built", allow_module_level=True)

@@ -10,7 +10,7 @@ import pytest
 
 from fwlab.run.start import start as start_run
 from fwlab.report import write_report
-from fwlab.runners.engine import find_engine
+from fwlab.runners.engine_binary import find_engine
 from fwlab.stats.latency import decode, distribution, percentile_ns
 from fwlab.suites import parse_suite
 

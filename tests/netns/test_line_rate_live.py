@@ -10,7 +10,7 @@ import json
 import pytest
 
 from fwlab.cli import main
-from fwlab.runners.engine import find_engine
+from fwlab.runners.engine_binary import find_engine
 from fwlab.testbed.shaping import ETHERNET_OVERHEAD_BYTES, FULL_FRAME_BYTES, QUEUE_FRAMES, LinkShape
 
 if find_engine() is None:

@@ -10,10 +10,10 @@ import time
 
 import pytest
 
-from fwlab.runners import engine as eng
+from fwlab.runners import engine_binary as eng_bin
 from fwlab.testbed import LocalHost, Testbed, Topology, list_fwl_namespaces, new_run_id
 
-ENGINE = eng.find_engine()
+ENGINE = eng_bin.find_engine()
 if ENGINE is None:
     pytest.skip("fwlab-engine is not built (make engine)", allow_module_level=True)
 

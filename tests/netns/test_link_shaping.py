@@ -5,10 +5,12 @@ client's and server's egress (not on the DUT), and the bed records it."""
 import pytest
 
 from fwlab.runners import engine as eng
+from fwlab.runners import engine_args as eng_args
+from fwlab.runners import engine_binary as eng_bin
 from fwlab.testbed import Testbed, Topology, new_run_id
 from fwlab.testbed.shaping import QUEUE_FRAMES, LinkShape
 
-if eng.find_engine() is None:
+if eng_bin.find_engine() is None:
     pytest.skip("fwlab-engine is not built (make engine)", allow_module_level=True)
 
 RATE_BPS = 10_000_000
@@ -23,7 +25,7 @@ def test_a_shaped_wire_carries_at_most_its_line_rate():
         assert [r for r, _ in bed.shaped_interfaces()] == ["client", "server"]
         before = bed.link_state()
         send, recv = eng.default_cpus(bed, 1)
-        t = eng.EngineTrial(send_cpus=send, recv_cpus=recv, duration_s=duration_s, rate_pps=offered_pps,
+        t = eng_args.EngineTrial(send_cpus=send, recv_cpus=recv, duration_s=duration_s, rate_pps=offered_pps,
                             frame_size=64, ip_version=4)
         m = eng.run_trial(bed, t, offered_pps * duration_s).metrics
         after = bed.link_state()

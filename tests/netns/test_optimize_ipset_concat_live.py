@@ -9,7 +9,7 @@ import json
 import pytest
 
 from fwlab.ruleset.optimize import OptimizeConfig, run_optimize
-from fwlab.runners.engine import find_engine
+from fwlab.runners.engine_binary import find_engine
 from fwlab.testbed import LocalHost, list_fwl_namespaces
 
 pytestmark = pytest.mark.skipif(find_engine() is None, reason="fwlab-engine is not built")

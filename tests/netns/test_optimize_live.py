@@ -16,7 +16,7 @@ from fwlab.rules.derive import derive
 from fwlab.rules.optimize import union_probes
 from fwlab.ruleset.optimize import OptimizeConfig, live_differences, run_optimize
 from fwlab.ruleset.probe import prepare
-from fwlab.runners.engine import find_engine
+from fwlab.runners.engine_binary import find_engine
 from fwlab.testbed import LocalHost, Testbed, Topology, list_fwl_namespaces, new_run_id
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -15,6 +15,8 @@ from fwlab.dut import DutContext, get_backend
 from fwlab.rules import generate_realworld
 from fwlab.rules.classbench import first_matches
 from fwlab.runners import engine as eng
+from fwlab.runners import engine_args as eng_args
+from fwlab.runners import engine_binary as eng_bin
 from fwlab.testbed import Testbed, Topology, new_run_id
 
 N = 20
@@ -83,14 +85,14 @@ def _rule_counters(backend, bed) -> dict[int, int]:
 
 @pytest.mark.parametrize("backend", ["nftables", "iptables-nft"])
 def test_classbench_acl_flows_meet_the_rules_the_model_says(backend):
-    if eng.engine_unavailable():
-        pytest.skip(eng.engine_unavailable())
+    if eng_bin.engine_unavailable():
+        pytest.skip(eng_bin.engine_unavailable())
     with Testbed(Topology(run_id=new_run_id(), mode="routed")) as bed:
         be, ctx = get_backend(backend), DutContext(bed.host, bed.ns("dut"), "routed")
-        rs = _rs(bed, "classbench-acl", port=eng.ENGINE_PORT)
+        rs = _rs(bed, "classbench-acl", port=eng_args.ENGINE_PORT)
         be.load(ctx, rs)
         rounds = 5  # every flow sent 5 times, in order (the engine's increment mode)
-        t = eng.EngineTrial(duration_s=1, rate_pps=20000, backend="packet", count=N * rounds,
+        t = eng_args.EngineTrial(duration_s=1, rate_pps=20000, backend="packet", count=N * rounds,
                             dst=rs.flows["dst"], src_range=rs.flows["src"], dst_port_range=rs.flows["dst_port"])
         m = eng.run_trial(bed, t, N * rounds).metrics
         assert m["forwarded_count"] == N * rounds, "every flow is accepted by the ACL and DNATed to the server"

@@ -11,7 +11,8 @@ from fwlab.dut import DutContext, get_backend
 from fwlab.run.start import start as start_run
 from fwlab.report import write_report
 from fwlab.rules import generate
-from fwlab.runners.engine import EngineMeasurer, find_engine
+from fwlab.runners.engine import EngineMeasurer
+from fwlab.runners.engine_binary import find_engine
 from fwlab.suites import parse_suite
 from record_schema import assert_record_valid
 from fwlab.testbed import Testbed, Topology, new_run_id

@@ -14,7 +14,7 @@ from fwlab.dut.imported import ImportedFirewall
 from fwlab.rules.derive import derive
 from fwlab.ruleset.probe import prepare, probe
 from fwlab.ruleset.run import RulesetRunConfig, run_ruleset
-from fwlab.runners.engine import find_engine
+from fwlab.runners.engine_binary import find_engine
 from fwlab.testbed import LocalHost, Testbed, Topology, list_fwl_namespaces, new_run_id
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,7 +8,7 @@ import pytest
 
 from fwlab.ruleset.mix import mix_rate
 from fwlab.ruleset.run import RulesetRunConfig, run_ruleset
-from fwlab.runners.engine import find_engine
+from fwlab.runners.engine_binary import find_engine
 
 pytestmark = pytest.mark.skipif(find_engine() is None, reason="fwlab-engine is not built")
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from fwlab.ruleset.run import RulesetRunConfig, check_outcome, run_ruleset
-from fwlab.runners.engine import find_engine
+from fwlab.runners.engine_binary import find_engine
 from fwlab.testbed import LocalHost, list_fwl_namespaces
 
 ROOT = Path(__file__).resolve().parents[2]

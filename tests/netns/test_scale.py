@@ -9,10 +9,13 @@ import pytest
 from fwlab.dut import DutContext, get_backend
 from fwlab.rules import generate
 from fwlab.runners import conn
+from fwlab.runners import conn_options
 from fwlab.runners import engine as eng
+from fwlab.runners import engine_args as eng_args
+from fwlab.runners import engine_binary as eng_bin
 from fwlab.testbed import Testbed, Topology, new_run_id
 
-if eng.find_engine() is None:
+if eng_bin.find_engine() is None:
     pytest.skip("fwlab-engine is not built (make engine)", allow_module_level=True)
 
 ENTRIES = 210_000
@@ -32,7 +35,7 @@ def test_large_set_loads_and_forwards():
                         "{ 198.18.1.1 . tcp . 5555 }", check=False).returncode
         before = be.counters(ctx)
         send, recv = eng.default_cpus(bed, 1)
-        m = eng.run_trial(bed, eng.EngineTrial(send_cpus=send, recv_cpus=recv, duration_s=1, rate_pps=5000,
+        m = eng.run_trial(bed, eng_args.EngineTrial(send_cpus=send, recv_cpus=recv, duration_s=1, rate_pps=5000,
                                                frame_size=64, ip_version=4), 5000).metrics
         after = be.counters(ctx)
     assert res.kernel_mem_bytes is not None
@@ -50,7 +53,7 @@ def test_conn_client_workers_open_and_count_exactly():
                                      generate(0, "linear", client_net=plan.client_net(4),
                                               server_net=plan.server_net(4)))
         srcs = conn.prepare_bed(bed, {4: 4})["addresses"]["4"]
-        o = conn.check_options("conn_rate", {"workers": 2, "close": "rst", "ports": 2, "timeout_s": 3.0})
+        o = conn_options.check_options("conn_rate", {"workers": 2, "close": "rst", "ports": 2, "timeout_s": 3.0})
         doc, srv, _, _ = conn.run_rate(bed, ip_version=4, rate_cps=400, duration_s=1, o=o, srcs=srcs)
         closed, _, _, _ = conn.run_rate(bed, ip_version=4, rate_cps=None, duration_s=0.5,
                                         o={**o, "max_inflight": 64}, srcs=srcs)

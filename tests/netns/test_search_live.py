@@ -6,8 +6,9 @@ figure is asserted."""
 
 import pytest
 
-from fwlab.bench.search import MLR_PHASES, SearchBenchConfig, run_bench
-from fwlab.runners.engine import find_engine
+from fwlab.bench.search import SearchBenchConfig, run_bench
+from fwlab.bench.search_phases import MLR_PHASES
+from fwlab.runners.engine_binary import find_engine
 
 pytestmark = pytest.mark.skipif(find_engine() is None, reason="fwlab-engine not built (make engine)")
 

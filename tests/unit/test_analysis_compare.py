@@ -235,6 +235,9 @@ def test_load_noise_errors(tmp_path):
     (tmp_path / "other.json").write_text("{}")
     with pytest.raises(FwlabError, match="not a fwlab noise model"):
         load_noise(tmp_path / "other.json")
+    (tmp_path / "nan.json").write_text('{"format": "fwlab.baseline", "version": 1, "noise": {"figures": NaN}}')
+    with pytest.raises(FwlabError, match="NaN is not a number JSON allows"):
+        load_noise(tmp_path / "nan.json")
 
 
 # --- CLI -------------------------------------------------------------------------------------------

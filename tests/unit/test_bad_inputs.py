@@ -185,8 +185,8 @@ def test_dry_run_lists_skipped_combinations(tmp_path, capsys):
                          "traffic": [{"kind": "tcp"}]}, "t")
     skipped = expand(suite).skipped
     assert skipped, "this grid should hold combinations a backend cannot run"
-    from fwlab.cli import _dry_run
-    _dry_run(suite)
+    from fwlab.cli.dry_run import dry_run_suite
+    dry_run_suite(suite)
     out = capsys.readouterr().out
     for s in skipped:
         assert f"skipped: {s['mode']} {s['backend']} {s['layout']}" in out and s["reason"] in out

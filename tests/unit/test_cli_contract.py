@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from fwlab import cli
+from fwlab.cli import contract, lab, parser
 from fwlab import errors
 from fwlab.errors import FwlabError, MeasurementFailed
 
@@ -59,7 +60,7 @@ def test_bad_input_is_2_runtime_failure_is_1_interrupt_is_130(monkeypatch, capsy
     assert "fwlab: error:" in capsys.readouterr().err
 
     def fails(args):
-        with cli._measuring():  # what cmd_run wraps fwlab.run.start.start in
+        with contract.measuring():  # what cmd_run wraps fwlab.run.start.start in
             raise errors.TestbedError("'ip netns add fwl-x-dut' failed (exit 1): File exists", fix="fwlab clean")
 
     def fails_before(args):  # the same class before any traffic (an unknown backend): bad input
@@ -72,12 +73,12 @@ def test_bad_input_is_2_runtime_failure_is_1_interrupt_is_130(monkeypatch, capsy
         raise FwlabError("suite 'x' not found", fix="fwlab list")
 
     for func, code in ((fails, 1), (fails_before, 2), (interrupted, 130), (bad, 2)):
-        monkeypatch.setattr(cli, "cmd_list", func)
-        cli._parser.cache_clear()
+        monkeypatch.setattr(lab, "cmd_list", func)
+        parser.cached_parser.cache_clear()
         try:
             assert cli.main(["list"]) == code
         finally:
-            cli._parser.cache_clear()
+            parser.cached_parser.cache_clear()
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "Traceback" not in err
     assert issubclass(errors.TestbedError, MeasurementFailed) and errors.TestbedError.exit_status == 1

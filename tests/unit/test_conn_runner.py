@@ -9,6 +9,8 @@ import pytest
 from fwlab.errors import FwlabError, RunnerError
 from fwlab.report.section_connections import render
 from fwlab.runners import conn
+from fwlab.runners import conn_counts
+from fwlab.runners import conn_options
 from fwlab.methods.connections import limit_cause
 from fwlab.suites import parse_suite
 from fwlab.run.plan import expand
@@ -17,47 +19,47 @@ from trials import full_trial
 
 
 def test_rate_options_defaults_and_errors():
-    o = conn.check_options("conn_rate", {})
+    o = conn_options.check_options("conn_rate", {})
     assert o["search"] == "binary" and o["failure_ratio"] == 1e-5
     with pytest.raises(ValueError, match="unknown conn_rate option"):
-        conn.check_options("conn_rate", {"rate": 5})
+        conn_options.check_options("conn_rate", {"rate": 5})
     with pytest.raises(ValueError, match="needs rate_cps"):
-        conn.check_options("conn_rate", {"search": "none"})
+        conn_options.check_options("conn_rate", {"search": "none"})
     with pytest.raises(ValueError, match="below max_rate_cps"):
-        conn.check_options("conn_rate", {"min_rate_cps": 5000, "max_rate_cps": 100})
+        conn_options.check_options("conn_rate", {"min_rate_cps": 5000, "max_rate_cps": 100})
     with pytest.raises(ValueError, match="req_bytes"):
-        conn.check_options("conn_rate", {"req_bytes": 0})
+        conn_options.check_options("conn_rate", {"req_bytes": 0})
 
 
 def test_capacity_host_sysctl_needs_explicit_permission():
     with pytest.raises(ValueError, match="allow_host_sysctl"):
-        conn.check_options("conn_capacity", {"host_conntrack_max": 524288})
-    o = conn.check_options("conn_capacity", {"host_conntrack_max": 524288, "allow_host_sysctl": True})
+        conn_options.check_options("conn_capacity", {"host_conntrack_max": 524288})
+    o = conn_options.check_options("conn_capacity", {"host_conntrack_max": 524288, "allow_host_sysctl": True})
     assert o["host_conntrack_max"] == 524288
-    assert conn.check_options("conn_capacity", {})["allow_host_sysctl"] is False
+    assert conn_options.check_options("conn_capacity", {})["allow_host_sysctl"] is False
 
 
 def test_addresses_and_workers_scale_with_the_count():
-    o = conn.check_options("conn_capacity", {"max_count": 500000})
-    assert conn.addresses_needed("conn_capacity", o) == 11  # 64512 ports per address pair
-    assert conn.workers_for(500000) == 27  # RLIMIT_NOFILE 20000 per process here
-    assert conn.workers_for(2000) == 1
-    assert conn.addresses_needed("conn_rate", conn.check_options("conn_rate", {"addresses": 3})) == 3
+    o = conn_options.check_options("conn_capacity", {"max_count": 500000})
+    assert conn_options.addresses_needed("conn_capacity", o) == 11  # 64512 ports per address pair
+    assert conn_options.workers_for(500000) == 27  # RLIMIT_NOFILE 20000 per process here
+    assert conn_options.workers_for(2000) == 1
+    assert conn_options.addresses_needed("conn_rate", conn_options.check_options("conn_rate", {"addresses": 3})) == 3
 
 
 def test_rate_trial_counts_late_launches_as_not_offered():
     doc = {"intended": 1000, "started": 1000, "succeeded": 1000, "late": 50}
-    tr = conn.rate_trial_result(doc, 1.0, 1000.0)
+    tr = conn_counts.rate_trial_result(doc, 1.0, 1000.0)
     assert tr.offered_count == 950 and tr.generator_short
-    ok = conn.rate_trial_result({"intended": 1000, "started": 1000, "succeeded": 999, "late": 0}, 1.0, 1000.0)
+    ok = conn_counts.rate_trial_result({"intended": 1000, "started": 1000, "succeeded": 999, "late": 0}, 1.0, 1000.0)
     assert ok.loss_ratio == pytest.approx(0.001) and not ok.generator_short
 
 
 def test_hold_forwarded_counts_probed_and_unprobed():
-    assert conn.hold_forwarded({"held": 100, "probed": 100, "probe_ok": 98}) == 98
-    assert conn.hold_forwarded({"held": 100, "probed": 10, "probe_ok": 10}) == 100
-    assert conn.hold_forwarded({"held": 100, "probed": 0, "probe_ok": 0}) == 100
-    tr = conn.hold_trial_result({"started": 100, "held": 100, "probed": 100, "probe_ok": 100}, 100, 2.0)
+    assert conn_counts.hold_forwarded({"held": 100, "probed": 100, "probe_ok": 98}) == 98
+    assert conn_counts.hold_forwarded({"held": 100, "probed": 10, "probe_ok": 10}) == 100
+    assert conn_counts.hold_forwarded({"held": 100, "probed": 0, "probe_ok": 0}) == 100
+    tr = conn_counts.hold_trial_result({"started": 100, "held": 100, "probed": 100, "probe_ok": 100}, 100, 2.0)
     assert tr.loss_ratio == 0 and not tr.generator_short
 
 
@@ -150,7 +152,7 @@ def test_capacity_search_with_fractional_loads_completes(monkeypatch):
         return doc, {}, {"nf_conntrack_count": 0}, {"nf_conntrack_count": held, "nf_conntrack_max": limit}
 
     monkeypatch.setattr(conn, "run_hold", fake_hold)
-    o = conn.check_options("conn_capacity", {"max_count": 300000, "min_count": 10000, "hold_s": 1.0,
+    o = conn_options.check_options("conn_capacity", {"max_count": 300000, "min_count": 10000, "hold_s": 1.0,
                                              "relative_width": 0.05})
     m = conn.ConnCapacityMeasurer(None, 4, o, ["198.18.1.10"])
     cap, upper, sr, irregular, ramp = ConnRunner()._capacity_search(m, o)
@@ -253,7 +255,7 @@ def test_rate_metrics_record_the_lean_and_close_options(monkeypatch):
     monkeypatch.setattr(conn, "run_rate", fake_run_rate)
     monkeypatch.setattr(conn, "read_conntrack", lambda bed: dict.fromkeys(conn.CONNTRACK_KEYS))
     for lean, close in ((True, "fin"), (False, "rst")):
-        o = conn.check_options("conn_rate", {"search": "none", "rate_cps": 100, "lean": lean, "close": close})
+        o = conn_options.check_options("conn_rate", {"search": "none", "rate_cps": 100, "lean": lean, "close": close})
         spec = TrafficSpec(traffic="conn_rate", tool="conn", duration_s=1.0, options=o)
         m = ConnRunner()._rate(None, spec, o, ["198.18.1.10"])
         # what the engine was run with, not the defaults

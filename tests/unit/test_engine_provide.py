@@ -305,7 +305,7 @@ def test_a_kept_build_that_does_not_run_is_built_afresh(engine, monkeypatch):
 
 
 def test_engine_sources_are_found_beside_the_binary(tmp_path, monkeypatch):
-    from fwlab.runners.engine import engine_source_dir
+    from fwlab.runners.engine_binary import engine_source_dir
 
     tree = tmp_path / "engine"
     (tree / "target" / "release").mkdir(parents=True)

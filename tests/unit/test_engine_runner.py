@@ -9,6 +9,9 @@ from goldens import GOLDEN
 
 from fwlab.errors import RunnerError, SuiteError
 from fwlab.runners import engine as eng
+from fwlab.runners import engine_args as eng_args
+from fwlab.runners import engine_binary as eng_bin
+from fwlab.runners import engine_counts as eng_counts
 from fwlab.runners import get_runner
 from fwlab.runners.base import TrafficSpec
 from fwlab.suites import parse_suite
@@ -22,22 +25,22 @@ def golden(kind: str, tag: str) -> dict:
 
 
 def test_recv_args():
-    t = eng.EngineTrial(duration_s=3, rate_pps=1000, recv_cpus=(1,))
-    args = eng.build_recv_args("/x/fwlab-engine", t, ready_file="/tmp/r")
+    t = eng_args.EngineTrial(duration_s=3, rate_pps=1000, recv_cpus=(1,))
+    args = eng_args.build_recv_args("/x/fwlab-engine", t, ready_file="/tmp/r")
     assert args[:2] == ["/x/fwlab-engine", "recv"]
     assert args[args.index("--bind") + 1] == "0.0.0.0"
-    assert args[args.index("--port") + 1] == str(eng.ENGINE_PORT)
+    assert args[args.index("--port") + 1] == str(eng_args.ENGINE_PORT)
     assert args[args.index("--idle-timeout-s") + 1] == "0.5"
-    assert float(args[args.index("--duration-s") + 1]) > 3 + eng.IDLE_TIMEOUT_S  # a backstop only
+    assert float(args[args.index("--duration-s") + 1]) > 3 + eng_args.IDLE_TIMEOUT_S  # a backstop only
     assert args[args.index("--ready-file") + 1] == "/tmp/r"
     assert args[args.index("--cpu") + 1] == "1"
-    v6 = eng.build_recv_args("e", eng.EngineTrial(duration_s=1, ip_version=6, frame_size=78), ready_file="r")
+    v6 = eng_args.build_recv_args("e", eng_args.EngineTrial(duration_s=1, ip_version=6, frame_size=78), ready_file="r")
     assert v6[v6.index("--bind") + 1] == "::" and "--cpu" not in v6
 
 
 def test_send_args_udp_paced_and_max():
-    t = eng.EngineTrial(duration_s=2.5, rate_pps=150000, send_cpus=(0,))
-    args = eng.build_send_args("e", t, dst="198.19.1.1")
+    t = eng_args.EngineTrial(duration_s=2.5, rate_pps=150000, send_cpus=(0,))
+    args = eng_args.build_send_args("e", t, dst="198.19.1.1")
     assert args[:2] == ["e", "send"]
     assert args[args.index("--backend") + 1] == "udp"
     assert args[args.index("--rate-pps") + 1] == "150000"
@@ -46,39 +49,39 @@ def test_send_args_udp_paced_and_max():
     assert args[args.index("--dst") + 1] == "198.19.1.1"
     assert args[args.index("--cpu") + 1] == "0"
     assert "--threads" not in args and "--iface" not in args
-    m = eng.build_send_args("e", eng.EngineTrial(duration_s=1, threads=2, send_cpus=(0, 1)), dst="d")
+    m = eng_args.build_send_args("e", eng_args.EngineTrial(duration_s=1, threads=2, send_cpus=(0, 1)), dst="d")
     assert m[m.index("--rate-pps") + 1] == "max"
     assert m[m.index("--threads") + 1] == "2" and m[m.index("--cpu") + 1] == "0,1"
 
 
 def test_send_args_packet_needs_mac_iface_src():
-    t = eng.EngineTrial(duration_s=1, backend="packet")
+    t = eng_args.EngineTrial(duration_s=1, backend="packet")
     with pytest.raises(RunnerError):
-        eng.build_send_args("e", t, dst="198.19.1.1")
-    args = eng.build_send_args("e", t, dst="198.19.1.1", src="198.18.1.1", iface="c0",
+        eng_args.build_send_args("e", t, dst="198.19.1.1")
+    args = eng_args.build_send_args("e", t, dst="198.19.1.1", src="198.18.1.1", iface="c0",
                                dst_mac="02:00:00:00:00:02")
     assert args[args.index("--iface") + 1] == "c0"
     assert args[args.index("--dst-mac") + 1] == "02:00:00:00:00:02"
     assert args[args.index("--src") + 1] == "198.18.1.1"
     with pytest.raises(RunnerError):
-        eng.build_send_args("e", eng.EngineTrial(duration_s=1, backend="afxdp"), dst="d")
+        eng_args.build_send_args("e", eng_args.EngineTrial(duration_s=1, backend="afxdp"), dst="d")
 
 
 def test_parse_rejects_wrong_documents():
     with pytest.raises(RunnerError):
-        eng.parse_result("not json", "send")
+        eng_counts.parse_result("not json", "send")
     with pytest.raises(RunnerError):
-        eng.parse_result(json.dumps(golden("recv", "v4_udp_50000")), "send")
+        eng_counts.parse_result(json.dumps(golden("recv", "v4_udp_50000")), "send")
     doc = golden("send", "v4_udp_50000")
     doc["schema_version"] = 2
     with pytest.raises(RunnerError):
-        eng.parse_result(json.dumps(doc), "send")
+        eng_counts.parse_result(json.dumps(doc), "send")
 
 
 def test_metrics_paced_golden():
-    send = eng.parse_result((GOLDEN / "engine_send_v4_udp_50000.json").read_text(), "send")
-    recv = eng.parse_result((GOLDEN / "engine_recv_v4_udp_50000.json").read_text(), "recv")
-    m = eng.metrics_from(send, recv, 64, intended_count=50000)
+    send = eng_counts.parse_result((GOLDEN / "engine_send_v4_udp_50000.json").read_text(), "send")
+    recv = eng_counts.parse_result((GOLDEN / "engine_recv_v4_udp_50000.json").read_text(), "recv")
+    m = eng_counts.metrics_from(send, recv, 64, intended_count=50000)
     mt = m.metrics
     assert mt["intended_count"] == 50000
     assert mt["offered_count"] == send["offered_count"] == 50000
@@ -100,7 +103,7 @@ def test_metrics_paced_golden():
 @pytest.mark.parametrize("tag", ["v4_udp_max", "v4_packet_max", "v6_udp_20000"])
 def test_metrics_other_goldens(tag):
     send, recv = golden("send", tag), golden("recv", tag)
-    m = eng.metrics_from(send, recv, send["profile"]["frame_size"])
+    m = eng_counts.metrics_from(send, recv, send["profile"]["frame_size"])
     assert m.metrics["offered_count"] == send["offered_count"]
     assert m.metrics["forwarded_count"] == recv["total"]["unique"]
     if send["rate_max"]:
@@ -112,7 +115,7 @@ def test_generator_short_and_receiver_flags():
     send, recv = golden("send", "v4_udp_50000"), golden("recv", "v4_udp_50000")
     send = {**send, "generator_short": True, "offered_count": 40000, "achieved_pps": 40000.0}
     recv = {**recv, "socket_drops": 7, "total": {**recv["total"], "unique": 39000}}
-    m = eng.metrics_from(send, recv, 64)
+    m = eng_counts.metrics_from(send, recv, 64)
     codes = {f["code"] for f in m.flags}
     assert {"generator-short", "receiver-bound"} <= codes
     assert m.metrics["generator_short"] is True
@@ -123,16 +126,16 @@ def test_find_engine_env(tmp_path, monkeypatch):
     exe = tmp_path / "fwlab-engine"
     exe.write_text("#!/bin/sh\n")
     exe.chmod(0o755)
-    monkeypatch.setenv(eng.ENV_VAR, str(exe))
-    assert eng.find_engine() == str(exe)
-    monkeypatch.setenv(eng.ENV_VAR, str(tmp_path / "missing"))
-    assert eng.find_engine() is None
+    monkeypatch.setenv(eng_bin.ENV_VAR, str(exe))
+    assert eng_bin.find_engine() == str(exe)
+    monkeypatch.setenv(eng_bin.ENV_VAR, str(tmp_path / "missing"))
+    assert eng_bin.find_engine() is None
     assert "FWLAB_ENGINE" in get_runner("engine").unavailable()
 
 
 def test_missing_binary_explains_make(monkeypatch):
-    monkeypatch.delenv(eng.ENV_VAR, raising=False)
-    monkeypatch.setattr(eng, "REPO_BINARY", eng.Path("/nonexistent/fwlab-engine"))
+    monkeypatch.delenv(eng_bin.ENV_VAR, raising=False)
+    monkeypatch.setattr(eng_bin, "REPO_BINARY", eng_bin.Path("/nonexistent/fwlab-engine"))
     monkeypatch.setenv("PATH", "/nonexistent")
     why = get_runner("engine").unavailable()
     assert why and "make" in why
@@ -205,7 +208,7 @@ def test_measurer_builds_trial_result(monkeypatch):
 
     def fake_run(bed, t, intended):
         seen["t"], seen["intended"] = t, intended
-        return eng.metrics_from(send, recv, t.frame_size, intended)
+        return eng_counts.metrics_from(send, recv, t.frame_size, intended)
 
     monkeypatch.setattr(eng, "run_trial", fake_run)
     r = eng.EngineMeasurer(bed=_bed()).measure(1.0, 50000)
@@ -221,7 +224,7 @@ def test_report_latency_table():
 
     recv = golden("recv", "v4_udp_50000")
     send = golden("send", "v4_udp_50000")
-    lat = eng.metrics_from(send, recv, 64).metrics["latency_ns"]
+    lat = eng_counts.metrics_from(send, recv, 64).metrics["latency_ns"]
     base = {"mode": "routed", "backend": "nftables", "layout": "linear", "stateful_shortcut": False,
             "ip_version": 4, "traffic": "engine", "size_bytes": 64}
     trials = [full_trial({**base, "rules": 0, "metrics": {"latency_ns": lat}}),
@@ -238,12 +241,12 @@ def _dir(offered: int, unique: int, pps: float = 50000.0, short: bool = False):
     send, recv = golden("send", "v4_udp_50000"), golden("recv", "v4_udp_50000")
     send = {**send, "offered_count": offered, "achieved_pps": pps, "generator_short": short}
     recv = {**recv, "total": {**recv["total"], "unique": unique}}
-    return eng.metrics_from(send, recv, 64, intended_count=50000)
+    return eng_counts.metrics_from(send, recv, 64, intended_count=50000)
 
 
 def test_bidirectional_counts_both_directions_and_their_skew():
     up, down = _dir(50000, 50000), _dir(50000, 49000, pps=49000.0, short=True)
-    m = eng.combine_directions(up, down, 100.0, 100.25)
+    m = eng_counts.combine_directions(up, down, 100.0, 100.25)
     mt = m.metrics
     assert mt["direction"] == "bidir"
     assert mt["offered_count"] == 100000 and mt["forwarded_count"] == 99000
@@ -263,7 +266,7 @@ def test_bidirectional_keeps_jitter_and_reordering_per_direction():
     up, down = _dir(50000, 50000), _dir(50000, 49000)
     up.metrics.update(jitter_ns=1000.0, reordered=3, duplicated=0, late=1)
     down.metrics.update(jitter_ns=9000.0, reordered=40, duplicated=2, late=None)
-    mt = eng.combine_directions(up, down, 0.0, 0.0).metrics
+    mt = eng_counts.combine_directions(up, down, 0.0, 0.0).metrics
     # the up direction's figures are not passed off as both directions'
     assert mt["jitter_ns"] is None and "two paths" in mt["aggregate_missing"]["jitter_ns"]
     assert "latency_ns" in mt["aggregate_missing"]
@@ -287,9 +290,9 @@ def test_overlap_and_skew_flag():
 def test_bidirectional_skew_flag_when_the_directions_barely_overlap():
     up, down = _dir(50000, 50000), _dir(50000, 50000)
     el = up.metrics["duration_s"]
-    m = eng.combine_directions(up, down, 0.0, 0.5 * el)
+    m = eng_counts.combine_directions(up, down, 0.0, 0.5 * el)
     assert "generator-skew" in {f["code"] for f in m.flags}
-    assert "generator-skew" not in {f["code"] for f in eng.combine_directions(up, down, 0.0, 0.0).flags}
+    assert "generator-skew" not in {f["code"] for f in eng_counts.combine_directions(up, down, 0.0, 0.0).flags}
 
 
 def test_measurer_bidir_asks_both_directions(monkeypatch):
@@ -297,7 +300,7 @@ def test_measurer_bidir_asks_both_directions(monkeypatch):
 
     def fake_bidir(bed, t, intended):
         seen["intended"] = intended
-        return eng.combine_directions(_dir(50000, 50000), _dir(50000, 50000), 0.0, 0.0)
+        return eng_counts.combine_directions(_dir(50000, 50000), _dir(50000, 50000), 0.0, 0.0)
 
     monkeypatch.setattr(eng, "run_bidir_trial", fake_bidir)
     monkeypatch.setattr(eng, "run_trial", lambda *a: pytest.fail("unidirectional trial in a bidir search"))
@@ -309,4 +312,4 @@ def test_measurer_bidir_asks_both_directions(monkeypatch):
 
 def test_bidir_trial_refuses_raw_frames():
     with pytest.raises(RunnerError, match="backend udp"):
-        eng.run_bidir_trial(_bed(), eng.EngineTrial(duration_s=1.0, backend="packet"))
+        eng.run_bidir_trial(_bed(), eng_args.EngineTrial(duration_s=1.0, backend="packet"))

@@ -4,7 +4,8 @@ from goldens import GOLDEN
 from fwlab.errors import RunnerError
 from fwlab.runners import TrafficSpec
 from fwlab.runners.base import apply_link_counts
-from fwlab.runners.iperf3 import build_client_args, parse_json
+from fwlab.runners.iperf3 import build_client_args
+from fwlab.runners.iperf3_json import parse_json
 
 
 def golden(name):

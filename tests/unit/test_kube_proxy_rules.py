@@ -108,7 +108,7 @@ def test_engine_new_flows_option_is_checked():
 
 
 def test_engine_send_args_go_to_the_target_from_new_source_ports():
-    from fwlab.runners.engine import EngineTrial, build_send_args
+    from fwlab.runners.engine_args import EngineTrial, build_send_args
     t = EngineTrial(duration_s=1, backend="udp", dst="198.19.32.9", dst_port=5555, src_ports=(1024, 2023),
                     count=1000)
     args = build_send_args("eng", t, dst="198.19.1.1")

@@ -8,7 +8,9 @@ import stat
 import pytest
 
 from fwlab.errors import HostError
-from fwlab.runners.engine import EngineTrial, aggregate, clock_flag, split_trial
+from fwlab.runners.engine_args import EngineTrial, split_trial
+from fwlab.runners.engine_clocks import clock_flag
+from fwlab.runners.engine_counts import aggregate
 from fwlab.testbed.host import LocalHost
 from fwlab.testbed.hosts import Placement, parse_hosts
 from fwlab.testbed.nic import (NicInfo, line_rate_pps, parse_ethtool_i, parse_ethtool_k, path_line,

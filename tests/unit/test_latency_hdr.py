@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from hdrh.histogram import HdrHistogram
 
-import fwlab.runners.engine as eng
+from fwlab.runners import engine_counts as eng_counts
 from fwlab.errors import RecordError
 from fwlab.stats.latency import decode, distribution, merge, percentile_ns
 from trials import full_trial
@@ -102,12 +102,12 @@ def test_unknown_unit_is_a_record_error():
 def test_runner_metrics_carry_the_histogram():
     send = json.loads((GOLDEN / "engine_send_v4_udp_hdr.json").read_text())
     doc = recv("hdr")
-    m = eng.metrics_from(send, doc, 64).metrics
+    m = eng_counts.metrics_from(send, doc, 64).metrics
     assert m["latency_hdr_b64"] == doc["total"]["latency_hdr_b64"] and m["latency_hdr_unit"] == "ns"
     # an engine without histograms (older golden): the field is missing, not invented
     old = json.loads((GOLDEN / "engine_recv_v4_udp_50000.json").read_text())
     old_send = json.loads((GOLDEN / "engine_send_v4_udp_50000.json").read_text())
-    m = eng.metrics_from(old_send, old, 64).metrics
+    m = eng_counts.metrics_from(old_send, old, 64).metrics
     assert m["latency_hdr_b64"] is None and m["latency_hdr_unit"] is None
 
 
@@ -118,7 +118,7 @@ def test_engine_report_section_draws_merged_cdfs():
     base = {"mode": "routed", "backend": "nftables", "layout": "linear", "stateful_shortcut": False,
             "ip_version": 4, "traffic": "engine", "size_bytes": 64, "rate_bps": None}
     trials = [full_trial({**base, "rules": n, "repetition": r, "error": None,
-                          "metrics": eng.metrics_from(send, recv(tag), 64).metrics})
+                          "metrics": eng_counts.metrics_from(send, recv(tag), 64).metrics})
               for n, tag in ((0, "hdr"), (1000, "hdr_b")) for r in (1, 2)]
     html = _latency_table(trials)
     section = html[html.index("<h3>Latency distributions</h3>"):]

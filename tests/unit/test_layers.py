@@ -32,6 +32,7 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 RANKS: dict[str, int] = {
     # shared bottom
     "fwlab": 0, "fwlab.errors": 0, "fwlab.registry": 0, "fwlab.validation": 0, "fwlab.files": 0,
+    "fwlab.linerate": 0,          # a line rate, typed once (the suite, the plan, the bed, the record)
     "fwlab.svgplot": 0,           # figures as reproducible SVG text: the report's and the trend page's
     # pure data and pure algorithms that every layer may read
     "fwlab.rules": 1,             # rule sets: what a suite's layouts mean, generated or imported
@@ -65,8 +66,19 @@ RANKS: dict[str, int] = {
     # beds and record heads from the pipeline), benches
     "fwlab.ruleset": 16,
     "fwlab.bench": 17,            # each bench: its beds from run.beds, its suites through run.start
-    "fwlab.cli": 18,
-    "fwlab.__main__": 19,         # python -m fwlab: the CLI
+    # the CLI on top of everything, in its own order: what every command shares, the commands (one
+    # module per group; `run` ends as `records` does, with its report), the root parser and main,
+    # the package face
+    "fwlab.cli.contract": 18,     # exit statuses, --json, text tables
+    "fwlab.cli.records": 19,      # report, compare, baseline, trend, export; the report a run ends with
+    "fwlab.cli.dry_run": 19,      # fwlab run --dry-run: the plan printed
+    "fwlab.cli.optimize": 19,
+    "fwlab.cli.bench": 19,
+    "fwlab.cli.lab": 19,          # list, rules, clean, version
+    "fwlab.cli.run": 20,
+    "fwlab.cli.parser": 21,       # the root parser and main
+    "fwlab.cli": 22,              # the package face: main, build_parser, the exit statuses
+    "fwlab.__main__": 23,         # python -m fwlab: the CLI
 }
 BOTTOM = 0
 

@@ -12,25 +12,25 @@ from fwlab.runners.iperf3 import build_client_args, data_tos
 from fwlab.runners.ping import ping_args
 from fwlab.runners import TrafficSpec
 from fwlab.testbed.shaping import DATA_TOS, LinkShape, parse_qdisc_stats
-from fwlab.validation import parse_rate_bps
+from fwlab.linerate import LineRate
 
 
 @pytest.mark.parametrize("text,bps", [("100mbit", 100_000_000), ("1gbit", 10**9), ("2.5gbit", 2_500_000_000),
                                       ("64000bit", 64_000), (" 10Mbit ", 10**7)])
 def test_rates(text, bps):
-    assert parse_rate_bps(text) == bps
+    assert LineRate.parse(text) == bps
 
 
 @pytest.mark.parametrize("text", ["100mbps", "fast", "", "1kbit", "1000gbit", "-5mbit"])
 def test_bad_rates(text):
     with pytest.raises(ValueError):
-        parse_rate_bps(text)
+        LineRate.parse(text)
 
 
 def test_a_suite_link_rate_is_checked_and_kept_as_bits():
     s = parse_suite({"name": "t", "traffic": [{"kind": "udp"}], "link_rate": "100mbit"}, "test")
-    assert s.link_rate_bps == 100_000_000
-    assert parse_suite({"name": "t", "traffic": [{"kind": "udp"}]}, "test").link_rate_bps is None
+    assert s.own_link_rate == 100_000_000
+    assert parse_suite({"name": "t", "traffic": [{"kind": "udp"}]}, "test").own_link_rate is None
     with pytest.raises(SuiteError) as ei:
         parse_suite({"name": "t", "traffic": [{"kind": "udp"}], "link_rate": "100 Mb/s"}, "test")
     assert "link_rate" in ei.value.one_line() and "100mbit" in ei.value.one_line()

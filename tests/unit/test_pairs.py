@@ -14,7 +14,8 @@ from fwlab.errors import SuiteError
 from fwlab.errors import TestbedError as BedError
 from fwlab.runners import TrafficSpec
 from fwlab.runners.base import MIN_OVERLAP_SHARE as MIN_OVERLAP_FRACTION, overlap, skew_flag
-from fwlab.runners.iperf3 import Iperf3, parse_json
+from fwlab.runners.iperf3 import Iperf3
+from fwlab.runners.iperf3_json import parse_json
 from fwlab.suites import parse_suite
 from fwlab.testbed import Topology
 from fwlab.testbed.host import Spawned

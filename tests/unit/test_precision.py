@@ -11,7 +11,7 @@ from fwlab import cli
 from fwlab.errors import FwlabError, RecordError, SuiteError
 from fwlab.run.executor import Executor
 from fwlab.run.progress import Progress
-from fwlab.run.start import execute as _execute
+from fwlab.run.executor import execute as _execute
 from fwlab.results import RunRecord, build_trial, utc_now
 from fwlab.stats import summarize
 from fwlab.stats.precision import INTERVAL, PrecisionRule, adaptive_order, figure_id, half_width, outcome
@@ -422,7 +422,7 @@ def test_bench_refuses_bad_options_before_anything_runs(argv, needle, capsys, mo
 
 
 def test_interrupted_in_an_adaptive_round_then_resumed(monkeypatch, tmp_path):
-    from fwlab.run.start import Interrupted
+    from fwlab.run.executor import Interrupted
 
     suite = _suite()
     plan = expand(suite)

@@ -30,7 +30,8 @@ from fwlab.results.record import trial_record
 from fwlab.methods import recovery
 from fwlab.runners.base import Measurement, TrafficSpec, apply_link_counts
 from fwlab.methods.connections import limit_cause
-from fwlab.runners.iperf3 import add_rtt_probe, parse_json, split_streams
+from fwlab.runners.iperf3 import split_streams
+from fwlab.runners.iperf3_json import add_rtt_probe, parse_json
 from fwlab.runners.ping import Ping, parse_ping
 from fwlab.stats.derive import add_stream_spread, derive_figures
 from fwlab.suites import load_suite
@@ -268,9 +269,9 @@ CT = {"nf_conntrack_max": 262144, "nf_conntrack_buckets": 262144, "nf_conntrack_
 
 def capacity_trial(mode, rep, cap, *, table_full=True, capped=False, max_count=300000, width=0.05):
     """A conn_capacity trial as ConnRunner._capacity records it."""
-    from fwlab.runners import conn
+    from fwlab.runners import conn_options
 
-    o = conn.check_options("conn_capacity", {"max_count": max_count, "min_count": 10000, "hold_s": 1.0,
+    o = conn_options.check_options("conn_capacity", {"max_count": max_count, "min_count": 10000, "hold_s": 1.0,
                                              "relative_width": width})
     failing = None
     if not capped:
@@ -282,7 +283,7 @@ def capacity_trial(mode, rep, cap, *, table_full=True, capped=False, max_count=3
         "conntrack_max": 262144, "conntrack_buckets": 262144, "conntrack_count_held": cap,
         "ramp_first_failure_at": None if capped else int(cap * 1.05), "open_rate_cps": 25000.0,
         "connect_p50_us": 80.0, "probe_p50_us": 60.0, "hold_s": 1.0, "search_trials": 5, "workers": 14,
-        "addresses": conn.addresses_needed("conn_capacity", o),
+        "addresses": conn_options.addresses_needed("conn_capacity", o),
         "limit_cause": None if capped else limit_cause(failing, CT), "host_sysctls": None,
     }
     flags = [{"code": "max-load-passed", "severity": "warning",

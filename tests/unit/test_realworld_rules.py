@@ -262,7 +262,7 @@ def test_realworld_quick_suite_loads():
 
 
 def test_engine_sends_the_flow_ranges():
-    from fwlab.runners.engine import EngineTrial, build_send_args
+    from fwlab.runners.engine_args import EngineTrial, build_send_args
     rs = generate_classbench(10, server_addr=SERVER, port=PORT)
     t = EngineTrial(duration_s=1, backend="packet", dst=rs.flows["dst"], src_range=rs.flows["src"],
                     dst_port_range=rs.flows["dst_port"])

@@ -143,8 +143,8 @@ def _bed(hosts: dict, server_remote: bool, mode: str = "routed"):
 
 @pytest.mark.parametrize("server_remote", [False, True])
 def test_a_remote_attacker_floods_from_its_own_host(monkeypatch, server_remote):
-    import fwlab.runners.engine as eng
-    monkeypatch.setattr(eng, "require_engine", lambda: "/here/fwlab-engine")
+    import fwlab.runners.engine_binary as eng_bin
+    monkeypatch.setattr(eng_bin, "require_engine", lambda: "/here/fwlab-engine")
     atk = _Host("attacker@10.0.3.1", {"ens9": [0, 10]}, output=json.dumps(SEND), step=500)
     atk.__dict__["_fwlab_engine"] = SimpleNamespace(path="/var/cache/fwlab/fwlab-engine")  # shipped there
     dut = _Host("dut@10.0.2.1", {"eth3": [5, 0]}, step=400)
@@ -180,8 +180,8 @@ def test_a_remote_attacker_floods_from_its_own_host(monkeypatch, server_remote):
 
 
 def test_in_bridge_mode_a_remote_attacker_floods_to_the_server_hosts_mac(monkeypatch):
-    import fwlab.runners.engine as eng
-    monkeypatch.setattr(eng, "require_engine", lambda: "/here/fwlab-engine")
+    import fwlab.runners.engine_binary as eng_bin
+    monkeypatch.setattr(eng_bin, "require_engine", lambda: "/here/fwlab-engine")
     atk = _Host("attacker@10.0.3.1", {"ens9": [0, 0]}, output=json.dumps(SEND))
     atk.__dict__["_fwlab_engine"] = SimpleNamespace(path="/var/cache/fwlab/fwlab-engine")
     srv = _Host("server@10.0.1.1", {})

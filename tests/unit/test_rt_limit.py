@@ -1,7 +1,7 @@
 """The kernel's real-time limit: read with every napi bed, stated in the RFC 2544 section."""
 
 from fwlab.report.section_rfc2544 import _rt_limit_note
-from fwlab.testbed.bed import rt_limit
+from fwlab.testbed.readings import rt_limit
 
 
 def _run(*limits):

@@ -187,23 +187,23 @@ def test_capacity_ceilings_name_what_bounds_1m():
 
 
 def test_connections_1m_suite_and_conn_rate_options():
-    from fwlab.runners import conn
+    from fwlab.runners import conn_options
     suite, _ = load_suite("connections-1m")
     trials = expand(suite).trials
     assert {t.label for t in trials} == {"stateless", "conntrack"}
     for t in trials:
-        assert conn.capacity_top(t.options) == 1_000_000
-        assert conn.addresses_needed("conn_capacity", t.options) == 21
-        assert conn.workers_for(1_000_000) == 53
+        assert conn_options.capacity_top(t.options) == 1_000_000
+        assert conn_options.addresses_needed("conn_capacity", t.options) == 21
+        assert conn_options.workers_for(1_000_000) == 53
     assert [t.options["allow_host_sysctl"] for t in trials if t.label == "stateless"] == [False]
-    o = conn.check_options("conn_rate", {"workers": 2, "close": "rst"})
+    o = conn_options.check_options("conn_rate", {"workers": 2, "close": "rst"})
     assert o["workers"] == 2 and o["close"] == "rst"
-    assert conn.check_options("conn_rate", {})["workers"] == 1
-    assert conn.check_options("conn_rate", {})["lean"] is True  # the lean transaction by default
-    assert conn.check_options("conn_rate", {"lean": False})["lean"] is False
+    assert conn_options.check_options("conn_rate", {})["workers"] == 1
+    assert conn_options.check_options("conn_rate", {})["lean"] is True  # the lean transaction by default
+    assert conn_options.check_options("conn_rate", {"lean": False})["lean"] is False
     for bad in ({"workers": 0}, {"close": "abort"}, {"lean": "yes"}):
         with pytest.raises(ValueError):
-            conn.check_options("conn_rate", bad)
+            conn_options.check_options("conn_rate", bad)
 
 
 def test_headroom_is_not_checked_on_a_host_without_meminfo():

@@ -396,7 +396,7 @@ def test_latency_key_is_p999_and_old_records_still_read():
     """One key for p99.9 everywhere: ``p999``, as the engine's latency figures; the report still
     reads a record written with ``p99.9``."""
     from fwlab.report.section_ruleset import render_mix
-    from fwlab.runners.engine import LATENCY_KEYS
+    from fwlab.runners.engine_counts import LATENCY_KEYS
 
     f = latency_figures([(encode([1000] * 999 + [9000]), 1.0)])
     assert set(f) <= set(LATENCY_KEYS) and "p999" in f and "p99.9" not in f

@@ -9,8 +9,10 @@ import pytest
 
 from fwlab import cli
 from fwlab.bench import search as bench
-from fwlab.bench.search import (SearchBenchConfig, abba, compare, goals, noise, runs_from_records, suite_data,
-                                suite_toml, within_noise)
+from fwlab.bench import search_compare as cmp
+from fwlab.bench import search_phases as phases_mod
+from fwlab.bench.search import SearchBenchConfig, abba, goals, runs_from_records, suite_data, suite_toml
+from fwlab.bench.search_compare import compare, noise, within_noise
 from fwlab.methods.rfc2544 import Rfc2544Runner, parse_options
 from fwlab.results.trial import build_trial
 from fwlab.runners.base import TrafficSpec
@@ -109,14 +111,14 @@ def test_each_result_against_what_its_dut_forwarded_in_a_lossy_trial():
     assert b["loss_below_capacity"] == 2 and all(p < 80 for p in b["pct_of_forwarded_at_loss"])
     assert "(loss-below-capacity in 2 of 2)" in bench._onset_text(b)
     assert bench._onset_text({"pct_of_forwarded_at_loss": [None, None], "loss_below_capacity": 0}) == ""
-    assert "of 4 results lie below 80 %" in bench.onset_clause(b, fixed["mlr"])
-    assert bench.onset_clause(fixed["binary"], fixed["mlr"]) == ""
+    assert "of 4 results lie below 80 %" in cmp.onset_clause(b, fixed["mlr"])
+    assert cmp.onset_clause(fixed["binary"], fixed["mlr"]) == ""
 
 
 def test_spending_counts_full_length_failures_after_a_short_pass():
     trials = [{"duration_s": 0.5, "load_pps": 100, "passed": True}, {"duration_s": 3.0, "load_pps": 100, "passed": False},
               {"duration_s": 3.0, "load_pps": 90, "passed": False}, {"duration_s": 3.0, "load_pps": 80, "passed": True}]
-    sp = bench.spending([{"trials": trials, "trial_seconds_by_duration": {"0.5": 0.5, "3": 9.0}}])
+    sp = cmp.spending([{"trials": trials, "trial_seconds_by_duration": {"0.5": 0.5, "3": 9.0}}])
     assert sp["full_length_trials"] == 3 and sp["full_length_failed_after_short_pass"] == 1
 
 
@@ -160,7 +162,7 @@ def test_within_noise_reproduced_not_reproduced_and_undecided():
     mid = compare(runs([9000, 9400], [9900, 10300]))
     assert mid["within_noise"] is None and mid["noise"]["beyond_sigmas"] == pytest.approx(4.303, abs=1e-3)
     assert 2 < mid["result_gap"] / mid["noise"]["gap_sigma"] < 4.3
-    assert bench.beyond_sigmas(2) == pytest.approx(4.303, abs=1e-3) and bench.beyond_sigmas(1000) == 2.0
+    assert cmp.beyond_sigmas(2) == pytest.approx(4.303, abs=1e-3) and cmp.beyond_sigmas(1000) == 2.0
     assert within_noise(0.10, 0.03, 0.02, df=2) is None and within_noise(0.10, 0.03, 0.02, df=60) is False
     # gap 10 %, one search each: no spread measured -> undecided
     assert compare(runs([9000], [9900]))["within_noise"] is None
@@ -213,14 +215,13 @@ def test_cli_bad_arguments_are_one_line_and_exit_2(args, capsys):
 
 def test_the_orchestrator_takes_an_order_of_the_same_trials_only():
     from fwlab.errors import FwlabError
-    from fwlab.run.start import _reordered
     from fwlab.run.plan import Plan
 
     trials = plan(SearchBenchConfig(rounds=2))
     p = Plan(tuple(trials), ())
-    assert [t.trial_id for t in _reordered(p, abba).trials] == [t.trial_id for t in abba(trials)]
+    assert [t.trial_id for t in p.reordered(abba).trials] == [t.trial_id for t in abba(trials)]
     with pytest.raises(FwlabError, match="planned trials"):
-        _reordered(p, lambda ts: ts[:-1])
+        p.reordered(lambda ts: ts[:-1])
 
 
 def test_phases_take_an_mlr_search_apart():
@@ -234,7 +235,7 @@ def test_phases_take_an_mlr_search_apart():
         t("3of3", 3.0, 8800, True),  # a narrowing pass
         t("3of3", 3.0, 9000, True),  # the lower bound
         t("3of3", 1.2, 9150, True), t("3of3", 3.0, 9150, False)]}  # pre-trial, then the upper bound
-    p = bench.phases(run)
+    p = phases_mod.phases(run)
     assert p == {"max_rate": 0.5, "preceding_targets": 1.7, "final_target_shorter": 1.2, "final_at_lower_bound": 3.0,
                  "final_at_upper_bound": 3.0, "final_failed_below_shorter_pass": 6.0, "generator_short_retried": 0.0,
                  "final_other": 3.0}
@@ -259,7 +260,7 @@ def test_phase_breakdown_adds_up_to_the_ratio_and_names_what_stops_it():
     duts = {(r, alg): _ShortTrialsOptimistic(0) for r in (1, 2) for alg in ("binary", "mlr", "csit")}
     s = compare(runs_from_records(_records(cfg, duts)), cfg.relative_width)
     ph = s["mlr_phases"]
-    assert set(ph) == set(bench.MLR_PHASES)
+    assert set(ph) == set(phases_mod.MLR_PHASES)
     # the parts add up to the ratio (trial traces keep durations to the millisecond)
     assert sum(v["of_binary"] for v in ph.values()) == pytest.approx(s["mlr_vs_binary"], rel=1e-3)
     assert sum(ph["preceding_targets"]["by_target"].values()) == pytest.approx(
@@ -274,7 +275,7 @@ def test_phase_breakdown_adds_up_to_the_ratio_and_names_what_stops_it():
     assert s["mlr_vs_binary"] <= 0.34 and s["what_stops_it"] is None and s["mlr_phases"] is not None
     assert s["mlr_phases"]["final_failed_below_shorter_pass"]["seconds_per_search"] == 0
     # nothing measured: no breakdown, no verdict
-    assert bench.what_stops_it(None, None) is None and bench.phase_breakdown([], 40.0) is None
+    assert phases_mod.what_stops_it(None, None) is None and phases_mod.phase_breakdown([], 40.0) is None
 
 
 def test_one_classifier_gives_phases_and_spending_alike():
@@ -286,15 +287,15 @@ def test_one_classifier_gives_phases_and_spending_alike():
         t("2of2", 3.0, 10000, False),  # failed below it
         t("2of2", 3.0, 12000, False),  # failed above every shorter pass: not counted
         t("2of2", 3.0, 8800, True)]}
-    cs = bench.classify(run)
+    cs = phases_mod.classify(run)
     assert [c.failed_after_shorter_pass for c in cs] == [None, None, "at", "below", None, None]
     assert [c.phase for c in cs][2:] == ["final_failed_below_shorter_pass"] * 2 + ["final_other", "final_at_lower_bound"]
-    sp = bench.spending([{**run, "trial_seconds_by_duration": {}}])
-    ph = bench.phases(run)
+    sp = cmp.spending([{**run, "trial_seconds_by_duration": {}}])
+    ph = phases_mod.phases(run)
     # spending's "at the load" count is the classifier's "at" subset of the phase's failures
     assert sp["full_length_trials"] == 4 and sp["full_length_failed_after_short_pass"] == 1
     assert ph["final_failed_below_shorter_pass"] == 6.0
-    assert sum(ph[k] for k in bench.FULL_LENGTH_PHASES) == 3.0 * sp["full_length_trials"]
+    assert sum(ph[k] for k in phases_mod.FULL_LENGTH_PHASES) == 3.0 * sp["full_length_trials"]
 
 
 def test_full_length_attempts_the_search_measured_again_are_the_generators_cost():
@@ -308,15 +309,15 @@ def test_full_length_attempts_the_search_measured_again_are_the_generators_cost(
         t("2of2/retry2", 3.0, 9000, True),  # and the last attempt passes: the lower bound
         t("2of2", 3.0, 10000, False),  # a DUT failure below the shorter pass
         t("2of2", 3.0, 9500, False)]}  # the upper bound
-    cs = bench.classify(run)
+    cs = phases_mod.classify(run)
     assert [c.phase for c in cs] == ["max_rate", "preceding_targets", "preceding_targets",
                                      "generator_short_retried", "generator_short_retried", "final_at_lower_bound",
                                      "final_failed_below_shorter_pass", "final_at_upper_bound"]
     assert [c.failed_after_shorter_pass for c in cs][3:5] == [None, None]
-    ph = bench.phases(run)
+    ph = phases_mod.phases(run)
     assert ph["generator_short_retried"] == 6.0 and ph["final_failed_below_shorter_pass"] == 3.0
-    assert "generator_short_retried" in bench.FULL_LENGTH_PHASES
-    sp = bench.spending([{**run, "trial_seconds_by_duration": {}}])
+    assert "generator_short_retried" in phases_mod.FULL_LENGTH_PHASES
+    sp = cmp.spending([{**run, "trial_seconds_by_duration": {}}])
     assert sp["full_length_generator_short_retried"] == 2 and sp["full_length_failed_after_short_pass"] == 0
     # one round, binary 30 s against MLRsearch's 13.5 s: inconclusive, and the sentence names the part
     runs = [{"algorithm": "binary", "round": 1, "throughput_pps": 9000.0, "trial_seconds": 30.0, "trial_count": 10,
@@ -345,39 +346,39 @@ def test_the_goal_is_reached_not_reached_or_inconclusive_on_the_ratios_interval(
         return compare(_seconds_runs(binary, mlr))
     # MLRsearch ~0.10 of the binary search's seconds, steady over three rounds: reached
     s = summary([30.0, 31.0, 29.0], [3.0, 3.2, 3.1])
-    assert s["goal"]["verdict"] == bench.REACHED and s["mlr_at_most_third"] is True and s["what_stops_it"] is None
+    assert s["goal"]["verdict"] == cmp.REACHED and s["mlr_at_most_third"] is True and s["what_stops_it"] is None
     iv = s["goal"]["interval"]
-    assert iv["low"] <= s["mlr_vs_binary"] <= iv["high"] <= bench.GOAL_RATIO
+    assert iv["low"] <= s["mlr_vs_binary"] <= iv["high"] <= cmp.GOAL_RATIO
     assert iv["ratio"] == pytest.approx(s["mlr_vs_binary"])
     # ~0.5, steady: not reached, and the line says what keeps it up
     s = summary([30.0, 31.0, 29.0], [15.0, 15.5, 14.5])
-    assert s["goal"]["verdict"] == bench.NOT_REACHED and s["mlr_at_most_third"] is False
-    assert s["goal"]["interval"]["low"] > bench.GOAL_RATIO and s["what_stops_it"]
+    assert s["goal"]["verdict"] == cmp.NOT_REACHED and s["mlr_at_most_third"] is False
+    assert s["goal"]["interval"]["low"] > cmp.GOAL_RATIO and s["what_stops_it"]
     # the mean below the goal, the rounds far apart: the interval spans it, inconclusive
     s = summary([30.0, 31.0], [4.0, 15.0])
-    assert s["mlr_vs_binary"] < bench.GOAL_RATIO and s["goal"]["verdict"] == bench.INCONCLUSIVE
-    assert s["mlr_at_most_third"] is None and s["goal"]["interval"]["high"] > bench.GOAL_RATIO
+    assert s["mlr_vs_binary"] < cmp.GOAL_RATIO and s["goal"]["verdict"] == cmp.INCONCLUSIVE
+    assert s["mlr_at_most_third"] is None and s["goal"]["interval"]["high"] > cmp.GOAL_RATIO
     assert s["what_stops_it"]  # not shown reached: what keeps it up is still said
     # one round: a ratio but no interval, inconclusive however low
     s = summary([30.0], [3.0])
-    assert s["mlr_vs_binary"] == pytest.approx(0.1) and s["goal"]["verdict"] == bench.INCONCLUSIVE
+    assert s["mlr_vs_binary"] == pytest.approx(0.1) and s["goal"]["verdict"] == cmp.INCONCLUSIVE
     assert s["goal"]["interval"]["low"] is None and "2 repetitions" in s["goal"]["interval"]["why"]
     # nothing measured: no verdict
-    assert bench.goal_verdict(None) is None
+    assert cmp.goal_verdict(None) is None
 
 
 def test_the_goal_line_gives_the_interval_and_each_rounds_ratio():
     cfg = SearchBenchConfig(rounds=2)
     res = {"pairing": cfg.pairing, "config": bench.asdict(cfg), "max_load": None, "wall_s": 1.0, "record": "r"}
     text = bench.format_table({**res, "summary": compare(_seconds_runs([30.0, 31.0], [15.0, 15.4]))})
-    assert f"goal <= {bench.GOAL_RATIO} not reached: 0.498 [0.454, 0.548] (95 % interval" in text and "per round 0.500, 0.497" in text
+    assert f"goal <= {cmp.GOAL_RATIO} not reached: 0.498 [0.454, 0.548] (95 % interval" in text and "per round 0.500, 0.497" in text
     text = bench.format_table({**res, "summary": compare(_seconds_runs([30.0], [3.0]))})
-    assert f"goal <= {bench.GOAL_RATIO} inconclusive: 0.100, no interval (" in text and "per round 0.100" in text
+    assert f"goal <= {cmp.GOAL_RATIO} inconclusive: 0.100, no interval (" in text and "per round 0.100" in text
 
 
 def test_what_stops_it_names_the_duts_spread_only_when_it_exceeds_the_width():
-    assert bench.noise_clause(None, 0.02) == "" and bench.noise_clause(0.015, 0.02) == ""
-    clause = bench.noise_clause(0.073, 0.02)
+    assert cmp.noise_clause(None, 0.02) == "" and cmp.noise_clause(0.015, 0.02) == ""
+    clause = cmp.noise_clause(0.073, 0.02)
     assert "7.3 % (cv)" in clause and "3.6x the 2 % width" in clause
     # a noisy DUT (results spread from search to search) gets the clause in what_stops_it
     cfg = SearchBenchConfig(rounds=2)
@@ -399,22 +400,22 @@ def test_full_length_passes_and_failures_overlapping_are_a_range_not_one_load():
     runs = [_search("binary", 1, [(3.0, 9000, False, False), (3.0, 6000, True, False), (3.0, 7000, False, False)]),
             _search("mlr", 1, [(0.5, 8000, True, False), (3.0, 5000, False, False), (3.0, 5500, False, False),
                                (3.0, 4500, True, False)])]
-    ov = bench.full_length_overlap(runs)
+    ov = cmp.full_length_overlap(runs)
     assert (ov["low_pps"], ov["high_pps"], ov["trials"], ov["passed"]) == (5000, 6000, 3, 1)
     assert ov["relative_span"] == pytest.approx(1 / 6) and ov["per_search"] == {"binary": 1.0, "mlr": 2.0, "csit": None}
-    assert "between 5.00 kpps and 6.00 kpps" in bench.overlap_clause(ov)
+    assert "between 5.00 kpps and 6.00 kpps" in cmp.overlap_clause(ov)
     # not reproduced: every full-length failure above every pass (one zero-loss load); a shorter
     # trial's pass above a failure does not count
     runs[1]["trials"][1:3] = [{**t, "load_pps": 7500} for t in runs[1]["trials"][1:3]]
-    assert bench.full_length_overlap(runs) is None and bench.overlap_clause(None) == ""
+    assert cmp.full_length_overlap(runs) is None and cmp.overlap_clause(None) == ""
     # a generator-short failure, or an attempt measured again, says nothing of the DUT
     gen = [_search("mlr", 1, [(3.0, 6000, True, False), (3.0, 5000, False, True)]),
            {"algorithm": "binary", "round": 1, "trials": [
                {"phase": "g/x", "duration_s": 3.0, "load_pps": 5000, "passed": False, "generator_short": False},
                {"phase": "g/x/retry1", "duration_s": 3.0, "load_pps": 5000, "passed": True, "generator_short": False}]}]
-    assert bench.full_length_overlap(gen) is None
+    assert cmp.full_length_overlap(gen) is None
     # inconclusive input: no full-length pass at all
-    assert bench.full_length_overlap([_search("mlr", 1, [(3.0, 5000, False, False)])]) is None
+    assert cmp.full_length_overlap([_search("mlr", 1, [(3.0, 5000, False, False)])]) is None
 
 
 def test_the_overlap_is_in_the_comparison_and_its_table():

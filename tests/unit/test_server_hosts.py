@@ -15,7 +15,8 @@ from fwlab.cli import main
 from fwlab.errors import HostError
 from fwlab.runners import TrafficSpec
 from fwlab.runners.base import MIN_OVERLAP_SHARE as MIN_OVERLAP_FRACTION
-from fwlab.runners.iperf3 import Iperf3, parse_json
+from fwlab.runners.iperf3 import Iperf3
+from fwlab.runners.iperf3_json import parse_json
 from fwlab.testbed import Topology
 from fwlab.testbed.hosts import Placement, parse_hosts
 from fwlab.testbed.pairs import stream_pairs

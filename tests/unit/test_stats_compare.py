@@ -19,16 +19,12 @@ from fwlab.stats.compare import (
     TEST_PERMUTATION,
     TEST_PREDICTION,
     TEST_WELCH,
-    FigureNoise,
-    NoiseModel,
     compare_figure,
     compare_tables,
-    comparison_rows,
-    comparison_table,
-    figure_label,
-    render_comparison_table,
     reps_to_detect,
 )
+from fwlab.stats.compare_table import comparison_rows, comparison_table, render_comparison_table
+from fwlab.stats.noise_model import FigureNoise, NoiseModel, figure_label
 
 # Seed 002, Table 1: TPM of ten base runs per client load, and the paper's "2 stdev %" column.
 SEED_TPM = {

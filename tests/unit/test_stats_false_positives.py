@@ -15,7 +15,8 @@ import math
 import numpy as np
 import pytest
 
-from fwlab.stats.compare import ALPHA, INSUFFICIENT_DATA, SIGNIFICANT, NoiseModel, compare_figure
+from fwlab.stats.compare import ALPHA, INSUFFICIENT_DATA, SIGNIFICANT, compare_figure
+from fwlab.stats.noise_model import NoiseModel
 
 TRUE = 1000.0
 SIGMA_REP = 20.0     # 2 % per-repetition noise

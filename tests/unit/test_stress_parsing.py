@@ -8,7 +8,8 @@ from fwlab.errors import RunnerError
 from fwlab.floods.flood import dut_drops, flood_args, flood_metrics, parse_counter_json
 from fwlab.suites.background import BackgroundItem, FloodSpec
 from fwlab.runners import TrafficSpec
-from fwlab.runners.iperf3 import build_client_args, combine, parse_json, split_streams
+from fwlab.runners.iperf3 import build_client_args, split_streams
+from fwlab.runners.iperf3_json import combine, parse_json
 from fwlab.testbed.linkseries import as_stream_series, rates
 from fwlab.runners.ping import parse_ping
 from fwlab.methods.recovery import ProbePlan, probe_metrics, run_probes
@@ -210,7 +211,7 @@ def test_combined_rate_is_all_bytes_over_the_trial_not_a_sum_of_rates():
 
 
 def test_a_run_that_overran_its_length_is_rated_over_the_whole_run():
-    from fwlab.runners.iperf3 import account_overrun
+    from fwlab.runners.iperf3_json import account_overrun
 
     m = parse_json(golden("tcp_p4"), "tcp")
     nominal, nbytes = m.metrics["throughput_bps"], m.metrics["bytes"]

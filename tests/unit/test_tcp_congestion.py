@@ -10,7 +10,8 @@ import pytest
 from goldens import GOLDEN
 
 from fwlab.runners import TrafficSpec, get_runner
-from fwlab.runners.iperf3 import build_client_args, combine, parse_json
+from fwlab.runners.iperf3 import build_client_args
+from fwlab.runners.iperf3_json import combine, parse_json
 
 
 def test_congestion_is_a_checked_tcp_option():

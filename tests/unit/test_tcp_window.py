@@ -12,7 +12,8 @@ from test_published_verdicts import run_of, s003
 
 from fwlab.published.compare import compare_study
 from fwlab.runners import TrafficSpec, get_runner
-from fwlab.runners.iperf3 import build_client_args, parse_json
+from fwlab.runners.iperf3 import build_client_args
+from fwlab.runners.iperf3_json import parse_json
 from fwlab.suites.loader import load_suite
 from fwlab.run.plan import expand
 

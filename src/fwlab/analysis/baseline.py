@@ -22,7 +22,7 @@ from typing import Any
 
 from fwlab.analysis.figures import ALL, medians, run_figures
 from fwlab.errors import FwlabError
-from fwlab.files import check_output_dir, file_part, write_output
+from fwlab.files import check_output_dir, file_part, loads_json, write_output
 from fwlab.results.record import RunRecord, utc_now
 from fwlab.stats import NoiseModel
 
@@ -100,11 +100,7 @@ def load_noise(path: Path | str) -> NoiseModel:
     from fwlab.validation import read_text
 
     text = read_text(path, "noise file", FwlabError, fix="give a baseline file written by 'fwlab baseline'")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise FwlabError(f"noise file {path} is not valid JSON: {exc.msg}",
-                         fix="rebuild it with 'fwlab baseline'") from None
+    data = loads_json(text, f"noise file {path}", FwlabError, fix="rebuild it with 'fwlab baseline'", finite=True)
     if isinstance(data, dict) and data.get("format") == BASELINE_FORMAT:
         if data.get("version") != BASELINE_VERSION:
             raise FwlabError(f"baseline file {path} has version {data.get('version')!r}, "

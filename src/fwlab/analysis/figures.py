@@ -31,7 +31,7 @@ from pathlib import Path
 from fwlab.errors import FwlabError
 from fwlab.suites.background import FloodSpec
 from fwlab.results.curves import CURVE_FIELDS, METRICS, Curve, curves, primary_metric
-from fwlab.results.identity import rate_id
+from fwlab.linerate import line_rate
 from fwlab.results.record import RunRecord
 from fwlab.results.trial import TrialRecord, as_records
 
@@ -115,7 +115,7 @@ def figure_key(fields: Mapping, rules: int | None, metric: str, ignore: Iterable
     if streams > 1:
         add("streams", f"x{streams}")
     if fields.get("link_rate_bps"):
-        add("link_rate_bps", f"@{rate_id(fields['link_rate_bps'])}")
+        add("link_rate_bps", f"@{line_rate(fields['link_rate_bps']).tc}")
     parts.append(metric)
     return " ".join(parts)
 

@@ -35,6 +35,10 @@ same way (not moved by other load on the host). The goal (``GOAL_RATIO`` x basel
 the best contender's interval lies above it, not met when below, inconclusive otherwise or when
 there were too few rounds for 95 %; when it is not met, ``limit`` says from the figures what
 limits the rate. Beds are torn down on every exit path.
+
+Not a plan through fwlab.run.start: its contenders are variants of the tester's own client
+(engine flags, close modes, worker counts no suite traffic item names), not trials of a method, so
+it drives runners.conn's processes on beds from fwlab.run.beds.open_bed.
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ from fwlab.dut import DutContext, get_backend
 from fwlab.rules import generate
 from fwlab.run.beds import open_bed
 from fwlab.runners import conn
+from fwlab.runners import conn_options
 from fwlab.stats import summarize
 from fwlab.stats.ratio import ratio_interval
 from fwlab.testbed import Testbed
@@ -69,7 +74,7 @@ class ConnBenchConfig:
 
 
 def contenders(cfg: ConnBenchConfig) -> dict[str, dict]:
-    base = conn.check_options("conn_rate", {"max_inflight": cfg.max_inflight, "addresses": cfg.addresses,
+    base = conn_options.check_options("conn_rate", {"max_inflight": cfg.max_inflight, "addresses": cfg.addresses,
                                             "timeout_s": 2.0})
     return {"baseline": {**base, "workers": 1, "close": "fin", "ports": 1, "lean": False},
             "lean": {**base, "workers": 1, "close": "fin", "ports": 1, "lean": True},

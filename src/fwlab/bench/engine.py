@@ -16,6 +16,10 @@ Each measurement: start the tool, wait ``warmup_s``, read the counter, wait ``se
 again, stop the tool; rate = counter difference / time between the reads. No receiving program
 runs for trafgen and the engine (the server's kernel drops the datagrams: no socket), iperf3 needs
 its server. Never touches the host's root namespace; the bed is torn down on every exit path.
+
+Not a plan through fwlab.run.start: it compares traffic generators by one interface counter read
+around a window (with an XDP drop program at the DUT's ingress), which no method's trial is; its
+bed comes from fwlab.run.beds.open_bed.
 """
 
 from __future__ import annotations
@@ -37,6 +41,9 @@ from typing import TextIO
 
 from fwlab.errors import FwlabError
 from fwlab.runners import engine as eng
+from fwlab.runners import engine_args as eng_args
+from fwlab.runners import engine_binary as eng_bin
+from fwlab.runners import engine_counts as eng_counts
 from fwlab.run.beds import open_bed
 from fwlab.testbed import Testbed, require_tool
 from fwlab.testbed.host import Spawned
@@ -200,7 +207,7 @@ def make_tools(bed: Testbed, cfg: BenchConfig, workdir: str) -> list[Tool]:
 
     # trafgen --------------------------------------------------------------------------------
     conf_fwd = Path(workdir) / "trafgen.cfg"
-    conf_fwd.write_text(trafgen_conf(next_hop, src_mac, src, dst, eng.ENGINE_PORT))
+    conf_fwd.write_text(trafgen_conf(next_hop, src_mac, src, dst, eng_args.ENGINE_PORT))
 
     def trafgen_start(bed: Testbed, run_s: float) -> Running:
         argv = ["trafgen", "--dev", topo.client_if, "--conf", str(conf_fwd), "--cpus", "2", "--no-sock-mem"]
@@ -211,22 +218,22 @@ def make_tools(bed: Testbed, cfg: BenchConfig, workdir: str) -> list[Tool]:
                       {"cpus": "--cpus 2 (trafgen picks CPUs 0 and 1)"}, trafgen_start))
 
     # fwlab-engine ---------------------------------------------------------------------------
-    engine = eng.require_engine()
+    engine = eng_bin.require_engine()
     for c in cfg.engine_configs:
         backend, _, threads_s = c.partition(":")
         threads = int(threads_s or 1)
         cpus = tuple(two[:threads]) if threads <= 2 else tuple(range(threads))
 
         def engine_start(bed: Testbed, run_s: float, backend=backend, threads=threads, cpus=cpus) -> Running:
-            t = eng.EngineTrial(duration_s=run_s, rate_pps=None, frame_size=FRAME, backend=backend,
+            t = eng_args.EngineTrial(duration_s=run_s, rate_pps=None, frame_size=FRAME, backend=backend,
                                 threads=threads, send_cpus=cpus)
-            argv = eng.build_send_args(engine, t, dst=dst, src=src if backend in eng.RAW_BACKENDS else None,
-                                       iface=topo.client_if if backend in eng.RAW_BACKENDS else None,
-                                       dst_mac=next_hop if backend in eng.RAW_BACKENDS else None)
+            argv = eng_args.build_send_args(engine, t, dst=dst, src=src if backend in eng_args.RAW_BACKENDS else None,
+                                       iface=topo.client_if if backend in eng_args.RAW_BACKENDS else None,
+                                       dst_mac=next_hop if backend in eng_args.RAW_BACKENDS else None)
 
             def parse(outs: list[tuple[str, str]]) -> dict:
                 try:
-                    doc = eng.parse_result(outs[0][0], "send")
+                    doc = eng_counts.parse_result(outs[0][0], "send")
                 except FwlabError as exc:
                     return {"error": exc.one_line(), "stderr": outs[0][1][-300:]}
                 return {"engine_achieved_pps": doc.get("achieved_pps"), "engine_offered": doc.get("offered_count"),
@@ -235,7 +242,7 @@ def make_tools(bed: Testbed, cfg: BenchConfig, workdir: str) -> list[Tool]:
 
             return Running([bed.host.spawn(argv, ns=bed.ns("client"))], {"argv": argv}, parse)
 
-        tools.append(Tool(f"engine:{backend}:{threads}", PHASES, eng.engine_version(),
+        tools.append(Tool(f"engine:{backend}:{threads}", PHASES, eng_bin.engine_version(),
                           {"send": list(cpus)}, engine_start))
     return tools
 
@@ -462,7 +469,7 @@ def parse_engine_configs(text: str) -> tuple[str, ...]:
     for c in text.split(","):
         c = c.strip()
         backend, _, threads = c.partition(":")
-        if backend not in eng.BACKENDS or not (threads or "1").isdigit() or int(threads or 1) < 1:
+        if backend not in eng_args.BACKENDS or not (threads or "1").isdigit() or int(threads or 1) < 1:
             raise FwlabError(f"bad engine configuration '{c}'", fix="use backend:threads, e.g. udp:1,packet:2")
         out.append(f"{backend}:{int(threads or 1)}")
     return tuple(out)

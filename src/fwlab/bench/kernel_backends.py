@@ -10,6 +10,10 @@ cannot bracket); ``bridge:<backend>``: that backend in bridge mode with br_netfi
 the kernel's own run time per program (``kernel.bpf_stats_enabled``, turned on only while the
 trial runs) on a light engine trial, no reference. Every backend gets a figure or the reason it
 has none. Figures depend on the machine and its load; nothing here asserts one.
+
+Not yet a plan through fwlab.run.start: its XDP figure (bpf_stats around an engine trial) is no
+registered method, and its table is built from the trials in memory, not read back from a record;
+its beds come from fwlab.run.beds.open_bed (a fresh one per backend).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from fwlab.probes.kclock import ProgStatsProbe
 from fwlab.probes.reference import ReferenceChain, XtablesReference
 from fwlab.rules.generate import generate
 from fwlab.runners import engine as eng
+from fwlab.runners import engine_args as eng_args
 from fwlab.run.beds import open_bed
 from fwlab.testbed import Testbed, Topology, new_run_id
 
@@ -95,7 +100,7 @@ def _xdp(bed: Testbed, name: str, cfg: KernelBackendsConfig) -> dict:
     runs = []
     for _ in range(cfg.repetitions):
         s, r = eng.default_cpus(bed, 1)
-        t = eng.EngineTrial(duration_s=cfg.seconds, rate_pps=cfg.rate_pps, send_cpus=s, recv_cpus=r)
+        t = eng_args.EngineTrial(duration_s=cfg.seconds, rate_pps=cfg.rate_pps, send_cpus=s, recv_cpus=r)
         with ProgStatsProbe(bed.host, bed.ns("dut"), max_s=cfg.seconds + 30) as p:
             m = eng.run_trial(bed, t, int(cfg.rate_pps * cfg.seconds)).metrics
         res = p.result()

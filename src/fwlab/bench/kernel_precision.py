@@ -18,6 +18,11 @@ The spread between repetitions of each figure is its sample SD / mean (CV) and (
 median. Goals (issue 30): referenced cost CV <= 3 % at 1,000 and 10,000 rules, raw <= 10 %,
 judged on the light-load cost trials. Figures depend on the machine and its load; nothing here
 asserts one.
+
+Not yet a plan through fwlab.run.start (its trials could be a suite of kinds cost and engine in an
+order handed to start, as bench search hands its ABBA order): its spreads are computed from the
+trials in memory and would first have to be read back from the record with the same output; its
+bed comes from fwlab.run.beds.open_bed.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from fwlab.probes.cost import kernel_cost
 from fwlab.probes.kclock import CostProbe
 from fwlab.probes.reference import ReferenceChain
 from fwlab.runners import engine as eng
+from fwlab.runners import engine_args as eng_args
 from fwlab.stats.summary import summarize
 from fwlab.run.beds import open_bed
 from fwlab.testbed import Testbed
@@ -72,7 +78,7 @@ def spread(values: list[float | None]) -> dict:
 
 def _throughput_trial(bed: Testbed, cfg: KernelPrecisionConfig, ref: ReferenceChain) -> dict:
     s, r = eng.default_cpus(bed, 1)
-    t = eng.EngineTrial(duration_s=cfg.seconds, rate_pps=None, send_cpus=s, recv_cpus=r)
+    t = eng_args.EngineTrial(duration_s=cfg.seconds, rate_pps=None, send_cpus=s, recv_cpus=r)
     with CostProbe.for_dut(bed.host, bed.ns("dut"), families=("ipv4",), reference=ref, max_s=cfg.seconds + 30) as p:
         m = eng.run_trial(bed, t).metrics
     sent = int(m.get("offered_count") or 0)

@@ -10,7 +10,7 @@ counter), dropped by the DUT's rules (rule-counter delta of the deny and default
 reaching the server (ingress counter). Nothing is assumed from the intended rate.
 
 The attacker may be a remote host (``[hosts.attacker]`` beside a remote ``[hosts.dut]`` whose
-third data interface is the attacker's cable): the engine is shipped there (runners.engine's
+third data interface is the attacker's cable): the engine is shipped there (runners.engine_binary's
 ``engine_on``), runs there under the SSH watchdog and stops by its ``--duration-s``; its link
 counters are read there. On a remote DUT fwlab adds no route (replies to spoofed sources follow
 the host's own routing, normally dropped) and on a remote server no counter table (the server
@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Callable
 from fwlab.errors import RunnerError
 from fwlab.suites.background import ENGINE_PROTO, FloodSpec
 from fwlab.runners.base import Measurement
-from fwlab.runners.engine import engine_on, parse_result
+from fwlab.runners.engine_binary import engine_on
+from fwlab.runners.engine_counts import parse_result
 
 if TYPE_CHECKING:
     from fwlab.runners.base import TrialEnv

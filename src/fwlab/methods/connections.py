@@ -14,8 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 from fwlab.errors import RunnerError
 from fwlab.runners import conn
+from fwlab.runners import conn_counts
+from fwlab.runners import conn_options
 from fwlab.runners.base import Measurement, Runner, TrafficSpec, TrialEnv, register
-from fwlab.runners.engine import shipped_engines
+from fwlab.runners.engine_binary import shipped_engines
 from fwlab.search import BinaryGoal, run_search
 from fwlab.search.result import SearchResult
 from fwlab.testbed import host_sysctl
@@ -125,14 +127,14 @@ class ConnRunner(Runner):
         return conn.engine_version()
 
     def check_options(self, kind: str, options: dict[str, Any]) -> dict[str, Any]:
-        return conn.check_options(kind, options)
+        return conn_options.check_options(kind, options)
 
     def estimate_s(self, traffic: str, duration_s: float, streams: int, options: dict[str, Any]) -> float:
         """conn_capacity: each search trial opens up to its target (at ``OPEN_CPS``), holds,
         probes and closes; ``CAPACITY_TRIALS`` of them (one with search = none)."""
         if traffic != "conn_capacity":
             return super().estimate_s(traffic, duration_s, streams, options)
-        o = conn.check_options(traffic, options)
+        o = conn_options.check_options(traffic, options)
         none = o["search"] == "none"
         per = float(o["count"] if none else o["max_count"]) / OPEN_CPS + float(o["hold_s"]) + 3.0
         return per * (1 if none else CAPACITY_TRIALS)
@@ -140,25 +142,25 @@ class ConnRunner(Runner):
     def bed_started(self, bed: "Testbed", env: TrialEnv, trials: list) -> dict | None:
         need: dict[int, int] = {}
         for t in trials:
-            n = conn.addresses_needed(t.traffic, t.options)
+            n = conn_options.addresses_needed(t.traffic, t.options)
             need[t.ip_version] = max(need.get(t.ip_version, 0), n)
         info = conn.prepare_bed(bed, need)
         info["conntrack"] = conn.read_conntrack(bed)
         info["conntrack_tool"] = conn.flush_conntrack(bed)
-        info["per_process_sockets"] = conn.PER_PROCESS
+        info["per_process_sockets"] = conn_options.PER_PROCESS
         env.note(f"conn: {sum(need.values())} client addresses; DUT conntrack {info['conntrack']}")
         return info
 
     def measure(self, bed: "Testbed", spec: TrafficSpec, env: TrialEnv | None = None) -> Measurement:
         env = env or TrialEnv()
         info = env.bed_info.get(self.name) or conn.prepare_bed(
-            bed, {spec.ip_version: conn.addresses_needed(spec.traffic, spec.options)})
+            bed, {spec.ip_version: conn_options.addresses_needed(spec.traffic, spec.options)})
         srcs = info["addresses"][str(spec.ip_version)]
-        o = dict(spec.options) or conn.check_options(spec.traffic, {})
+        o = dict(spec.options) or conn_options.check_options(spec.traffic, {})
         if spec.traffic == "conn_rate":
             return _with_shipped(bed, self._rate(bed, spec, o, srcs[:o["addresses"]]))
         if spec.traffic == "conn_capacity":
-            need = conn.addresses_needed(spec.traffic, o)
+            need = conn_options.addresses_needed(spec.traffic, o)
             if bed.is_remote("dut") and (o.get("host_conntrack_max") or o.get("host_conntrack_buckets")):
                 raise RunnerError("host_conntrack_max/buckets change this machine's sysctl, but the DUT is "
                                   "a remote host", fix="set net.netfilter.nf_conntrack_max on the DUT host "
@@ -246,18 +248,18 @@ class ConnRunner(Runner):
                 env.note("conn: HOST sysctl changed for this trial, restored after it: "
                          + ", ".join(f"{k} {v['old']} -> {v['new']}" for k, v in sysctl_log.items()))
             ct0 = conn.read_conntrack(bed)
-            ceil = capacity_ceilings(addresses=len(srcs), server_ports=conn.workers_for(conn.capacity_top(o)),
+            ceil = capacity_ceilings(addresses=len(srcs), server_ports=conn_options.workers_for(conn_options.capacity_top(o)),
                                      conntrack_max=ct0["nf_conntrack_max"], tracked=None,
                                      mem_available_b=conn.mem_available_b(bed))
-            if ceil["ceiling_connections"] is not None and conn.capacity_top(o) > ceil["ceiling_connections"]:
-                env.note(f"conn: {conn.capacity_top(o):,} connections asked for, at most "
+            if ceil["ceiling_connections"] is not None and conn_options.capacity_top(o) > ceil["ceiling_connections"]:
+                env.note(f"conn: {conn_options.capacity_top(o):,} connections asked for, at most "
                          f"{ceil['ceiling_connections']:,} possible here: {ceil['ceiling_reason']}")
             cap, upper, sr_dict, irregular, ramp = self._capacity_search(m, o)
             conn.flush_conntrack(bed)
         # now known: did the DUT track the held connections (its table filled during a hold)?
         held_counts = [(t.get("conntrack_held") or {}).get("nf_conntrack_count") for t in m.trials]
         if any(c is not None for c in held_counts):
-            ceil = capacity_ceilings(addresses=len(srcs), server_ports=conn.workers_for(conn.capacity_top(o)),
+            ceil = capacity_ceilings(addresses=len(srcs), server_ports=conn_options.workers_for(conn_options.capacity_top(o)),
                                      conntrack_max=ct0["nf_conntrack_max"],
                                      tracked=any((c or 0) > 100 for c in held_counts),
                                      mem_available_b=conn.mem_available_b(bed))
@@ -295,13 +297,13 @@ class ConnRunner(Runner):
                           "message": "host-global " + ", ".join(f"{k} {v['old']} -> {v['new']}"
                                                                 for k, v in sysctl_log.items())
                                      + (" for this trial, restored" if restored else " NOT restored")})
-        if ceil["ceiling_connections"] is not None and conn.capacity_top(o) > ceil["ceiling_connections"]:
+        if ceil["ceiling_connections"] is not None and conn_options.capacity_top(o) > ceil["ceiling_connections"]:
             flags.append({"code": "capacity-ceiling", "severity": "info",
-                          "message": f"{conn.capacity_top(o):,} connections asked for, at most "
+                          "message": f"{conn_options.capacity_top(o):,} connections asked for, at most "
                                      f"{ceil['ceiling_connections']:,} possible on this bed: {ceil['ceiling_reason']}"})
         if "max_load_passed" in irregular:
             flags.append({"code": "max-load-passed", "severity": "warning",
-                          "message": f"all {conn.capacity_top(o)} connections held: the DUT may hold more"})
+                          "message": f"all {conn_options.capacity_top(o)} connections held: the DUT may hold more"})
         if "generator_short_trials" in irregular:
             flags.append({"code": "generator-short", "severity": "warning",
                           "message": "some trials could not start every connection (generator-side errors)"})
@@ -310,7 +312,7 @@ class ConnRunner(Runner):
 
     def _capacity_search(self, m: conn.ConnCapacityMeasurer, o: dict):
         hold = max(o["hold_s"], 1e-3)
-        top = conn.capacity_top(o)
+        top = conn_options.capacity_top(o)
         ramp = None
         if o["search"] == "none":
             tr = m.measure(hold, top)
@@ -319,10 +321,10 @@ class ConnRunner(Runner):
         if o["search"] == "ramp":
             doc, srv, ctb, cth = conn.run_hold(m.bed, ip_version=m.ip_version, count=top, o=o, srcs=m.srcs,
                                                stop_on_failure=True)
-            ramp = {"count": top, "ramp": True, "client": conn._slim(doc), "server": conn._slim(srv),
+            ramp = {"count": top, "ramp": True, "client": conn_counts.slim(doc), "server": conn_counts.slim(srv),
                     "conntrack_before": ctb, "conntrack_held": cth}
             m.trials.append(ramp)
-            tr = conn.hold_trial_result(doc, top, hold)
+            tr = conn_counts.hold_trial_result(doc, top, hold)
             if not tr.generator_short and tr.forwarded_count == top:
                 return top, None, None, ["max_load_passed"], ramp
             est = int(doc.get("first_failure_at") or doc.get("established") or 0)

@@ -22,6 +22,7 @@ from fwlab.probes.kclock import CostProbe, ProbeResult
 from fwlab.probes.reference import ReferenceChain, XtablesReference
 from fwlab.rules.generate import generate
 from fwlab.runners import engine as eng
+from fwlab.runners import engine_args as eng_args
 from fwlab.runners.base import Measurement, Runner, TrafficSpec, TrialEnv, register
 
 if TYPE_CHECKING:
@@ -83,7 +84,7 @@ class CostTrial:
     probe: ProbeResult
 
     def to_dict(self) -> dict[str, Any]:
-        return {"rate_pps": self.rate_pps, "duration_s": self.load.duration_s, "frame_size": self.load.frame_size or eng.default_frame_size(self.load.ip_version),
+        return {"rate_pps": self.rate_pps, "duration_s": self.load.duration_s, "frame_size": self.load.frame_size or eng_args.default_frame_size(self.load.ip_version),
                 "ip_version": self.load.ip_version, "intended_count": self.intended_count,
                 "offered_count": self.offered_count, "forwarded_count": self.forwarded_count,
                 "generator_short": self.generator_short, "tx_pps": self.tx_pps,
@@ -91,10 +92,10 @@ class CostTrial:
                 "probe": self.probe.to_dict()}
 
 
-def _trial(bed: "Testbed", load: CostLoad, rate_pps: float, duration_s: float) -> tuple[eng.EngineTrial, int]:
+def _trial(bed: "Testbed", load: CostLoad, rate_pps: float, duration_s: float) -> tuple[eng_args.EngineTrial, int]:
     send, recv = eng.default_cpus(bed, 1)
-    t = eng.EngineTrial(duration_s=duration_s, rate_pps=rate_pps,
-                        frame_size=load.frame_size or eng.default_frame_size(load.ip_version),
+    t = eng_args.EngineTrial(duration_s=duration_s, rate_pps=rate_pps,
+                        frame_size=load.frame_size or eng_args.default_frame_size(load.ip_version),
                         ip_version=load.ip_version, send_cpus=send, recv_cpus=recv)
     return t, int(round(rate_pps * duration_s))
 
@@ -158,7 +159,7 @@ def cost_metrics(ct: CostTrial, reference: str | None, reference_missing: str | 
     dur = ct.load.duration_s
     fwd = ct.forwarded_count
     m: dict[str, Any] = {
-        "rate_pps": ct.rate_pps, "duration_s": dur, "frame_size": ct.load.frame_size or eng.default_frame_size(ct.load.ip_version),
+        "rate_pps": ct.rate_pps, "duration_s": dur, "frame_size": ct.load.frame_size or eng_args.default_frame_size(ct.load.ip_version),
         "intended_count": ct.intended_count, "offered_count": ct.offered_count, "forwarded_count": fwd,
         "generator_short": ct.generator_short, "tx_pps": ct.tx_pps,
         "rx_pps": fwd / dur if dur else None,

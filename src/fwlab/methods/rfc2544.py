@@ -25,8 +25,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from fwlab.errors import FwlabError, RunnerError, SearchError
 from fwlab.runners.base import MIN_OVERLAP_SHARE, Measurement, Runner, TrafficSpec, TrialEnv, register
 from fwlab.validation import one_line
-from fwlab.runners.engine import (EngineMeasurer, EngineTrial, default_cpus, default_frame_size, engine_unavailable,
-                                  engine_version, run_trial)
+from fwlab.runners.engine import EngineMeasurer, default_cpus, run_trial
+from fwlab.runners.engine_args import EngineTrial, default_frame_size
+from fwlab.runners.engine_binary import engine_unavailable, engine_version
 from fwlab.search import BinaryGoal, run_search
 from fwlab.search.csit import reference_goal
 from fwlab.search.mlr import SearchGoal, bounds_after_each_trial, goals_of

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from fwlab.errors import FwlabError
 from fwlab.files import write_output
+from fwlab.linerate import LineRate
 from fwlab.published.model import Study, load_study
 from fwlab.registry import Registry
 from fwlab.stats import MIN_REPETITIONS, SIGNIFICANT, compare_figure  # noqa: F401  (SIGNIFICANT re-exported)
@@ -227,24 +228,10 @@ def study_of(run: dict) -> str | None:
     return ((run.get("suite") or {}).get("parsed") or {}).get("study")
 
 
-def link_rates_of(trials: list[TrialRecord]) -> list[int | None]:
+def link_rates_of(trials: list[TrialRecord]) -> list[LineRate | None]:
     """The emulated link rates the trials ran at (``link_rate_bps``; None: unshaped), the run's own
     first: the order of first appearance, which is the suite's ``link_rate`` order."""
     return list(dict.fromkeys(t.link_rate_bps or None for t in as_records(trials)))
-
-
-def _at_rate(run: dict, bps: int | None) -> dict:
-    """`run` as the comparators read it for the trials at one link rate: the suite's ``link_rate``
-    set to that rate (None: unshaped)."""
-    from fwlab.results.identity import rate_id
-
-    out = dict(run)
-    suite = dict(out.get("suite") or {})
-    parsed = dict(suite.get("parsed") or {})
-    parsed["link_rate"] = rate_id(bps) if bps else None
-    suite["parsed"] = parsed
-    out["suite"] = suite
-    return out
 
 
 def compare_study(run: dict, trials: list[TrialRecord], study: str | None = None) -> StudyComparison | None:
@@ -261,17 +248,17 @@ def compare_study(run: dict, trials: list[TrialRecord], study: str | None = None
     if study not in COMPARATORS:
         raise FwlabError(f"no comparison for study '{study}'", fix=f"use one of {', '.join(COMPARATORS.names())}")
     trials = as_records(trials)  # the read boundary: the studies read typed records
-    from fwlab.results.identity import link_words, rate_id
+    from fwlab.results.identity import link_words
 
     rates = link_rates_of(trials)
     fn = COMPARATORS.get(study)
-    listed = isinstance(((run.get("suite") or {}).get("parsed") or {}).get("link_rate"), list)
     if len(rates) <= 1:
-        # a run of a rate list that holds one rate's trials (interrupted) is read at that rate
-        out = fn(load_study(study), _at_rate(run, rates[0]) if listed and rates else run, trials)
+        # (a run of a rate list that holds one rate's trials, interrupted, is read at that rate:
+        # a comparator reads the rate from the trials, LineRate-typed)
+        out = fn(load_study(study), run, trials)
     else:
         own = rates[0]
-        out = fn(load_study(study), _at_rate(run, own), [t for t in trials if (t.link_rate_bps or None) == own])
+        out = fn(load_study(study), run, [t for t in trials if (t.link_rate_bps or None) == own])
         out.scaling.insert(0, f"This run measured every trial at {len(rates)} link rates: the verdicts are read on the "
                               f"{link_words(own)} (the run's own, first); "
                               + "the " + ", ".join(link_words(r) for r in rates[1:]) + " follow"
@@ -280,8 +267,8 @@ def compare_study(run: dict, trials: list[TrialRecord], study: str | None = None
         same = {(t.title, t.rows) for t in out.tables}      # tables of published figures only: shown once
         out.tables = [dataclasses.replace(t, title=f"{t.title} [{link_words(own)}]") for t in out.tables]
         for other in rates[1:]:
-            more = fn(load_study(study), _at_rate(run, other), [t for t in trials if (t.link_rate_bps or None) == other])
-            tag = "unshaped" if other is None else rate_id(other)
+            more = fn(load_study(study), run, [t for t in trials if (t.link_rate_bps or None) == other])
+            tag = "unshaped" if other is None else other.tc
             out.tables += [dataclasses.replace(t, title=f"{t.title} [{link_words(other)}]") for t in more.tables
                            if (t.title, t.rows) not in same]
             out.findings += [dataclasses.replace(f, id=f"{_base_id(study, f)}@{tag}",

@@ -16,6 +16,7 @@ load (``during = false``) make it "not testable here". Older records (kind ``str
 
 from __future__ import annotations
 
+from fwlab.linerate import LineRate
 from fwlab.published.compare import (
     INCONCLUSIVE,
     NOT_MEASURED,
@@ -65,10 +66,12 @@ OVERRUN = 2.0
 """The seed's large sets ran 1.9-4.9 x iperf's 10 s at 500 and 900 streams, the cross connection 1.1-1.2 x."""
 
 
-def _link_rate(run: dict):
-    """The suite's emulated link rate (``link_rate``, top level or in ``[bed]``), None when unshaped."""
-    parsed = (run.get("suite") or {}).get("parsed") or {}
-    return parsed.get("link_rate") or (parsed.get("bed") or {}).get("link_rate")
+def _link_rate(run: dict, trials: list[TrialRecord]) -> LineRate | None:
+    """The emulated link rate the trials ran at (their own), else the suite's one ``link_rate``
+    (trials recorded before they carried it); None when unshaped."""
+    own = next((t.link_rate_bps for t in trials if t.link_rate_bps), None)
+    rate = ((run.get("suite") or {}).get("parsed") or {}).get("link_rate")
+    return own or (LineRate.parse(rate) if isinstance(rate, str) and rate != "none" else None)
 
 
 def _tcp(trials):
@@ -308,7 +311,7 @@ def compare(study: Study, run: dict, trials: list[TrialRecord]) -> StudyComparis
         zero = [pct.get((0, s)) for s in (1, 100) if s in streams]
         extra = (f" With 0 rules the {fw_mode} path itself gives {fmt_range(zero)} of direct."
                  if all(z is not None for z in zero) and 0 in rules else "")
-        if verdict == NOT_REPRODUCED and extra and min(zero) < 90.0 and not _link_rate(run):
+        if verdict == NOT_REPRODUCED and extra and min(zero) < 90.0 and not _link_rate(run, trials):
             # the seed's 100 Mbit/s wire capped cross and firewall alike; on an unshaped veth bed
             # the DUT's hop itself costs, so a shortfall here is the bed's, not the rule set's
             verdict, why = INCONCLUSIVE, (f"the bed cannot reach the seed's regime: no link rate, and the "

@@ -10,7 +10,7 @@ import html
 import statistics
 
 from fwlab.report.timeseries import config_label
-from fwlab.results.identity import speed_words
+from fwlab.linerate import speed_words
 from fwlab.results.trial import TrialRecord, as_records
 
 

@@ -13,7 +13,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import PlainSerializer, PlainValidator, WithJsonSchema
+
+from fwlab.linerate import LineRate, line_rate, speed_words
+
+#: a trial's emulated link rate: a LineRate in memory, its number [bit/s] (or null) in the record
+LinkRateBps = Annotated[LineRate | None, PlainValidator(line_rate),
+                        PlainSerializer(lambda r: None if r is None else int(r)),
+                        WithJsonSchema({"anyOf": [{"type": "integer"}, {"type": "null"}], "default": None,
+                                        "title": "Link Rate Bps"})]
 
 #: fields that identify a curve: everything but the rule count and the repetition
 CURVE_FIELDS = ("mode", "backend", "layout", "stateful_shortcut", "ip_version", "traffic", "size_bytes", "streams",
@@ -50,25 +60,12 @@ def trial_id(t: Mapping) -> str:
     sc = "-sf" if t.get("stateful_shortcut") else ""
     lb = f"-{t['label']}" if t.get("label") else ""
     bg = f"-{background_id_part(t['background'])}" if t.get("background") else ""
-    link = f"-{rate_id(t['link_rate_bps'])}" if t.get("link_rate_bps") else ""
+    link = f"-{line_rate(t['link_rate_bps']).tc}" if t.get("link_rate_bps") else ""
     return (f"ip{t['ip_version']}{t['traffic']}{lb}-{size}{st}{bg}-{t['backend']}-{t['rules']}r-"
             f"{t['layout']}{sc}-{t['mode']}{link}-r{t['repetition']}")
 
 
-def rate_id(bps: int) -> str:
-    """An emulated link rate as tc writes it: 100000000 -> '100mbit', 1000000000 -> '1gbit'."""
-    for unit, scale in (("gbit", 10 ** 9), ("mbit", 10 ** 6), ("kbit", 10 ** 3)):
-        if bps >= scale and bps % scale == 0:
-            return f"{bps // scale}{unit}"
-    return f"{bps}bit"
-
-
-def speed_words(bps: float) -> str:
-    """A link speed: '100 Mbit/s', '10 Gbit/s'."""
-    return f"{bps / 1e9:g} Gbit/s" if bps >= 10 ** 9 else f"{bps / 1e6:g} Mbit/s"
-
-
-def link_words(bps: int | None) -> str:
+def link_words(bps: LineRate | None) -> str:
     """'100 Mbit/s link' or 'unshaped bed' (a curve's or a table's emulated wire)."""
     if not bps:
         return "unshaped bed"
@@ -141,7 +138,7 @@ class TrialIdentity:
     label: str | None = None  #: the traffic item's tag, part of the id
     options: dict = field(default_factory=dict, hash=False)  #: the traffic item's runner options
     background: dict | None = field(default=None, hash=False)  #: a flood beside the trial (FloodSpec dict)
-    link_rate_bps: int | None = None  #: the emulated wires' line rate (suite ``link_rate``); None: unshaped
+    link_rate_bps: LinkRateBps = None  #: the emulated wires' line rate (suite ``link_rate``); None: unshaped
 
     @property
     def trial_id(self) -> str:

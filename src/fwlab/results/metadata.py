@@ -41,9 +41,9 @@ TOOL_VERSION_CMDS = {
 
 def tool_versions() -> dict[str, str | None]:
     """Each tool's version line (None: not installed); fwlab-engine's from the binary fwlab
-    runs (`fwlab.runners.engine.find_engine`: $FWLAB_ENGINE, the repository's build, PATH),
+    runs (`fwlab.runners.engine_binary.find_engine`: $FWLAB_ENGINE, the repository's build, PATH),
     read from its JSON ``version`` document."""
-    from fwlab.runners.engine import engine_version, find_engine
+    from fwlab.runners.engine_binary import engine_version, find_engine
 
     out = {k: _first_line(v) for k, v in TOOL_VERSION_CMDS.items()}
     out["fwlab-engine"] = engine_version() if find_engine() else None

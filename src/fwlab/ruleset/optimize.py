@@ -49,7 +49,7 @@ from fwlab.run.header import derived_suite, new_record
 from fwlab.ruleset.probe import (DEFAULT_INTERFACES, PROBE_PPS, SETTLE_S, Bed, Routes, end_probes, observed_verdict,
                                  parse_interfaces, preflight, prepare, rate_trial, read_input, send_counted)
 from fwlab.ruleset.run import class_trial_header, kpps_text, note_to
-from fwlab.runners.engine import engine_version
+from fwlab.runners.engine_binary import engine_version
 from fwlab.stats.ratio import RATIO_METHOD
 
 PROBE_COUNT = 10  #: engine packets per probe and rule set [packets]

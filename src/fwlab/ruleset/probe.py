@@ -28,7 +28,8 @@ from fwlab.rules.derive import BedAddresses, TrafficClass
 from fwlab.ruleset.arrivals import ArrivalCounter, by_link, probe_packets, quiet, seen_as
 from fwlab.ruleset.established import is_reply, is_twin, original_of, reply_of, reply_tuple, translation_of
 from fwlab.ruleset.interfaces import parse_map
-from fwlab.runners.engine import parse_result, require_engine
+from fwlab.runners.engine_binary import require_engine
+from fwlab.runners.engine_counts import parse_result
 from fwlab.testbed import Testbed, require_root, require_tool
 
 PROBE_PPS = 2000  #: probe rate [packets/s]

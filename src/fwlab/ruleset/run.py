@@ -61,7 +61,9 @@ from fwlab.ruleset.probe import (DROP_MAX, PASS_MIN, PROBE_PPS, Bed, Routes, cla
                                  frame_size, open_flow, preflight, prepare, probe, random_alternatives, rate_trial, read_input,
                                  send_args,
                                  send_frames, unsendable)
-from fwlab.runners.engine import engine_version, metrics_from, parse_result, wait_ready
+from fwlab.runners.engine import wait_ready
+from fwlab.runners.engine_binary import engine_version
+from fwlab.runners.engine_counts import metrics_from, parse_result
 from fwlab.testbed import Testbed, require_root, require_tool
 
 LATENCY_IDLE_S = 0.3  #: the latency receiver stops this long after the last frame [s]

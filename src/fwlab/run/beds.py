@@ -18,8 +18,9 @@ from typing import Callable, Iterable
 from fwlab.dut import DutContext
 from fwlab.dut.base import Backend
 from fwlab.dut.reset import Fingerprint, reset
+from fwlab.linerate import LineRate
 from fwlab.results.overhead import Phases
-from fwlab.runners.engine import require_engine
+from fwlab.runners.engine_binary import require_engine
 from fwlab.suites import Suite
 from fwlab.testbed import Offloads, Pinning, Testbed, Topology, new_run_id
 from fwlab.testbed.hosts import Placement
@@ -38,7 +39,7 @@ def open_bed(topology: Topology | str = "routed", *, placement: Placement | None
     return Testbed(topo, placement=placement, engine=engine)
 
 
-def topology(suite: Suite, mode: str, link_rate_bps: int | None = None,
+def topology(suite: Suite, mode: str, link_rate_bps: LineRate | None = None,
              placement: Placement | None = None) -> Topology:
     """The topology of a suite's bed for ``mode`` and a link rate (a fresh run id)."""
     s = suite

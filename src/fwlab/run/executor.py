@@ -8,8 +8,10 @@ each bed the runners started once, each rule set loaded once for the trials that
 appended to the record at once; adaptive repetitions (the suite's precision) scheduled as they
 go; where the time goes (fwlab.results.overhead: per trial, per bed, per run); and work for
 after the run (``prepare``, e.g. the report's imports) beside the first bed's set-up, ended
-before the first traffic. Never parses tool output (runners do), renders rules (backends do),
-computes statistics or decides what a run is (:mod:`fwlab.run.start` does).
+before the first traffic; and a plan run to its end on a record (:func:`execute`: the trials not
+yet in it, the precision reached, the run's status, :class:`Interrupted` on SIGINT or SIGTERM).
+Never parses tool output (runners do), renders rules (backends do), computes statistics or
+decides what a run is: its suite, hosts, checks and plan (:mod:`fwlab.run.start` does).
 """
 
 from __future__ import annotations
@@ -22,17 +24,18 @@ from typing import Callable, Iterable
 
 from fwlab.dut import DutContext, get_backend
 from fwlab.dut.reset import fingerprint
-from fwlab.errors import FwlabError
+from fwlab.errors import FwlabError, RecordError
 import fwlab.methods  # noqa: F401  (registers the test methods beside the tools)
 from fwlab.results import RunRecord
 from fwlab.results.overhead import Phases
 from fwlab.run.beds import KeptBed, bed_conditions, describe, hand_on, open_bed, topology
 from fwlab.run.load import LoadedRuleset, RuleLoader
-from fwlab.run.plan import TrialSpec
+from fwlab.run.plan import Plan, TrialSpec, expand_max
 from fwlab.run.progress import Progress, fmt_result
 from fwlab.run.trial import Pacing, run_trial
 from fwlab.runners import TrialEnv, get_runner
-from fwlab.stats.precision import PrecisionRule, adaptive_order
+from fwlab.run.preflight import dut_system
+from fwlab.stats.precision import PrecisionRule, adaptive_order, figure_id, outcome
 from fwlab.suites import Suite
 from fwlab.testbed import Testbed
 from fwlab.testbed.hosts import Placement
@@ -216,3 +219,55 @@ class Executor:
             self.on_trial(rec.to_json())
         self.progress.trial_done(spec, fmt_result(outcome.metrics, outcome.error))
         self.run_phases.add("record", time.monotonic() - t_rec)
+
+
+class Interrupted(FwlabError):
+    """The run was stopped by SIGINT or SIGTERM; finished trials are on disk."""
+
+
+def execute(suite: Suite, plan: Plan, rec: RunRecord, quiet: bool, placement: Placement | None = None,
+            prepare: Callable[[], None] | None = None) -> None:
+    """Run ``plan``'s trials not yet in ``rec`` (:class:`~fwlab.run.executor.Executor`), then
+    record the precision reached and the run's status."""
+    done = rec.finished_ids()
+    rule = PrecisionRule.of_suite(suite)
+    known = {t.trial_id for t in (expand_max(suite, dut_system(placement)) if rule else plan).trials}
+    if done - known:
+        raise RecordError(f"{rec.path} holds trials this suite does not plan", fix="resume with the fwlab that wrote it")
+    # adaptive: the bar counts to the maximum (figures that reach the precision stop earlier)
+    total = len(known) if rule else len(plan.trials)
+    progress = Progress(total=total, already=len(done & known), quiet=quiet)
+    if progress.already:
+        progress.note(f"resuming: {progress.already} of {progress.total} trials already done")
+    warning = placement.latency_clock_warning() if placement is not None else None
+    if warning and any(t.tool in ("engine", "rfc2544") for t in plan.trials):
+        progress.note(f"warning: {warning}")
+    ex = Executor(suite, rec, progress, placement=placement, rule=rule, prepare=prepare)
+    rec.run["lean_trials"] = True  # (records before the old path went may say False)
+    try:
+        ex.run(list(plan.trials), done)
+    except KeyboardInterrupt:
+        _record_precision(rec, rule, plan)
+        rec.set_status("interrupted")
+        raise Interrupted(f"run interrupted; {len(rec.finished_ids())} finished trials kept in {rec.path}",
+                          fix=f"fwlab run --resume {rec.path}") from None
+    except BaseException:
+        rec.set_status("failed")
+        raise
+    finally:
+        rec.run["overhead_s"] = ex.run_phases.to_dict()  # record writing
+    p = _record_precision(rec, rule, plan)
+    if p is not None:
+        at_max = sum(1 for f in p["figures"] if f["status"] == "max-reached")
+        progress.note(f"precision: {p['met']} of {p['total']} figures within ±{100 * p['precision']:g} %"
+                      + (f"; {at_max} hit the maximum of {p['max_repetitions']} without it" if at_max else ""))
+    rec.set_status("complete")
+
+
+def _record_precision(rec: RunRecord, rule: PrecisionRule | None, plan: Plan) -> dict | None:
+    """run.json's ``precision``: per figure the repetitions it took and the interval reached."""
+    if rule is None:
+        return None
+    rec.run["precision"] = outcome(rec.trials(), rule, [figure_id(t.to_dict()) for t in plan.trials]
+                                   ).model_dump(mode="json")
+    return rec.run["precision"]

@@ -21,7 +21,7 @@ from fwlab.dut.memory import check_headroom
 from fwlab.results.overhead import Phases
 from fwlab.rules import REALWORLD_LAYOUTS, RuleSet, generate, generate_kube_proxy, generate_realworld
 from fwlab.run.plan import TrialSpec
-from fwlab.runners.engine import ENGINE_PORT
+from fwlab.runners.engine_args import ENGINE_PORT
 from fwlab.suites import Suite
 from fwlab.testbed import Topology
 

@@ -11,11 +11,12 @@ Never touches the kernel.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from pydantic import ValidationError
 
 from fwlab.dut import backend_names, get_backend
-from fwlab.errors import SuiteError
+from fwlab.errors import FwlabError, SuiteError
 import fwlab.methods  # noqa: F401  (registers the test methods beside the tools)
 from fwlab.results.identity import TrialIdentity
 from fwlab.rules.model import REALWORLD_LAYOUTS, layout_tool_problem
@@ -104,6 +105,14 @@ class Plan:
     trials: tuple[TrialSpec, ...]
     skipped: tuple[dict, ...]  #: combinations left out, each with its reason
 
+    def reordered(self, order: Callable[[list[TrialSpec]], list[TrialSpec]]) -> Plan:
+        """The same plan in the trial order ``order`` gives (e.g. ``fwlab bench search``'s ABBA
+        order); FwlabError when ``order`` does not keep exactly the planned trials."""
+        trials = list(order(list(self.trials)))
+        if sorted(t.trial_id for t in trials) != sorted(t.trial_id for t in self.trials):
+            raise FwlabError("a trial order must keep exactly the planned trials", fix="report this as a bug")
+        return type(self)(tuple(trials), self.skipped)
+
 
 def expand(suite: Suite, dut_system: str | None = None) -> Plan:
     """The suite's trials, in run order, and the combinations left out with their reasons.
@@ -113,7 +122,7 @@ def expand(suite: Suite, dut_system: str | None = None) -> Plan:
     trials: list[TrialSpec] = []
     skipped: list[dict] = []
     seen_skip: set[tuple] = set()
-    for link_bps in suite.link_rates_bps:
+    for link_rate in suite.link_rates:
         for mode in suite.mode:
             backends = ["none"] if mode == "direct" else suite.backends
             for backend_name in backends:
@@ -154,7 +163,7 @@ def expand(suite: Suite, dut_system: str | None = None) -> Plan:
                                             tool=item.tool, size_bytes=size, streams=item.streams,
                                             rate_bps=item.rate_bps, duration_s=suite.duration_s, repetition=rep,
                                             label=item.label, options=dict(item.options), background=flood,
-                                            link_rate_bps=link_bps))
+                                            link_rate_bps=link_rate))
     if not trials:
         why = "; ".join(sorted({s["reason"] for s in skipped}))[:300]
         raise SuiteError(f"suite '{suite.name}' plans 0 trials"

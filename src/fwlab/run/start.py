@@ -2,8 +2,8 @@
 
 Owns: a run from a suite to a finished record — where the roles live (the suite's [hosts] and a
 hosts file), the checks before anything is built (:mod:`fwlab.run.preflight`), the plan
-(:mod:`fwlab.run.plan`), the record's head (:mod:`fwlab.run.header`), the execution
-(:mod:`fwlab.run.executor`), the precision reached and the run's status; and resuming a record
+(:mod:`fwlab.run.plan`), the record's head (:mod:`fwlab.run.header`), the execution to the
+run's end (:func:`fwlab.run.executor.execute`: the precision reached, the run's status); and resuming a record
 (its stored hosts, or a hosts file that keeps the run's identity). ``fwlab run``, ``fwlab
 baseline`` and the benches go through :func:`start` and :func:`resume`.
 """
@@ -14,21 +14,17 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Callable
 
-from fwlab.errors import FwlabError, HostError, RecordError
+from fwlab.errors import HostError, RecordError
 from fwlab.results import RunRecord
 from fwlab.results.metadata import remote_host_metadata
-from fwlab.run.executor import Executor
+from fwlab.run.executor import execute
 from fwlab.run.header import new_record, plan_header, suite_header
-from fwlab.run.plan import Plan, TrialSpec, expand_max
+from fwlab.run.plan import TrialSpec, expand_max
 from fwlab.run.preflight import check_flood_placement, checked_plan, dut_system
 from fwlab.run.progress import Progress
-from fwlab.stats.precision import PrecisionRule, figure_id, outcome
+from fwlab.stats.precision import PrecisionRule
 from fwlab.suites import Suite, parse_suite
 from fwlab.testbed.hosts import HostEntry, Placement, changed_fields, identity_difference, parse_hosts
-
-
-class Interrupted(FwlabError):
-    """The run was stopped by SIGINT or SIGTERM; finished trials are on disk."""
 
 
 def _placement(suite: Suite, hosts: dict[str, HostEntry] | None) -> Placement | None:
@@ -61,7 +57,7 @@ def start(suite: Suite, suite_text: str, out_root: Path, *, quiet: bool = False,
     with placement or nullcontext():
         plan = checked_plan(suite, placement)
         if order is not None:
-            plan = _reordered(plan, order)
+            plan = plan.reordered(order)
         rec = new_record(out_root, suite_header(suite, suite_text), plan_header(plan),
                          remote_hosts=_remote_hosts_info(placement) if placement else None)
         execute(suite, plan, rec, quiet, placement, prepare=prepare)
@@ -133,58 +129,3 @@ def resume(path: Path, *, quiet: bool = False, hosts: dict[str, HostEntry] | Non
         rec.note_resume(hosts_file=changed)
         execute(suite, plan, rec, quiet, placement)
     return rec
-
-
-def _reordered(plan: Plan, order: Callable[[list[TrialSpec]], list[TrialSpec]]):
-    trials = list(order(list(plan.trials)))
-    if sorted(t.trial_id for t in trials) != sorted(t.trial_id for t in plan.trials):
-        raise FwlabError("a trial order must keep exactly the planned trials", fix="report this as a bug")
-    return type(plan)(tuple(trials), plan.skipped)
-
-
-def execute(suite: Suite, plan: Plan, rec: RunRecord, quiet: bool, placement: Placement | None = None,
-            prepare: Callable[[], None] | None = None) -> None:
-    """Run ``plan``'s trials not yet in ``rec`` (:class:`~fwlab.run.executor.Executor`), then
-    record the precision reached and the run's status."""
-    done = rec.finished_ids()
-    rule = PrecisionRule.of_suite(suite)
-    known = {t.trial_id for t in (expand_max(suite, dut_system(placement)) if rule else plan).trials}
-    if done - known:
-        raise RecordError(f"{rec.path} holds trials this suite does not plan", fix="resume with the fwlab that wrote it")
-    # adaptive: the bar counts to the maximum (figures that reach the precision stop earlier)
-    total = len(known) if rule else len(plan.trials)
-    progress = Progress(total=total, already=len(done & known), quiet=quiet)
-    if progress.already:
-        progress.note(f"resuming: {progress.already} of {progress.total} trials already done")
-    warning = placement.latency_clock_warning() if placement is not None else None
-    if warning and any(t.tool in ("engine", "rfc2544") for t in plan.trials):
-        progress.note(f"warning: {warning}")
-    ex = Executor(suite, rec, progress, placement=placement, rule=rule, prepare=prepare)
-    rec.run["lean_trials"] = True  # (records before the old path went may say False)
-    try:
-        ex.run(list(plan.trials), done)
-    except KeyboardInterrupt:
-        _record_precision(rec, rule, plan)
-        rec.set_status("interrupted")
-        raise Interrupted(f"run interrupted; {len(rec.finished_ids())} finished trials kept in {rec.path}",
-                          fix=f"fwlab run --resume {rec.path}") from None
-    except BaseException:
-        rec.set_status("failed")
-        raise
-    finally:
-        rec.run["overhead_s"] = ex.run_phases.to_dict()  # record writing
-    p = _record_precision(rec, rule, plan)
-    if p is not None:
-        at_max = sum(1 for f in p["figures"] if f["status"] == "max-reached")
-        progress.note(f"precision: {p['met']} of {p['total']} figures within ±{100 * p['precision']:g} %"
-                      + (f"; {at_max} hit the maximum of {p['max_repetitions']} without it" if at_max else ""))
-    rec.set_status("complete")
-
-
-def _record_precision(rec: RunRecord, rule: PrecisionRule | None, plan: Plan) -> dict | None:
-    """run.json's ``precision``: per figure the repetitions it took and the interval reached."""
-    if rule is None:
-        return None
-    rec.run["precision"] = outcome(rec.trials(), rule, [figure_id(t.to_dict()) for t in plan.trials]
-                                   ).model_dump(mode="json")
-    return rec.run["precision"]

@@ -3,14 +3,15 @@ the DUT, driven by fwlab-engine's ``conn-server`` / ``conn-hold`` / ``conn-rate`
 
 Owns: preparing the client and server namespaces for many connections (extra client addresses
 from the bed's client subnet, per-namespace port range and backlogs), reading and flushing the
-DUT's connection table, the engine command lines, parsing their JSON, the two measurers the
-searches call, and the runner (traffic kinds ``conn_rate`` and ``conn_capacity``, record kind
+DUT's connection table, the engine command lines, the two measurers the
+searches call (its options are runners.conn_options, the reading of its documents
+runners.conn_counts), and the runner (traffic kinds ``conn_rate`` and ``conn_capacity``, record kind
 ``connections``). Never touches the firewall rules or the bed's construction; the one
 host-global change (the connection-table limit, only when a suite allows it) goes through
 ``fwlab.testbed.host_sysctl``.
 
 Remote roles (a hosts file): the client and server ends run on their own hosts over SSH, the
-engine shipped there (``runners.engine.engine_on``), ready and held files in the host's scratch
+engine shipped there (``runners.engine_binary.engine_on``), ready and held files in the host's scratch
 directory. The extra client addresses it adds on a remote client host are removed when fwlab
 lets go of the host (normal end, error, Ctrl-C, SIGTERM). The port range and backlog sysctls are
 never written on a remote host (as for a tuning profile, ``testbed.tuning``): their values there
@@ -33,7 +34,6 @@ the next; conntrack is only active in the DUT when its rule set uses it (the sta
 from __future__ import annotations
 
 import ipaddress
-import math
 import os
 import shutil
 import signal
@@ -45,7 +45,10 @@ from typing import TYPE_CHECKING, Any
 
 from fwlab.dut.memory import parse_meminfo
 from fwlab.errors import RunnerError
-from fwlab.runners.engine import engine_on, engine_unavailable, engine_version, find_engine, wait_ready
+from fwlab.runners.conn_counts import hold_trial_result, rate_trial_result, slim
+from fwlab.runners.conn_options import MAX_ADDRESSES, workers_for
+from fwlab.runners.engine import wait_ready
+from fwlab.runners.engine_binary import engine_on, engine_unavailable, engine_version, find_engine
 from fwlab.search.measurer import TrialResult
 from fwlab.testbed.cpuseries import PROC_STAT, read_proc_stat
 from fwlab.testbed.netstat import SNMP, read_counters
@@ -54,144 +57,11 @@ if TYPE_CHECKING:
     from fwlab.testbed.bed import Testbed
 
 PORT_BASE = 5601
-#: descriptors one process may hold here (RLIMIT_NOFILE hard limit 20000, no CAP_SYS_RESOURCE);
-#: the engine forks workers past it, one server port per worker
-PER_PROCESS = 19_000
-CONNS_PER_ADDRESS = 50_000  #: connections per client source address (of 64512 ports per address pair)
 FIRST_EXTRA_HOST = 10  #: extra client addresses start at .10 of the client subnet
-MAX_ADDRESSES = 200
 READY_TIMEOUT_S = 10.0
-FAIL_RATIO_RFC9411 = 1e-5  #: 0.001 %
 CLIENT_SYSCTLS = {"net.ipv4.ip_local_port_range": "1024 65535"}
 SERVER_SYSCTLS = {"net.core.somaxconn": "65535", "net.ipv4.tcp_max_syn_backlog": "65535"}
 CONNTRACK_KEYS = ("nf_conntrack_max", "nf_conntrack_buckets", "nf_conntrack_count")
-
-
-# -- options ---------------------------------------------------------------------------------------
-RATE_DEFAULTS: dict[str, Any] = {
-    "search": "binary",  # binary | none
-    "rate_cps": None,  # search none: the one intended rate [connections/s]
-    "max_rate_cps": 20000.0,
-    "min_rate_cps": 200.0,
-    "trial_s": None,  # default: the suite's duration_s
-    "final_trial_s": None,  # default: trial_s
-    "relative_width": 0.05,
-    "failure_ratio": FAIL_RATIO_RFC9411,
-    "req_bytes": 16,
-    "timeout_s": 2.0,
-    "max_inflight": 18000,
-    "addresses": 4,
-    "ports": 1,
-    "workers": 1,  # client worker processes (engine conn-rate --workers): each rate / N, its own sources
-    "close": "fin",  # how the client closes a finished transaction: fin | rst (SO_LINGER 0)
-    # the lean transaction (engine conn-rate/conn-server --lean): same request, echo and FIN
-    # close, 7 TCP segments instead of 10 (the handshake's ACK rides on the request, the echo on
-    # the server's FIN) and fewer system calls: ~25 % less CPU per transaction here
-    # (`fwlab bench conn`); false: the transaction as before
-    "lean": True,
-}
-
-CAPACITY_DEFAULTS: dict[str, Any] = {
-    "search": "ramp",  # ramp (to the first failure, then confirm) | binary | none
-    "count": None,  # search none: the one count
-    "max_count": 500_000,
-    "min_count": 1000,
-    "relative_width": 0.02,
-    "hold_s": 2.0,
-    "probe_every": 1,
-    "connect_timeout_s": 3.0,
-    "probe_timeout_s": 10.0,
-    "open_rate_cps": None,
-    "max_pending": 4000,
-    "addresses": None,  # default: one per CONNS_PER_ADDRESS connections, + 1
-    "host_conntrack_max": None,  # changes the HOST's value for the trial; needs allow_host_sysctl
-    "host_conntrack_buckets": None,
-    "allow_host_sysctl": False,
-}
-
-
-def check_options(kind: str, options: dict[str, Any]) -> dict[str, Any]:
-    """Validate and normalise a conn_rate / conn_capacity item's options (ValueError: one line)."""
-    defaults = RATE_DEFAULTS if kind == "conn_rate" else CAPACITY_DEFAULTS
-    unknown = sorted(set(options) - set(defaults))
-    if unknown:
-        raise ValueError(f"unknown {kind} option(s) {', '.join(unknown)} (known: {', '.join(sorted(defaults))})")
-    o = {**defaults, **options}
-
-    def num(key: str, lo: float, hi: float, *, integer: bool = False, none_ok: bool = True) -> None:
-        v = o[key]
-        if v is None and none_ok:
-            return
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo <= v <= hi \
-                or (integer and int(v) != v):
-            raise ValueError(f"{kind} option {key} = {v!r} must be {'an integer ' if integer else ''}in {lo}..{hi}")
-        o[key] = int(v) if integer else float(v)
-
-    if kind == "conn_rate":
-        if o["search"] not in ("binary", "none"):
-            raise ValueError(f"conn_rate option search = {o['search']!r} must be \"binary\" or \"none\"")
-        for k in ("rate_cps", "max_rate_cps", "min_rate_cps"):
-            num(k, 1, 10_000_000)
-        if o["search"] == "none" and o["rate_cps"] is None:
-            raise ValueError("conn_rate with search = \"none\" needs rate_cps")
-        if o["min_rate_cps"] >= o["max_rate_cps"]:
-            raise ValueError("conn_rate option min_rate_cps must be below max_rate_cps")
-        num("trial_s", 0.1, 3600)
-        num("final_trial_s", 0.1, 3600)
-        num("relative_width", 0.001, 0.5, none_ok=False)
-        num("failure_ratio", 0, 0.5, none_ok=False)
-        num("req_bytes", 1, 65536, integer=True, none_ok=False)
-        num("timeout_s", 0.1, 60, none_ok=False)
-        num("max_inflight", 1, 1_000_000, integer=True, none_ok=False)
-        num("addresses", 1, MAX_ADDRESSES, integer=True, none_ok=False)
-        num("ports", 1, 64, integer=True, none_ok=False)
-        num("workers", 1, 64, integer=True, none_ok=False)
-        if o["close"] not in ("fin", "rst"):
-            raise ValueError(f"conn_rate option close = {o['close']!r} must be \"fin\" or \"rst\"")
-        if not isinstance(o["lean"], bool):
-            raise ValueError("conn_rate option lean must be true or false")
-    else:
-        if o["search"] not in ("ramp", "binary", "none"):
-            raise ValueError(f"conn_capacity option search = {o['search']!r} must be ramp, binary or none")
-        for k in ("count", "max_count", "min_count"):
-            num(k, 1, 16_000_000, integer=True)
-        if o["search"] == "none" and o["count"] is None:
-            raise ValueError("conn_capacity with search = \"none\" needs count")
-        if o["min_count"] >= o["max_count"]:
-            raise ValueError("conn_capacity option min_count must be below max_count")
-        num("relative_width", 0.001, 0.5, none_ok=False)
-        num("hold_s", 0.0, 3600, none_ok=False)
-        num("probe_every", 0, 1_000_000, integer=True, none_ok=False)
-        num("connect_timeout_s", 0.1, 120, none_ok=False)
-        num("probe_timeout_s", 0.1, 120, none_ok=False)
-        num("open_rate_cps", 1, 10_000_000)
-        num("max_pending", 1, 1_000_000, integer=True, none_ok=False)
-        num("addresses", 1, MAX_ADDRESSES, integer=True)
-        num("host_conntrack_max", 1024, 64_000_000, integer=True)
-        num("host_conntrack_buckets", 1024, 64_000_000, integer=True)
-        if not isinstance(o["allow_host_sysctl"], bool):
-            raise ValueError("conn_capacity option allow_host_sysctl must be true or false")
-        if (o["host_conntrack_max"] is not None or o["host_conntrack_buckets"] is not None) \
-                and not o["allow_host_sysctl"]:
-            raise ValueError("host_conntrack_max/buckets change a HOST-global sysctl (restored after each "
-                             "trial): set allow_host_sysctl = true to allow it")
-    return o
-
-
-def capacity_top(o: dict) -> int:
-    return int(o["count"] if o["search"] == "none" else o["max_count"])
-
-
-def addresses_needed(kind: str, o: dict) -> int:
-    if kind == "conn_rate":
-        return int(o["addresses"])
-    if o["addresses"]:
-        return int(o["addresses"])
-    return min(MAX_ADDRESSES, math.ceil(capacity_top(o) / CONNS_PER_ADDRESS) + 1)
-
-
-def workers_for(count: int) -> int:
-    return max(1, math.ceil(count / PER_PROCESS))
 
 
 # -- the bed --------------------------------------------------------------------------------------
@@ -315,7 +185,7 @@ def flush_conntrack(bed: "Testbed") -> bool:
 def parse_doc(text: str, kind: str) -> dict:
     """One engine JSON document of ``kind`` (conn-server, conn-rate, conn-hold): the engine
     runner's check (JSON, kind, schema_version)."""
-    from fwlab.runners.engine import parse_result
+    from fwlab.runners.engine_counts import parse_result
 
     return parse_result(text, kind)
 
@@ -541,41 +411,6 @@ class _Reader:
             pass
 
 
-# -- results ---------------------------------------------------------------------------------------
-def rate_trial_result(doc: dict, duration_s: float, rate_cps: float) -> TrialResult:
-    intended = doc.get("intended")
-    if intended is None:
-        intended = round(rate_cps * duration_s)
-    # A transaction the client launched more than 50 ms behind schedule was not offered at the
-    # intended rate: it is not counted as offered (a lagging client makes the trial generator-short).
-    offered = max(0, int(doc.get("started") or 0) - int(doc.get("late") or 0))
-    return TrialResult(duration_s=duration_s, intended_load_pps=rate_cps, intended_count=int(intended),
-                       offered_count=offered, forwarded_count=int(doc.get("succeeded") or 0),
-                       latency={"connect_p50_us": (doc.get("connect_us") or {}).get("p50"),
-                                "connect_p99_us": (doc.get("connect_us") or {}).get("p99"),
-                                "transaction_p50_us": (doc.get("transaction_us") or {}).get("p50"),
-                                "transaction_p99_us": (doc.get("transaction_us") or {}).get("p99")},
-                       extra={"failed": doc.get("failed"), "local_errors": doc.get("local_errors"),
-                              "deferred": doc.get("deferred"), "achieved_cps": doc.get("achieved_cps"),
-                              "late": doc.get("late"), "max_lag_ms": doc.get("max_lag_ms")})
-
-
-def hold_forwarded(doc: dict) -> int:
-    """Connections that survived: probed ones that echoed, plus unprobed held ones (probe_every > 1)."""
-    held = int(doc.get("held") or 0)
-    probed = int(doc.get("probed") or 0)
-    ok = int(doc.get("probe_ok") or 0)
-    return held - probed + ok if probed else held
-
-
-def hold_trial_result(doc: dict, count: int, hold_s: float) -> TrialResult:
-    return TrialResult(duration_s=max(hold_s, 1e-3), intended_load_pps=float(count), intended_count=count,
-                       offered_count=int(doc.get("started") or 0), forwarded_count=hold_forwarded(doc),
-                       extra={"established": doc.get("established"), "failed": doc.get("failed"),
-                              "local_errors": doc.get("local_errors"), "probe_failed": doc.get("probe_failed"),
-                              "first_failure_at": doc.get("first_failure_at")})
-
-
 # -- measurers (the searches' seam) -----------------------------------------------------------------
 @dataclass
 class ConnRateMeasurer:
@@ -590,8 +425,8 @@ class ConnRateMeasurer:
     def measure(self, duration_s: float, load_pps: float) -> TrialResult:
         doc, srv, ctb, cta = run_rate(self.bed, ip_version=self.ip_version, rate_cps=load_pps,
                                       duration_s=duration_s, o=self.options, srcs=self.srcs)
-        self.trials.append({"rate_cps": load_pps, "duration_s": duration_s, "client": _slim(doc),
-                            "server": _slim(srv), "conntrack_before": ctb, "conntrack_after": cta})
+        self.trials.append({"rate_cps": load_pps, "duration_s": duration_s, "client": slim(doc),
+                            "server": slim(srv), "conntrack_before": ctb, "conntrack_after": cta})
         return rate_trial_result(doc, duration_s, load_pps)
 
 
@@ -609,20 +444,12 @@ class ConnCapacityMeasurer:
         count = max(1, int(round(load_pps)))
         o = {**self.options, "hold_s": duration_s}
         doc, srv, ctb, cth = run_hold(self.bed, ip_version=self.ip_version, count=count, o=o, srcs=self.srcs)
-        self.trials.append({"count": count, "client": _slim(doc), "server": _slim(srv),
+        self.trials.append({"count": count, "client": slim(doc), "server": slim(srv),
                             "conntrack_before": ctb, "conntrack_held": cth})
         # the search asked for `load_pps` (a bisection can give a fraction); the trial holds the
         # nearest whole number of connections: record the load as asked, the counts as held
         return replace(hold_trial_result(doc, count, duration_s), intended_load_pps=float(load_pps))
 
 
-def _slim(doc: dict | None) -> dict | None:
-    """An engine document without its per-second series and per-worker copies (kept small)."""
-    if doc is None:
-        return None
-    return {k: v for k, v in doc.items() if k not in ("series", "per_worker")}
-
-
-__all__ = ["CAPACITY_DEFAULTS", "RATE_DEFAULTS", "ConnCapacityMeasurer", "ConnRateMeasurer", "check_options",
-           "flush_conntrack", "prepare_bed", "read_conntrack", "run_hold", "run_rate",
-           "engine_unavailable", "engine_version", "find_engine"]
+__all__ = ["ConnCapacityMeasurer", "ConnRateMeasurer", "flush_conntrack", "prepare_bed", "read_conntrack",
+           "run_hold", "run_rate", "engine_unavailable", "engine_version", "find_engine"]

@@ -12,15 +12,12 @@ from fwlab.stats.compare import (
     NOT_SIGNIFICANT,
     SIGNIFICANT,
     Comparison,
-    FigureNoise,
-    NoiseModel,
     compare_figure,
     compare_tables,
-    comparison_rows,
-    comparison_table,
-    render_comparison_table,
     reps_to_detect,
 )
+from fwlab.stats.compare_table import comparison_rows, comparison_table, render_comparison_table
+from fwlab.stats.noise_model import FigureNoise, NoiseModel
 from fwlab.stats.fit import CostFit, fit_per_packet_cost, per_packet_cost_ns
 from fwlab.stats.quality import (
     Flag,

@@ -2,201 +2,39 @@
 
 Owns: the two-sided test at alpha = 0.05 that decides whether a figure changed (Welch's t-test
 with the Welch-Satterthwaite degrees of freedom on the runs' repetitions; a t-test on a noise
-model's spread when one is given; an exact permutation test when neither run varies), the
-`NoiseModel` that stores per-figure run-to-run spreads (seed 002: ten runs of a base system give
-each figure's spread, its "2 stdev %"), how many repetitions a decision needs, and the
-Table-2-shaped comparison table (rows as dicts and a plain-text rendering).
+model's spread when one is given; an exact permutation test when neither run varies), and
+how many repetitions a decision needs. The noise model it reads (per-figure run-to-run spreads)
+and the figure keys are fwlab.stats.noise_model's; the Table-2-shaped comparison table
+fwlab.stats.compare_table's.
 Never touches: run records on disk, plots, the CLI or the test bed. Input is plain dicts of
 `figure key -> list of repetition values`; output is frozen dataclasses with JSON-safe dicts.
-
-A figure key names one configuration plus one metric, either a string
-(`"ip4udp-64B-nft1000r-linear-sf-ndr/throughput_pps"`) or a tuple of strings and numbers
-(`("nft", 1000, "throughput_pps")`). Values are in the figure's own unit.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from types import MappingProxyType
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from scipy import stats as _sps
 
 from fwlab.errors import FwlabError
+from fwlab.stats.noise_model import FigureKey, NoiseModel, figure_label, key_to_json
 from fwlab.stats.ratio import log_ratio_terms
 from fwlab.stats.summary import as_finite_array
 
 __all__ = [
-    "FigureKey", "FigureNoise", "NoiseModel", "Comparison", "compare_figure", "compare_tables",
-    "comparison_rows", "render_comparison_table", "comparison_table", "figure_label",
+    "Comparison", "compare_figure", "compare_tables",
     "SIGNIFICANT", "NOT_SIGNIFICANT", "INSUFFICIENT_DATA", "ALPHA", "MIN_REPETITIONS", "reps_to_detect",
     "TEST_NOISE", "TEST_WELCH", "TEST_PREDICTION", "TEST_PERMUTATION", "TEST_RATIO", "RATIO_SOURCE", "compare_ratio",
 ]
-
-FigureKey = str | tuple[Any, ...]
-"""Names one configuration + metric: a string, or a tuple of strings/numbers (nesting allowed)."""
 
 SIGNIFICANT = "significant"
 NOT_SIGNIFICANT = "not significant"
 INSUFFICIENT_DATA = "insufficient data"
 
-NOISE_FORMAT = "fwlab.stats.noise"
-NOISE_VERSION = 1
-
-_SIGMAS = 2.0
-
-
-# --- keys ----------------------------------------------------------------------------------------
-
-def _key_to_json(key: FigureKey) -> Any:
-    if isinstance(key, tuple):
-        return [_key_to_json(k) for k in key]
-    if key is None or isinstance(key, (str, int, float, bool)):
-        return key
-    raise FwlabError(f"figure key part {key!r} is not a string, number or tuple",
-                     fix="name figures with strings or tuples of strings and numbers")
-
-
-def _key_from_json(data: Any) -> FigureKey:
-    if isinstance(data, list):
-        return tuple(_key_from_json(k) for k in data)
-    return data
-
-
-def figure_label(key: FigureKey) -> str:
-    """Human-readable name of a figure key: tuples are joined with ' / '."""
-    if isinstance(key, tuple):
-        return " / ".join(figure_label(k) for k in key)
-    return str(key)
-
-
-def _float_or_none(v: Any) -> float | None:
-    return None if v is None else float(v)
-
-
-# --- noise model ---------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class FigureNoise:
-    """Run-to-run spread of one figure, measured on N repetitions of the unchanged baseline."""
-
-    n: int
-    """Number of baseline runs [count], at least 2."""
-    mean: float
-    """Mean of the baseline runs [figure unit]."""
-    std: float
-    """Sample standard deviation (ddof=1) of the baseline runs [figure unit]."""
-    cv: float | None
-    """std/|mean| [ratio]; None when the mean is 0."""
-
-    @property
-    def threshold(self) -> float:
-        """The 2-sigma threshold, 2 * std [figure unit]."""
-        return _SIGMAS * self.std
-
-    @property
-    def threshold_pct(self) -> float | None:
-        """The 2-sigma threshold relative to the baseline mean, 2 * cv [%] (seed 002 '2 stdev %')."""
-        return None if self.cv is None else 100.0 * _SIGMAS * self.cv
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"n": self.n, "mean": self.mean, "std": self.std, "cv": self.cv}
-
-    @classmethod
-    def from_values(cls, values: Iterable[float]) -> FigureNoise:
-        """Spread of baseline repetitions; raises `FwlabError` with fewer than two."""
-        arr = as_finite_array(values, what="baseline values")
-        if arr.size < 2:
-            raise FwlabError(f"a noise model needs at least 2 baseline runs per figure, got {arr.size}",
-                             fix="repeat the baseline run (seed 002 used ten)")
-        mean = float(np.mean(arr))
-        std = 0.0 if np.all(arr == arr[0]) else float(np.std(arr, ddof=1))
-        cv = None if mean == 0.0 else std / abs(mean)
-        return cls(n=int(arr.size), mean=mean, std=std, cv=cv)
-
-
-@dataclass(frozen=True)
-class NoiseModel:
-    """Per-figure run-to-run spread of a baseline (`figures`: figure key -> `FigureNoise`).
-
-    Build it with `NoiseModel.from_runs({key: [run1, run2, ...]})`; store it with `to_dict()`
-    (JSON-safe; tuple keys become lists) and load it back with `from_dict()`.
-    """
-
-    figures: Mapping[FigureKey, FigureNoise] = field(default_factory=dict)
-    """Spread per figure key."""
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "figures", MappingProxyType(dict(self.figures)))
-
-    @classmethod
-    def from_runs(cls, runs: Mapping[FigureKey, Sequence[float]]) -> NoiseModel:
-        """Noise model from N baseline runs per figure; every figure needs at least 2 runs."""
-        figures: dict[FigureKey, FigureNoise] = {}
-        for key, values in runs.items():
-            try:
-                figures[key] = FigureNoise.from_values(values)
-            except FwlabError as exc:
-                raise FwlabError(f"figure {figure_label(key)!r}: {exc.message}", fix=exc.fix) from exc
-        return cls(figures)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self.figures
-
-    def __len__(self) -> int:
-        return len(self.figures)
-
-    def get(self, key: FigureKey) -> FigureNoise | None:
-        return self.figures.get(key)
-
-    def std_for(self, key: FigureKey) -> float | None:
-        """Baseline standard deviation of `key` [figure unit], or None if not modelled."""
-        noise = self.figures.get(key)
-        return None if noise is None else noise.std
-
-    def pooled_threshold_pct(self) -> float | None:
-        """Simple average of every figure's 2-sigma threshold in % (seed 002: 7.76 % for TPM).
-
-        One number to apply to any load when a per-figure threshold is not wanted; figures with
-        a zero mean are left out. None when no figure qualifies.
-        """
-        pcts = [f.threshold_pct for f in self.figures.values() if f.threshold_pct is not None]
-        return None if not pcts else float(sum(pcts) / len(pcts))
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-safe dict, versioned; keys are kept as strings or (nested) lists."""
-        return {
-            "format": NOISE_FORMAT,
-            "version": NOISE_VERSION,
-            "figures": [{"key": _key_to_json(k), **f.to_dict()} for k, f in self.figures.items()],
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> NoiseModel:
-        """Inverse of `to_dict`; raises `FwlabError` on an unknown format or version."""
-        if not isinstance(data, Mapping) or data.get("format") != NOISE_FORMAT:
-            raise FwlabError("not a fwlab noise model (missing format tag)",
-                             fix="rebuild it with NoiseModel.from_runs")
-        if data.get("version") != NOISE_VERSION:
-            raise FwlabError(f"noise model version {data.get('version')!r} is not supported "
-                             f"(this fwlab reads version {NOISE_VERSION})",
-                             fix="rebuild it with NoiseModel.from_runs")
-        figures: dict[FigureKey, FigureNoise] = {}
-        try:
-            for entry in data["figures"]:
-                key = _key_from_json(entry["key"])
-                figures[key] = FigureNoise(n=int(entry["n"]), mean=float(entry["mean"]),
-                                           std=float(entry["std"]), cv=_float_or_none(entry["cv"]))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise FwlabError(f"malformed noise model entry: {exc}",
-                             fix="rebuild it with NoiseModel.from_runs") from exc
-        return cls(figures)
-
-
-# --- comparison ----------------------------------------------------------------------------------
 
 ALPHA = 0.05
 """Significance level of every comparison: an unchanged figure is called significant in at most
@@ -294,7 +132,7 @@ class Comparison:
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict (key as string or list, undefined values as None)."""
         return {
-            "key": _key_to_json(self.key),
+            "key": key_to_json(self.key),
             "figure": self.label,
             "n_a": self.n_a,
             "n_b": self.n_b,
@@ -527,113 +365,3 @@ def compare_tables(a: Mapping[FigureKey, Sequence[float]], b: Mapping[FigureKey,
     keys = list(a.keys()) + [k for k in b.keys() if k not in a]
     return [compare_figure(k, a.get(k, ()), b.get(k, ()), noise, runs_a=runs_a, runs_b=runs_b, alpha=alpha)
             for k in keys]
-
-
-# --- the table (seed 002, Table 2 shape) ----------------------------------------------------------
-
-_COLUMNS = (
-    ("figure", "Figure"),
-    ("base_mean", "Base mean"),
-    ("changed_mean", "Changed mean"),
-    ("change_pct", "% change"),
-    ("threshold_pct", "threshold %"),
-    ("p_value", "p"),
-    ("significant", "Significant?"),
-)
-
-
-def comparison_rows(comparisons: Iterable[Comparison]) -> list[dict[str, Any]]:
-    """One JSON-safe dict per figure: figure, base_mean, changed_mean, change_pct [%],
-    threshold_pct [%], p_value, significant (bool or None), plus verdict, test, reason and
-    reps_to_detect."""
-    return [
-        {
-            "figure": c.label,
-            "base_mean": c.mean_a,
-            "changed_mean": c.mean_b,
-            "change_pct": c.change_pct,
-            "threshold_pct": c.threshold_pct,
-            "p_value": c.p_value,
-            "significant": c.significant,
-            "verdict": c.verdict,
-            "test": c.test,
-            "reason": c.reason,
-            "reps_to_detect": c.reps_to_detect,
-        }
-        for c in comparisons
-    ]
-
-
-def _cell(name: str, value: Any) -> str:
-    if value is None:
-        return "n/a"
-    if name == "significant":
-        return "yes" if value else "no"
-    if name == "change_pct":
-        return f"{value:+.2f}"
-    if name == "p_value":
-        return f"{value:.3g}"
-    if isinstance(value, float):
-        return f"{value:.2f}"
-    return str(value)
-
-
-ValueFormat = Callable[[FigureKey, float], str]
-"""Renders a mean of a figure in a human unit, e.g. ``(key, 1.2e9) -> '1.20 Gbit/s'``."""
-
-
-def render_comparison_table(comparisons: Iterable[Comparison], *, title: str | None = None,
-                            value_format: ValueFormat | None = None) -> str:
-    """Plain-text table: Figure | Base mean | Changed mean | % change | threshold % | p | Significant?
-
-    Text in the first column is left-aligned, numbers right-aligned; undefined cells read 'n/a'.
-    `value_format` renders the two means (default: the raw number with two decimals).
-    """
-    comparisons = list(comparisons)
-    rows = comparison_rows(comparisons)
-    header = [h for _, h in _COLUMNS]
-    body = []
-    for c, row in zip(comparisons, rows, strict=True):
-        cells = [_cell(name, row[name]) for name, _ in _COLUMNS]
-        if value_format is not None:
-            for i, v in ((1, c.mean_a), (2, c.mean_b)):
-                if v is not None:
-                    cells[i] = value_format(c.key, v)
-        body.append(cells)
-    widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
-
-    def line(cells: list[str]) -> str:
-        parts = [cells[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(cells[1:], widths[1:], strict=True)]
-        return "  ".join(parts).rstrip()
-
-    out = []
-    if title:
-        out.append(title)
-    out.append(line(header))
-    out.append("  ".join("-" * w for w in widths))
-    out.extend(line(r) for r in body)
-    alpha = comparisons[0].alpha if comparisons else ALPHA
-    out.append(f"significant: two-sided p < {alpha:g} (Welch t-test with Welch-Satterthwaite degrees of "
-               f"freedom on both runs' repetitions; t-test on the noise model's spread where one is given); "
-               f"threshold %: the smallest change that would be significant. A decision needs >= "
-               f"{MIN_REPETITIONS} repetitions per run, or a noise model.")
-    if any(c.baseline_source == RATIO_SOURCE for c in comparisons):
-        out.append("  '% of ref' rows: each run's figure over its own run's same-run reference; significant: "
-                   f"Welch t-test on the log of B's ratio over A's (delta method), p < {alpha:g}; threshold %: "
-                   "the smallest change of that sign that would be significant.")
-    notes = [c for c in comparisons if c.reason or c.reps_to_detect]
-    for c in notes:
-        if c.reason:
-            out.append(f"  {c.label}: insufficient data, {c.reason}")
-        else:
-            out.append(f"  {c.label}: a change this large needs ~{c.reps_to_detect} repetitions per run "
-                       f"to be found ({POWER:.0%} power)")
-    return "\n".join(out) + "\n"
-
-
-def comparison_table(comparisons: Iterable[Comparison], *, title: str | None = None,
-                     value_format: ValueFormat | None = None) -> tuple[list[dict[str, Any]], str]:
-    """Both forms of the table at once: (`comparison_rows`, `render_comparison_table`)."""
-    comparisons = list(comparisons)
-    return comparison_rows(comparisons), render_comparison_table(comparisons, title=title,
-                                                                 value_format=value_format)

@@ -21,6 +21,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
+from fwlab.linerate import LineRate
 from fwlab.suites.schema import Suite
 
 HEADER = """\
@@ -61,7 +62,8 @@ def toml_type(tp: Any) -> str:
         return "table"
     if isinstance(tp, type) and issubclass(tp, BaseModel):
         return "table"
-    names = {str: "string", int: "integer", float: "number", bool: "boolean"}
+    # a LineRate is written as a string, as tc writes it ("100mbit")
+    names = {str: "string", LineRate: "string", int: "integer", float: "number", bool: "boolean"}
     if tp in names:
         return names[tp]
     if tp is Any:

@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator, WithJsonSchema, field_validator, model_validator
 
+from fwlab.linerate import LineRate
 from fwlab.rules.generate import MAX_RULES  # the largest rule count a suite may ask for
 from fwlab.rules.model import LAYOUTS
 from fwlab.suites.background import BackgroundItem
 from fwlab.suites.tuning import profile
-from fwlab.validation import MAX_PAIRS, check_only_keys, only_matches, parse_delay_us, parse_rate_bps
+from fwlab.validation import MAX_PAIRS, check_only_keys, only_matches, parse_delay_us
 
 
 
@@ -149,6 +150,30 @@ class TrafficItem(Strict):
         return v
 
 
+def _link_rate(v: Any) -> LineRate | list[LineRate | None] | None:
+    """``link_rate`` as written ("100mbit", a list of rates and "none") -> LineRate(s), typed here
+    once; ``model_dump`` gives back the text as written (the suite's record is unchanged)."""
+    if v is None or isinstance(v, LineRate):
+        return v
+    if isinstance(v, list):
+        if not v or len(set(v)) != len(v):
+            raise ValueError("link_rate as a list needs distinct rates, e.g. [\"100mbit\", \"none\"]")
+        return [None if r is None or r == "none" else r if isinstance(r, LineRate) else LineRate.parse(r) for r in v]
+    return None if v == "none" else LineRate.parse(v)
+
+
+def _link_rate_text(v: LineRate | list[LineRate | None] | None) -> str | list[str] | None:
+    if isinstance(v, list):
+        return ["none" if r is None else r.text or r.tc for r in v]
+    return None if v is None else v.text or v.tc
+
+
+#: the suite's ``link_rate``: TOML text in, LineRate(s) in the model, the same text out
+LinkRateField = Annotated[
+    LineRate | list[LineRate | None] | None, PlainValidator(_link_rate), PlainSerializer(_link_rate_text),
+    WithJsonSchema({"anyOf": [{"type": "string"}, {"items": {"type": "string"}, "type": "array"}, {"type": "null"}]})]
+
+
 class Suite(Strict):
     """A suite: the grid of test-bed modes, backends, rule sets and traffic to measure."""
 
@@ -217,7 +242,7 @@ class Suite(Strict):
         None, description="a named tuning profile (fwlab.suites.tuning, e.g. \"seed-000-appendix-i\"): its "
                           "per-namespace sysctls are set in every namespace of the bed fwlab creates, never on the "
                           "host; what was applied is recorded with every trial (conditions.tuning)")
-    link_rate: str | list[str] | None = Field(
+    link_rate: LinkRateField = Field(
         None, description="emulated line rate of the client's and server's wires, as tc writes it "
                           "(\"100mbit\", \"1gbit\"): a shaper on their egress, outside the DUT, counting "
                           "frames as on Ethernet (+24 B each); unset: the bed's own speed (see testbed.shaping). "
@@ -260,17 +285,6 @@ class Suite(Strict):
                              "digits, _ . - (1 to 64, starting with a letter or digit; no / or spaces)")
         return v
 
-    @field_validator("link_rate")
-    @classmethod
-    def _link_rate(cls, v: str | list[str] | None) -> str | list[str] | None:
-        rates = v if isinstance(v, list) else [v]
-        if isinstance(v, list) and (not v or len(set(v)) != len(v)):
-            raise ValueError("link_rate as a list needs distinct rates, e.g. [\"100mbit\", \"none\"]")
-        for r in rates:
-            if r is not None and r != "none":
-                parse_rate_bps(r)
-        return v
-
     @property
     def repetition_range(self) -> tuple[int, int]:
         """(minimum, maximum) repetitions per figure: (n, n) for a fixed ``repetitions = n``; with
@@ -282,15 +296,14 @@ class Suite(Strict):
         return self.repetitions, top
 
     @property
-    def link_rates_bps(self) -> list[int | None]:
+    def link_rates(self) -> list[LineRate | None]:
         """Every link rate the suite runs at, its own first (None: unshaped)."""
-        rates = self.link_rate if isinstance(self.link_rate, list) else [self.link_rate]
-        return [parse_rate_bps(r) if r and r != "none" else None for r in rates]
+        return list(self.link_rate) if isinstance(self.link_rate, list) else [self.link_rate]
 
     @property
-    def link_rate_bps(self) -> int | None:
+    def own_link_rate(self) -> LineRate | None:
         """The suite's own (first) link rate; None: unshaped."""
-        return self.link_rates_bps[0]
+        return self.link_rates[0]
 
     @field_validator("link_delay")
     @classmethod

@@ -12,7 +12,7 @@ Owns: the delay line's settings (queue bound, life time), its command line, star
 reading its counters (on request: SIGUSR1, then the stats file it rewrites), and the counter
 deltas of one trial. Never touches the DUT, the host's namespace or a remote host.
 
-Limits (docs/links.md): the line is one thread on a shared CPU. Relaying a frame costs a
+Limits (docs/concepts.md, "Emulated links"): the line is one thread on a shared CPU. Relaying a frame costs a
 receive and a send system call share, and on veth the send also runs the next hop's receive
 path (the DUT's forwarding, or the server's stack) in the line's softirq. When frames arrive
 faster than that, they wait in the line's socket (late: more delay than asked) and then are

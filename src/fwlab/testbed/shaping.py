@@ -54,7 +54,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from fwlab.validation import parse_rate_bps  # noqa: F401  (re-exported: the unit's one parser)
+from fwlab.linerate import LineRate
 
 #: bytes of line time an Ethernet frame costs beyond what tc sees: FCS + preamble/SFD + IFG
 ETHERNET_OVERHEAD_BYTES = 4 + 8 + 12
@@ -74,9 +74,13 @@ BANDS = 2
 class LinkShape:
     """One emulated line rate, applied to the egress of a data interface."""
 
-    rate_bps: int  #: line rate [bit/s], Ethernet L1 (every frame + 24 bytes)
+    rate_bps: LineRate  #: line rate [bit/s], Ethernet L1 (every frame + 24 bytes)
     #: two bands: DATA_TOS-marked bulk data apart from everything else (see the module docstring)
     bands: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.rate_bps, LineRate):  # a number given: typed here
+            object.__setattr__(self, "rate_bps", LineRate(self.rate_bps))
 
     def tc_commands(self, dev: str) -> list[list[str]]:
         """The tc commands that shape ``dev``'s egress: tbf at the root (its own byte limit only

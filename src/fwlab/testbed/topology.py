@@ -11,6 +11,7 @@ import secrets
 from dataclasses import asdict, dataclass, field
 
 from fwlab.errors import TestbedError
+from fwlab.linerate import LineRate, line_rate
 from fwlab.validation import MAX_PAIRS
 
 PREFIX = "fwl-"
@@ -177,7 +178,7 @@ class Topology:
     attacker: bool = False
     #: emulated line rate of the client's and server's wires [bit/s, Ethernet L1]; None: unshaped
     #: (see testbed.shaping)
-    link_rate_bps: int | None = None
+    link_rate_bps: LineRate | None = None
     #: emulated one-way delay of the client's and server's wires [us]; None: no delay line
     #: (see testbed.delayline)
     link_delay_us: float | None = None
@@ -196,6 +197,7 @@ class Topology:
     ip_versions: tuple[int, ...] = (4, 6)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "link_rate_bps", line_rate(self.link_rate_bps))  # a number given: typed here
         if not self.ip_versions or not set(self.ip_versions) <= {4, 6}:
             raise TestbedError(f"ip_versions {self.ip_versions} must name 4, 6 or both",
                                fix="use ip_versions = (4,), (6,) or (4, 6)")
