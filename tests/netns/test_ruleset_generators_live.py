@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from fwlab.ruleset.run import RulesetRunConfig, check_outcome, run_ruleset
-from fwlab.runners.engine import find_engine
+from fwlab.runners.engine_binary import find_engine
 
 G = Path(__file__).resolve().parents[1] / "golden" / "rulesets"
 
