@@ -142,3 +142,14 @@ def test_reply_classes_of_established_flows_and_which_have_a_reference():
     assert c8.snat == "masquerade" and "no forwarding reference" in no_reference(c8, KP.dut_own)
     plain = next(r for r in back if r.snat is None)
     assert no_reference(plain, KP.dut_own) is None
+
+
+def test_a_class_addressed_to_the_duts_own_address_has_no_forwarding_reference():
+    from fwlab.ruleset.established import no_reference
+
+    rs = parse_nft_json((G / "docker29-nftables.nft.json").read_text(), (G / "docker29-nftables.nft.listing").read_text())
+    d = derive(rs, BedAddresses("docker0", "eth1", KP.client, KP.server, KP.client_net, KP.server_net, KP.dut_own))
+    pub = [c for c in d.classes if c.dnat and c.packet.describe()["dst"] in KP.dut_own]
+    assert pub and all("delivered to the DUT" in no_reference(c, KP.dut_own) for c in pub)
+    plain = [c for c in d.classes if c.expected == "accept" and not c.dnat and not c.snat]
+    assert plain and all(no_reference(c, KP.dut_own) is None for c in plain)

@@ -159,14 +159,20 @@ def original_of(c: TrafficClass) -> TrafficClass:
 
 
 def no_reference(c: TrafficClass, dut_own: tuple[str, ...]) -> str | None:
-    """Why a reply class has no forwarding reference (None: it has one): its flow's source was
-    translated (SNAT, masquerade: the DUT's own address), so its packets are addressed to the
-    translation, which only the rule set's conntrack turns back -- without the rule set they are
-    delivered to the DUT (or routed back), not forwarded to the client."""
-    if is_reply(c) and (c.snat or c.packet.describe()["dst"] in dut_own):
+    """Why an accepted class has no forwarding reference (None: it has one): a reply class whose flow's
+    source was translated (SNAT, masquerade: the DUT's own address) is addressed to the translation,
+    which only the rule set's conntrack turns back; a class addressed to the DUT's own address is
+    forwarded only by the rule set's DNAT -- without the rule set both are delivered to the DUT (or
+    routed back), not forwarded."""
+    if is_reply(c) and c.snat:
         return (f"its packets are addressed to the flow's translated source ({c.snat}), which only the rule set's "
                 f"conntrack turns back into the client's: without the rule set they are not forwarded to the "
                 f"client, so it has no forwarding reference; checked, not measured")
+    dst = c.packet.describe()["dst"]
+    if dst in dut_own and c.expected == "accept":
+        return (f"its packets are addressed to the DUT's own address {dst} (a NodePort, a published port: the rule "
+                f"set's DNAT forwards them): without the rule set they are delivered to the DUT, not forwarded, "
+                f"so it has no forwarding reference; checked, not measured")
     return None
 
 
