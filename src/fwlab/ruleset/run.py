@@ -274,6 +274,8 @@ def run_ruleset(cfg: RulesetRunConfig, out_root: Path, *, log: TextIO | None = s
             imp["left_out"] = {p["class_id"]: f"check {p['status']}: {p['why']}" for p in probes
                                if p["status"] != "match"}
             imp["left_out"].update({i: f"not sent: {why}" for i, why in imp["not_sent"].items()})
+            imp["left_out"].update({i: f"not measured: {why}" for i, why in imp["not_measured"].items()
+                                    if i in checked})
             mix.update(leave_out(mix, imp["left_out"]))
             rec.save_run()
             rates: dict[tuple[str, str], list[float]] = {}
