@@ -116,3 +116,35 @@ def test_package_root_load_returns_typed_frames():
     assert all(isinstance(f, list) for f in df["flags"]) and ["receiver-bound"] in df["flags"].tolist()
     s = run.summary_dataframe()
     assert len(s) == 8 and all(isinstance(f, list) for f in s["quality_flags"])
+
+
+def test_series_rows_carry_the_link_and_cpu_series():
+    """The series export holds a trial's link counters (link.*) and CPU use per role (cpu.*)
+    beside its own series, each in time order; a trial without them gives only its own."""
+    t = full_trial(trial_id="x", series=[{"t_s": 1, "throughput_bps": 5.0}],
+                   extra={"link_series": [{"t_s": 0.5, "server_rx_pps": 10.0, "note": "s"},
+                                          {"t_s": 1.5, "server_rx_pps": 12.0}],
+                          "cpu_series": {"interval_s": 1.0, "dut_cpu": 1, "missing": {},
+                                         "samples": [{"t_s": 1.0, "dut_busy_pct": 40.0, "client_busy_pct": 90.5}]}})
+    assert series_rows([t]) == [("x", 1.0, "throughput_bps", 5.0), ("x", 0.5, "link.server_rx_pps", 10.0),
+                                ("x", 1.5, "link.server_rx_pps", 12.0), ("x", 1.0, "cpu.dut_busy_pct", 40.0),
+                                ("x", 1.0, "cpu.client_busy_pct", 90.5)]
+    assert series_rows([full_trial(trial_id="y", series=[], extra={"cpu_series": {"samples": "bad"}})]) == []
+
+
+def test_frames_are_typed():
+    """fwlab.load (the package root): datetimes, integer rule counts, flags as lists, series values
+    as floats."""
+    pd = pytest.importorskip("pandas")
+    import fwlab
+
+    run = fwlab.load(GOLDEN)
+    df = run.to_dataframe()
+    assert isinstance(df["started_utc"].dtype, pd.DatetimeTZDtype) and str(df["started_utc"].dt.tz) == "UTC"
+    assert (df["ended_utc"] >= df["started_utc"]).all()
+    assert df["rules"].dtype == "int64" and all(isinstance(f, list) for f in df["flags"])
+    s = run.series_dataframe()
+    assert s["t_s"].dtype == "float64" and s["value"].dtype == "float64"
+    summary = run.summary_dataframe()
+    assert all(isinstance(f, list) for f in summary["quality_flags"])
+    assert isinstance(pd.Timestamp(df.loc[0, "started_utc"]), pd.Timestamp)

@@ -36,12 +36,14 @@ def test_help_carries_the_exit_status_table(capsys):
     assert (cli.EXIT_OK, cli.EXIT_FAILED, cli.EXIT_USAGE, cli.EXIT_INTERRUPTED) == (0, 1, 2, 130)
 
 
-def test_every_command_has_a_description_and_every_option_help_and_its_default():
+def contract_problems(root: argparse.ArgumentParser) -> list[str]:
+    """What the help contract misses in the parser tree under ``root`` (every subcommand, nested
+    ones included): a command without a description, an option or argument without help, an
+    option whose default its help does not state."""
     missing = []
-    for name, p in _parsers(cli.build_parser()):
-        if name != "fwlab" and not p.description:
+    for name, p in _parsers(root, root.prog):
+        if name != root.prog and not p.description:
             missing.append(f"{name}: no description")
-        text = p.format_help()
         for a in p._actions:
             if isinstance(a, (argparse._HelpAction, argparse._VersionAction, argparse._SubParsersAction)):
                 continue
@@ -51,8 +53,29 @@ def test_every_command_has_a_description_and_every_option_help_and_its_default()
             elif a.default not in (None, False, argparse.SUPPRESS) and "default" not in p._get_formatter() \
                     ._expand_help(a):
                 missing.append(f"{name} {what}: default {a.default!r} not stated")
-        assert "(default: %(default)s)" not in text
+    return missing
+
+
+def test_every_command_has_a_description_and_every_option_help_and_its_default():
+    parser = cli.build_parser()
+    for _, p in _parsers(parser):
+        assert "(default: %(default)s)" not in p.format_help()
+    missing = contract_problems(parser)
     assert not missing, "\n".join(missing)
+
+
+def test_the_help_walk_finds_what_is_missing():
+    """The walk above can fail: a nested command without a description, an option without help
+    and an unstated default are each named."""
+    root = argparse.ArgumentParser(prog="x")
+    sub = root.add_subparsers()
+    a = sub.add_parser("a", description="has one")
+    a.add_argument("--quiet", action="store_true")
+    b = a.add_subparsers().add_parser("b")
+    b.add_argument("--rate", type=int, default=3, help="packets/s")
+    b.add_argument("--ok", type=int, default=3, help="packets/s (default 3)")
+    assert contract_problems(root) == ["x a --quiet: no help", "x a b: no description",
+                                       "x a b --rate: default 3 not stated"]
 
 
 def test_bad_input_is_2_runtime_failure_is_1_interrupt_is_130(monkeypatch, capsys):

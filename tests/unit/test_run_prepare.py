@@ -11,11 +11,13 @@ import pytest
 
 import fwlab.run.executor as orch
 from fwlab.results.overhead import Phases
+from fwlab.run.progress import Progress
 
 
 def executor(prepare) -> orch.Executor:
     ex = orch.Executor.__new__(orch.Executor)
     ex.prepare, ex._preparing, ex.run_phases = prepare, None, Phases()
+    ex.progress = Progress(total=1, quiet=True)
     return ex
 
 
@@ -74,5 +76,5 @@ def test_a_trial_waits_for_prepare_before_anything_else(monkeypatch):
     ex._start_prepare()
     ex.suite, ex.pacing = None, None
     with pytest.raises(Stop):
-        ex._trial(None, None, type("Spec", (), {"tool": "iperf3"})(), None, {})
+        ex._trial(None, None, type("Spec", (), {"tool": "iperf3", "trial_id": "t"})(), None, {})
     assert seen == [[True]]

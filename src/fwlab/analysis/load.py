@@ -4,7 +4,8 @@ Owns: `Run` (the record's ``run.json`` plus its trials, each a `Trial`: the stor
 small read-only class with the identity fields as attributes), the tidy per-trial table
 (`Run.to_dataframe`: one row per trial, identity columns first in `IDENTITY_FIELDS` order, then
 ``metrics.<name>`` columns, ``flags``, ``error``) and the long-format series table
-(`series_rows` / `Run.series_dataframe`: trial id, t_s, field, value) and the computed summary
+(`series_rows` / `Run.series_dataframe`: trial id, t_s, field, value; the trial's own series,
+ its link counters as ``link.*`` and its CPU use as ``cpu.*``) and the computed summary
 (`Run.summary` / `Run.summary_dataframe`: summary.csv's rows, from ``fwlab.stats.run_summary``).
 pandas is optional (the ``[analysis]`` extra); everything but the ``*dataframe`` methods works
 without it. ``fwlab.load`` at the package root is this module's `load`. Reads
@@ -88,19 +89,26 @@ def trial_row(t: Mapping | TrialRecord) -> dict[str, Any]:
 
 def series_rows(trials: list[Mapping] | list[TrialRecord]) -> list[tuple[str, float, str, float]]:
     """Every per-interval sample of every trial as (trial id, t_s, field, value) rows, in trial
-    and time order; non-numeric and missing values are left out."""
+    order; per trial its own series (``series``: field names as stored), then the link counters
+    (``extra.link_series``: fields ``link.<name>``, e.g. ``link.server_rx_pps``) and the CPU use
+    per role (``extra.cpu_series``: fields ``cpu.<name>``, e.g. ``cpu.dut_busy_pct``), each in time
+    order. Non-numeric and missing values are left out."""
     out = []
     for t in as_records(trials):
-        for point in t.series:
-            ts = point.get("t_s")
-            if ts is None:
-                continue
-            for field, v in point.items():
-                if field == "t_s" or isinstance(v, bool) or not isinstance(v, (int, float)):
+        extra = t.extra if isinstance(t.extra, dict) else {}
+        cpu = extra.get("cpu_series")
+        for prefix, points in (("", t.series), ("link.", extra.get("link_series")),
+                               ("cpu.", cpu.get("samples") if isinstance(cpu, dict) else None)):
+            for point in points if isinstance(points, list) else ():
+                ts = point.get("t_s") if isinstance(point, dict) else None
+                if ts is None or isinstance(ts, bool) or not isinstance(ts, (int, float)):
                     continue
-                if isinstance(v, float) and math.isnan(v):
-                    continue
-                out.append((t.trial_id, float(ts), field, float(v)))
+                for field, v in point.items():
+                    if field == "t_s" or isinstance(v, bool) or not isinstance(v, (int, float)):
+                        continue
+                    if isinstance(v, float) and math.isnan(v):
+                        continue
+                    out.append((t.trial_id, float(ts), prefix + field, float(v)))
     return out
 
 
@@ -167,7 +175,8 @@ class Run:
         return pd.DataFrame.from_records(rows, columns=["key", *SUMMARY_COLUMNS])
 
     def series_dataframe(self):
-        """Long-format DataFrame of every trial's series: trial_id, t_s, field, value."""
+        """Long-format DataFrame of every trial's series (`series_rows`: its own, ``link.*`` and
+        ``cpu.*``): trial_id, t_s (float seconds from the trial's start), field, value."""
         pd = _pandas()
         return pd.DataFrame.from_records(series_rows(list(self.trials)), columns=list(SERIES_COLUMNS))
 

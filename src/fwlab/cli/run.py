@@ -23,13 +23,14 @@ def cmd_run(args) -> int:
     if not args.resume:
         check_results_root(args.out)  # before anything runs: never /proc, a file, an unwritable place
     ruleset_cfg = _ruleset_config(args)
+    quiet = args.quiet or args.json  # no progress display under --json (stdout is its one document)
     status = 0
     if ruleset_cfg is not None:
         from fwlab.ruleset.run import check_outcome, dry_run_ruleset, run_ruleset
         if args.dry_run:
             return dry_run_ruleset(ruleset_cfg, sys.stdout)
         with measuring():
-            rec = run_ruleset(ruleset_cfg, Path(args.out), log=None if args.quiet else sys.stderr)
+            rec = run_ruleset(ruleset_cfg, Path(args.out), log=None if quiet else sys.stderr)
         status, why = check_outcome(rec.run)
         if why:
             print(why, file=sys.stderr)
@@ -47,7 +48,7 @@ def cmd_run(args) -> int:
         if args.dry_run:
             return dry_run_resume(Path(args.resume), hosts, args.hosts, repair=args.repair, as_json=args.json)
         with measuring():
-            rec = resume(Path(args.resume), quiet=args.quiet, hosts=hosts,
+            rec = resume(Path(args.resume), quiet=quiet, hosts=hosts,
                          hosts_origin=str(Path(args.hosts).resolve()) if args.hosts else None, repair=args.repair)
     else:
         if not args.suite:
@@ -87,7 +88,7 @@ def cmd_run(args) -> int:
         if args.dry_run:
             return dry_run_suite(suite, as_json=args.json)
         with measuring():
-            rec = start(suite, text, Path(args.out), quiet=args.quiet, hosts=hosts, prepare=prepare)
+            rec = start(suite, text, Path(args.out), quiet=quiet, hosts=hosts, prepare=prepare)
     return max(status, finish(rec.path, as_json=args.json))
 
 
@@ -174,7 +175,7 @@ def add_run(sub) -> None:
     r.add_argument("--hosts", metavar="FILE", help="TOML file placing roles on remote hosts over SSH "
                                                    "([hosts.dut] ssh = \"root@host\", ...; docs/remote-hosts.md); with --resume: the "
                                                    "run's hosts reached another way (same roles, ifaces, addresses)")
-    r.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    r.add_argument("-q", "--quiet", action="store_true", help="no progress output (nor with --json)")
     r.add_argument("--json", action="store_true",
                    help="print one JSON document: the record's summary (every figure, as in summary.csv), "
                         "where the record and report are, and what failed (with --dry-run: the plan)")

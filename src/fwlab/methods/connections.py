@@ -20,6 +20,7 @@ from fwlab.runners.base import Measurement, Runner, TrafficSpec, TrialEnv, regis
 from fwlab.runners.engine_binary import shipped_engines
 from fwlab.search import BinaryGoal, run_search
 from fwlab.search.result import SearchResult
+from fwlab.search.watch import SearchWatch
 from fwlab.testbed import host_sysctl
 
 if TYPE_CHECKING:
@@ -158,7 +159,7 @@ class ConnRunner(Runner):
         srcs = info["addresses"][str(spec.ip_version)]
         o = dict(spec.options) or conn_options.check_options(spec.traffic, {})
         if spec.traffic == "conn_rate":
-            return _with_shipped(bed, self._rate(bed, spec, o, srcs[:o["addresses"]]))
+            return _with_shipped(bed, self._rate(bed, spec, o, srcs[:o["addresses"]], env))
         if spec.traffic == "conn_capacity":
             need = conn_options.addresses_needed(spec.traffic, o)
             if bed.is_remote("dut") and (o.get("host_conntrack_max") or o.get("host_conntrack_buckets")):
@@ -169,7 +170,8 @@ class ConnRunner(Runner):
         raise RunnerError(f"the conn tool cannot generate '{spec.traffic}'", fix="use conn_rate or conn_capacity")
 
     # -- rate --------------------------------------------------------------------------------------
-    def _rate(self, bed, spec, o, srcs) -> Measurement:
+    def _rate(self, bed, spec, o, srcs, env: TrialEnv | None = None) -> Measurement:
+        env = env or TrialEnv()
         m = conn.ConnRateMeasurer(bed, spec.ip_version, o, srcs)
         trial_s = o["trial_s"] or spec.duration_s
         final_s = max(o["final_trial_s"] or trial_s, trial_s)
@@ -184,7 +186,8 @@ class ConnRunner(Runner):
         else:
             goal = BinaryGoal(trial_duration_s=trial_s, final_trial_duration_s=final_s,
                               loss_ratio=o["failure_ratio"], relative_width=o["relative_width"], step_down_ratio=0.2)
-            sr = run_search("binary", m, o["max_rate_cps"], o["min_rate_cps"], goal)[0]
+            sr = run_search("binary", m, o["max_rate_cps"], o["min_rate_cps"], goal,
+                            on_trial=SearchWatch(env.step, label="conn rate", unit="connections/s"))[0]
             sr_dict = sr.to_dict()
             rate, upper, irregular = sr.throughput_pps, sr.upper_bound_pps, list(sr.irregular)
         best = None
@@ -254,7 +257,7 @@ class ConnRunner(Runner):
             if ceil["ceiling_connections"] is not None and conn_options.capacity_top(o) > ceil["ceiling_connections"]:
                 env.note(f"conn: {conn_options.capacity_top(o):,} connections asked for, at most "
                          f"{ceil['ceiling_connections']:,} possible here: {ceil['ceiling_reason']}")
-            cap, upper, sr_dict, irregular, ramp = self._capacity_search(m, o)
+            cap, upper, sr_dict, irregular, ramp = self._capacity_search(m, o, env.step)
             conn.flush_conntrack(bed)
         # now known: did the DUT track the held connections (its table filled during a hold)?
         held_counts = [(t.get("conntrack_held") or {}).get("nf_conntrack_count") for t in m.trials]
@@ -310,7 +313,7 @@ class ConnRunner(Runner):
         return Measurement(metrics=metrics, flags=flags, kind="connections", raw={"trials": m.trials},
                            extra={"test": "capacity", "search": sr_dict, "irregular": irregular, "options": o})
 
-    def _capacity_search(self, m: conn.ConnCapacityMeasurer, o: dict):
+    def _capacity_search(self, m: conn.ConnCapacityMeasurer, o: dict, step=lambda text: None):
         hold = max(o["hold_s"], 1e-3)
         top = conn_options.capacity_top(o)
         ramp = None
@@ -332,7 +335,8 @@ class ConnRunner(Runner):
         goal = BinaryGoal(trial_duration_s=hold, final_trial_duration_s=hold, loss_ratio=0.0,
                           relative_width=o["relative_width"], step_down_ratio=0.05)
         lo = min(o["min_count"], top - 1)
-        sr = run_search("binary", m, float(top), float(max(1, lo)), goal)[0]
+        sr = run_search("binary", m, float(top), float(max(1, lo)), goal,
+                        on_trial=SearchWatch(step, label="conn capacity", unit="connections"))[0]
         # the measurer held round(load) connections (the search's loads can be fractions)
         cap = int(round(sr.throughput_pps)) if sr.throughput_pps is not None else None
         upper = sr.upper_bound_pps

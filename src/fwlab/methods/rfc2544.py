@@ -18,6 +18,7 @@ instead of losing frames and a loss-based search has nothing to find (docs/devic
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -33,6 +34,7 @@ from fwlab.search.csit import reference_goal
 from fwlab.search.mlr import SearchGoal, bounds_after_each_trial, goals_of
 from fwlab.search.result import SearchResult
 from fwlab.search.measurer import TrialResult
+from fwlab.search.watch import SearchWatch
 
 if TYPE_CHECKING:
     from fwlab.testbed.bed import Testbed
@@ -217,8 +219,24 @@ def longest_burst(burst_ok, max_burst: int, resolution: float, min_burst: int = 
 def trace_goal(result: SearchResult) -> SearchGoal:
     """The goal a search's trace is judged by: an MLRsearch result's own goal, or for a binary
     search exceed ratio 0 at its final trial length (one bad trial makes an upper bound)."""
-    g = dict(result.goal)
-    if result.algorithm == "binary":
+    return goal_for_bounds(result.algorithm, dict(result.goal))
+
+
+def watch_goal(opts: Rfc2544Options, duration_s: float) -> SearchGoal | None:
+    """The goal the progress display's bounds follow, before the search: the same as its trace's
+    (`trace_goal`) for the first (main) goal; None when the goals cannot be read so."""
+    goals = search_goals(opts, duration_s)
+    try:
+        if opts.algorithm == "binary":
+            return goal_for_bounds("binary", asdict(BinaryGoal.from_any(goals)))
+        return goals_of(goals)[0]
+    except (SearchError, ValueError, TypeError):
+        return None
+
+
+def goal_for_bounds(algorithm: str, g: dict) -> SearchGoal:
+    """An MLRsearch goal as it is, a binary search's goal as exceed ratio 0 at its final length."""
+    if algorithm == "binary":
         final = float(g.get("final_trial_duration_s") or g.get("trial_duration_s") or 1.0)
         return SearchGoal(final_trial_duration_s=final, duration_sum_s=final, initial_trial_duration_s=final,
                           preceding_targets=0, loss_ratio=float(g.get("loss_ratio", 0.0)), exceed_ratio=0.0,
@@ -340,7 +358,10 @@ class Rfc2544Runner(Runner):
 
     def _throughput(self, spec, opts, measurer, max_load, base, flags, env) -> Measurement:
         min_load = min(opts.min_load_pps, max_load / 2)
-        results = run_search(opts.algorithm, measurer, max_load, min_load, search_goals(opts, spec.duration_s))
+        watch = SearchWatch(env.step if env else (lambda text: None), label=opts.algorithm,
+                            goal=watch_goal(opts, spec.duration_s))
+        results = run_search(opts.algorithm, measurer, max_load, min_load, search_goals(opts, spec.duration_s),
+                             on_trial=watch)
         main = results[0]
         tput = main.throughput_pps
         frame = base["frame_size"]

@@ -169,7 +169,8 @@ class Executor:
             if reuse_next and ctx is not None and pristine is None:
                 with ph.timed("reset"):
                     pristine = fingerprint(bed, ctx)  # the new bed, to compare the reset with
-            env = TrialEnv(backend=backend if ctx else None, dut=ctx, note=self.progress.note)
+            env = TrialEnv(backend=backend if ctx else None, dut=ctx, note=self.progress.note,
+                           step=self.progress.step)
             with ph.timed("runners_start"):
                 for r in sorted(runners, key=lambda r: r.name):
                     info = r.bed_started(bed, env, [t for t in trials if t.tool == r.name])
@@ -211,6 +212,7 @@ class Executor:
                line: PathLine | None = None) -> None:
         """Run one trial (nothing of ``prepare`` beside its traffic) and write it at once."""
         self._finish_prepare()
+        self.progress.trial_started(spec)
         outcome = run_trial(bed, env, spec, loaded, cond, line, self.suite, self.pacing)
         t_rec = time.monotonic()
         rec = outcome.record()
@@ -255,6 +257,7 @@ def execute(suite: Suite, plan: Plan, rec: RunRecord, quiet: bool, placement: Pl
         rec.set_status("failed")
         raise
     finally:
+        progress.close()  # the live display ends on every path (a TTY's cursor comes back)
         rec.run["overhead_s"] = ex.run_phases.to_dict()  # record writing
     p = _record_precision(rec, rule, plan)
     if p is not None:

@@ -44,13 +44,16 @@ class TrafficSpec:
 @dataclass
 class TrialEnv:
     """What a runner may use beyond the bed: the DUT's backend and namespace (None in direct
-    mode), what :meth:`Runner.bed_started` measured on this bed (``bed_info``), and a way to print
-    a progress line. Runners that only drive traffic ignore it."""
+    mode), what :meth:`Runner.bed_started` measured on this bed (``bed_info``), a way to print
+    a progress line (``note``) and to show the running trial's latest step (``step``: a search's
+    current load and bounds; the next step replaces it on a terminal). Runners that only drive
+    traffic ignore it."""
 
     backend: "Backend | None" = None
     dut: "DutContext | None" = None
     bed_info: dict = field(default_factory=dict)
     note: Callable[[str], None] = lambda text: None
+    step: Callable[[str], None] = lambda text: None
 
 
 @dataclass
