@@ -147,7 +147,8 @@ def test_reply_classes_of_established_flows_and_which_have_a_reference():
 def test_a_class_addressed_to_the_duts_own_address_has_no_forwarding_reference():
     from fwlab.ruleset.established import no_reference
 
-    rs = parse_nft_json((G / "docker29-nftables.nft.json").read_text(), (G / "docker29-nftables.nft.listing").read_text())
+    rs = parse_nft_json((G / "docker29-nftables.nft.json").read_text(),
+                        (G / "docker29-nftables.nft.listing").read_text())
     d = derive(rs, BedAddresses("docker0", "eth1", KP.client, KP.server, KP.client_net, KP.server_net, KP.dut_own))
     pub = [c for c in d.classes if c.dnat and c.packet.describe()["dst"] in KP.dut_own]
     assert pub and all("delivered to the DUT" in no_reference(c, KP.dut_own) for c in pub)

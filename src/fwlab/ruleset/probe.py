@@ -477,8 +477,9 @@ def probe(b: Bed, fw: ImportedFirewall, engine: str, c: TrafficClass, count: int
         wrong = check_translation(c, seen, b.addrs.dut_own)
         other = next((o for o in alternatives if wrong and check_translation(o, seen, b.addrs.dut_own) is None), None)
         if other is not None:
-            why += (f"; arrived as {other.class_id}'s translation ({other.final.get('dst')}:{other.final.get('dport')}):"
-                    f" the kernel's random choice for this flow ({', '.join(other.assumptions)})")
+            why += (f"; arrived as {other.class_id}'s translation ({other.final.get('dst')}:"
+                    f"{other.final.get('dport')}): the kernel's random choice for this flow "
+                    f"({', '.join(other.assumptions)})")
             wrong = None
         wrong = wrong or (
             f"{astray} of {arrived} arrived through another link than {c.packet.oif}'s" if astray else None)

@@ -58,9 +58,8 @@ from fwlab.ruleset.established import no_reference, replies, twins
 from fwlab.ruleset.interfaces import InterfaceMap, parse_map, propose, unmapped, unmapped_line
 from fwlab.ruleset.mix import mix_latency, resolve, summarize_mix
 from fwlab.ruleset.probe import (DROP_MAX, PASS_MIN, PROBE_PPS, Bed, Routes, class_spec, end_probes,
-                                 frame_size, open_flow, preflight, prepare, probe, random_alternatives, rate_trial, read_input,
-                                 send_args,
-                                 send_frames, unsendable)
+                                 frame_size, open_flow, preflight, prepare, probe, random_alternatives, rate_trial,
+                                 read_input, send_args, send_frames, unsendable)
 from fwlab.runners.engine import wait_ready
 from fwlab.runners.engine_binary import engine_version
 from fwlab.runners.engine_counts import metrics_from, parse_result
