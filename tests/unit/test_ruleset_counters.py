@@ -51,3 +51,12 @@ def test_a_map_elements_class_is_checked_by_the_maps_rule_counter():
         "ip kube-proxy service-X-ns1/svc1/tcp/p80 #66"
     assert counter_id("ip kube-proxy reject-chain #58", counters) is None
     assert counter_id("ip kube-proxy reject-chain #58/1", counters) is None
+
+
+def test_a_nat_rule_is_told_from_a_rule_that_asks_about_nat():
+    from fwlab.ruleset.probe import translates
+
+    assert translates("meta nfproto ipv4 tcp dport 8080 counter dnat ip to 192.168.1.10:80")
+    assert translates("-A DOCKER ! -i docker0 -p tcp -m tcp --dport 8080 -j DNAT --to-destination 172.17.0.2:80")
+    assert translates("masquerade fully-random") and translates("-A POSTROUTING -j MASQUERADE")
+    assert not translates("ct status dnat accept") and not translates("iifname \"br-lan\" counter accept")
