@@ -11,10 +11,11 @@ BIN := $(VENV)/bin
 # nginx (origin server), haproxy (the proxy DUT) -- fwlab starts them in its namespaces only;
 # ssh, ssh-keygen -> openssh-client (remote hosts); sshd -> openssh-server (only the remote-host test
 # starts its own sshd in a test namespace; on a systemd host installing it also enables the host's ssh service);
-# conntrack (flushes the DUT's connection table between connection trials).
+# conntrack (flushes the DUT's connection table between connection trials);
+# chromium (tests/unit/test_report_browser.py opens a rebuilt report headless: the plotly plots render).
 APT_PKGS := iproute2 iputils-ping nftables iptables ipset iperf3 ethtool procps netsniff-ng \
             util-linux clang llvm libbpf-dev python3-venv curl nginx haproxy openssh-client openssh-server vsftpd \
-            conntrack
+            conntrack chromium
 ENGINE_BIN := engine/target/release/fwlab-engine
 
 .PHONY: demo test deps system-deps venv engine xdp unit netns clean-results netperf help docs

@@ -156,3 +156,35 @@ def test_page_is_the_same_bytes_when_built_twice(tmp_path):
         subprocess.run([sys.executable, "-m", "fwlab.cli", "trend", str(tmp_path / "runs"), "--out",
                         str(tmp_path / name)], check=True, capture_output=True)
     assert (tmp_path / "a.html").read_bytes() == (tmp_path / "b.html").read_bytes()
+
+
+def test_dashboard_puts_regressions_first_and_marks_them_in_their_plots(tmp_path):
+    """CSIT's trending layout: a dashboard row per figure (the regressed ones first, with their
+    status and count), the table of changes, then one interactive plot per figure whose change
+    is a ring at the run where the new group starts, beside the static SVG."""
+    import re
+
+    write_series(tmp_path, 8, change_at=4)
+    tr = trend([tmp_path])
+    page = render(tr)
+    rows = re.findall(r'<tr class="(\w+)"><td><a href="#([^"]+)">([^<]+)</a>', page)
+    assert len(rows) == len(tr.figures) == 16
+    assert [r[0] for r in rows[:4]] == ["regression"] * 4 and {r[2] for r in rows[:4]} == AFFECTED
+    assert all(r[0] == "normal" for r in rows[4:])
+    for status, anchor, figure in rows:  # every row links to its figure's plot
+        assert f'<section id="{anchor}"><h3>{figure}</h3>' in page
+    boxes = re.findall(r"<figure class='plot iplot-box'><div class='static'><svg.*?</svg>\s*</div>"
+                       r"<div class='iplot' id='([^']+)'></div><script type='application/json' id='\1-data'>(.*?)</script>",
+                       page, flags=re.S)
+    assert len(boxes) == 16
+    rings = {}
+    for ident, doc in boxes:
+        marks = [t for t in json.loads(doc)["data"] if t.get("name") == "regressions"]
+        if marks:
+            rings[ident] = marks[0]["x"]
+    assert len(rings) == 4
+    label = tr.runs[4].started_utc[:16].replace("T", " ")
+    assert all(x == [label] for x in rings.values())  # the change is at run 4 (its first run)
+    figs = {f.figure: f for f in tr.figures}
+    assert all(figs[f].status == "regression" and figs[f].count("regression") == 1 for f in AFFECTED)
+    assert page.count("plotly.min.js") == 1

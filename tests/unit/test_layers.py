@@ -34,6 +34,7 @@ RANKS: dict[str, int] = {
     "fwlab": 0, "fwlab.errors": 0, "fwlab.registry": 0, "fwlab.validation": 0, "fwlab.files": 0,
     "fwlab.linerate": 0,          # a line rate, typed once (the suite, the plan, the bed, the record)
     "fwlab.svgplot": 0,           # figures as reproducible SVG text: the report's and the trend page's
+    "fwlab.webpage": 0,           # HTML pages' templates and interactive plots: the report's and the trend page's
     # pure data and pure algorithms that every layer may read
     "fwlab.rules": 1,             # rule sets: what a suite's layouts mean, generated or imported
     "fwlab.search": 1,            # search algorithms the tools' measurers and methods drive

@@ -1,5 +1,6 @@
-"""Exports of a run record: CSV of all trials, the record as one JSON document, flent files, and
-the long-format series CSV (trial id, t_s, field, value).
+"""Exports of a run record: CSV of all trials, the record as one JSON document, flent files, the
+long-format series CSV (trial id, t_s, field, value), and both tables as Parquet (pyarrow, typed
+columns, zstd) for histories too large for CSV.
 
 Owns: flattening trials into CSV rows (identity fields, ``metrics.*`` columns, flag codes, error;
 never the raw tool output), the ``{run, trials}`` JSON document, and writing the per-interval
@@ -61,6 +62,7 @@ __all__ = [
     "FLENT_TESTS",
     "FORMATS",
     "FlentData",
+    "PARQUET_FILES",
     "export_run",
     "flent_documents",
     "rfc2544_document",
@@ -68,11 +70,15 @@ __all__ = [
     "read_flent",
     "record_json",
     "series_csv",
+    "series_table",
+    "trial_rows",
     "trials_csv",
+    "trials_table",
     "write_flent",
+    "write_parquet",
 ]
 
-FORMATS = ("csv", "json", "flent", "series")
+FORMATS = ("csv", "json", "flent", "series", "parquet")
 
 
 FLENT_FILEFORMAT_VERSION = 3
@@ -128,22 +134,31 @@ def _cell(v: Any) -> Any:
     return v
 
 
-def trials_csv(trials: list[TrialRecord]) -> str:
-    """One row per trial: identity fields, ``metrics.<name>`` columns, ``flags`` (codes joined by
-    ';') and ``error``. Metric columns are the union over all trials, sorted; missing cells are empty."""
+def trial_rows(trials: list[TrialRecord]) -> tuple[list[str], list[dict]]:
+    """The columns and rows of the trials export (CSV and Parquet alike): identity fields,
+    ``metrics.<name>`` columns (the union over all trials, sorted), ``flags`` (codes joined by ';')
+    and ``error``; a dict or list value as compact JSON text, a missing value None."""
     trials = as_records(trials)
     metric_names = sorted({m for t in trials for m in (t.metrics or {})})
     cols = list(IDENTITY_FIELDS) + [f"metrics.{m}" for m in metric_names] + ["flags", "error"]
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=cols, lineterminator="\n")
-    w.writeheader()
+    rows = []
     for t in trials:
         row = {f: _cell(getattr(t, f)) for f in IDENTITY_FIELDS}
         row["kind"] = str(t.kind)
         row.update({f"metrics.{m}": _cell(t.metric(m)) for m in metric_names})
         row["flags"] = ";".join(t.flag_codes)
         row["error"] = t.error
-        w.writerow(row)
+        rows.append(row)
+    return cols, rows
+
+
+def trials_csv(trials: list[TrialRecord]) -> str:
+    """One row per trial (`trial_rows`); missing cells are empty."""
+    cols, rows = trial_rows(trials)
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=cols, lineterminator="\n")
+    w.writeheader()
+    w.writerows(rows)
     return buf.getvalue()
 
 
@@ -156,6 +171,66 @@ def series_csv(trials: list[TrialRecord]) -> str:
     w.writerow(SERIES_COLUMNS)
     w.writerows(series_rows(trials))
     return buf.getvalue()
+
+
+# --- Parquet ---------------------------------------------------------------------------------------
+
+PARQUET_FILES = ("trials.parquet", "series.parquet")
+"""What ``--format parquet`` writes into its directory: the trials table and the long-format
+series (the same rows and values as ``--format csv`` and ``--format series``, typed)."""
+
+
+def _pyarrow():
+    try:
+        import pyarrow
+        import pyarrow.parquet
+    except ImportError:
+        raise FwlabError("pyarrow is not installed (needed for --format parquet)",
+                         fix="pip install 'fwlab[analysis]', or export csv") from None
+    return pyarrow
+
+
+def _column(pa, values: list):
+    """One typed column: booleans, integers, floats (integers among floats become floats), else
+    text (a number among text becomes its text, as in the CSV)."""
+    seen = [v for v in values if v is not None]
+    if seen and all(isinstance(v, bool) for v in seen):
+        return pa.array(values, type=pa.bool_())
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in seen):
+        if all(isinstance(v, int) for v in seen) and seen:
+            return pa.array(values, type=pa.int64())
+        return pa.array([None if v is None else float(v) for v in values], type=pa.float64())
+    return pa.array([None if v is None else v if isinstance(v, str) else str(v) for v in values], type=pa.string())
+
+
+def trials_table(trials: list[TrialRecord]):
+    """`trial_rows` as a pyarrow Table, one typed column each, in the CSV's column order."""
+    pa = _pyarrow()
+    cols, rows = trial_rows(trials)
+    return pa.table({c: _column(pa, [r.get(c) for r in rows]) for c in cols})
+
+
+def series_table(trials: list[TrialRecord]):
+    """The long-format series (`series_rows`) as a pyarrow Table: trial_id, t_s, field, value."""
+    pa = _pyarrow()
+    rows = series_rows(trials)
+    types = (pa.string(), pa.float64(), pa.string(), pa.float64())
+    return pa.table({name: pa.array([r[i] for r in rows], type=typ)
+                     for i, (name, typ) in enumerate(zip(SERIES_COLUMNS, types))})
+
+
+def write_parquet(rec: RunRecord, out_dir: Path | str) -> list[Path]:
+    """`PARQUET_FILES` into `out_dir` (created if missing, its parent not), each written whole or not at all (`write_output`);
+    zstd-compressed, for histories too large for CSV."""
+    pa = _pyarrow()
+    out = check_output_dir(out_dir, "parquet output directory")
+    trials = rec.trials()
+    paths = []
+    for name, table in zip(PARQUET_FILES, (trials_table(trials), series_table(trials))):
+        buf = pa.BufferOutputStream()
+        pa.parquet.write_table(table, buf, compression="zstd")
+        paths.append(write_output(out / name, buf.getvalue().to_pybytes(), "parquet output file"))
+    return paths
 
 
 # --- JSON ------------------------------------------------------------------------------------------
@@ -489,11 +564,12 @@ def read_flent(path: Path | str) -> FlentData:
 # --- one entry point -------------------------------------------------------------------------------
 
 def export_run(run_dir: Path | str, fmt: str, out: Path | str | None = None) -> tuple[str | None, list[Path]]:
-    """Export a run. csv/json: returns (text, []) when `out` is None, else writes the file and
-    returns (None, [out]). flent: writes into `out` (default ``<run>/flent``), returns (None, files)."""
+    """Export a run. csv/json/series: returns (text, []) when `out` is None, else writes the file
+    and returns (None, [out]). flent, parquet: write into the directory `out` (default
+    ``<run>/flent``, ``<run>/parquet``), return (None, files)."""
     if fmt not in FORMATS:
         raise FwlabError(f"unknown export format {fmt!r}", fix=f"use one of {', '.join(FORMATS)}")
-    if out is not None and fmt != "flent":
+    if out is not None and fmt not in ("flent", "parquet"):
         check_output(out, f"{fmt} output file")  # before any work: never a record's own file
     rec = RunRecord.open(run_dir)
     if fmt == "flent":
@@ -502,6 +578,8 @@ def export_run(run_dir: Path | str, fmt: str, out: Path | str | None = None) -> 
             raise FwlabError(f"{run_dir} has no {'/'.join(FLENT_KINDS)} trial with a per-interval series",
                              fix="export csv or json instead")
         return None, paths
+    if fmt == "parquet":
+        return None, write_parquet(rec, Path(out) if out else rec.path / "parquet")
     text = {"csv": trials_csv, "series": series_csv}[fmt](rec.trials()) if fmt != "json" else record_json(rec)
     if out is None:
         return text, []

@@ -128,10 +128,37 @@ class FigureTrend:
     """jumpavg groups: first/last run index, runs, avg, stdev."""
     changes: list[Change] = field(default_factory=list)
 
+    @property
+    def trend_avg(self) -> float | None:
+        """The last jumpavg group's average: the figure's value now [metric's stored unit]."""
+        return self.groups[-1]["avg"] if self.groups else None
+
+    @property
+    def long_term_change_pct(self) -> float | None:
+        """The last group's average against the first group's, 100 * (last - first) / |first| [%];
+        None with one group (no change) or a first average of 0."""
+        if len(self.groups) < 2 or not self.groups[0]["avg"]:
+            return None
+        first, last = self.groups[0]["avg"], self.groups[-1]["avg"]
+        return 100.0 * (last - first) / abs(first)
+
+    def count(self, direction: str) -> int:
+        """Significant changes in ``direction`` (REGRESSION or PROGRESSION)."""
+        return sum(c.direction == direction and c.verdict == "significant" for c in self.changes)
+
+    @property
+    def status(self) -> str:
+        """'regression' or 'progression' when the last change is a significant one, else 'normal'
+        (CSIT's trending dashboard: what the figure is doing now)."""
+        last = self.changes[-1] if self.changes else None
+        return last.direction if last is not None and last.verdict == "significant" else "normal"
+
     def to_dict(self) -> dict[str, Any]:
         return {"figure": self.figure, "metric": self.metric, "run_values": self.run_values,
                 "medians": self.medians, "groups": self.groups,
-                "changes": [c.to_dict() for c in self.changes]}
+                "changes": [c.to_dict() for c in self.changes], "trend_avg": self.trend_avg,
+                "long_term_change_pct": self.long_term_change_pct, "status": self.status,
+                "regressions": self.count(REGRESSION), "progressions": self.count(PROGRESSION)}
 
 
 @dataclass

@@ -1,20 +1,26 @@
-"""The trend page: one self-contained HTML file for a `fwlab.analysis.trend.Trend`.
+"""The trend dashboard: one HTML page (templates/trend.html.j2, plotly.min.js beside it) for a
+`fwlab.analysis.trend.Trend`, laid out as FD.io CSIT's trending pages.
 
-Owns: how a trend looks - a table of changes (figure, run, direction, size with its interval,
-verdict and reason, jumpavg's evidence in bits), then one SVG plot per figure (every repetition
-as a dot, the per-run median as a line, each jumpavg group's average as a horizontal bar,
-changes marked) and the list of runs in time order. Never computes a trend itself.
+Owns: how a trend looks - a dashboard row per figure (status, trend value, last change, change
+since the first group, regressions and progressions, regressions first), the table of changes
+(figure, run, direction, size with its interval, verdict and reason, jumpavg's evidence in
+bits), then one plot per figure in a grid: interactive (plotly: hover a run, zoom, toggle series)
+with its static SVG kept for print and byte-identical rebuilds (every repetition as a dot, the
+per-run median as a line, each jumpavg group's average as a bar, changes marked), and the list
+of runs in time order. Never computes a trend itself.
 """
 
 from __future__ import annotations
 
-import html
+import re
 from pathlib import Path
 
-from fwlab.analysis.trend import INCONCLUSIVE, REGRESSION, FigureTrend, Trend
+from fwlab import webpage
+from fwlab.analysis.trend import INCONCLUSIVE, PROGRESSION, REGRESSION, FigureTrend, Trend
 from fwlab.files import file_part, write_output
 from fwlab.results.curves import METRIC_INFO
 from fwlab.svgplot import figure_svg, plt
+from fwlab.webpage import Plots, figure_json, write_plotly_js
 
 _COLOURS = {REGRESSION: "#c0392b", "progression": "#1e8449"}
 
@@ -52,50 +58,106 @@ def _fmt(v, spec: str = ".1f") -> str:
     return "" if v is None else format(v, spec)
 
 
+def _anchor(figure: str) -> str:
+    return "fig-" + (re.sub(r"[^a-z0-9]+", "-", figure.lower()).strip("-") or "figure")
+
+
+def figure_interactive(ft: FigureTrend, trend: Trend, labels: list[str]) -> str | None:
+    """One figure's trend as a plotly figure (the same values as `figure_plot`): the repetitions,
+    the per-run median (hover: the run, its identity and fwlab version), the jumpavg groups'
+    averages as the trend line, each change a ring at its first run with its size and verdict."""
+    import plotly.graph_objects as go
+
+    unit, scale = _unit(ft.metric)
+    if not any(m is not None for m in ft.medians):
+        return None
+    runs = {r.index: r for r in trend.runs}
+    reps = [(labels[i], v * scale) for i, vals in enumerate(ft.run_values) for v in vals]
+    meds = [(i, m * scale) for i, m in enumerate(ft.medians) if m is not None]
+    traces = [
+        go.Scatter(x=[x for x, _ in reps], y=[v for _, v in reps], mode="markers", name="repetitions",
+                   marker={"color": "#7f8c8d", "size": 5, "opacity": 0.7},
+                   hovertemplate=f"%{{x}}: one repetition %{{y:.4g}} {unit}<extra></extra>"),
+        go.Scatter(x=[labels[i] for i, _ in meds], y=[v for _, v in meds], mode="lines+markers",
+                   name="median of the run", line={"color": "#2c3e50", "width": 1},
+                   customdata=[[i, runs[i].identity, str(runs[i].fwlab_version), len(ft.run_values[i])]
+                               for i, _ in meds],
+                   hovertemplate=(f"run %{{customdata[0]}} (%{{x}}): median %{{y:.4g}} {unit} of "
+                                  "%{customdata[3]} repetitions<br>%{customdata[1]}<br>fwlab %{customdata[2]}"
+                                  "<extra></extra>")),
+    ]
+    tx, ty = [], []
+    for g in ft.groups:
+        tx += [labels[g["first_run"]], labels[g["last_run"]], None]
+        ty += [g["avg"] * scale, g["avg"] * scale, None]
+    traces.append(go.Scatter(x=tx, y=ty, mode="lines", name="trend (jumpavg group average)",
+                             line={"color": "#2980b9", "width": 4}, opacity=0.6, connectgaps=False,
+                             hovertemplate=f"group average %{{y:.4g}} {unit}<extra></extra>"))
+    for kind in (REGRESSION, PROGRESSION, INCONCLUSIVE):
+        cs = [c for c in ft.changes if (c.verdict == INCONCLUSIVE) == (kind == INCONCLUSIVE)
+              and (kind == INCONCLUSIVE or c.direction == kind)]
+        if not cs:
+            continue
+        colour = "#7f8c8d" if kind == INCONCLUSIVE else _COLOURS[kind]
+        traces.append(go.Scatter(
+            x=[labels[c.run_index] for c in cs], y=[c.after_avg * scale for c in cs], mode="markers",
+            name=kind if kind == INCONCLUSIVE else f"{kind}s", marker={"symbol": "circle-open", "size": 16,
+                                                                       "color": colour, "line": {"width": 3}},
+            customdata=[[f"{c.change_pct:+.1f}", c.direction, c.verdict,
+                         f"[{c.change_ci95_pct[0]:+.1f}, {c.change_ci95_pct[1]:+.1f}]" if c.change_ci95_pct else "n/a"]
+                        for c in cs],
+            hovertemplate=("%{x}: %{customdata[1]} %{customdata[0]} % %{customdata[3]}, %{customdata[2]}"
+                           "<extra></extra>")))
+    return figure_json(traces, {
+        "height": 360,  # the figure's name is the heading above the plot
+        "xaxis": {"type": "category", "categoryorder": "array", "categoryarray": labels, "tickangle": -30},
+        "yaxis": {"title": {"text": f"{ft.metric} [{unit}]"}},
+        "shapes": [{"type": "line", "xref": "x", "yref": "paper", "x0": labels[c.run_index], "x1": labels[c.run_index],
+                    "y0": 0, "y1": 1, "line": {"dash": "dash", "width": 1, "color": "#7f8c8d" if c.verdict == INCONCLUSIVE
+                                                else _COLOURS[c.direction]}} for c in ft.changes],
+        "margin": {"l": 60, "r": 10, "t": 20, "b": 60}})
+
+
+def _labels(trend: Trend) -> list[str]:
+    """Each run's start, minute resolution; numbered where two runs share a minute (the plots'
+    categories must be distinct)."""
+    out: list[str] = []
+    for r in trend.runs:
+        label = r.started_utc[:16].replace("T", " ")
+        out.append(label if label not in out else f"{label} #{r.index}")
+    return out
+
+
 def render(trend: Trend) -> str:
-    """The whole page as HTML text."""
-    labels = [r.started_utc[:16].replace("T", " ") for r in trend.runs]
-    rows = []
+    """The whole page as HTML text (templates/trend.html.j2)."""
+    labels = _labels(trend)
+    changes = []
     for c in trend.changes:
         unit, scale = _unit(next(f.metric for f in trend.figures if f.figure == c.figure))
         ci = f"[{c.change_ci95_pct[0]:+.1f}, {c.change_ci95_pct[1]:+.1f}]" if c.change_ci95_pct else "n/a"
-        colour = "#7f8c8d" if c.verdict == INCONCLUSIVE else _COLOURS[c.direction]
-        rows.append(
-            f"<tr><td>{html.escape(c.figure)}</td><td>{c.run_index} ({html.escape(labels[c.run_index])})</td>"
-            f"<td style='color:{colour}'>{c.direction}</td>"
-            f"<td>{c.before_avg * scale:.4g} &rarr; {c.after_avg * scale:.4g} {unit}</td>"
-            f"<td>{c.change_pct:+.1f}% {ci}</td><td>{c.verdict}</td><td>{_fmt(c.p_value, '.3g')}</td>"
-            f"<td>{c.bits_saved:.1f}</td><td>{html.escape(c.reason)}</td></tr>")
-    table = ("<table><tr><th>figure</th><th>from run</th><th>direction</th><th>group averages</th>"
-             "<th>change [95% interval]</th><th>verdict</th><th>Welch p</th><th>jumpavg bits</th>"
-             "<th>why</th></tr>" + "".join(rows) + "</table>") if rows else \
-        "<p>No change: jumpavg keeps every figure's series in one group.</p>"
-    runs = "".join(f"<tr><td>{r.index}</td><td>{html.escape(r.started_utc)}</td><td>{html.escape(r.identity)}</td>"
-                   f"<td>{html.escape(str(r.fwlab_version))}</td><td>{html.escape(str(r.kernel))}</td>"
-                   f"<td>{html.escape(r.path)}</td></tr>" for r in trend.runs)
-    plots = "".join(f"<div class='plot'>{figure_plot(f, labels)}</div>" for f in trend.figures)
-    n_sig = sum(c.verdict == "significant" for c in trend.changes)
-    return f"""<!DOCTYPE html>
-<html><head><meta charset="utf-8"><title>fwlab trend: {html.escape(trend.suite)}</title>
-<style>body{{font-family:sans-serif;margin:1.5em;max-width:70em}} table{{border-collapse:collapse;font-size:85%}}
-td,th{{border:1px solid #ccc;padding:2px 6px;text-align:left}} .plot svg{{max-width:100%;height:auto}}</style>
-</head><body>
-<h1>Trend of suite {html.escape(trend.suite)} over {len(trend.runs)} runs</h1>
-<p>Each figure is the median over a run's repetitions; runs in the order of their recorded start time.
-Series are grouped with jumpavg (FD.io CSIT's trending); each boundary between groups is a change, judged
-by Welch's t-test (alpha 0.05) of <code>fwlab compare</code> over the per-run medians of both groups
-(inconclusive when a group holds one run). {len(trend.changes)} change(s), {n_sig} significant.</p>
-<h2>Changes</h2>
-{table}
-<h2>Figures</h2>
-<p>Grey dots: repetitions; line: per-run median; blue bars: jumpavg group averages; dashed: changes
-(red regression, green progression, grey inconclusive).</p>
-{plots}
-<h2>Runs</h2>
-<table><tr><th>#</th><th>started (UTC)</th><th>identity</th><th>fwlab</th><th>kernel</th><th>directory</th></tr>
-{runs}</table>
-</body></html>
-"""
+        changes.append({"figure": c.figure, "anchor": _anchor(c.figure), "run": f"{c.run_index} ({labels[c.run_index]})",
+                        "colour": INCONCLUSIVE if c.verdict == INCONCLUSIVE else c.direction, "direction": c.direction,
+                        "averages": f"{c.before_avg * scale:.4g} → {c.after_avg * scale:.4g} {unit}",
+                        "change": f"{c.change_pct:+.1f}% {ci}", "verdict": c.verdict, "p": _fmt(c.p_value, ".3g"),
+                        "bits": f"{c.bits_saved:.1f}", "reason": c.reason})
+    order = {REGRESSION: 0, PROGRESSION: 1}
+    dashboard = []
+    for f in sorted(trend.figures, key=lambda f: (order.get(f.status, 2), -f.count(REGRESSION), f.figure)):
+        unit, scale = _unit(f.metric)
+        last = f.changes[-1] if f.changes else None
+        dashboard.append({"figure": f.figure, "anchor": _anchor(f.figure), "status": f.status,
+                          "trend": "" if f.trend_avg is None else f"{f.trend_avg * scale:.4g} {unit}",
+                          "last_change": "–" if last is None else f"{last.change_pct:+.1f}% at run {last.run_index} ({last.verdict})",
+                          "long_term": "–" if f.long_term_change_pct is None else f"{f.long_term_change_pct:+.1f}%",
+                          "regressions": f.count(REGRESSION), "progressions": f.count(PROGRESSION),
+                          "runs": sum(m is not None for m in f.medians)})
+    live = Plots()
+    plots = [{"figure": f.figure, "anchor": _anchor(f.figure),
+              "plot": live.figure(f"trend {f.figure}", figure_plot(f, labels), figure_interactive(f, trend, labels))}
+             for f in trend.figures]
+    return str(webpage.render("fwlab.analysis", "trend.html.j2", suite=trend.suite, runs=trend.runs,
+                              changes=changes, n_significant=sum(c.verdict == "significant" for c in trend.changes),
+                              dashboard=dashboard, plots=plots, interactive=webpage.script() if live.ids else "")) + "\n"
 
 
 def page_path(trend: Trend, out: Path | str | None = None) -> Path:
@@ -108,5 +170,9 @@ def page_path(trend: Trend, out: Path | str | None = None) -> Path:
 
 
 def write_page(trend: Trend, out: Path | str | None = None) -> Path:
-    """Render the page and write it safely (fwlab.files.write_output) to `page_path`."""
-    return write_output(page_path(trend, out), render(trend), "trend page")
+    """Render the page and write it safely (fwlab.files.write_output) to `page_path`, with
+    plotly.min.js beside it (its interactive plots open offline)."""
+    page = render(trend)
+    path = write_output(page_path(trend, out), page, "trend page")
+    write_plotly_js(page, path.parent, write_output)
+    return path

@@ -99,8 +99,8 @@ def cmd_export(args) -> int:
         sys.stdout.write(text)
     elif args.json:
         print_json({"format": args.format, "files": [str(p) for p in paths]})
-    elif args.format == "flent":
-        print(f"{len(paths)} flent files in {paths[0].parent}")
+    elif args.format in ("flent", "parquet"):
+        print(f"{len(paths)} {args.format} files in {paths[0].parent}")
     else:
         print(f"{args.format}: {paths[0]}")
     return 0
@@ -204,15 +204,17 @@ def add_trend(sub) -> None:
 
 
 def add_export(sub) -> None:
-    ex = sub.add_parser("export", help="export a run as CSV, JSON, flent data files or long-format series",
+    ex = sub.add_parser("export", help="export a run as CSV, JSON, flent data files, long-format series or Parquet",
                         description="csv: one row per trial (identity, metrics.*, flags, error); "
                                     "json: the record as one document; flent: one .flent.gz per "
                                     "stream/parallel/attack/rtt trial with its per-interval series; series: long-format "
-                                    "CSV of every trial's per-interval samples (trial_id,t_s,field,value).")
+                                    "CSV of every trial's per-interval samples (trial_id,t_s,field,value); parquet: "
+                                    "trials.parquet and series.parquet, the csv and series rows typed (pyarrow).")
     ex.add_argument("run_dir", help="a run directory")
-    ex.add_argument("--format", required=True, choices=["csv", "json", "flent", "series"], help="what to write")
+    ex.add_argument("--format", required=True, choices=["csv", "json", "flent", "series", "parquet"],
+                    help="what to write")
     ex.add_argument("--out", metavar="PATH", help="csv/json/series: file (default stdout); "
-                                                  "flent: directory (default RUN/flent)")
+                                                  "flent, parquet: directory (default RUN/flent, RUN/parquet)")
     ex.add_argument("--json", action="store_true",
                     help="when writing files: print one JSON document naming them")
     ex.set_defaults(func=cmd_export)

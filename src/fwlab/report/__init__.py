@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from fwlab.files import write_output
+from fwlab.webpage import write_plotly_js
 from fwlab.stats.run_summary import point_summaries
 from fwlab.results.record import REPORT_FILE, SUMMARY_FILE, RunRecord
 from fwlab.results.trial import as_records
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
 
 
 def write_report(run_dir: Path, appendix_html: str | None = None) -> Path:
-    """report.html and summary.csv; `appendix_html` (e.g. the "changed since" section that
+    """report.html and summary.csv (and plotly.min.js beside the page for its interactive plots); `appendix_html` (e.g. the "changed since" section that
     `fwlab report --against` builds) goes at the end of the page."""
     from fwlab.published.compare import write_findings
     from fwlab.report import html
@@ -34,6 +35,7 @@ def write_report(run_dir: Path, appendix_html: str | None = None) -> Path:
         end = page.rfind("</body>")
         page = page[:end] + appendix_html + "\n" + page[end:] if end >= 0 else page + appendix_html
     write_output(out, page, "report")
+    write_plotly_js(page, rec.path, write_output)  # beside the page: its interactive plots open offline
     return out
 
 

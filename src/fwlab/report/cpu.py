@@ -3,29 +3,22 @@
 Owns: one figure per traffic (one panel per role, one line per configuration: the repetition
 whose mean CPU use is the median of its repetitions) and a table of per-trial means (median over
 repetitions, with the range), from each trial's ``extra.cpu_series`` (``testbed.cpuseries``).
-Roles without a series are named with the recorded reason. Reads the stored record only.
+Roles without a series are named with the recorded reason. Laid out by templates/cpu.html.j2
+(with the note under a veth bed's plots). Reads the stored record only.
 """
 
 from __future__ import annotations
 
-import html
 import statistics
 
+from markupsafe import Markup
+
+from fwlab.report import templating
 from fwlab.report.plots import plt, svg
 from fwlab.report.timeseries import config_label, traffic_name
 from fwlab.results.trial import TrialRecord, as_records
 
 ROLES = ("client", "dut", "server")
-
-
-#: under the plots of a veth bed (device model "veth": the DUT is the client CPU's softirq)
-VETH_NOTE = ("<p class='muted'>On this bed (device model <code>veth</code>) the DUT has no CPU of its own: "
-             "a packet crosses client, DUT and server in the softirq of whichever CPU sent it. TCP sends new "
-             "data from the arrival of the server's ACKs too, so for a second the whole path can run on the "
-             "server's CPU: the client and DUT lines then drop towards 0 % while the server's rises towards "
-             "100 %, the throughput unchanged. The roles' "
-             "split is the CPUs', not the firewall's; <code>device_model = \"napi\"</code> gives the DUT "
-             "its own CPU.</p>")
 
 
 def _mean(samples: list[dict], key: str) -> float | None:
@@ -103,31 +96,20 @@ def render(trials: list[TrialRecord]) -> str:
             groups.setdefault(_traffic_key(t), {}).setdefault(config_label(t), []).append(t)
     if not groups and not missing:
         return ""
-    e = html.escape
-    parts = ["<h2>CPU use per role over time</h2><p class='muted'>Per second, the share of time the CPU a role is "
-             "pinned to was busy (from <code>/proc/stat</code>; every process on that CPU counts, not only the "
-             "role's). Plots show, per configuration, the repetition whose mean is the median of its repetitions; "
-             "the table gives each configuration's per-trial means, median over repetitions and range.</p>"]
-    rows = []
+    plots, rows = [], []
     for tn, by_cfg in groups.items():
         picture = _figure(f"{tn}: CPU busy per role", [(cfg, _median_rep(ts).extra["cpu_series"])
                                                     for cfg, ts in by_cfg.items()])
         if picture:
-            parts.append(f"<div class='plot'>{picture}</div>")
+            plots.append(Markup(picture))  # SVG text from the plotting code
         for cfg, ts in by_cfg.items():
             cells = []
             for role in ROLES:
                 means = [m for m in (_mean(t.extra["cpu_series"]["samples"], f"{role}_busy_pct") for t in ts)
                          if m is not None]
                 cells.append(f"{statistics.median(means):.0f} ({min(means):.0f}–{max(means):.0f})" if means else "–")
-            rows.append(f"<tr><td>{e(tn)}</td><td>{e(cfg)}</td><td>{len(ts)}</td>"
-                        + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
-    if rows:
-        parts.append("<table><tr><th>traffic</th><th>configuration</th><th>n</th><th>client busy [%]</th>"
-                     "<th>DUT busy [%]</th><th>server busy [%]</th></tr>" + "".join(rows) + "</table>")
-    if any(ts[0].extra["cpu_series"].get("dut_measure") == "softirq" for by_cfg in groups.values()
-           for ts in by_cfg.values()):
-        parts.append(VETH_NOTE)
-    for role, whys in sorted(missing.items()):
-        parts.append(f"<p class='muted'>{e(role)}: no CPU series — {e('; '.join(sorted(whys)))}.</p>")
-    return "\n".join(parts)
+            rows.append([tn, cfg, len(ts), *cells])
+    veth = any(ts[0].extra["cpu_series"].get("dut_measure") == "softirq" for by_cfg in groups.values()
+               for ts in by_cfg.values())
+    return str(templating.render("cpu.html.j2", plots=plots, rows=rows, veth=veth,
+                                 missing=[(role, "; ".join(sorted(whys))) for role, whys in sorted(missing.items())]))

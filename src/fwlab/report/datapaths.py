@@ -2,12 +2,13 @@
 
 Owns: one table built from the trial records' ``ruleset_family`` (e.g. "nft ip",
 "xdp linear (xdp_linear, generic attach)" — so the report says which XDP attach mode a curve used)
-and each test bed's backend version (program hash, JIT state). Reads the stored record only.
+and each test bed's backend version (program hash, JIT state); laid out by
+templates/datapaths.html.j2. Reads the stored record only.
 """
 
 from __future__ import annotations
 
-import html
+from fwlab.report import templating
 from fwlab.results.trial import TrialRecord, as_records
 
 
@@ -24,13 +25,6 @@ def render(run: dict, trials: list[TrialRecord]) -> str:
     for bed in run.get("beds", []):
         key = ((bed.get("topology") or {}).get("mode"), bed.get("backend"))
         versions.setdefault(key, set()).add(str(bed.get("backend_version")))
-    rows = []
-    for (mode, be, layout), f in sorted(fams.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
-        rows.append("<tr>" + "".join(f"<td class='l'>{html.escape(str(c))}</td>" for c in (
-            mode, be, layout, "; ".join(sorted(f)), "; ".join(sorted(versions.get((mode, be), ())))) ) + "</tr>")
-    head = "".join(f"<th class='l'>{h}</th>" for h in ("mode", "backend", "layout", "what was loaded",
-                                                       "backend version"))
-    return ("<h2>Firewall data paths</h2><p class='muted'>What each backend loaded, as recorded with the "
-            "trials (for XDP: the program and the attach mode actually used; its version line names the "
-            "program's source hash and whether the BPF JIT is on).</p>"
-            f"<table><tr>{head}</tr>{''.join(rows)}</table>")
+    rows = [[mode, be, layout, "; ".join(sorted(f)), "; ".join(sorted(versions.get((mode, be), ())))]
+            for (mode, be, layout), f in sorted(fams.items(), key=lambda kv: tuple(str(x) for x in kv[0]))]
+    return str(templating.render("datapaths.html.j2", rows=rows))

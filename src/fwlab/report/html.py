@@ -11,8 +11,9 @@ import json
 import statistics
 from collections.abc import Callable
 
-from fwlab.report import nics, plots
-from fwlab.report.markup import esc, fmt, table
+from fwlab import webpage
+from fwlab.report import interactive, nics, plots, templating
+from fwlab.report.markup import Html, esc, fmt, raw, table
 from fwlab.report.summary import load_times, per_rule_costs
 from fwlab.results.curves import METRIC_INFO, Curve, Point, primary_metric
 from fwlab.results.identity import size_words
@@ -20,17 +21,6 @@ from fwlab.results.store import RecordState, state_without_plan
 from fwlab.stats import RATIO_METHOD
 from fwlab.stats.run_summary import PointSummary, point_summaries
 from fwlab.results.trial import TrialRecord, as_records
-
-CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1200px;margin:1.5em auto;padding:0 1em;color:#222}
-h1{font-size:1.5em}h2{font-size:1.2em;border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:1.6em}
-table{border-collapse:collapse;margin:.6em 0;font-size:.88em}td,th{border:1px solid #ccc;padding:.25em .5em;text-align:right}
-th{background:#f3f3f3}td.l,th.l{text-align:left}.warn{color:#a15c00}.err{color:#b00}.muted{color:#666}
-.plot svg{max-width:100%;height:auto}code{background:#f5f5f5;padding:0 .2em}details{margin:.5em 0}
-.scroll{overflow-x:auto;max-width:100%}.ok{color:#1a7f37}table.kv td{max-width:60em}h3{font-size:1.05em}
-nav.toc{background:#f7f7f7;border:1px solid #ddd;padding:.4em 1em;margin:1em 0;font-size:.9em}nav.toc ol{margin:.3em 0;columns:2}
-"""
-
 
 def _rate_text(label: str, metric: str, value: float) -> str:
     name, unit, scale = METRIC_INFO.get(metric, (metric, "", 1.0))
@@ -49,9 +39,9 @@ def _rules_table(curves: list[Curve], cell: Callable[[Curve, Point], str]) -> st
             if p is None:
                 cells.append("")
             elif p.errors and not p.values:
-                cells.append(f"<span class='err' title='{esc(p.errors[0])}'>missing</span>")
+                cells.append(raw(f"<span class='err' title='{esc(p.errors[0])}'>missing</span>"))
             else:
-                cells.append(cell(c, p))
+                cells.append(raw(cell(c, p)))
         rows.append(cells)
     return table(["configuration"] + [f"{n} rules" for n in ns], rows)
 
@@ -165,28 +155,24 @@ def _latency_cdfs(trials: list[TrialRecord]) -> str:
                           "merged (histogram counts added); percentiles of the merged histogram.</p>")
 
 
-def record_state_html(state: RecordState) -> str:
+def record_state_html(state: RecordState) -> Html:
     """The record's status line: complete, or what is missing, damaged, interrupted, resumed."""
     text = esc(state.sentence())
     if state.complete:
-        return f"<span class='ok'>{text}</span>"
+        return raw(f"<span class='ok'>{text}</span>")
     hint = ""
     if state.status in ("incomplete", "interrupted", "running", "failed") and not state.bad_lines:
         hint = " — resume with <code>fwlab run --resume DIR</code>"
-    return f"<span class='warn'>{text}</span>{hint}"
+    return raw(f"<span class='warn'>{text}</span>{hint}")
 
 
 def render(run: dict, trials: list[TrialRecord], cs: list[Curve], summary_csv_name: str,
            state: RecordState | None = None) -> str:
-    """The page. ``state`` (RunRecord.state) says what the record is; without it, the stated
-    status and the trial count are all the page knows."""
+    """The page (templates/report.html.j2). ``state`` (RunRecord.state) says what the record is;
+    without it, the stated status and the trial count are all the page knows."""
     trials = as_records(trials)
     suite = run.get("suite", {}).get("parsed", {})
     host = run.get("host", {})
-    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>fwlab report: {esc(suite.get('name'))}</title>"
-             f"<style>{CSS}</style></head><body>"]
-    parts.append(f"<h1>fwlab report — suite <code>{esc(suite.get('name'))}</code></h1>")
-    parts.append(f"<p>{esc(suite.get('description', ''))}</p>")
     n_ok = sum(1 for t in trials if not t.error)
     n_err = sum(1 for t in trials if t.error)
     if state is None:
@@ -196,16 +182,18 @@ def render(run: dict, trials: list[TrialRecord], cs: list[Curve], summary_csv_na
     status_html = table(None, [
         ["status", record_state_html(state)],
         ["trials", f"{n_ok} measured, {n_err} failed, {run.get('plan', {}).get('trials', '?')} planned"],
-        ["started / ended (UTC)", f"{esc(run.get('started_utc'))} / {esc(run.get('ended_utc'))}"],
-        ["host", esc(f"{host.get('cpu_model')} — {host.get('cpus')} CPUs, "
-                     f"{(host.get('memory_kib') or 0) // 1048576} GiB, kernel {host.get('kernel')}")],
-        ["fwlab", esc(f"{host.get('fwlab_version')} ({host.get('fwlab_git_revision')})")],
-        ["trial", esc(f"{trial_length(suite)} x {suite.get('repetitions')} repetitions; offloads "
-                      f"{nics.offloads_text(suite.get('offloads'))}; pinning {nics.pinning_text(suite.get('pinning'))}")],
-        ["machine-readable", f"<code>trials.jsonl</code>, <code>run.json</code>, <code>{esc(summary_csv_name)}</code>"],
+        ["started / ended (UTC)", f"{run.get('started_utc')} / {run.get('ended_utc')}"],
+        ["host", f"{host.get('cpu_model')} — {host.get('cpus')} CPUs, "
+                 f"{(host.get('memory_kib') or 0) // 1048576} GiB, kernel {host.get('kernel')}"],
+        ["fwlab", f"{host.get('fwlab_version')} ({host.get('fwlab_git_revision')})"],
+        ["trial", f"{trial_length(suite)} x {suite.get('repetitions')} repetitions; offloads "
+                  f"{nics.offloads_text(suite.get('offloads'))}; pinning {nics.pinning_text(suite.get('pinning'))}"],
+        ["machine-readable", raw(f"<code>trials.jsonl</code>, <code>run.json</code>, <code>{esc(summary_csv_name)}</code>")],
     ], left=2)
 
     from fwlab.report.cpu import render as render_cpu
+    from fwlab.report.datapaths import render as render_datapaths
+    from fwlab.report.line_rate import render as render_line_rate
     from fwlab.report.overview import render_overview
     from fwlab.report.parallel import render_parts
     from fwlab.report.sections import render_sections
@@ -228,121 +216,61 @@ def render(run: dict, trials: list[TrialRecord], cs: list[Curve], summary_csv_na
         metric = primary_metric(group[0])
         # one plot per traffic, of its primary figure: a packet rate's bit rate is the same curve
         # scaled by the frame size (drawn again it was a near-zero Gbit/s axis; the table has it)
-        thunks[f"rate {tl}"] = (lambda g=group, m=metric, tl=tl: plots.rate_vs_rules(
-            g, m, f"{tl}: {METRIC_INFO[m][0]} vs rule count"))
+        thunks[f"rate {tl}"] = (lambda g=group, m=metric, tl=tl: (
+            plots.rate_vs_rules(g, m, f"{tl}: {METRIC_INFO[m][0]} vs rule count"),
+            interactive.rate_figure(g, m, f"{tl}: {METRIC_INFO[m][0]} vs rule count")))
     for mode in modes:
         lt = [r for r in lt_all if str(r["mode"]) == mode]
-        thunks[f"load {mode}"] = lambda lt=lt: (plots.load_time_plot(lt), plots.kernel_memory_plot(lt))
+        thunks[f"load {mode}"] = lambda lt=lt: ((plots.load_time_plot(lt), interactive.load_time_figure(lt)),
+                                                (plots.kernel_memory_plot(lt), None))
     drawn = dict(zip(thunks, render_parts(list(thunks.values()))))
 
-    top = drawn["top"]
-    if not state.complete:
-        parts.append(status_html)  # an incomplete run says so before anything else
-    parts.append(render_overview(run, trials, cs, top, state=state))
-    if state.complete:
-        parts.append("<h3>Run</h3>" + status_html)
+    top = [raw(x) for x in drawn["top"]]
     # the answer first: after the headline findings, what one rule costs
-    costs = per_rule_costs(cs)
-    cost: list[str] = []
-    cost.append("<h2>Per-rule cost of linear rule sets</h2>")
-    if costs:
-        cost.append("<p class='muted'>Least-squares fit of 1/rate = a + b·N over all repetitions "
-                     "(rate = received packets/s). b is the cost of one non-matching rule per packet; "
-                     "a the cost of the path with no rules.</p>")
-        cost.append("<p class='muted'>b 95 % interval: ordinary least-squares t interval of the slope "
-                     "(points - 2 degrees of freedom); – with only 2 points.</p>")
-        cost.append(table(["configuration", "traffic", "b [ns/rule/packet]", "b 95 % interval", "a [ns/packet]",
-                             "r²", "points"],
-                            [[esc(r["curve"]), esc(r["traffic"]), fmt(r["per_rule_ns"], 2),
-                              "–" if r["per_rule_ns_ci"] is None else
-                              f"{r['per_rule_ns_ci'][0]:.2f}–{r['per_rule_ns_ci'][1]:.2f}",
-                              fmt(r["base_ns"], 0), fmt(r["r_squared"], 3), r["points"]] for r in costs], left=2))
-    else:
-        cost.append("<p class='muted'>No linear layout with two or more rule counts and a packet rate.</p>")
-
-    if costs:
-        parts.extend(cost)  # else said further down, where the other sections are
-    parts.extend(top)
-
-    for tl, group in groups.items():
-        parts.append(f"<h2>{esc(tl)}</h2>")
-        parts.append("<div class='plot'>" + drawn[f"rate {tl}"] + "</div>")
-        parts.append(_pct_table(group))
-        parts.append("<details><summary>absolute medians per rule count</summary>" + _abs_table(group) + "</details>")
-
-    parts.extend(drawn["sections"])
-    parts.append(_latency_table([t for t in trials if t.kind == "stream"]))
-    from fwlab.report.line_rate import render as render_line_rate
-
-    parts.append(render_line_rate(trials))
-    parts.append(drawn["cpu"])
-    from fwlab.report.datapaths import render as render_datapaths
-
-    if not costs:
-        parts.extend(cost)
-    parts.append(render_datapaths(run, trials))
-    parts.append("<h2>Rule-set load time</h2>")
-    for mode in modes:  # one table per mode: routed and bridge rule sets load into different families
+    costs = [[r["curve"], r["traffic"], fmt(r["per_rule_ns"], 2),
+              "–" if r["per_rule_ns_ci"] is None else f"{r['per_rule_ns_ci'][0]:.2f}–{r['per_rule_ns_ci'][1]:.2f}",
+              fmt(r["base_ns"], 0), fmt(r["r_squared"], 3), r["points"]] for r in per_rule_costs(cs)]
+    live = webpage.Plots()  # the page's interactive plots, ids in page order
+    stream_groups = [{"title": tl, "plot": live.figure(f"rate {tl}", *drawn[f"rate {tl}"]), "pct_table": raw(_pct_table(group)),
+                      "abs_table": raw(_abs_table(group))} for tl, group in groups.items()]
+    load_modes = []
+    for mode in modes:
         lt = [r for r in lt_all if str(r["mode"]) == mode]
-        if len(modes) > 1:
-            parts.append(f"<h3>{esc(mode)} mode</h3>")
-        for svg in drawn[f"load {mode}"]:
-            if svg:
-                parts.append("<div class='plot'>" + svg + "</div>")
-        parts.append(table(["backend", "layout", "established first", "rules", "load time [ms]", "loads",
-                             "kernel memory [MiB]", "rate (median)"],
-                            [[esc(r["backend"]), esc(r["layout"]), "yes" if r["stateful_shortcut"] else "no",
-                              r["rules"], fmt(r["load_s_median"] * 1e3, 1), r["loads"],
-                              "—" if r.get("kernel_mem_bytes_median") is None
-                              else fmt(r["kernel_mem_bytes_median"] / 2**20, 1),
-                              esc("; ".join(_rate_text(lbl, m, v) for lbl, (m, v) in sorted(r.get("rates", {}).items()))
-                                  or "—")] for r in lt], left=3))
-        parts.append("<p class='muted'>Kernel memory: host-wide /proc/meminfo Slab + VmallocUsed + Percpu "
-                     "after minus before the one load command (other activity on the host is in it too).</p>")
+        load_modes.append({"mode": mode, "plots": [live.figure(f"load time {mode}", svg, fig)
+                                                    for svg, fig in drawn[f"load {mode}"] if svg], "rows": [
+            [r["backend"], r["layout"], "yes" if r["stateful_shortcut"] else "no", r["rules"],
+             fmt(r["load_s_median"] * 1e3, 1), r["loads"],
+             "—" if r.get("kernel_mem_bytes_median") is None else fmt(r["kernel_mem_bytes_median"] / 2**20, 1),
+             "; ".join(_rate_text(lbl, m, v) for lbl, (m, v) in sorted(r.get("rates", {}).items())) or "—"]
+            for r in lt]})
 
-    # quality and conditions
-    flagged = [t for t in trials if t.flags]
-    parts.append("<h2>Quality flags and missing figures</h2>")
     codes: dict[str, tuple[int, str]] = {}
-    for t in flagged:
+    for t in trials:
         for f in t.flags:
             n, msg = codes.get(f.code, (0, f.message or ""))
             codes[f.code] = (n + 1, msg)
-    if codes:
-        parts.append(table(["flag", "example", "trials"], [[esc(k), esc(v[1]), v[0]] for k, v in codes.items()], left=2))
-    else:
-        parts.append("<p>No trial was flagged.</p>")
-    errs = [t for t in trials if t.error]
-    if errs:
-        parts.append(table(["trial", "why the figure is missing"], [[esc(t.trial_id), esc(t.error)] for t in errs], left=2))
-    skipped = run.get("plan", {}).get("skipped") or []
-    if skipped:
-        parts.append("<p>Combinations the suite names but a backend cannot run:</p>")
-        parts.append(table(["mode", "backend", "layout", "established first", "reason"],
-                            [[esc(s["mode"]), esc(s["backend"]), esc(s["layout"]), "yes" if s["stateful_shortcut"] else "no",
-                              esc(s["reason"])] for s in skipped], left=5))
-    parts.append("<h2>Conditions</h2>")
     models = {(b.get("device") or {}).get("device_model") or "veth" for b in run.get("beds", [])} or {"veth"}
-    if models - {"napi"}:
-        parts.append("<p class='muted'>" + ("Beds with device model 'veth': " if "napi" in models else "On veth, ")
-                     + "a namespace has no CPU of its own: the DUT's forwarding "
-                     "runs in the sender's softirq. Rates here are the generator and the firewall path together; "
-                     "compare configurations against the same run's 0-rule reference (the % tables).</p>")
-    if "napi" in models:
-        parts.append("<p class='muted'>" + ("Beds with device model 'napi': " if models - {"napi"} else "")
-                     + "the DUT's veths receive through threaded NAPI on a CPU of their own, so the DUT's "
-                     "forwarding does not run on the sender's CPU and an overloaded DUT drops frames "
-                     "(docs/device-model.md).</p>")
-    parts.append(nics.render(run.get("beds", [])))
-    for bed in run.get("beds", []):
-        topo = bed.get("topology", {})
-        parts.append(f"<details><summary>test bed {esc(topo.get('run_id'))}: {esc(topo.get('mode'))}, "
-                     f"backend {esc(bed.get('backend'))} ({esc(bed.get('backend_version'))})</summary>"
-                     f"<pre>{esc(json.dumps({k: bed[k] for k in ('offloads', 'sysctls', 'topology') if k in bed}, indent=1))}</pre></details>")
-    parts.append("<details><summary>tool versions</summary><pre>" + esc(json.dumps(host.get("tools", {}), indent=1)) + "</pre></details>")
-    parts.append("<details><summary>suite as given</summary><pre>" + esc(run.get("suite", {}).get("toml", "")) + "</pre></details>")
-    parts.append("</body></html>")
-    return with_contents("\n".join(parts))
+    beds = [{"run_id": (bed.get("topology") or {}).get("run_id"), "mode": (bed.get("topology") or {}).get("mode"),
+             "backend": bed.get("backend"), "version": bed.get("backend_version"),
+             "detail": json.dumps({k: bed[k] for k in ("offloads", "sysctls", "topology") if k in bed}, indent=1)}
+            for bed in run.get("beds", [])]
+    page = templating.render(
+        "report.html.j2", suite=suite, complete=state.complete, status=raw(status_html),
+        overview=raw(render_overview(run, trials, cs, drawn["top"], state=state)), costs=costs, top=top,
+        stream_groups=stream_groups, sections=[raw(x) for x in drawn["sections"]],
+        latency=raw(_latency_table([t for t in trials if t.kind == "stream"])),
+        line_rate=raw(render_line_rate(trials)), cpu=raw(drawn["cpu"]), datapaths=raw(render_datapaths(run, trials)),
+        load_modes=load_modes, flags=[[k, v[1], v[0]] for k, v in codes.items()],
+        errors=[[t.trial_id, t.error] for t in trials if t.error],
+        skipped=[[s["mode"], s["backend"], s["layout"], "yes" if s["stateful_shortcut"] else "no", s["reason"]]
+                 for s in run.get("plan", {}).get("skipped") or []],
+        other_models=bool(models - {"napi"}), napi_model="napi" in models, nics=raw(nics.render(run.get("beds", []))),
+        beds=beds, tools=json.dumps(host.get("tools", {}), indent=1), suite_toml=run.get("suite", {}).get("toml", ""))
+    page = str(page)
+    if webpage.has_plots(page):  # a plot of the page's own or of a section: plotly draws them all, once
+        end = page.rfind("</body>")
+        page = page[:end] + webpage.page_script(page) + "\n" + page[end:]
+    return with_contents(page)
 
 
 def with_contents(page: str) -> str:
@@ -351,7 +279,7 @@ def with_contents(page: str) -> str:
     import re
 
     used: set[str] = set()
-    entries: list[tuple[str, str]] = []
+    entries: list[tuple[str, Html]] = []
 
     def anchor(m: re.Match) -> str:
         attrs, title = m.group(1) or "", m.group(2)
@@ -362,13 +290,12 @@ def with_contents(page: str) -> str:
         while ident in used and not have:
             ident, k = f"{base}-{k}", k + 1
         used.add(ident)
-        entries.append((ident, re.sub(r"<[^>]+>", "", title)))
+        entries.append((ident, raw(re.sub(r"<[^>]+>", "", title))))  # the heading's own (escaped) text
         return m.group(0) if have else f"<h2 id='{ident}'{attrs}>{title}</h2>"
 
     page = re.sub(r"<h2([^>]*)>(.*?)</h2>", anchor, page, flags=re.S)
     if len(entries) < 2:
         return page
-    toc = ("<nav class='toc'><b>Contents</b><ol>"
-           + "".join(f"<li><a href='#{esc(i)}'>{t}</a></li>" for i, t in entries) + "</ol></nav>")
+    toc = str(templating.render("contents.html.j2", entries=entries))
     at = page.find("</p>", page.find("<h1"))  # after the suite's description
     return page[:at + 4] + toc + page[at + 4:] if at >= 0 else page

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import html
 
+from fwlab.report.markup import table
+
 
 class _Notes:
     """Reasons a figure is missing, each said once below the table: a cell shows 'missing [k]'."""
@@ -66,11 +68,10 @@ def render(beds: list[dict]) -> str:
             if n.get("firmware"):
                 drv += f", firmware {n['firmware']}"
             cells = [run_id, n.get("role"), n.get("iface"), drv, speed, _queues(n, notes), _irqs(n, notes)]
-            rows.append("<tr>" + "".join(f"<td style='text-align:left'>{html.escape(str(c))}</td>" for c in cells)
-                        + "</tr>")
+            rows.append(cells)
     if not rows:
         return ""
     return ("<p>Data interfaces (queues: current/maximum channels, <code>ethtool -l</code>; IRQs: number, "
-            "name and <code>smp_affinity_list</code>):</p><table><tr><th>bed</th><th>role</th><th>interface</th>"
-            "<th>driver</th><th>link speed</th><th>queues</th><th>IRQs → CPUs</th></tr>" + "".join(rows) + "</table>"
+            "name and <code>smp_affinity_list</code>):</p>"
+            + table(["bed", "role", "interface", "driver", "link speed", "queues", "IRQs → CPUs"], rows, left=7)
             + notes.html())

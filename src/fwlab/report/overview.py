@@ -1,7 +1,7 @@
 """The overview at the top of every report: what was tested, on what host, with which rule
 sets, and the headline findings in plain sentences computed from the record.
 
-Owns: those sentences and the overview's HTML. Reads the record (run.json, the trials, its
+Owns: those sentences and the overview's HTML (templates/overview.html.j2). Reads the record (run.json, the trials, its
 ``RecordState`` and the curves of ``fwlab.results.curves``) only; the numbers are medians over
 repetitions.
 """
@@ -11,12 +11,14 @@ from __future__ import annotations
 import html
 import statistics
 
+from markupsafe import Markup
+
 from fwlab.report.nics import offloads_text
 from fwlab.stats.ratio import ratio_to_zero
 from fwlab.published.compare import LIMITS
 from fwlab.results.curves import METRIC_INFO, Curve, primary_metric
 from fwlab.results.store import RecordState, state_without_plan
-from fwlab.report import kernel_cost
+from fwlab.report import kernel_cost, templating
 from fwlab.report.summary import noise_floor
 from fwlab.results.trial import TrialRecord, as_records
 
@@ -309,45 +311,20 @@ def render_overview(run: dict, trials: list[TrialRecord], cs: list[Curve], publi
     host = run.get("host") or {}
     state = state or state_without_plan(run, trials)
     rows = [
-        ("record", f"<span class='{'ok' if state.complete else 'warn'}'>{_e(state.sentence())}</span>"),
-        ("tested", f"{_e(suite.get('description') or suite.get('name'))}"),
-        ("test bed", _e(f"modes {', '.join(suite.get('mode') or [])}; IPv{'/'.join(str(v) for v in suite.get('ip_versions') or [])}; "
-                        f"device model {suite.get('device_model', 'veth')}; offloads {offloads_text(suite.get('offloads'))}"
-                        f"{_wires(suite)}")),
-        ("traffic", _e(f"{_traffic(suite)}; {trial_length(suite)} x {suite.get('repetitions')} repetitions")),
-        ("rule sets", _e(_rule_sets(run, trials))),
-        ("host", _e(f"{host.get('cpu_model')}, {host.get('cpus')} CPUs, {(host.get('memory_kib') or 0) // 1048576} GiB, "
-                    f"Linux {host.get('kernel')}; fwlab {host.get('fwlab_version')} ({host.get('fwlab_git_revision')})")),
-        ("quality", _e(quality_sentence(trials))),
+        ("record", Markup(f"<span class='{'ok' if state.complete else 'warn'}'>{_e(state.sentence())}</span>")),
+        ("tested", suite.get("description") or suite.get("name")),
+        ("test bed", f"modes {', '.join(suite.get('mode') or [])}; IPv{'/'.join(str(v) for v in suite.get('ip_versions') or [])}; "
+                     f"device model {suite.get('device_model', 'veth')}; offloads {offloads_text(suite.get('offloads'))}"
+                     f"{_wires(suite)}"),
+        ("traffic", f"{_traffic(suite)}; {trial_length(suite)} x {suite.get('repetitions')} repetitions"),
+        ("rule sets", _rule_sets(run, trials)),
+        ("host", f"{host.get('cpu_model')}, {host.get('cpus')} CPUs, {(host.get('memory_kib') or 0) // 1048576} GiB, "
+                 f"Linux {host.get('kernel')}; fwlab {host.get('fwlab_version')} ({host.get('fwlab_git_revision')})"),
+        ("quality", quality_sentence(trials)),
     ]
-    out = ["<h2 id='overview'>Overview</h2><table class='kv'>"]
-    out += [f"<tr><th class='l'>{k}</th><td class='l'>{v}</td></tr>" for k, v in rows]
-    out.append("</table>")
     # the firewall's own time per packet first: timed in the kernel, it is the run's steadiest cost figure
     in_kernel = kernel_cost.sentences(trials)
     sentences = in_kernel + headline_sentences(cs) + transaction_sentences(trials) + connection_sentences(trials)
-    out.append("<h3>Headline findings</h3>")
-    if not state.complete:
-        article = "an" if state.status[0] in "aeiou" else "a"
-        out.append(f"<p class='warn'>From {article} {_e(state.status)} record ({state.present} of "
-                   f"{'?' if state.planned is None else state.planned} planned trials): what is missing is "
-                   "not compared.</p>")
-    if sentences:
-        out.append("<ul>" + "".join(f"<li>{_e(s)}</li>" for s in sentences) + "</ul>")
-    else:
-        out.append("<p class='muted'>No configuration with both a 0-rule reference and a larger rule count "
-                   "was measured, so there is no rule-count finding to state.</p>")
-    floor = noise_floor_sentences(cs)
-    if floor:
-        out.append("<h3>Noise floor</h3><ul>" + "".join(f"<li>{_e(x)}</li>" for x in floor) + "</ul>")
-    out.append("<p class='muted'>Percentages are means over repetitions relative to the 0-rule reference "
-               "in this run (pooled over layouts that load the same 0-rule set), with a 95 % Fieller "
-               "interval that carries the noise of both figures (t, Welch-Satterthwaite degrees of "
-               "freedom). A figure that only reached the bed's maximum (max-load-passed) is a lower bound: "
-               "its percentage reads ≥ (≤ where the 0-rule reference did); the limiting flags of a "
-               "figure and of its reference are named in brackets. Taken on a shared machine: compare within a run."
-               + (" Times inside the firewall are the in-kernel clock's medians (see <a href='#kernel-cost'>Time "
-                  "inside the firewall</a>)." if in_kernel else "") + "</p>")
-    if published_html:
-        out.append("<p>This run is set beside a published study: see <a href='#published'>As published</a>.</p>")
-    return "\n".join(out)
+    return str(templating.render("overview.html.j2", rows=rows, state=state, sentences=sentences,
+                                 floor=noise_floor_sentences(cs), in_kernel=bool(in_kernel),
+                                 published=bool(published_html)))

@@ -1,11 +1,13 @@
 """Report section for kind ``attack``: legitimate traffic measured while the attacker namespace
 floods the DUT (seed 000): throughput against attack rate, firewall off (backend none) vs on per
 rule count, and the flood's packets as counted — offered by the engine, received on the DUT's
-attacker-side link, dropped by the DUT's rules, and reaching the server's ingress."""
+attacker-side link, dropped by the DUT's rules, and reaching the server's ingress. Laid out by
+templates/section_attack.html.j2."""
 
 from __future__ import annotations
 
-from fwlab.report.markup import esc, table
+from fwlab.report import templating
+from fwlab.report.markup import esc, raw
 from fwlab.report.sections import Section, register
 from fwlab.report.timeseries import config_label, fmt, med, plot_div, series_plot, xy_plot
 from fwlab.results.trial import TrialRecord, as_records
@@ -20,14 +22,7 @@ def render(run: dict, trials: list[TrialRecord]) -> str | None:
     if not trials:
         return None
     ok = [t for t in trials if t.metrics]
-    parts = ["<h2>Under attack: legitimate traffic during a flood</h2>",
-             "<p class='muted'>An attacker namespace on the DUT's client side sends a flood from spoofed sources "
-             "(fwlab-engine, AF_PACKET) while the trial runs; rate 0 is the same trial without a flood. "
-             "'no firewall' is backend none (the DUT forwards everything). Flood counts come from counters: "
-             "offered = the engine's sent count; at DUT = the DUT's attacker-side link rx counter; dropped by "
-             "rules = the DUT's deny + default-drop rule counters; at server = an ingress counter in the server "
-             "namespace matching the spoofed sources. On veth, the DUT's work on the flood runs on the "
-             "attacker's CPU, so a slow rule set can slow the flood itself (flag flood-generator-short).</p>"]
+    rate_plots = []
     kinds = sorted({(_flood(t).get("kind"), t.traffic, t.ip_version) for t in ok}, key=str)
     for fk, traffic, ipv in kinds:
         sel = [t for t in ok if _flood(t).get("kind") == fk and t.traffic == traffic
@@ -41,8 +36,8 @@ def render(run: dict, trials: list[TrialRecord]) -> str | None:
             by_conf.setdefault(config_label(t), {}).setdefault(rate, []).append(t.metric("throughput_bps"))
         lines = [(c, [(r, (med(v) or 0) / 1e9) for r, v in pts.items()], "--" if c == "no firewall" else "-")
                  for c, pts in sorted(by_conf.items())]
-        parts.append(plot_div(xy_plot(lines, f"{fk} rate [packets/s]", f"{str(traffic).upper()} throughput [Gbit/s]",
-                                      f"IPv{ipv} {str(traffic).upper()} throughput vs {fk} rate (median)")))
+        rate_plots.append(raw(plot_div(xy_plot(lines, f"{fk} rate [packets/s]", f"{str(traffic).upper()} throughput [Gbit/s]",
+                                               f"IPv{ipv} {str(traffic).upper()} throughput vs {fk} rate (median)"))))
     rows = []
     groups: dict[tuple, list[dict]] = {}
     for t in ok:
@@ -59,11 +54,6 @@ def render(run: dict, trials: list[TrialRecord]) -> str | None:
                      fmt(g("flood_offered_pps"), 1, 0), fmt(g("flood_offered_packets"), 1, 0),
                      fmt(g("flood_dut_rx_packets"), 1, 0), fmt(g("flood_dut_rule_drops"), 1, 0),
                      fmt(g("flood_server_packets"), 1, 0)])
-    parts.append("<p class='muted'>Per configuration and flood: median over repetitions. '% of no flood' = "
-                 "throughput as % of the same configuration's rate-0 trial.</p>")
-    parts.append(table(["configuration", "traffic", "flood", "intended [pps]", "trials", "throughput [Gbit/s]",
-                         "% of no flood", "flood offered [pps]", "offered [packets]", "at DUT [packets]",
-                         "dropped by DUT rules", "at server [packets]"], rows, left=3))
     # the flood's arrival at the DUT over time next to the legitimate receive rate (one trial)
     show = [t for t in ok if (_flood(t).get("rate_pps") or 0) > 0 and t.repetition == 1][:6]
     lines = []
@@ -73,9 +63,10 @@ def render(run: dict, trials: list[TrialRecord]) -> str | None:
                       [{"t_s": r["t_s"], "v": r.get("dut_atk_rx_pps")} for r in ls]))
         lines.append((f"{config_label(t)}: legit at server",
                       [{"t_s": r["t_s"], "v": r.get("server_rx_pps")} for r in ls]))
-    parts.append(plot_div(series_plot(lines, "v", "packets/s [k]", 1e-3,
-                                      "Per second: flood arriving at the DUT and legitimate packets reaching the server")))
-    return "\n".join(parts)
+    per_second = plot_div(series_plot(lines, "v", "packets/s [k]", 1e-3,
+                                      "Per second: flood arriving at the DUT and legitimate packets reaching the server"))
+    return str(templating.render("section_attack.html.j2", rate_plots=rate_plots, rows=rows,
+                                 series_plot=raw(per_second)))
 
 
 register(Section(kind="attack", title="Under attack", render=render, order=25))

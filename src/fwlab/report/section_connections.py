@@ -2,15 +2,17 @@
 concurrent connection capacity against the DUT's connection-table size.
 
 Owns: grouping the trials (test = rate / capacity from ``extra.test``), their tables with
-repetitions and intervals, and two plots. Reads the record only.
+repetitions and intervals, and two plots; laid out by templates/section_connections.html.j2.
+Reads the record only.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 
-from fwlab.report.markup import table
+from fwlab.report import templating
 from fwlab.report.markup import esc as _esc
+from fwlab.report.markup import raw
 from fwlab.report.plots import plt, svg
 from fwlab.report.sections import Section, register
 from fwlab.stats import summarize
@@ -35,7 +37,8 @@ def _metric(t: TrialRecord, key: str):
     return (t.metrics or {}).get(key)
 
 
-def _rate_part(trials: list[TrialRecord]) -> str:
+def _rate_part(trials: list[TrialRecord]) -> dict:
+    """The rate part's table rows and plot (SVG, or None)."""
     trials = as_records(trials)
     groups: dict[str, dict[int, list[dict]]] = defaultdict(lambda: defaultdict(list))
     for t in trials:
@@ -63,14 +66,7 @@ def _rate_part(trials: list[TrialRecord]) -> str:
                 all_n.add(n)
         if xs:
             ax.errorbar(xs, med, yerr=[lo, hi], marker="o", markersize=4, capsize=3, label=name)
-    parts = ["<h3>Connection setup and tear-down rate</h3>",
-             "<p class='muted'>Highest rate of one-transaction connections (connect, 16 B echoed, the server's "
-             "FIN, then the client's) at which at most 0.001 % of the connections failed (connect timeout, "
-             "refusal, reset, short reply or reply timeout; RFC 9411), found by RFC 2544 binary search. A trial "
-             "whose client could not start its connections on schedule counts as failed (flag "
-             "generator-short). With the stateful shortcut every packet of an open connection skips the rule "
-             "set, but each new connection's first packet still walks it: the cost of linear rules shows here "
-             "even with the shortcut on. Shared machine: compare within one run.</p>"]
+    plot = None
     if all_n:
         ax.set_xscale("symlog", linthresh=1)
         ticks = sorted(all_n)
@@ -83,15 +79,14 @@ def _rate_part(trials: list[TrialRecord]) -> str:
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7)
         ax.set_title("Connection rate vs rule count (median, min-max bars)")
-        parts.append("<div class='plot'>" + svg(fig) + "</div>")
+        plot = raw(svg(fig))
     else:
         plt.close(fig)
-    parts.append(table(["configuration", "rules", "median [conn/s]", "min – max", "95 % CI of mean",
-                         "n", "no result", "connect p50 [µs]", "flags"], rows))
-    return "\n".join(parts)
+    return {"rows": rows, "plot": plot}
 
 
-def _capacity_part(trials: list[TrialRecord]) -> str:
+def _capacity_part(trials: list[TrialRecord]) -> dict:
+    """The capacity part's table rows and plot (SVG, or None)."""
     trials = as_records(trials)
     groups: dict[tuple, list[dict]] = defaultdict(list)
     for t in trials:
@@ -113,13 +108,7 @@ def _capacity_part(trials: list[TrialRecord]) -> str:
         for v in vals:
             if ct_max:
                 by_mode[name].append((float(ct_max), v))
-    parts = ["<h3>Concurrent TCP connection capacity</h3>",
-             "<p class='muted'>Largest number of connections held open at once with no failure: every "
-             "connection established, none dropped during the hold, and each echoed a probe byte after it. "
-             "Searched by a ramp to the first failure, then binary search below it. nf_conntrack_count is "
-             "read in the DUT while the connections are held (0 when the rule set uses no connection "
-             "tracking). On this kernel nf_conntrack_max is the host's value (read-only in a namespace); "
-             "a changed value is shown with the flag host-sysctl-changed.</p>"]
+    plot = None
     if any(len(v) for v in by_mode.values()):
         fig, ax = plt.subplots(figsize=(7.0, 4.4), dpi=100)
         top = 0.0
@@ -133,11 +122,8 @@ def _capacity_part(trials: list[TrialRecord]) -> str:
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7)
         ax.set_title("Capacity vs connection-table size")
-        parts.append("<div class='plot'>" + svg(fig) + "</div>")
-    parts.append(table(["configuration", "rules", "item", "nf_conntrack_max", "buckets", "median held",
-                         "min – max", "95 % CI of mean", "n", "conntrack count held", "what stopped it",
-                         "flags"], rows))
-    return "\n".join(parts)
+        plot = raw(svg(fig))
+    return {"rows": rows, "plot": plot}
 
 
 def render(run: dict, trials: list[TrialRecord]) -> str | None:
@@ -147,16 +133,9 @@ def render(run: dict, trials: list[TrialRecord]) -> str | None:
            or t.traffic == "conn_capacity"]
     if not rate and not cap:
         return None
-    parts = ["<h2>Connections</h2>"]
-    if rate:
-        parts.append(_rate_part(rate))
-    if cap:
-        parts.append(_capacity_part(cap))
-    errs = [t for t in trials if t.error]
-    if errs:
-        parts.append("<p class='warn'>Failed trials: " + "; ".join(
-            _esc(f"{t.trial_id}: {t.error}") for t in errs[:10]) + "</p>")
-    return "\n".join(parts)
+    return str(templating.render("section_connections.html.j2", rate=_rate_part(rate) if rate else None,
+                                 capacity=_capacity_part(cap) if cap else None,
+                                 failed=[f"{t.trial_id}: {t.error}" for t in trials if t.error][:10]))
 
 
 register(Section(kind="connections", title="Connections", render=render, order=30))

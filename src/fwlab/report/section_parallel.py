@@ -1,10 +1,12 @@
 """Report section for kind ``parallel``: many TCP streams per rule set and the recovery probes
 after them (seed 004): total throughput, bytes, completion time and per-stream spread per stream
-count, and each probe's single-stream throughput over the seconds after the multi-stream run."""
+count, and each probe's single-stream throughput over the seconds after the multi-stream run.
+Laid out by templates/section_parallel.html.j2."""
 
 from __future__ import annotations
 
-from fwlab.report.markup import esc, table
+from fwlab.report import templating
+from fwlab.report.markup import esc, raw
 from fwlab.report.sections import Section, register
 from fwlab.report.timeseries import config_label, fmt, med, plot_div, series_plot, xy_plot
 from fwlab.results.trial import TrialRecord, as_records
@@ -19,13 +21,6 @@ def render(run: dict, trials: list[TrialRecord]) -> str | None:
     ok = [t for t in trials if t.metrics]
     if not trials:
         return None
-    parts = ["<h2>Parallel TCP streams and recovery probes</h2>",
-             "<p class='muted'>Each trial: a single-stream baseline, then N streams at once (iperf3, several "
-             "client processes above 128 streams), then single-stream probes every interval until one is back "
-             "within tolerance of the baseline (seed 004). Throughput = what the receivers got; completion = "
-             "first client start to last client exit; fairness = Jain's index over the streams' rates "
-             "(iperf3 serves all streams of one process in one loop, so streams within a process share "
-             "evenly by construction).</p>"]
     groups: dict[tuple, dict[int, list[dict]]] = {}
     for t in ok:
         groups.setdefault(_key(t), {}).setdefault(int(t.streams or 1), []).append(t)
@@ -34,8 +29,8 @@ def render(run: dict, trials: list[TrialRecord]) -> str | None:
         pts = [(n, med(x.metric("throughput_bps") for x in ts)) for n, ts in by_n.items()]
         lines.append((f"{conf} IPv{ipv} {mode}", [(n, v / 1e9 if v else v) for n, v in pts],
                       "--" if conf == "no firewall" else "-"))
-    parts.append(plot_div(xy_plot(lines, "parallel TCP streams", "total throughput [Gbit/s]",
-                                  "Total throughput vs parallel streams (median of repetitions)", xlog=True)))
+    throughput_plot = plot_div(xy_plot(lines, "parallel TCP streams", "total throughput [Gbit/s]",
+                                       "Total throughput vs parallel streams (median of repetitions)", xlog=True))
     rows = []
     for (mode, ipv, conf), by_n in sorted(groups.items(), key=lambda kv: str(kv[0])):
         for n, ts in sorted(by_n.items()):
@@ -48,10 +43,6 @@ def render(run: dict, trials: list[TrialRecord]) -> str | None:
                          fmt(g("first_probe_bps"), 1e-9, 3),
                          "yes" if all(x.metric("recovered") for x in ts) else "no",
                          fmt(g("recovery_s"), 1, 0)])
-    parts.append(table(["configuration", "bed", "streams", "trials", "total [Gbit/s]", "bytes [MB]",
-                         "completion [s]", "test time [s]", "Jain", "min/stream [Mbit/s]", "max/stream [Mbit/s]",
-                         "idle streams", "retransmits", "baseline [Gbit/s]", "first probe [Gbit/s]",
-                         "recovered", "recovery after [s]"], rows, left=2))
     # probes as a time series (ratio to baseline), repetition 1 of each configuration
     probe_lines = []
     for t in sorted(ok, key=lambda t: (str(_key(t)), t.streams or 0)):
@@ -60,21 +51,19 @@ def render(run: dict, trials: list[TrialRecord]) -> str | None:
         probes = (t.extra or {}).get("probes") or []
         samples = [{"t_s": p["t_after_s"], "ratio": p.get("ratio_to_baseline")} for p in probes]
         probe_lines.append((f"{config_label(t)} x{t.streams} IPv{t.ip_version}", samples))
-    parts.append(plot_div(series_plot(probe_lines, "ratio", "probe / baseline [%]", 100.0,
+    probe_plot = plot_div(series_plot(probe_lines, "ratio", "probe / baseline [%]", 100.0,
                                       "Single-stream probes after the multi-stream run (repetition 1)",
-                                      xlabel="seconds after the multi-stream run ended")))
+                                      xlabel="seconds after the multi-stream run ended"))
     # the whole trial over time (baseline, multi-stream run, probes) from the server's link counter
     big = max((int(t.streams or 1) for t in ok), default=1)
     ts_lines = [(f"{config_label(t)} IPv{t.ip_version}", (t.extra or {}).get("link_series") or [])
                 for t in ok if t.repetition == 1 and int(t.streams or 1) == big]
-    parts.append(plot_div(series_plot(ts_lines, "server_rx_bps", "server link receive rate [Gbit/s]", 1e-9,
-                                      f"{big}-stream trials over time: baseline probe, the run, recovery probes "
-                                      f"(server link counter, repetition 1)")))
-    errs = [t for t in trials if t.error]
-    if errs:
-        parts.append(f"<p class='err'>{len(errs)} parallel trial(s) missing: see 'Quality flags and missing "
-                     f"figures'.</p>")
-    return "\n".join(parts)
+    link_plot = plot_div(series_plot(ts_lines, "server_rx_bps", "server link receive rate [Gbit/s]", 1e-9,
+                                     f"{big}-stream trials over time: baseline probe, the run, recovery probes "
+                                     f"(server link counter, repetition 1)"))
+    return str(templating.render("section_parallel.html.j2", rows=rows, throughput_plot=raw(throughput_plot),
+                                 probe_plot=raw(probe_plot), link_plot=raw(link_plot),
+                                 missing=sum(1 for t in trials if t.error)))
 
 
 register(Section(kind="parallel", title="Parallel TCP streams", render=render, order=20))

@@ -1,12 +1,14 @@
 """Report section for a suite with ``precision`` (adaptive repetitions): per figure the
 repetitions it took and the interval it reached, figures that hit the maximum without the
 precision flagged. Computed from the trial lines with ``fwlab.stats.precision`` (the same rule the
-run stopped by), so an interrupted record shows where it stood."""
+run stopped by), so an interrupted record shows where it stood. Laid out by
+templates/section_precision.html.j2."""
 
 from __future__ import annotations
 
 from fwlab.errors import FwlabError
-from fwlab.report.markup import esc, table
+from fwlab.report import templating
+from fwlab.report.markup import esc, raw
 from fwlab.report.sections import Section, register
 from fwlab.results.curves import METRIC_INFO
 from fwlab.results.trial import TrialRecord, as_records
@@ -59,18 +61,11 @@ def render(run: dict, trials: list[TrialRecord]) -> str | None:
         cls = "ok" if f.status == "met" else "warn"
         rows.append([esc(what), esc(f.metric or "–"), f.repetitions, f.n, _value(f.metric, f.mean),
                      "–" if f.half_width is None else "±" + _value(f.metric, f.half_width, 3), pct,
-                     f"<span class='{cls}'>{esc(STATUS_WORDS[f.status])}</span>"])
-    at_max = [f for f in rec.figures if f.status == "max-reached"]
-    head = (f"<p><b>{rec.met} of {rec.total} figures</b> reached ±{100 * rule.precision:g} % "
-            f"({esc(INTERVAL)}) with {rule.min_repetitions}..{rule.max_repetitions} repetitions, "
-            f"run interleaved across the configurations.")
-    if at_max:
-        head += (f" <span class='warn'>{len(at_max)} hit the maximum of {rule.max_repetitions} without reaching "
-                 f"it: their intervals below are wider than asked.</span>")
-    head += "</p>"
-    return "\n".join(["<h2>Precision (adaptive repetitions)</h2>", head,
-                      table(["figure", "metric", "repetitions", "values", "mean", "half-width", "of mean",
-                              "precision"], rows, left=2)])
+                     raw(f"<span class='{cls}'>{esc(STATUS_WORDS[f.status])}</span>")])
+    return str(templating.render(
+        "section_precision.html.j2", rows=rows, met=rec.met, total=rec.total, precision_pct=f"{100 * rule.precision:g}",
+        interval=INTERVAL, min_reps=rule.min_repetitions, max_reps=rule.max_repetitions,
+        at_max=sum(1 for f in rec.figures if f.status == "max-reached")))
 
 
 register(Section(kind="@precision", title="Precision", render=render, order=5, run_level=True))

@@ -13,9 +13,9 @@ from fwlab.errors import SearchError
 from fwlab.methods.rfc2544 import LOSS_BELOW_CAPACITY
 from fwlab.published.compare import LIMITS
 from fwlab.report import latency, plots
-from fwlab.report.markup import esc, fmt, table
+from fwlab.report.markup import esc, fmt, raw, table
 from fwlab.report.sections import Section, register
-from fwlab.report.timeseries import xy_plot
+from fwlab.report.timeseries import plot_div, xy_plot
 from fwlab.svgplot import figure_svg, plt
 from fwlab.results.curves import curves
 from fwlab.results.trial import TrialRecord, as_records
@@ -77,7 +77,7 @@ def _throughput(trials: list[TrialRecord]) -> list[str]:
                              (f"{min(pps) / 1e3:.1f}–{max(pps) / 1e3:.1f}" if len(pps) > 1 else ""),
                              fmt(_med(p.values.get("throughput_bps") or []) and _med(p.values.get("throughput_bps")) / 1e6, 1),
                              fmt(_med(p.values.get("throughput_pct_of_max") or []), 0),
-                             "" if zr is None else (f"<span class='warn'>{zr.low_pps / 1e3:.1f}–{zr.high_pps / 1e3:.1f} "
+                             "" if zr is None else raw(f"<span class='warn'>{zr.low_pps / 1e3:.1f}–{zr.high_pps / 1e3:.1f} "
                                                     f"({zr.duration_s:g} s; {zr.passed} of {zr.trials} passed)</span>"),
                              esc(", ".join(sorted(set(p.flags)))) or ""])
         parts.append(table(["configuration", "rules", "n", "median [kpps]", "range [kpps]", "[Mbit/s]",
@@ -257,7 +257,7 @@ def ndr_pdr(tp: list[dict]) -> str:
     return ("<h3>NDR and PDR side by side</h3><p class='muted'>Where a configuration searched both a "
             "no-drop goal (NDR, loss ratio 0) and a partial-drop goal (PDR, loss ratio above 0): the medians "
             "over repetitions (n each) and PDR / NDR.</p>"
-            + (f"<div class='plot'>{plot}</div>" if plot else "")
+            + plot_div(plot)
             + table(["traffic", "configuration", "rules", "NDR goal", "NDR [kpps]", "n", "PDR goal", "PDR [kpps]",
                       "n", "PDR / NDR"], rows, left=3))
 
@@ -277,7 +277,7 @@ def _latency(trials: list[TrialRecord]) -> str:
             rows.append([esc(t.trial_id), fmt(100 * lt["fraction"], 0), fmt(lt["load_pps"] / 1e3, 1),
                          fmt(100 * (lt.get("loss_ratio") or 0), 3),
                          *[fmt(lat.get(f"{k}_ns") / 1e3, 1) if lat.get(f"{k}_ns") is not None else ""
-                           for k in ("min", "p50", "p99", "max")], "; ".join(note)])
+                           for k in ("min", "p50", "p99", "max")], raw("; ".join(note))])
     if not rows:
         return ""
     return ("<h3>Latency at fractions of the throughput (RFC 2544 §26.2)</h3><p class='muted'>One-way latency "

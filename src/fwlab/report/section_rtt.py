@@ -1,10 +1,11 @@
 """Report section for kind ``rtt`` (ping through the DUT): round-trip percentiles, IPDV and RFC
-3550 jitter per IP version and configuration, and the per-second median RTT."""
+3550 jitter per IP version and configuration, and the per-second median RTT; laid out by
+templates/section_rtt.html.j2."""
 
 from __future__ import annotations
 
-from fwlab.report import latency
-from fwlab.report.markup import esc, table
+from fwlab.report import latency, templating
+from fwlab.report.markup import esc, raw
 from fwlab.report.sections import Section, register
 from fwlab.report.timeseries import config_label, fmt, med, plot_div, series_plot
 from fwlab.results.trial import TrialRecord, as_records
@@ -25,18 +26,11 @@ def render(run: dict, trials: list[TrialRecord]) -> str | None:
                      fmt(g("rtt_p90_ms"), 1e3, 0), fmt(g("rtt_p99_ms"), 1e3, 0), fmt(g("rtt_max_ms"), 1e3, 0),
                      fmt(g("rtt_ipdv_ms"), 1e3, 1), fmt(g("rtt_jitter_ms"), 1e3, 1), fmt(g("loss_ratio"), 100, 2),
                      fmt(g("rtt_samples"), 1, 0)])
-    parts = ["<h2>Round-trip delay (ping)</h2>",
-             "<p class='muted'>ICMP echo through the DUT, one request every interval; median over repetitions of each "
-             "figure, in µs. IPDV = mean absolute difference of consecutive RTTs; jitter = RFC 3550's smoothed "
-             "estimate of the same differences.</p>",
-             table(["configuration", "mode", "IP", "trials", "min [µs]", "p50 [µs]", "p90 [µs]", "p99 [µs]", "max [µs]",
-                     "IPDV [µs]", "jitter [µs]", "loss [%]", "samples"], rows, left=3)]
     lines = [(f"{config_label(t)} IPv{t.ip_version}", t.series or [])
              for t in sorted(ok, key=lambda t: (config_label(t), t.ip_version)) if t.repetition == 1]
-    parts.append(plot_div(series_plot(lines, "rtt_p50_ms", "median RTT per second [µs]", 1e3,
-                                      "Round-trip time per second (repetition 1)")))
-    parts.append(_rtt_cdfs(ok))
-    return "\n".join(p for p in parts if p)
+    plot = plot_div(series_plot(lines, "rtt_p50_ms", "median RTT per second [µs]", 1e3,
+                                "Round-trip time per second (repetition 1)"))
+    return str(templating.render("section_rtt.html.j2", rows=rows, plot=raw(plot), cdfs=raw(_rtt_cdfs(ok))))
 
 
 def _rtt_cdfs(trials: list[TrialRecord]) -> str:

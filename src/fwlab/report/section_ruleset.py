@@ -6,7 +6,7 @@ run's no-rule-set reference, most expensive first. Reads ``run.json``'s ``rulese
 
 from __future__ import annotations
 
-from fwlab.report.markup import esc, table
+from fwlab.report.markup import esc, raw, table
 from fwlab.report.sections import Section, register
 
 TOP = 3  #: classes named as the most expensive
@@ -17,7 +17,7 @@ def _range(d: dict, scale: float = 1.0, digits: int = 0) -> str:
         return "–"
     f = lambda v: f"{v * scale:,.{digits}f}"  # noqa: E731
     if d.get("n", 0) > 1:
-        return f"{f(d['median'])} <span class='muted'>[{f(d['min'])} … {f(d['max'])}]</span>"
+        return raw(f"{f(d['median'])} <span class='muted'>[{f(d['min'])} … {f(d['max'])}]</span>")
     return f(d["median"])
 
 
@@ -31,11 +31,11 @@ def _lat(c: dict, cond: str = "rules") -> str:
     if not lat:
         return "–"
     if lat.get("missing"):
-        return f"<span class='muted'>{esc(lat['missing'])}</span>"
+        return raw(f"<span class='muted'>{esc(lat['missing'])}</span>")
     d = lat.get(cond) or {}
     f = d.get("latency_ns")
     if not f:
-        return f"<span class='muted'>{esc(d.get('missing') or 'not measured')}</span>"
+        return raw(f"<span class='muted'>{esc(d.get('missing') or 'not measured')}</span>")
     return f"{_us(f['p50'])} / {_us(f['p99'])}"
 
 
@@ -48,11 +48,11 @@ def _added(c: dict) -> str:
     lat = c.get("latency") or {}
     a = lat.get("added_p50_ns")
     if not isinstance(a, dict):  # records before the same-load mend held a bare number at unlike loads
-        return f"<span class='muted'>{esc(lat.get('added_p50_missing') or '–')}</span>" if lat.get("added_p50_missing") else "–"
+        return raw(f"<span class='muted'>{esc(lat.get('added_p50_missing') or '–')}</span>") if lat.get("added_p50_missing") else "–"
     short = f", {100 * a['level']:.0f} %" if a.get("level") is not None and a["level"] < 0.95 else ""
     iv = (f" <span class='muted'>[{_us(a['low'])} … {_us(a['high'])}{short}]</span>" if a.get("low") is not None
           else f" <span class='muted'>({esc(a.get('why') or 'no interval')})</span>")
-    return _us(a["median"]) + iv
+    return raw(_us(a["median"]) + iv)
 
 
 def render_mix(mix: dict) -> str:
@@ -104,7 +104,7 @@ def render_established(est: dict, costs: list[dict]) -> str:
                      esc(t["expected"]),
                      _range(n["rate_pps"], 1e-3, 1) if n else "–", _range(old["rate_pps"], 1e-3, 1) if old else "–",
                      _range(n["cost_ns_per_packet"]) if n else "–",
-                     _range(old["cost_ns_per_packet"]) if old else "<span class='muted'>not measured</span>"])
+                     _range(old["cost_ns_per_packet"]) if old else raw("<span class='muted'>not measured</span>")])
     parts = ["<h3>New flow and established</h3>"]
     if rows:
         parts.append(table(["new-flow class", "established twin", "twin decided by", "twin verdict",
@@ -147,8 +147,8 @@ def _gain(g: dict | None) -> str:
     if not g or g.get("ratio") is None:
         return "–"
     if g.get("low") is None:
-        return f"×{g['ratio']:.2f} <span class='muted'>(no interval: {esc(g.get('why'))})</span>"
-    return f"×{g['ratio']:.2f} <span class='muted'>[{g['low']:.2f} … {g['high']:.2f}]</span>"
+        return raw(f"×{g['ratio']:.2f} <span class='muted'>(no interval: {esc(g.get('why'))})</span>")
+    return raw(f"×{g['ratio']:.2f} <span class='muted'>[{g['low']:.2f} … {g['high']:.2f}]</span>")
 
 
 def render_optimize(opt: dict) -> str:
@@ -206,7 +206,7 @@ def render(run: dict, trials: list[dict]) -> str | None:
              table(None, [["file", esc(imp.get("file"))], ["loaded as", esc(imp.get("family"))],
                            ["interfaces", esc(", ".join(f"{k} = {v}" for k, v in (imp.get("interfaces") or {}).items()))],
                            ["load time", f"{(imp.get('load_s') or 0) * 1e3:.1f} ms"],
-                           ["digest (kernel listing)", f"<code>{esc((imp.get('digest') or '')[:16])}</code>"],
+                           ["digest (kernel listing)", raw(f"<code>{esc((imp.get('digest') or '')[:16])}</code>")],
                            ["classes", f"{len(classes)} derived, {len(der.get('not_covered', []))} rules not covered"],
                            ["sampling", esc(der.get("sampling"))]])]
     if not classes:
@@ -232,9 +232,9 @@ def render(run: dict, trials: list[dict]) -> str | None:
             cls = "ok" if p["status"] == "match" else "err"
             rows.append([esc(c["class_id"]), esc(c["rule_id"]), esc(c["rule_text"]), _pkt(c["packet"]),
                          esc(c["expected"] + (" (reject)" if c["terminal"] == "reject" else "")),
-                         f"{esc(p['observed'])} ({p['arrived']}/{p['sent']})" + _seen(c, p),
+                         raw(f"{esc(p['observed'])} ({p['arrived']}/{p['sent']})" + _seen(c, p)),
                          "–" if p["rule_counter_delta"] is None else p["rule_counter_delta"],
-                         f"<span class='{cls}'>{esc(p['status'])}</span>"])
+                         raw(f"<span class='{cls}'>{esc(p['status'])}</span>")])
         parts.append(table(["class", "rule", "rule text", "probe packet", "rule set says", "observed (arrived/sent)",
                              "rule counter Δ", "check"], rows, left=4))
         if any("interface_rx_delta" in p for p in probes):
@@ -275,7 +275,7 @@ def render(run: dict, trials: list[dict]) -> str | None:
         parts.append(f"<p class='warn'>Note: {esc(imp['cost_note'])}.</p>")
     rows = [[esc(c["class_id"]), esc(c["rule_id"]), esc(c["expected"]), c["traversed_rules"],
              _range(c["rate_pps"], 1e-3, 1),
-             _range(c["reference_rate_pps"], 1e-3, 1) + _ref_kind(c),
+             raw(_range(c["reference_rate_pps"], 1e-3, 1) + _ref_kind(c)),
              _range(c["cost_ns_per_packet"]), _lat(c), _lat(c, "reference"), _added(c)] for c in costs]
     parts.append(table(["class", "rule", "verdict", "rules compared", "rate [kpps]", "reference [kpps]",
                          "cost [ns/packet]", "latency p50 / p99 [µs]", "reference latency [µs]",

@@ -1,11 +1,13 @@
 """Report section for plain stream trials: per-second time series (throughput, and delay under
 load when a ping probe ran beside the stream) and, when a suite ran both IP versions, the IPv4 vs
 IPv6 table per protocol and direction (seed 003): throughput, UDP jitter, RTT percentiles under
-load. The rule-count curves of the same trials stay in the main part of the page."""
+load. The rule-count curves of the same trials stay in the main part of the page. Laid out by
+templates/section_stream.html.j2."""
 
 from __future__ import annotations
 
-from fwlab.report.markup import esc, table
+from fwlab.report import templating
+from fwlab.report.markup import esc, raw
 from fwlab.report.sections import Section, register
 from fwlab.report.timeseries import config_label, fmt, med, plot_div, series_plot, traffic_name
 from fwlab.results.trial import TrialRecord, as_records
@@ -13,7 +15,8 @@ from fwlab.results.trial import TrialRecord, as_records
 MAX_PLOTS = 12
 
 
-def _v4v6(ok: list[TrialRecord]) -> str:
+def _v4v6(ok: list[TrialRecord]) -> list[list]:
+    """The IPv4 vs IPv6 table's rows: configurations that ran both IP versions."""
     ok = as_records(ok)
     groups: dict[tuple, dict[int, list[dict]]] = {}
     for t in ok:
@@ -37,15 +40,7 @@ def _v4v6(ok: list[TrialRecord]) -> str:
                      fmt(g(4, "rtt_p50_ms"), 1e3, 0) + " / " + fmt(g(4, "rtt_p99_ms"), 1e3, 0),
                      fmt(g(6, "rtt_p50_ms"), 1e3, 0) + " / " + fmt(g(6, "rtt_p99_ms"), 1e3, 0),
                      fmt(g(4, "rtt_ipdv_ms"), 1e3, 1), fmt(g(6, "rtt_ipdv_ms"), 1e3, 1)])
-    if not rows:
-        return ""
-    return ("<h2>IPv4 vs IPv6</h2><p class='muted'>Median over repetitions. Throughput up / down = client→server / "
-            "server→client (both for bidirectional trials). Jitter: iperf3's receiver estimate (UDP). RTT under "
-            "load: ping beside the stream (p50 / p99, µs); IPDV = mean |ΔRTT| of consecutive pings.</p>"
-            + table(["configuration", "traffic", "mode", "trials v4/v6", "IPv4 [Gbit/s]", "IPv6 [Gbit/s]", "v6 / v4 [%]",
-                      "IPv4 up / down", "IPv6 up / down", "IPv4 jitter [µs]", "IPv6 jitter [µs]", "IPv4 loss [%]",
-                      "IPv6 loss [%]", "IPv4 RTT p50/p99 [µs]", "IPv6 RTT p50/p99 [µs]", "IPv4 IPDV [µs]",
-                      "IPv6 IPDV [µs]"], rows, left=3))
+    return rows
 
 
 def render(run: dict, trials: list[TrialRecord]) -> str | None:
@@ -54,10 +49,8 @@ def render(run: dict, trials: list[TrialRecord]) -> str | None:
     with_series = [t for t in ok if t.series]
     if not with_series:
         return None
-    parts = [_v4v6(ok), "<h2>Time series of stream trials</h2>",
-             "<p class='muted'>Per-second samples of repetition 1 (iperf3: sender-side interval rates, both "
-             "directions summed for bidirectional trials; tools without their own intervals: the server's link "
-             "receive rate).</p>"]
+    plots: list = []
+    not_plotted = 0
     by_tn: dict[str, list[dict]] = {}
     for t in with_series:
         if t.repetition == 1:
@@ -65,15 +58,16 @@ def render(run: dict, trials: list[TrialRecord]) -> str | None:
     shown = 0
     for tn, ts in sorted(by_tn.items()):
         if shown >= MAX_PLOTS:
-            parts.append(f"<p class='muted'>{len(by_tn) - shown} more traffic kinds not plotted.</p>")
+            not_plotted = len(by_tn) - shown
             break
         ts.sort(key=lambda t: (t.ip_version, t.backend != "none", t.rules or 0))
         lines = [(f"{config_label(t)} IPv{t.ip_version}", t.series) for t in ts]
-        parts.append(plot_div(series_plot(lines, "throughput_bps", "throughput [Gbit/s]", 1e-9, f"{tn}: throughput per second")))
+        plots.append(plot_div(series_plot(lines, "throughput_bps", "throughput [Gbit/s]", 1e-9, f"{tn}: throughput per second")))
         if any(s.get("rtt_p50_ms") is not None for t in ts for s in t.series):
-            parts.append(plot_div(series_plot(lines, "rtt_p50_ms", "median RTT [µs]", 1e3, f"{tn}: RTT under load per second")))
+            plots.append(plot_div(series_plot(lines, "rtt_p50_ms", "median RTT [µs]", 1e3, f"{tn}: RTT under load per second")))
         shown += 1
-    return "\n".join(p for p in parts if p)
+    return str(templating.render("section_stream.html.j2", v4v6=_v4v6(ok), plots=[raw(p) for p in plots if p],
+                                 not_plotted=not_plotted))
 
 
 register(Section(kind="stream", title="Stream time series", render=render, order=10))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import statistics
 
 from fwlab.report.markup import esc as _esc
+from fwlab.report.markup import table
 from fwlab.report.sections import Section, register
 from fwlab.stats import summarize
 from fwlab.results.trial import TrialRecord, as_records
@@ -211,9 +212,9 @@ def _matrix_table(trials: list[TrialRecord]) -> str:
         for proto, row in ((t.extra or {}).get("by_protocol") or {}).items():
             by_proto[proto] = by_proto.get(proto, 0) + row.get("transactions", 0) + row.get("failures", 0)
     tot = sum(by_server.values()) or 1
-    rows = [f"<tr><td class='l'>{_esc(s)}</td><td>{100 * n / tot:.1f}</td></tr>" for s, n in sorted(by_server.items())]
+    rows = [[s, f"{100 * n / tot:.1f}"] for s, n in sorted(by_server.items())]
     ptot = sum(by_proto.values()) or 1
-    rows += [f"<tr><td class='l'>{_esc(p.upper())}</td><td>{100 * n / ptot:.1f}</td></tr>" for p, n in sorted(by_proto.items())]
+    rows += [[p.upper(), f"{100 * n / ptot:.1f}"] for p, n in sorted(by_proto.items())]
     planned = ", ".join(f"{k} {100 * v:.1f} %" for k, v in sorted((shares or {}).items()))
     tpm = [f"{_esc(_config_words(t.backend, t.layout, t.rules or 0))}, {int(t.streams or 1)} clients, "
            f"repetition {t.repetition}: HTTP {_f(t.metric('http_tpm'), 0)}, FTP {_f(t.metric('ftp_tpm'), 0)} TPM"
@@ -221,7 +222,7 @@ def _matrix_table(trials: list[TrialRecord]) -> str:
     return ("<p class='muted'>Planned shares over all eight clients (seed 002 Tables 7 and 8): "
             f"{_esc(planned)}. Measured share of ended transactions per server and per protocol (all loads, "
             "all configurations):</p>"
-            "<table><tr><th class='l'>server / protocol</th><th>% of transactions</th></tr>" + "".join(rows) + "</table>"
+            + table(["server / protocol", "% of transactions"], rows)
             + ("<details><summary>each protocol's own TPM per trial</summary><ul>"
                + "".join(f"<li>{x}</li>" for x in tpm) + "</ul></details>" if tpm else ""))
 
