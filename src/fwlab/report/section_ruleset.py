@@ -97,9 +97,11 @@ def render_established(est: dict, costs: list[dict]) -> str:
     by_id = {c["class_id"]: c for c in costs}
     rows = []
     for t in est.get("classes") or []:
-        new, old = t["class_id"][:-1], by_id.get(t["class_id"])
+        reply = (t.get("packet") or {}).get("ct_direction") == "reply"  # c3er: the reply direction of c3e
+        new, old = t["class_id"][:-2 if reply else -1], by_id.get(t["class_id"])
         n = by_id.get(new)
-        rows.append([esc(new), esc(t["class_id"]), esc(t["rule_id"]), esc(t["expected"]),
+        rows.append([esc(new), esc(t["class_id"]) + (" (reply direction)" if reply else ""), esc(t["rule_id"]),
+                     esc(t["expected"]),
                      _range(n["rate_pps"], 1e-3, 1) if n else "–", _range(old["rate_pps"], 1e-3, 1) if old else "–",
                      _range(n["cost_ns_per_packet"]) if n else "–",
                      _range(old["cost_ns_per_packet"]) if old else raw("<span class='muted'>not measured</span>")])
