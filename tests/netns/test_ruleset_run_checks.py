@@ -180,9 +180,15 @@ def test_established_twins_are_established_on_the_data_path(tmp_path):
     run = json.loads((run_ruleset(cfg, tmp_path, log=None).path / "run.json").read_text())
     imp = _checked(run)
     every = imp["derivation"]["classes"] + imp["established"]["classes"]
-    twins = {c["class_id"]: c for c in every if c["packet"]["ct_state"] == "established"}
+    twins = {c["class_id"]: c for c in every if c["packet"]["ct_state"] == "established"
+             and c["packet"].get("ct_direction") != "reply"}
     assert twins, imp["established"]
     probes = {p["class_id"]: p for p in imp["probes"]}
+    # each twin's reply direction (the server's packets back in that flow) is established too: dropped
+    # by the same rule, its counter moving by every probe
+    for cid in twins:
+        back = probes[cid + "r"]
+        assert back["observed"] == "dropped" and back["rule_counter_delta"] == 20, back
     dropped = [t for t in twins.values() if t["expected"] == "drop"]  # by 'ct state established counter drop'
     assert dropped, twins
     for twin in dropped:

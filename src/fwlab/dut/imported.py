@@ -135,6 +135,24 @@ def nfacct_names(text: str) -> list[str]:
     return list(dict.fromkeys(n.strip('"') for n in _NFACCT.findall(text)))
 
 
+def counted_rules(save_c: str) -> dict[str, int]:
+    """``iptables-save -c`` output (every table) -> packets per rule id ``"<table> <chain> #<n>"``, the
+    ids :func:`fwlab.rules.iptables_save.parse_iptables_save` gives (n counts per table and chain)."""
+    out: dict[str, int] = {}
+    index: dict[tuple[str, str], int] = {}
+    table = "filter"
+    for line in save_c.splitlines():
+        if line.startswith("*"):
+            table = line[1:].strip()
+            continue
+        m = _COUNTED.match(line)
+        if m:
+            key = (table, m.group(3))
+            index[key] = index.get(key, 0) + 1
+            out[f"{table} {m.group(3)} #{index[key]}"] = int(m.group(1))
+    return out
+
+
 @dataclass
 class ImportedFirewall:
     """One rule-set file and how to load it."""
@@ -216,7 +234,9 @@ class ImportedFirewall:
         return parse_iptables_save(ctx.host.run([self.save_program], ns=ctx.ns).stdout, self.ip_version, sets)
 
     def counters(self, ctx: DutContext) -> dict[str, int]:
-        """Packets per rule id (rules with a counter: every iptables rule, nft rules with ``counter``)."""
+        """Packets per rule id, over every table and family the rule set has (rules with a counter:
+        every iptables rule of every table, raw/mangle/nat/filter/security; nft rules with ``counter``,
+        in every table of every family)."""
         out: dict[str, int] = {}
         if self.kind == "nft":
             doc = json.loads(ctx.host.run(["nft", "-j", "list", "ruleset"], ns=ctx.ns).stdout)
@@ -229,13 +249,7 @@ class ImportedFirewall:
                 if pk:
                     out[f"{r['family']} {r['table']} {r['chain']} #{r['handle']}"] = sum(pk)
             return out
-        index: dict[str, int] = {}
-        for line in ctx.host.run([self.save_program, "-c", "-t", "filter"], ns=ctx.ns).stdout.splitlines():
-            m = _COUNTED.match(line)
-            if m:
-                index[m.group(3)] = index.get(m.group(3), 0) + 1
-                out[f"filter {m.group(3)} #{index[m.group(3)]}"] = int(m.group(1))
-        return out
+        return counted_rules(ctx.host.run([self.save_program, "-c"], ns=ctx.ns).stdout)
 
     def flush(self, ctx: DutContext) -> None:
         """Remove everything loaded (the DUT namespace is fwlab's: flush it whole)."""

@@ -58,12 +58,12 @@ def _added(c: dict) -> str:
 def _kns(s: dict | None) -> str:
     """A class's in-kernel cost cell: median [low … high] ns (± %), or why it has none."""
     if not s:
-        return "<span class='muted'>not measured</span>"
+        return raw("<span class='muted'>not measured</span>")
     f = s.get("ns_per_packet")
     if not f:
-        return f"<span class='muted'>missing: {esc(s.get('missing') or 'no figure')}</span>"
+        return raw(f"<span class='muted'>missing: {esc(s.get('missing') or 'no figure')}</span>")
     rel = f", ±{100 * f['half_width_rel']:.1f} %" if f.get("half_width_rel") is not None else ""
-    return f"{f['median']:,.0f} <span class='muted'>[{f['low']:,.0f} … {f['high']:,.0f}{rel}]</span>"
+    return raw(f"{f['median']:,.0f} <span class='muted'>[{f['low']:,.0f} … {f['high']:,.0f}{rel}]</span>")
 
 
 def render_kernel_cost(kc: dict, classes: dict) -> str:
@@ -87,9 +87,9 @@ def render_kernel_cost(kc: dict, classes: dict) -> str:
         delta = ", ".join("–" if x.get("rule_counter_delta") is None else str(x["rule_counter_delta"]) for x in counts[:4])
         prec = f.get("precision")
         rows.append([esc(s["class_id"]), esc(c.get("rule_id") or s.get("rule_id")), esc(s.get("expected")), _kns(s),
-                     f"<span class='{'ok' if prec == 'decided' else 'warn'}'>{esc(prec)}</span>" if prec else "–",
+                     raw(f"<span class='{'ok' if prec == 'decided' else 'warn'}'>{esc(prec)}</span>") if prec else "–",
                      ("referenced" if s.get("referenced") else "raw") if s.get("ns_per_packet") else "–",
-                     esc(", ".join(s.get("hooks") or [])) + f" <span class='muted'>{esc('; '.join(s.get('chains') or []))}</span>",
+                     raw(esc(", ".join(s.get("hooks") or [])) + f" <span class='muted'>{esc('; '.join(s.get('chains') or []))}</span>"),
                      "–" if s.get("floor_p50_ns") is None else f"{s['floor_p50_ns']:.0f}", cnt, delta])
     parts.append(table(["class", "rule", "verdict", "ns/packet [95 % interval]", "precision", "figure",
                          "hooks (chains) timed", "probe floor [ns]", "sent/entered/timed per round",
@@ -166,10 +166,11 @@ def render_established(est: dict, costs: list[dict], kernel: dict | None = None,
     by_id = {c["class_id"]: c for c in costs}
     rows = []
     for t in twins:
-        new, old = pairs.get(t["class_id"], t["class_id"][:-1]), by_id.get(t["class_id"])
+        reply = (t.get("packet") or {}).get("ct_direction") == "reply"  # c3er: the reply direction of c3e
+        new, old = pairs.get(t["class_id"], t["class_id"][:-2 if reply else -1]), by_id.get(t["class_id"])
         n = by_id.get(new)
-        rows.append([esc(new), esc(t["class_id"]), esc(t["rule_id"]), esc(t["expected"]),
-                     _kns(kernel.get(new)), _kns(kernel.get(t["class_id"])),
+        rows.append([esc(new), esc(t["class_id"]) + (" (reply direction)" if reply else ""), esc(t["rule_id"]),
+                     esc(t["expected"]), _kns(kernel.get(new)), _kns(kernel.get(t["class_id"])),
                      _range(n["rate_pps"], 1e-3, 1) if n else "–", _range(old["rate_pps"], 1e-3, 1) if old else "–",
                      _range(n["cost_ns_per_packet"]) if n else "–",
                      _range(old["cost_ns_per_packet"]) if old else raw("<span class='muted'>not measured</span>")])
@@ -257,9 +258,9 @@ def render_optimize(opt: dict) -> str:
                           _kns(pc.get("original")), _kns(pc.get("proposal")), _gain(kgain),
                           esc(kgain.get("verdict") or "–")])
         mx = kg.get("mix") or {}
-        krows.append(["mix", f"{len(mx.get('classes') or [])} classes, evenly"
+        krows.append(["mix", raw(f"{len(mx.get('classes') or [])} classes, evenly"
                       + (f" <span class='muted'>(left out: {esc(', '.join(mx['left_out']))})</span>"
-                         if mx.get("left_out") else ""), "", "", "", _gain(mx), esc(mx.get("verdict") or "–")])
+                         if mx.get("left_out") else "")), "", "", "", _gain(mx), esc(mx.get("verdict") or "–")])
         parts.append("<h3>Gain inside the firewall (in-kernel)</h3>" + table(
             ["probe", "rule", "verdict", "original [ns/packet]", "proposal [ns/packet]",
              "gain = original / proposal time (interval)", "decided"], krows, left=3))

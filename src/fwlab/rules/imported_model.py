@@ -318,6 +318,9 @@ class Packet:
     icmp_type: int | None = None  #: icmp/icmpv6: the message type (echo-request 8 / 128)
     facts: tuple[tuple[str, str], ...] = ()
     ct_status: tuple[str, ...] = ()  #: set by the walk: dnat, snat (and, established, seen-reply ...)
+    #: original | reply: the flow's direction (``ct direction``); a reply is the far side's answer in a
+    #: flow the other side opened (:func:`evaluate_reply`)
+    ct_direction: str = "original"
 
     def value(self, fieldname: str):
         if fieldname == "l4proto":
@@ -342,6 +345,8 @@ class Packet:
              "ct_state": self.ct_state}
         if self.icmp_type is not None:
             d["icmp_type"] = self.icmp_type
+        if self.ct_direction != "original":
+            d["ct_direction"] = self.ct_direction
         if self.mark:
             d["mark"] = self.mark
         if self.facts:
@@ -381,6 +386,8 @@ def match_value(m: Match, p: Packet, local: frozenset[int] = frozenset()) -> boo
         hit = p.ct_state in m.names
     elif f == "ct_status":
         hit = any(n in p.ct_status for n in m.names)
+    elif f == "ct_direction":
+        hit = p.ct_direction in m.names
     elif f == "family":
         hit = str(p.family) in m.names
     elif f == "fib_type":
@@ -595,6 +602,83 @@ def evaluate(rs: ImportedRuleSet, p: Packet, local: frozenset[int] = frozenset()
     out.final = w.p
     if out.terminal is None:
         out.terminal = "accept"
+    return out
+
+
+def reply_packet(opening: Outcome) -> Packet | None:
+    """The far side's answer in the flow ``opening`` (the walk of its first packet) set up, as it
+    arrives at the DUT: from the translated destination (after DNAT) to the translated source (after
+    SNAT/masquerade: the DUT's own address), ports likewise, entering by the interface the first packet
+    left by; ``ct state established``, ``ct direction reply``. None when the flow was never set up."""
+    f = opening.final
+    if opening.verdict != "accept" or f is None:
+        return None
+    return replace(f, saddr=f.daddr, daddr=f.saddr, sport=f.dport, dport=f.sport, iif=f.oif, oif=f.iif,
+                   ct_state="established", ct_direction="reply", mark=0,
+                   ct_status=tuple(sorted(set(f.ct_status) | {"seen-reply", "assured", "confirmed"})))
+
+
+def evaluate_reply(rs: ImportedRuleSet, first: Packet, local: frozenset[int] = frozenset()) -> Outcome:
+    """Walk the reply packets of the flow ``first`` (a flow's first packet, ``ct state new``) opens:
+    :func:`reply_packet`, through every non-NAT base chain (NAT chains see a flow's first packet only),
+    with the kernel's reverse translation where its NAT hooks sit: the SNAT undone at prerouting's NAT
+    priority (-100, before routing: the destination is the flow's client again), the DNAT undone at
+    postrouting's (100: the source is the address the client asked for again). ``out.opening`` is the
+    first packet's walk; verdict None when that was not accepted (no flow) or is uncertain."""
+    out = Outcome(verdict=None, decided_by=[], terminal=None, segments=[], rs=rs)
+    opening = evaluate(rs, replace(first, ct_state="new", ct_direction="original"), local)
+    out.opening = opening
+    rp = reply_packet(opening)
+    if rp is None:
+        out.uncertain_at, out.fork = opening.uncertain_at, opening.fork
+        out.facts_used |= opening.facts_used
+        return out
+    o = replace(first, ct_state="new")
+    w = _Walk(rs, rp, out, local)
+    undone = {"snat": False, "dnat": False}
+
+    def undo(kind: str) -> None:
+        if not undone[kind]:
+            undone[kind] = True
+            w.p = (replace(w.p, daddr=o.saddr, dport=o.sport) if kind == "snat" else
+                   replace(w.p, saddr=o.daddr, sport=o.dport))
+
+    prerouting_done = False
+    for b in rs.base:
+        ch = rs.chains[b]
+        if not _family_ok(ch, w.p):
+            continue
+        if ch.hook not in ("ingress", "prerouting") or ch.priority >= -100:
+            undo("snat")
+        if ch.hook not in ("ingress", "prerouting") and not prerouting_done:
+            prerouting_done = True
+            if w.p.daddr in local:
+                out.verdict, out.terminal, out.final = "local", "accept", w.p
+                return out
+        if ch.hook == "postrouting" and ch.priority >= 100:
+            undo("dnat")
+        if ch.ctype == "nat":
+            continue
+        v = w.chain(b)
+        if v == "?":
+            return out
+        if v == "return":
+            out.decided_by.append(f"policy:{b}")
+            out.hooks.append((b, f"policy:{b}"))
+            v = ch.policy or "accept"
+        else:
+            out.hooks.append((b, out.decided_by[-1]))
+        out.terminal = v
+        if v in ("drop", "reject"):
+            out.verdict, out.final = "drop", w.p
+            return out
+    undo("snat")
+    if w.p.daddr in local and not prerouting_done:
+        out.verdict, out.terminal, out.final = "local", "accept", w.p
+        return out
+    undo("dnat")
+    out.verdict, out.final = "accept", w.p
+    out.terminal = out.terminal or "accept"
     return out
 
 

@@ -283,8 +283,8 @@ def _parse_match(m: dict, sets: dict, table_family: str) -> Match:
             return _known_int(text, int_values(right, sets), 0, neg, mask)
         if key == "direction":
             names = _names(right, sets)
-            return _unsupported(text) if names is None else fact(
-                text, known="true" if "original" in names else "false", negate=neg)
+            return _unsupported(text) if names is None else Match("ct_direction", text, names=tuple(names),
+                                                                  negate=neg)
         return _unsupported(text)
     if "fib" in left:
         fib = left["fib"]

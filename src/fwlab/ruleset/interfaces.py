@@ -116,6 +116,10 @@ _NFT_DEVS = re.compile(r"\bdevices\s*=\s*\{([^}]*)\}")
 _NFT_DEV = re.compile(r"\bdevice\s+" + _NFT_NAME)
 _IPT_IF = re.compile(r"(?:^|\s)(?:!\s+)?(?:-i|-o|--in-interface|--out-interface)\s+(?:!\s+)?(\S+)")
 _NFT_IDX = re.compile(r"\b(?:iif|oif)\s+(?:!=\s*)?(\{[^}]*\}|" + _NFT_NAME + r")")
+#: a named set or map keyed by interface name (Docker's per-bridge ``filter-forward-in-jumps`` vmaps)
+_NFT_IFSET = re.compile(r"\btype\s+ifname\b[^;]*;.*?\belements\s*=\s*\{([^}]*)\}")
+_NFT_KEY = re.compile(r'"([^"]+)"\s*(?::|,|$)')
+_NOT_NAMES = {"vmap", "map", "set", "type"}  #: words that follow iifname/oifname but are no name
 
 
 @dataclass
@@ -147,7 +151,9 @@ def used_names(text: str, kind: str) -> UsedNames:
     for line in text.splitlines():
         line = line.split("#", 1)[0]
         for m in _NFT_IF.finditer(line):
-            out.matched += _split(m.group(1))
+            out.matched += [n for n in _split(m.group(1)) if n not in _NOT_NAMES and not n.startswith("@")]
+        for m in _NFT_IFSET.finditer(line):
+            out.matched += _NFT_KEY.findall(m.group(1).strip() + ",")
         for m in _NFT_IDX.finditer(line):
             out.devices += [n for n in _split(m.group(1)) if not is_pattern(n)]
         for m in _NFT_DEVS.finditer(line):

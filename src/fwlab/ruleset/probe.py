@@ -14,6 +14,7 @@ rule-set run and optimize do) and never builds a bed (:func:`fwlab.run.beds.open
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +26,7 @@ from fwlab.files import read_text
 from fwlab.results import RunRecord, trial_record, utc_now
 from fwlab.rules.derive import BedAddresses, TrafficClass
 from fwlab.ruleset.arrivals import ArrivalCounter, by_link, probe_packets, quiet, seen_as
-from fwlab.ruleset.established import is_twin, reply_of
+from fwlab.ruleset.established import is_reply, is_twin, original_of, reply_of, reply_tuple, translation_of
 from fwlab.ruleset.interfaces import parse_map
 from fwlab.runners.engine_binary import require_engine
 from fwlab.runners.engine_counts import parse_result
@@ -82,6 +83,9 @@ class Bed:
     arrivals: dict[str, ArrivalCounter] = field(default_factory=dict)
     links: dict[str, Link] = field(default_factory=dict)  #: DUT interface name -> its link
     idle: list[str] = field(default_factory=list)  #: names created in the DUT only so the rule set loads
+    #: class id -> the addresses and ports its packets are sent with instead of its packet's (a reply
+    #: class: the flow's reply tuple as conntrack holds it, :func:`open_flow`)
+    sent_as: dict[str, dict] = field(default_factory=dict)
 
     def link(self, name: str, role: str) -> Link:
         """The link of DUT interface ``name`` (a class's iif/oif), else ``role``'s primary link."""
@@ -151,6 +155,10 @@ def _route_lines(b: Bed, c: TrafficClass) -> list[tuple[str, str, str]]:
     dnat = getattr(c, "dnat", None)
     if dnat and dnat.get("dst") and dnat["dst"] != p["dst"]:  # the translated destination leaves the same way
         want.append((dnat["dst"], to_side, out_if))
+    final = (getattr(c, "final", None) or {}).get("dst")
+    if final and final != p["dst"]:  # a reply's destination once its masquerade is undone (the client)
+        want.append((final, to_side, out_if))
+    want = [w for w in want if w[0] not in b.addrs.dut_own]  # the DUT's own addresses stay its own
     # the gateways too: a host route through a further link (another class's) must not linger for this one
     return want
 
@@ -159,19 +167,21 @@ class Routes:
     """The DUT's per-class host routes: installed in one ``ip -batch`` up front, then changed only
     when a class needs an address through another interface than the last class did (``run
     --ruleset`` and ``optimize`` alike). A further link of a side reaches its bed host's gateway
-    address ``onlink``, with a permanent neighbour entry for the peer's MAC."""
+    address ``onlink``; every link has a permanent neighbour entry for the peer's MAC."""
 
     def __init__(self, b: Bed, probes: list[TrafficClass], opener=None):
         self.b = b
         self.opener = opener  #: opens an established class's flow before each burst of its packets (and with it,
         #: the DUT's conntrack table is flushed before every burst)
         self.side: dict[str, tuple[str, str]] = {}
+        self.opened: dict[str, dict] = {}  #: class id -> what opening its flow last did (:func:`open_flow`)
+        # permanent neighbour entries for the bed hosts on every link: the DUT never depends on its own
+        # neighbour discovery, which the rule set's input chain may drop (an fw4 without its ICMPv6 input rules)
         for name, link in b.links.items():
-            if name != b.names[link.role]:
-                for v in (4, 6):
-                    gw = b.addrs.client[v] if link.role == "client" else b.addrs.server[v]
-                    b.bed.host.run(["ip", f"-{v}", "neigh", "replace", gw, "lladdr", link.peer_mac, "dev", name,
-                                    "nud", "permanent"], ns=b.ctx.ns, check=False)
+            for v in (4, 6):
+                gw = b.addrs.client[v] if link.role == "client" else b.addrs.server[v]
+                b.bed.host.run(["ip", f"-{v}", "neigh", "replace", gw, "lladdr", link.peer_mac, "dev", name,
+                                "nud", "permanent"], ns=b.ctx.ns, check=False)
         for c in probes:
             for addr, s, dev in _route_lines(b, c):
                 self.side[addr] = (s, dev)
@@ -198,21 +208,58 @@ class Routes:
             # taken for an earlier class's flow (established classes may share its addresses and ports)
             self.b.bed.host.run(["conntrack", "-F"], ns=self.b.ctx.ns, check=False)
             if is_twin(c):
-                self.opener(c)
+                self.opened[c.class_id] = self.opener(c) or {}
 
 
-def open_flow(b: Bed, engine: str, c: TrafficClass) -> None:
-    """Open an established class's flow so conntrack has seen both directions: udp, one packet from
-    its sender and one reply from the far side (:func:`fwlab.ruleset.established.reply_of`); tcp, the
-    handshake (SYN seq 0, SYN-ACK seq ``SERVER_ISN`` ack 1, ACK seq 1 ack ``SERVER_ISN`` + 1), after
-    which the class's own packets are ACKs with those numbers (:func:`engine_proto`)."""
-    if c.packet.l4proto == "tcp":
-        steps = [(c, "tcp-syn"), (reply_of(c), f"tcp-synack:{SERVER_ISN}:1"), (c, f"tcp-ack:1:{SERVER_ISN + 1}")]
-    else:
-        steps = [(c, None), (reply_of(c), None)]
+OPEN_TRIES = 12  #: times a flow is opened afresh until the kernel's random choice (numgen) is the class's
+
+
+def conntrack_listing(b: Bed, c: TrafficClass) -> str:
+    """The DUT's conntrack entries of class ``c``'s protocol and family (``conntrack -L``)."""
+    fam = "ipv6" if c.packet.family == 6 else "ipv4"
+    cp = b.bed.host.run(["conntrack", "-L", "-f", fam, "-p", c.packet.l4proto], ns=b.ctx.ns, check=False)
+    return cp.stdout
+
+
+def open_flow(b: Bed, engine: str, c: TrafficClass) -> dict:
+    """Open an established class's flow so conntrack has seen both directions: its first packet (udp:
+    one packet; tcp: a SYN seq 0) from its sender, then the reply from the far side as the kernel
+    expects it -- from the flow's reply tuple read back from the DUT's conntrack table
+    (:func:`fwlab.ruleset.established.reply_tuple`): after DNAT from the translated destination, after
+    SNAT or masquerade to the translated source and port -- (tcp: a SYN-ACK seq ``SERVER_ISN`` ack 1,
+    then the ACK seq 1 ack ``SERVER_ISN`` + 1), after which the class's own packets are ACKs with
+    those numbers (:func:`engine_proto`). When the class's translation is one of a random choice
+    (kube-proxy's ``numgen random`` endpoints) and the kernel chose another, the flow is forgotten
+    (``conntrack -F``) and opened afresh, up to ``OPEN_TRIES`` times. Returns what was done
+    ({reply, tries, chosen, why})."""
+    reply = is_reply(c)
+    o = original_of(c) if reply else c  # a reply class: its flow is opened by its original direction
+    tcp = c.packet.l4proto == "tcp"
+    want_dst, want_port = (c.packet.describe()["src"], c.packet.sport) if reply else translation_of(c)
+    random_fork = any("numgen" in a and "random" in a for a in c.assumptions)
+    got, tries = None, 0
+    for tries in range(1, (OPEN_TRIES if random_fork else 1) + 1):
+        if tries > 1:
+            b.bed.host.run(["conntrack", "-F"], ns=b.ctx.ns, check=False)
+        role, argv = send_args(engine, b, o, count=1, rate="1000", proto="tcp-syn" if tcp else None)
+        send_frames(b, role, argv)
+        got = reply_tuple(conntrack_listing(b, o), o)
+        if got is None or not random_fork or (got.src == want_dst and got.sport == want_port):
+            break
+    out = {"reply": got.to_dict() if got else None, "tries": tries,
+           "why": None if got else "no conntrack entry for the flow after its first packet: the reply is the "
+                                   "class's packet swapped"}
+    if got is not None and random_fork and (got.src != want_dst or got.sport != want_port):
+        out["why"] = (f"the kernel's random choice was {got.src}:{got.sport} in {tries} tries, "
+                      f"not the class's {want_dst}:{want_port}")
+    back = reply_of(o, got)
+    steps = [(back, f"tcp-synack:{SERVER_ISN}:1"), (o, f"tcp-ack:1:{SERVER_ISN + 1}")] if tcp else [(back, None)]
     for pkt, proto in steps:
         role, argv = send_args(engine, b, pkt, count=1, rate="1000", proto=proto)
         send_frames(b, role, argv)
+    if reply and got is not None:  # the class's packets as conntrack expects them (fully-random's port)
+        b.sent_as[c.class_id] = got.to_dict()
+    return out
 
 
 # -- sending ---------------------------------------------------------------------------------
@@ -228,7 +275,7 @@ def engine_proto(c: TrafficClass) -> str:
     if proto in ("icmp", "icmpv6"):
         return "icmp-echo"
     if c.packet.ct_state == "established":
-        return f"tcp-ack:1:{SERVER_ISN + 1}"
+        return f"tcp-ack:{SERVER_ISN + 1}:1" if c.packet.ct_direction == "reply" else f"tcp-ack:1:{SERVER_ISN + 1}"
     return "tcp-syn"
 
 
@@ -248,7 +295,7 @@ def send_args(engine: str, b: Bed, c: TrafficClass, *, count: int, rate: str,
               proto: str | None = None) -> tuple[str, list[str]]:
     """(role that sends, fwlab-engine send argv) for ``count`` frames of class ``c`` (as ``proto``,
     default :func:`engine_proto`), sent on the bed host's end of the link the class enters by."""
-    p = c.packet.describe()
+    p = {**c.packet.describe(), **b.sent_as.get(c.class_id, {})}
     role = "client" if c.direction == "c2s" else "server"
     link = b.link(p["iif"], role)
     frame = frame_size(c)
@@ -301,6 +348,26 @@ def observed_verdict(sent: int, arrived: int) -> str:
     if share <= DROP_MAX:
         return "dropped"
     return "inconclusive"
+
+
+_ELEMENT = re.compile(r"^(.* #\d+)/\d+$")
+#: a rule that translates (nft ``dnat [ip] to``, ``masquerade``, ``redirect``; iptables ``-j DNAT`` ...)
+_NAT_RULE = re.compile(r"\b(dnat|snat)\s+(ip6?\s+)?to\b|\bmasquerade\b|\bredirect\b|-j\s+(DNAT|SNAT|MASQUERADE|REDIRECT)\b")
+
+
+def translates(rule_text: str) -> bool:
+    """Whether a rule's text is a NAT rule's (its counter moves once per flow, by the first packet)."""
+    return bool(_NAT_RULE.search(rule_text))
+
+
+def counter_id(rule_id: str, counters: dict[str, int]) -> str | None:
+    """The counter that counts rule ``rule_id``'s packets: its own, or for one element of a verdict map
+    or set (``"... #12/3"``) the counter of the rule that holds the map (it counts every element's);
+    None when there is none."""
+    if rule_id in counters:
+        return rule_id
+    m = _ELEMENT.match(rule_id)
+    return m.group(1) if m and m.group(1) in counters else None
 
 
 def check_class(expected: str, observed: str, rule_delta: int | None, sent: int, is_policy: bool,
@@ -371,13 +438,31 @@ def check_translation(c: TrafficClass, seen: list[dict], dut_own: tuple[str, ...
             f"{want_src or 'its source'} -> {final['dst']}:{final.get('dport')}")
 
 
+def random_alternatives(classes: list[TrafficClass]) -> dict[str, list[TrafficClass]]:
+    """Class id -> the other classes its packets may equally become: the classes with the same packet
+    whose walks differ only by the value of a random fork (kube-proxy's ``numgen random mod N``
+    endpoint choice: the kernel picks one per flow, so a flow of one class may take another's path)."""
+    def key(c: TrafficClass) -> tuple:
+        d = c.packet.describe()
+        d.pop("facts", None)
+        return tuple(sorted(d.items()))
+    groups: dict[tuple, list[TrafficClass]] = {}
+    for c in classes:
+        if any("numgen" in a and "random" in a for a in c.assumptions):
+            groups.setdefault(key(c), []).append(c)
+    return {c.class_id: [o for o in g if o is not c] for g in groups.values() if len(g) > 1 for c in g}
+
+
 def probe(b: Bed, fw: ImportedFirewall, engine: str, c: TrafficClass, count: int,
-          routes: Routes | None = None) -> dict:
+          routes: Routes | None = None, alternatives: list[TrafficClass] = ()) -> dict:
     """Send ``count`` probes of class ``c`` (routed by ``routes``, or on their own) and check the
     observed verdict and the class's rule counter against what the rule set says. ``arrived``
     counts the probe's own packets at the far side's bed host (:mod:`fwlab.ruleset.arrivals`),
     ``seen_as`` says with which addresses they arrived, ``returned`` what came back to the sender
-    (a reject's ICMP error or TCP reset)."""
+    (a reject's ICMP error or TCP reset). ``alternatives``: the classes a random fork may equally
+    make of ``c``'s packets (:func:`random_alternatives`): arriving translated as one of them is the
+    rule set's doing too (said in ``why``). An established class's record says how its flow was
+    opened (``flow``: the reply tuple conntrack gave, the tries)."""
     if routes is None:
         routes = Routes(b, [c])
     routes.ensure(c)
@@ -386,16 +471,29 @@ def probe(b: Bed, fw: ImportedFirewall, engine: str, c: TrafficClass, count: int
     c1 = fw.counters(b.ctx)
     sent, arrived = got.sent, got.arrived
     moved = {k: c1.get(k, 0) - c0.get(k, 0) for k in c1 if c1.get(k, 0) != c0.get(k, 0)}
-    rule_delta = moved.get(c.rule_id, 0) if c.rule_id in c1 else None
+    key = counter_id(c.rule_id, c1)
+    rule_delta = moved.get(key, 0) if key else None
     obs = observed_verdict(sent, arrived)
-    status, why = check_class(c.expected, obs, rule_delta, sent, c.rule_id.startswith("policy:"), arrived)
+    # a NAT rule sees a flow's first packet only (the burst is one flow): its counter moves once
+    once = rule_delta is not None and translates(c.rule_text or "")
+    status, why = check_class(c.expected, obs, sent if once and rule_delta >= 1 else rule_delta, sent,
+                              c.rule_id.startswith("policy:"), arrived)
+    if once and status == "match":
+        why += f" (a NAT rule: once per flow, moved by {rule_delta})"
     seen = seen_as(got.far, c.packet.l4proto)
     if status == "match" and obs == "passed":
         role = "server" if c.direction == "c2s" else "client"
         want_if = b.link(c.packet.oif, role).peer
         links = by_link(got.far, c.packet.l4proto)
         astray = sum(n for iface, n in links.items() if iface != want_if)
-        wrong = check_translation(c, seen, b.addrs.dut_own) or (
+        wrong = check_translation(c, seen, b.addrs.dut_own)
+        other = next((o for o in alternatives if wrong and check_translation(o, seen, b.addrs.dut_own) is None), None)
+        if other is not None:
+            why += (f"; arrived as {other.class_id}'s translation ({other.final.get('dst')}:"
+                    f"{other.final.get('dport')}): the kernel's random choice for this flow "
+                    f"({', '.join(other.assumptions)})")
+            wrong = None
+        wrong = wrong or (
             f"{astray} of {arrived} arrived through another link than {c.packet.oif}'s" if astray else None)
         if wrong:
             status, why = "mismatch", wrong
@@ -404,7 +502,8 @@ def probe(b: Bed, fw: ImportedFirewall, engine: str, c: TrafficClass, count: int
             "expected": c.expected, "rule_counter_delta": rule_delta, "counters_moved": moved,
             "seen_as": seen, "arrived_by_link": by_link(got.far, c.packet.l4proto), "returned": returned,
             "returned_packets": sum(a["packets"] for a in returned), "interface_rx_delta": got.interface_rx_delta,
-            "status": status, "why": why, "argv": got.argv}
+            "status": status, "why": why, "argv": got.argv,
+            **({"flow": routes.opened[c.class_id]} if c.class_id in routes.opened else {})}
 
 
 def frame_size(c: TrafficClass) -> int:

@@ -53,17 +53,18 @@ from fwlab.dut.imported import ImportedFirewall
 from fwlab.errors import FwlabError
 from fwlab.results import RunRecord, trial_record, utc_now
 from fwlab.rules.derive import BedAddresses, Derivation, TrafficClass, derive
+from fwlab.rules.imported_model import DERIVE_L4
 from fwlab.run.beds import open_bed
 from fwlab.run.header import derived_suite, new_record
 from fwlab.ruleset.config import RulesetRunConfig
 from fwlab.ruleset.costs import latency_load, latency_missing, latency_why, summarize_costs
-from fwlab.ruleset.established import twins
+from fwlab.ruleset.established import no_reference, replies, twins
 from fwlab.ruleset.interfaces import InterfaceMap, parse_map, propose, unmapped, unmapped_line
 from fwlab.ruleset.kclass import attach, in_kernel_costs
 from fwlab.ruleset.mix import mix_latency, resolve, summarize_mix
-from fwlab.ruleset.probe import (DROP_MAX, PASS_MIN, PROBE_PPS, Bed, Routes, addresses_for, class_spec, end_probes,
-                                 frame_size, open_flow, preflight, prepare, probe, rate_trial, read_input, send_args,
-                                 send_frames, unsendable)
+from fwlab.ruleset.probe import (DROP_MAX, PASS_MIN, PROBE_PPS, Bed, Routes, class_spec, end_probes,
+                                 frame_size, open_flow, preflight, prepare, probe, random_alternatives, rate_trial,
+                                 read_input, send_args, send_frames, unsendable)
 from fwlab.runners.engine import wait_ready
 from fwlab.runners.engine_binary import engine_version
 from fwlab.runners.engine_counts import metrics_from, parse_result
@@ -82,47 +83,18 @@ def note_to(log: TextIO | None):
     return note
 
 
-def _key(c: TrafficClass) -> tuple:
-    return (tuple(c.decided_by), c.expected, c.direction, tuple(c.path), c.rule_id)
-
-
 def derive_all(model, b: Bed, seed: int = 1) -> Derivation:
-    """Classes for every pair of mapped names (client side x server side): the primary pair's, then
-    each further pair's classes that end differently (another deciding rule or path); a rule is not
-    covered when no pair gives it a class (the primary pair's reason)."""
+    """Classes for every pair of mapped names (client side x server side) in one derivation: the
+    bed's addresses with every name mapped to each side (``client_ifs``/``server_ifs``), and every
+    protocol the run can send (udp, tcp, and icmp/icmpv6 echo requests: fwlab-engine ``--proto
+    icmp-echo``; a class the engine cannot send is listed as not sent, never dropped silently)."""
     m = InterfaceMap([n for n, l in b.links.items() if l.role == "client"],
                      [n for n, l in b.links.items() if l.role == "server"])
-    pairs = [(b.names["client"], b.names["server"])] + [p for p in m.pairs() if p != (b.names["client"],
-                                                                                      b.names["server"])]
-    if "client_ifs" in getattr(BedAddresses, "__dataclass_fields__", {}):  # the derivation takes every name itself
-        full = BedAddresses(**{**b.addrs.__dict__, "client_ifs": tuple(m.client), "server_ifs": tuple(m.server)})
-        d = derive(model, full, seed=seed)
-        if not model.base:
-            d.notes.append("the rule set has no chain on the forward path: nothing it holds decides a forwarded packet")
-        return d
-    first: Derivation | None = None
-    classes: list[TrafficClass] = []
-    seen: set[tuple] = set()
-    covered: set[str] = set()
-    for cn, sn in pairs:
-        d = derive(model, addresses_for(b, cn, sn), seed=seed)
-        first = first or d
-        for c in d.classes:
-            covered.add(c.rule_id)
-            if _key(c) not in seen:
-                seen.add(_key(c))
-                classes.append(c)
-    for i, c in enumerate(classes, 1):
-        c.class_id = f"c{i}"
-    nc = [n for n in first.not_covered if n.rule_id not in covered]
-    notes = list(first.notes)
+    full = BedAddresses(**{**b.addrs.__dict__, "client_ifs": tuple(m.client), "server_ifs": tuple(m.server)})
+    d = derive(model, full, seed=seed, protocols=DERIVE_L4)
     if not model.base:
-        notes.append("the rule set has no chain on the forward path (no base chain of the forward hook): "
-                     "nothing it holds decides a forwarded packet")
-    if len(pairs) > 1:
-        notes.append(f"classes derived for {len(pairs)} interface pairs ({', '.join(f'{a} -> {z}' for a, z in pairs)}, "
-                     f"both directions); a class per distinct deciding rule and path")
-    return Derivation(classes=classes, not_covered=nc, notes=notes, sampling=first.sampling)
+        d.notes.append("the rule set has no chain on the forward path: nothing it holds decides a forwarded packet")
+    return d
 
 
 @dataclass
@@ -205,6 +177,7 @@ def dry_run_ruleset(cfg: RulesetRunConfig, out: TextIO) -> int:
         finally:
             fw.flush(b.ctx)
     est, _ = twins(model, deriv.classes)
+    est += replies(model, deriv.classes + est, b.addrs.dut_own)
     deriv.not_covered = covered_by_twins(deriv.not_covered, est)
     out.write(f"{cfg.ruleset}: {fw.family}, the kernel accepted it in {load_s * 1e3:.1f} ms (a throw-away bed); "
               f"interfaces {', '.join(f'{n}={r}' for n, r in plan.names.items())}\n")
@@ -274,31 +247,39 @@ def run_ruleset(cfg: RulesetRunConfig, out_root: Path, *, log: TextIO | None = s
         rec.save_run()
         try:
             est, no_twin = twins(model, deriv.classes)
+            est += replies(model, deriv.classes + est, b.addrs.dut_own)  # each established flow's reply direction
             deriv.not_covered = covered_by_twins(deriv.not_covered, est)
             imp["derivation"]["not_covered"] = [n.to_dict() for n in deriv.not_covered]
             imp["established"] = {"classes": [c.to_dict() for c in est], "none": no_twin,
-                                  "method": "an established twin per udp class the rule set accepts (when it tracks "
-                                            "connections): the same packet on its own source port, its flow opened "
-                                            "before every burst by one packet and one reply, so every measured "
-                                            "packet is ct state established; the twins are checked and measured "
-                                            "like the other classes, and left out of the mix"}
+                                  "method": "an established twin per udp/tcp class the rule set accepts (when it "
+                                            "tracks connections): the same packet on its own source port, its flow "
+                                            "opened before every burst (udp: one packet and the reply conntrack "
+                                            "expects; tcp: a handshake), so every measured packet is ct state "
+                                            "established; and per established class its reply direction (id + 'r': "
+                                            "the far side's packets back, as conntrack's reply tuple has them); "
+                                            "checked and measured like the other classes, left out of the mix"}
             if est:
                 note(f"  {len(est)} established twins ({', '.join(c.class_id for c in est)})")
             every = deriv.classes + est
             imp["not_sent"] = {c.class_id: unsendable(c) for c in every if unsendable(c)}
             every = [c for c in every if c.class_id not in imp["not_sent"]]
             routes = Routes(b, every, opener=lambda c: open_flow(b, engine, c))
-            probes = [probe(b, fw, engine, c, cfg.probe_count, routes) for c in every]
+            alt = random_alternatives(every)
+            probes = [probe(b, fw, engine, c, cfg.probe_count, routes, alt.get(c.class_id, [])) for c in every]
             end_probes(b)
             imp["probes"] = probes
             for p in probes:
                 note(f"  {p['class_id']}: expected {p['expected']}, observed {p['observed']} "
                      f"({p['arrived']}/{p['sent']}) -> {p['status']}")
             checked = {p["class_id"] for p in probes if p["status"] == "match"}
-            measured = [c for c in every if c.class_id in checked]
+            imp["not_measured"] = {c.class_id: no_reference(c, b.addrs.dut_own) for c in every
+                                   if no_reference(c, b.addrs.dut_own)}
+            measured = [c for c in every if c.class_id in checked and c.class_id not in imp["not_measured"]]
             imp["left_out"] = {p["class_id"]: f"check {p['status']}: {p['why']}" for p in probes
                                if p["status"] != "match"}
             imp["left_out"].update({i: f"not sent: {why}" for i, why in imp["not_sent"].items()})
+            imp["left_out"].update({i: f"not measured: {why}" for i, why in imp["not_measured"].items()
+                                    if i in checked})
             mix.update(leave_out(mix, imp["left_out"]))
             rec.save_run()
             kernel = in_kernel_costs(rec, b, fw, engine, measured, routes, cfg, digest, imp, note)

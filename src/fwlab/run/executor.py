@@ -30,11 +30,10 @@ from fwlab.results import RunRecord
 from fwlab.results.overhead import Phases
 from fwlab.run.beds import KeptBed, bed_conditions, describe, hand_on, open_bed, topology
 from fwlab.run.load import LoadedRuleset, RuleLoader
-from fwlab.run.plan import Plan, TrialSpec, expand_max
+from fwlab.run.plan import Plan, TrialSpec
 from fwlab.run.progress import Progress, fmt_result
 from fwlab.run.trial import Pacing, run_trial
 from fwlab.runners import TrialEnv, get_runner
-from fwlab.run.preflight import dut_system
 from fwlab.stats.precision import PrecisionRule, adaptive_order, figure_id, outcome
 from fwlab.suites import Suite
 from fwlab.testbed import Testbed
@@ -233,7 +232,7 @@ def execute(suite: Suite, plan: Plan, rec: RunRecord, quiet: bool, placement: Pl
     record the precision reached and the run's status."""
     done = rec.finished_ids()
     rule = PrecisionRule.of_suite(suite)
-    known = {t.trial_id for t in (expand_max(suite, dut_system(placement)) if rule else plan).trials}
+    known = plan.trial_ids_max if plan.trial_ids_max is not None else frozenset(t.trial_id for t in plan.trials)
     if done - known:
         raise RecordError(f"{rec.path} holds trials this suite does not plan", fix="resume with the fwlab that wrote it")
     # adaptive: the bar counts to the maximum (figures that reach the precision stop earlier)

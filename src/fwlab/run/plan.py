@@ -104,6 +104,9 @@ TrialSpec = TrialIdentity
 class Plan:
     trials: tuple[TrialSpec, ...]
     skipped: tuple[dict, ...]  #: combinations left out, each with its reason
+    #: the ids of every trial the run may hold: at the maximum repetitions for an adaptive suite
+    #: (:func:`expand_max`), else the trials' own (None: a plan not made by :func:`expand`)
+    trial_ids_max: frozenset[str] | None = None
 
     def reordered(self, order: Callable[[list[TrialSpec]], list[TrialSpec]]) -> Plan:
         """The same plan in the trial order ``order`` gives (e.g. ``fwlab bench search``'s ABBA
@@ -111,7 +114,7 @@ class Plan:
         trials = list(order(list(self.trials)))
         if sorted(t.trial_id for t in trials) != sorted(t.trial_id for t in self.trials):
             raise FwlabError("a trial order must keep exactly the planned trials", fix="report this as a bug")
-        return type(self)(tuple(trials), self.skipped)
+        return type(self)(tuple(trials), self.skipped, self.trial_ids_max)
 
 
 def expand(suite: Suite, dut_system: str | None = None) -> Plan:
@@ -176,7 +179,9 @@ def expand(suite: Suite, dut_system: str | None = None) -> Plan:
             raise SuiteError(f"suite '{suite.name}': two traffic items give the same trial id {t.trial_id}",
                              fix="give one of them a distinct label = \"...\"")
         ids.add(t.trial_id)
-    return Plan(tuple(trials), tuple(skipped))
+    lo, hi = suite.repetition_range  # (the plan at the maximum repetitions has lo == hi: no recursion)
+    ids_max = frozenset(ids) if lo == hi else frozenset(t.trial_id for t in expand_max(suite, dut_system).trials)
+    return Plan(tuple(trials), tuple(skipped), ids_max)
 
 
 def expand_max(suite: Suite, dut_system: str | None = None) -> Plan:

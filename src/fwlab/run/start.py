@@ -19,10 +19,9 @@ from fwlab.results import RunRecord
 from fwlab.results.metadata import remote_host_metadata
 from fwlab.run.executor import execute
 from fwlab.run.header import new_record, plan_header, suite_header
-from fwlab.run.plan import TrialSpec, expand_max
-from fwlab.run.preflight import check_flood_placement, checked_plan, dut_system
+from fwlab.run.plan import TrialSpec
+from fwlab.run.preflight import check_flood_placement, checked_plan
 from fwlab.run.progress import Progress
-from fwlab.stats.precision import PrecisionRule
 from fwlab.suites import Suite, parse_suite
 from fwlab.testbed.hosts import HostEntry, Placement, changed_fields, identity_difference, parse_hosts
 
@@ -112,8 +111,7 @@ def resume(path: Path, *, quiet: bool = False, hosts: dict[str, HostEntry] | Non
         check_flood_placement(suite, placement)
     with placement or nullcontext():
         plan = checked_plan(suite, placement)
-        rule = PrecisionRule.of_suite(suite)
-        known = {t.trial_id for t in (expand_max(suite, dut_system(placement)) if rule else plan).trials}
+        known = plan.trial_ids_max
         if extra := sorted({t["trial_id"] for t in read.trials if not t.get("error")} - known):
             raise RecordError(f"{rec.path} holds {len(extra)} trial(s) this suite does not plan "
                               f"(e.g. {extra[0][:80]})", fix="resume with the fwlab that wrote it")
