@@ -80,7 +80,7 @@ def test_every_class_timed_in_the_kernel_or_missing_with_a_reason(tmp_path):
     assert est, imp["derivation"]["classes"]
     pairs = {p["established"]: p["new"] for p in imp["kernel_cost"]["established"]}
     assert set(pairs) == set(est)
-    for e, new in pairs.items():
+    for e, new in pairs.items():  # the flow's own direction and its reply direction (c5r), if derived
         assert "ct state established" in classes[e]["rule_text"]
         assert classes[new]["expected"] == "accept" and classes[new]["packet"]["ct_state"] == "new"
         assert per[e]["ns_per_packet"] and per[new]["ns_per_packet"], (per[e], per[new])

@@ -155,7 +155,8 @@ LOAD_METHOD = ("fwlab-engine send --backend packet of the class's own packets at
 def established_pairs(classes: list[TrafficClass]) -> dict[str, str]:
     """{established class id: its new-flow class id}: a twin's own (``c3e`` -> ``c3``), or for an
     established class the derivation made, the new-flow class of the same protocol and direction
-    whose deciding rule decided the flow's opening packet (its ``opened_by``)."""
+    whose deciding rule decided the flow's opening packet (its ``opened_by``); a flow's reply
+    direction (``c5r``) beside the same new-flow class as ``c5``."""
     ids = {c.class_id for c in classes}
     new = [c for c in classes if c.packet.ct_state != "established"]
     out = {}
@@ -168,6 +169,10 @@ def established_pairs(classes: list[TrafficClass]) -> dict[str, str]:
                and c.direction == e.direction]
         if hit:
             out[e.class_id] = hit[0].class_id
+    for e in classes:  # a flow's reply direction (c5r of c5): beside the same new-flow class
+        base = e.class_id[:-1]
+        if getattr(e.packet, "ct_direction", None) == "reply" and e.class_id not in out and base in out:
+            out[e.class_id] = out[base]
     return out
 
 
