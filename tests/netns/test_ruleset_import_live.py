@@ -28,7 +28,8 @@ pytestmark = pytest.mark.skipif(find_engine() is None, reason="fwlab-engine is n
                                                    ("firewalld-style.iptables", "firewalld-style.ipset", 10)])
 def test_example_every_class_checked_and_measured(tmp_path, rules, ipset, n_classes):
     cfg = RulesetRunConfig(ruleset=EX / rules, ipset=EX / ipset if ipset else None, repetitions=1,
-                           rate_count=3000, probe_count=20)
+                           rate_count=3000, probe_count=20,
+                           measure_cost=False)  # the in-kernel cost: test_ruleset_kernel_cost_live
     rec = run_ruleset(cfg, tmp_path, log=None)
     imp = json.loads((rec.path / "run.json").read_text())["ruleset_import"]
     # at least the classes the forward-chain model found (the whole-path model finds more paths)

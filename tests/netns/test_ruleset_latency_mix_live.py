@@ -27,7 +27,8 @@ def test_latency_per_class_and_the_weighted_mix(tmp_path):
     f = tmp_path / "lat.nft"
     f.write_text(RULES)
     cfg = RulesetRunConfig(ruleset=f, repetitions=2, rate_count=4000, probe_count=20, latency_count=2000,
-                           class_weights={"c1": 3, "c4": 1, "#3": 0}, mix_source="test")
+                           class_weights={"c1": 3, "c4": 1, "#3": 0}, mix_source="test",
+                           measure_cost=False)  # the in-kernel cost: test_ruleset_kernel_cost_live
     rec = run_ruleset(cfg, tmp_path, log=None)
     imp = json.loads((rec.path / "run.json").read_text())["ruleset_import"]
     classes = {c["class_id"]: c for c in imp["derivation"]["classes"]}
