@@ -117,6 +117,9 @@ def test_the_prediction_adds_the_rest_of_the_path_from_the_zero_rule_rate_beside
     assert "measured: 14,000 packets/s (UDP received rate)" in lin
     html = "\n".join(render_sections({}, lines, run_level=True))
     assert "<h2 id='kernel-capacity'>Predicted one-core rate</h2>" in html and "13,514" in html
+    # at 0 rules the prediction is the measured rate by construction: named a calibration, not a check
+    assert "250,000 (calibration: the 0-rule rate by construction)" in html
+    assert "13,514 (calibration" not in html
 
 
 def test_no_rest_of_the_path_from_a_zero_rule_rate_slower_than_the_firewall_alone():

@@ -97,7 +97,7 @@ def render_capacity(run: dict, trials: list[TrialRecord]) -> str | None:
         mode, backend, ipv = p.key
         any_rest |= p.rest_ns is not None
         rows.append([esc(f"{backend}, IPv{ipv}, {mode}"), esc(p.layout), f"{p.rules:,}", _f(p.fw_ns), _f(p.alone_pps),
-                     _f(p.rest_ns), _f(p.with_rest_pps) if p.with_rest_pps is not None else "– (rest of the path not known)",
+                     _f(p.rest_ns), _with_rest(p),
                      f"{_f(p.measured_pps)} ({esc(p.measured_what)})" if p.measured_pps is not None
                      else "not measured in this run"])
     if not rows:
@@ -114,6 +114,16 @@ def render_capacity(run: dict, trials: list[TrialRecord]) -> str | None:
             + table(["firewall", "layout", "rules", "time inside the firewall [ns]",
                      "predicted, firewall alone [packets/s]", "rest of the path [ns]",
                      "predicted, with the rest [packets/s]", "measured [packets/s]"], rows, left=2))
+
+
+def _with_rest(p) -> str:
+    """The prediction with the rest of the path; at 0 rules it is the measured rate by construction
+    (the rest of the path is taken from it), so it is named a calibration there, not a check."""
+    if p.with_rest_pps is None:
+        return "– (rest of the path not known)"
+    if p.rules == 0:
+        return f"{_f(p.with_rest_pps)} (calibration: the 0-rule rate by construction)"
+    return _f(p.with_rest_pps)
 
 
 def _hooks(ts: list[TrialRecord]) -> str:
