@@ -13,6 +13,7 @@ from fwlab.rules.nft_json import parse_nft_json
 from fwlab.ruleset.established import Tuple, reply_of, reply_tuple, translation_of, twins
 from fwlab.ruleset.interfaces import propose, used_names
 from fwlab.ruleset.probe import random_alternatives
+from nft_docs import doc, m
 
 G = Path(__file__).resolve().parents[1] / "golden" / "rulesets"
 KP = BedAddresses("eth0", "eth1", {4: "198.18.1.1", 6: "2001:2:0:1::1"}, {4: "198.19.1.1", 6: "2001:2:0:2::1"},
@@ -73,25 +74,6 @@ def test_docker_vmap_names_are_interface_names_and_vmap_is_not():
     assert propose(text, "nft").text() == "docker0=client,eth1=server"
 
 
-def _doc(*chains) -> str:
-    items = [{"table": {"family": "ip", "name": "t", "handle": 1}}]
-    h = 1
-    for name, hook, typ, prio, policy, rules in chains:
-        c = {"family": "ip", "table": "t", "name": name, "handle": (h := h + 1)}
-        if hook:
-            c.update({"type": typ, "hook": hook, "prio": prio, "policy": policy})
-        items.append({"chain": c})
-        for expr in rules:
-            items.append({"rule": {"family": "ip", "table": "t", "chain": name, "handle": (h := h + 1),
-                                   "expr": expr}})
-    import json
-    return json.dumps({"nftables": items})
-
-
-def _m(left, right, op="=="):
-    return {"match": {"op": op, "left": left, "right": right}}
-
-
 def test_the_reply_direction_is_walked_with_the_nat_undone_where_the_kernel_undoes_it():
     from fwlab.rules.imported_model import Packet, evaluate_reply
 
@@ -100,14 +82,14 @@ def test_the_reply_direction_is_walked_with_the_nat_undone_where_the_kernel_undo
     daddr = {"payload": {"protocol": "ip", "field": "daddr"}}
     dport = {"payload": {"protocol": "udp", "field": "dport"}}
     ctdir = {"ct": {"key": "direction"}}
-    text = _doc(("pre", "prerouting", "nat", -100, "accept",
-                 [[_m(dport, 53), {"dnat": {"addr": "10.9.9.9", "port": 5353}}]]),
+    text = doc(("pre", "prerouting", "nat", -100, "accept",
+                 [[m(dport, 53), {"dnat": {"addr": "10.9.9.9", "port": 5353}}]]),
                 ("post", "postrouting", "nat", 100, "accept", [[{"snat": {"addr": "198.19.1.254"}}]]),
                 # the forward chain sees the reply between the two undos: from the endpoint, to the client
                 ("fwd", "forward", "filter", 0, "drop",
-                 [[_m(ctdir, "reply"), _m(saddr, "10.9.9.9"), _m(daddr, "198.18.1.1"), {"drop": None}],
-                  [_m({"ct": {"key": "state"}}, "established"), {"accept": None}],
-                  [_m(daddr, "10.9.9.9"), {"accept": None}]]))
+                 [[m(ctdir, "reply"), m(saddr, "10.9.9.9"), m(daddr, "198.18.1.1"), {"drop": None}],
+                  [m({"ct": {"key": "state"}}, "established"), {"accept": None}],
+                  [m(daddr, "10.9.9.9"), {"accept": None}]]))
     rs = parse_nft_json(text)
     first = Packet(4, ip("198.18.1.1"), ip("198.19.1.1"), "udp", 10000, 53, "eth0", "eth1")
     out = evaluate_reply(rs, first)

@@ -19,6 +19,7 @@ from fwlab.rules.derive import BedAddresses, derive, targets
 from fwlab.rules.imported_model import DERIVE_L4, Packet, evaluate
 from fwlab.rules.iptables_save import parse_iptables_save
 from fwlab.rules.nft_json import parse_nft_json
+from nft_docs import doc, m
 
 G = Path(__file__).resolve().parent.parent / "golden" / "rulesets"
 DUT_OWN = ("198.18.1.254", "198.19.1.254", "2001:2:0:1::fe", "2001:2:0:2::fe")
@@ -217,25 +218,6 @@ def test_iptables_save_every_table_on_the_path():
 
 
 # -- model semantics ---------------------------------------------------------------------------
-def doc(*chains) -> str:
-    """A minimal nft JSON document: chains given as (name, hook|None, type, prio, policy, [exprs])."""
-    items = [{"table": {"family": "ip", "name": "t", "handle": 1}}]
-    h = 1
-    for name, hook, typ, prio, policy, rules in chains:
-        c = {"family": "ip", "table": "t", "name": name, "handle": (h := h + 1)}
-        if hook:
-            c.update({"type": typ, "hook": hook, "prio": prio, "policy": policy})
-        items.append({"chain": c})
-        for expr in rules:
-            items.append({"rule": {"family": "ip", "table": "t", "chain": name, "handle": (h := h + 1),
-                                   "expr": expr}})
-    return json.dumps({"nftables": items})
-
-
-def m(left, right, op="=="):
-    return {"match": {"op": op, "left": left, "right": right}}
-
-
 DPORT = {"payload": {"protocol": "udp", "field": "dport"}}
 DADDR = {"payload": {"protocol": "ip", "field": "daddr"}}
 
