@@ -17,6 +17,9 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
+from fwlab.stats.kernel_cost import CostPoint
+from fwlab.stats.kernel_cost import figure as point_figure
+
 TARGET_REL = 0.10  #: the precision target: half width at most this share of the figure ...
 TARGET_NS = 20.0  #: ... or at most this many ns
 DECIDED, UNDECIDED = "decided", "undecided"
@@ -58,7 +61,8 @@ def referenced(t: dict, ref_ns: float | None) -> Figure | None:
         return None
     if (t.get("fw_class_brackets") == 1 and t.get("fw_class_hooks") == ["forward"]
             and t.get("fw_ref_ratio_p50") and t.get("fw_ref_ratio_low") is not None):
-        return Figure(t["fw_ref_ratio_p50"] * ref_ns, t["fw_ref_ratio_low"] * ref_ns, t["fw_ref_ratio_high"] * ref_ns)
+        f = point_figure(CostPoint.from_metrics("", 0, 0, t), ref_ns, referenced=True)  # the suite cost trial's rule
+        return Figure(f.value_ns, f.low_ns, f.high_ns)
     s = ref_ns / t["fw_ref_p50_ns"]
     return Figure(t["fw_class_ns"] * s, t["fw_class_low_ns"] * s, t["fw_class_high_ns"] * s)
 
