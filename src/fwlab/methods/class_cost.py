@@ -12,7 +12,10 @@ floor, reference, HDR text, every bracket) plus the class's own (``fw_class_*``)
 its path (entered by at least half the packets sent), their medians added with an interval, the
 hooks and chains they hold; for a class the rule set drops, the bracket it is dropped in (entered,
 never left: the kernel runs no program after a drop, so a drop's own time is not timed) and the
-time before it. Never loads the rule set (the caller does) and never builds a bed.
+time before it. With ``drop_mark`` (a marked copy of the rule set is loaded:
+:mod:`fwlab.dut.marked_copy`), the clock's leave right after each chain drops the packets carrying
+that mark, and the trial counts them (``fw_class_dropped_marked``). Never loads the rule set (the
+caller does) and never builds a bed.
 
 Not a registered runner (yet): a class's packets are the rule-set run's (:mod:`fwlab.ruleset`),
 not a suite traffic item's; ``measure_class`` takes the sender as a function so the run pipeline
@@ -105,13 +108,16 @@ def class_figures(res: ProbeResult, family: str, sent: int) -> dict[str, Any]:
     out: dict[str, Any] = {"fw_class_ns": None, "fw_class_low_ns": None, "fw_class_high_ns": None,
                            "fw_class_missing": None, "fw_class_brackets": 0, "fw_class_hooks": [],
                            "fw_class_chains": [], "fw_class_dropped_in": None, "fw_class_before_drop_ns": None,
-                           "fw_class_path": []}
+                           "fw_class_path": [], "fw_class_dropped_marked": None}
     if res.missing:
         out["fw_class_missing"] = res.missing
         return out
     if not sent:
         out["fw_class_missing"] = "the generator sent no packet"
         return out
+    marks = [b for b in res.brackets if b.bracket.drop_mark and b.bracket.family == family and not b.missing]
+    if marks:
+        out["fw_class_dropped_marked"] = sum(b.dropped for b in marks)
     mine = [b for b in res.of_role("chains", family) if not b.missing and b.entered >= ON_PATH * sent]
     out["fw_class_path"] = [{"hook": b.bracket.hook, "chains": list(b.bracket.chains), "entered": b.entered,
                              "timed": b.timed, "unfinished": b.unfinished, "p50_ns": b.p50_ns} for b in mine]
@@ -162,12 +168,13 @@ class ClassCostTrial:
 
 
 def pilot_rate(host: Host, ns: str | None, family: str, send: Send, load: ClassLoad,
-               reference: ReferenceChain | XtablesReference | None) -> tuple[float, float | None, int]:
+               reference: ReferenceChain | XtablesReference | None,
+               drop_mark: int | None = None) -> tuple[float, float | None, int]:
     """(the rate to send at, the pilot's time per packet inside all brackets [ns], packets it sent)
     from a pilot at ``pilot_rate_pps`` with the same brackets."""
     n = max(10, int(round(load.pilot_rate_pps * load.pilot_s)))
     with CostProbe.for_dut(host, ns, families=(family,), hooks=None, reference=reference,
-                           max_s=load.pilot_s + 30) as p:
+                           max_s=load.pilot_s + 30, drop_mark=drop_mark) as p:
         got = send(n, load.pilot_rate_pps)
     res = p.result()
     sent = int(got.get("offered_count") or 0)
@@ -179,18 +186,19 @@ def pilot_rate(host: Host, ns: str | None, family: str, send: Send, load: ClassL
 def measure_class(host: Host, ns: str | None, *, ip_version: int, frame_size: int, send: Send,
                   load: ClassLoad = ClassLoad(), rate_pps: float | None = None,
                   reference: ReferenceChain | XtablesReference | None = None,
-                  reference_missing: str | None = None) -> ClassCostTrial:
+                  reference_missing: str | None = None, drop_mark: int | None = None) -> ClassCostTrial:
     """One class cost trial with the rule set already loaded in namespace ``ns``: a pilot (unless
     ``rate_pps`` is given: a later round keeps the first round's rate), then ``duration_s`` of the
-    class's packets with the clock linked on every hook of its family."""
+    class's packets with the clock linked on every hook of its family (with ``drop_mark``: the
+    marked copy's marked packets dropped right after the chain that marked them)."""
     load.check()
     family = "ipv4" if ip_version == 4 else "ipv6"
     pilot_ns, pilot_sent = None, 0
     if rate_pps is None:
-        rate_pps, pilot_ns, pilot_sent = pilot_rate(host, ns, family, send, load, reference)
+        rate_pps, pilot_ns, pilot_sent = pilot_rate(host, ns, family, send, load, reference, drop_mark)
     n = int(round(rate_pps * load.duration_s))
     with CostProbe.for_dut(host, ns, families=(family,), hooks=None, reference=reference,
-                           max_s=load.duration_s + 30) as p:
+                           max_s=load.duration_s + 30, drop_mark=drop_mark) as p:
         got = send(n, rate_pps)
     res = p.result()
     sent = int(got.get("offered_count") or 0)

@@ -6,7 +6,9 @@ seeing them (iptables-legacy's tables), and planning the brackets: one per run o
 on one (family, hook) whose priorities are too close to put a probe program between them, with
 the enter program one priority below the run and the leave program one above; a floor bracket
 (an empty gap: nothing between its two programs) on each timed family's forward hook; and the
-reference chain's bracket. Pure: never runs a command.
+reference chain's bracket; for a marked copy of a rule set (:mod:`fwlab.probes.dropmark`), the
+leave program that drops the marked packets right after the chain that marked them. Pure: never
+runs a command.
 
 Only the IPv4 and IPv6 netfilter families take BPF netfilter programs (the kernel refuses the
 others with EAFNOSUPPORT): a bridge-family or netdev chain is planned as "missing" with that
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from fwlab.errors import BackendError
 
@@ -70,6 +72,8 @@ class Bracket:
     #: a bracket earlier on the same hook whose gap this one divides by its own, packet by packet
     #: (the reference bracket's partner is the firewall's: firewall time / reference time)
     partner: int | None = None
+    #: leave drops the packets carrying this mark after timing them (a marked copy's drop verdict)
+    drop_mark: int | None = None
 
     @property
     def label(self) -> str:
@@ -79,6 +83,8 @@ class Bracket:
     def argv(self) -> str:
         """The loader's bracket argument K:PF:HOOK:PRIO_ENTER:PRIO_LEAVE[:PARTNER]."""
         base = f"{self.id}:{NFPROTO[self.family]}:{HOOKS[self.hook]}:{self.prio_enter}:{self.prio_leave}"
+        if self.drop_mark:
+            return f"{base}:{-1 if self.partner is None else self.partner}:{self.drop_mark}"
         return base if self.partner is None else f"{base}:{self.partner}"
 
 
@@ -144,13 +150,19 @@ def xtables_base_chains(tables: Iterable[str], families: Iterable[str] = ("ipv4"
 
 def plan(chains: Iterable[BaseChain], *, families: Iterable[str] = ("ipv4", "ipv6"),
          hooks: Iterable[str] | None = ("forward",), floor: bool = True,
-         reference: Iterable[BaseChain] = ()) -> Plan:
+         reference: Iterable[BaseChain] = (), drop_mark: int | None = None) -> Plan:
     """Brackets for the base chains on the timed ``families`` and ``hooks`` (None: every hook),
     a floor bracket on the forward hook of each family with a chain to time, and one bracket per
     reference chain.
 
     Chains on one (family, hook) whose priorities lie less than 3 apart share one bracket (there
     is no free priority between them for a leave and an enter program).
+
+    With ``drop_mark`` (a marked copy: every drop verdict became ``meta mark set M accept``), the
+    leave program right after each chains bracket drops the packets carrying M, so a marked packet
+    stops where the original would have dropped it and no later chain on the hook runs on it;
+    after the last chains bracket of a forward hook the floor's leave does it instead (only the
+    reference chain and the empty floor lie between: the reference still times the same packet).
     """
     fams, hk = tuple(families), None if hooks is None else tuple(hooks)
     chains, refs = list(chains), list(reference)
@@ -189,10 +201,26 @@ def plan(chains: Iterable[BaseChain], *, families: Iterable[str] = ("ipv4", "ipv
                 top = max((c.priority for c in every if c.family == fam and c.hook == hook), default=0)
                 add(family=fam, hook=hook, prio_enter=top + FLOOR_GAP, prio_leave=top + FLOOR_GAP + 1,
                     role="floor")
+    if drop_mark:
+        out = _with_drop_mark(out, drop_mark)
     if len(out) > MAX_BRACKETS:
         raise BackendError(f"{len(out)} brackets needed, the probe has {MAX_BRACKETS}",
                            fix="time fewer hooks or families")
     return Plan(tuple(out), tuple(missing))
+
+
+def _with_drop_mark(brackets: list[Bracket], mark: int) -> list[Bracket]:
+    out = list(brackets)
+    for i, b in enumerate(out):
+        if b.role != "chains":
+            continue
+        later = [x for x in out[i + 1:] if x.family == b.family and x.hook == b.hook]
+        floor = next((x for x in later if x.role == "floor"), None)
+        if floor is not None and not any(x.role == "chains" for x in later):
+            out[out.index(floor)] = replace(floor, drop_mark=mark)
+        else:
+            out[i] = replace(b, drop_mark=mark)
+    return out
 
 
 def _runs(chains: list[BaseChain]) -> list[list[BaseChain]]:

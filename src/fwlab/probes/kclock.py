@@ -52,6 +52,7 @@ class BracketResult:
     ratio_sum: int = 0
     ratio_shift: int = 16
     ratio_counts: dict[int, int] = field(default_factory=dict)
+    dropped: int = 0  #: packets the leave program dropped for carrying the bracket's drop mark
 
     def packet_ratio(self, q: float = 50) -> float | None:
         """The q-th percentile of the per-packet ratio partner gap / own gap."""
@@ -82,7 +83,8 @@ class BracketResult:
         return {**d, "entered": self.entered, "timed": self.timed, "unfinished": self.unfinished,
                 "unmatched": self.unmatched, "sum_ns": self.sum_ns, "max_ns": self.max_ns,
                 "per_cpu": [list(x) for x in self.per_cpu], "partner": self.bracket.partner,
-                "paired": self.paired, "packet_ratio_p50": self.packet_ratio(50),
+                "paired": self.paired, "drop_mark": b.drop_mark, "dropped": self.dropped,
+                "packet_ratio_p50": self.packet_ratio(50),
                 "packet_ratio_mean": self.packet_ratio_mean,
                 "mean_ns": self.mean_ns, "p50_ns": self.p50_ns, "p90_ns": self.percentile_ns(90),
                 "p99_ns": self.percentile_ns(99), "hdr_b64": hist.to_hdr(self.counts), "hdr_unit": "ns"}
@@ -138,7 +140,8 @@ def parse_output(stdout: str, p: Plan) -> ProbeResult:
                                  per_cpu=tuple((int(n), int(t)) for n, t in b.get("per_cpu", ())),
                                  paired=int(b.get("paired", 0)), ratio_sum=int(b.get("ratio_sum", 0)),
                                  ratio_shift=int(b.get("ratio_shift", 16)),
-                                 ratio_counts={int(i): int(n) for i, n in b.get("ratio_hist", ())}))
+                                 ratio_counts={int(i): int(n) for i, n in b.get("ratio_hist", ())},
+                                 dropped=int(b.get("dropped", 0))))
     return ProbeResult(tuple(out), p.missing, None, doc.get("hold_s"), doc.get("stopped_by"))
 
 
@@ -178,10 +181,12 @@ class CostProbe:
     @classmethod
     def for_dut(cls, host: Host, ns: str | None, *, families=("ipv4", "ipv6"), hooks=("forward",),
                 extra_chains: tuple[BaseChain, ...] = (), reference: ReferenceChain | XtablesReference | None = None,
-                floor: bool = True, max_s: float = 60.0) -> "CostProbe":
+                floor: bool = True, max_s: float = 60.0, drop_mark: int | None = None) -> "CostProbe":
         """Brackets around every base chain the DUT's nft tables and legacy xtables tables register
         (plus ``extra_chains``) on ``families`` and ``hooks``, a floor, and ``reference``
-        (installed now into the DUT namespace, removed when the probe ends)."""
+        (installed now into the DUT namespace, removed when the probe ends); with ``drop_mark``, the
+        leave right after each chains bracket drops the packets carrying that mark
+        (:func:`fwlab.probes.brackets.plan`: a marked copy's drop verdicts)."""
         if reference is not None:
             reference.install(host, ns)
         try:
@@ -193,7 +198,7 @@ class CostProbe:
             skip = reference.table if isinstance(reference, XtablesReference) else None
             chains += [c for c in legacy_chains(host, ns, families) if not c.name.endswith(f" {skip}")]
             p = plan([*chains, *extra_chains], families=families, hooks=hooks, floor=floor,
-                     reference=(reference.base_chain(),) if reference else ())
+                     reference=(reference.base_chain(),) if reference else (), drop_mark=drop_mark)
         except BaseException:
             if reference is not None:
                 reference.remove(host, ns)

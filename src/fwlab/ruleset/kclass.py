@@ -7,8 +7,14 @@ rounds keep it), each class routed (and an established twin's flow opened) first
 counter read around the trial, one record line per trial (kind ``ruleset-class``, traffic
 ``ruleset-class-cost``, the figures of a suite cost trial plus the class's own ``fw_class_*``),
 and the per-class summary (:func:`fwlab.stats.class_cost.summarize_class`: referenced to the
-reference's median over the run). The rule set stays loaded throughout; with no rule set there
-is nothing to time, so a class's in-kernel cost needs no no-rule-set reference.
+reference's median over the run). The rule set stays loaded throughout, except for the classes
+it drops: those are timed on its marked copy (:mod:`fwlab.dut.marked_copy`: each drop verdict
+made ``meta mark set M accept``, the clock's leave right after the chain dropping the marked
+packets), loaded after the round's other classes and replaced by the rule set again; their figure
+is "time to the drop verdict (timed on a marked copy)", and each round one of them per family is
+timed again on the copy that sets the mark twice: the difference is the mark statement's own time.
+With no rule set there is nothing to time, so a class's in-kernel cost needs no no-rule-set
+reference.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fwlab.dut.imported import ImportedFirewall
+from fwlab.dut.marked_copy import LABEL, LABEL_REJECT, MarkedCopy, uses_mark
 from fwlab.errors import FwlabError
 from fwlab.methods.class_cost import ClassLoad, measure_class, reference_for_dut
 from fwlab.results import RunRecord, trial_record, utc_now
@@ -35,6 +42,12 @@ class Condition:
     fw: ImportedFirewall
     digest: str | None
     layout: str = "imported"
+    copy: MarkedCopy | None = None  #: a marked copy of ``fw``: its trials drop the marked packets after timing them
+
+
+def marked_label(c: TrafficClass) -> str:
+    """What a dropped class's figure is (record and report)."""
+    return LABEL_REJECT if c.terminal == "reject" else LABEL
 
 
 def sender(b: Bed, engine: str, c: TrafficClass):
@@ -58,18 +71,22 @@ def cost_trial(rec: RunRecord, b: Bed, engine: str, c: TrafficClass, cond: Condi
     chain, why = ref
     started = utc_now()
     c0 = cond.fw.counters(b.ctx)
+    rid = cond.copy.counter_id(c.rule_id) if cond.copy else c.rule_id
     error, m, raw = None, None, {}
     try:
         t = measure_class(b.ctx.host, b.ctx.ns, ip_version=c.packet.family, frame_size=frame_size(c),
                           send=sender(b, engine, c), load=load, rate_pps=rate_pps, reference=chain,
-                          reference_missing=why)
+                          reference_missing=why, drop_mark=cond.copy.mark if cond.copy else None)
         m, raw = t.metrics, {"probe": t.probe.to_dict(), "engine_send_json": t.send_json}
     except FwlabError as exc:
         error = exc.one_line()
     c1 = cond.fw.counters(b.ctx)
     if m is not None:
         m["ns_per_packet"] = None  # not a back-to-back trial: its figure is fw_class_ns
-        m["rule_counter_delta"] = c1.get(c.rule_id, 0) - c0.get(c.rule_id, 0) if c.rule_id in c1 else None
+        m["rule_counter_delta"] = c1.get(rid, 0) - c0.get(rid, 0) if rid in c1 else None
+        if cond.copy:
+            m.update({"fw_class_figure_kind": marked_label(c), "fw_marked_copy_marks": cond.copy.mark_times,
+                      "fw_marked_copy_counter_rule": rid, "fw_marked_copy_changed": cond.copy.changed})
     spec = class_spec(rec, c, cond.name, k, trial_id=f"{c.class_id}-{cond.name}-cost-r{k}", traffic=TRAFFIC,
                       backend="imported", layout=cond.layout, duration_s=load.duration_s)
     flags = []
@@ -84,50 +101,88 @@ def cost_trial(rec: RunRecord, b: Bed, engine: str, c: TrafficClass, cond: Condi
 
 
 def measure_costs(rec: RunRecord, b: Bed, engine: str, classes: list[TrafficClass], routes: Routes,
-                  conds: list[Condition], rounds: int, load: ClassLoad = ClassLoad(), note=None) -> dict:
+                  conds: list[Condition], rounds: int, load: ClassLoad = ClassLoad(), note=None,
+                  marked: set[str] = frozenset()) -> dict:
     """Every class's in-kernel cost under each condition (each loaded in turn, alternating per round):
-    {"trials": {(class_id, cond): [metrics, ...]}, "references": {cond: {version: name or why}}}."""
+    {"trials": {(class_id, cond): [metrics, ...]}, "references": {cond: {version: name or why}},
+    "mark_cost": {(class_id, cond): [metrics of the copy that sets the mark twice, ...]}}.
+
+    The classes in ``marked`` (those the rule set drops) are timed on the condition's marked copy
+    instead (loaded after the condition's other classes of the round, the condition's own rule set
+    loaded again after them); their trials are stored under the condition's name all the same, so
+    they share its reference median. Per round, the first marked class of each IP version is timed
+    once more on the copy that marks twice (``mark_cost``)."""
     versions = {c.packet.family for c in classes}
     trials: dict[tuple[str, str], list[dict]] = {}
+    mark_cost: dict[tuple[str, str], list[dict]] = {}
     rates: dict[tuple[str, str], float | None] = {}
     refs: dict[str, dict[int, tuple]] = {}
+    plain = [c for c in classes if c.class_id not in marked]
+    dropped = [c for c in classes if c.class_id in marked]
+    calib = {v: next(c for c in dropped if c.packet.family == v) for v in sorted({c.packet.family for c in dropped})}
+
+    def run(cond: Condition, cs: list[TrafficClass], k: int, store: dict, key: str) -> None:
+        if key not in refs:
+            refs[key] = references(b, cond.fw, versions)
+        for c in (cs if k % 2 == 0 else cs[::-1]):
+            routes.ensure(c)
+            m = cost_trial(rec, b, engine, c, cond, k, load=load, rate_pps=rates.get((c.class_id, cond.name)),
+                           ref=refs[key][c.packet.family])
+            rates.setdefault((c.class_id, cond.name), m.get("rate_pps"))
+            store.setdefault((c.class_id, cond.name), []).append(m)
+
     for k in range(rounds):
         order = conds if k % 2 == 0 else conds[::-1]
         for cond in order:
             if len(conds) > 1:
                 cond.fw.flush(b.ctx)
                 cond.fw.load(b.ctx)
-            if cond.name not in refs:
-                refs[cond.name] = references(b, cond.fw, versions)
-            for c in (classes if k % 2 == 0 else classes[::-1]):
-                routes.ensure(c)
-                m = cost_trial(rec, b, engine, c, cond, k, load=load, rate_pps=rates.get((c.class_id, cond.name)),
-                               ref=refs[cond.name][c.packet.family])
-                rates.setdefault((c.class_id, cond.name), m.get("rate_pps"))
-                trials.setdefault((c.class_id, cond.name), []).append(m)
+            run(cond, plain, k, trials, cond.name)
+            if dropped:
+                for times, cs, store in ((1, dropped, trials), (2, list(calib.values()), mark_cost)):
+                    cp = Condition(cond.name, cond.fw, cond.digest, cond.layout, MarkedCopy(cond.fw, mark_times=times))
+                    cond.fw.flush(b.ctx)
+                    cp.copy.load(b.ctx)
+                    try:
+                        run(cp, cs, k, store, f"{cond.name} marked")
+                    finally:
+                        cond.fw.flush(b.ctx)
+                        cond.fw.load(b.ctx)
         if note:
             note(f"  in-kernel cost round {k + 1}/{rounds} done")
-    return {"trials": trials, "references": {
+    return {"trials": trials, "mark_cost": mark_cost, "references": {
         n: {str(v): (r[0].base_chain().name if r[0] is not None else None, r[1]) for v, r in per.items()}
         for n, per in refs.items()}}
 
 
-def summaries(classes: list[TrafficClass], trials: dict[tuple[str, str], list[dict]], cond: str) -> dict[str, dict]:
+def summaries(classes: list[TrafficClass], trials: dict[tuple[str, str], list[dict]], cond: str,
+              mark_trials: dict[tuple[str, str], list[dict]] | None = None) -> dict[str, dict]:
     """{class_id: :func:`summarize_class`} under ``cond``, each family referenced to its own common
     reference median (over every class's trials of that family under ``cond``), with the trials'
-    probe counts beside (sent, entered, timed, rule counter) for the checks."""
+    probe counts beside (sent, entered, timed, rule counter) for the checks; a class timed on a
+    marked copy with its ``figure_kind`` and the family's mark statement time (``mark_statement``,
+    from ``mark_trials``: the copy that marks twice)."""
+    from fwlab.stats.class_cost import mark_cost
+
     out = {}
     for v in {c.packet.family for c in classes}:
         mine = [c for c in classes if c.packet.family == v]
         ref = common_reference([t for c in mine for t in trials.get((c.class_id, cond), [])])
+        calib = [mark_cost(trials.get(key, []), ts, ref) for key, ts in (mark_trials or {}).items()
+                 if key[1] == cond and any(c.class_id == key[0] for c in mine)]
         for c in mine:
             ts = trials.get((c.class_id, cond), [])
             s = summarize_class(ts, ref)
+            kind = next((t.get("fw_class_figure_kind") for t in ts if t.get("fw_class_figure_kind")), None)
+            if kind:
+                s["figure_kind"] = kind
+                s["mark_statement"] = calib[0] if calib else {"ns": None, "missing": "not measured"}
             s.update({"class_id": c.class_id, "expected": c.expected, "rule_id": c.rule_id,
                       "ip_version": v, "rate_pps": [t.get("rate_pps") for t in ts],
                       "counts": [{"sent": t.get("offered_count"), "entered": t.get("fw_entered"),
                                   "timed": t.get("fw_timed"), "unfinished": t.get("fw_unfinished"),
                                   "pilot_sent": t.get("pilot_offered_count"),
+                                  "dropped_marked": t.get("fw_class_dropped_marked"),
                                   "rule_counter_delta": t.get("rule_counter_delta")} for t in ts]})
             out[c.class_id] = s
     return out
@@ -140,7 +195,8 @@ def cost_line(s: dict) -> str:
         return f"  {s['class_id']}: in-kernel cost missing: {s.get('missing')}"
     rel = f" (±{100 * f['half_width_rel']:.1f} %)" if f.get("half_width_rel") is not None else ""
     floor = f"; floor {s['floor_p50_ns']:.0f} ns" if s.get("floor_p50_ns") is not None else ""
-    return (f"  {s['class_id']}: {f['median']:,.0f} ns/packet [{f['low']:,.0f}, {f['high']:,.0f}]{rel} inside the "
+    kind = f" [{s['figure_kind']}]" if s.get("figure_kind") else ""
+    return (f"  {s['class_id']}{kind}: {f['median']:,.0f} ns/packet [{f['low']:,.0f}, {f['high']:,.0f}]{rel} inside the "
             f"firewall ({'referenced' if s['referenced'] else 'raw'}, {', '.join(s['hooks']) or '-'}, "
             f"{f['n']} rounds{floor}): {f['precision']}")
 
@@ -188,17 +244,20 @@ def in_kernel_costs(rec: RunRecord, b: Bed, fw: ImportedFirewall, engine: str, c
     from fwlab.stats.class_cost import mix_cost
 
     load = ClassLoad(duration_s=cfg.cost_duration_s)
-    got = measure_costs(rec, b, engine, classes, routes, [Condition("rules", fw, digest)], cfg.repetitions, load, note)
-    per = summaries(classes, got["trials"], "rules")
+    marked, why_not = marked_classes(fw, classes)
+    got = measure_costs(rec, b, engine, classes, routes, [Condition("rules", fw, digest)], cfg.repetitions, load, note,
+                        marked=marked)
+    per = summaries(classes, got["trials"], "rules", got["mark_cost"])
     twins = established_pairs(classes)
     imp["kernel_cost"] = {
         "classes": per, "references": got["references"]["rules"], "method": LOAD_METHOD,
         "load": {"rate_pps_max": load.rate_pps, "duration_s": load.duration_s, "cpu_share": load.cpu_share,
                  "pilot_s": load.pilot_s, "rounds": cfg.repetitions},
         "established": [{"new": new, "established": t} for t, new in twins.items() if new in per],
-        "dropped": ("a packet the rule set drops enters the bracket of the chain that drops it and never leaves it: "
-                    "the kernel runs no program after a drop, so a drop's own time is not timed (the brackets "
-                    "before it are)")}
+        "dropped": DROPPED_METHOD if marked else (
+            "a packet the rule set drops enters the bracket of the chain that drops it and never leaves it: the "
+            f"kernel runs no program after a drop, so a drop's own time is not timed ({why_not})"),
+        "marked_copy_classes": sorted(marked)}
     for s in per.values():
         note(cost_line(s))
     mix = imp.get("mix") or {}
@@ -207,10 +266,41 @@ def in_kernel_costs(rec: RunRecord, b: Bed, fw: ImportedFirewall, engine: str, c
         f = mix["kernel_cost"].get("ns_per_packet")
         note(f"  mix ({mix.get('source')}): " + (
             f"{f['median']:,.0f} ns/packet [{f['low']:,.0f}, {f['high']:,.0f}] inside the firewall "
-            f"({mix['kernel_cost']['weight_covered']:.0%} of the weight timed): {f['precision']}" if f else
+            f"({mix['kernel_cost']['weight_covered']:.0%} of the weight timed{to_verdict(mix['kernel_cost'])}): "
+            f"{f['precision']}" if f else
             f"in-kernel cost missing: {mix['kernel_cost'].get('missing')}"))
     rec.save_run()
     return per
+
+
+DROPPED_METHOD = (
+    "a class the rule set drops is timed on a marked copy of the rule set: each drop and reject verdict (and a base "
+    "chain's policy drop, as policy accept with a final marking rule) replaced by 'meta mark set 0x66776c62 accept' "
+    "(iptables: -j FWLAB_DROPMARK, a chain doing -j MARK then -j ACCEPT), and the clock's leave program right after "
+    "the chain that marked it (after the reference chain when that chain is the hook's last) stamps the time and "
+    "returns NF_DROP for the marked packets: the packet still never leaves the DUT and no later chain runs on it, "
+    "conntrack confirms no entry as for the real drop (the packet dies on the same hook). Its figure is the time to "
+    "the drop verdict, including the mark statement (measured: mark_statement, the copy that marks twice against "
+    "the one that marks once); a reject's ICMP error is not sent on the copy, so its time is not included")
+
+
+def marked_classes(fw: ImportedFirewall, classes: list[TrafficClass]) -> tuple[set[str], str]:
+    """The classes to time on the marked copy (those the rule set drops), or (empty, why none)."""
+    drop = {c.class_id for c in classes if c.expected == "drop"}
+    if not drop:
+        return set(), "no class is dropped"
+    if uses_mark(fw.text):
+        return set(), "the rule set uses fwlab's drop mark 0x66776c62 itself: no marked copy"
+    return drop, ""
+
+
+def to_verdict(kc: dict) -> str:
+    """", of which x % (c1, c5) to the drop verdict on a marked copy" for the mix line ('' when none)."""
+    ids = list(kc.get("to_drop_verdict") or {})
+    if not ids:
+        return ""
+    return (f", of which {kc.get('weight_to_drop_verdict', 0):.0%} ({', '.join(ids)}) time to the drop verdict "
+            f"(timed on a marked copy)")
 
 
 def attach(costs: list[dict], per: dict[str, dict]) -> list[dict]:

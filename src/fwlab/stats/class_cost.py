@@ -7,7 +7,9 @@ reference chain (scaled by the reference's median over all the run's trials / th
 reference median: whatever slowed that moment slowed both), and over the rounds the median with
 the envelope of the rounds' intervals; whether that interval meets the precision target (half
 width <= 10 % of the figure or <= 20 ns: ``decided``, else ``undecided``); the mix's in-kernel
-cost (weighted sum over the classes with a figure, the rest named); the gain of a rewrite
+cost (weighted sum over the classes with a figure, the rest named, and which figures are times to
+a drop verdict timed on a marked copy); the mark statement's own time on a marked copy (the copy
+that marks twice against the one that marks once, round by round); the gain of a rewrite
 (original / proposal time, per round on the same reference, its envelope; ``faster`` /
 ``slower`` when the interval excludes 1, else ``undecided``). Pure.
 """
@@ -133,9 +135,35 @@ def mix_cost(weights: dict[str, float], per_class: dict[str, dict]) -> dict:
     fig = {k: sum(w / share * per_class[i]["ns_per_packet"][k] for i, w in have.items())
            for k in ("median", "low", "high")}
     fig["precision"] = precision(fig["median"], fig["low"], fig["high"])
+    to_verdict = {i: per_class[i]["figure_kind"] for i in sorted(have) if per_class[i].get("figure_kind")}
     return {"ns_per_packet": fig, "weight_covered": share, "left_out": left, "classes": sorted(have),
+            "to_drop_verdict": to_verdict,
+            "weight_to_drop_verdict": sum(have[i] for i in to_verdict),
             "method": "sum over the classes with an in-kernel figure of w_i x cost_i (lows and highs alike; "
-                      "weights renormalised over them): the time a packet of the mix spends inside the firewall"}
+                      "weights renormalised over them): the time a packet of the mix spends inside the firewall"
+                      + ("; the classes in to_drop_verdict count with their time to the drop verdict, timed on a "
+                         "marked copy of the rule set" if to_verdict else "")}
+
+
+def mark_cost(single: list[dict], double: list[dict], ref_ns: float | None) -> dict:
+    """The mark statement's own time [ns]: per round (trials paired by order) the class's figure on
+    the copy that sets the mark twice minus its figure on the copy that sets it once (each
+    referenced at ``ref_ns`` where both trials have a reference, else raw), its interval [low2 -
+    high1, high2 - low1]; over the rounds the median and the envelope."""
+    diffs = []
+    for a, b in zip(single, double):
+        fa, fb = referenced(a, ref_ns), referenced(b, ref_ns)
+        if fa is None or fb is None:
+            fa, fb = raw(a), raw(b)
+        if fa is not None and fb is not None:
+            diffs.append(Figure(fb.value - fa.value, fb.low - fa.high, fb.high - fa.low))
+    if not diffs:
+        return {"ns": None, "missing": "no round timed both copies"}
+    vals = [d.value for d in diffs]
+    return {"ns": statistics.median(vals), "low": min(d.low for d in diffs), "high": max(d.high for d in diffs),
+            "n": len(diffs), "per_round": vals,
+            "method": "per round the class's time on the copy that sets the mark twice minus on the copy that sets it "
+                      "once (the second mark statement's time); median and envelope over the rounds"}
 
 
 def round_figures(original: list[dict], proposal: list[dict]) -> tuple[list[Figure | None], list[Figure | None], str]:

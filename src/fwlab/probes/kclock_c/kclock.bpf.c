@@ -7,7 +7,11 @@
 // without migrating), adds the gap to bracket K's per-CPU log-linear histogram, count and sum.
 // A packet the chain drops (or steals) never reaches leave_K: its slot is still full when the next
 // packet enters, which counts it as "unfinished" and times nothing. Every program returns
-// NF_ACCEPT: the probe never changes a verdict.
+// NF_ACCEPT: the probe never changes a verdict, with one exception asked for by the loader: a
+// bracket given a *drop mark* M (drop_mark[K] = M) returns NF_DROP from leave_K for a packet whose
+// skb->mark is M, after taking its stamp. That times a dropped class on a marked copy of the rule
+// set (each drop verdict replaced by "meta mark set M accept"): the packet is still dropped on the
+// same hook right after the chain that decided it, and nothing after that chain runs on it.
 //
 // Histogram bucket of a gap v [ns]: v itself below 128; above, 64 sub-buckets per power of two
 // (bucket width 1/64..1/128 of the value, so 0.8-1.6 %), up to 2^(7+OCTAVES) ns (4.3 s); larger
@@ -18,6 +22,7 @@
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 
+#define NF_DROP 0
 #define NF_ACCEPT 1
 #define MAX_BRACKETS 32
 #define SUB_BITS 6
@@ -27,9 +32,14 @@
 #define RATIO_SHIFT 16
 
 // the program context of BPF_PROG_TYPE_NETFILTER (include/linux/filter.h, struct bpf_nf_ctx)
+// the packet's mark, located by CO-RE against the running kernel's BTF (libbpf relocates it)
+struct sk_buff {
+	__u32 mark;
+} __attribute__((preserve_access_index));
+
 struct bpf_nf_ctx {
 	const void *state;
-	void *skb;
+	struct sk_buff *skb;
 };
 
 struct slot {
@@ -46,6 +56,7 @@ struct stats {
 	__u64 max_ns;     // largest gap
 	__u64 paired;     // timed packets also timed by the partner bracket (same packet, just before)
 	__u64 ratio_sum;  // sum over them of partner gap / this gap, x 2^RATIO_SHIFT
+	__u64 dropped;    // packets leave_K dropped because they carried the bracket's drop mark
 };
 
 // the gap of the packet that last left each bracket, for a partner bracket later on the same hook
@@ -91,6 +102,14 @@ struct {
 	__type(key, __u32);
 	__type(value, __u32);
 } partner SEC(".maps");
+
+// drop_mark[K] = the mark whose packets leave_K drops (0: none, the default); the loader fills it
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_BRACKETS);
+	__type(key, __u32);
+	__type(value, __u32);
+} drop_mark SEC(".maps");
 
 // per-packet ratios partner gap / own gap, x 2^RATIO_SHIFT, in the gap histogram's buckets
 struct {
@@ -141,9 +160,8 @@ static __always_inline int on_enter(struct bpf_nf_ctx *ctx, __u32 k)
 	return NF_ACCEPT;
 }
 
-static __always_inline int on_leave(struct bpf_nf_ctx *ctx, __u32 k)
+static __always_inline void time_leave(struct bpf_nf_ctx *ctx, __u32 k, __u64 now)
 {
-	__u64 now = bpf_ktime_get_ns();  // first: the gap ends as this program starts
 	struct slot *s = bpf_map_lookup_elem(&slots, &k);
 	struct stats *st = bpf_map_lookup_elem(&stats, &k);
 	__u64 d, r, *h;
@@ -151,10 +169,10 @@ static __always_inline int on_leave(struct bpf_nf_ctx *ctx, __u32 k)
 	struct last *l;
 
 	if (!s || !st)
-		return NF_ACCEPT;
+		return;
 	if (!s->skb || s->skb != (__u64)ctx->skb) {
 		st->unmatched++;
-		return NF_ACCEPT;
+		return;
 	}
 	d = now - s->t_ns;
 	s->skb = 0;
@@ -173,11 +191,11 @@ static __always_inline int on_leave(struct bpf_nf_ctx *ctx, __u32 k)
 	}
 	p = bpf_map_lookup_elem(&partner, &k);
 	if (!p || !*p || *p > MAX_BRACKETS || !d)
-		return NF_ACCEPT;
+		return;
 	pk = *p - 1;
 	l = bpf_map_lookup_elem(&lasts, &pk);
 	if (!l || l->skb != (__u64)ctx->skb)
-		return NF_ACCEPT;
+		return;
 	r = (l->gap_ns << RATIO_SHIFT) / d;
 	st->paired++;
 	st->ratio_sum += r;
@@ -185,7 +203,22 @@ static __always_inline int on_leave(struct bpf_nf_ctx *ctx, __u32 k)
 	h = bpf_map_lookup_elem(&ratio_hist, &key);
 	if (h)
 		(*h)++;
-	return NF_ACCEPT;
+}
+
+static __always_inline int on_leave(struct bpf_nf_ctx *ctx, __u32 k)
+{
+	__u64 now = bpf_ktime_get_ns();  // first: the gap ends as this program starts
+	struct stats *st;
+	__u32 *m;
+
+	time_leave(ctx, k, now);
+	m = bpf_map_lookup_elem(&drop_mark, &k);
+	if (!m || !*m || ctx->skb->mark != *m)
+		return NF_ACCEPT;
+	st = bpf_map_lookup_elem(&stats, &k);
+	if (st)
+		st->dropped++;
+	return NF_DROP;
 }
 
 #define BRACKET(k)                                                                              \

@@ -3,12 +3,14 @@
 // and prints what it measured as one JSON object. Nothing is pinned: when this process ends, for
 // any reason, its links close and the hooks are gone.
 //
-//   fwlab-kclock [--ready-file PATH] [--stdin] OBJ MAX_S K:PF:HOOK:PRIO_ENTER:PRIO_LEAVE[:PARTNER]...
+//   fwlab-kclock [--ready-file PATH] [--stdin] OBJ MAX_S K:PF:HOOK:PRIO_ENTER:PRIO_LEAVE[:PARTNER[:DROP_MARK]]...
 //
 // Each bracket K (0..31) links enter_K at PRIO_ENTER and leave_K at PRIO_LEAVE on netfilter
 // family PF (2 = IPv4, 10 = IPv6, 7 = bridge) and hook HOOK (0 prerouting, 1 input, 2 forward,
 // 3 output, 4 postrouting). With PARTNER, bracket K also keeps the per-packet ratio PARTNER's gap /
-// K's gap of each packet both timed (PARTNER earlier on the same hook). A bracket the kernel refuses is reported with its errno and message;
+// K's gap of each packet both timed (PARTNER earlier on the same hook; -1: none). With DROP_MARK
+// (a non-zero packet mark, decimal), leave_K drops the packets carrying that mark after timing
+// them (a marked copy's drop verdict) and counts them ("dropped"). A bracket the kernel refuses is reported with its errno and message;
 // the others still run. After attaching it prints "ready" on a line of its own (stdout, flushed)
 // and creates the ready file if one is named, then holds the links until MAX_S seconds have
 // passed, SIGTERM/SIGINT arrives or (with --stdin) a line or end of file arrives on stdin; then it
@@ -56,7 +58,7 @@ struct slot {
 	__u64 skb, t_ns;
 };
 struct stats {
-	__u64 entered, left, sum_ns, unfinished, unmatched, max_ns, paired, ratio_sum;
+	__u64 entered, left, sum_ns, unfinished, unmatched, max_ns, paired, ratio_sum, dropped;
 };
 
 // the link_create part of union bpf_attr, netfilter variant; the rest of the union stays zero
@@ -76,6 +78,7 @@ union nf_link_attr {
 
 struct bracket {
 	int id, pf, hook, prio_enter, prio_leave, partner;
+	unsigned int drop_mark; // 0: none
 	int enter_fd, leave_fd; // link fds (-1: none)
 	int err;                // errno of the first failure (0: attached)
 	char what[64];          // which step failed
@@ -174,11 +177,12 @@ static int cmd_run(int argc, char **argv, const char *ready_file, int watch_stdi
 	for (int i = 0; i < nb; i++) {
 		int got;
 		b[i].partner = -1;
-		got = sscanf(argv[3 + i], "%d:%d:%d:%d:%d:%d", &b[i].id, &b[i].pf, &b[i].hook, &b[i].prio_enter,
-			     &b[i].prio_leave, &b[i].partner);
-		if ((got != 5 && got != 6) || b[i].id < 0 || b[i].id >= MAX_BRACKETS || used[b[i].id] ||
+		got = sscanf(argv[3 + i], "%d:%d:%d:%d:%d:%d:%u", &b[i].id, &b[i].pf, &b[i].hook, &b[i].prio_enter,
+			     &b[i].prio_leave, &b[i].partner, &b[i].drop_mark);
+		if ((got != 5 && got != 6 && got != 7) || b[i].partner < -1 || b[i].id < 0 || b[i].id >= MAX_BRACKETS || used[b[i].id] ||
 		    b[i].partner >= MAX_BRACKETS || b[i].partner == b[i].id)
-			fail("bad bracket (K:PF:HOOK:PRIO_ENTER:PRIO_LEAVE[:PARTNER], K in 0..31, each K once)", argv[3 + i]);
+			fail("bad bracket (K:PF:HOOK:PRIO_ENTER:PRIO_LEAVE[:PARTNER[:DROP_MARK]], K in 0..31, each K once)",
+			     argv[3 + i]);
 		if (b[i].prio_enter >= b[i].prio_leave)
 			fail("PRIO_ENTER must be below PRIO_LEAVE", argv[3 + i]);
 		used[b[i].id] = 1;
@@ -210,10 +214,13 @@ static int cmd_run(int argc, char **argv, const char *ready_file, int watch_stdi
 	}
 	{
 		struct bpf_map *m_partner = bpf_object__find_map_by_name(obj, "partner");
+		struct bpf_map *m_drop = bpf_object__find_map_by_name(obj, "drop_mark");
 		for (int i = 0; i < nb; i++) {
-			__u32 key = b[i].id, val = b[i].partner + 1;
+			__u32 key = b[i].id, val = b[i].partner + 1, mark = b[i].drop_mark;
 			if (!m_partner || bpf_map_update_elem(bpf_map__fd(m_partner), &key, &val, BPF_ANY))
 				fail("cannot set the brackets' partners", NULL);
+			if (!m_drop || bpf_map_update_elem(bpf_map__fd(m_drop), &key, &mark, BPF_ANY))
+				fail("cannot set the brackets' drop marks", NULL);
 		}
 	}
 	for (int i = 0; i < nb; i++) {
@@ -268,7 +275,7 @@ static int cmd_run(int argc, char **argv, const char *ready_file, int watch_stdi
 		printf("{\"hold_s\": %.6f, \"stopped_by\": \"%s\", \"ncpu\": %d, \"sub_buckets\": %d, "
 		       "\"nbuckets\": %d, \"brackets\": [", t1 - t0, why, ncpu, SUB, NBUCKETS);
 		for (int i = 0; i < nb; i++) {
-			__u64 st[8], c;
+			__u64 st[9], c;
 			int first = 1;
 
 			printf("%s{\"id\": %d, \"pf\": %d, \"hook\": %d, \"prio_enter\": %d, \"prio_leave\": %d",
@@ -291,14 +298,16 @@ static int cmd_run(int argc, char **argv, const char *ready_file, int watch_stdi
 						st[5] = s->max_ns > st[5] ? s->max_ns : st[5]; // max over CPUs
 						st[6] += s->paired;
 						st[7] += s->ratio_sum;
+						st[8] += s->dropped;
 					}
 			}
 			printf(", \"entered\": %llu, \"left\": %llu, \"sum_ns\": %llu, \"unfinished\": %llu, "
 			       "\"unmatched\": %llu, \"max_ns\": %llu, \"partner\": %d, \"paired\": %llu, "
-			       "\"ratio_sum\": %llu, \"ratio_shift\": %d, \"per_cpu\": [",
+			       "\"ratio_sum\": %llu, \"ratio_shift\": %d, \"drop_mark\": %u, \"dropped\": %llu, \"per_cpu\": [",
 			       (unsigned long long)st[0], (unsigned long long)st[1], (unsigned long long)st[2],
 			       (unsigned long long)st[3], (unsigned long long)st[4], (unsigned long long)st[5],
-			       b[i].partner, (unsigned long long)st[6], (unsigned long long)st[7], RATIO_SHIFT);
+			       b[i].partner, (unsigned long long)st[6], (unsigned long long)st[7], RATIO_SHIFT, b[i].drop_mark,
+			       (unsigned long long)st[8]);
 			// timed packets and their sum per CPU (which CPU did the firewall's work)
 			for (int cpu = 0; cpu < ncpu; cpu++) {
 				struct stats *s = (struct stats *)((char *)buf + cpu * vs);
@@ -411,7 +420,7 @@ int main(int argc, char **argv)
 	if (argc >= 4 && !strcmp(argv[1], "progstats-hold"))
 		return cmd_progstats_hold(argc, argv, ready_file);
 	if (argc < 4)
-		fail("usage: fwlab-kclock [--ready-file PATH] [--stdin] OBJ MAX_S K:PF:HOOK:PRIO_ENTER:PRIO_LEAVE[:PARTNER]... | "
+		fail("usage: fwlab-kclock [--ready-file PATH] [--stdin] OBJ MAX_S K:PF:HOOK:PRIO_ENTER:PRIO_LEAVE[:PARTNER[:DROP_MARK]]... | "
 		     "progstats ID... | [--ready-file PATH] progstats-hold MAX_S ID...", NULL);
 	return cmd_run(argc, argv, ready_file, watch_stdin);
 }
