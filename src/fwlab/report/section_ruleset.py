@@ -63,7 +63,20 @@ def _kns(s: dict | None) -> str:
     if not f:
         return raw(f"<span class='muted'>missing: {esc(s.get('missing') or 'no figure')}</span>")
     rel = f", ±{100 * f['half_width_rel']:.1f} %" if f.get("half_width_rel") is not None else ""
-    return raw(f"{f['median']:,.0f} <span class='muted'>[{f['low']:,.0f} … {f['high']:,.0f}{rel}]</span>")
+    kind = f"<br><span class='warn'>{esc(s['figure_kind'])}</span>" if s.get("figure_kind") else ""
+    return raw(f"{f['median']:,.0f} <span class='muted'>[{f['low']:,.0f} … {f['high']:,.0f}{rel}]</span>{kind}")
+
+
+def _mark_statement(per: dict) -> str:
+    """The mark statement's measured time on the marked copy, as a sentence ('' when none was timed)."""
+    ms = next((s.get("mark_statement") for s in per.values() if s.get("mark_statement")), None)
+    if not ms:
+        return ""
+    if ms.get("ns") is None:
+        return f" The mark statement's own time: missing ({esc(ms.get('missing'))})."
+    return (f" The mark statement's own time (included in those figures): {ms['ns']:,.1f} ns "
+            f"[{ms['low']:,.1f} … {ms['high']:,.1f}] ({ms['n']} rounds: the copy that marks twice against the one "
+            f"that marks once).")
 
 
 def render_kernel_cost(kc: dict, classes: dict) -> str:
@@ -99,7 +112,8 @@ def render_kernel_cost(kc: dict, classes: dict) -> str:
     load = kc.get("load") or {}
     parts.append(f"<p class='muted'>{esc(kc.get('method'))}; {load.get('duration_s')} s per trial, "
                  f"{load.get('rounds')} rounds. Same-packet reference: {ref_txt}. Precise (decided): the interval's "
-                 f"half width is at most 10 % of the figure or 20 ns. {esc(kc.get('dropped'))}. A new-flow class "
+                 f"half width is at most 10 % of the figure or 20 ns. {esc(kc.get('dropped'))}.{_mark_statement(per)} "
+                 f"A new-flow class "
                  f"repeats one flow's packets (conntrack sees it unreplied, ct state new).</p>")
     meth = next((s.get("method") for s in per.values() if s.get("method")), None)
     if meth:
@@ -129,7 +143,9 @@ def render_mix(mix: dict) -> str:
         left_k = "; ".join(f"{esc(k)} ({esc(v)})" for k, v in list((kc.get("left_out") or {}).items())[:6])
         parts.append(f"<p><b>Time inside the firewall (in-kernel)</b>: " + (
             f"{f['median']:,.0f} ns/packet <span class='muted'>[{f['low']:,.0f} … {f['high']:,.0f}]</span> "
-            f"({esc(f['precision'])}; {kc.get('weight_covered', 0):.0%} of the mix's weight timed)" if f else
+            f"({esc(f['precision'])}; {kc.get('weight_covered', 0):.0%} of the mix's weight timed"
+            + (f"; of which {kc.get('weight_to_drop_verdict', 0):.0%} ({esc(', '.join(kc['to_drop_verdict']))}) "
+               f"time to the drop verdict (timed on a marked copy)" if kc.get("to_drop_verdict") else "") + ")" if f else
             f"<span class='muted'>missing: {esc(kc.get('missing'))}</span>") + "</p>"
             + (f"<p class='muted'>Not in the in-kernel mix: {left_k}.</p>" if left_k else ""))
     rows = [["with the rule set", _range(mix.get("rate_pps") or {}, 1e-3, 1), _range(mix.get("cost_ns_per_packet") or {}),

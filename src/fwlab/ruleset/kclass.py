@@ -65,12 +65,30 @@ def references(b: Bed, fw: ImportedFirewall, versions: set[int]) -> dict[int, tu
                                  uses_security_table="*security" in fw.text) for v in sorted(versions)}
 
 
+def transmitted(b: Bed, ip_version: int) -> int | None:
+    """The DUT namespace's count of IP datagrams it transmitted (``OutTransmits`` of /proc/net/snmp,
+    ``Ip6OutTransmits`` of /proc/net/snmp6: counted as a packet goes to the device, after every hook;
+    ``ForwDatagrams`` is no use here: it counts a forwarded packet before the forward hook drops it)."""
+    path = "/proc/net/snmp" if ip_version == 4 else "/proc/net/snmp6"
+    cp = b.ctx.host.run(["cat", path], ns=b.ctx.ns, check=False, timeout_s=10)
+    if cp.returncode != 0:
+        return None
+    lines = cp.stdout.splitlines()
+    if ip_version == 6:
+        got = [ln.split() for ln in lines if ln.startswith("Ip6OutTransmits")]
+        return int(got[0][1]) if got else None
+    ip = [ln.split() for ln in lines if ln.startswith("Ip:")]
+    if len(ip) < 2 or "OutTransmits" not in ip[0]:
+        return None
+    return int(ip[1][ip[0].index("OutTransmits")])
+
+
 def cost_trial(rec: RunRecord, b: Bed, engine: str, c: TrafficClass, cond: Condition, k: int, *, load: ClassLoad,
                rate_pps: float | None, ref) -> dict:
     """One class cost trial, appended to the record; returns its metrics (with ``rule_counter_delta``)."""
     chain, why = ref
     started = utc_now()
-    c0 = cond.fw.counters(b.ctx)
+    c0, f0 = cond.fw.counters(b.ctx), transmitted(b, c.packet.family)
     rid = cond.copy.counter_id(c.rule_id) if cond.copy else c.rule_id
     error, m, raw = None, None, {}
     try:
@@ -80,14 +98,17 @@ def cost_trial(rec: RunRecord, b: Bed, engine: str, c: TrafficClass, cond: Condi
         m, raw = t.metrics, {"probe": t.probe.to_dict(), "engine_send_json": t.send_json}
     except FwlabError as exc:
         error = exc.one_line()
-    c1 = cond.fw.counters(b.ctx)
+    c1, f1 = cond.fw.counters(b.ctx), transmitted(b, c.packet.family)
     if m is not None:
+        # the DUT's transmitted datagrams over pilot + trial: every packet of an accepted class, none of a dropped one
+        m["dut_transmitted_delta"] = f1 - f0 if f0 is not None and f1 is not None else None
         m["ns_per_packet"] = None  # not a back-to-back trial: its figure is fw_class_ns
         m["rule_counter_delta"] = c1.get(rid, 0) - c0.get(rid, 0) if rid in c1 else None
         if cond.copy:
             m.update({"fw_class_figure_kind": marked_label(c), "fw_marked_copy_marks": cond.copy.mark_times,
                       "fw_marked_copy_counter_rule": rid, "fw_marked_copy_changed": cond.copy.changed})
-    spec = class_spec(rec, c, cond.name, k, trial_id=f"{c.class_id}-{cond.name}-cost-r{k}", traffic=TRAFFIC,
+    tag = f"-marked{cond.copy.mark_times}" if cond.copy else ""
+    spec = class_spec(rec, c, cond.name, k, trial_id=f"{c.class_id}-{cond.name}{tag}-cost-r{k}", traffic=TRAFFIC,
                       backend="imported", layout=cond.layout, duration_s=load.duration_s)
     flags = []
     if m and m.get("generator_short"):
@@ -140,7 +161,8 @@ def measure_costs(rec: RunRecord, b: Bed, engine: str, classes: list[TrafficClas
             run(cond, plain, k, trials, cond.name)
             if dropped:
                 for times, cs, store in ((1, dropped, trials), (2, list(calib.values()), mark_cost)):
-                    cp = Condition(cond.name, cond.fw, cond.digest, cond.layout, MarkedCopy(cond.fw, mark_times=times))
+                    cp = Condition(cond.name, cond.fw, cond.digest, "marked-copy" if times == 1 else "marked-copy-x2",
+                                   MarkedCopy(cond.fw, mark_times=times))
                     cond.fw.flush(b.ctx)
                     cp.copy.load(b.ctx)
                     try:
@@ -183,6 +205,7 @@ def summaries(classes: list[TrafficClass], trials: dict[tuple[str, str], list[di
                                   "timed": t.get("fw_timed"), "unfinished": t.get("fw_unfinished"),
                                   "pilot_sent": t.get("pilot_offered_count"),
                                   "dropped_marked": t.get("fw_class_dropped_marked"),
+                                  "dut_transmitted": t.get("dut_transmitted_delta"),
                                   "rule_counter_delta": t.get("rule_counter_delta")} for t in ts]})
             out[c.class_id] = s
     return out
