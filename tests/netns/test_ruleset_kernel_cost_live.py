@@ -1,6 +1,7 @@
 """`fwlab run --ruleset` timing each class inside the firewall on the real data path: the in-kernel
 clock around every base chain the rule set registers (prerouting and forward here), the class's own
-packets at a light load (a dropped class's on the rule set's marked copy), the probe's counts against the packets sent and the rule counters, a cost
+packets at a light load (a dropped class's on the rule set's marked copy; a new-flow class's each
+on a flow of its own, checked by the conntrack entry count), the probe's counts against the packets sent and the rule counters, a cost
 or a "missing: reason" for every class, and established twins beside their new-flow classes."""
 
 import json
@@ -55,6 +56,15 @@ def test_every_class_timed_in_the_kernel_or_missing_with_a_reason(tmp_path):
         assert sent == m["intended_count"] > 0  # every packet sent (a busy host may send them a little late)
         # the forward bracket saw each of the class's packets exactly once
         assert m["fw_entered"] == sent, (t["trial_id"], m["fw_entered"], sent)
+        new_flow = c["packet"]["ct_state"] == "new" and c["packet"].get("ct_direction", "original") == "original"
+        if new_flow:  # each packet its own flow (source ports cycled): conntrack made one entry per packet
+            assert m["fw_class_flows"].startswith("one flow per packet"), m["fw_class_flows"]
+            if c["expected"] == "accept":  # (entries that expired meanwhile may take a few off)
+                assert sent + m["pilot_offered_count"] - 10 <= m["conntrack_new_delta"] <= sent + m["pilot_offered_count"]
+            else:  # dropped before conntrack confirms: no entry stays
+                assert abs(m["conntrack_new_delta"]) <= 10, m["conntrack_new_delta"]
+        else:
+            assert not m["fw_class_flows"].startswith("one flow per packet")
         if c["expected"] == "accept":
             assert m["fw_timed"] == sent and m["fw_unfinished"] == 0
             assert m["fw_class_ns"] > 0 and m["fw_class_low_ns"] <= m["fw_class_ns"] <= m["fw_class_high_ns"]

@@ -181,3 +181,30 @@ def test_mix_names_the_classes_timed_to_their_drop_verdict():
     assert mix["weight_covered"] == 1.0 and mix["ns_per_packet"]["median"] == pytest.approx(125)
     assert list(mix["to_drop_verdict"]) == ["c1"] and mix["weight_to_drop_verdict"] == 0.25
     assert "marked copy" in mix["method"]
+
+
+# -- a new-flow class's packets each on a flow of its own (fwlab.ruleset.flows) ----------------------
+def _cls(proto="udp", sport=10000, ct_state="new", direction="original"):
+    from types import SimpleNamespace
+
+    from fwlab.rules.imported_model import Packet
+
+    p = Packet(family=4, saddr=0xC6120102, daddr=0xC613010A, l4proto=proto, sport=sport, dport=443, iif="eth0",
+               oif="eth1", ct_state=ct_state, ct_direction=direction)
+    return SimpleNamespace(packet=p)
+
+
+def test_source_ports_cycle_around_the_ports_rules_name():
+    from fwlab.ruleset.flows import ONE_FLOW, named_source_ports, port_range
+
+    text = 'ip saddr 198.19.1.53 udp sport 53 accept\ntcp sport { 2000-2999, 40000 } drop\n-A X -p udp --sport 6000:6100 -j DROP'
+    assert named_source_ports(text) == [(53, 53), (2000, 2999), (40000, 40000), (6000, 6100)]
+    (lo, hi), how = port_range(text, _cls(), 20_600)
+    assert (lo, hi) == (6101, 39999) and how.startswith("one flow per packet")
+    assert port_range(text, _cls(sport=53), 10)[0] is None  # the class's own port is matched: one flow
+    assert port_range(text, _cls(), 40_000)[1].startswith(ONE_FLOW)  # no free range that wide
+    assert port_range("udp sport @ports accept", _cls(), 10)[0] is None
+    assert port_range("", _cls(ct_state="established"), 10)[0] is None
+    assert port_range("", _cls(direction="reply"), 10)[0] is None
+    assert port_range("", _cls(proto="icmp", sport=0), 10)[0] is None
+    assert port_range("", _cls(proto="tcp"), 10)[0] == (1024, 65535)

@@ -79,6 +79,18 @@ def _mark_statement(per: dict) -> str:
             f"that marks once).")
 
 
+def _flows(per: dict) -> str:
+    """What the new-flow classes' cost packets were: one flow per packet, or one flow repeated (and why)."""
+    how = {}
+    for s in per.values():
+        f = next((x.get("flows") for x in reversed(s.get("counts") or []) if x.get("flows")), None)
+        if f and not f.startswith("an established class"):
+            how.setdefault("one flow per packet" if f.startswith("one flow per packet") else f, []).append(s["class_id"])
+    if not how:
+        return ""
+    return "New-flow classes: " + "; ".join(f"{', '.join(sorted(ids))}: {esc(k)}" for k, ids in how.items()) + "."
+
+
 def render_kernel_cost(kc: dict, classes: dict) -> str:
     """Each class's time inside the firewall, timed in the kernel: the figure, its interval and
     precision, referenced or raw, the hooks and chains timed, the floor, and the probe's counts."""
@@ -113,8 +125,7 @@ def render_kernel_cost(kc: dict, classes: dict) -> str:
     parts.append(f"<p class='muted'>{esc(kc.get('method'))}; {load.get('duration_s')} s per trial, "
                  f"{load.get('rounds')} rounds. Same-packet reference: {ref_txt}. Precise (decided): the interval's "
                  f"half width is at most 10 % of the figure or 20 ns. {esc(kc.get('dropped'))}.{_mark_statement(per)} "
-                 f"A new-flow class "
-                 f"repeats one flow's packets (conntrack sees it unreplied, ct state new).</p>")
+                 f"{_flows(per)}</p>")
     meth = next((s.get("method") for s in per.values() if s.get("method")), None)
     if meth:
         parts.append(f"<p class='muted'>{esc(meth)}.</p>")

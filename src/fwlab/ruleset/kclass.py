@@ -28,6 +28,7 @@ from fwlab.methods.class_cost import ClassLoad, measure_class, reference_for_dut
 from fwlab.results import RunRecord, trial_record, utc_now
 from fwlab.rules.derive import TrafficClass
 from fwlab.ruleset.config import RulesetRunConfig
+from fwlab.ruleset.flows import conntrack_count, flush_conntrack, port_range
 from fwlab.ruleset.probe import Bed, Routes, class_spec, frame_size, send_args, send_frames
 from fwlab.stats.class_cost import common_reference, summarize_class
 
@@ -50,10 +51,20 @@ def marked_label(c: TrafficClass) -> str:
     return LABEL_REJECT if c.terminal == "reject" else LABEL
 
 
-def sender(b: Bed, engine: str, c: TrafficClass):
-    """``send(count, rate_pps)`` for class ``c``'s packets from the side it enters on."""
+def sender(b: Bed, engine: str, c: TrafficClass, text: str = "", flows: list | None = None):
+    """``send(count, rate_pps)`` for class ``c``'s packets from the side it enters on; a new-flow
+    class's packets each on a flow of its own where :func:`fwlab.ruleset.flows.port_range` allows
+    (what each send did is appended to ``flows``)."""
+    used = [0]  # ports the earlier sends of this trial took (the pilot's): the next send starts after them
+
     def send(count: int, rate_pps: float) -> dict:
-        role, argv = send_args(engine, b, c, count=count, rate=str(int(round(rate_pps))))
+        ports, how = port_range(text, c, count + used[0])
+        if ports:
+            ports = (ports[0] + used[0], ports[1])
+            used[0] += count
+        if flows is not None:
+            flows.append(how)
+        role, argv = send_args(engine, b, c, count=count, rate=str(int(round(rate_pps))), src_ports=ports)
         return send_frames(b, role, argv)
     return send
 
@@ -89,17 +100,25 @@ def cost_trial(rec: RunRecord, b: Bed, engine: str, c: TrafficClass, cond: Condi
     chain, why = ref
     started = utc_now()
     c0, f0 = cond.fw.counters(b.ctx), transmitted(b, c.packet.family)
+    ct0, flows = conntrack_count(b.ctx.host, b.ctx.ns), []
     rid = cond.copy.counter_id(c.rule_id) if cond.copy else c.rule_id
     error, m, raw = None, None, {}
     try:
         t = measure_class(b.ctx.host, b.ctx.ns, ip_version=c.packet.family, frame_size=frame_size(c),
-                          send=sender(b, engine, c), load=load, rate_pps=rate_pps, reference=chain,
+                          send=sender(b, engine, c, cond.fw.text, flows), load=load, rate_pps=rate_pps, reference=chain,
                           reference_missing=why, drop_mark=cond.copy.mark if cond.copy else None)
         m, raw = t.metrics, {"probe": t.probe.to_dict(), "engine_send_json": t.send_json}
     except FwlabError as exc:
         error = exc.one_line()
     c1, f1 = cond.fw.counters(b.ctx), transmitted(b, c.packet.family)
+    ct1 = conntrack_count(b.ctx.host, b.ctx.ns)
+    cycled = any(f.startswith("one flow per packet") for f in flows)
+    if cycled:
+        flush_conntrack(b.ctx.host, b.ctx.ns)  # a full table would drop the next trial's new flows
     if m is not None:
+        m["fw_class_flows"] = flows[-1] if flows else None
+        # conntrack entries made over pilot + trial: one per packet of a cycled, accepted class
+        m["conntrack_new_delta"] = ct1 - ct0 if ct0 is not None and ct1 is not None else None
         # the DUT's transmitted datagrams over pilot + trial: every packet of an accepted class, none of a dropped one
         m["dut_transmitted_delta"] = f1 - f0 if f0 is not None and f1 is not None else None
         m["ns_per_packet"] = None  # not a back-to-back trial: its figure is fw_class_ns
@@ -206,6 +225,7 @@ def summaries(classes: list[TrafficClass], trials: dict[tuple[str, str], list[di
                                   "pilot_sent": t.get("pilot_offered_count"),
                                   "dropped_marked": t.get("fw_class_dropped_marked"),
                                   "dut_transmitted": t.get("dut_transmitted_delta"),
+                                  "conntrack_new": t.get("conntrack_new_delta"), "flows": t.get("fw_class_flows"),
                                   "rule_counter_delta": t.get("rule_counter_delta")} for t in ts]})
             out[c.class_id] = s
     return out

@@ -292,16 +292,18 @@ def unsendable(c: TrafficClass) -> str | None:
 
 
 def send_args(engine: str, b: Bed, c: TrafficClass, *, count: int, rate: str,
-              proto: str | None = None) -> tuple[str, list[str]]:
+              proto: str | None = None, src_ports: tuple[int, int] | None = None) -> tuple[str, list[str]]:
     """(role that sends, fwlab-engine send argv) for ``count`` frames of class ``c`` (as ``proto``,
-    default :func:`engine_proto`), sent on the bed host's end of the link the class enters by."""
+    default :func:`engine_proto`), sent on the bed host's end of the link the class enters by; with
+    ``src_ports`` (lo, hi) the source port walks that range (one flow per packet)."""
     p = {**c.packet.describe(), **b.sent_as.get(c.class_id, {})}
     role = "client" if c.direction == "c2s" else "server"
     link = b.link(p["iif"], role)
     frame = frame_size(c)
     proto = proto or engine_proto(c)
     argv = [engine, "send", "--backend", "packet", "--iface", link.peer, "--dst-mac", link.dut_mac,
-            "--src", p["src"], "--dst", p["dst"], "--src-port", str(p["sport"] or 1),
+            "--src", p["src"], "--dst", p["dst"],
+            "--src-port", f"{src_ports[0]}-{src_ports[1]}" if src_ports else str(p["sport"] or 1),
             "--dst-port", str(p["dport"] or 1), "--proto", proto, "--frame-size", str(frame),
             "--count", str(count), "--rate-pps", rate]
     return role, argv
