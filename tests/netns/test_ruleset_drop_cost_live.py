@@ -100,3 +100,33 @@ def test_dropped_classes_are_timed_to_their_drop_verdict_on_a_marked_copy(tmp_pa
 
     write_report(rec.path)
     assert "time to the drop verdict (timed on a marked copy)" in (rec.path / "report.html").read_text()
+
+
+def test_the_iptables_example_times_its_drops_on_a_marked_copy(tmp_path):
+    """iptables-restore text (iptables-nft here, or legacy): -j DROP / -j REJECT and the DROP policy
+    rewritten to the FWLAB_DROPMARK chain; the same data-path checks as above."""
+    from pathlib import Path
+
+    ex = Path(__file__).resolve().parents[2] / "examples"
+    cfg = RulesetRunConfig(ruleset=ex / "firewalld-style.iptables", ipset=ex / "firewalld-style.ipset",
+                           repetitions=1, probe_count=20, measure_rate=False, latency_count=0, cost_duration_s=0.5)
+    rec = run_ruleset(cfg, tmp_path, log=None)
+    imp = json.loads((rec.path / "run.json").read_text())["ruleset_import"]
+    classes = {c["class_id"]: c for c in imp["derivation"]["classes"] + imp["established"]["classes"]}
+    checked = {p["class_id"] for p in imp["probes"] if p["status"] == "match"}
+    dropped = {i for i in checked if classes[i]["expected"] == "drop"}
+    assert dropped and set(imp["kernel_cost"]["marked_copy_classes"]) == dropped
+    n = 0
+    for t in rec.trials("ruleset-class"):
+        m = t["metrics"]
+        if t["traffic"] != "ruleset-class-cost" or classes[t["extra"]["class"]["class_id"]]["expected"] != "drop":
+            continue
+        assert m is not None, t["error"]
+        sent = m["offered_count"]
+        assert m["dut_transmitted_delta"] == 0 and m["fw_class_dropped_marked"] == sent > 0, (t["trial_id"], m)
+        assert m["fw_class_ns"] > 0 and "marked copy" in m["fw_class_figure_kind"]
+        assert m["rule_counter_delta"] == sent + m["pilot_offered_count"], (t["trial_id"], m["rule_counter_delta"])
+        n += 1
+    assert n >= len(dropped)
+    for i in dropped:
+        assert imp["kernel_cost"]["classes"][i]["ns_per_packet"], imp["kernel_cost"]["classes"][i]
