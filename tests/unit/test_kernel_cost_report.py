@@ -131,3 +131,23 @@ def test_no_rest_of_the_path_from_a_zero_rule_rate_slower_than_the_firewall_alon
 def test_the_section_states_the_findings_and_the_caveat_and_leaves_the_predictions_to_their_section():
     html = "\n".join(render_sections({}, run_lines()))
     assert "Caveat on the in-kernel intervals" in html and "Predicted one-core rate (IPv4" not in html
+
+
+def xdp_line(rules, rep, mean_ns, runs_per_packet=1.0):
+    d = line("linear", rules, rep, 0, 0)
+    d.update(backend="xdp-generic", trial_id=f"cost-xdp-{rules}-r{rep}")
+    m = d["metrics"]
+    for k in list(m):
+        if k.startswith("fw_") and k not in ("fw_missing",):
+            m[k] = None
+    m.update(fw_source="bpf_stats", fw_mean_ns=mean_ns, fw_calls_per_packet=runs_per_packet,
+             fw_chains=["xdp program xdp_linear"], fw_reference_missing="no same-packet reference for an XDP program")
+    return d
+
+
+def test_an_xdp_backends_bpf_stats_mean_gets_its_own_table_not_the_bracket_figures():
+    html = "\n".join(render_sections({}, [xdp_line(1000, 1, 412.0), xdp_line(1000, 2, 430.0)]))
+    assert "XDP program's own run time per packet" in html and "xdp program xdp_linear" in html
+    assert "421" in html and "412–430" in html  # the median of the two trials' means, and their range
+    assert not kernel_cost.cost_groups([xdp_line(1000, 1, 412.0)])  # never read as a bracket median
+    assert kernel_cost.sentences([xdp_line(0, 1, 400.0), xdp_line(1000, 1, 412.0)]) == []

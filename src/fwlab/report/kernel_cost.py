@@ -19,11 +19,13 @@ from fwlab.stats.kernel_cost import (CostAgainstZero, CostPoint, PerRuleCost, co
 SLOPE_LAYOUTS = ("linear",)
 
 
-def cost_groups(trials: list[TrialRecord]) -> dict[tuple, list[TrialRecord]]:
-    """(mode, backend, ip_version) -> its measured cost trials (one bed shares one reference)."""
+def cost_groups(trials: list[TrialRecord], source: str | None = None) -> dict[tuple, list[TrialRecord]]:
+    """(mode, backend, ip_version) -> its measured cost trials (one bed shares one reference) whose
+    figure comes from ``source``: None, the netfilter brackets (a per-packet median); "bpf_stats",
+    an XDP backend's program run time (a mean)."""
     out: dict[tuple, list[TrialRecord]] = {}
     for t in as_records(trials):
-        if t.kind == "cost" and t.metrics and t.backend != "none":
+        if t.kind == "cost" and t.metrics and t.backend != "none" and t.metric("fw_source") == source:
             out.setdefault((t.mode, t.backend, t.ip_version), []).append(t)
     return out
 

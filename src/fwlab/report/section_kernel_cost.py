@@ -80,6 +80,7 @@ def render(run: dict, trials: list[TrialRecord]) -> str | None:
             sorted(lines.items()), f"{backend}, IPv{ipv}: {'referenced' if referenced else 'raw'} time inside the "
             f"firewall per packet\nmedian over repetitions; bars: lowest to highest per-packet 95 % interval", floor)))
         parts.append(_hooks(ts))
+    parts += _xdp_tables(trials)
     found = kernel_cost.sentences(trials, predicted=False)  # the predictions: section 'Predicted one-core rate'
     if found:
         parts.append("<h3>Findings</h3><ul>" + "".join(f"<li>{esc(s)}</li>" for s in found) + "</ul>")
@@ -87,6 +88,34 @@ def render(run: dict, trials: list[TrialRecord]) -> str | None:
         rows = [[esc(t.trial_id), esc(t.error or t.metric("fw_missing"))] for t in missing]
         parts.append("<h3>Missing</h3>" + table(["trial", "why no in-kernel figure"], rows, left=2))
     return "\n".join(p for p in parts if p)
+
+
+def _xdp_tables(trials: list[TrialRecord]) -> list[str]:
+    """XDP backends' figures: the kernel's own run time per program (bpf_stats), a mean per packet."""
+    parts = []
+    for key, ts in sorted(kernel_cost.cost_groups(trials, "bpf_stats").items(), key=str):
+        mode, backend, ipv = key
+        ts = [t for t in ts if not t.metric("fw_missing")]
+        if not ts:
+            continue
+        by: dict[tuple, list[TrialRecord]] = {}
+        for t in ts:
+            by.setdefault((t.layout, t.rules), []).append(t)
+        rows = []
+        for (lay, n), group in sorted(by.items()):
+            means = [x.metric("fw_mean_ns") for x in group if x.metric("fw_mean_ns") is not None]
+            rows.append([esc(lay), f"{n:,}", len(group), _f(_med(means)),
+                         f"{_f(min(means, default=None))}–{_f(max(means, default=None))}",
+                         _f(_med(x.metric("fw_calls_per_packet") for x in group), 2),
+                         _f(_med(x.metric("rate_pps") for x in group)),
+                         esc("; ".join(group[0].metric("fw_chains") or []))])
+        parts.append(f"<h3>{esc(backend)}, IPv{ipv}, {esc(mode)}</h3>")
+        parts.append("<p class='muted'>The XDP program's own run time per packet from the kernel's program "
+                     "statistics (kernel.bpf_stats_enabled, on only while the trial runs): a mean over the trial's "
+                     "runs, no per-packet median, no histogram and no same-packet reference.</p>")
+        parts.append(table(["layout", "rules", "trials", "mean run time [ns], median over trials",
+                            "lowest–highest trial [ns]", "runs/packet", "load [pps]", "program"], rows, left=1))
+    return parts
 
 
 def render_capacity(run: dict, trials: list[TrialRecord]) -> str | None:
