@@ -6,6 +6,8 @@ import copy
 import json
 from pathlib import Path
 
+import pytest
+
 from fwlab.report import kernel_cost
 from fwlab.report.sections import render_sections
 
@@ -114,7 +116,7 @@ def test_the_prediction_adds_the_rest_of_the_path_from_the_zero_rule_rate_beside
     assert preds[("linear", 100)].measured_pps is None
     lin = next(x for x in kernel_cost.sentences(lines) if x.startswith("Predicted") and " linear " in x)
     assert "13,514 packets/s (1e9 / (70,200 ns inside the firewall + 3,800 ns rest of the path" in lin
-    assert "measured: 14,000 packets/s (UDP received rate)" in lin
+    assert "measured: 14,000 packets/s [14,000 … 14,000] (UDP received rate)" in lin
     html = "\n".join(render_sections({}, lines, run_level=True))
     assert "<h2 id='kernel-capacity'>Predicted one-core rate</h2>" in html and "13,514" in html
     # at 0 rules the prediction is the measured rate by construction: named a calibration, not a check
@@ -151,3 +153,23 @@ def test_an_xdp_backends_bpf_stats_mean_gets_its_own_table_not_the_bracket_figur
     assert "421" in html and "412–430" in html  # the median of the two trials' means, and their range
     assert not kernel_cost.cost_groups([xdp_line(1000, 1, 412.0)])  # never read as a bracket median
     assert kernel_cost.sentences([xdp_line(0, 1, 400.0), xdp_line(1000, 1, 412.0)]) == []
+
+
+def test_the_prediction_carries_the_range_of_its_parts():
+    # the 0-rule rate ran at 200,000 and 250,000 packets/s: the rest of the path 4,800 / 3,800 ns;
+    # 10,000 linear rules: 70,200 ns referenced, each repetition's ratio interval +-0.1 %
+    lines = run_lines() + [udp("linear", 0, rep, rx) for rep, rx in ((1, 200_000.0), (2, 250_000.0))]
+    lines += [udp("linear", 10000, rep, rx) for rep, rx in ((1, 12_000.0), (2, 14_000.0))]
+    p = {(q.layout, q.rules): q for q in kernel_cost.predictions(lines)}[("linear", 10000)]
+    lo, hi = 70_200 * 0.999, 70_200 * 1.001
+    assert p.fw_range_ns == pytest.approx((lo, hi)) and p.rest_range_ns == pytest.approx((3_800, 4_800))
+    assert p.with_rest_range_pps == pytest.approx((1e9 / (hi + 4_800), 1e9 / (lo + 3_800)))
+    assert p.measured_range_pps == (12_000.0, 14_000.0) and p.rest_ns == pytest.approx(1e9 / 225_000 - 200)
+    lin = next(x for x in kernel_cost.sentences(lines) if x.startswith("Predicted") and " linear " in x)
+    assert f"[{1e9 / (hi + 4_800):,.0f} … {1e9 / (lo + 3_800):,.0f}]" in lin
+    assert "measured: 13,000 packets/s [12,000 … 14,000] (UDP received rate)" in lin
+    html = "\n".join(render_sections({}, lines, run_level=True))
+    assert "3,800 … 4,800" in html and "In brackets each figure's range" in html
+    # without a 0-rule rate the firewall alone is an upper bound, with its own range
+    alone = {(q.layout, q.rules): q for q in kernel_cost.predictions(run_lines())}[("linear", 10000)]
+    assert alone.with_rest_range_pps is None and alone.alone_range_pps == pytest.approx((1e9 / hi, 1e9 / lo))

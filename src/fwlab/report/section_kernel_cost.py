@@ -125,10 +125,13 @@ def render_capacity(run: dict, trials: list[TrialRecord]) -> str | None:
     for p in kernel_cost.predictions(as_records(trials)):
         mode, backend, ipv = p.key
         any_rest |= p.rest_ns is not None
-        rows.append([esc(f"{backend}, IPv{ipv}, {mode}"), esc(p.layout), f"{p.rules:,}", _f(p.fw_ns), _f(p.alone_pps),
-                     _f(p.rest_ns), _with_rest(p),
-                     f"{_f(p.measured_pps)} ({esc(p.measured_what)})" if p.measured_pps is not None
-                     else "not measured in this run"])
+        rows.append([esc(f"{backend}, IPv{ipv}, {mode}"), esc(p.layout), f"{p.rules:,}",
+                     _f(p.fw_ns) + kernel_cost.range_text(p.fw_range_ns),
+                     _f(p.alone_pps) + kernel_cost.range_text(p.alone_range_pps),
+                     _f(p.rest_ns) + kernel_cost.range_text(p.rest_range_ns) if p.rest_ns is not None else _f(None),
+                     _with_rest(p),
+                     f"{_f(p.measured_pps)}{kernel_cost.range_text(p.measured_range_pps)} ({esc(p.measured_what)})"
+                     if p.measured_pps is not None else "not measured in this run"])
     if not rows:
         return None
     return ("<h2 id='kernel-capacity'>Predicted one-core rate</h2>"
@@ -138,7 +141,10 @@ def render_capacity(run: dict, trials: list[TrialRecord]) -> str | None:
             "rate measured at 0 rules minus the firewall's time at 0 rules: it takes the 0-rule rate as one core's "
             "work per packet" + ("" if any_rest else " (no 0-rule rate in this run: not known)")
             + "; on a shared host the measured rate also carries the generator's share. Beside it the measured rate "
-              "of unprobed trials (RFC 2544 throughput, else UDP received packets/s). See "
+              "of unprobed trials (RFC 2544 throughput, else UDP received packets/s). In brackets each figure's range: "
+              "the time inside the firewall from the lowest to the highest end of its repetitions' 95 % intervals, "
+              "the rest of the path from the 0-rule rate's fastest to its slowest repetition, the predictions from "
+              "those ends, the measured rate from its slowest to its fastest repetition. See "
               "<a href='#kernel-cost'>Time inside the firewall</a>.</p>"
             + table(["firewall", "layout", "rules", "time inside the firewall [ns]",
                      "predicted, firewall alone [packets/s]", "rest of the path [ns]",
@@ -152,7 +158,7 @@ def _with_rest(p) -> str:
         return "– (rest of the path not known)"
     if p.rules == 0:
         return f"{_f(p.with_rest_pps)} (calibration: the 0-rule rate by construction)"
-    return _f(p.with_rest_pps)
+    return _f(p.with_rest_pps) + kernel_cost.range_text(p.with_rest_range_pps)
 
 
 def _hooks(ts: list[TrialRecord]) -> str:
