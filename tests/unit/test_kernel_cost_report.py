@@ -173,3 +173,16 @@ def test_the_prediction_carries_the_range_of_its_parts():
     # without a 0-rule rate the firewall alone is an upper bound, with its own range
     alone = {(q.layout, q.rules): q for q in kernel_cost.predictions(run_lines())}[("linear", 10000)]
     assert alone.with_rest_range_pps is None and alone.alone_range_pps == pytest.approx((1e9 / hi, 1e9 / lo))
+
+
+def test_the_terminal_summary_states_the_in_kernel_time_per_rule_count_before_the_rates():
+    out = kernel_cost.summary_lines(run_lines())
+    assert out[0].startswith("Time inside the firewall per packet (in-kernel clock")
+    lin = next(x for x in out if " linear " in x and "[ns/packet" in x)
+    # referenced: ratio (200 + 7n) / 10,000 x the reference's 10,000 ns, its interval +-0.1 %
+    assert "[ns/packet, referenced] 0r 200 [200, 200]" in lin and f"10000r 70,200 [{70_200 * 0.999:,.0f}, {70_200 * 1.001:,.0f}]" in lin
+    assert any("7.00 ns/rule [" in x for x in out)  # then the headline's sentences
+    assert kernel_cost.summary_lines([]) == []
+    bad = line("linear", 0, 1, 0, 0)
+    bad["metrics"].update(fw_missing="no probe", fw_p50_ns=None)
+    assert kernel_cost.summary_lines([bad]) == []  # nothing measured: no block

@@ -256,3 +256,55 @@ def sentences(trials: list[TrialRecord], predicted: bool = True) -> list[str]:
         out += prediction_sentences(trials) if predicted else []
         out.append(drift_caveat(found))
     return out
+
+
+@dataclass(frozen=True)
+class CostRow:
+    """One layout and rule count of a bed's in-kernel figures: the median over repetitions and the
+    lowest to highest end of their per-packet 95 % intervals [ns] (referenced where the bed's
+    trials all have the reference, else raw)."""
+
+    layout: str
+    rules: int
+    value_ns: float
+    low_ns: float | None
+    high_ns: float | None
+
+
+def cost_rows(trials: list[TrialRecord]) -> dict[tuple, tuple[bool, list[CostRow]]]:
+    """(mode, backend, ip_version) -> (referenced, its rows in layout and rule order): what the
+    section's plot and the terminal summary state per rule count."""
+    out = {}
+    for key, ts in sorted(cost_groups(as_records(trials)).items(), key=str):
+        pts = points([t for t in ts if not t.metric("fw_missing")])
+        referenced = referenced_usable(pts)
+        ref_med = reference_median_ns(pts) if referenced else None
+        rows = []
+        for lay, n in sorted({(p.layout, p.rules) for p in pts}):
+            figs = [f for p in pts if p.layout == lay and p.rules == n
+                    and (f := figure(p, ref_med, referenced)) is not None]
+            if figs:
+                rows.append(CostRow(lay, n, statistics.median(f.value_ns for f in figs),
+                                    min((f.low_ns for f in figs if f.low_ns is not None), default=None),
+                                    max((f.high_ns for f in figs if f.high_ns is not None), default=None)))
+        if rows:
+            out[key] = (referenced, rows)
+    return out
+
+
+def summary_lines(trials: list[TrialRecord]) -> list[str]:
+    """The terminal summary's in-kernel block: per bed and layout the time per packet at each rule
+    count with its interval, then the headline's sentences (slope, cost against 0 rules, predicted
+    rate, caveat); [] for a run without in-kernel figures."""
+    rows = cost_rows(trials)
+    if not rows:
+        return []
+    out = ["Time inside the firewall per packet (in-kernel clock, a light fixed load; median over repetitions "
+           "[lowest, highest end of their 95 % intervals]):"]
+    for (mode, backend, ipv), (referenced, rs) in rows.items():
+        for lay in dict.fromkeys(r.layout for r in rs):
+            cells = [f"{r.rules}r {_n(r.value_ns)} [{_n(r.low_ns)}, {_n(r.high_ns)}]" for r in rs if r.layout == lay]
+            out.append(f"  IPv{ipv} {mode:<8} {backend} {lay:<8} [ns/packet, {'referenced' if referenced else 'raw'}] "
+                       + "  ".join(cells))
+    out += [f"  {s}" for s in sentences(trials)]
+    return out

@@ -13,7 +13,7 @@ from fwlab.report.plots import cost_vs_rules
 from fwlab.report.sections import Section, register
 from fwlab.report.timeseries import plot_div
 from fwlab.results.trial import TrialRecord, as_records
-from fwlab.stats.kernel_cost import figure, reference_median_ns, referenced_usable
+from fwlab.stats.kernel_cost import reference_median_ns, referenced_usable
 
 
 def _f(v, digits: int = 0) -> str:
@@ -38,6 +38,7 @@ def render(run: dict, trials: list[TrialRecord]) -> str | None:
              "times the reference's median over the bed's trials (it divides out what slowed a moment). Medians "
              "over repetitions. See docs/kernel-cost.md.</p>"]
     missing = [t for t in trials if t.kind == "cost" and (not t.metrics or t.metric("fw_missing"))]
+    per_bed = kernel_cost.cost_rows(trials)
     for key, ts in sorted(kernel_cost.cost_groups(trials).items(), key=str):
         mode, backend, ipv = key
         ts = [t for t in ts if not t.metric("fw_missing")]
@@ -46,17 +47,15 @@ def render(run: dict, trials: list[TrialRecord]) -> str | None:
         pts = kernel_cost.points(ts)
         referenced = referenced_usable(pts)
         ref_med = reference_median_ns(pts) if referenced else None
+        at = {(r.layout, r.rules): r for r in per_bed.get(key, (referenced, []))[1]}
         rows, lines = [], {}
         by: dict[tuple, list[TrialRecord]] = {}
         for t in ts:
             by.setdefault((t.layout, t.rules), []).append(t)
         for (lay, n), group in sorted(by.items()):
             g = lambda k: _med(x.metric(k) for x in group)  # noqa: E731
-            figs = [figure(p, ref_med, referenced) for p in kernel_cost.points(group)]
-            figs = [f for f in figs if f is not None]
-            v = _med(f.value_ns for f in figs)
-            lo = min((f.low_ns for f in figs if f.low_ns is not None), default=None)
-            hi = max((f.high_ns for f in figs if f.high_ns is not None), default=None)
+            r = at.get((lay, n))
+            v, lo, hi = (r.value_ns, r.low_ns, r.high_ns) if r is not None else (None, None, None)
             if v is not None:
                 lines.setdefault(lay, []).append((n, v, lo, hi))
             chains = "; ".join(group[0].metric("fw_chains") or [])
