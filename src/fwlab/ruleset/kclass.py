@@ -13,6 +13,8 @@ made ``meta mark set M accept``, the clock's leave right after the chain droppin
 packets), loaded after the round's other classes and replaced by the rule set again; their figure
 is "time to the drop verdict (timed on a marked copy)", and each round one of them per family is
 timed again on the copy that sets the mark twice: the difference is the mark statement's own time.
+A new-flow class's packets each come on a flow of their own where :mod:`fwlab.ruleset.flows`
+allows (the DUT's conntrack entries counted around the trial and flushed after it).
 With no rule set there is nothing to time, so a class's in-kernel cost needs no no-rule-set
 reference.
 """
