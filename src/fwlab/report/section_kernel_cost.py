@@ -13,7 +13,7 @@ from fwlab.report.plots import cost_vs_rules
 from fwlab.report.sections import Section, register
 from fwlab.report.timeseries import plot_div
 from fwlab.results.trial import TrialRecord, as_records
-from fwlab.stats.kernel_cost import figure, reference_median_ns, referenced_usable
+from fwlab.stats.kernel_cost import conversion_ns, figure, referenced_usable
 
 
 def _f(v, digits: int = 0) -> str:
@@ -35,7 +35,8 @@ def render(run: dict, trials: list[TrialRecord]) -> str | None:
              "figure). p50 is a trial's median over its packets, with the distribution-free 95 % interval of that "
              "median; the floor is the probe's own gap with nothing inside; the reference ratio is the median over "
              "packets of firewall gap / reference-chain gap on the same packet, and the referenced time that ratio "
-             "times the reference's median over the bed's trials (it divides out what slowed a moment). Medians "
+             "times the reference's uncontended time (the 1st percentile of its packets over the bed's trials): it "
+             "divides out what slowed a moment, and converts at a speed that does not move between runs. Medians "
              "over repetitions. See docs/kernel-cost.md.</p>"]
     missing = [t for t in trials if t.kind == "cost" and (not t.metrics or t.metric("fw_missing"))]
     for key, ts in sorted(kernel_cost.cost_groups(trials).items(), key=str):
@@ -45,7 +46,7 @@ def render(run: dict, trials: list[TrialRecord]) -> str | None:
             continue
         pts = kernel_cost.points(ts)
         referenced = referenced_usable(pts)
-        ref_med = reference_median_ns(pts) if referenced else None
+        ref_med = conversion_ns(pts) if referenced else None
         rows, lines = [], {}
         by: dict[tuple, list[TrialRecord]] = {}
         for t in ts:
