@@ -131,3 +131,25 @@ def test_no_rest_of_the_path_from_a_zero_rule_rate_slower_than_the_firewall_alon
 def test_the_section_states_the_findings_and_the_caveat_and_leaves_the_predictions_to_their_section():
     html = "\n".join(render_sections({}, run_lines()))
     assert "Caveat on the in-kernel intervals" in html and "Predicted one-core rate (IPv4" not in html
+
+
+def test_the_slope_says_it_is_referenced_at_the_uncontended_time_with_its_ratio_conversion_and_raw_slope():
+    from fwlab.stats.latency import encode
+    lines = run_lines()
+    for i, d in enumerate(lines):  # the reference's packets: a fast mode at 6,000 ns and a busy host's 9,000
+        d["metrics"]["fw_ref_hdr_b64"] = encode([6000.0] * 50 + [9000.0] * 50)
+    s = kernel_cost.sentences(lines)
+    lin = next(x for x in s if " linear costs " in x)
+    assert "(IPv4, routed, in-kernel, referenced, at the reference's uncontended time)" in lin
+    # ratio 7/10,000 per rule x 6,000 ns: 4.20 ns/rule
+    assert "linear costs 4.20 ns/rule [" in lin
+    assert "ratio firewall / reference growing 0.7000 per 1,000 rules, x 6,00" in lin  # 6,000 in its histogram bucket
+    assert "ns per reference packet, the 1st percentile of its 1,600 timed packets" in lin
+    assert "Raw medians (not referenced: they carry the host's speed, which moves between runs): 7.00 ns/rule [" in lin
+    assert "do not carry it" in s[-1]
+
+
+def test_a_record_without_reference_histograms_says_its_conversion_is_the_median():
+    lin = next(x for x in kernel_cost.sentences(run_lines()) if " linear costs " in x)
+    assert "referenced, at the reference's median time" in lin and "the median of 16 trials' reference medians" in lin
+    assert "do not carry it" not in kernel_cost.sentences(run_lines())[-1]
