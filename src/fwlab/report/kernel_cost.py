@@ -191,7 +191,8 @@ def drift_caveat(found: list) -> str:
     return ("Caveat on the in-kernel intervals: they cover the packets of each trial and the repetitions of this "
             f"run, not the drift between runs on this host. {moves} (docs/kernel-cost.md{why}): another run's raw "
             "figure may lie outside them"
-            + ("; the referenced figures, converted at the reference's uncontended time, do not carry it" if steady else "")
+            + ("; the referenced figures are converted at the reference's uncontended time, which does not move "
+               "with it (unless the host was busy all the run)" if steady else "")
             + ". Compare runs with fwlab compare." + here)
 
 
