@@ -42,7 +42,7 @@ def test_a_flat_set_comes_out_no_cost():
     lines = [line("set", n, rep, 300, 0.03) for n in (0, 10000) for rep in (1, 2)]
     s, pred, caveat = kernel_cost.sentences(lines)
     assert pred.startswith("Predicted one-core rate (IPv4, routed; a prediction from the in-kernel time, not a measurement)")
-    assert "at most 3,333,333 packets/s (1e9 / 300 ns inside the firewall; the rest of the path is not known" in pred
+    assert "at most 3,333,333 packets/s (1e9 / 300 ns inside the firewall (referenced, at the reference's median time); the rest of the path is not known" in pred
     assert caveat.startswith("Caveat on the in-kernel intervals") and "between runs" in caveat
     assert "+0 ns/packet" in s and s.endswith(": no cost. Per repetition (in run order): 0 / 0 ns/packet.")
 
@@ -113,7 +113,7 @@ def test_the_prediction_adds_the_rest_of_the_path_from_the_zero_rule_rate_beside
     assert p.with_rest_pps == 1e9 / (70_200 + 3_800) and p.measured_pps == 14_000.0
     assert preds[("linear", 100)].measured_pps is None
     lin = next(x for x in kernel_cost.sentences(lines) if x.startswith("Predicted") and " linear " in x)
-    assert "13,514 packets/s (1e9 / (70,200 ns inside the firewall + 3,800 ns rest of the path" in lin
+    assert "13,514 packets/s (1e9 / (70,200 ns inside the firewall (referenced, at the reference's median time) + 3,800 ns rest of the path" in lin
     assert "measured: 14,000 packets/s (UDP received rate)" in lin
     html = "\n".join(render_sections({}, lines, run_level=True))
     assert "<h2 id='kernel-capacity'>Predicted one-core rate</h2>" in html and "13,514" in html

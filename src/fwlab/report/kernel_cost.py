@@ -11,8 +11,8 @@ import statistics
 from dataclasses import dataclass
 
 from fwlab.results.trial import TrialRecord, as_records
-from fwlab.stats.kernel_cost import (UNCONTENDED, CostAgainstZero, CostPoint, PerRuleCost, conversion_ns,
-                                     cost_against_zero, figure, per_rule_cost, predicted_rate_pps, referenced_usable,
+from fwlab.stats.kernel_cost import (UNCONTENDED, CostAgainstZero, CostPoint, PerRuleCost, cost_against_zero, figure,
+                                     per_rule_cost, predicted_rate_pps, reference_conversion, referenced_usable,
                                      rest_of_path_ns)
 
 #: the layout whose cost is stated as a slope per rule; the others against 0 rules at their largest count
@@ -84,6 +84,7 @@ class Prediction:
     with_rest_pps: float | None  #: 1e9 / (fw_ns + rest_ns)
     measured_pps: float | None
     measured_what: str
+    fw_what: str = "raw medians, no reference"  #: how fw_ns was made (``_what``'s words)
 
 
 def predictions(trials: list[TrialRecord]) -> list[Prediction]:
@@ -97,7 +98,9 @@ def predictions(trials: list[TrialRecord]) -> list[Prediction]:
         ts = [t for t in ts if not t.metric("fw_missing")]
         pts = points(ts)
         referenced = referenced_usable(pts)
-        ref_med = conversion_ns(pts) if referenced else None
+        conv = reference_conversion(pts) if referenced else None
+        ref_med = conv.ns if conv is not None else None
+        fw_what = _what(referenced, conv)
         med: dict[tuple, float] = {}
         for lay, n in sorted({(p.layout, p.rules) for p in pts}):
             figs = [f.value_ns for p in pts if p.layout == lay and p.rules == n
@@ -112,7 +115,7 @@ def predictions(trials: list[TrialRecord]) -> list[Prediction]:
                 rest = rest_of_path_ns(m0, med[(zl, 0)])
             meas, what = measured_rate(trials, key, lay, n)
             out.append(Prediction(key, lay, n, v, predicted_rate_pps(v), rest,
-                                  predicted_rate_pps(v, rest) if rest is not None else None, meas, what))
+                                  predicted_rate_pps(v, rest) if rest is not None else None, meas, what, fw_what))
     return out
 
 
@@ -125,10 +128,10 @@ def prediction_sentences(trials: list[TrialRecord]) -> list[str]:
         p = max((q for q in preds if q.key == key and q.layout == lay), key=lambda q: q.rules)
         mode, backend, ipv = key
         if p.with_rest_pps is not None:
-            pred = (f"{p.with_rest_pps:,.0f} packets/s (1e9 / ({p.fw_ns:,.0f} ns inside the firewall + {p.rest_ns:,.0f} "
+            pred = (f"{p.with_rest_pps:,.0f} packets/s (1e9 / ({p.fw_ns:,.0f} ns inside the firewall ({p.fw_what}) + {p.rest_ns:,.0f} "
                     f"ns rest of the path, from the 0-rule measured rate))")
         else:
-            pred = (f"at most {p.alone_pps:,.0f} packets/s (1e9 / {p.fw_ns:,.0f} ns inside the firewall; the rest of "
+            pred = (f"at most {p.alone_pps:,.0f} packets/s (1e9 / {p.fw_ns:,.0f} ns inside the firewall ({p.fw_what}); the rest of "
                     "the path is not known in this run)") if p.alone_pps else None
         if pred is None:
             continue
