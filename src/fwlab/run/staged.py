@@ -37,9 +37,9 @@ def run_stage(run: StagedRun, stage: Stage) -> list:
     return out
 
 
-def run_staged(job: StagedJob, out_root: Path, *, log: TextIO | None = None) -> RunRecord | None:
-    """Run ``job`` on a fresh bed of its mode; its record (None when the set-up found nothing to
-    record). Progress lines go to ``log`` (None: silent)."""
+def run_staged(job: StagedJob, out_root: Path | None, *, log: TextIO | None = None) -> RunRecord | None:
+    """Run ``job`` on a fresh bed of its mode; its record under ``out_root`` (None when the set-up
+    found nothing to record). Progress lines go to ``log`` (None: silent)."""
     note = note_writer(log)
     with open_bed(job.mode) as bed:
         desc = bed.describe()
@@ -48,6 +48,8 @@ def run_staged(job: StagedJob, out_root: Path, *, log: TextIO | None = None) -> 
             return None
         run = StagedRun(job, bed, None, head.state, note, head.condition)  # type: ignore[arg-type]
         try:
+            if out_root is None:
+                raise TypeError("run_staged: a job that records needs out_root")
             run.record = new_record(out_root, head.suite, head.plan, beds=[{**desc, **head.bed}])
             run.record.run.update(head.run)
             run.record.save_run()

@@ -55,17 +55,15 @@ def start(job: Suite | StagedJob, suite_text: str | None = None, out_root: Path 
           prepare: Callable[[], None] | None = None, log: TextIO | None = None) -> RunRecord | None:
     """Run ``job``: a suite (``start(suite, suite_text, out_root)``) or a staged job
     (``start(job, out_root=out_root, log=...)``, its progress lines to ``log``; None when it
-    recorded nothing). For a suite, ``hosts`` (from ``--hosts FILE``) places roles on remote
+    recorded nothing: ``out_root`` may then be None). For a suite, ``hosts`` (from ``--hosts FILE``) places roles on remote
     hosts; ``order`` may reorder the planned trials (the same trials; e.g. ``fwlab bench
     search``'s ABBA order); ``prepare`` is work for after the run done beside the first bed's
     set-up, never beside traffic (:attr:`Executor.prepare`; e.g. :func:`fwlab.report.prepare`)."""
-    if out_root is None:
-        raise TypeError("start() needs out_root")
     if not isinstance(job, Suite):
-        return run_staged(job, Path(out_root), log=log)
+        return run_staged(job, None if out_root is None else Path(out_root), log=log)
     suite = job
-    if suite_text is None:
-        raise TypeError("start(suite, ...) needs the suite's text")
+    if suite_text is None or out_root is None:
+        raise TypeError("start(suite, suite_text, out_root) needs the suite's text and a results directory")
     placement = _placement(suite, hosts)
     check_flood_placement(suite, placement)  # before any host is connected
     with placement or nullcontext():
