@@ -13,6 +13,7 @@ import pytest
 
 from fwlab.bench import engine as bench
 from fwlab.errors import FwlabError
+from fwlab.results import RunRecord
 from fwlab.run import staged as staged_mod
 from fwlab.run.stages import StagedJob
 from fwlab.testbed import Topology
@@ -39,6 +40,9 @@ class FakeBed:
 
     def sh(self, role, *argv, check=True):
         self.log.append((role, " ".join(argv)))
+
+    def ns(self, role):
+        return f"fwl-t0-{role}"
 
 
 @pytest.fixture
@@ -178,3 +182,116 @@ def test_cli_bench_engine_out():
 
     assert build_parser().parse_args(["bench", "engine"]).out == "results"
     assert build_parser().parse_args(["bench", "engine", "--out", "/tmp/x"]).out == "/tmp/x"
+
+
+# -- bench conn --------------------------------------------------------------------------------
+@pytest.fixture
+def conn_fakes(monkeypatch, bed_log):
+    from fwlab.bench import conn as cb
+
+    class Nft:
+        def load(self, ctx, rs):
+            bed_log.append(("nft load", f"{ctx.ns} {rs.count} rules"))
+
+        def version(self, host):
+            return "nftables v1.1.3"
+
+        def flush(self, ctx):
+            bed_log.append(("nft flush", ctx.ns))
+
+    out = {"calls": [], "saved_before": []}
+
+    def measure(bed, o, seconds, srcs):
+        n = len(out["calls"]) + 1
+        (run_json,) = Path(out["root"]).glob(f"bench-conn-{bed.topo.mode}-*/run.json")
+        out["saved_before"].append(len(json.loads(run_json.read_text())["bench"]["runs"]))
+        out["calls"].append((bed.topo.mode, o["workers"], o["lean"], o["close"], seconds, tuple(srcs)))
+        base = {1: 10000.0, 2: 12000.0}[o["workers"]] + (1000.0 if o["lean"] else 0.0)
+        return {"succeeded_cps": base + n, "succeeded": 100, "failed": 0, "local_errors": 0,
+                "cpu_us_per_txn": 100.0 - 10 * o["lean"] - 5 * (o["workers"] - 1), "user_share": 0.02,
+                "segments_per_txn": 10.0 - 3 * o["lean"], "engine_cpus": 1.2, "host_busy_cpus": 2.0,
+                "busy_cpus_used": 1.9, "cpus_used": [0, 1], "run_s": seconds}
+
+    monkeypatch.setattr(cb, "get_backend", lambda name: Nft())
+    monkeypatch.setattr(cb.conn, "prepare_bed", lambda bed, need: {"addresses": {"4": ["198.18.1.10", "198.18.1.11"]},
+                                                                    "sysctls": {}})
+    monkeypatch.setattr(cb, "measure", measure)
+    return out
+
+
+def test_bench_conn_runs_two_jobs_rounds_as_stages_and_records_each(tmp_path, bed_log, conn_fakes):
+    from fwlab.bench import conn as cb
+
+    conn_fakes["root"] = tmp_path
+    cfg = cb.ConnBenchConfig(rounds=2, seconds=0.5, workers=2, max_inflight=200)
+    res = cb.run_bench(cfg, tmp_path, log=None)
+
+    # the routed bed (nftables, 0 rules), then the direct bed; each round every contender in turn
+    assert [e for e in bed_log if e[0] in ("bed up", "bed down", "nft load", "nft flush")] == [
+        ("bed up", "routed"), ("nft load", "fwl-t0-dut 0 rules"), ("nft flush", "fwl-t0-dut"), ("bed down", "routed"),
+        ("bed up", "direct"), ("bed down", "direct")]
+    srcs = ("198.18.1.10", "198.18.1.11")
+    assert conn_fakes["calls"] == [("routed", 1, False, "fin", 0.5, srcs), ("routed", 1, True, "fin", 0.5, srcs),
+                                   ("routed", 2, True, "rst", 0.5, srcs)] * 2 + \
+                                  [("direct", 1, False, "fin", 0.5, srcs), ("direct", 1, True, "fin", 0.5, srcs)] * 2
+    assert conn_fakes["saved_before"] == [0, 1, 2, 3, 4, 5, 0, 1, 2, 3]  # run.json saved after each one
+
+    routed = json.loads((Path(res["records"]["routed"]) / "run.json").read_text())
+    direct = json.loads((Path(res["records"]["direct"]) / "run.json").read_text())
+    assert routed["status"] == direct["status"] == "complete"
+    assert routed["suite"]["name"] == "bench-conn-routed" and direct["suite"]["parsed"]["mode"] == ["direct"]
+    assert routed["beds"][0]["backend"] == "nftables" and routed["beds"][0]["rules"] == 0
+    assert direct["beds"][0]["backend"] == "none" and direct["beds"][0]["mode"] == "direct"
+    rb = routed["bench"]
+    assert rb["bed"] == "routed" and rb["planned"] == 6 and list(rb["contenders"]) == ["baseline", "lean", "scaled"]
+    assert [(r["round"], r["contender"]) for r in rb["runs"]] == [(k, n) for k in (1, 2)
+                                                                  for n in ("baseline", "lean", "scaled")]
+    assert list(direct["bench"]["contenders"]) == ["baseline", "lean"] and len(direct["bench"]["runs"]) == 4
+    # the result object is the records': the rounds as before, each contender's figures alone
+    assert len(res["rounds"]) == 2 and set(res["rounds"][0]) == {"baseline", "lean", "scaled"}
+    assert "round" not in res["rounds"][0]["lean"] and res["rounds"][1]["scaled"]["succeeded_cps"] == 13006.0
+    assert res["contenders"]["baseline"]["cps"] == [10001.0, 10004.0]
+    assert res["direct"]["contenders"]["lean"]["cps"] == [11008.0, 11010.0]
+    assert res["lean_vs_baseline"]["ratios"] == [11002 / 10001, 11005 / 10004]
+    assert res["config"]["rounds"] == 2 and res["goal"]["best"] == "scaled"
+    text = cb.format_table(res)
+    assert f"record (routed bed): {res['records']['routed']}" in text and "record (direct bed)" in text
+
+
+def test_bench_conn_no_direct_is_one_job_and_its_result_is_the_records(tmp_path, bed_log, conn_fakes):
+    from fwlab.bench import conn as cb
+
+    conn_fakes["root"] = tmp_path
+    cfg = cb.ConnBenchConfig(rounds=1, seconds=0.5, direct=False)
+    res = cb.run_bench(cfg, tmp_path, log=None)
+    assert [e for e in bed_log if e[0] == "bed up"] == [("bed up", "routed")]
+    assert list(res["records"]) == ["routed"] and "direct" not in res
+    rec = RunRecord.open(res["records"]["routed"])
+    assert cb.result(cfg, rec) == res  # read back from disk: the same result object
+
+
+def test_an_interrupted_bench_conn_keeps_its_finished_windows(tmp_path, bed_log, conn_fakes, monkeypatch):
+    from fwlab.bench import conn as cb
+
+    conn_fakes["root"] = tmp_path
+    fake = cb.measure
+
+    def measure(bed, o, seconds, srcs):
+        if len(conn_fakes["calls"]) == 4:
+            raise FwlabError("fwlab-engine conn-rate failed (exit 1)", fix="check the bed")
+        return fake(bed, o, seconds, srcs)
+
+    monkeypatch.setattr(cb, "measure", measure)
+    with pytest.raises(FwlabError, match="conn-rate failed"):
+        cb.run_bench(cb.ConnBenchConfig(rounds=2, seconds=0.5), tmp_path, log=None)
+    (d,) = list(tmp_path.iterdir())  # the direct bed never started
+    run = json.loads((d / "run.json").read_text())
+    assert run["status"] == "incomplete" and len(run["bench"]["runs"]) == 4
+    assert ("nft flush", "fwl-t0-dut") in bed_log and bed_log[-1] == ("bed down", "routed")
+
+
+def test_cli_bench_conn_out():
+    from fwlab.cli import build_parser
+
+    assert build_parser().parse_args(["bench", "conn"]).out == "results"
+    assert build_parser().parse_args(["bench", "conn", "--out", "/tmp/x"]).out == "/tmp/x"

@@ -39,7 +39,7 @@ def cmd_bench_conn(args) -> int:
     cfg = ConnBenchConfig(rounds=args.rounds, seconds=args.seconds, workers=args.workers,
                           addresses=args.addresses, max_inflight=args.max_inflight, direct=not args.no_direct)
     with measuring():
-        res = run_bench(cfg, log=None if args.quiet else sys.stderr)
+        res = run_bench(cfg, Path(args.out), log=None if args.quiet else sys.stderr)
     print(json.dumps(res, indent=2) if args.json else format_table(res))
     return 0
 
@@ -181,7 +181,8 @@ def add_bench(sub) -> None:
                                      "(lean, --workers client and server processes, RST close); then baseline "
                                      "and lean on a direct bed (no DUT). Prints transactions/s, CPU per "
                                      "transaction, segments per transaction, each ratio to the baseline with "
-                                     "its 95 % interval, the 2x goal's verdict and, when not met, what limits.")
+                                     "its 95 % interval, the 2x goal's verdict and, when not met, what limits. "
+                                     "Leaves a record per bed in --out (run.json: every measurement as it ended).")
     bc.add_argument("--rounds", type=int, default=9, help="rounds of all contenders (default 9; the median's 95 %% interval needs 6 rounds, is min to max at 6-8 and leaves out the extremes from 9)")
     bc.add_argument("--seconds", type=float, default=3.0, help="launch window per measurement [s] (default 3)")
     bc.add_argument("--workers", type=int, default=2, help="client and server processes when scaled (default 2)")
@@ -189,6 +190,7 @@ def add_bench(sub) -> None:
     bc.add_argument("--max-inflight", type=int, default=2000, help="transactions in flight (default 2000)")
     bc.add_argument("--no-direct", action="store_true",
                     help="skip the direct bed (client and server without the DUT: the kernel's own ceiling)")
+    bc.add_argument("--out", default="results", help="directory for the beds' records (default ./results)")
     bc.add_argument("--json", action="store_true", help="print one JSON object")
     bc.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     bc.set_defaults(func=cmd_bench_conn)
