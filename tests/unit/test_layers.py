@@ -69,7 +69,7 @@ RANKS: dict[str, int] = {
     # on top of the run pipeline: imported rule sets (fwlab run --ruleset, fwlab optimize: their
     # beds and record heads from the pipeline), benches
     "fwlab.ruleset": 16,
-    "fwlab.bench": 17,            # each bench: its beds from run.beds, its suites through run.start
+    "fwlab.bench": 17,            # each bench: a suite or a staged job through run.start
     # the CLI on top of everything, in its own order: what every command shares, the commands (one
     # module per group; `run` ends as `records` does, with its report), the root parser and main,
     # the package face
