@@ -134,3 +134,22 @@ def test_an_unknown_method_is_one_line_naming_the_known_ones(tmp_path, bed_log, 
     with pytest.raises(FwlabError) as e:
         start(Bad(bed_log), out_root=tmp_path)
     assert "unknown stage method 'no-such-method'" in e.value.one_line() and "test-double" in e.value.one_line()
+
+
+def test_the_rule_set_runs_name_registered_methods_and_build_no_bed_of_their_own():
+    """run --ruleset and optimize are staged jobs: their trials' methods are in the one registry, and
+    no module of ruleset/ opens a bed, makes a record or sets its status itself."""
+    from pathlib import Path
+
+    import fwlab.ruleset.methods  # noqa: F401  (registers the rule-set methods)
+    from fwlab.ruleset.optimize import OptimizeRun
+    from fwlab.ruleset.run import DryRun, RulesetRun
+
+    assert {"probe-check", "probe-observe", "class-rate", "class-cost", "class-latency"} <= set(STAGE_METHODS)
+    for job in (RulesetRun, OptimizeRun, DryRun):
+        assert all(callable(getattr(job, m)) for m in ("setup", "stages", "set_condition", "cleanup"))
+    src = Path(fwlab.ruleset.methods.__file__).parent
+    for f in sorted(src.glob("*.py")):
+        text = f.read_text()
+        for own in ("open_bed(", "Testbed(", "new_record(", "set_status("):
+            assert own not in text, f"{f.name} calls {own}"
