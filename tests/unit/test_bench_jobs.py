@@ -295,3 +295,19 @@ def test_cli_bench_conn_out():
 
     assert build_parser().parse_args(["bench", "conn"]).out == "results"
     assert build_parser().parse_args(["bench", "conn", "--out", "/tmp/x"]).out == "/tmp/x"
+
+
+def test_the_benches_name_registered_methods_and_build_no_bed_of_their_own():
+    """bench engine and bench conn are staged jobs (the other benches suites): their measurements'
+    methods are in the one registry, and no module of bench/ opens a bed, makes a record or sets its
+    status itself."""
+    from fwlab.bench import conn as cb
+    from fwlab.run.stages import STAGE_METHODS
+
+    assert {"generator-rate", "conn-rate-window"} <= set(STAGE_METHODS)
+    for job in (bench.EngineBench, cb.ConnBench):
+        assert all(callable(getattr(job, m)) for m in ("setup", "stages", "set_condition", "cleanup"))
+    for f in sorted(Path(bench.__file__).parent.glob("*.py")):
+        text = f.read_text()
+        for own in ("open_bed(", "Testbed(", "new_record(", "set_status("):
+            assert own not in text, f"{f.name} calls {own}"

@@ -197,7 +197,7 @@ class ConnBench:
     mode: str = "routed"
     ctx: DutContext | None = None  #: the DUT whose nftables the set-up loaded (None: no DUT)
 
-    def setup(self, bed, note) -> JobHead:
+    def setup(self, bed: Testbed, note) -> JobHead:
         cfg, plan = self.cfg, bed.topo.plan
         desc: dict = {"backend": "none", "dut": "none: client and server on one veth pair"}
         if bed.topo.has_dut:
