@@ -143,7 +143,9 @@ def test_an_interrupted_bench_engine_keeps_what_it_measured_and_cleans_up(tmp_pa
         bench.start(_engine_job(cfg), out_root=tmp_path, log=None)
     (d,) = list(tmp_path.iterdir())
     run = json.loads((d / "run.json").read_text())
-    assert run["status"] == "incomplete"
+    assert run["status"] == "interrupted"
+    from fwlab.results import RunRecord
+    assert RunRecord.open(d).run["status"] == "interrupted"  # a status the record reader takes (not "damaged")
     assert [(r["phase"], r["tool"]) for r in run["bench"]["runs"]] == [("forwarded", "iperf3"), ("forwarded", "trafgen")]
     assert run["bench"]["planned"] == 5
     assert bed_log[-2][1].endswith("xdpgeneric off") and bed_log[-1] == ("bed down", "routed")
@@ -286,7 +288,7 @@ def test_an_interrupted_bench_conn_keeps_its_finished_windows(tmp_path, bed_log,
         cb.run_bench(cb.ConnBenchConfig(rounds=2, seconds=0.5), tmp_path, log=None)
     (d,) = list(tmp_path.iterdir())  # the direct bed never started
     run = json.loads((d / "run.json").read_text())
-    assert run["status"] == "incomplete" and len(run["bench"]["runs"]) == 4
+    assert run["status"] == "failed" and len(run["bench"]["runs"]) == 4
     assert ("nft flush", "fwl-t0-dut") in bed_log and bed_log[-1] == ("bed down", "routed")
 
 

@@ -111,13 +111,15 @@ def test_a_staged_job_runs_its_stages_on_one_bed_into_one_record(tmp_path, bed_l
     assert notes == ["set up\n", "one done\n"]
 
 
-def test_a_failing_stage_leaves_an_incomplete_record_and_cleans_up(tmp_path, bed_log, methods):
+def test_a_failing_stage_leaves_a_failed_record_and_cleans_up(tmp_path, bed_log, methods):
     with pytest.raises(FwlabError, match="the method failed"):
         start(Job(bed_log, fail=True), out_root=tmp_path)
     (d,) = list(tmp_path.iterdir())
     run = json.loads((d / "run.json").read_text())
-    assert run["status"] == "incomplete" and run["mine"]["second"] == [4, 8]
+    assert run["status"] == "failed" and run["mine"]["second"] == [4, 8]
     assert bed_log[-2:] == ["cleanup", "bed down"]
+    from fwlab.results import RunRecord
+    assert RunRecord.open(d).run["status"] == "failed"  # a status the record reader takes (not "damaged")
 
 
 def test_a_job_with_nothing_to_record_writes_no_record(tmp_path, bed_log, methods):

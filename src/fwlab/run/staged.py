@@ -5,8 +5,8 @@ Owns: a :class:`~fwlab.run.stages.StagedJob` run to its end — its bed opened
 job's head (:func:`fwlab.run.header.new_record`, the bed's description with the job's part), each
 stage's trials dispatched to their registered methods (:data:`fwlab.run.stages.STAGE_METHODS`)
 with the DUT put in each trial's condition first, every stage's results handed back to the job
-that plans the next, the record's trial count and its status (complete, or incomplete on any
-other exit), the job's clean-up and the bed's teardown on every exit path, and the progress notes
+that plans the next, the record's trial count and its status (complete; interrupted on Ctrl-C or SIGTERM; failed on any
+other exit: the statuses a record may hold), the job's clean-up and the bed's teardown on every exit path, and the progress notes
 (:func:`fwlab.run.progress.note_writer`). Never decides what a stage holds (the job does) and
 never measures (the methods do).
 """
@@ -64,8 +64,11 @@ def run_staged(job: StagedJob, out_root: Path | None, *, log: TextIO | None = No
                     results = run_stage(run, stage)
                 run.record.run["plan"]["trials"] = len(run.record.trials())
                 run.record.set_status("complete")
+            except KeyboardInterrupt:  # Ctrl-C or SIGTERM: what finished is in the record
+                run.record.set_status("interrupted")
+                raise
             except BaseException:
-                run.record.set_status("incomplete")
+                run.record.set_status("failed")
                 raise
         finally:
             job.cleanup(run)
