@@ -1,26 +1,28 @@
 """Each class's time inside the firewall, for ``fwlab run --ruleset`` and ``fwlab optimize``.
 
-Owns the order of the class cost trials (:func:`fwlab.methods.class_cost.measure_class`) of a
-rule-set run: the same-packet reference for the imported rule set, ``rounds`` rounds over the
-classes (order reversed every other round; the first round's pilot picks each class's rate, later
-rounds keep it), each class routed (and an established twin's flow opened) first, the class's rule
-counter read around the trial, one record line per trial (kind ``ruleset-class``, traffic
+Owns the stages of the class cost trials (:func:`fwlab.methods.class_cost.measure_class`) of a
+rule-set run: ``rounds`` stages over the classes (order reversed every other round; the first
+round's pilot picks each class's rate, later rounds keep it), each naming the ``class-cost``
+method (:mod:`fwlab.ruleset.methods`: the same-packet reference for the imported rule set, each
+class routed, and an established twin's flow opened, first); one cost trial: the class's rule
+counter read around it, one record line (kind ``ruleset-class``, traffic
 ``ruleset-class-cost``, the figures of a suite cost trial plus the class's own ``fw_class_*``),
 and the per-class summary (:func:`fwlab.stats.class_cost.summarize_class`: referenced to the
 reference's median over the run). The rule set stays loaded throughout, except for the classes
 it drops: those are timed on its marked copy (:mod:`fwlab.dut.marked_copy`: each drop verdict
 made ``meta mark set M accept``, the clock's leave right after the chain dropping the marked
-packets), loaded after the round's other classes and replaced by the rule set again; their figure
-is "time to the drop verdict (timed on a marked copy)", and each round one of them per family is
-timed again on the copy that sets the mark twice: the difference is the mark statement's own time.
-A new-flow class's packets each come on a flow of their own where :mod:`fwlab.ruleset.flows`
-allows (the DUT's conntrack entries counted around the trial and flushed after it).
-With no rule set there is nothing to time, so a class's in-kernel cost needs no no-rule-set
-reference.
+packets; condition ``<cond>-marked1``), after the round's other classes; their figure is "time to
+the drop verdict (timed on a marked copy)", and each round one of them per family is timed again
+on the copy that sets the mark twice (``<cond>-marked2``): the difference is the mark statement's
+own time. The job loads a marked condition's copy from ``run.state.copies`` (:func:`copy_of`). A
+new-flow class's packets each come on a flow of their own where :mod:`fwlab.ruleset.flows` allows
+(the DUT's conntrack entries counted around the trial and flushed after it). With no rule set
+there is nothing to time, so a class's in-kernel cost needs no no-rule-set reference.
 """
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from dataclasses import dataclass
 
 from fwlab.dut.imported import ImportedFirewall
@@ -31,7 +33,8 @@ from fwlab.results import RunRecord, trial_record, utc_now
 from fwlab.rules.derive import TrafficClass
 from fwlab.ruleset.config import RulesetRunConfig
 from fwlab.ruleset.flows import conntrack_count, flush_conntrack, port_range
-from fwlab.ruleset.probe import Bed, Routes, class_spec, frame_size, send_args, send_frames
+from fwlab.ruleset.probe import Bed, class_spec, frame_size, send_args, send_frames
+from fwlab.run.stages import Stage, StagedRun, StageTrial
 from fwlab.stats.class_cost import common_reference, summarize_class
 
 TRAFFIC = "ruleset-class-cost"
@@ -45,12 +48,20 @@ class Condition:
     fw: ImportedFirewall
     digest: str | None
     layout: str = "imported"
-    copy: MarkedCopy | None = None  #: a marked copy of ``fw``: its trials drop the marked packets after timing them
+    #: a marked copy of ``fw`` (condition ``<base>-marked<n>``): its trials drop the marked packets after timing them
+    copy: MarkedCopy | None = None
+    base: str | None = None  #: a marked copy's: the condition it copies (its trials are recorded under it)
 
 
 def marked_label(c: TrafficClass) -> str:
     """What a dropped class's figure is (record and report)."""
     return LABEL_REJECT if c.terminal == "reject" else LABEL
+
+
+def copy_of(run, condition: str) -> MarkedCopy | None:
+    """The marked copy a condition name stands for on this run (registered by :func:`cost_stages`
+    in ``run.state.copies``), None for any other condition: the job loads it in place of a rule set."""
+    return (getattr(run.state, "copies", None) or {}).get(condition)
 
 
 def sender(b: Bed, engine: str, c: TrafficClass, text: str = "", flows: list | None = None):
@@ -128,8 +139,7 @@ def cost_trial(rec: RunRecord, b: Bed, engine: str, c: TrafficClass, cond: Condi
         if cond.copy:
             m.update({"fw_class_figure_kind": marked_label(c), "fw_marked_copy_marks": cond.copy.mark_times,
                       "fw_marked_copy_counter_rule": rid, "fw_marked_copy_changed": cond.copy.changed})
-    tag = f"-marked{cond.copy.mark_times}" if cond.copy else ""
-    spec = class_spec(rec, c, cond.name, k, trial_id=f"{c.class_id}-{cond.name}{tag}-cost-r{k}", traffic=TRAFFIC,
+    spec = class_spec(rec, c, cond.base or cond.name, k, trial_id=f"{c.class_id}-{cond.name}-cost-r{k}", traffic=TRAFFIC,
                       backend="imported", layout=cond.layout, duration_s=load.duration_s)
     flags = []
     if m and m.get("generator_short"):
@@ -142,60 +152,55 @@ def cost_trial(rec: RunRecord, b: Bed, engine: str, c: TrafficClass, cond: Condi
     return m or {"fw_class_missing": error, "fw_missing": error}
 
 
-def measure_costs(rec: RunRecord, b: Bed, engine: str, classes: list[TrafficClass], routes: Routes,
-                  conds: list[Condition], rounds: int, load: ClassLoad = ClassLoad(), note=None,
-                  marked: set[str] = frozenset()) -> dict:
-    """Every class's in-kernel cost under each condition (each loaded in turn, alternating per round):
+def cost_stages(run: StagedRun, classes: list[TrafficClass], conds: list[Condition], rounds: int,
+                load: ClassLoad = ClassLoad(), marked: set[str] = frozenset()) -> Generator[Stage, list, dict]:
+    """The stages of every class's in-kernel cost under each condition, one stage a round (each
+    condition loaded in turn, alternating per round; the first round's pilot rate kept after):
     {"trials": {(class_id, cond): [metrics, ...]}, "references": {cond: {version: name or why}},
     "mark_cost": {(class_id, cond): [metrics of the copy that sets the mark twice, ...]}}.
 
     The classes in ``marked`` (those the rule set drops) are timed on the condition's marked copy
-    instead (loaded after the condition's other classes of the round, the condition's own rule set
-    loaded again after them); their trials are stored under the condition's name all the same, so
-    they share its reference median. Per round, the first marked class of each IP version is timed
-    once more on the copy that marks twice (``mark_cost``)."""
+    instead (condition ``<cond>-marked1``, after the condition's other classes of the round); their
+    trials are stored under the condition's name all the same, so they share its reference median.
+    Per round, the first marked class of each IP version is timed once more on the copy that marks
+    twice (``<cond>-marked2``, in ``mark_cost``). The copies are registered in ``run.state.copies``
+    for the job to load (:func:`copy_of`)."""
     versions = {c.packet.family for c in classes}
     trials: dict[tuple[str, str], list[dict]] = {}
     mark_cost: dict[tuple[str, str], list[dict]] = {}
     rates: dict[tuple[str, str], float | None] = {}
-    refs: dict[str, dict[int, tuple]] = {}
     plain = [c for c in classes if c.class_id not in marked]
     dropped = [c for c in classes if c.class_id in marked]
-    calib = {v: next(c for c in dropped if c.packet.family == v) for v in sorted({c.packet.family for c in dropped})}
-
-    def run(cond: Condition, cs: list[TrafficClass], k: int, store: dict, key: str) -> None:
-        if key not in refs:
-            refs[key] = references(b, cond.fw, versions)
-        for c in (cs if k % 2 == 0 else cs[::-1]):
-            routes.ensure(c)
-            m = cost_trial(rec, b, engine, c, cond, k, load=load, rate_pps=rates.get((c.class_id, cond.name)),
-                           ref=refs[key][c.packet.family])
-            rates.setdefault((c.class_id, cond.name), m.get("rate_pps"))
-            store.setdefault((c.class_id, cond.name), []).append(m)
-
+    calib = [next(c for c in dropped if c.packet.family == v) for v in sorted({c.packet.family for c in dropped})]
+    copies = {}
+    if dropped:
+        for cond in conds:
+            for times in (1, 2):
+                cp = Condition(f"{cond.name}-marked{times}", cond.fw, cond.digest,
+                               "marked-copy" if times == 1 else "marked-copy-x2", MarkedCopy(cond.fw, times), cond.name)
+                copies[(cond.name, times)] = cp
+                run.state.copies[cp.name] = cp.copy
     for k in range(rounds):
         order = conds if k % 2 == 0 else conds[::-1]
+        rev = (lambda xs: xs) if k % 2 == 0 else (lambda xs: xs[::-1])
+        plan = []
         for cond in order:
-            if len(conds) > 1:
-                cond.fw.flush(b.ctx)
-                cond.fw.load(b.ctx)
-            run(cond, plain, k, trials, cond.name)
+            plan += [(cond, c, trials) for c in rev(plain)]
             if dropped:
-                for times, cs, store in ((1, dropped, trials), (2, list(calib.values()), mark_cost)):
-                    cp = Condition(cond.name, cond.fw, cond.digest, "marked-copy" if times == 1 else "marked-copy-x2",
-                                   MarkedCopy(cond.fw, mark_times=times))
-                    cond.fw.flush(b.ctx)
-                    cp.copy.load(b.ctx)
-                    try:
-                        run(cp, cs, k, store, f"{cond.name} marked")
-                    finally:
-                        cond.fw.flush(b.ctx)
-                        cond.fw.load(b.ctx)
-        if note:
-            note(f"  in-kernel cost round {k + 1}/{rounds} done")
+                plan += [(copies[(cond.name, 1)], c, trials) for c in rev(dropped)]
+                plan += [(copies[(cond.name, 2)], c, mark_cost) for c in calib]
+        got = yield Stage(f"in-kernel cost round {k + 1}", tuple(
+            StageTrial("class-cost", cond.name, {"class": c, "cond": cond, "round": k, "load": load, "versions": versions,
+                                                 "rate_pps": rates.get((c.class_id, cond.name))})
+            for cond, c, _ in plan), fresh=len(conds) > 1 or bool(dropped),
+            done_note=f"  in-kernel cost round {k + 1}/{rounds} done")
+        for (cond, c, store), m in zip(plan, got):
+            rates.setdefault((c.class_id, cond.name), m.get("rate_pps"))
+            store.setdefault((c.class_id, cond.base or cond.name), []).append(m)
+    refs = run.state.references
     return {"trials": trials, "mark_cost": mark_cost, "references": {
-        n: {str(v): (r[0].base_chain().name if r[0] is not None else None, r[1]) for v, r in per.items()}
-        for n, per in refs.items()}}
+        cond.name: {str(v): (r[0].base_chain().name if r[0] is not None else None, r[1])
+                    for v, r in refs.get(cond.name, {}).items()} for cond in conds}}
 
 
 def summaries(classes: list[TrafficClass], trials: dict[tuple[str, str], list[dict]], cond: str,
@@ -277,9 +282,9 @@ def established_pairs(classes: list[TrafficClass]) -> dict[str, str]:
     return out
 
 
-def in_kernel_costs(rec: RunRecord, b: Bed, fw: ImportedFirewall, engine: str, classes: list[TrafficClass],
-                    routes: Routes, cfg: RulesetRunConfig, digest: str | None, imp: dict, note) -> dict[str, dict]:
-    """``run --ruleset``'s in-kernel cost step: every checked class (established twins too) in
+def in_kernel_costs(run: StagedRun, fw: ImportedFirewall, classes: list[TrafficClass], cfg: RulesetRunConfig,
+                    digest: str | None, imp: dict) -> Generator[Stage, list, dict[str, dict]]:
+    """``run --ruleset``'s in-kernel cost stages: every checked class (established twins too) in
     ``cfg.repetitions`` rounds with the rule set loaded; writes ``imp["kernel_cost"]`` and the mix's
     ``kernel_cost``, prints one line per class; returns {class_id: summary} ({} when not measured)."""
     if not cfg.measure_cost or not classes:
@@ -288,10 +293,10 @@ def in_kernel_costs(rec: RunRecord, b: Bed, fw: ImportedFirewall, engine: str, c
         return {}
     from fwlab.stats.class_cost import mix_cost
 
+    note = run.note
     load = ClassLoad(duration_s=cfg.cost_duration_s)
     marked, why_not = marked_classes(fw, classes)
-    got = measure_costs(rec, b, engine, classes, routes, [Condition("rules", fw, digest)], cfg.repetitions, load, note,
-                        marked=marked)
+    got = yield from cost_stages(run, classes, [Condition("rules", fw, digest)], cfg.repetitions, load, marked)
     per = summaries(classes, got["trials"], "rules", got["mark_cost"])
     twins = established_pairs(classes)
     imp["kernel_cost"] = {
@@ -314,7 +319,7 @@ def in_kernel_costs(rec: RunRecord, b: Bed, fw: ImportedFirewall, engine: str, c
             f"({mix['kernel_cost']['weight_covered']:.0%} of the weight timed{to_verdict(mix['kernel_cost'])}): "
             f"{f['precision']}" if f else
             f"in-kernel cost missing: {mix['kernel_cost'].get('missing')}"))
-    rec.save_run()
+    run.record.save_run()
     return per
 
 
@@ -370,18 +375,19 @@ def kernel_text(s: dict | None) -> str:
     return f"{f[0]['median']:,.0f} -> {f[1]['median']:,.0f} ns/packet"
 
 
-def kernel_gain(rec: RunRecord, b: Bed, engine: str, classes: list[TrafficClass], routes: Routes,
-                fw_a: ImportedFirewall, fw_b: ImportedFirewall, digest_a: str | None, digest_b: str | None,
-                rounds: int, note=None) -> dict:
-    """``fwlab optimize``'s in-kernel gain: each measured class under the original and the proposal
-    (loaded in turn, A B, B A, ...), per class and for their even mix (:mod:`fwlab.stats.class_cost`)."""
+def kernel_gain(run: StagedRun, classes: list[TrafficClass], fw_a: ImportedFirewall, fw_b: ImportedFirewall,
+                digest_a: str | None, digest_b: str | None, rounds: int) -> Generator[Stage, list, dict]:
+    """``fwlab optimize``'s in-kernel gain stages: each measured class under the original and the
+    proposal (loaded in turn, A B, B A, ...), per class and for their even mix
+    (:mod:`fwlab.stats.class_cost`); both rule sets flushed after."""
     from fwlab.stats.class_cost import gain, mix_gain
 
     conds = [Condition("original", fw_a, digest_a, layout="original"),
              Condition("proposal", fw_b, digest_b, layout="proposal")]
-    got = measure_costs(rec, b, engine, classes, routes, conds, rounds, note=note)
+    got = yield from cost_stages(run, classes, conds, rounds)
     for cond in conds:
-        cond.fw.flush(b.ctx)
+        cond.fw.flush(run.state.b.ctx)
+    run.condition = None  # neither rule set is loaded now
     t = got["trials"]
     sums = {cond: summaries(classes, t, cond) for cond in ("original", "proposal")}
     per = {c.class_id: {cond: sums[cond][c.class_id] for cond in sums} for c in classes}
