@@ -31,13 +31,13 @@ demo: deps
 
 test: deps
 	@if [ -f engine/Cargo.toml ]; then cd engine && cargo test --release --quiet; fi
-	$(BIN)/python -m pytest tests -q -rs
+	$(BIN)/python -m pytest tests -q -rs --durations=30
 
 unit: venv
-	$(BIN)/python -m pytest tests/unit -q
+	$(BIN)/python -m pytest tests/unit -q --durations=30
 
 netns: deps
-	$(BIN)/python -m pytest tests/netns -q -rs
+	$(BIN)/python -m pytest tests/netns -q -rs --durations=30
 
 # docs/suite-reference.md is generated from the suite schema (tests/unit/test_docs.py checks it)
 docs: venv
