@@ -67,13 +67,15 @@ TCP_LISTEN = textwrap.dedent("""
 """)
 
 
-def udp_probe(bed, src: str, dst: str, port: int, count: int = 20, settle_s: float = 0.5,
-              grace_s: float = 0.2) -> int:
-    """Send ``count`` datagrams from ``src`` (client ns) to ``dst``:``port`` (server ns); return how
-    many arrived: counted until ``settle_s`` after the sender finished, or ``grace_s`` after all
+def udp_probe(bed, src: str, dst: str, port: int, count: int = 20, *, listen_addr: str | None = None,
+              listen_port: int | None = None, settle_s: float = 0.5, grace_s: float = 0.2) -> int:
+    """Send ``count`` datagrams from ``src`` (client ns) to ``dst``:``port``; return how many the
+    server ns received at ``listen_addr``:``listen_port`` (default ``dst``:``port``; another when the
+    DUT translates), counted until ``settle_s`` after the sender finished, or ``grace_s`` after all
     ``count`` arrived (so a duplicate still shows as more than ``count``)."""
-    sink = subprocess.Popen(["ip", "netns", "exec", bed.ns("server"), sys.executable, "-c", UDP_SINK, dst,
-                             str(port), str(count), str(grace_s), "30"], stdin=subprocess.PIPE,
+    sink = subprocess.Popen(["ip", "netns", "exec", bed.ns("server"), sys.executable, "-c", UDP_SINK,
+                             listen_addr or dst, str(port if listen_port is None else listen_port), str(count),
+                             str(grace_s), "30"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, text=True)
     try:
         assert sink.stdout.readline().strip() == "READY"
