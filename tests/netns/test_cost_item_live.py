@@ -50,3 +50,33 @@ def test_a_suite_with_the_cost_item_records_the_in_kernel_figures(tmp_path):
     assert by_rules[1000]["fw_p50_ns"] > by_rules[0]["fw_p50_ns"]
     assert by_rules[1000]["fw_ref_ratio_p50"] > by_rules[0]["fw_ref_ratio_p50"]
     assert assert_record_valid(rec.path) == len(trials)
+
+
+XDP_SUITE = SUITE.replace('name = "cost-tiny"', 'name = "cost-xdp"').replace('backends = ["nftables"]',
+                                                                             'backends = ["xdp-generic"]')
+
+
+def test_an_xdp_backends_cost_item_is_the_kernels_own_run_time_per_packet(tmp_path):
+    """XDP has no netfilter chain to bracket: the cost item reads the kernel's program statistics
+    (bpf_stats) around the light load, one program run per packet on the client-side interface."""
+    from fwlab.run.start import start as start_run
+    from fwlab.suites import load_suite
+
+    path = tmp_path / "cost-xdp.toml"
+    path.write_text(XDP_SUITE)
+    suite, text = load_suite(str(path))
+    rec = start_run(suite, text, tmp_path / "results", quiet=True)
+    trials = rec.trials()
+    assert len(trials) == 2 and not [t.get("error") for t in trials if t.get("error")]
+    by_rules = {}
+    for t in trials:
+        m = t["metrics"]
+        assert m["fw_source"] == "bpf_stats" and m["fw_missing"] is None, m["fw_missing"]
+        assert m["fw_p50_ns"] is None and m["fw_reference"] is None and m["fw_mean_ns"] > 0
+        busiest = max(m["fw_programs"], key=lambda p: p["runs"])
+        # every sent packet ran the program once (a few neighbour packets beside them at most)
+        assert m["offered_count"] <= busiest["runs"] <= m["offered_count"] + 50, (busiest, m["offered_count"])
+        by_rules[t["rules"]] = m
+    # the 1,000-rule program walks its rules: longer per packet than the 0-rule pass program
+    assert by_rules[1000]["fw_mean_ns"] > by_rules[0]["fw_mean_ns"]
+    assert assert_record_valid(rec.path) == len(trials)

@@ -6,6 +6,8 @@ import copy
 import json
 from pathlib import Path
 
+import pytest
+
 from fwlab.report import kernel_cost
 from fwlab.report.sections import render_sections
 
@@ -114,7 +116,7 @@ def test_the_prediction_adds_the_rest_of_the_path_from_the_zero_rule_rate_beside
     assert preds[("linear", 100)].measured_pps is None
     lin = next(x for x in kernel_cost.sentences(lines) if x.startswith("Predicted") and " linear " in x)
     assert "13,514 packets/s (1e9 / (70,200 ns inside the firewall + 3,800 ns rest of the path" in lin
-    assert "measured: 14,000 packets/s (UDP received rate)" in lin
+    assert "measured: 14,000 packets/s [14,000 … 14,000] (UDP received rate)" in lin
     html = "\n".join(render_sections({}, lines, run_level=True))
     assert "<h2 id='kernel-capacity'>Predicted one-core rate</h2>" in html and "13,514" in html
     # at 0 rules the prediction is the measured rate by construction: named a calibration, not a check
@@ -131,3 +133,56 @@ def test_no_rest_of_the_path_from_a_zero_rule_rate_slower_than_the_firewall_alon
 def test_the_section_states_the_findings_and_the_caveat_and_leaves_the_predictions_to_their_section():
     html = "\n".join(render_sections({}, run_lines()))
     assert "Caveat on the in-kernel intervals" in html and "Predicted one-core rate (IPv4" not in html
+
+
+def xdp_line(rules, rep, mean_ns, runs_per_packet=1.0):
+    d = line("linear", rules, rep, 0, 0)
+    d.update(backend="xdp-generic", trial_id=f"cost-xdp-{rules}-r{rep}")
+    m = d["metrics"]
+    for k in list(m):
+        if k.startswith("fw_") and k not in ("fw_missing",):
+            m[k] = None
+    m.update(fw_source="bpf_stats", fw_mean_ns=mean_ns, fw_calls_per_packet=runs_per_packet,
+             fw_chains=["xdp program xdp_linear"], fw_reference_missing="no same-packet reference for an XDP program")
+    return d
+
+
+def test_an_xdp_backends_bpf_stats_mean_gets_its_own_table_not_the_bracket_figures():
+    html = "\n".join(render_sections({}, [xdp_line(1000, 1, 412.0), xdp_line(1000, 2, 430.0)]))
+    assert "XDP program's own run time per packet" in html and "xdp program xdp_linear" in html
+    assert "421" in html and "412–430" in html  # the median of the two trials' means, and their range
+    assert not kernel_cost.cost_groups([xdp_line(1000, 1, 412.0)])  # never read as a bracket median
+    assert kernel_cost.sentences([xdp_line(0, 1, 400.0), xdp_line(1000, 1, 412.0)]) == []
+
+
+def test_the_prediction_carries_the_range_of_its_parts():
+    # the 0-rule rate ran at 200,000 and 250,000 packets/s: the rest of the path 4,800 / 3,800 ns;
+    # 10,000 linear rules: 70,200 ns referenced, each repetition's ratio interval +-0.1 %
+    lines = run_lines() + [udp("linear", 0, rep, rx) for rep, rx in ((1, 200_000.0), (2, 250_000.0))]
+    lines += [udp("linear", 10000, rep, rx) for rep, rx in ((1, 12_000.0), (2, 14_000.0))]
+    p = {(q.layout, q.rules): q for q in kernel_cost.predictions(lines)}[("linear", 10000)]
+    lo, hi = 70_200 * 0.999, 70_200 * 1.001
+    assert p.fw_range_ns == pytest.approx((lo, hi)) and p.rest_range_ns == pytest.approx((3_800, 4_800))
+    assert p.with_rest_range_pps == pytest.approx((1e9 / (hi + 4_800), 1e9 / (lo + 3_800)))
+    assert p.measured_range_pps == (12_000.0, 14_000.0) and p.rest_ns == pytest.approx(1e9 / 225_000 - 200)
+    lin = next(x for x in kernel_cost.sentences(lines) if x.startswith("Predicted") and " linear " in x)
+    assert f"[{1e9 / (hi + 4_800):,.0f} … {1e9 / (lo + 3_800):,.0f}]" in lin
+    assert "measured: 13,000 packets/s [12,000 … 14,000] (UDP received rate)" in lin
+    html = "\n".join(render_sections({}, lines, run_level=True))
+    assert "3,800 … 4,800" in html and "In brackets each figure's range" in html
+    # without a 0-rule rate the firewall alone is an upper bound, with its own range
+    alone = {(q.layout, q.rules): q for q in kernel_cost.predictions(run_lines())}[("linear", 10000)]
+    assert alone.with_rest_range_pps is None and alone.alone_range_pps == pytest.approx((1e9 / hi, 1e9 / lo))
+
+
+def test_the_terminal_summary_states_the_in_kernel_time_per_rule_count_before_the_rates():
+    out = kernel_cost.summary_lines(run_lines())
+    assert out[0].startswith("Time inside the firewall per packet (in-kernel clock")
+    lin = next(x for x in out if " linear " in x and "[ns/packet" in x)
+    # referenced: ratio (200 + 7n) / 10,000 x the reference's 10,000 ns, its interval +-0.1 %
+    assert "[ns/packet, referenced] 0r 200 [200, 200]" in lin and f"10000r 70,200 [{70_200 * 0.999:,.0f}, {70_200 * 1.001:,.0f}]" in lin
+    assert any("7.00 ns/rule [" in x for x in out)  # then the headline's sentences
+    assert kernel_cost.summary_lines([]) == []
+    bad = line("linear", 0, 1, 0, 0)
+    bad["metrics"].update(fw_missing="no probe", fw_p50_ns=None)
+    assert kernel_cost.summary_lines([bad]) == []  # nothing measured: no block

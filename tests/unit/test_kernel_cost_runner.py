@@ -39,3 +39,20 @@ def test_a_probe_that_could_not_attach_gives_null_figures_with_the_reason():
     assert m["fw_missing"] == why and m["fw_p50_ns"] is None and m["fw_ref_ratio_p50"] is None
     assert m["throughput_bps"] is None and m["rx_pps"] == 20000.0
     CostMetrics.model_validate(m)  # the record's typed metrics accept it
+
+
+def test_xdp_cost_metrics_are_a_bpf_stats_mean_or_missing():
+    from fwlab.methods.kernel_cost import CostLoad, XdpCostTrial, xdp_cost_metrics
+    from fwlab.probes.kclock import ProgramCost, ProgStatsResult
+
+    load = CostLoad(rate_pps=10_000, duration_s=2.0, pilot_s=0)
+    progs = (ProgramCost(id=7, name="xdp_linear", runs=20_000, run_time_ns=8_000_000, devices=("eth0",)),
+             ProgramCost(id=8, name="xdp_linear", runs=3, run_time_ns=900, devices=("eth1",)))
+    m = xdp_cost_metrics(XdpCostTrial(load, 20_000, 20_000, 19_990, False, 10_000.0, ProgStatsResult(progs)))
+    assert m["fw_source"] == "bpf_stats" and m["fw_missing"] is None and m["fw_p50_ns"] is None
+    assert m["fw_mean_ns"] == 400.0 and m["fw_calls_per_packet"] == 1.0 and m["fw_chains"] == ["xdp program xdp_linear"]
+    assert m["loss_ratio"] == pytest.approx(10 / 20_000) and len(m["fw_programs"]) == 2
+    none_ran = xdp_cost_metrics(XdpCostTrial(load, 20_000, 0, 0, True, 0.0, ProgStatsResult((ProgramCost(id=7),))))
+    assert none_ran["fw_missing"] == "no XDP program ran during the trial" and none_ran["fw_mean_ns"] is None
+    refused = xdp_cost_metrics(XdpCostTrial(load, 1, 1, 1, False, 1.0, ProgStatsResult(missing="the kernel refused")))
+    assert refused["fw_missing"] == "the kernel refused"

@@ -1,19 +1,19 @@
 """``fwlab bench kernel-cost``: the in-kernel cost per packet of each firewall backend, or why not.
 
-Owns: per backend a fresh bed (legacy iptables leaves hooks behind in a namespace), the backend's
-rule set of ``rules`` deny entries (linear; ipset: its one set), and ``repetitions`` light-load
-cost trials (fwlab.methods.kernel_cost) with the like reference chain: nft rules for nftables and
-iptables-nft (iptables-nft's rules are nf_tables rules), xtables rules for iptables-legacy and
-ipset. ``bridge``: the nftables backend in bridge mode (a bridge-family table, which the probe
-cannot bracket); ``bridge:<backend>``: that backend in bridge mode with br_netfilter as it asks
-(iptables: on, so its ip-family hooks see the bridged packets and are timed). XDP backends:
-the kernel's own run time per program (``kernel.bpf_stats_enabled``, turned on only while the
-trial runs) on a light engine trial, no reference. Every backend gets a figure or the reason it
-has none. Figures depend on the machine and its load; nothing here asserts one.
-
-Not yet a plan through fwlab.run.start: its XDP figure (bpf_stats around an engine trial) is no
-registered method, and its table is built from the trials in memory, not read back from a record;
-its beds come from fwlab.run.beds.open_bed (a fresh one per backend).
+Owns: the bench as one suite run through the run pipeline's one entry point
+(:func:`fwlab.run.start.start`) and each backend's figure read back from the record. The suite:
+per backend its rule set of ``rules`` deny entries (linear; ipset: its one set) and
+``repetitions`` light-load cost trials (traffic kind ``cost``, tool ``kernel-cost``:
+fwlab.methods.kernel_cost) with the like reference chain: nft rules for nftables and iptables-nft
+(iptables-nft's rules are nf_tables rules), xtables rules for iptables-legacy and ipset. The run
+pipeline gives every backend its own bed unless the reset after the previous one is proven clean
+(legacy iptables leaves hooks behind in a namespace). ``bridge``: the nftables backend in bridge
+mode (a bridge-family table, which the probe cannot bracket); ``bridge:<backend>``: that backend
+in bridge mode with br_netfilter as it asks (iptables: on, so its ip-family hooks see the bridged
+packets and are timed). XDP backends: the kernel-cost tool times the kernel's own run time per
+program (``kernel.bpf_stats_enabled``, on only while the trial runs), no reference. Every backend
+gets a figure or the reason it has none. Figures depend on the machine and its load; nothing here
+asserts one.
 """
 
 from __future__ import annotations
@@ -21,22 +21,18 @@ from __future__ import annotations
 import statistics
 import sys
 import time
+import tomllib
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import TextIO
 
-from fwlab.dut.base import DutContext, get_backend
+from fwlab.bench.suite_text import suite_toml
 from fwlab.errors import FwlabError
-from fwlab.methods.kernel_cost import CostLoad, measure_cost, ruleset_for
-from fwlab.probes.kclock import ProgStatsProbe
-from fwlab.probes.reference import ReferenceChain, XtablesReference
-from fwlab.rules.generate import generate
-from fwlab.runners import engine as eng
-from fwlab.runners import engine_args as eng_args
-from fwlab.run.beds import open_bed
-from fwlab.testbed import Testbed, Topology, new_run_id
+from fwlab.results.trial import TrialRecord
+from fwlab.suites import parse_suite
 
 BACKENDS = ("nftables", "iptables-nft", "iptables-legacy", "ipset", "bridge", "xdp-generic")
-XTABLES = ("iptables-legacy", "ipset")
+SET_BACKENDS = ("ipset",)  #: backends whose rule set is one set (layout set), not a list of rules
 
 
 @dataclass(frozen=True)
@@ -53,9 +49,52 @@ class KernelBackendsConfig:
         if bad or not self.backends:
             raise FwlabError(f"--backends: unknown {', '.join(bad) or '(none given)'}",
                              fix=f"use some of {', '.join(sorted(known))}")
-        if not 0 <= self.rules <= 100_000 or not 1 <= self.repetitions <= 20 or not 0.5 <= self.seconds <= 30:
-            raise FwlabError("--rules must be 0..100000, --repetitions 1..20, --seconds 0.5..30",
+        if len(set(self.backends)) != len(self.backends):
+            raise FwlabError("--backends names a backend twice", fix="name each backend once")
+        if not 0 <= self.rules <= 100_000 or not 1 <= self.repetitions <= 20 or not 0.5 <= self.seconds <= 30 \
+                or not 500 <= self.rate_pps <= 200_000:
+            raise FwlabError("--rules must be 0..100000, --repetitions 1..20, --seconds 0.5..30, --rate 500..200000",
                              fix="e.g. --rules 1000 --repetitions 3 --seconds 2")
+
+
+def backend_of(name: str) -> str:
+    """The fwlab backend a bench name runs: ``bridge`` is nftables, ``bridge:X`` is X."""
+    return "nftables" if name == "bridge" else name.removeprefix("bridge:")
+
+
+def mode_of(name: str) -> str:
+    return "bridge" if name.startswith("bridge") else "routed"
+
+
+def bench_name(mode: str, backend: str) -> str:
+    """The bench name of a trial's (mode, backend): the inverse of :func:`backend_of` / :func:`mode_of`."""
+    if mode != "bridge":
+        return backend
+    return "bridge" if backend == "nftables" else f"bridge:{backend}"
+
+
+def suite_data(cfg: KernelBackendsConfig) -> dict:
+    """The bench as a suite: per mode the backends that run in it, one cost item per layout kind
+    (``only`` keeps each backend to its own layout and mode)."""
+    modes = sorted({mode_of(n) for n in cfg.backends}, key=("routed", "bridge").index)
+    backends = list(dict.fromkeys(backend_of(n) for n in cfg.backends))
+    opts = {"rate_pps": float(cfg.rate_pps), "reference_rules": 1000, "duration_s": float(cfg.seconds)}
+    items = []
+    for mode in modes:
+        mine = [backend_of(n) for n in cfg.backends if mode_of(n) == mode]
+        for layout, sel in (("linear", [b for b in mine if b not in SET_BACKENDS]),
+                            ("set", [b for b in mine if b in SET_BACKENDS])):
+            if sel:
+                items.append({"kind": "cost", "tool": "kernel-cost", "label": f"{mode}_{layout}", "options": opts,
+                              "only": {"mode": [mode], "backends": sel, "layouts": [layout]}})
+    return {
+        "name": "bench-kernel-cost",
+        "description": f"fwlab bench kernel-cost: each backend's in-kernel cost per packet at {cfg.rules:,} rules",
+        "mode": modes, "backends": backends,
+        "layouts": sorted({lay for it in items for lay in it["only"]["layouts"]}, key=("linear", "set").index),
+        "rules": [cfg.rules], "stateful_shortcut": [False], "ip_versions": [4], "duration_s": cfg.seconds,
+        "repetitions": cfg.repetitions, "settle_s": 0.2, "traffic": items,
+    }
 
 
 def _med(vals):
@@ -63,80 +102,55 @@ def _med(vals):
     return statistics.median(vals) if vals else None
 
 
-def _backend_of(name: str) -> str:
-    return "nftables" if name == "bridge" else name.removeprefix("bridge:")
-
-
-def _netfilter(bed: Testbed, name: str, cfg: KernelBackendsConfig) -> dict:
-    name = _backend_of(name)
-    backend = get_backend(name)
-    layout = "set" if name == "ipset" else "linear"
-    ctx = DutContext(bed.host, bed.ns("dut"), bed.topo.mode)
-    backend.load(ctx, ruleset_for(bed, cfg.rules, layout))
-    ref = XtablesReference(rules=1000) if name in XTABLES else ReferenceChain(rules=1000)
-    costs = [measure_cost(bed, CostLoad(rate_pps=cfg.rate_pps, duration_s=cfg.seconds), reference=ref)
-             for _ in range(cfg.repetitions)]
-    missing = sorted({c.cost.missing for c in costs if c.cost.missing})
-    out = {"reference": ref.base_chain().name, "trials": [c.cost.to_dict() | {"rate_pps": c.rate_pps,
-                                                                                "generator_short": c.generator_short}
-                                                            for c in costs]}
-    for c in out["trials"]:
-        c.pop("hdr_b64", None)
+def figure(trials: list[TrialRecord]) -> dict:
+    """One backend's figure from its cost trials (or why it has none)."""
+    if not trials:
+        return {"missing": "no cost trial ran (the run planned none for it, or it was left out: see the record)"}
+    rows = [{"trial_id": t.trial_id, "error": t.error, **{k: v for k, v in (t.metrics or {}).items()
+                                                          if k not in ("fw_hdr_b64", "fw_brackets", "fw_programs")}}
+            for t in trials]
+    missing = sorted({str(t.error or t.metric("fw_missing")) for t in trials if t.error or t.metric("fw_missing")})
     if missing:
-        return {**out, "missing": "; ".join(missing)}
-    ks = [c.cost for c in costs]
-    ref_med = _med([k.reference_p50_ns for k in ks])
-    ratio = _med([k.packet_ratio_p50 for k in ks])
-    return {**out, "p50_ns": _med([k.p50_ns for k in ks]), "floor_p50_ns": _med([k.floor_p50_ns for k in ks]),
+        return {"trials": rows, "missing": "; ".join(missing)}
+    if all(t.metric("fw_source") == "bpf_stats" for t in trials):
+        return {"trials": rows, "ns_per_run": _med(t.metric("fw_mean_ns") for t in trials),
+                "runs_per_packet": _med(t.metric("fw_calls_per_packet") for t in trials),
+                "program": (trials[0].metric("fw_chains") or ["?"])[0].removeprefix("xdp program "),
+                "what": "the XDP program's own run time per packet (bpf_stats); no netfilter bracket, no reference"}
+    ref_med = _med(t.metric("fw_ref_p50_ns") for t in trials)
+    ratio = _med(t.metric("fw_ref_ratio_p50") for t in trials)
+    return {"trials": rows, "reference": trials[0].metric("fw_reference"),
+            "p50_ns": _med(t.metric("fw_p50_ns") for t in trials),
+            "floor_p50_ns": _med(t.metric("fw_floor_p50_ns") for t in trials),
             "reference_p50_ns": ref_med, "packet_ratio_p50": ratio,
             "referenced_ns": ratio * ref_med if ratio and ref_med else None,
-            "calls_per_packet": _med([k.calls_per_packet for k in ks]), "chains": list(ks[0].chains)}
+            "calls_per_packet": _med(t.metric("fw_calls_per_packet") for t in trials),
+            "chains": list(trials[0].metric("fw_chains") or [])}
 
 
-def _xdp(bed: Testbed, name: str, cfg: KernelBackendsConfig) -> dict:
-    backend = get_backend(name)
-    ctx = DutContext(bed.host, bed.ns("dut"), bed.topo.mode)
-    backend.load(ctx, ruleset_for(bed, cfg.rules))
-    runs = []
-    for _ in range(cfg.repetitions):
-        s, r = eng.default_cpus(bed, 1)
-        t = eng_args.EngineTrial(duration_s=cfg.seconds, rate_pps=cfg.rate_pps, send_cpus=s, recv_cpus=r)
-        with ProgStatsProbe(bed.host, bed.ns("dut"), max_s=cfg.seconds + 30) as p:
-            m = eng.run_trial(bed, t, int(cfg.rate_pps * cfg.seconds)).metrics
-        res = p.result()
-        runs.append({"offered_count": m.get("offered_count"), "forwarded_count": m.get("forwarded_count"),
-                     "generator_short": m.get("generator_short"), **res.to_dict()})
-    missing = sorted({r["missing"] for r in runs if r["missing"]})
-    if missing:
-        return {"trials": runs, "missing": "; ".join(missing)}
-    # the program on the client-side interface sees the test packets; the other only replies
-    per_run = [max((p for p in r["programs"] if p["runs"]), key=lambda p: p["runs"], default=None) for r in runs]
-    if not all(per_run):
-        return {"trials": runs, "missing": "no XDP program ran during the trials"}
-    return {"trials": runs, "ns_per_run": _med([p["ns_per_run"] for p in per_run]),
-            "runs_per_packet": _med([p["runs"] / r["offered_count"] for p, r in zip(per_run, runs) if r["offered_count"]]),
-            "program": per_run[0]["name"], "what": "the XDP program's own run time per packet (bpf_stats); "
-                                                  "no netfilter bracket, no reference"}
+def figures(cfg: KernelBackendsConfig, records: list[TrialRecord]) -> dict:
+    """Each bench name's figure, in the order given."""
+    mine = [r for r in records if r.kind == "cost"]
+    return {n: figure([r for r in mine if bench_name(r.mode, r.backend) == n]) for n in cfg.backends}
 
 
-def run_bench(cfg: KernelBackendsConfig, log: TextIO | None = sys.stderr) -> dict:
+def run_bench(cfg: KernelBackendsConfig, out_root: Path | str = "results", log: TextIO | None = sys.stderr) -> dict:
+    """Run the bench's suite through the run pipeline (root, real traffic) and read it back."""
+    from fwlab.run.start import start  # the one entry point of the run pipeline
+
     cfg.check()
+    text = suite_toml(suite_data(cfg))
+    suite = parse_suite(tomllib.loads(text), "of fwlab bench kernel-cost")
     t0 = time.monotonic()
-    out = {}
-    for name in cfg.backends:
-        mode = "bridge" if name.startswith("bridge") else "routed"
-        nf_call = bool(get_backend(_backend_of(name)).bridge_nf_call(mode, generate(0, "linear"))) \
-            if mode == "bridge" else False
-        try:
-            with open_bed(Topology(run_id=new_run_id(), mode=mode, bridge_nf_call=nf_call)) as bed:
-                fig = _xdp(bed, name, cfg) if name.startswith("xdp") else _netfilter(bed, name, cfg)
-        except FwlabError as exc:
-            fig = {"missing": f"{type(exc).__name__}: {exc}"}
-        out[name] = fig
-        if log:
-            log.write(f"{name:>16}: {_line(fig)}\n")
-            log.flush()
-    return {"config": asdict(cfg), "wall_s": time.monotonic() - t0, "backends": out}
+    rec = start(suite, text, Path(out_root), quiet=log is None)
+    out = figures(cfg, rec.records())
+    skipped = {(s["mode"], s["backend"]): s["reason"] for s in (rec.run.get("plan") or {}).get("skipped") or []}
+    for n, fig in out.items():
+        why = skipped.get((mode_of(n), backend_of(n)))
+        if why and "trials" not in fig:
+            fig["missing"] = f"not planned: {why}"
+    return {"config": asdict(cfg), "record": str(rec.path), "suite_toml": text, "wall_s": time.monotonic() - t0,
+            "backends": out}
 
 
 def _line(fig: dict) -> str:
@@ -154,5 +168,5 @@ def format_table(res: dict) -> str:
     lines = [f"in-kernel cost per packet at {res['config']['rules']:,} rules "
              f"(median of {res['config']['repetitions']} light-load trials)"]
     lines += [f"{name:>16}: {_line(fig)}" for name, fig in res["backends"].items()]
-    lines.append(f"wall time {res['wall_s']:.0f} s")
+    lines.append(f"wall time {res['wall_s']:.0f} s" + (f"; record {res['record']}" if res.get("record") else ""))
     return "\n".join(lines)

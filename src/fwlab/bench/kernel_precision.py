@@ -1,28 +1,29 @@
 """``fwlab bench precision --kernel-cost``: how steady the in-kernel cost is, against throughput.
 
-Owns: one routed bed; nftables linear rule sets of ``rules`` sizes (default 0, 1,000, 10,000),
-each loaded in turn, repetition by repetition (order reversed every other repetition, so a drift
-of the host's speed favours no size); per repetition and size two trials on the same loaded
-rule set with the in-kernel clock and the same-packet reference chain (1,000 non-matching nft
-rules at priority 20) linked:
+Owns: the bench as a suite run through the run pipeline's one entry point
+(:func:`fwlab.run.start.start`), as ``fwlab bench search`` is, and its figures read back from the
+record. The suite: one routed bed, nftables linear rule sets of ``rules`` sizes (default 0,
+1,000, 10,000), ``repetitions`` repetitions; per repetition and size two trials on the same loaded
+rule set:
 
-- *cost*: a light, fixed load (fwlab.methods.kernel_cost: at most ``rate_pps``, at most a
-  quarter of a CPU inside the brackets), giving the firewall's median ns per packet (raw), its
-  ratio to the reference's on the same packets (the median over packets of each packet's
-  firewall gap / its reference gap), and that ratio in ns at the reference's median over all
-  repetitions of the size (referenced; the ratio of the two medians is kept beside it);
-- *throughput*: the engine at its top rate for ``seconds``, giving the forwarded rate, and the
-  same raw and referenced cost in that saturated trial.
+- *cost* (traffic kind ``cost``, tool ``kernel-cost``: fwlab.methods.kernel_cost at a light load,
+  at most ``rate_pps`` and at most a quarter of a CPU inside the brackets) with the same-packet
+  reference chain (``reference_rules`` non-matching nft rules at priority 20), giving the
+  firewall's median ns per packet (raw), its ratio to the reference's on the same packets (the
+  median over packets of each packet's firewall gap / its reference gap), and that ratio in ns at
+  the reference's median over all repetitions of the size (referenced; the ratio of the two
+  medians is kept beside it);
+- *throughput* (traffic kind ``engine``: 64 B frames at the engine's top rate for ``seconds``,
+  no probe linked): the forwarded rate.
+
+The trial order (:func:`alternating`): repetition by repetition, the sizes ascending in odd and
+descending in even repetitions (a drift of the host's speed favours no size), cost before
+throughput at each size; the run pipeline reloads the rule set whenever the size changes.
 
 The spread between repetitions of each figure is its sample SD / mean (CV) and (max - min) /
 median. Goals (issue 30): referenced cost CV <= 3 % at 1,000 and 10,000 rules, raw <= 10 %,
 judged on the light-load cost trials. Figures depend on the machine and its load; nothing here
 asserts one.
-
-Not yet a plan through fwlab.run.start (its trials could be a suite of kinds cost and engine in an
-order handed to start, as bench search hands its ABBA order): its spreads are computed from the
-trials in memory and would first have to be read back from the record with the same output; its
-bed comes from fwlab.run.beds.open_bed.
 """
 
 from __future__ import annotations
@@ -30,23 +31,20 @@ from __future__ import annotations
 import statistics
 import sys
 import time
+import tomllib
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import TextIO
 
-from fwlab.dut.base import DutContext, get_backend
+from fwlab.bench.suite_text import suite_toml
 from fwlab.errors import FwlabError
-from fwlab.methods.kernel_cost import CostLoad, measure_cost, ruleset_for
-from fwlab.probes.cost import kernel_cost
-from fwlab.probes.kclock import CostProbe
-from fwlab.probes.reference import ReferenceChain
-from fwlab.runners import engine as eng
-from fwlab.runners import engine_args as eng_args
+from fwlab.results.trial import TrialRecord
 from fwlab.stats.summary import summarize
-from fwlab.run.beds import open_bed
-from fwlab.testbed import Testbed
+from fwlab.suites import parse_suite
 
 GOAL_REFERENCED, GOAL_RAW = 0.03, 0.10  #: spread goals [CV] at >= 1,000 rules
 GOAL_RULES = (1000, 10000)
+FRAME = 64  #: the throughput trials' Ethernet frame incl. FCS [bytes] (the cost trials' too: the smallest)
 
 
 @dataclass(frozen=True)
@@ -60,9 +58,37 @@ class KernelPrecisionConfig:
     def check(self) -> None:
         if not self.rules or any(not 0 <= n <= 100_000 for n in self.rules) or len(set(self.rules)) != len(self.rules):
             raise FwlabError(f"--rules must be distinct counts in 0..100000, not {self.rules}", fix="e.g. --rules 0,1000,10000")
-        if not 2 <= self.repetitions <= 50 or not 0.5 <= self.seconds <= 30 or self.rate_pps <= 0:
-            raise FwlabError("--repetitions must be 2..50, --seconds 0.5..30 and --rate > 0",
+        if not 2 <= self.repetitions <= 50 or not 0.5 <= self.seconds <= 30 or not 500 <= self.rate_pps <= 200_000:
+            raise FwlabError("--repetitions must be 2..50, --seconds 0.5..30 and --rate 500..200000",
                              fix="e.g. --repetitions 5 --seconds 3")
+
+
+def suite_data(cfg: KernelPrecisionConfig) -> dict:
+    """The bench as a suite: nftables linear at each size, a cost item and a top-rate throughput item."""
+    return {
+        "name": "bench-kernel-precision",
+        "description": "fwlab bench precision --kernel-cost: the spread between repetitions of the in-kernel "
+                       "cost (raw and referenced) against throughput's",
+        "mode": ["routed"], "backends": ["nftables"], "layouts": ["linear"], "rules": list(cfg.rules),
+        "stateful_shortcut": [False], "ip_versions": [4], "duration_s": cfg.seconds,
+        "repetitions": cfg.repetitions, "settle_s": 0.2,
+        "traffic": [{"kind": "cost", "tool": "kernel-cost",
+                     "options": {"rate_pps": float(cfg.rate_pps), "reference_rules": cfg.reference_rules,
+                                 "duration_s": float(cfg.seconds)}},
+                    {"kind": "engine", "tool": "engine", "sizes": [FRAME], "rate_pps": "max"}],
+    }
+
+
+def alternating(trials: list) -> list:
+    """Repetition by repetition, the sizes ascending in odd and descending in even repetitions,
+    cost before throughput at each size. ``trials`` are the plan's (any order)."""
+    sizes = sorted({t.rules for t in trials})
+    out: list = []
+    for rep in sorted({t.repetition for t in trials}):
+        for n in sizes if rep % 2 else sizes[::-1]:
+            out += sorted((t for t in trials if t.repetition == rep and t.rules == n),
+                          key=lambda t: (t.traffic != "cost", t.traffic))
+    return out
 
 
 def spread(values: list[float | None]) -> dict:
@@ -76,54 +102,48 @@ def spread(values: list[float | None]) -> dict:
             "median": med, "values": vals}
 
 
-def _throughput_trial(bed: Testbed, cfg: KernelPrecisionConfig, ref: ReferenceChain) -> dict:
-    s, r = eng.default_cpus(bed, 1)
-    t = eng_args.EngineTrial(duration_s=cfg.seconds, rate_pps=None, send_cpus=s, recv_cpus=r)
-    with CostProbe.for_dut(bed.host, bed.ns("dut"), families=("ipv4",), reference=ref, max_s=cfg.seconds + 30) as p:
-        m = eng.run_trial(bed, t).metrics
-    sent = int(m.get("offered_count") or 0)
-    c = kernel_cost(p.result(), "ipv4", sent)
-    return {"rx_pps": m.get("rx_pps"), "tx_pps": m.get("tx_pps"), "offered_count": sent,
-            "forwarded_count": m.get("forwarded_count"), "cost": c.to_dict()}
+def cost_of(rec: TrialRecord) -> dict:
+    """A cost trial's figures under the names the summary reads (``fwlab.probes.cost.KernelCost``'s)."""
+    m = rec.metrics or {}
+    missing = m.get("fw_missing") or (rec.error and f"the trial failed: {rec.error}") or None
+    return {"p50_ns": m.get("fw_p50_ns"), "net_p50_ns": m.get("fw_net_p50_ns"),
+            "reference_p50_ns": m.get("fw_ref_p50_ns"), "ratio_to_reference": m.get("fw_ref_median_ratio"),
+            "packet_ratio_p50": m.get("fw_ref_ratio_p50"), "floor_p50_ns": m.get("fw_floor_p50_ns"),
+            "calls_per_packet": m.get("fw_calls_per_packet"), "missing": missing}
 
 
-def run_bench(cfg: KernelPrecisionConfig, log: TextIO | None = sys.stderr) -> dict:
+def trials_from_records(records: list[TrialRecord]) -> list[dict]:
+    """Per repetition and size the cost trial and the throughput trial, from the run's record."""
+    out: dict[tuple[int, int], dict] = {}
+    for r in records:
+        row = out.setdefault((r.repetition, r.rules), {"repetition": r.repetition, "rules": r.rules})
+        if r.kind == "cost":
+            m = r.metrics or {}
+            row["cost_trial"] = {"trial_id": r.trial_id, "rate_pps": m.get("rate_pps"),
+                                 "generator_short": bool(m.get("generator_short")), "cost": cost_of(r)}
+        elif r.traffic == "engine":  # record kind stream
+            row["throughput_trial"] = {"trial_id": r.trial_id, "rx_pps": r.metric("rx_pps"),
+                                       "tx_pps": r.metric("tx_pps"), "error": r.error}
+    return [row for _, row in sorted(out.items()) if "cost_trial" in row and "throughput_trial" in row]
+
+
+def run_bench(cfg: KernelPrecisionConfig, out_root: Path | str = "results", log: TextIO | None = sys.stderr) -> dict:
+    """Run the bench's suite through the run pipeline (root, real traffic) and read it back."""
+    from fwlab.run.start import start  # the one entry point of the run pipeline
+
     cfg.check()
-    ref = ReferenceChain(rules=cfg.reference_rules)
-    load = CostLoad(rate_pps=cfg.rate_pps, duration_s=cfg.seconds)
-    trials: list[dict] = []
+    data = suite_data(cfg)
+    text = suite_toml(data)
+    suite = parse_suite(tomllib.loads(text), "of fwlab bench precision --kernel-cost")
     t0 = time.monotonic()
-    with open_bed("routed") as bed:
-        backend = get_backend("nftables")
-        ctx = DutContext(bed.host, bed.ns("dut"), "routed")
-        sets = {n: ruleset_for(bed, n) for n in cfg.rules}
-        for rep in range(1, cfg.repetitions + 1):
-            for n in cfg.rules if rep % 2 else cfg.rules[::-1]:
-                backend.load(ctx, sets[n])
-                ct = measure_cost(bed, load, reference=ref)
-                tp = _throughput_trial(bed, cfg, ref)
-                trials.append({"repetition": rep, "rules": n, "cost_trial": ct.to_dict(), "throughput_trial": tp})
-                if log:
-                    c, tc = ct.cost, tp["cost"]
-                    log.write(f"rep {rep} rules {n:>6}: light {ct.rate_pps:>7.0f} pps p50 {_f(c.p50_ns)} ns "
-                              f"ref {_f(c.reference_p50_ns)} ratio {_f(c.packet_ratio_p50, 4)}"
-                              f"{' SHORT' if ct.generator_short else ''} | top rate {_f(tp['rx_pps'])} pps "
-                              f"p50 {_f(tc['p50_ns'])} ratio {_f(tc['packet_ratio_p50'], 4)}\n")
-                    log.flush()
-    return {"config": asdict(cfg), "wall_s": time.monotonic() - t0, "trials": _strip(trials),
-            "summary": summary(trials), "goals": {"referenced_cv": GOAL_REFERENCED, "raw_cv": GOAL_RAW,
-                                                  "at_rules": list(GOAL_RULES)}}
-
-
-def _strip(trials: list[dict]) -> list[dict]:
-    """The trials without the per-bracket histogram texts (the cost figures keep theirs)."""
-    out = []
-    for t in trials:
-        ct = dict(t["cost_trial"])
-        ct["probe"] = {k: v for k, v in ct["probe"].items() if k != "brackets"} | {
-            "brackets": [{k: v for k, v in b.items() if k != "hdr_b64"} for b in ct["probe"]["brackets"]]}
-        out.append({**t, "cost_trial": ct})
-    return out
+    rec = start(suite, text, Path(out_root), quiet=log is None, order=alternating)
+    trials = trials_from_records(rec.records())
+    if not trials:
+        raise FwlabError(f"the bench's run {rec.path} holds no pair of cost and throughput trials",
+                         fix=f"see fwlab report {rec.path}")
+    return {"config": asdict(cfg), "record": str(rec.path), "suite_toml": text, "wall_s": time.monotonic() - t0,
+            "trials": trials, "summary": summary(trials),
+            "goals": {"referenced_cv": GOAL_REFERENCED, "raw_cv": GOAL_RAW, "at_rules": list(GOAL_RULES)}}
 
 
 def _referenced(costs: list[dict], key: str = "packet_ratio_p50") -> list[float | None]:
@@ -136,10 +156,9 @@ def _referenced(costs: list[dict], key: str = "packet_ratio_p50") -> list[float 
 
 def summary(trials: list[dict]) -> dict:
     out = {}
-    for n in dict.fromkeys(t["rules"] for t in trials):
+    for n in sorted({t["rules"] for t in trials}):
         mine = [t for t in trials if t["rules"] == n]
         light = [t["cost_trial"]["cost"] for t in mine]
-        top = [t["throughput_trial"]["cost"] for t in mine]
         row = {
             "light_rate_pps": [t["cost_trial"]["rate_pps"] for t in mine],
             "generator_short": sum(bool(t["cost_trial"]["generator_short"]) for t in mine),
@@ -153,9 +172,7 @@ def summary(trials: list[dict]) -> dict:
             "reference_p50_ns": spread([c["reference_p50_ns"] for c in light]),
             "calls_per_packet": [c["calls_per_packet"] for c in light],
             "throughput_rx_pps": spread([t["throughput_trial"]["rx_pps"] for t in mine]),
-            "top_rate_cost_raw_p50_ns": spread([c["p50_ns"] for c in top]),
-            "top_rate_cost_referenced_ns": spread(_referenced(top)),
-            "missing": sorted({c["missing"] for c in light + top if c.get("missing")}),
+            "missing": sorted({c["missing"] for c in light if c.get("missing")}),
         }
         if n in GOAL_RULES:
             ref_cv, raw_cv = row["cost_referenced_ns"]["cv"], row["cost_raw_p50_ns"]["cv"]
@@ -163,6 +180,11 @@ def summary(trials: list[dict]) -> dict:
                                "raw": raw_cv is not None and raw_cv <= GOAL_RAW}
         out[str(n)] = row
     return out
+
+
+def _median(vals: list) -> float | None:
+    vals = [v for v in vals if v is not None]
+    return statistics.median(vals) if vals else None
 
 
 def _f(v, digits: int = 0) -> str:
@@ -177,17 +199,16 @@ def format_table(res: dict) -> str:
     lines = [f"in-kernel cost vs throughput, spread between {res['config']['repetitions']} repetitions "
              f"(CV = SD / mean; nftables linear; reference {res['config']['reference_rules']} nft rules)",
              f"{'rules':>7} {'light pps':>10} {'raw p50 ns':>11} {'raw CV':>8} {'ratio':>8} {'refd ns':>9} "
-             f"{'refd CV':>8} {'floor ns':>9} {'top pps':>9} {'thru CV':>8} {'top raw CV':>10} {'top refd CV':>11}"]
+             f"{'refd CV':>8} {'floor ns':>9} {'top pps':>9} {'thru CV':>8}"]
     for n, r in res["summary"].items():
         lines.append(
-            f"{int(n):>7,} {_f(statistics.median(r['light_rate_pps'])):>10} {_f(r['cost_raw_p50_ns']['median']):>11} "
+            f"{int(n):>7,} {_f(_median(r['light_rate_pps'])):>10} {_f(r['cost_raw_p50_ns']['median']):>11} "
             f"{_pct(r['cost_raw_p50_ns']['cv']):>8} {_f(r['cost_packet_ratio']['median'], 4):>8} "
             f"{_f(r['cost_referenced_ns']['median']):>9} {_pct(r['cost_referenced_ns']['cv']):>8} "
             f"{_f(r['floor_p50_ns']['median']):>9} {_f(r['throughput_rx_pps']['median']):>9} "
-            f"{_pct(r['throughput_rx_pps']['cv']):>8} {_pct(r['top_rate_cost_raw_p50_ns']['cv']):>10} "
-            f"{_pct(r['top_rate_cost_referenced_ns']['cv']):>11}"
+            f"{_pct(r['throughput_rx_pps']['cv']):>8}"
             + (f"  goal: referenced {'met' if r['goal_met']['referenced'] else 'NOT met'}, "
                f"raw {'met' if r['goal_met']['raw'] else 'NOT met'}" if "goal_met" in r else "")
             + (f"  missing: {'; '.join(r['missing'])}" if r["missing"] else ""))
-    lines.append(f"wall time {res['wall_s']:.0f} s")
+    lines.append(f"wall time {res['wall_s']:.0f} s" + (f"; record {res['record']}" if res.get("record") else ""))
     return "\n".join(lines)

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from fwlab.bench.search_compare import CONTENDERS, compare, kpps, overlap_clause
+from fwlab.bench.suite_text import suite_toml
 from fwlab.errors import FwlabError
 from fwlab.results.trial import TrialRecord
 from fwlab.search import SearchResult
@@ -107,28 +108,6 @@ def suite_data(cfg: SearchBenchConfig) -> dict:
                      "options": {"algorithm": alg, "goal": g[alg], "mrr_duration_s": cfg.mrr_duration_s}}
                     for alg in CONTENDERS],
     }
-
-
-def _toml_value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return repr(v)
-    if isinstance(v, str):
-        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if isinstance(v, list):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    if isinstance(v, dict):
-        return "{ " + ", ".join(f"{k} = {_toml_value(x)}" for k, x in v.items()) + " }"
-    raise TypeError(f"no TOML for {v!r}")
-
-
-def suite_toml(data: dict) -> str:
-    """``data`` as suite TOML (scalars, lists, inline tables; ``traffic`` as [[traffic]])."""
-    lines = [f"{k} = {_toml_value(v)}" for k, v in data.items() if k != "traffic"]
-    for item in data.get("traffic", []):
-        lines += ["", "[[traffic]]"] + [f"{k} = {_toml_value(v)}" for k, v in item.items()]
-    return "\n".join(lines) + "\n"
 
 
 def abba(trials: list) -> list:

@@ -85,7 +85,8 @@ def cmd_bench_kernel_precision(args) -> int:
     cfg = KernelPrecisionConfig(rules=rules, repetitions=args.repetitions, seconds=args.seconds, rate_pps=args.rate)
     cfg.check()
     require_root()
-    res = run_bench(cfg, log=None if args.quiet else sys.stderr)
+    with measuring():
+        res = run_bench(cfg, Path(args.out), log=None if args.quiet else sys.stderr)
     print(json.dumps(res, indent=2) if args.json else format_table(res))
     return 0
 
@@ -98,7 +99,8 @@ def cmd_bench_kernel_cost(args) -> int:
                                repetitions=args.repetitions, seconds=args.seconds, rate_pps=args.rate)
     cfg.check()
     require_root()
-    res = run_bench(cfg, log=None if args.quiet else sys.stderr)
+    with measuring():
+        res = run_bench(cfg, Path(args.out), log=None if args.quiet else sys.stderr)
     print(json.dumps(res, indent=2) if args.json else format_table(res))
     return 0
 
@@ -268,7 +270,8 @@ def add_bench(sub) -> None:
     bp.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     bp.set_defaults(func=cmd_bench_precision)
     bk = bsub.add_parser("kernel-cost", help="in-kernel cost per packet of each firewall backend (needs root)",
-                         description="Per backend a fresh bed, its rule set of --rules deny entries and "
+                         description="One suite run through the run pipeline (its record in --out): per backend "
+                                     "its rule set of --rules deny entries and "
                                      "--repetitions light-load trials with fwlab's in-kernel clock and the like "
                                      "reference chain (nft for nftables/iptables-nft, xtables for "
                                      "iptables-legacy/ipset); XDP backends: the kernel's run time per program "
@@ -281,6 +284,7 @@ def add_bench(sub) -> None:
     bk.add_argument("--repetitions", type=int, default=3, help="trials per backend (default 3)")
     bk.add_argument("--seconds", type=float, default=2.0, help="each trial's sending time (default 2)")
     bk.add_argument("--rate", type=float, default=20_000, help="the trials' most packets/s (default 20000)")
+    bk.add_argument("--out", default="results", help="directory for the run's record (default ./results)")
     bk.add_argument("--json", action="store_true", help="print one JSON object")
     bk.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     bk.set_defaults(func=cmd_bench_kernel_cost)

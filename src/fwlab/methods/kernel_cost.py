@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from fwlab.errors import FwlabError
 from fwlab.probes.brackets import BaseChain
 from fwlab.probes.cost import KernelCost, kernel_cost
-from fwlab.probes.kclock import CostProbe, ProbeResult
+from fwlab.probes.kclock import CostProbe, ProbeResult, ProgStatsProbe, ProgStatsResult
 from fwlab.probes.reference import ReferenceChain, XtablesReference
 from fwlab.rules.generate import generate
 from fwlab.runners import engine as eng
@@ -131,6 +131,67 @@ def measure_cost(bed: "Testbed", load: CostLoad = CostLoad(), *, reference: Refe
                      m.get("tx_pps"), pilot_ns, kernel_cost(res, load.family, sent), res)
 
 
+@dataclass(frozen=True)
+class XdpCostTrial:
+    """One light-load trial of an XDP backend timed by the kernel's own program statistics."""
+
+    load: CostLoad
+    intended_count: int
+    offered_count: int
+    forwarded_count: int
+    generator_short: bool
+    tx_pps: float | None
+    stats: ProgStatsResult
+
+    def busiest(self):
+        """The program that ran most (on the client-side interface it sees the test packets; the
+        others only replies), or None when none ran."""
+        return max((p for p in self.stats.programs if p.runs), key=lambda p: p.runs, default=None)
+
+    @property
+    def missing(self) -> str | None:
+        if self.stats.missing:
+            return self.stats.missing
+        return None if self.busiest() is not None else "no XDP program ran during the trial"
+
+
+def measure_xdp_cost(bed: "Testbed", load: CostLoad = CostLoad()) -> XdpCostTrial:
+    """One light-load engine trial at ``load.rate_pps`` (no pilot: an XDP program's run is short)
+    with the kernel's run-time statistics of the DUT's XDP programs on (``kernel.bpf_stats``, only
+    while the trial runs). The XDP program is already attached (the caller loads the backend)."""
+    load.check()
+    t, n = _trial(bed, load, load.rate_pps, load.duration_s)
+    with ProgStatsProbe(bed.host_for("dut"), bed.ns("dut"), max_s=load.duration_s + 30) as p:
+        m = eng.run_trial(bed, t, n).metrics
+    return XdpCostTrial(load, n, int(m.get("offered_count") or 0), int(m.get("forwarded_count") or 0),
+                        bool(m.get("generator_short")), m.get("tx_pps"), p.result())
+
+
+def xdp_cost_metrics(ct: XdpCostTrial) -> dict[str, Any]:
+    """An XDP trial's figures as the record's ``cost`` metrics: the program's mean run time per
+    packet (``fw_mean_ns``, ``fw_source`` "bpf_stats"); no per-packet median, histogram or reference."""
+    dur, sent, fwd = ct.load.duration_s, ct.offered_count, ct.forwarded_count
+    prog = ct.busiest()
+    runs_per_packet = prog.runs / sent if prog is not None and sent else None
+    return {
+        "rate_pps": ct.load.rate_pps, "duration_s": dur,
+        "frame_size": ct.load.frame_size or eng_args.default_frame_size(ct.load.ip_version),
+        "intended_count": ct.intended_count, "offered_count": sent, "forwarded_count": fwd,
+        "generator_short": ct.generator_short, "tx_pps": ct.tx_pps, "rx_pps": fwd / dur if dur else None,
+        "loss_ratio": max(0.0, (sent - fwd) / sent) if sent else None, "throughput_bps": None,
+        "fw_source": "bpf_stats", "fw_missing": ct.missing, "fw_family": None,
+        "fw_chains": [f"xdp program {prog.name}"] if prog is not None else [],
+        "fw_timed": prog.runs if prog is not None else None, "fw_calls_per_packet": runs_per_packet,
+        "fw_p50_ns": None, "fw_p50_low_ns": None, "fw_p50_high_ns": None, "fw_floor_p50_ns": None,
+        "fw_net_p50_ns": None,
+        "fw_mean_ns": prog.ns_per_run if prog is not None and not ct.missing else None,
+        "fw_per_packet_ns": prog.ns_per_run * runs_per_packet if prog is not None and runs_per_packet and not ct.missing else None,
+        "fw_reference": None, "fw_reference_missing": "no same-packet reference for an XDP program",
+        "fw_ref_p50_ns": None, "fw_ref_ratio_p50": None, "fw_hdr_b64": None,
+        "fw_programs": [p.to_dict() for p in ct.stats.programs],
+    }
+
+
 # --- the suite's cost item: traffic kind "cost", tool "kernel-cost" ---------------------------
 
 #: backends whose rules are nf_tables rules: the nft reference chain is like code
@@ -234,6 +295,8 @@ class KernelCostRunner(Runner):
     def measure(self, bed: "Testbed", spec: TrafficSpec, env: TrialEnv | None = None) -> Measurement:
         opts = self.check_options(spec.traffic, dict(spec.options))
         backend = env.backend.name if env is not None and env.backend is not None else None
+        if backend is not None and backend.startswith("xdp"):
+            return self._measure_xdp(bed, spec, opts)
         ref = reference_for(backend, spec.ip_version, opts["reference_rules"]) if opts["reference"] else None
         ref_missing = None if ref is not None else (
             "reference off (option reference = false)" if not opts["reference"] else no_reference_reason(backend))
@@ -250,6 +313,22 @@ class KernelCostRunner(Runner):
             flags.append({"code": "cost-missing", "severity": "warning",
                           "message": f"no in-kernel cost figure: {ct.cost.missing}"})
         return Measurement(metrics=m, raw={"probe": ct.probe.to_dict()}, flags=flags, kind="cost")
+
+    def _measure_xdp(self, bed: "Testbed", spec: TrafficSpec, opts: dict[str, Any]) -> Measurement:
+        """An XDP backend: the kernel's run time per program (no netfilter chain to bracket)."""
+        load = CostLoad(rate_pps=opts["rate_pps"], duration_s=opts["duration_s"] or spec.duration_s,
+                        frame_size=spec.size_bytes, ip_version=spec.ip_version, pilot_s=0)
+        ct = measure_xdp_cost(bed, load)
+        flags = []
+        if ct.generator_short:
+            flags.append({"code": "generator-short", "severity": "warning",
+                          "message": f"the generator sent {ct.offered_count} of {ct.intended_count} packets: "
+                                     f"the cost trial is not at its load"})
+        if ct.missing:
+            flags.append({"code": "cost-missing", "severity": "warning",
+                          "message": f"no in-kernel cost figure: {ct.missing}"})
+        return Measurement(metrics=xdp_cost_metrics(ct), raw={"progstats": ct.stats.to_dict()}, flags=flags,
+                           kind="cost")
 
 
 register(KernelCostRunner())

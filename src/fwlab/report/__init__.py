@@ -56,7 +56,15 @@ def print_summary(run_dir: Path, stream: TextIO) -> None:
     read = rec.read()
     stream.write(f"record: {rec.state(read).sentence()}\n")
     _precision_line(rec.run, read.trials, stream)
+    from fwlab.report.kernel_cost import summary_lines
+
+    cost = summary_lines(read.trials)
+    for line in cost:
+        stream.write(line + "\n")
     cs = curves(read.trials)
+    if cost and cs:
+        stream.write("Rates through the whole bed (capacity; on one host the generator shares the DUT's CPUs, so "
+                     "these move with the host's load; the in-kernel figures above do not):\n")
     by_curve: dict[tuple, list] = {}
     for ps in point_summaries(cs):
         by_curve.setdefault(ps.curve.key, []).append(ps)

@@ -19,11 +19,13 @@ from fwlab.stats.kernel_cost import (CostAgainstZero, CostPoint, PerRuleCost, co
 SLOPE_LAYOUTS = ("linear",)
 
 
-def cost_groups(trials: list[TrialRecord]) -> dict[tuple, list[TrialRecord]]:
-    """(mode, backend, ip_version) -> its measured cost trials (one bed shares one reference)."""
+def cost_groups(trials: list[TrialRecord], source: str | None = None) -> dict[tuple, list[TrialRecord]]:
+    """(mode, backend, ip_version) -> its measured cost trials (one bed shares one reference) whose
+    figure comes from ``source``: None, the netfilter brackets (a per-packet median); "bpf_stats",
+    an XDP backend's program run time (a mean)."""
     out: dict[tuple, list[TrialRecord]] = {}
     for t in as_records(trials):
-        if t.kind == "cost" and t.metrics and t.backend != "none":
+        if t.kind == "cost" and t.metrics and t.backend != "none" and t.metric("fw_source") == source:
             out.setdefault((t.mode, t.backend, t.ip_version), []).append(t)
     return out
 
@@ -56,23 +58,32 @@ def findings(trials: list[TrialRecord]) -> list[tuple[tuple, CostAgainstZero | N
 MEASURED = (("rfc2544", "throughput_pps", "RFC 2544 throughput"), ("stream", "rx_pps", "UDP received rate"))
 
 
-def measured_rate(trials: list[TrialRecord], key: tuple, layout: str, rules: int) -> tuple[float | None, str]:
-    """The median measured packet rate of the bed's (mode, backend, IP version) ``layout`` at
-    ``rules`` [packets/s] and what it is, from unprobed trials: RFC 2544 throughput, else the UDP
-    (iperf3 or engine) received rate of stream trials; (None, '') when the run has neither."""
+def measured_rates(trials: list[TrialRecord], key: tuple, layout: str, rules: int) -> tuple[list[float], str]:
+    """The measured packet rates of the bed's (mode, backend, IP version) ``layout`` at ``rules``
+    [packets/s], one per repetition, and what they are, from unprobed trials: RFC 2544 throughput,
+    else the UDP (iperf3 or engine) received rate of stream trials; ([], '') when the run has neither."""
     mode, backend, ipv = key
     for kind, metric, name in MEASURED:
         v = [float(t.metric(metric)) for t in trials if t.kind == kind and t.mode == mode and t.backend == backend
              and t.ip_version == ipv and t.layout == layout and t.rules == rules and not t.error
              and (kind != "stream" or t.traffic in ("udp", "engine")) and t.metric(metric)]
         if v:
-            return statistics.median(v), name
-    return None, ""
+            return v, name
+    return [], ""
+
+
+def measured_rate(trials: list[TrialRecord], key: tuple, layout: str, rules: int) -> tuple[float | None, str]:
+    """The median of :func:`measured_rates` (None, '' when the run has no measured rate there)."""
+    v, name = measured_rates(trials, key, layout, rules)
+    return (statistics.median(v), name) if v else (None, "")
 
 
 @dataclass(frozen=True)
 class Prediction:
-    """The predicted one-core rate of one layout and rule count, beside the measured one."""
+    """The predicted one-core rate of one layout and rule count, beside the measured one. Each
+    figure carries its range: the time inside the firewall from the lowest to the highest end of
+    its repetitions' intervals, the rest of the path from the 0-rule rate's fastest to slowest
+    repetition, the predictions from those ends, the measured rate from its repetitions."""
 
     key: tuple  #: (mode, backend, ip_version)
     layout: str
@@ -83,6 +94,32 @@ class Prediction:
     with_rest_pps: float | None  #: 1e9 / (fw_ns + rest_ns)
     measured_pps: float | None
     measured_what: str
+    fw_range_ns: tuple[float, float] | None = None  #: lowest to highest end of the repetitions' intervals [ns]
+    rest_range_ns: tuple[float, float] | None = None  #: from the 0-rule rate's fastest to slowest repetition [ns]
+    measured_range_pps: tuple[float, float] | None = None  #: lowest to highest repetition [packets/s]
+
+    @property
+    def alone_range_pps(self) -> tuple[float, float] | None:
+        if self.fw_range_ns is None:
+            return None
+        return _rate_range(self.fw_range_ns, (0.0, 0.0))
+
+    @property
+    def with_rest_range_pps(self) -> tuple[float, float] | None:
+        if self.fw_range_ns is None or self.rest_range_ns is None:
+            return None
+        return _rate_range(self.fw_range_ns, self.rest_range_ns)
+
+
+def _rate_range(fw: tuple[float, float], rest: tuple[float, float]) -> tuple[float, float] | None:
+    """(slowest, fastest) rate from the time ranges: 1e9 / (the highest ends), 1e9 / (the lowest ends)."""
+    lo, hi = predicted_rate_pps(fw[1], rest[1]), predicted_rate_pps(fw[0], rest[0])
+    return (lo, hi) if lo is not None and hi is not None else None
+
+
+def _span(values) -> tuple[float, float] | None:
+    v = [x for x in values if x is not None]
+    return (min(v), max(v)) if v else None
 
 
 def predictions(trials: list[TrialRecord]) -> list[Prediction]:
@@ -98,21 +135,35 @@ def predictions(trials: list[TrialRecord]) -> list[Prediction]:
         referenced = referenced_usable(pts)
         ref_med = reference_median_ns(pts) if referenced else None
         med: dict[tuple, float] = {}
+        rng: dict[tuple, tuple[float, float] | None] = {}
         for lay, n in sorted({(p.layout, p.rules) for p in pts}):
-            figs = [f.value_ns for p in pts if p.layout == lay and p.rules == n
+            figs = [f for p in pts if p.layout == lay and p.rules == n
                     and (f := figure(p, ref_med, referenced)) is not None]
             if figs:
-                med[(lay, n)] = statistics.median(figs)
+                med[(lay, n)] = statistics.median(f.value_ns for f in figs)
+                lows, highs = _span(f.low_ns for f in figs), _span(f.high_ns for f in figs)
+                rng[(lay, n)] = (lows[0], highs[1]) if lows and highs else None
         for (lay, n), v in sorted(med.items()):
             zl = lay if (lay, 0) in med else next((l for l, r in med if r == 0), None)
-            rest = None
+            rest = rest_range = None
             if zl is not None:
-                m0, _ = measured_rate(trials, key, zl, 0)
-                rest = rest_of_path_ns(m0, med[(zl, 0)])
-            meas, what = measured_rate(trials, key, lay, n)
+                m0s, _ = measured_rates(trials, key, zl, 0)
+                if m0s:
+                    rest = rest_of_path_ns(statistics.median(m0s), med[(zl, 0)])
+                    fast, slow = rest_of_path_ns(max(m0s), med[(zl, 0)]), rest_of_path_ns(min(m0s), med[(zl, 0)])
+                    rest_range = (fast, slow) if rest is not None and fast is not None and slow is not None else None
+            ms, what = measured_rates(trials, key, lay, n)
             out.append(Prediction(key, lay, n, v, predicted_rate_pps(v), rest,
-                                  predicted_rate_pps(v, rest) if rest is not None else None, meas, what))
+                                  predicted_rate_pps(v, rest) if rest is not None else None,
+                                  statistics.median(ms) if ms else None, what,
+                                  fw_range_ns=rng.get((lay, n)), rest_range_ns=rest_range,
+                                  measured_range_pps=_span(ms)))
     return out
+
+
+def range_text(r: tuple[float, float] | None) -> str:
+    """' [a … b]' (packets/s or ns, no decimals), or '' without a range."""
+    return "" if r is None else f" [{r[0]:,.0f} … {r[1]:,.0f}]"
 
 
 def prediction_sentences(trials: list[TrialRecord]) -> list[str]:
@@ -125,14 +176,14 @@ def prediction_sentences(trials: list[TrialRecord]) -> list[str]:
         mode, backend, ipv = key
         if p.with_rest_pps is not None:
             pred = (f"{p.with_rest_pps:,.0f} packets/s (1e9 / ({p.fw_ns:,.0f} ns inside the firewall + {p.rest_ns:,.0f} "
-                    f"ns rest of the path, from the 0-rule measured rate))")
+                    f"ns rest of the path, from the 0-rule measured rate)){range_text(p.with_rest_range_pps)}")
         else:
             pred = (f"at most {p.alone_pps:,.0f} packets/s (1e9 / {p.fw_ns:,.0f} ns inside the firewall; the rest of "
-                    "the path is not known in this run)") if p.alone_pps else None
+                    f"the path is not known in this run){range_text(p.alone_range_pps)}") if p.alone_pps else None
         if pred is None:
             continue
-        meas = (f"measured: {p.measured_pps:,.0f} packets/s ({p.measured_what})" if p.measured_pps is not None
-                else "no measured rate at this rule count in this run")
+        meas = (f"measured: {p.measured_pps:,.0f} packets/s{range_text(p.measured_range_pps)} ({p.measured_what})"
+                if p.measured_pps is not None else "no measured rate at this rule count in this run")
         out.append(f"Predicted one-core rate (IPv{ipv}, {mode}; a prediction from the in-kernel time, not a "
                    f"measurement): {backend} {lay} at {p.rules:,} rules, {pred}; {meas}.")
     return out
@@ -204,4 +255,56 @@ def sentences(trials: list[TrialRecord], predicted: bool = True) -> list[str]:
     if out:
         out += prediction_sentences(trials) if predicted else []
         out.append(drift_caveat(found))
+    return out
+
+
+@dataclass(frozen=True)
+class CostRow:
+    """One layout and rule count of a bed's in-kernel figures: the median over repetitions and the
+    lowest to highest end of their per-packet 95 % intervals [ns] (referenced where the bed's
+    trials all have the reference, else raw)."""
+
+    layout: str
+    rules: int
+    value_ns: float
+    low_ns: float | None
+    high_ns: float | None
+
+
+def cost_rows(trials: list[TrialRecord]) -> dict[tuple, tuple[bool, list[CostRow]]]:
+    """(mode, backend, ip_version) -> (referenced, its rows in layout and rule order): what the
+    section's plot and the terminal summary state per rule count."""
+    out = {}
+    for key, ts in sorted(cost_groups(as_records(trials)).items(), key=str):
+        pts = points([t for t in ts if not t.metric("fw_missing")])
+        referenced = referenced_usable(pts)
+        ref_med = reference_median_ns(pts) if referenced else None
+        rows = []
+        for lay, n in sorted({(p.layout, p.rules) for p in pts}):
+            figs = [f for p in pts if p.layout == lay and p.rules == n
+                    and (f := figure(p, ref_med, referenced)) is not None]
+            if figs:
+                rows.append(CostRow(lay, n, statistics.median(f.value_ns for f in figs),
+                                    min((f.low_ns for f in figs if f.low_ns is not None), default=None),
+                                    max((f.high_ns for f in figs if f.high_ns is not None), default=None)))
+        if rows:
+            out[key] = (referenced, rows)
+    return out
+
+
+def summary_lines(trials: list[TrialRecord]) -> list[str]:
+    """The terminal summary's in-kernel block: per bed and layout the time per packet at each rule
+    count with its interval, then the headline's sentences (slope, cost against 0 rules, predicted
+    rate, caveat); [] for a run without in-kernel figures."""
+    rows = cost_rows(trials)
+    if not rows:
+        return []
+    out = ["Time inside the firewall per packet (in-kernel clock, a light fixed load; median over repetitions "
+           "[lowest, highest end of their 95 % intervals]):"]
+    for (mode, backend, ipv), (referenced, rs) in rows.items():
+        for lay in dict.fromkeys(r.layout for r in rs):
+            cells = [f"{r.rules}r {_n(r.value_ns)} [{_n(r.low_ns)}, {_n(r.high_ns)}]" for r in rs if r.layout == lay]
+            out.append(f"  IPv{ipv} {mode:<8} {backend} {lay:<8} [ns/packet, {'referenced' if referenced else 'raw'}] "
+                       + "  ".join(cells))
+    out += [f"  {s}" for s in sentences(trials)]
     return out

@@ -13,7 +13,7 @@ from fwlab.report.plots import cost_vs_rules
 from fwlab.report.sections import Section, register
 from fwlab.report.timeseries import plot_div
 from fwlab.results.trial import TrialRecord, as_records
-from fwlab.stats.kernel_cost import figure, reference_median_ns, referenced_usable
+from fwlab.stats.kernel_cost import reference_median_ns, referenced_usable
 
 
 def _f(v, digits: int = 0) -> str:
@@ -38,6 +38,7 @@ def render(run: dict, trials: list[TrialRecord]) -> str | None:
              "times the reference's median over the bed's trials (it divides out what slowed a moment). Medians "
              "over repetitions. See docs/kernel-cost.md.</p>"]
     missing = [t for t in trials if t.kind == "cost" and (not t.metrics or t.metric("fw_missing"))]
+    per_bed = kernel_cost.cost_rows(trials)
     for key, ts in sorted(kernel_cost.cost_groups(trials).items(), key=str):
         mode, backend, ipv = key
         ts = [t for t in ts if not t.metric("fw_missing")]
@@ -46,17 +47,15 @@ def render(run: dict, trials: list[TrialRecord]) -> str | None:
         pts = kernel_cost.points(ts)
         referenced = referenced_usable(pts)
         ref_med = reference_median_ns(pts) if referenced else None
+        at = {(r.layout, r.rules): r for r in per_bed.get(key, (referenced, []))[1]}
         rows, lines = [], {}
         by: dict[tuple, list[TrialRecord]] = {}
         for t in ts:
             by.setdefault((t.layout, t.rules), []).append(t)
         for (lay, n), group in sorted(by.items()):
             g = lambda k: _med(x.metric(k) for x in group)  # noqa: E731
-            figs = [figure(p, ref_med, referenced) for p in kernel_cost.points(group)]
-            figs = [f for f in figs if f is not None]
-            v = _med(f.value_ns for f in figs)
-            lo = min((f.low_ns for f in figs if f.low_ns is not None), default=None)
-            hi = max((f.high_ns for f in figs if f.high_ns is not None), default=None)
+            r = at.get((lay, n))
+            v, lo, hi = (r.value_ns, r.low_ns, r.high_ns) if r is not None else (None, None, None)
             if v is not None:
                 lines.setdefault(lay, []).append((n, v, lo, hi))
             chains = "; ".join(group[0].metric("fw_chains") or [])
@@ -80,6 +79,7 @@ def render(run: dict, trials: list[TrialRecord]) -> str | None:
             sorted(lines.items()), f"{backend}, IPv{ipv}: {'referenced' if referenced else 'raw'} time inside the "
             f"firewall per packet\nmedian over repetitions; bars: lowest to highest per-packet 95 % interval", floor)))
         parts.append(_hooks(ts))
+    parts += _xdp_tables(trials)
     found = kernel_cost.sentences(trials, predicted=False)  # the predictions: section 'Predicted one-core rate'
     if found:
         parts.append("<h3>Findings</h3><ul>" + "".join(f"<li>{esc(s)}</li>" for s in found) + "</ul>")
@@ -89,6 +89,34 @@ def render(run: dict, trials: list[TrialRecord]) -> str | None:
     return "\n".join(p for p in parts if p)
 
 
+def _xdp_tables(trials: list[TrialRecord]) -> list[str]:
+    """XDP backends' figures: the kernel's own run time per program (bpf_stats), a mean per packet."""
+    parts = []
+    for key, ts in sorted(kernel_cost.cost_groups(trials, "bpf_stats").items(), key=str):
+        mode, backend, ipv = key
+        ts = [t for t in ts if not t.metric("fw_missing")]
+        if not ts:
+            continue
+        by: dict[tuple, list[TrialRecord]] = {}
+        for t in ts:
+            by.setdefault((t.layout, t.rules), []).append(t)
+        rows = []
+        for (lay, n), group in sorted(by.items()):
+            means = [x.metric("fw_mean_ns") for x in group if x.metric("fw_mean_ns") is not None]
+            rows.append([esc(lay), f"{n:,}", len(group), _f(_med(means)),
+                         f"{_f(min(means, default=None))}–{_f(max(means, default=None))}",
+                         _f(_med(x.metric("fw_calls_per_packet") for x in group), 2),
+                         _f(_med(x.metric("rate_pps") for x in group)),
+                         esc("; ".join(group[0].metric("fw_chains") or []))])
+        parts.append(f"<h3>{esc(backend)}, IPv{ipv}, {esc(mode)}</h3>")
+        parts.append("<p class='muted'>The XDP program's own run time per packet from the kernel's program "
+                     "statistics (kernel.bpf_stats_enabled, on only while the trial runs): a mean over the trial's "
+                     "runs, no per-packet median, no histogram and no same-packet reference.</p>")
+        parts.append(table(["layout", "rules", "trials", "mean run time [ns], median over trials",
+                            "lowest–highest trial [ns]", "runs/packet", "load [pps]", "program"], rows, left=1))
+    return parts
+
+
 def render_capacity(run: dict, trials: list[TrialRecord]) -> str | None:
     """The run-level table of predicted one-core rates beside the measured rates (it needs the
     run's other trials too, so it is its own section)."""
@@ -96,10 +124,13 @@ def render_capacity(run: dict, trials: list[TrialRecord]) -> str | None:
     for p in kernel_cost.predictions(as_records(trials)):
         mode, backend, ipv = p.key
         any_rest |= p.rest_ns is not None
-        rows.append([esc(f"{backend}, IPv{ipv}, {mode}"), esc(p.layout), f"{p.rules:,}", _f(p.fw_ns), _f(p.alone_pps),
-                     _f(p.rest_ns), _with_rest(p),
-                     f"{_f(p.measured_pps)} ({esc(p.measured_what)})" if p.measured_pps is not None
-                     else "not measured in this run"])
+        rows.append([esc(f"{backend}, IPv{ipv}, {mode}"), esc(p.layout), f"{p.rules:,}",
+                     _f(p.fw_ns) + kernel_cost.range_text(p.fw_range_ns),
+                     _f(p.alone_pps) + kernel_cost.range_text(p.alone_range_pps),
+                     _f(p.rest_ns) + kernel_cost.range_text(p.rest_range_ns) if p.rest_ns is not None else _f(None),
+                     _with_rest(p),
+                     f"{_f(p.measured_pps)}{kernel_cost.range_text(p.measured_range_pps)} ({esc(p.measured_what)})"
+                     if p.measured_pps is not None else "not measured in this run"])
     if not rows:
         return None
     return ("<h2 id='kernel-capacity'>Predicted one-core rate</h2>"
@@ -109,7 +140,10 @@ def render_capacity(run: dict, trials: list[TrialRecord]) -> str | None:
             "rate measured at 0 rules minus the firewall's time at 0 rules: it takes the 0-rule rate as one core's "
             "work per packet" + ("" if any_rest else " (no 0-rule rate in this run: not known)")
             + "; on a shared host the measured rate also carries the generator's share. Beside it the measured rate "
-              "of unprobed trials (RFC 2544 throughput, else UDP received packets/s). See "
+              "of unprobed trials (RFC 2544 throughput, else UDP received packets/s). In brackets each figure's range: "
+              "the time inside the firewall from the lowest to the highest end of its repetitions' 95 % intervals, "
+              "the rest of the path from the 0-rule rate's fastest to its slowest repetition, the predictions from "
+              "those ends, the measured rate from its slowest to its fastest repetition. See "
               "<a href='#kernel-cost'>Time inside the firewall</a>.</p>"
             + table(["firewall", "layout", "rules", "time inside the firewall [ns]",
                      "predicted, firewall alone [packets/s]", "rest of the path [ns]",
@@ -123,7 +157,7 @@ def _with_rest(p) -> str:
         return "– (rest of the path not known)"
     if p.rules == 0:
         return f"{_f(p.with_rest_pps)} (calibration: the 0-rule rate by construction)"
-    return _f(p.with_rest_pps)
+    return _f(p.with_rest_pps) + kernel_cost.range_text(p.with_rest_range_pps)
 
 
 def _hooks(ts: list[TrialRecord]) -> str:

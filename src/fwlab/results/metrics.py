@@ -232,6 +232,12 @@ class CostMetrics(_Metrics):
     fw_hdr_unit: str | None = Field(None, description="the histogram's unit, ns")
     fw_brackets: list[dict[str, Any]] | None = Field(None, description="every bracket (hook, priority, chains, role, "
                                                                        "counts, p50, or missing) without histograms")
+    fw_source: str | None = Field(None, description="where the figure comes from: null or 'brackets' (BPF netfilter "
+                                                    "brackets: per-packet histogram, median); 'bpf_stats' (an XDP "
+                                                    "backend: the kernel's run time per program, a mean in fw_mean_ns, "
+                                                    "no median, histogram or reference)")
+    fw_programs: list[dict[str, Any]] | None = Field(None, description="bpf_stats: every XDP program of the DUT (id, "
+                                                                       "name, interfaces, runs, run time) over the trial")
 
 
 #: kind -> the model of its ``metrics``

@@ -182,7 +182,9 @@ def fmt_result(m: dict | None, error: str | None) -> str:
         parts.append(f"{m['conn_rate_cps'] or 0:.0f} connections/s")
     if "capacity_connections" in m:
         parts.append(f"{m['capacity_connections'] or 0} connections held")
-    if "fw_p50_ns" in m:  # a cost trial: the firewall's own time per packet
+    if m.get("fw_source") == "bpf_stats" and m.get("fw_mean_ns") is not None:  # an XDP cost trial
+        parts.append(f"XDP program mean {m['fw_mean_ns']:,.0f} ns/packet (bpf_stats)")
+    elif "fw_p50_ns" in m:  # a cost trial: the firewall's own time per packet
         parts.append(f"in firewall p50 {m['fw_p50_ns']:,.0f} ns/packet" if m.get("fw_p50_ns") is not None
                      else f"in firewall: missing ({(m.get('fw_missing') or '?')[:50]})")
     s = ", ".join(parts) or "no figure"
