@@ -1,7 +1,10 @@
 """`fwlab bench conn` for real, shortened (root; skipped without the engine): every contender
 completes transactions through the DUT, each transaction shape sends the TCP segments its design
 says (the order of the three does not depend on the machine), and the verdict comes with the
-limit exactly when the goal is not met."""
+limit exactly when the goal is not met; the routed bed's record holds every measurement."""
+
+import json
+from pathlib import Path
 
 import pytest
 
@@ -12,9 +15,9 @@ if eng_bin.find_engine() is None:
     pytest.skip("needs fwlab-engine (make engine)", allow_module_level=True)
 
 
-def test_bench_conn_smoke():
+def test_bench_conn_smoke(tmp_path):
     cfg = bench.ConnBenchConfig(rounds=1, seconds=0.5, max_inflight=200, direct=False)
-    res = bench.run_bench(cfg, log=None)
+    res = bench.run_bench(cfg, tmp_path, log=None)
     c = res["contenders"]
     assert set(c) == {"baseline", "lean", "scaled"} and len(res["rounds"]) == 1
     for name, fig in c.items():
@@ -27,3 +30,6 @@ def test_bench_conn_smoke():
     assert res["goal"]["verdict"] in ("met", "not met", "inconclusive")
     assert ("limit" in res) == (res["goal"]["verdict"] != "met")
     assert "direct" not in res
+    run = json.loads((Path(res["records"]["routed"]) / "run.json").read_text())
+    assert run["status"] == "complete" and run["beds"][0]["backend"] == "nftables"
+    assert [r["contender"] for r in run["bench"]["runs"]] == ["baseline", "lean", "scaled"]

@@ -1,6 +1,8 @@
 """`fwlab bench engine` for real, shortened (root; skipped without the engine, trafgen or clang):
-every tool produces a rate in both phases and nothing it started is left running."""
+every tool produces a rate in both phases, nothing it started is left running, and its record
+holds every measurement."""
 
+import json
 import shutil
 import subprocess
 
@@ -19,10 +21,10 @@ def _trafgens() -> set[str]:
     return set(cp.stdout.splitlines())
 
 
-def test_bench_smoke():
+def test_bench_smoke(tmp_path):
     before = _trafgens()
     res = bench.run_bench(bench.BenchConfig(rounds=1, seconds=0.4, warmup_s=0.3,
-                                            engine_configs=("udp:1", "packet:1")), log=None)
+                                            engine_configs=("udp:1", "packet:1")), tmp_path, log=None)
     assert all(r.get("pps") for r in res["runs"]), [r for r in res["runs"] if not r.get("pps")]
     assert set(res["medians_pps"]["forwarded"]) == {"iperf3", "trafgen", "engine:udp:1", "engine:packet:1"}
     assert set(res["medians_pps"]["generator"]) == {"trafgen", "engine:udp:1", "engine:packet:1"}
@@ -33,3 +35,6 @@ def test_bench_smoke():
         if r["phase"] == "generator":
             assert r["rx_packets"] > 0
     assert _trafgens() <= before  # trafgen's per-CPU children were stopped too
+    run = json.loads((tmp_path / res["record"].rsplit("/", 1)[1] / "run.json").read_text())
+    assert run["status"] == "complete" and run["bench"]["runs"] == json.loads(json.dumps(res["runs"]))
+    assert run["bench"]["planned"] == len(res["runs"]) == 7

@@ -3,6 +3,7 @@ per packet in its trials: every cost trial of an nftables rule set carries the i
 with its interval, the probe floor, one firewall pass per packet and the same-packet reference
 ratio, and its line fits docs/schema/trial-cost.schema.json (docs/kernel-cost.md "In a suite")."""
 
+from fwlab.stats.latency import decode
 from record_schema import assert_record_valid
 
 SUITE = """
@@ -45,6 +46,9 @@ def test_a_suite_with_the_cost_item_records_the_in_kernel_figures(tmp_path):
         assert m["fw_timed"] >= 0.98 * m["forwarded_count"]
         assert m["fw_ref_ratio_p50"] and m["fw_ref_p50_ns"] and m["fw_hdr_b64"]
         assert m["fw_reference"].startswith("nft ip fwlab_kclock_ref")
+        # the reference's own gaps, one per packet it timed (they give the uncontended conversion)
+        ref = next(b for b in m["fw_brackets"] if b["role"] == "reference")
+        assert decode(m["fw_ref_hdr_b64"]).get_total_count() == ref["timed"] > 0
         by_rules[t["rules"]] = m
     # 1,000 non-matching linear rules take longer per packet than none
     assert by_rules[1000]["fw_p50_ns"] > by_rules[0]["fw_p50_ns"]

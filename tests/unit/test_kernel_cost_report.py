@@ -44,7 +44,7 @@ def test_a_flat_set_comes_out_no_cost():
     lines = [line("set", n, rep, 300, 0.03) for n in (0, 10000) for rep in (1, 2)]
     s, pred, caveat = kernel_cost.sentences(lines)
     assert pred.startswith("Predicted one-core rate (IPv4, routed; a prediction from the in-kernel time, not a measurement)")
-    assert "at most 3,333,333 packets/s (1e9 / 300 ns inside the firewall; the rest of the path is not known" in pred
+    assert "at most 3,333,333 packets/s (1e9 / 300 ns inside the firewall (referenced, at the reference's median time); the rest of the path is not known" in pred
     assert caveat.startswith("Caveat on the in-kernel intervals") and "between runs" in caveat
     assert "+0 ns/packet" in s and s.endswith(": no cost. Per repetition (in run order): 0 / 0 ns/packet.")
 
@@ -115,7 +115,7 @@ def test_the_prediction_adds_the_rest_of_the_path_from_the_zero_rule_rate_beside
     assert p.with_rest_pps == 1e9 / (70_200 + 3_800) and p.measured_pps == 14_000.0
     assert preds[("linear", 100)].measured_pps is None
     lin = next(x for x in kernel_cost.sentences(lines) if x.startswith("Predicted") and " linear " in x)
-    assert "13,514 packets/s (1e9 / (70,200 ns inside the firewall + 3,800 ns rest of the path" in lin
+    assert "13,514 packets/s (1e9 / (70,200 ns inside the firewall (referenced, at the reference's median time) + 3,800 ns rest of the path" in lin
     assert "measured: 14,000 packets/s [14,000 … 14,000] (UDP received rate)" in lin
     html = "\n".join(render_sections({}, lines, run_level=True))
     assert "<h2 id='kernel-capacity'>Predicted one-core rate</h2>" in html and "13,514" in html
@@ -186,3 +186,25 @@ def test_the_terminal_summary_states_the_in_kernel_time_per_rule_count_before_th
     bad = line("linear", 0, 1, 0, 0)
     bad["metrics"].update(fw_missing="no probe", fw_p50_ns=None)
     assert kernel_cost.summary_lines([bad]) == []  # nothing measured: no block
+
+
+def test_the_slope_says_it_is_referenced_at_the_uncontended_time_with_its_ratio_conversion_and_raw_slope():
+    from fwlab.stats.latency import encode
+    lines = run_lines()
+    for i, d in enumerate(lines):  # the reference's packets: a fast mode at 6,000 ns and a busy host's 9,000
+        d["metrics"]["fw_ref_hdr_b64"] = encode([6000.0] * 50 + [9000.0] * 50)
+    s = kernel_cost.sentences(lines)
+    lin = next(x for x in s if " linear costs " in x)
+    assert "(IPv4, routed, in-kernel, referenced, at the reference's uncontended time)" in lin
+    # ratio 7/10,000 per rule x 6,000 ns: 4.20 ns/rule
+    assert "linear costs 4.20 ns/rule [" in lin
+    assert "ratio firewall / reference growing 0.7000 per 1,000 rules, x 6,00" in lin  # 6,000 in its histogram bucket
+    assert "ns per reference packet, the 1st percentile of its 1,600 timed packets" in lin
+    assert "Raw medians (not referenced: they carry the host's speed, which moves between runs): 7.00 ns/rule [" in lin
+    assert "converted at the reference's uncontended time, which does not move with it" in s[-1]
+
+
+def test_a_record_without_reference_histograms_says_its_conversion_is_the_median():
+    lin = next(x for x in kernel_cost.sentences(run_lines()) if " linear costs " in x)
+    assert "referenced, at the reference's median time" in lin and "the median of 16 trials' reference medians" in lin
+    assert "uncontended" not in kernel_cost.sentences(run_lines())[-1]

@@ -9,7 +9,8 @@ The rule (docs/architecture.md): data flows
 with the rule sets (``rules``, pure data) and the search algorithms (``search``, pure) read by
 all of them, and the run pipeline on top of it all, in its own order: ``run.plan`` (a suite
 against the plug-ins) -> ``run.load``, ``run.preflight``, ``run.progress``, ``run.header``,
-``run.beds`` -> ``run.trial`` -> ``run.executor`` -> ``run.start`` (the one entry point) ->
+``run.beds``, ``run.stages`` -> ``run.trial`` -> ``run.executor``, ``run.staged`` -> ``run.start``
+(the one entry point) ->
 ``run.baseline``; the rule-set runs (``ruleset``) and the benches (``bench``) on top of the run
 pipeline; the CLI on top of everything. errors / registry / validation / svgplot (and the
 package root, for its version) are a shared bottom. A module may import its own layer, the
@@ -59,14 +60,16 @@ RANKS: dict[str, int] = {
     "fwlab.run.header": 12,       # the head of every run's record
     "fwlab.run.beds": 12,         # the one place a test bed is made, and its life between backends
     "fwlab.run.load": 12,         # a trial's rule set: the generator choice, the load, its reads
+    "fwlab.run.stages": 12,       # a staged job's parts: stages, trials naming registered methods
     "fwlab.run.trial": 13,        # one trial -> its record line
     "fwlab.run.executor": 14,     # the order of work
+    "fwlab.run.staged": 14,       # a staged job's order of work: one bed, one record, its stages
     "fwlab.run.start": 15,        # the one entry point: start / resume
     "fwlab.run.baseline": 16,     # a suite run N times, read back as noise
     # on top of the run pipeline: imported rule sets (fwlab run --ruleset, fwlab optimize: their
     # beds and record heads from the pipeline), benches
     "fwlab.ruleset": 16,
-    "fwlab.bench": 17,            # each bench: its beds from run.beds, its suites through run.start
+    "fwlab.bench": 17,            # each bench: a suite or a staged job through run.start
     # the CLI on top of everything, in its own order: what every command shares, the commands (one
     # module per group; `run` ends as `records` does, with its report), the root parser and main,
     # the package face

@@ -36,9 +36,18 @@ the best contender's interval lies above it, not met when below, inconclusive ot
 there were too few rounds for 95 %; when it is not met, ``limit`` says from the figures what
 limits the rate. Beds are torn down on every exit path.
 
-Not a plan through fwlab.run.start: its contenders are variants of the tester's own client
-(engine flags, close modes, worker counts no suite traffic item names), not trials of a method, so
-it drives runners.conn's processes on beds from fwlab.run.beds.open_bed.
+Two staged jobs of the run pipeline (:class:`ConnBench`, one per bed, run one after the other
+by :func:`fwlab.run.start.start`: the pipeline opens each bed, makes its record, sets its status
+and cleans up on every exit path): the routed bed, whose set-up loads nftables with 0 rules, then
+the direct bed. Each round is a stage whose trials name the registered method
+``conn-rate-window`` (one contender, one closed-loop window, :func:`measure`). Each job's record
+(``--out``): run.json with its derived suite header, the bed's description and ``bench`` =
+{bed, config, contenders, prepare, planned, runs}; each measurement is appended to ``bench.runs``
+and run.json saved the moment it ends, so an interrupted bench keeps every measurement it
+finished. The measurements are not trial lines: the contenders are variants of the tester's own
+client (engine flags, close modes, worker counts no suite traffic item names), not trials of a
+kind the report reads. The printed table and ``--json`` are computed from the records
+(:func:`result`).
 """
 
 from __future__ import annotations
@@ -47,11 +56,16 @@ import os
 import statistics
 import sys
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import TextIO
 
 from fwlab.dut import DutContext, get_backend
+from fwlab.errors import FwlabError
+from fwlab.results import RunRecord
 from fwlab.rules import generate
-from fwlab.run.beds import open_bed
+from fwlab.run.header import derived_suite
+from fwlab.run.stages import JobHead, Stage, StagedRun, Stages, StageTrial, stage_method
+from fwlab.run.start import start
 from fwlab.runners import conn
 from fwlab.runners import conn_options
 from fwlab.stats import summarize
@@ -146,36 +160,106 @@ def engine_processes(o: dict) -> int:
     return int(o.get("workers") or 1) + int(o.get("ports") or 1)
 
 
-def _bed_rounds(mode: str, cfg: ConnBenchConfig, opts: dict[str, dict], names: tuple[str, ...],
-                say) -> list[dict]:
-    rounds: list[dict] = []
-    with open_bed(mode) as bed:
-        plan = bed.topo.plan
+@dataclass
+class ConnState:
+    """What the ``conn-rate-window`` method uses on a run (:attr:`fwlab.run.stages.JobHead.state`)."""
+
+    mode: str  #: the bed's mode (routed, direct)
+    opts: dict[str, dict]  #: each contender's conn options (:func:`contenders`)
+    seconds: float  #: the launch window [s]
+    srcs: list[str]  #: the client's source addresses (:func:`fwlab.runners.conn.prepare_bed`)
+
+
+@stage_method("conn-rate-window")
+def conn_rate_window(run: StagedRun, t: StageTrial) -> dict:
+    """One contender's closed-loop window (:func:`measure`). args: contender, round (from 1). The
+    row is appended to run.json's ``bench.runs`` and run.json saved before the next one starts."""
+    s: ConnState = run.state
+    name, rnd = t.args["contender"], t.args["round"]
+    m = measure(run.bed, s.opts[name], s.seconds, s.srcs)
+    run.record.run["bench"]["runs"].append({"round": rnd, "contender": name, **m})
+    run.record.save_run()
+    run.note(f"bench conn: {s.mode} round {rnd} {name}: {m['succeeded_cps']:.0f} transactions/s "
+             f"({m['succeeded']} ok, failed {m['failed']}; {m['cpu_us_per_txn']} us CPU and "
+             f"{m['segments_per_txn']} segments per transaction)")
+    return m
+
+
+@dataclass
+class ConnBench:
+    """One bed of ``fwlab bench conn`` as a staged job: the set-up loads nftables with 0 rules on a
+    bed with a DUT and prepares the client (:func:`fwlab.runners.conn.prepare_bed`); each round a
+    stage of every contender in ``names``. No conditions: the DUT keeps its set-up's state."""
+
+    cfg: ConnBenchConfig
+    opts: dict[str, dict]
+    names: tuple[str, ...]
+    mode: str = "routed"
+    ctx: DutContext | None = None  #: the DUT whose nftables the set-up loaded (None: no DUT)
+
+    def setup(self, bed: Testbed, note) -> JobHead:
+        cfg, plan = self.cfg, bed.topo.plan
+        desc: dict = {"backend": "none", "dut": "none: client and server on one veth pair"}
         if bed.topo.has_dut:
-            ctx = DutContext(bed.host, bed.ns("dut"), "routed")
-            get_backend("nftables").load(ctx, generate(0, "linear", client_net=plan.client_net(4),
-                                                       server_net=plan.server_net(4)))
-        srcs = conn.prepare_bed(bed, {4: cfg.addresses})["addresses"]["4"]
-        for r in range(cfg.rounds):
-            row: dict = {}
-            for name in names:
-                row[name] = m = measure(bed, opts[name], cfg.seconds, srcs)
-                say(f"{mode} round {r + 1} {name}: {m['succeeded_cps']:.0f} transactions/s "
-                    f"({m['succeeded']} ok, failed {m['failed']}; {m['cpu_us_per_txn']} us CPU and "
-                    f"{m['segments_per_txn']} segments per transaction)")
-            rounds.append(row)
-    return rounds
+            self.ctx = DutContext(bed.host, bed.ns("dut"), "routed")
+            nft = get_backend("nftables")
+            nft.load(self.ctx, generate(0, "linear", client_net=plan.client_net(4), server_net=plan.server_net(4)))
+            desc = {"backend": "nftables", "backend_version": nft.version(bed.host), "rules": 0, "layout": "linear"}
+        prep = conn.prepare_bed(bed, {4: cfg.addresses})
+        suite = derived_suite(f"bench-conn-{self.mode}", repetitions=cfg.rounds, ip_versions=[4], description=(
+            f"fwlab bench conn, {self.mode} bed: connections/s of the engine's connection client, contenders "
+            f"{', '.join(self.names)}, {cfg.rounds} rounds of {cfg.seconds:g} s"))
+        suite["parsed"]["mode"] = [self.mode]
+        bench = {"name": "conn", "bed": self.mode, "config": asdict(cfg),
+                 "contenders": {n: self.opts[n] for n in self.names}, "prepare": prep,
+                 "planned": cfg.rounds * len(self.names), "runs": []}
+        return JobHead(suite=suite, bed=desc, run={"bench": bench},
+                       state=ConnState(self.mode, self.opts, cfg.seconds, prep["addresses"]["4"]))
+
+    def stages(self, run: StagedRun) -> Stages:
+        for r in range(1, self.cfg.rounds + 1):
+            yield Stage(f"{self.mode} round {r}", tuple(
+                StageTrial("conn-rate-window", None, {"contender": n, "round": r}) for n in self.names))
+
+    def set_condition(self, run: StagedRun, condition: str) -> None:
+        raise FwlabError(f"bench conn has no condition '{condition}'", fix="its trials name none")
+
+    def cleanup(self, run: StagedRun) -> None:
+        """The set-up's nftables rule set flushed (the client's addresses and sysctls are the bed's
+        own namespaces': they go with it)."""
+        if self.ctx is not None:
+            try:
+                get_backend("nftables").flush(self.ctx)
+            except FwlabError as exc:
+                run.note(f"bench conn: the DUT's rule set was not flushed ({exc.one_line()}); "
+                         "the bed's teardown removes it")
 
 
-def run_bench(cfg: ConnBenchConfig, log: TextIO | None = sys.stderr) -> dict:
-    def say(msg: str) -> None:
-        if log:
-            print(f"bench conn: {msg}", file=log, flush=True)
+def rounds_of(runs: list[dict]) -> list[dict]:
+    """A record's ``bench.runs`` as rounds: per round (in order) each contender's figures."""
+    out: dict[int, dict] = {}
+    for r in runs:
+        out.setdefault(r["round"], {})[r["contender"]] = {k: v for k, v in r.items() if k not in ("round", "contender")}
+    return [out[k] for k in sorted(out)]
 
+
+def run_bench(cfg: ConnBenchConfig, out_root: Path | str = "results", log: TextIO | None = sys.stderr) -> dict:
+    """The routed bed's job, then (``cfg.direct``) the direct bed's, through the run pipeline
+    (their records under ``out_root``); the result object computed from the records."""
     opts = contenders(cfg)
-    rounds = _bed_rounds("routed", cfg, opts, tuple(opts), say)
-    direct = _bed_rounds("direct", cfg, opts, DIRECT_CONTENDERS, say) if cfg.direct else None
-    return {"config": asdict(cfg), "cpus": os.cpu_count(), **summarize_rounds(rounds, opts, direct)}
+    routed = start(ConnBench(cfg, opts, tuple(opts), "routed"), out_root=Path(out_root), log=log)
+    direct = (start(ConnBench(cfg, opts, DIRECT_CONTENDERS, "direct"), out_root=Path(out_root), log=log)
+              if cfg.direct else None)
+    return result(cfg, routed, direct)
+
+
+def result(cfg: ConnBenchConfig, routed: RunRecord, direct: RunRecord | None = None) -> dict:
+    """The result object of the bench's records (:func:`summarize_rounds`), with their paths."""
+    opts = contenders(cfg)
+    d = rounds_of(direct.run["bench"]["runs"]) if direct else None
+    return {"config": asdict(cfg), "cpus": os.cpu_count(),
+            **summarize_rounds(rounds_of(routed.run["bench"]["runs"]), opts, d),
+            "records": {"routed": str(routed.path), **({"direct": str(direct.path)} if direct else {})}}
 
 
 def _median(rows: list[dict], name: str, key: str) -> float | None:
@@ -391,4 +475,6 @@ def format_table(res: dict) -> str:
     lines.append(f"goal {g['ratio']:g} x baseline: {g['verdict']}" + (f" (best: {g['best']})" if g["best"] else ""))
     if res.get("limit"):
         lines.append(f"limit: {res['limit']['limit']}: {res['limit']['why']}")
+    for bed, path in (res.get("records") or {}).items():
+        lines.append(f"record ({bed} bed): {path}")
     return "\n".join(lines)

@@ -1,9 +1,11 @@
 """``fwlab bench engine``: is fwlab-engine a better packet-rate generator than iperf3 and trafgen?
 
-Owns: the benchmark of issue 3 item 10. On one routed test bed with no rules it measures the
-64-byte frame rate of iperf3 (UDP, ``-b 0 -l 18``), trafgen (netsniff-ng, 2 CPUs) and
+Owns: the benchmark of issue 3 item 10, as a staged job of the run pipeline (:class:`EngineBench`,
+run by :func:`fwlab.run.start.start`: the pipeline opens the routed bed, makes the record, sets
+its status and cleans up on every exit path). On one routed test bed with no rules it measures
+the 64-byte frame rate of iperf3 (UDP, ``-b 0 -l 18``), trafgen (netsniff-ng, 2 CPUs) and
 fwlab-engine at ``max`` (several configurations: backend udp/packet, 1 or 2 threads), in
-alternating order (A B C … A B C …), twice:
+alternating order (A B C … A B C …), twice — the two phases are the DUT's two conditions:
 
 * ``forwarded``: through the empty DUT, counted at the server interface's rx counter (the same
   counter for every tool: the path's limit, generator and forwarding together);
@@ -12,14 +14,25 @@ alternating order (A B C … A B C …), twice:
   iperf3 is left out here: its UDP test starts only after its server answered, and the XDP
   program drops that answer's request.
 
+The job's set-up gives the DUT a permanent neighbour on the client (while XDP drops everything,
+ARP cannot refresh it) and prepares the tools (:func:`make_tools`); its stages are per phase the
+rounds, each a stage whose trials name the registered method ``generator-rate`` (one tool, one
+counting window); :meth:`EngineBench.set_condition` attaches the XDP drop program for
+``generator`` and detaches it for ``forwarded``; the clean-up detaches it and removes the tools'
+temporary directory.
+
 Each measurement: start the tool, wait ``warmup_s``, read the counter, wait ``seconds``, read it
 again, stop the tool; rate = counter difference / time between the reads. No receiving program
 runs for trafgen and the engine (the server's kernel drops the datagrams: no socket), iperf3 needs
-its server. Never touches the host's root namespace; the bed is torn down on every exit path.
+its server. Never touches the host's root namespace.
 
-Not a plan through fwlab.run.start: it compares traffic generators by one interface counter read
-around a window (with an XDP drop program at the DUT's ingress), which no method's trial is; its
-bed comes from fwlab.run.beds.open_bed.
+The record (``--out``): run.json with the bench's derived suite header, the bed's description
+and ``bench`` = {config, tools, host, planned, runs}; each measurement is appended to
+``bench.runs`` and run.json saved the moment it ends, so an interrupted bench keeps every
+measurement it finished. The measurements are not trial lines: a rate counted at one interface
+around a window, with the DUT forwarding or dropping at its ingress, is no trial of any kind the
+report reads (no offered/forwarded pair, no rule-count curve). The printed table and ``--json``
+are computed from the record (:func:`result`).
 """
 
 from __future__ import annotations
@@ -35,16 +48,19 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TextIO
 
 from fwlab.errors import FwlabError
+from fwlab.results import RunRecord
 from fwlab.runners import engine as eng
 from fwlab.runners import engine_args as eng_args
 from fwlab.runners import engine_binary as eng_bin
 from fwlab.runners import engine_counts as eng_counts
-from fwlab.run.beds import open_bed
+from fwlab.run.header import derived_suite
+from fwlab.run.stages import JobHead, Stage, StagedRun, Stages, StageTrial, stage_method
+from fwlab.run.start import start
 from fwlab.testbed import Testbed, require_tool
 from fwlab.testbed.host import Spawned
 
@@ -325,50 +341,124 @@ def _median(vals: list[float]) -> float | None:
     return statistics.median(vals) if vals else None
 
 
-def run_bench(cfg: BenchConfig, log: TextIO | None = sys.stderr) -> dict:
-    """Build the bed, run every phase's rounds, return the result object (see module doc)."""
-    for prog in ("iperf3", "trafgen", "ip", "ss"):
-        require_tool(prog)
-    obj = xdp_object() if "generator" in cfg.phases else None
-    results: list[dict] = []
-    load_before = os.getloadavg()
-    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    with tempfile.TemporaryDirectory(prefix="fwlab-bench-") as work, \
-            open_bed("routed") as bed:
-        topo = bed.topo
-        # A permanent neighbour for the DUT: while XDP drops everything, ARP cannot refresh it.
-        bed.sh("client", "ip", "neigh", "replace", topo.plan.dut_client_side4, "lladdr",
-               eng.next_hop_mac(bed), "dev", topo.client_if, "nud", "permanent")
-        tools = make_tools(bed, cfg, work)
-        for phase in cfg.phases:
-            if phase == "generator":
-                bed.sh("dut", "ip", "link", "set", "dev", topo.dut_client_if, "xdpgeneric", "obj", str(obj),
-                       "sec", "xdp")
-            try:
-                for rnd in range(1, cfg.rounds + 1):
-                    for tool in tools:
-                        if phase not in tool.phases:
-                            continue
-                        perf_out = (Path(work) / f"{phase}-{tool.name.replace(':', '_')}.perf.data"
-                                    if cfg.perf and rnd == cfg.rounds else None)
-                        try:
-                            rec = measure_once(bed, tool, phase, cfg, perf_out)
-                        except FwlabError as exc:
-                            rec = {"tool": tool.name, "phase": phase, "pps": None, "error": exc.one_line()}
-                        rec["round"] = rnd
-                        results.append(rec)
-                        if log:
-                            pps = rec.get("pps")
-                            log.write(f"  {phase:<9} round {rnd}  {tool.name:<16} "
-                                      + (f"{pps / 1e3:8.1f} kpps" if pps else f"ERROR {rec.get('error')}") + "\n")
-                            log.flush()
-            finally:
-                if phase == "generator":
-                    bed.sh("dut", "ip", "link", "set", "dev", topo.dut_client_if, "xdpgeneric", "off", check=False)
+@dataclass
+class EngineState:
+    """What the ``generator-rate`` method uses on a run (:attr:`fwlab.run.stages.JobHead.state`)."""
+
+    cfg: BenchConfig
+    tools: dict[str, Tool]  #: by name (:func:`make_tools`)
+    work: str  #: the temporary directory: trafgen's packet, the perf data
+
+
+@stage_method("generator-rate")
+def generator_rate(run: StagedRun, t: StageTrial) -> dict:
+    """One tool's rate over one counting window (:func:`measure_once`) in the phase the trial's
+    condition names. args: tool (a name of :func:`make_tools`), round, perf (profile the window).
+    A measurement that fails is kept with its error (the bench goes on). The row is appended to
+    run.json's ``bench.runs`` and run.json saved before the next measurement starts."""
+    s: EngineState = run.state
+    tool, phase, rnd = s.tools[t.args["tool"]], t.condition, t.args["round"]
+    perf_out = Path(s.work) / f"{phase}-{tool.name.replace(':', '_')}.perf.data" if t.args.get("perf") else None
+    try:
+        rec = measure_once(run.bed, tool, phase, s.cfg, perf_out)
+    except FwlabError as exc:
+        rec = {"tool": tool.name, "phase": phase, "pps": None, "error": exc.one_line()}
+    rec["round"] = rnd
+    run.record.run["bench"]["runs"].append(rec)
+    run.record.save_run()
+    pps = rec.get("pps")
+    run.note(f"  {phase:<9} round {rnd}  {tool.name:<16} "
+             + (f"{pps / 1e3:8.1f} kpps" if pps else f"ERROR {rec.get('error')}"))
+    return rec
+
+
+@dataclass
+class EngineBench:
+    """``fwlab bench engine``'s staged job (see the module doc). Conditions: ``forwarded`` (the
+    empty DUT forwards) and ``generator`` (the XDP drop program at the DUT's ingress)."""
+
+    cfg: BenchConfig
+    xdp_obj: Path | None  #: the compiled XDP drop program (None: no generator phase)
+    host: dict  #: this host's figures before the bed (start time, load average, CPUs, kernel)
+    mode: str = "routed"
+    work: str | None = None  #: the tools' temporary directory (made by the set-up)
+
+    @classmethod
+    def of(cls, cfg: BenchConfig) -> "EngineBench":
+        """Find the tools and build the XDP program before any bed is made (a missing one fails in one line)."""
+        for prog in ("iperf3", "trafgen", "ip", "ss"):
+            require_tool(prog)
+        obj = xdp_object() if "generator" in cfg.phases else None
+        return cls(cfg, obj, {"started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                              "loadavg_before": os.getloadavg(), "cpus": os.cpu_count(),
+                              "kernel": os.uname().release, "xdp_object": str(obj) if obj else None})
+
+    def setup(self, bed: Testbed, note) -> JobHead:
+        cfg = self.cfg
+        self.work = tempfile.mkdtemp(prefix="fwlab-bench-")
+        try:
+            topo = bed.topo
+            # A permanent neighbour for the DUT: while XDP drops everything, ARP cannot refresh it.
+            bed.sh("client", "ip", "neigh", "replace", topo.plan.dut_client_side4, "lladdr",
+                   eng.next_hop_mac(bed), "dev", topo.client_if, "nud", "permanent")
+            tools = make_tools(bed, cfg, self.work)
+        except BaseException:
+            shutil.rmtree(self.work, ignore_errors=True)
+            raise
         tool_info = {t.name: {"version": t.version, "pinning": t.pinning, "phases": list(t.phases)} for t in tools}
-    return summarize(results, cfg, tool_info, {
-        "started_utc": started, "loadavg_before": load_before, "loadavg_after": os.getloadavg(),
-        "cpus": os.cpu_count(), "kernel": os.uname().release, "xdp_object": str(obj) if obj else None})
+        suite = derived_suite("bench-engine", repetitions=cfg.rounds, ip_versions=[4], description=(
+            f"fwlab bench engine: the {FRAME}-byte frame rate of iperf3, trafgen and fwlab-engine "
+            f"({', '.join(cfg.engine_configs)}), {cfg.rounds} rounds of {cfg.seconds:g} s per phase "
+            f"({', '.join(cfg.phases)})"))
+        bench = {"name": "engine", "config": asdict(cfg), "tools": tool_info, "host": dict(self.host),
+                 "planned": sum(cfg.rounds * sum(p in t.phases for t in tools) for p in cfg.phases), "runs": []}
+        return JobHead(suite=suite, state=EngineState(cfg, {t.name: t for t in tools}, self.work),
+                       bed={"backend": "none",
+                            "dut": "no rules; in the generator phase an XDP (generic) drop-all program at "
+                                   f"{topo.dut_client_if}'s ingress"},
+                       run={"bench": bench}, condition="forwarded")
+
+    def stages(self, run: StagedRun) -> Stages:
+        cfg, tools = self.cfg, list(run.state.tools.values())
+        for phase in cfg.phases:
+            for rnd in range(1, cfg.rounds + 1):
+                yield Stage(f"{phase} round {rnd}", tuple(
+                    StageTrial("generator-rate", phase, {"tool": t.name, "round": rnd,
+                                                         "perf": cfg.perf and rnd == cfg.rounds})
+                    for t in tools if phase in t.phases))
+        run.record.run["bench"]["host"]["loadavg_after"] = os.getloadavg()
+
+    def set_condition(self, run: StagedRun, condition: str) -> None:
+        dev = run.bed.topo.dut_client_if
+        if condition == "generator":
+            assert self.xdp_obj is not None, "EngineBench.of builds the XDP program for a generator phase"
+            run.bed.sh("dut", "ip", "link", "set", "dev", dev, "xdpgeneric", "obj", str(self.xdp_obj), "sec", "xdp")
+        elif condition == "forwarded":
+            run.bed.sh("dut", "ip", "link", "set", "dev", dev, "xdpgeneric", "off", check=False)
+        else:
+            raise FwlabError(f"bench engine has no condition '{condition}'", fix="use forwarded or generator")
+
+    def cleanup(self, run: StagedRun) -> None:
+        """The XDP program off the DUT's ingress (whatever phase ended) and the temporary directory gone."""
+        try:
+            run.bed.sh("dut", "ip", "link", "set", "dev", run.bed.topo.dut_client_if, "xdpgeneric", "off",
+                       check=False)
+        finally:
+            if self.work:
+                shutil.rmtree(self.work, ignore_errors=True)
+
+
+def run_bench(cfg: BenchConfig, out_root: Path | str = "results", log: TextIO | None = sys.stderr) -> dict:
+    """The bench as a staged job through the run pipeline (its record under ``out_root``); the
+    result object computed from the record (see the module doc)."""
+    rec = start(EngineBench.of(cfg), out_root=Path(out_root), log=log)
+    return result(rec, cfg)
+
+
+def result(rec: RunRecord, cfg: BenchConfig) -> dict:
+    """The result object (:func:`summarize`) of a bench's record, with the record's path."""
+    b = rec.run["bench"]
+    return {**summarize(b["runs"], cfg, b["tools"], b["host"]), "record": str(rec.path)}
 
 
 def summarize(results: list[dict], cfg: BenchConfig, tool_info: dict, host: dict) -> dict:
@@ -449,9 +539,10 @@ def format_table(res: dict) -> str:
     lines.append(f"engine_vs_trafgen     {f(res['engine_vs_trafgen'])}   (forwarded)")
     lines.append(f"engine_vs_trafgen_gen {f(res['engine_vs_trafgen_gen'])}   (generator only, XDP drop; best engine "
                  f"{res['engine_best'].get('generator')})")
-    la, lb = res["host"]["loadavg_after"], res["host"]["loadavg_before"]
+    la, lb = res["host"].get("loadavg_after"), res["host"]["loadavg_before"]
     lines.append(f"counted: forwarded at the server's rx counter, generator at the DUT ingress rx counter; "
-                 f"load average {lb[0]:.2f} -> {la[0]:.2f} on {res['host']['cpus']} CPUs (noisy if > 0)")
+                 f"load average {lb[0]:.2f} -> {'?' if la is None else f'{la[0]:.2f}'} on {res['host']['cpus']} "
+                 "CPUs (noisy if > 0)")
     for name, prof in (res.get("profiles") or {}).items():
         lines.append("")
         if prof.get("missing"):
@@ -461,6 +552,8 @@ def format_table(res: dict) -> str:
         lines.append(f"profile {name} ({prof['event']}): by command: {share}")
         for r in prof["top"]:
             lines.append(f"  {r['share_pct']:5.1f} %  {r['comm']:<16} {r['space']:<6} {r['symbol']}")
+    if res.get("record"):
+        lines += ["", f"record: {res['record']}"]
     return "\n".join(lines)
 
 
@@ -475,4 +568,5 @@ def parse_engine_configs(text: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-__all__ = ["BenchConfig", "format_table", "parse_engine_configs", "run_bench", "trafgen_conf", "xdp_object"]
+__all__ = ["BenchConfig", "EngineBench", "format_table", "parse_engine_configs", "result", "run_bench",
+           "trafgen_conf", "xdp_object"]

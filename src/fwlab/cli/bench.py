@@ -23,7 +23,7 @@ def cmd_bench_engine(args) -> int:
     cfg = BenchConfig(rounds=args.rounds, seconds=args.seconds, engine_configs=configs,
                       phases=("forwarded",) if args.no_xdp else ("forwarded", "generator"), perf=args.perf)
     with measuring():
-        res = run_bench(cfg, log=None if args.quiet else sys.stderr)
+        res = run_bench(cfg, Path(args.out), log=None if args.quiet else sys.stderr)
     print(json.dumps(res, indent=2) if args.json else format_table(res))
     return 0
 
@@ -39,7 +39,7 @@ def cmd_bench_conn(args) -> int:
     cfg = ConnBenchConfig(rounds=args.rounds, seconds=args.seconds, workers=args.workers,
                           addresses=args.addresses, max_inflight=args.max_inflight, direct=not args.no_direct)
     with measuring():
-        res = run_bench(cfg, log=None if args.quiet else sys.stderr)
+        res = run_bench(cfg, Path(args.out), log=None if args.quiet else sys.stderr)
     print(json.dumps(res, indent=2) if args.json else format_table(res))
     return 0
 
@@ -157,7 +157,8 @@ def add_bench(sub) -> None:
                                      "measure the 64-byte frame rate of iperf3, trafgen (2 CPUs) and "
                                      "fwlab-engine at max: forwarded through the empty DUT (server rx "
                                      "counter) and into an XDP drop-all program at the DUT's ingress "
-                                     "(the generator's own limit).")
+                                     "(the generator's own limit). Leaves a record in --out (run.json: "
+                                     "every measurement as it ended).")
     be.add_argument("--rounds", type=int, default=3, help="rounds of A B C ... per phase (default 3)")
     be.add_argument("--seconds", type=float, default=3.0, help="counting window per measurement [s] (default 3)")
     be.add_argument("--engine", default=None, metavar="CONFIGS",
@@ -167,6 +168,7 @@ def add_bench(sub) -> None:
     be.add_argument("--perf", action="store_true",
                     help="profile each tool's last-round counting window with 'perf record -a' (cpu-clock) and "
                          "report the top kernel/user symbols and the CPU share per command")
+    be.add_argument("--out", default="results", help="directory for the bench's record (default ./results)")
     be.add_argument("--json", action="store_true", help="print one JSON object (medians, ratios, raw rounds)")
     be.add_argument("-q", "--quiet", action="store_true", help="no per-measurement progress on stderr")
     be.set_defaults(func=cmd_bench_engine)
@@ -179,7 +181,8 @@ def add_bench(sub) -> None:
                                      "(lean, --workers client and server processes, RST close); then baseline "
                                      "and lean on a direct bed (no DUT). Prints transactions/s, CPU per "
                                      "transaction, segments per transaction, each ratio to the baseline with "
-                                     "its 95 % interval, the 2x goal's verdict and, when not met, what limits.")
+                                     "its 95 % interval, the 2x goal's verdict and, when not met, what limits. "
+                                     "Leaves a record per bed in --out (run.json: every measurement as it ended).")
     bc.add_argument("--rounds", type=int, default=9, help="rounds of all contenders (default 9; the median's 95 %% interval needs 6 rounds, is min to max at 6-8 and leaves out the extremes from 9)")
     bc.add_argument("--seconds", type=float, default=3.0, help="launch window per measurement [s] (default 3)")
     bc.add_argument("--workers", type=int, default=2, help="client and server processes when scaled (default 2)")
@@ -187,6 +190,7 @@ def add_bench(sub) -> None:
     bc.add_argument("--max-inflight", type=int, default=2000, help="transactions in flight (default 2000)")
     bc.add_argument("--no-direct", action="store_true",
                     help="skip the direct bed (client and server without the DUT: the kernel's own ceiling)")
+    bc.add_argument("--out", default="results", help="directory for the beds' records (default ./results)")
     bc.add_argument("--json", action="store_true", help="print one JSON object")
     bc.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     bc.set_defaults(func=cmd_bench_conn)

@@ -239,6 +239,7 @@ def cost_metrics(ct: CostTrial, reference: str | None, reference_missing: str | 
         "fw_ref_ratio_low": c.packet_ratio_low, "fw_ref_ratio_high": c.packet_ratio_high,
         "fw_ref_median_ratio": c.ratio_to_reference, "fw_paired": c.paired,
         "fw_hdr_b64": c.hdr_b64, "fw_hdr_unit": "ns" if c.hdr_b64 else None,
+        "fw_ref_hdr_b64": c.reference_hdr_b64,
         "fw_brackets": [{k: v for k, v in b.items() if k != "hdr_b64"} for b in ct.probe.to_dict().get("brackets") or []],
     }
     if reference and not c.missing and c.packet_ratio_p50 is None:

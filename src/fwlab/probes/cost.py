@@ -5,7 +5,7 @@ figures a record keeps (:class:`KernelCost`): per family, the firewall's bracket
 packet (the mean over timed packets of each bracket, added; calls per packet = timed / sent),
 the median gap of the main bracket with a distribution-free 95 % interval, the floor (the
 probe's own gap with nothing inside) and the cost net of it, and, with a reference chain, the
-ratio firewall / reference on the same packets and that ratio in ns at the reference's median.
+ratio firewall / reference on the same packets, and the reference's own gaps (a histogram).
 Missing figures say why. Pure.
 """
 
@@ -46,6 +46,9 @@ class KernelCost:
     packet_ratio_high: float | None = None
     paired: int = 0  #: packets timed by both the firewall's and the reference's bracket
     hdr_b64: str | None = None  #: the main bracket's gaps, HdrHistogram V2 text (ns)
+    #: the reference chain's gaps, HdrHistogram V2 text (ns): its fastest packets over a run give
+    #: the reference's uncontended time (``fwlab.stats.kernel_cost.reference_conversion``)
+    reference_hdr_b64: str | None = None
     chains: tuple[str, ...] = ()  #: what the main bracket holds
 
     def to_dict(self) -> dict:
@@ -83,7 +86,8 @@ def kernel_cost(res: ProbeResult, family: str = "ipv4", packets_sent: int | None
         reference_p50_ns=ref.p50_ns if ref else None,
         ratio_to_reference=(p50 / ref.p50_ns) if ref and p50 is not None and ref.p50_ns else None,
         **_packet_ratio(ref, main),
-        hdr_b64=hist.to_hdr(main.counts), chains=main.bracket.chains)
+        hdr_b64=hist.to_hdr(main.counts), reference_hdr_b64=hist.to_hdr(ref.counts) if ref else None,
+        chains=main.bracket.chains)
 
 
 def _packet_ratio(ref: BracketResult | None, main: BracketResult) -> dict:

@@ -11,8 +11,8 @@ import statistics
 from dataclasses import dataclass
 
 from fwlab.results.trial import TrialRecord, as_records
-from fwlab.stats.kernel_cost import (CostAgainstZero, CostPoint, PerRuleCost, cost_against_zero, figure,
-                                     per_rule_cost, predicted_rate_pps, reference_median_ns, referenced_usable,
+from fwlab.stats.kernel_cost import (UNCONTENDED, CostAgainstZero, CostPoint, PerRuleCost, cost_against_zero, figure,
+                                     conversion_ns, per_rule_cost, predicted_rate_pps, reference_conversion, referenced_usable,
                                      rest_of_path_ns)
 
 #: the layout whose cost is stated as a slope per rule; the others against 0 rules at their largest count
@@ -36,7 +36,8 @@ def points(trials: list[TrialRecord]) -> list[CostPoint]:
 
 def findings(trials: list[TrialRecord]) -> list[tuple[tuple, CostAgainstZero | None, PerRuleCost | None, str]]:
     """Per group and layout: (group key, cost against 0 at the layout's largest count (non-slope
-    layouts), per-rule slope (slope layouts), layout)."""
+    layouts), per-rule slope (slope layouts), layout). Referenced figures are converted with the
+    bed's one conversion (every cost trial of the bed pooled: they share the reference chain)."""
     out = []
     for key, ts in sorted(cost_groups(trials).items(), key=str):
         pts = points(ts)
@@ -48,9 +49,9 @@ def findings(trials: list[TrialRecord]) -> list[tuple[tuple, CostAgainstZero | N
             if zl is None:  # layouts load the same 0-rule set: use another layout's 0-rule trials
                 zl = next((p.layout for p in pts if p.rules == 0), None)
             if lay in SLOPE_LAYOUTS:
-                out.append((key, None, per_rule_cost(pts, lay), lay))
+                out.append((key, None, per_rule_cost(pts, lay, conversion_points=pts), lay))
             elif zl is not None:
-                out.append((key, cost_against_zero(pts, lay, counts[-1], zero_layout=zl), None, lay))
+                out.append((key, cost_against_zero(pts, lay, counts[-1], zero_layout=zl, conversion_points=pts), None, lay))
     return out
 
 
@@ -97,6 +98,7 @@ class Prediction:
     fw_range_ns: tuple[float, float] | None = None  #: lowest to highest end of the repetitions' intervals [ns]
     rest_range_ns: tuple[float, float] | None = None  #: from the 0-rule rate's fastest to slowest repetition [ns]
     measured_range_pps: tuple[float, float] | None = None  #: lowest to highest repetition [packets/s]
+    fw_what: str = "raw medians, no reference"  #: how fw_ns was made (``_what``'s words)
 
     @property
     def alone_range_pps(self) -> tuple[float, float] | None:
@@ -133,7 +135,9 @@ def predictions(trials: list[TrialRecord]) -> list[Prediction]:
         ts = [t for t in ts if not t.metric("fw_missing")]
         pts = points(ts)
         referenced = referenced_usable(pts)
-        ref_med = reference_median_ns(pts) if referenced else None
+        conv = reference_conversion(pts) if referenced else None
+        ref_med = conv.ns if conv is not None else None
+        fw_what = _what(referenced, conv)
         med: dict[tuple, float] = {}
         rng: dict[tuple, tuple[float, float] | None] = {}
         for lay, n in sorted({(p.layout, p.rules) for p in pts}):
@@ -157,7 +161,7 @@ def predictions(trials: list[TrialRecord]) -> list[Prediction]:
                                   predicted_rate_pps(v, rest) if rest is not None else None,
                                   statistics.median(ms) if ms else None, what,
                                   fw_range_ns=rng.get((lay, n)), rest_range_ns=rest_range,
-                                  measured_range_pps=_span(ms)))
+                                  measured_range_pps=_span(ms), fw_what=fw_what))
     return out
 
 
@@ -175,10 +179,10 @@ def prediction_sentences(trials: list[TrialRecord]) -> list[str]:
         p = max((q for q in preds if q.key == key and q.layout == lay), key=lambda q: q.rules)
         mode, backend, ipv = key
         if p.with_rest_pps is not None:
-            pred = (f"{p.with_rest_pps:,.0f} packets/s (1e9 / ({p.fw_ns:,.0f} ns inside the firewall + {p.rest_ns:,.0f} "
+            pred = (f"{p.with_rest_pps:,.0f} packets/s (1e9 / ({p.fw_ns:,.0f} ns inside the firewall ({p.fw_what}) + {p.rest_ns:,.0f} "
                     f"ns rest of the path, from the 0-rule measured rate)){range_text(p.with_rest_range_pps)}")
         else:
-            pred = (f"at most {p.alone_pps:,.0f} packets/s (1e9 / {p.fw_ns:,.0f} ns inside the firewall; the rest of "
+            pred = (f"at most {p.alone_pps:,.0f} packets/s (1e9 / {p.fw_ns:,.0f} ns inside the firewall ({p.fw_what}); the rest of "
                     f"the path is not known in this run){range_text(p.alone_range_pps)}") if p.alone_pps else None
         if pred is None:
             continue
@@ -187,6 +191,15 @@ def prediction_sentences(trials: list[TrialRecord]) -> list[str]:
         out.append(f"Predicted one-core rate (IPv{ipv}, {mode}; a prediction from the in-kernel time, not a "
                    f"measurement): {backend} {lay} at {p.rules:,} rules, {pred}; {meas}.")
     return out
+
+
+def _what(referenced: bool, conversion) -> str:
+    """How a figure was made, for its sentence: 'referenced, at the reference's uncontended time'."""
+    if not referenced:
+        return "raw medians, no reference"
+    if conversion is not None and conversion.how == UNCONTENDED:
+        return "referenced, at the reference's uncontended time"
+    return "referenced, at the reference's median time"
 
 
 def _n(x: float | None, digits: int = 0) -> str:
@@ -213,45 +226,73 @@ def repetition_note(az: CostAgainstZero | None = None, slope: PerRuleCost | None
 
 
 def drift_caveat(found: list) -> str:
-    """The line beside the in-kernel sentences: their intervals do not cover drift between runs.
-    With the repetitions' spread wider than the slope's interval, that is said with both figures."""
+    """The line beside the in-kernel sentences: what their intervals cover, and which figure moves
+    between runs. Referenced figures converted at the reference's uncontended time divide out the
+    host's speed; raw medians (and a median conversion) carry it. With the repetitions' spread
+    wider than the slope's interval, that is said with both figures."""
     wide = [(s.spread_pct, s.interval_half_pct) for _, _, s, _ in found
             if s is not None and s.spread_pct is not None and s.interval_half_pct is not None
             and round(s.spread_pct, 1) > round(s.interval_half_pct, 1)]
     here = (f" In this run already the repetitions' slopes spread ±{wide[0][0]:.1f} % around their mean where the "
             f"slope's interval is ±{wide[0][1]:.1f} %." if wide else "")
+    convs = [f.conversion for _, az, s, _ in found for f in (az, s) if f is not None]
+    steady = bool(convs) and all(c is not None and c.how == UNCONTENDED for c in convs)
     nft = any(key[1] in ("nftables", "iptables-nft") for key, _, _, _ in found)
-    why = ("; nft's rule walk has run at two speeds on this machine class, switching between runs" if nft else "")
+    why = ("; nft's rule walk has run at two speeds on this machine class, switching from second to second "
+           "with the shared host's load" if nft else "")
+    moves = ("Raw medians carry the host's speed and move between runs" if steady else
+             "These figures carry the host's speed (raw medians or a reference-median conversion) and move between runs")
     return ("Caveat on the in-kernel intervals: they cover the packets of each trial and the repetitions of this "
-            "run (the repetitions run one after another across the run), not the drift between runs on this host "
-            f"(docs/kernel-cost.md{why}): another run's figure may lie outside them. Compare runs with fwlab "
-            "compare." + here)
+            f"run, not the drift between runs on this host. {moves} (docs/kernel-cost.md{why}): another run's raw "
+            "figure may lie outside them"
+            + ("; the referenced figures are converted at the reference's uncontended time, which does not move "
+               "with it (unless the host was busy all the run)" if steady else "")
+            + ". Compare runs with fwlab compare." + here)
+
+
+def raw_slope_note(trials_pts: list[CostPoint], slope: PerRuleCost) -> str:
+    """' Raw medians (not referenced: they carry the host's speed, which moves between runs):
+    8.94 ns/rule [8.86, 9.01].' for a referenced slope, else ''."""
+    if not slope.referenced:
+        return ""
+    raw = per_rule_cost(trials_pts, slope.layout, referenced=False, confidence=slope.confidence)
+    if raw is None:
+        return ""
+    iv = f"[{_n(raw.low_ns, 2)}, {_n(raw.high_ns, 2)}]" if raw.low_ns is not None else "[no interval: 2 points]"
+    return (f" Raw medians (not referenced: they carry the host's speed, which moves between runs): "
+            f"{raw.per_rule_ns:,.2f} ns/rule {iv}.")
 
 
 def sentences(trials: list[TrialRecord], predicted: bool = True) -> list[str]:
     """The headline's in-kernel sentences, e.g. 'nftables set at 10,000 entries: +21 ns/packet
     [15, 27] inside the firewall against 0 rules (...): cost', each with its repetitions' spread,
-    then (``predicted``) the predicted one-core rates beside the measured ones (which need the
-    run's other trials), and last, when there is any, the caveat that the intervals do not cover
-    drift between runs."""
+    a referenced slope with its ratio, its conversion and the raw medians' slope beside it, then
+    (``predicted``) the predicted one-core rates beside the measured ones (which need the run's
+    other trials), and last, when there is any, the caveat on what the intervals cover."""
     out = []
     found = findings(trials)
+    groups = {key: points(ts) for key, ts in cost_groups(trials).items()}
     for (mode, backend, ipv), az, slope, lay in found:
         where = f"IPv{ipv}, {mode}"
         if az is not None:
-            what = "referenced" if az.referenced else "raw medians, no reference"
+            what = _what(az.referenced, az.conversion)
             iv = f"[{_n(az.low_ns)}, {_n(az.high_ns)}]" if az.low_ns is not None else "[no interval]"
             out.append(f"Time inside the firewall ({where}, in-kernel, {what}): {backend} {lay} at {az.rules:,} "
                        f"entries costs {az.added_ns:+,.0f} ns/packet {iv} against 0 rules ({az.how}; "
                        f"margin ±{az.margin_ns:g} ns): {az.verdict}." + repetition_note(az=az))
         if slope is not None:
-            what = "referenced" if slope.referenced else "raw medians, no reference"
+            what = _what(slope.referenced, slope.conversion)
             iv = (f"[{_n(slope.low_ns, 2)}, {_n(slope.high_ns, 2)}]" if slope.low_ns is not None
                   else "[no interval: 2 points]")
+            conv = ""
+            if slope.referenced and slope.conversion is not None and slope.ratio_per_rule is not None:
+                conv = (f" = the same-packet ratio firewall / reference growing {1000 * slope.ratio_per_rule:,.4f} per "
+                        f"1,000 rules, x {slope.conversion.words}")
             out.append(f"Time inside the firewall ({where}, in-kernel, {what}): {backend} {lay} costs "
                        f"{slope.per_rule_ns:,.2f} ns/rule {iv} per packet ({100 * slope.confidence:.0f} % t interval of "
-                       f"the least-squares slope over {slope.n_points} trials at {slope.n_rule_counts} rule counts; "
-                       f"margin ±{slope.margin_ns_per_rule:g} ns/rule): {slope.verdict}." + repetition_note(slope=slope))
+                       f"the least-squares slope over {slope.n_points} trials at {slope.n_rule_counts} rule counts{conv}; "
+                       f"margin ±{slope.margin_ns_per_rule:g} ns/rule): {slope.verdict}." + repetition_note(slope=slope)
+                       + raw_slope_note(groups[(mode, backend, ipv)], slope))
     if out:
         out += prediction_sentences(trials) if predicted else []
         out.append(drift_caveat(found))
@@ -278,7 +319,7 @@ def cost_rows(trials: list[TrialRecord]) -> dict[tuple, tuple[bool, list[CostRow
     for key, ts in sorted(cost_groups(as_records(trials)).items(), key=str):
         pts = points([t for t in ts if not t.metric("fw_missing")])
         referenced = referenced_usable(pts)
-        ref_med = reference_median_ns(pts) if referenced else None
+        ref_med = conversion_ns(pts) if referenced else None
         rows = []
         for lay, n in sorted({(p.layout, p.rules) for p in pts}):
             figs = [f for p in pts if p.layout == lay and p.rules == n

@@ -13,7 +13,7 @@ from fwlab.report.plots import cost_vs_rules
 from fwlab.report.sections import Section, register
 from fwlab.report.timeseries import plot_div
 from fwlab.results.trial import TrialRecord, as_records
-from fwlab.stats.kernel_cost import reference_median_ns, referenced_usable
+from fwlab.stats.kernel_cost import reference_conversion, reference_median_ns, referenced_usable
 
 
 def _f(v, digits: int = 0) -> str:
@@ -35,7 +35,8 @@ def render(run: dict, trials: list[TrialRecord]) -> str | None:
              "figure). p50 is a trial's median over its packets, with the distribution-free 95 % interval of that "
              "median; the floor is the probe's own gap with nothing inside; the reference ratio is the median over "
              "packets of firewall gap / reference-chain gap on the same packet, and the referenced time that ratio "
-             "times the reference's median over the bed's trials (it divides out what slowed a moment). Medians "
+             "times the reference's uncontended time (the 1st percentile of its packets over the bed's trials): it "
+             "divides out what slowed a moment, and converts at a speed that does not move between runs. Medians "
              "over repetitions. See docs/kernel-cost.md.</p>"]
     missing = [t for t in trials if t.kind == "cost" and (not t.metrics or t.metric("fw_missing"))]
     per_bed = kernel_cost.cost_rows(trials)
@@ -46,7 +47,6 @@ def render(run: dict, trials: list[TrialRecord]) -> str | None:
             continue
         pts = kernel_cost.points(ts)
         referenced = referenced_usable(pts)
-        ref_med = reference_median_ns(pts) if referenced else None
         at = {(r.layout, r.rules): r for r in per_bed.get(key, (referenced, []))[1]}
         rows, lines = [], {}
         by: dict[tuple, list[TrialRecord]] = {}
@@ -68,8 +68,10 @@ def render(run: dict, trials: list[TrialRecord]) -> str | None:
         ref_name = next((t.metric("fw_reference") for t in ts if t.metric("fw_reference")), None)
         ref_why = next((t.metric("fw_reference_missing") for t in ts if t.metric("fw_reference_missing")), None)
         parts.append(f"<h3>{esc(backend)}, IPv{ipv}, {esc(mode)}</h3>")
-        parts.append("<p class='muted'>" + (f"Reference: {esc(ref_name)}, median {_f(ref_med)} ns over these trials."
-                                            if referenced else f"No referenced figure: {esc(ref_why or 'no reference ratio in every trial')}; raw medians.")
+        conv = reference_conversion(pts) if referenced else None
+        parts.append("<p class='muted'>" + (f"Reference: {esc(ref_name)}, median {_f(reference_median_ns(pts))} ns over "
+                                            f"these trials; referenced figures converted at {esc(conv.words)}."
+                                            if referenced and conv is not None else f"No referenced figure: {esc(ref_why or 'no reference ratio in every trial')}; raw medians.")
                      + "</p>")
         parts.append(table(["layout", "rules", "trials", "p50 [ns]", "p50 95 % interval [ns]", "net of floor [ns]",
                             "floor [ns]", "reference ratio", "referenced [ns] [interval]", "calls/packet",

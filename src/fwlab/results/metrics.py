@@ -230,6 +230,8 @@ class CostMetrics(_Metrics):
     fw_ref_median_ratio: Num = Field(None, description="fw_p50_ns / fw_ref_p50_ns (ratio of the two medians) [ratio]")
     fw_paired: int | None = Field(None, description="packets timed by both the firewall's and the reference's bracket")
     fw_hdr_unit: str | None = Field(None, description="the histogram's unit, ns")
+    fw_ref_hdr_b64: str | None = Field(None, description="the reference chain's gaps on the same packets, HdrHistogram "
+                                                         "V2 text (base64, ns); null without a reference")
     fw_brackets: list[dict[str, Any]] | None = Field(None, description="every bracket (hook, priority, chains, role, "
                                                                        "counts, p50, or missing) without histograms")
     fw_source: str | None = Field(None, description="where the figure comes from: null or 'brackets' (BPF netfilter "

@@ -1,10 +1,11 @@
 """Each class's time inside the firewall, for ``fwlab run --ruleset`` and ``fwlab optimize``.
 
-Owns the order of the class cost trials (:func:`fwlab.methods.class_cost.measure_class`) of a
-rule-set run: the same-packet reference for the imported rule set, ``rounds`` rounds over the
-classes (order reversed every other round; the first round's pilot picks each class's rate, later
-rounds keep it), each class routed (and an established twin's flow opened) first, the class's rule
-counter read around the trial, one record line per trial (kind ``ruleset-class``, traffic
+Owns the stages of the class cost trials (:func:`fwlab.methods.class_cost.measure_class`) of a
+rule-set run: ``rounds`` stages over the classes (order reversed every other round; the first
+round's pilot picks each class's rate, later rounds keep it), each naming the ``class-cost``
+method (:mod:`fwlab.ruleset.methods`: the same-packet reference for the imported rule set, each
+class routed, and an established twin's flow opened, first); one cost trial: the class's rule
+counter read around it, one record line (kind ``ruleset-class``, traffic
 ``ruleset-class-cost``, the figures of a suite cost trial plus the class's own ``fw_class_*``),
 and the per-class summary (:func:`fwlab.stats.class_cost.summarize_class`: referenced to the
 reference's median over the run). The rule set stays loaded throughout; with no rule set there
@@ -13,6 +14,7 @@ is nothing to time, so a class's in-kernel cost needs no no-rule-set reference.
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from dataclasses import dataclass
 
 from fwlab.dut.imported import ImportedFirewall
@@ -21,7 +23,8 @@ from fwlab.methods.class_cost import ClassLoad, measure_class, reference_for_dut
 from fwlab.results import RunRecord, trial_record, utc_now
 from fwlab.rules.derive import TrafficClass
 from fwlab.ruleset.config import RulesetRunConfig
-from fwlab.ruleset.probe import Bed, Routes, class_spec, frame_size, send_args, send_frames
+from fwlab.ruleset.probe import Bed, class_spec, frame_size, send_args, send_frames
+from fwlab.run.stages import Stage, StagedRun, StageTrial
 from fwlab.stats.class_cost import common_reference, summarize_class
 
 TRAFFIC = "ruleset-class-cost"
@@ -83,33 +86,28 @@ def cost_trial(rec: RunRecord, b: Bed, engine: str, c: TrafficClass, cond: Condi
     return m or {"fw_class_missing": error, "fw_missing": error}
 
 
-def measure_costs(rec: RunRecord, b: Bed, engine: str, classes: list[TrafficClass], routes: Routes,
-                  conds: list[Condition], rounds: int, load: ClassLoad = ClassLoad(), note=None) -> dict:
-    """Every class's in-kernel cost under each condition (each loaded in turn, alternating per round):
+def cost_stages(run: StagedRun, classes: list[TrafficClass], conds: list[Condition], rounds: int,
+                load: ClassLoad = ClassLoad()) -> Generator[Stage, list, dict]:
+    """The stages of every class's in-kernel cost under each condition, one stage a round (each
+    condition loaded in turn, alternating per round; the first round's pilot rate kept after):
     {"trials": {(class_id, cond): [metrics, ...]}, "references": {cond: {version: name or why}}}."""
     versions = {c.packet.family for c in classes}
     trials: dict[tuple[str, str], list[dict]] = {}
     rates: dict[tuple[str, str], float | None] = {}
-    refs: dict[str, dict[int, tuple]] = {}
     for k in range(rounds):
         order = conds if k % 2 == 0 else conds[::-1]
-        for cond in order:
-            if len(conds) > 1:
-                cond.fw.flush(b.ctx)
-                cond.fw.load(b.ctx)
-            if cond.name not in refs:
-                refs[cond.name] = references(b, cond.fw, versions)
-            for c in (classes if k % 2 == 0 else classes[::-1]):
-                routes.ensure(c)
-                m = cost_trial(rec, b, engine, c, cond, k, load=load, rate_pps=rates.get((c.class_id, cond.name)),
-                               ref=refs[cond.name][c.packet.family])
-                rates.setdefault((c.class_id, cond.name), m.get("rate_pps"))
-                trials.setdefault((c.class_id, cond.name), []).append(m)
-        if note:
-            note(f"  in-kernel cost round {k + 1}/{rounds} done")
+        plan = [(cond, c) for cond in order for c in (classes if k % 2 == 0 else classes[::-1])]
+        got = yield Stage(f"in-kernel cost round {k + 1}", tuple(
+            StageTrial("class-cost", cond.name, {"class": c, "cond": cond, "round": k, "load": load, "versions": versions,
+                                                 "rate_pps": rates.get((c.class_id, cond.name))})
+            for cond, c in plan), fresh=len(conds) > 1, done_note=f"  in-kernel cost round {k + 1}/{rounds} done")
+        for (cond, c), m in zip(plan, got):
+            rates.setdefault((c.class_id, cond.name), m.get("rate_pps"))
+            trials.setdefault((c.class_id, cond.name), []).append(m)
+    refs = run.state.references
     return {"trials": trials, "references": {
-        n: {str(v): (r[0].base_chain().name if r[0] is not None else None, r[1]) for v, r in per.items()}
-        for n, per in refs.items()}}
+        cond.name: {str(v): (r[0].base_chain().name if r[0] is not None else None, r[1])
+                    for v, r in refs.get(cond.name, {}).items()} for cond in conds}}
 
 
 def summaries(classes: list[TrafficClass], trials: dict[tuple[str, str], list[dict]], cond: str) -> dict[str, dict]:
@@ -176,9 +174,9 @@ def established_pairs(classes: list[TrafficClass]) -> dict[str, str]:
     return out
 
 
-def in_kernel_costs(rec: RunRecord, b: Bed, fw: ImportedFirewall, engine: str, classes: list[TrafficClass],
-                    routes: Routes, cfg: RulesetRunConfig, digest: str | None, imp: dict, note) -> dict[str, dict]:
-    """``run --ruleset``'s in-kernel cost step: every checked class (established twins too) in
+def in_kernel_costs(run: StagedRun, fw: ImportedFirewall, classes: list[TrafficClass], cfg: RulesetRunConfig,
+                    digest: str | None, imp: dict) -> Generator[Stage, list, dict[str, dict]]:
+    """``run --ruleset``'s in-kernel cost stages: every checked class (established twins too) in
     ``cfg.repetitions`` rounds with the rule set loaded; writes ``imp["kernel_cost"]`` and the mix's
     ``kernel_cost``, prints one line per class; returns {class_id: summary} ({} when not measured)."""
     if not cfg.measure_cost or not classes:
@@ -187,8 +185,9 @@ def in_kernel_costs(rec: RunRecord, b: Bed, fw: ImportedFirewall, engine: str, c
         return {}
     from fwlab.stats.class_cost import mix_cost
 
+    note = run.note
     load = ClassLoad(duration_s=cfg.cost_duration_s)
-    got = measure_costs(rec, b, engine, classes, routes, [Condition("rules", fw, digest)], cfg.repetitions, load, note)
+    got = yield from cost_stages(run, classes, [Condition("rules", fw, digest)], cfg.repetitions, load)
     per = summaries(classes, got["trials"], "rules")
     twins = established_pairs(classes)
     imp["kernel_cost"] = {
@@ -209,7 +208,7 @@ def in_kernel_costs(rec: RunRecord, b: Bed, fw: ImportedFirewall, engine: str, c
             f"{f['median']:,.0f} ns/packet [{f['low']:,.0f}, {f['high']:,.0f}] inside the firewall "
             f"({mix['kernel_cost']['weight_covered']:.0%} of the weight timed): {f['precision']}" if f else
             f"in-kernel cost missing: {mix['kernel_cost'].get('missing')}"))
-    rec.save_run()
+    run.record.save_run()
     return per
 
 
@@ -235,18 +234,19 @@ def kernel_text(s: dict | None) -> str:
     return f"{f[0]['median']:,.0f} -> {f[1]['median']:,.0f} ns/packet"
 
 
-def kernel_gain(rec: RunRecord, b: Bed, engine: str, classes: list[TrafficClass], routes: Routes,
-                fw_a: ImportedFirewall, fw_b: ImportedFirewall, digest_a: str | None, digest_b: str | None,
-                rounds: int, note=None) -> dict:
-    """``fwlab optimize``'s in-kernel gain: each measured class under the original and the proposal
-    (loaded in turn, A B, B A, ...), per class and for their even mix (:mod:`fwlab.stats.class_cost`)."""
+def kernel_gain(run: StagedRun, classes: list[TrafficClass], fw_a: ImportedFirewall, fw_b: ImportedFirewall,
+                digest_a: str | None, digest_b: str | None, rounds: int) -> Generator[Stage, list, dict]:
+    """``fwlab optimize``'s in-kernel gain stages: each measured class under the original and the
+    proposal (loaded in turn, A B, B A, ...), per class and for their even mix
+    (:mod:`fwlab.stats.class_cost`); both rule sets flushed after."""
     from fwlab.stats.class_cost import gain, mix_gain
 
     conds = [Condition("original", fw_a, digest_a, layout="original"),
              Condition("proposal", fw_b, digest_b, layout="proposal")]
-    got = measure_costs(rec, b, engine, classes, routes, conds, rounds, note=note)
+    got = yield from cost_stages(run, classes, conds, rounds)
     for cond in conds:
-        cond.fw.flush(b.ctx)
+        cond.fw.flush(run.state.b.ctx)
+    run.condition = None  # neither rule set is loaded now
     t = got["trials"]
     sums = {cond: summaries(classes, t, cond) for cond in ("original", "proposal")}
     per = {c.class_id: {cond: sums[cond][c.class_id] for cond in sums} for c in classes}

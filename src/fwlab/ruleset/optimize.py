@@ -4,11 +4,14 @@ nft syntax: sets, verdict maps and concatenated keys (:mod:`fwlab.rules.optimize
 (with ``--ipset``): address runs -> ipset matches (:mod:`fwlab.rules.optimize_iptables`), written as
 ``proposal.iptables`` + ``proposal.ipset`` beside the record.
 
-Owns the order of work:
+A staged job of the run pipeline (:class:`OptimizeRun`, run by :func:`fwlab.run.start.start`: the
+pipeline opens the bed, makes the record, sets its status and cleans up). Owns its set-up and
+stages, their trials naming the registered methods of :mod:`fwlab.ruleset.methods`:
 
-1. read the file (nft syntax; a malformed one fails in one line before anything is built),
-   build one routed bed (:func:`fwlab.ruleset.probe.prepare`) and load the file verbatim; a
-   refusal says the kernel's message in one line and leaves nothing behind;
+1. read the file (nft syntax; a malformed one fails in one line before anything is built), on
+   the pipeline's routed bed give the DUT the rule set's interface names
+   (:func:`fwlab.ruleset.probe.prepare`) and load the file verbatim; a refusal says the kernel's
+   message in one line and leaves nothing behind;
 2. propose the rewrite from the kernel's JSON listing (:mod:`fwlab.rules.optimize`), load it
    (the kernel's listing of it becomes ``proposal.nft`` beside the record), or take a hand-made
    rewrite given with ``--proposal``;
@@ -24,7 +27,7 @@ Owns the order of work:
    with its Fieller interval (:func:`fwlab.stats.ratio.ratio_interval`).
 
 Writes a normal record (run.json with ``ruleset_optimize``, trials of kind ``ruleset-class``
-with ``condition`` original | proposal) and tears everything down on every exit path.
+with ``condition`` original | proposal); the pipeline tears everything down on every exit path.
 """
 
 from __future__ import annotations
@@ -32,29 +35,31 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
 from fwlab.dut.imported import ImportedFirewall
 from fwlab.errors import BackendError, SuiteError
-from fwlab.results import RunRecord
 from fwlab.rules.derive import TrafficClass, derive
-from fwlab.rules.imported_model import base_rule_id
+from fwlab.rules.imported_model import base_rule_id, evaluate
 from fwlab.rules.optimize import Proposal, model_differences, propose, union_probes
 from fwlab.rules.optimize_iptables import propose_iptables
-from fwlab.ruleset.mix import median_range, mix_per_round, ratio_dict
-from fwlab.run.beds import open_bed
-from fwlab.run.header import derived_suite, new_record
-from fwlab.ruleset.probe import (DEFAULT_INTERFACES, PROBE_PPS, SETTLE_S, Bed, Routes, end_probes, observed_verdict,
-                                 parse_interfaces, preflight, prepare, rate_trial, read_input, send_counted)
+from fwlab.run.header import derived_suite
+from fwlab.run.stages import JobHead, Stage, StagedRun, Stages, StageTrial
+from fwlab.run.start import start
 from fwlab.ruleset.kclass import kernel_gain, kernel_text
-from fwlab.ruleset.run import class_trial_header, kpps_text, note_to
+from fwlab.ruleset.methods import ClassBed
+from fwlab.ruleset.mix import median_range, mix_per_round, ratio_dict
+from fwlab.ruleset.probe import (DEFAULT_INTERFACES, PROBE_PPS, Bed, Routes, end_probes, observe, parse_interfaces,
+                                 preflight, prepare, read_input)
+from fwlab.ruleset.run import class_trial_header, kpps_text
 from fwlab.runners.engine_binary import engine_version
 from fwlab.stats.ratio import RATIO_METHOD
+from fwlab.testbed import Testbed
 
 PROBE_COUNT = 10  #: engine packets per probe and rule set [packets]
-PROBE_SETTLE_S = 0.05  #: wait after a probe before reading the receiver's counter [s] (retried at SETTLE_S)
 RATE_COUNT = 100_000  #: frames per rate measurement
 MEASURED_CLASSES = 3  #: probes measured for the gain: deepest, middle, shallowest in the original
 
@@ -115,21 +120,6 @@ def _load_proposal_doc(b: Bed, prop: Proposal) -> str:
 
 
 # -- the live equivalence check --------------------------------------------------------------------
-def observe(b: Bed, engine: str, routes: Routes, c: TrafficClass, count: int) -> dict:
-    """Send ``count`` packets of probe ``c``; passed | dropped | inconclusive from the probe's own
-    packets counted at the receiving bed host (:func:`fwlab.ruleset.probe.send_counted`; an
-    inconclusive share is retried once, with more packets)."""
-    routes.ensure(c)
-    res: dict = {}
-    for n, settle in ((count, PROBE_SETTLE_S), (max(count, 40), SETTLE_S)):
-        got = send_counted(b, engine, c, n, settle_s=settle)
-        res = {"sent": got.sent, "arrived": got.arrived, "observed": observed_verdict(got.sent, got.arrived),
-               "interface_rx_delta": got.interface_rx_delta}
-        if res["observed"] != "inconclusive":
-            break
-    return res
-
-
 def live_differences(b: Bed, engine: str, fws: dict[str, ImportedFirewall], probes: list[TrafficClass],
                      count: int, log=None) -> tuple[list[dict], dict | None]:
     """Every probe through each rule set (loaded in turn): per-probe observations and the first
@@ -144,8 +134,15 @@ def live_differences(b: Bed, engine: str, fws: dict[str, ImportedFirewall], prob
         fw.flush(b.ctx)
         if log:
             log(f"  {len(probes)} probes through the {name} in {time.perf_counter() - t0:.1f} s")
+    return difference_rows(seen, probes)
+
+
+def difference_rows(seen: dict[str, dict[str, dict]], probes: list[TrafficClass]) -> tuple[list[dict], dict | None]:
+    """Per probe the two rule sets' observations (``seen``: {name: {class_id: observation}}, the
+    original's first) side by side, and the first probe whose observed verdicts differ (or are
+    inconclusive), None when all are identical."""
     rows, first = [], None
-    a, bname = list(fws)
+    a, bname = list(seen)
     for c in probes:
         oa, ob = seen[a][c.class_id], seen[bname][c.class_id]
         same = oa["observed"] == ob["observed"] != "inconclusive"
@@ -201,14 +198,6 @@ def summarize_gain(measured: list[TrafficClass], traversed: dict[str, dict[str, 
             "method": f"gain = mean proposal rate / mean original rate over the rounds, 95 % interval {RATIO_METHOD}"}
 
 
-def _rate_trial(rec: RunRecord, b: Bed, engine: str, routes: Routes, c: TrafficClass, cond: str, k: int,
-                cfg: OptimizeConfig, digest: str, family: str = "nft (verbatim)") -> float | None:
-    """:func:`fwlab.ruleset.probe.rate_trial`; the two conditions are told apart by layout: the
-    original file or the proposal (both an imported rule set)."""
-    return rate_trial(rec, b, engine, c, cond, k, count=cfg.rate_count, route=routes.ensure, backend="imported",
-                      layout=cond, ruleset={"digest": digest, "family": family})
-
-
 # -- the run -----------------------------------------------------------------------------------------
 def _fmt_gain(g: dict) -> str:
     if g.get("ratio") is None:
@@ -218,25 +207,57 @@ def _fmt_gain(g: dict) -> str:
 
 
 def run_optimize(cfg: OptimizeConfig, out_root: Path, *, log: TextIO | None = sys.stderr) -> OptimizeResult:
-    cfg.check()
-    text = read_input(cfg.ruleset, "rule set")
-    ipset_text = read_input(cfg.ipset, "ipset file") if cfg.ipset else None
-    fw_a = ImportedFirewall.from_text(text, cfg.ruleset.name, ipset_text)
-    ipt = fw_a.kind == "iptables"
-    given = read_input(cfg.proposal, "proposal") if cfg.proposal else None
-    if given is not None:
-        kind_b = ImportedFirewall.from_text(given, cfg.proposal.name, ipset_text if ipt else None).kind
-        if kind_b != fw_a.kind:
-            raise SuiteError(f"{cfg.proposal.name} is {kind_b} syntax but {cfg.ruleset.name} is {fw_a.kind}",
-                             fix="give a rewrite in the original's syntax")
-    names = parse_interfaces(cfg.interfaces)
-    engine = preflight((fw_a.restore_program, fw_a.save_program, "ipset") if ipt else ("nft",))
-    suffix = "iptables" if ipt else "nft"
-    note = note_to(log)
-    with open_bed("routed") as bed:
-        desc = bed.describe()
-        b = prepare(bed, names)
-        fw_a.load(b.ctx)  # a refusal raises here, one line; `with` removes the bed
+    """``fwlab optimize``: the inputs read and checked, the tools found, before any bed; then the
+    staged job (:class:`OptimizeRun`) through the run pipeline's one entry point."""
+    job = OptimizeRun.of(cfg)
+    start(job, out_root=out_root, log=log)
+    return job.result
+
+
+@dataclass
+class OptimizeRun:
+    """``fwlab optimize``'s staged job: the set-up loads the original, proposes (or takes) the rewrite,
+    loads it, derives the probes from both and compares them in the models; the stages are the
+    probes through each rule set on the data path, then (when identical) the in-kernel gain rounds
+    and the rate rounds. Conditions: ``original`` and ``proposal`` (each loaded alone)."""
+
+    cfg: OptimizeConfig
+    text: str
+    ipset_text: str | None
+    given: str | None
+    fw_a: ImportedFirewall
+    names: dict[str, str]
+    engine: str
+    mode: str = "routed"
+    result: OptimizeResult | None = None
+
+    @classmethod
+    def of(cls, cfg: OptimizeConfig) -> "OptimizeRun":
+        """Read the files and check the tools (a bad input fails in one line before anything is built)."""
+        cfg.check()
+        text = read_input(cfg.ruleset, "rule set")
+        ipset_text = read_input(cfg.ipset, "ipset file") if cfg.ipset else None
+        fw_a = ImportedFirewall.from_text(text, cfg.ruleset.name, ipset_text)
+        ipt = fw_a.kind == "iptables"
+        given = read_input(cfg.proposal, "proposal") if cfg.proposal else None
+        if given is not None:
+            kind_b = ImportedFirewall.from_text(given, cfg.proposal.name, ipset_text if ipt else None).kind
+            if kind_b != fw_a.kind:
+                raise SuiteError(f"{cfg.proposal.name} is {kind_b} syntax but {cfg.ruleset.name} is {fw_a.kind}",
+                                 fix="give a rewrite in the original's syntax")
+        names = parse_interfaces(cfg.interfaces)
+        engine = preflight((fw_a.restore_program, fw_a.save_program, "ipset") if ipt else ("nft",))
+        return cls(cfg, text, ipset_text, given, fw_a, names, engine)
+
+    @property
+    def ipt(self) -> bool:
+        return self.fw_a.kind == "iptables"
+
+    def setup(self, bed: Testbed, note) -> JobHead | None:
+        cfg, fw_a, ipt, given, ipset_text = self.cfg, self.fw_a, self.ipt, self.given, self.ipset_text
+        suffix = "iptables" if ipt else "nft"
+        b = prepare(bed, self.names)
+        fw_a.load(b.ctx)  # a refusal raises here, one line; the pipeline removes the bed
         ipset_b = None
         try:
             listing_a = b.bed.host.run([fw_a.save_program], ns=b.ctx.ns).stdout if ipt else _nft_json(b)
@@ -251,7 +272,9 @@ def run_optimize(cfg: OptimizeConfig, out_root: Path, *, log: TextIO | None = sy
             else:
                 prop = propose_iptables(listing_a, fw_a.ip_version, ipset_text) if ipt else propose(listing_a)
                 if not prop.merges:
-                    return OptimizeResult("nothing-to-merge", [f"{cfg.ruleset.name}: {prop.summary()}; nothing proposed"])
+                    self.result = OptimizeResult("nothing-to-merge",
+                                                 [f"{cfg.ruleset.name}: {prop.summary()}; nothing proposed"])
+                    return None
                 if ipt:
                     text_b = "# fwlab optimize: proposed equivalent rule set (iptables-save; load proposal.ipset first)\n" \
                         + prop.text
@@ -269,7 +292,6 @@ def run_optimize(cfg: OptimizeConfig, out_root: Path, *, log: TextIO | None = sy
         rules_a, rules_b = _rule_count(model_a), _rule_count(model_b)
         der_a, der_b = derive(model_a, b.addrs, seed=cfg.seed), derive(model_b, b.addrs, seed=cfg.seed)
         probes = union_probes(der_a.classes, der_b.classes)
-        diffs = model_differences(model_a, model_b, probes)
         head = [f"{cfg.ruleset.name}: {rules_a} rules -> {rules_b} rules"
                 + (f" ({len(prop.merges)} run(s) merged into sets)" if prop else f" (hand-made rewrite {source_b})")]
         head += [f"  {m.describe()}" for m in (prop.merges if prop else [])][:6]
@@ -282,139 +304,168 @@ def run_optimize(cfg: OptimizeConfig, out_root: Path, *, log: TextIO | None = sy
             description=f"fwlab optimize {cfg.ruleset.name}: an equivalent rewrite, its equivalence on "
                         f"derived probes, and its gain")
         suite["parsed"].update(class_trial_header(bed, cfg.rate_count))
-        rec = new_record(out_root, suite,
-            {"trials": 0, "skipped": []},
-            beds=[{**desc, "backend": "imported", "backend_version": fw_a.version(b.ctx), "dut_interfaces": b.names}])
-        (rec.path / f"proposal.{suffix}").write_text(text_b)
-        if ipt and ipset_b:
-            (rec.path / "proposal.ipset").write_text(ipset_b)
-        opt = {"file": str(cfg.ruleset), "text": text, "digest": digest_a, "kind": fw_a.kind,
+        self.fw_b, self.text_b, self.ipset_b, self.prop, self.head = fw_b, text_b, ipset_b, prop, head
+        self.models = {"original": model_a, "proposal": model_b}
+        self.digests = {"original": digest_a, "proposal": digest_b}
+        self.rules, self.ders, self.probes = (rules_a, rules_b), (der_a, der_b), probes
+        return JobHead(suite=suite, bed={"backend": "imported", "backend_version": fw_a.version(b.ctx),
+                                         "dut_interfaces": b.names}, state=ClassBed(b, self.engine))
+
+    def firewalls(self) -> dict[str, ImportedFirewall]:
+        return {"original": self.fw_a, "proposal": self.fw_b}
+
+    def stages(self, run: StagedRun) -> Stages:
+        cfg, ipt, prop, probes = self.cfg, self.ipt, self.prop, self.probes
+        rec, note, b = run.record, run.note, run.state.b
+        der_a, der_b = self.ders
+        suffix = "iptables" if ipt else "nft"
+        (rec.path / f"proposal.{suffix}").write_text(self.text_b)
+        if ipt and self.ipset_b:
+            (rec.path / "proposal.ipset").write_text(self.ipset_b)
+        opt = {"file": str(cfg.ruleset), "text": self.text, "digest": self.digests["original"], "kind": self.fw_a.kind,
                "ipset_file": str(cfg.ipset) if cfg.ipset else None,
-               "proposal_ipset_file": str(rec.path / "proposal.ipset") if ipt and ipset_b else None,
+               "proposal_ipset_file": str(rec.path / "proposal.ipset") if ipt and self.ipset_b else None,
                "proposal_file": str(rec.path / f"proposal.{suffix}"),
                "proposal_source": "fwlab" if prop else str(cfg.proposal),
-               "proposal_digest": digest_b, "rules_before": rules_a, "rules_after": rules_b,
-               "rewrite": prop.to_dict() if prop else None, "interfaces": names,
+               "proposal_digest": self.digests["proposal"], "rules_before": self.rules[0], "rules_after": self.rules[1],
+               "rewrite": prop.to_dict() if prop else None, "interfaces": self.names,
                "derivation": {"original": der_a.to_dict(), "proposal": der_b.to_dict()},
                "probes": [c.to_dict() for c in probes],
                "probe": {"count": cfg.probe_count, "pps": PROBE_PPS},
                "engine_version": engine_version()}
         rec.run["ruleset_optimize"] = opt
         rec.save_run()
-        summary = list(head) + [f"proposal: {rec.path / f'proposal.{suffix}'}"
-                                + (f" (with {rec.path / 'proposal.ipset'}, loaded first by 'ipset restore')"
-                                   if ipt and ipset_b else "")]
-        try:
-            nc = der_a.not_covered
-            if nc:
-                summary.append(f"not covered by probes ({len(nc)} rules, equivalence not proven for them): "
-                               + "; ".join(f"{n.rule_id}: {n.reason}" for n in nc[:3]) + (" ..." if len(nc) > 3 else ""))
-            if diffs:
-                first = diffs[0].one_line()
-                opt["equivalence"] = {"verdict": "different", "level": "model", "first_difference": first,
-                                      "differences": len(diffs), "probes": len(probes)}
-                rec.set_status("complete")
-                return OptimizeResult("different", summary + [f"NOT equivalent (model, {len(diffs)} of {len(probes)} "
-                                                              f"probes differ): {first}"], rec.path, first)
-            note(f"  model: {len(probes)} probes ({len(der_a.classes)} from the original, "
-                 f"{len(probes) - len(der_a.classes)} more from the proposal) identical; now on the data path")
-            rows, first = live_differences(b, engine, {"original": fw_a, "proposal": fw_b}, probes,
-                                           cfg.probe_count, note)
-            by_id = {c.class_id: c for c in probes}
-            opt["live"] = rows
-            if first is not None:
-                line = (f"{describe_probe(by_id[first['class_id']])}: original {first['original']['observed']} "
-                        f"({first['original']['arrived']}/{first['original']['sent']}), proposal "
-                        f"{first['proposal']['observed']} ({first['proposal']['arrived']}/{first['proposal']['sent']})")
-                opt["equivalence"] = {"verdict": "different", "level": "data path", "first_difference": line,
-                                      "differences": sum(not r["identical"] for r in rows), "probes": len(probes)}
-                rec.set_status("complete")
-                return OptimizeResult("different", summary + [f"NOT equivalent on the data path: {line}"], rec.path, line)
-            unexpected = [r["class_id"] for r in rows if not r["as_expected"]]
-            opt["equivalence"] = {"verdict": "equivalent", "level": "model and data path", "probes": len(probes),
-                                  "not_as_expected": unexpected}
-            summary.append(f"equivalent on all {len(probes)} derived probes ({len(der_a.classes)} from the original, "
-                           f"{len(probes) - len(der_a.classes)} more from the proposal): model and data path identical")
-            if unexpected:
-                summary.append(f"  note: {len(unexpected)} probes were treated alike by both but not as the model "
-                               f"says (e.g. {unexpected[0]}): a finding about the rule set, see 'fwlab run --ruleset'")
-            rec.save_run()
-            if cfg.measure_rate and probes:
-                gain = _measure(rec, b, engine, cfg, probes, model_a, model_b, fw_a, fw_b, digest_a, digest_b, note)
-                opt["gain"] = gain
-                rounds = " ".join("AB" if k % 2 == 0 else "BA" for k in range(cfg.repetitions))
-                kg = gain["kernel"]
-                summary.append(f"gain inside the firewall (in-kernel) = original time / proposal time per packet "
-                               f"({cfg.repetitions} rounds {rounds}, light load, same-packet reference; interval: "
-                               f"envelope of the rounds' 95 % intervals):")
-                for g in kg["probes"]:
-                    kgain = kg["classes"].get(g["class_id"]) or {}
-                    summary.append(f"  {g['class_id']:>6} {g['expected']:<6} ({g['traversed_original']:>5} -> "
-                                   f"{g['traversed_proposal']} rules compared): "
-                                   f"{kernel_text(kg['per_class'].get(g['class_id']))}  {_fmt_gain(kgain)} "
-                                   f"{kgain.get('verdict', '')}")
-                if kg.get("missing"):
-                    summary.append(f"  missing: {kg['missing']}")
-                summary.append(f"  mix of these classes: {_fmt_gain(kg['mix'])} {kg['mix'].get('verdict', '')}"
-                               + (f" (left out: {', '.join(kg['mix']['left_out'])})" if kg['mix'].get('left_out') else ""))
-                summary.append(f"capacity (secondary): gain = proposal rate / original rate ({cfg.rate_count} frames "
-                               f"per measurement at the engine's maximum, {cfg.repetitions} rounds {rounds}, 95 % "
-                               f"interval):")
-                for g in gain["classes"]:
-                    summary.append(f"  {g['class_id']:>6} {g['expected']:<6} ({g['traversed_original']:>5} -> "
-                                   f"{g['traversed_proposal']} rules compared): {kpps_text(g['original_rate_pps'])} -> "
-                                   f"{kpps_text(g['proposal_rate_pps'])} kpps  {_fmt_gain(g['gain'])}")
-                mx = gain["mix"]
-                summary.append(f"  mix of these {len(mx['classes'])} classes: {kpps_text(mx['original_rate_pps'])} -> "
-                               f"{kpps_text(mx['proposal_rate_pps'])} kpps  {_fmt_gain(mx['gain'])}")
-            else:
-                opt["gain"] = None
-                opt["rate_missing"] = "not measured (--no-rate)"
-            rec.run["plan"]["trials"] = len(rec.trials())
-            rec.set_status("complete")
-        except BaseException:
-            rec.set_status("incomplete")
-            raise
-        finally:
-            fw_a.flush(b.ctx)
-    summary.append(f"record: {rec.path}  (fwlab report {rec.path})")
-    return OptimizeResult("equivalent", summary, rec.path)
+        summary = list(self.head) + [f"proposal: {rec.path / f'proposal.{suffix}'}"
+                                     + (f" (with {rec.path / 'proposal.ipset'}, loaded first by 'ipset restore')"
+                                        if ipt and self.ipset_b else "")]
+        nc = der_a.not_covered
+        if nc:
+            summary.append(f"not covered by probes ({len(nc)} rules, equivalence not proven for them): "
+                           + "; ".join(f"{n.rule_id}: {n.reason}" for n in nc[:3]) + (" ..." if len(nc) > 3 else ""))
+        diffs = model_differences(self.models["original"], self.models["proposal"], probes)
+        if diffs:
+            first = diffs[0].one_line()
+            opt["equivalence"] = {"verdict": "different", "level": "model", "first_difference": first,
+                                  "differences": len(diffs), "probes": len(probes)}
+            self.result = OptimizeResult("different", summary + [f"NOT equivalent (model, {len(diffs)} of "
+                                                                 f"{len(probes)} probes differ): {first}"],
+                                         rec.path, first)
+            return
+        note(f"  model: {len(probes)} probes ({len(der_a.classes)} from the original, "
+             f"{len(probes) - len(der_a.classes)} more from the proposal) identical; now on the data path")
+        run.state.routes = Routes(b, probes)
+        seen: dict[str, dict[str, dict]] = {}
+        for name in self.firewalls():
+            t0 = time.perf_counter()
+            got = yield Stage(f"probes through the {name}", tuple(
+                StageTrial("probe-observe", name, {"class": c, "count": cfg.probe_count}) for c in probes), fresh=True)
+            seen[name] = {c.class_id: o for c, o in zip(probes, got)}
+            note(f"  {len(probes)} probes through the {name} in {time.perf_counter() - t0:.1f} s")
+        rows, first = difference_rows(seen, probes)
+        by_id = {c.class_id: c for c in probes}
+        opt["live"] = rows
+        if first is not None:
+            line = (f"{describe_probe(by_id[first['class_id']])}: original {first['original']['observed']} "
+                    f"({first['original']['arrived']}/{first['original']['sent']}), proposal "
+                    f"{first['proposal']['observed']} ({first['proposal']['arrived']}/{first['proposal']['sent']})")
+            opt["equivalence"] = {"verdict": "different", "level": "data path", "first_difference": line,
+                                  "differences": sum(not r["identical"] for r in rows), "probes": len(probes)}
+            self.result = OptimizeResult("different", summary + [f"NOT equivalent on the data path: {line}"],
+                                         rec.path, line)
+            return
+        unexpected = [r["class_id"] for r in rows if not r["as_expected"]]
+        opt["equivalence"] = {"verdict": "equivalent", "level": "model and data path", "probes": len(probes),
+                              "not_as_expected": unexpected}
+        summary.append(f"equivalent on all {len(probes)} derived probes ({len(der_a.classes)} from the original, "
+                       f"{len(probes) - len(der_a.classes)} more from the proposal): model and data path identical")
+        if unexpected:
+            summary.append(f"  note: {len(unexpected)} probes were treated alike by both but not as the model "
+                           f"says (e.g. {unexpected[0]}): a finding about the rule set, see 'fwlab run --ruleset'")
+        rec.save_run()
+        if cfg.measure_rate and probes:
+            gain = yield from self.measure(run)
+            opt["gain"] = gain
+            summary += gain_lines(cfg, gain)
+        else:
+            opt["gain"] = None
+            opt["rate_missing"] = "not measured (--no-rate)"
+        summary.append(f"record: {rec.path}  (fwlab report {rec.path})")
+        self.result = OptimizeResult("equivalent", summary, rec.path)
+
+    def measure(self, run: StagedRun) -> Generator[Stage, list, dict]:
+        """The gain stages: in-kernel on the accepted probes, then capacity on the measured ones."""
+        cfg, probes, note, b = self.cfg, self.probes, run.note, run.state.b
+        traversed = {cond: {c.class_id: len(evaluate(self.models[cond], c.packet).traversed) for c in probes}
+                     for cond in ("original", "proposal")}
+        measured = pick_measured(probes, traversed["original"], cfg.classes)
+        end_probes(b)  # the probe-arrival counters off the bed hosts before any rate
+        # inside the firewall a drop is never timed: the in-kernel gain is measured on the probes the
+        # rule sets accept, the deepest in the original, the middle, the shallowest (e.g. a deny list's
+        # allowed traffic, which walks the whole list)
+        timed = pick_measured([c for c in probes if c.expected == "accept"], traversed["original"], cfg.classes)
+        run.state.routes = Routes(b, list({c.class_id: c for c in measured + timed}.values()))
+        kernel = yield from kernel_gain(run, timed, self.fw_a, self.fw_b, self.digests["original"],
+                                        self.digests["proposal"], cfg.repetitions)
+        kernel["probes"] = [{"class_id": c.class_id, "rule_id": c.rule_id, "rule_text": c.rule_text,
+                             "expected": c.expected, "traversed_original": traversed["original"][c.class_id],
+                             "traversed_proposal": traversed["proposal"][c.class_id]} for c in timed]
+        if not timed:
+            kernel["missing"] = "no probe the rule sets accept: a drop is entered and never timed inside the firewall"
+        fws = self.firewalls()
+        rates: dict[tuple[str, str], list[float | None]] = {}
+        for k in range(cfg.repetitions):
+            planned = [(cond, c) for cond in (("original", "proposal") if k % 2 == 0 else ("proposal", "original"))
+                       for c in measured]
+            got = yield Stage(f"rate round {k + 1}", tuple(
+                StageTrial("class-rate", cond, {"class": c, "round": k, "count": cfg.rate_count, "identity": {
+                    "backend": "imported", "layout": cond,
+                    "ruleset": {"digest": self.digests[cond], "family": fws[cond].family}}})
+                for cond, c in planned), fresh=True, done_note=f"  rate round {k + 1}/{cfg.repetitions} done")
+            for (cond, c), rate in zip(planned, got):
+                rates.setdefault((c.class_id, cond), []).append(rate)
+        out = summarize_gain(measured, traversed, rates)
+        out["kernel"] = kernel
+        for g in out["classes"]:
+            g["kernel_gain"] = kernel["classes"].get(g["class_id"])
+        return out
+
+    def set_condition(self, run: StagedRun, condition: str) -> None:
+        fw = self.firewalls()[condition]
+        fw.flush(run.state.b.ctx)
+        fw.load(run.state.b.ctx)
+
+    def cleanup(self, run: StagedRun) -> None:
+        self.fw_a.flush(run.state.b.ctx)
 
 
-def _measure(rec, b, engine, cfg, probes, model_a, model_b, fw_a, fw_b, digest_a, digest_b, note) -> dict:
-    from fwlab.rules.imported_model import evaluate
-
-    traversed = {"original": {c.class_id: len(evaluate(model_a, c.packet).traversed) for c in probes},
-                 "proposal": {c.class_id: len(evaluate(model_b, c.packet).traversed) for c in probes}}
-    measured = pick_measured(probes, traversed["original"], cfg.classes)
-    end_probes(b)  # the probe-arrival counters off the bed hosts before any rate
-    # inside the firewall a drop is never timed: the in-kernel gain is measured on the probes the
-    # rule sets accept, the deepest in the original, the middle, the shallowest (e.g. a deny list's
-    # allowed traffic, which walks the whole list)
-    timed = pick_measured([c for c in probes if c.expected == "accept"], traversed["original"], cfg.classes)
-    routes = Routes(b, list({c.class_id: c for c in measured + timed}.values()))
-    kernel = kernel_gain(rec, b, engine, timed, routes, fw_a, fw_b, digest_a, digest_b, cfg.repetitions, note)
-    kernel["probes"] = [{"class_id": c.class_id, "rule_id": c.rule_id, "rule_text": c.rule_text,
-                         "expected": c.expected, "traversed_original": traversed["original"][c.class_id],
-                         "traversed_proposal": traversed["proposal"][c.class_id]} for c in timed]
-    if not timed:
-        kernel["missing"] = "no probe the rule sets accept: a drop is entered and never timed inside the firewall"
-    fws = {"original": (fw_a, digest_a), "proposal": (fw_b, digest_b)}
-    rates: dict[tuple[str, str], list[float | None]] = {}
-    for k in range(cfg.repetitions):
-        for cond in ("original", "proposal") if k % 2 == 0 else ("proposal", "original"):
-            fw, digest = fws[cond]
-            fw.flush(b.ctx)
-            fw.load(b.ctx)
-            for c in measured:
-                rates.setdefault((c.class_id, cond), []).append(
-                    _rate_trial(rec, b, engine, routes, c, cond, k, cfg, digest, fw.family))
-            fw.flush(b.ctx)
-        note(f"  rate round {k + 1}/{cfg.repetitions} done")
-    out = summarize_gain(measured, traversed, rates)
-    out["kernel"] = kernel
-    for g in out["classes"]:
-        g["kernel_gain"] = kernel["classes"].get(g["class_id"])
+def gain_lines(cfg: OptimizeConfig, gain: dict) -> list[str]:
+    """The summary's lines of the gain: in-kernel per probe and for their mix, then capacity."""
+    out = []
+    rounds = " ".join("AB" if k % 2 == 0 else "BA" for k in range(cfg.repetitions))
+    kg = gain["kernel"]
+    out.append(f"gain inside the firewall (in-kernel) = original time / proposal time per packet "
+               f"({cfg.repetitions} rounds {rounds}, light load, same-packet reference; interval: "
+               f"envelope of the rounds' 95 % intervals):")
+    for g in kg["probes"]:
+        kgain = kg["classes"].get(g["class_id"]) or {}
+        out.append(f"  {g['class_id']:>6} {g['expected']:<6} ({g['traversed_original']:>5} -> "
+                   f"{g['traversed_proposal']} rules compared): "
+                   f"{kernel_text(kg['per_class'].get(g['class_id']))}  {_fmt_gain(kgain)} "
+                   f"{kgain.get('verdict', '')}")
+    if kg.get("missing"):
+        out.append(f"  missing: {kg['missing']}")
+    out.append(f"  mix of these classes: {_fmt_gain(kg['mix'])} {kg['mix'].get('verdict', '')}"
+               + (f" (left out: {', '.join(kg['mix']['left_out'])})" if kg['mix'].get('left_out') else ""))
+    out.append(f"capacity (secondary): gain = proposal rate / original rate ({cfg.rate_count} frames "
+               f"per measurement at the engine's maximum, {cfg.repetitions} rounds {rounds}, 95 % "
+               f"interval):")
+    for g in gain["classes"]:
+        out.append(f"  {g['class_id']:>6} {g['expected']:<6} ({g['traversed_original']:>5} -> "
+                   f"{g['traversed_proposal']} rules compared): {kpps_text(g['original_rate_pps'])} -> "
+                   f"{kpps_text(g['proposal_rate_pps'])} kpps  {_fmt_gain(g['gain'])}")
+    mx = gain["mix"]
+    out.append(f"  mix of these {len(mx['classes'])} classes: {kpps_text(mx['original_rate_pps'])} -> "
+               f"{kpps_text(mx['proposal_rate_pps'])} kpps  {_fmt_gain(mx['gain'])}")
     return out
 
 

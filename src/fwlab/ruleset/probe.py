@@ -8,7 +8,7 @@ with fwlab-engine (``send_frames``; an established class's flow opened first, :f
 probe's own packets counted at the far side (:mod:`fwlab.ruleset.arrivals`; the interface's rx
 counter ``rx_packets`` only for comparison), the observed verdict of a probe burst with its
 translation check, and one class rate trial written to the record. Never decides the order of work (the
-rule-set run and optimize do) and never builds a bed (:func:`fwlab.run.beds.open_bed`).
+rule-set run and optimize plan it as stages) and never builds a bed (the run pipeline does).
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ PROBE_PPS = 2000  #: probe rate [packets/s]
 PASS_MIN = 0.9  #: share of probes that must arrive to call a class passed
 DROP_MAX = 0.1  #: share at most arriving to call it dropped (between: inconclusive)
 SETTLE_S = 0.3  #: wait after a probe burst before reading counters [s]
+PROBE_SETTLE_S = 0.05  #: wait after an observed probe before reading the receiver's counter [s] (retried at SETTLE_S)
 DEFAULT_INTERFACES = {"eth0": "client", "eth1": "server"}
 
 
@@ -418,6 +419,22 @@ def send_counted(b: Bed, engine: str, c: TrafficClass, count: int, before=None,
     far, near = counters[other].read(), counters[role].read()
     return Counted(sent=int(send.get("offered_count") or 0), arrived=probe_packets(far, c.packet.l4proto),
                    far=far, near=near, interface_rx_delta=rx_packets(b, other) - r0, argv=argv)
+
+
+def observe(b: Bed, engine: str, routes: Routes, c: TrafficClass, count: int) -> dict:
+    """Send ``count`` packets of probe ``c`` (``fwlab optimize``'s equivalence check: no verdict to
+    compare with); passed | dropped | inconclusive from the probe's own packets counted at the
+    receiving bed host (:func:`send_counted`; an inconclusive share is retried once, with more
+    packets)."""
+    routes.ensure(c)
+    res: dict = {}
+    for n, settle in ((count, PROBE_SETTLE_S), (max(count, 40), SETTLE_S)):
+        got = send_counted(b, engine, c, n, settle_s=settle)
+        res = {"sent": got.sent, "arrived": got.arrived, "observed": observed_verdict(got.sent, got.arrived),
+               "interface_rx_delta": got.interface_rx_delta}
+        if res["observed"] != "inconclusive":
+            break
+    return res
 
 
 def check_translation(c: TrafficClass, seen: list[dict], dut_own: tuple[str, ...] = ()) -> str | None:

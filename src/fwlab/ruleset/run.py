@@ -1,6 +1,9 @@
 """``fwlab run --ruleset FILE``: a user's own rule set, its derived traffic, verdicts and cost per class.
 
-Owns the order of work of an imported-rule-set run:
+A staged job of the run pipeline (:class:`RulesetRun`, run by :func:`fwlab.run.start.start`: the
+pipeline opens the bed, makes the record, sets its status and cleans up). Owns the stages of an
+imported-rule-set run, each planned from the ones before, their trials naming the registered
+methods of :mod:`fwlab.ruleset.methods`:
 
 1. read the file (nft syntax or iptables-save, optional ipset file) and fail in one line on a
    malformed one, before anything is built;
@@ -35,42 +38,37 @@ Owns the order of work of an imported-rule-set run:
    summary's reason) from the same rounds' per-class figures.
 
 Writes a normal record (run.json with ``ruleset_import``, one trial per class x condition x
-round, kind ``ruleset-class``) and tears everything down on every exit path. Its configuration is
-:mod:`fwlab.ruleset.config`, a class's traffic :mod:`fwlab.ruleset.probe`, the per-class figures
-:mod:`fwlab.ruleset.costs` and the mix's :mod:`fwlab.ruleset.mix`; its bed and the head of its
-record come from the run pipeline (:func:`fwlab.run.beds.open_bed`, :mod:`fwlab.run.header`).
+round, kind ``ruleset-class``); the pipeline tears everything down on every exit path. Its
+configuration is :mod:`fwlab.ruleset.config`, a class's traffic :mod:`fwlab.ruleset.probe`, the
+per-class figures :mod:`fwlab.ruleset.costs` and the mix's :mod:`fwlab.ruleset.mix`; its bed and
+the head of its record come from the run pipeline (:mod:`fwlab.run.staged`).
 """
 
 from __future__ import annotations
 
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
 from fwlab.dut.imported import ImportedFirewall
-from fwlab.errors import FwlabError
-from fwlab.results import RunRecord, trial_record, utc_now
+from fwlab.results import RunRecord
 from fwlab.rules.derive import BedAddresses, Derivation, TrafficClass, derive
 from fwlab.rules.imported_model import DERIVE_L4
-from fwlab.run.beds import open_bed
-from fwlab.run.header import derived_suite, new_record
+from fwlab.run.header import derived_suite
+from fwlab.run.stages import JobHead, Stage, StagedRun, Stages, StageTrial
+from fwlab.run.start import start
 from fwlab.ruleset.config import RulesetRunConfig
 from fwlab.ruleset.costs import latency_load, latency_missing, latency_why, summarize_costs
 from fwlab.ruleset.established import no_reference, replies, twins
 from fwlab.ruleset.interfaces import InterfaceMap, parse_map, propose, unmapped, unmapped_line
 from fwlab.ruleset.kclass import attach, in_kernel_costs
+from fwlab.ruleset.methods import ClassBed
 from fwlab.ruleset.mix import mix_latency, resolve, summarize_mix
-from fwlab.ruleset.probe import (DROP_MAX, PASS_MIN, PROBE_PPS, Bed, Routes, class_spec, end_probes,
-                                 frame_size, open_flow, preflight, prepare, probe, random_alternatives, rate_trial,
-                                 read_input, send_args, send_frames, unsendable)
-from fwlab.runners.engine import wait_ready
+from fwlab.ruleset.probe import (DROP_MAX, PASS_MIN, PROBE_PPS, Bed, Routes, end_probes, open_flow, preflight,
+                                 prepare, random_alternatives, read_input, unsendable)
 from fwlab.runners.engine_binary import engine_version
-from fwlab.runners.engine_counts import metrics_from, parse_result
 from fwlab.testbed import Testbed, require_root, require_tool
-
-LATENCY_IDLE_S = 0.3  #: the latency receiver stops this long after the last frame [s]
 
 
 # -- the run -----------------------------------------------------------------------------------
@@ -168,14 +166,9 @@ def dry_run_ruleset(cfg: RulesetRunConfig, out: TextIO) -> int:
         require_tool(prog)
     for line in plan.lines:
         out.write(line + "\n")
-    with open_bed("routed") as bed:
-        b = prepare(bed, plan.names, plan.loads_also)
-        load_s = fw.load(b.ctx)
-        try:
-            model = fw.readback(b.ctx)
-            deriv = derive_all(model, b, seed=cfg.seed)
-        finally:
-            fw.flush(b.ctx)
+    job = DryRun(cfg, fw, plan)
+    start(job, log=None)  # the bed's set-up is the whole dry run: it records nothing
+    b, model, deriv, load_s = job.bed, job.model, job.deriv, job.load_s
     est, _ = twins(model, deriv.classes)
     est += replies(model, deriv.classes + est, b.addrs.dut_own)
     deriv.not_covered = covered_by_twins(deriv.not_covered, est)
@@ -194,20 +187,77 @@ def dry_run_ruleset(cfg: RulesetRunConfig, out: TextIO) -> int:
     return 0 if deriv.classes else 1
 
 
+@dataclass
+class DryRun:
+    """``--dry-run``'s staged job: its set-up loads the rule set, reads it back, derives the classes
+    and flushes it; nothing is recorded (the pipeline tears the bed down)."""
+
+    cfg: RulesetRunConfig
+    fw: ImportedFirewall
+    plan: InterfacePlan
+    mode: str = "routed"
+    bed: Bed | None = None
+    model: object = None
+    deriv: Derivation | None = None
+    load_s: float = 0.0
+
+    def setup(self, bed: Testbed, note) -> None:
+        b = self.bed = prepare(bed, self.plan.names, self.plan.loads_also)
+        self.load_s = self.fw.load(b.ctx)
+        try:
+            self.model = self.fw.readback(b.ctx)
+            self.deriv = derive_all(self.model, b, seed=self.cfg.seed)
+        finally:
+            self.fw.flush(b.ctx)
+        return None
+
+    def stages(self, run: StagedRun) -> Stages:  # never called: the set-up records nothing
+        yield from ()
+
+    def set_condition(self, run: StagedRun, condition: str) -> None:
+        raise AssertionError("a dry run has no condition")
+
+    def cleanup(self, run: StagedRun) -> None:
+        pass
+
+
 def run_ruleset(cfg: RulesetRunConfig, out_root: Path, *, log: TextIO | None = sys.stderr) -> RunRecord:
-    text = read_input(cfg.ruleset, "rule set")
-    ipset_text = read_input(cfg.ipset, "ipset file") if cfg.ipset else None
-    fw = ImportedFirewall.from_text(text, str(cfg.ruleset), ipset_text)
-    plan = interface_plan(cfg, fw)
-    names = plan.names
-    engine = preflight(("nft" if fw.kind == "nft" else fw.restore_program,) + (("ipset",) if ipset_text else ()))
-    note = note_to(log)
-    for line in plan.lines:
-        note(line)
-    with open_bed("routed") as bed:
-        desc = bed.describe()
+    """``fwlab run --ruleset``: its inputs read and checked, the tools found, before any bed; then
+    the staged job (:class:`RulesetRun`) through the run pipeline's one entry point."""
+    return start(RulesetRun.of(cfg), out_root=out_root, log=log)
+
+
+@dataclass
+class RulesetRun:
+    """``fwlab run --ruleset``'s staged job: the set-up loads the rule set on a routed bed and derives
+    its classes; the stages are the probe checks, then for the classes that passed the in-kernel
+    cost rounds, then the rate rounds, each followed by its latency round (planned from that round's
+    rates). Conditions: ``rules`` (the rule set), ``reference`` (none), ``drop-reference``."""
+
+    cfg: RulesetRunConfig
+    text: str
+    fw: ImportedFirewall
+    plan: InterfacePlan
+    engine: str
+    mode: str = "routed"
+
+    @classmethod
+    def of(cls, cfg: RulesetRunConfig) -> "RulesetRun":
+        """Read the files and check the tools (a bad input fails in one line before anything is built)."""
+        text = read_input(cfg.ruleset, "rule set")
+        ipset_text = read_input(cfg.ipset, "ipset file") if cfg.ipset else None
+        fw = ImportedFirewall.from_text(text, str(cfg.ruleset), ipset_text)
+        plan = interface_plan(cfg, fw)
+        engine = preflight(("nft" if fw.kind == "nft" else fw.restore_program,) + (("ipset",) if ipset_text else ()))
+        return cls(cfg, text, fw, plan, engine)
+
+    def setup(self, bed: Testbed, note) -> JobHead:
+        cfg, fw, plan = self.cfg, self.fw, self.plan
+        names = plan.names
+        for line in plan.lines:
+            note(line)
         b = prepare(bed, names, plan.loads_also)
-        load_s = fw.load(b.ctx)  # a refusal raises here; `with` removes the bed
+        load_s = fw.load(b.ctx)  # a refusal raises here; the pipeline removes the bed
         digest = fw.digest(b.ctx)
         model = fw.readback(b.ctx)
         deriv: Derivation = derive_all(model, b, seed=cfg.seed)
@@ -221,12 +271,9 @@ def run_ruleset(cfg: RulesetRunConfig, out_root: Path, *, log: TextIO | None = s
             description=f"imported rule set {cfg.ruleset.name}: derived traffic classes, their verdicts "
                         f"and cost per class")
         suite["parsed"].update(class_trial_header(bed, cfg.rate_count))
-        rec = new_record(out_root, suite, {"trials": 0, "skipped": []},
-                         beds=[{**desc, "backend": "imported", "backend_version": fw.version(b.ctx),
-                                "dut_interfaces": b.names}])
         imp = {"file": str(cfg.ruleset), "ipset_file": str(cfg.ipset) if cfg.ipset else None,
                "kind": fw.kind, "family": fw.family, "ip_version": fw.ip_version, "digest": digest,
-               "load_s": load_s, "text": text, "interfaces": names, "derivation": deriv.to_dict(),
+               "load_s": load_s, "text": self.text, "interfaces": names, "derivation": deriv.to_dict(),
                "interface_notes": plan.lines, "interfaces_unmapped": plan.unmapped,
                "interfaces_created": b.idle,
                "probe": {"count": cfg.probe_count, "pps": PROBE_PPS, "pass_min": PASS_MIN, "drop_max": DROP_MAX},
@@ -243,98 +290,106 @@ def run_ruleset(cfg: RulesetRunConfig, out_root: Path, *, log: TextIO | None = s
         if any(m.field == "ct_state" for ch in model.chains.values() for r in ch.rules for m in r.matches):
             imp["cost_note"] = ("the rule set matches ct state, so the DUT tracks connections while it is loaded and "
                                 "not in the reference (no rule set): each class's cost includes connection tracking")
-        rec.run["ruleset_import"] = imp
+        self.model, self.deriv, self.digest, self.imp, self.mix = model, deriv, digest, imp, mix
+        return JobHead(suite=suite, bed={"backend": "imported", "backend_version": fw.version(b.ctx),
+                                         "dut_interfaces": b.names},
+                       state=ClassBed(b, self.engine), run={"ruleset_import": imp}, condition="rules")
+
+    def stages(self, run: StagedRun) -> Stages:
+        cfg, fw, model, deriv, digest, imp, mix = self.cfg, self.fw, self.model, self.deriv, self.digest, self.imp, self.mix
+        rec, note, state = run.record, run.note, run.state
+        b, engine = state.b, state.engine
+        est, no_twin = twins(model, deriv.classes)
+        est += replies(model, deriv.classes + est, b.addrs.dut_own)  # each established flow's reply direction
+        deriv.not_covered = covered_by_twins(deriv.not_covered, est)
+        imp["derivation"]["not_covered"] = [n.to_dict() for n in deriv.not_covered]
+        imp["established"] = {"classes": [c.to_dict() for c in est], "none": no_twin,
+                              "method": "an established twin per udp/tcp class the rule set accepts (when it "
+                                        "tracks connections): the same packet on its own source port, its flow "
+                                        "opened before every burst (udp: one packet and the reply conntrack "
+                                        "expects; tcp: a handshake), so every measured packet is ct state "
+                                        "established; and per established class its reply direction (id + 'r': "
+                                        "the far side's packets back, as conntrack's reply tuple has them); "
+                                        "checked and measured like the other classes, left out of the mix"}
+        if est:
+            note(f"  {len(est)} established twins ({', '.join(c.class_id for c in est)})")
+        every = deriv.classes + est
+        imp["not_sent"] = {c.class_id: unsendable(c) for c in every if unsendable(c)}
+        every = [c for c in every if c.class_id not in imp["not_sent"]]
+        state.routes = Routes(b, every, opener=lambda c: open_flow(b, engine, c))
+        alt = random_alternatives(every)
+        probes = yield Stage("probe checks", tuple(
+            StageTrial("probe-check", "rules", {"class": c, "fw": fw, "count": cfg.probe_count,
+                                                "alternatives": alt.get(c.class_id, [])}) for c in every))
+        end_probes(b)
+        imp["probes"] = probes
+        for p in probes:
+            note(f"  {p['class_id']}: expected {p['expected']}, observed {p['observed']} "
+                 f"({p['arrived']}/{p['sent']}) -> {p['status']}")
+        checked = {p["class_id"] for p in probes if p["status"] == "match"}
+        imp["not_measured"] = {c.class_id: no_reference(c, b.addrs.dut_own) for c in every
+                               if no_reference(c, b.addrs.dut_own)}
+        measured = [c for c in every if c.class_id in checked and c.class_id not in imp["not_measured"]]
+        imp["left_out"] = {p["class_id"]: f"check {p['status']}: {p['why']}" for p in probes
+                           if p["status"] != "match"}
+        imp["left_out"].update({i: f"not sent: {why}" for i, why in imp["not_sent"].items()})
+        imp["left_out"].update({i: f"not measured: {why}" for i, why in imp["not_measured"].items()
+                                if i in checked})
+        mix.update(leave_out(mix, imp["left_out"]))
         rec.save_run()
-        try:
-            est, no_twin = twins(model, deriv.classes)
-            est += replies(model, deriv.classes + est, b.addrs.dut_own)  # each established flow's reply direction
-            deriv.not_covered = covered_by_twins(deriv.not_covered, est)
-            imp["derivation"]["not_covered"] = [n.to_dict() for n in deriv.not_covered]
-            imp["established"] = {"classes": [c.to_dict() for c in est], "none": no_twin,
-                                  "method": "an established twin per udp/tcp class the rule set accepts (when it "
-                                            "tracks connections): the same packet on its own source port, its flow "
-                                            "opened before every burst (udp: one packet and the reply conntrack "
-                                            "expects; tcp: a handshake), so every measured packet is ct state "
-                                            "established; and per established class its reply direction (id + 'r': "
-                                            "the far side's packets back, as conntrack's reply tuple has them); "
-                                            "checked and measured like the other classes, left out of the mix"}
-            if est:
-                note(f"  {len(est)} established twins ({', '.join(c.class_id for c in est)})")
-            every = deriv.classes + est
-            imp["not_sent"] = {c.class_id: unsendable(c) for c in every if unsendable(c)}
-            every = [c for c in every if c.class_id not in imp["not_sent"]]
-            routes = Routes(b, every, opener=lambda c: open_flow(b, engine, c))
-            alt = random_alternatives(every)
-            probes = [probe(b, fw, engine, c, cfg.probe_count, routes, alt.get(c.class_id, [])) for c in every]
-            end_probes(b)
-            imp["probes"] = probes
-            for p in probes:
-                note(f"  {p['class_id']}: expected {p['expected']}, observed {p['observed']} "
-                     f"({p['arrived']}/{p['sent']}) -> {p['status']}")
-            checked = {p["class_id"] for p in probes if p["status"] == "match"}
-            imp["not_measured"] = {c.class_id: no_reference(c, b.addrs.dut_own) for c in every
-                                   if no_reference(c, b.addrs.dut_own)}
-            measured = [c for c in every if c.class_id in checked and c.class_id not in imp["not_measured"]]
-            imp["left_out"] = {p["class_id"]: f"check {p['status']}: {p['why']}" for p in probes
-                               if p["status"] != "match"}
-            imp["left_out"].update({i: f"not sent: {why}" for i, why in imp["not_sent"].items()})
-            imp["left_out"].update({i: f"not measured: {why}" for i, why in imp["not_measured"].items()
-                                    if i in checked})
-            mix.update(leave_out(mix, imp["left_out"]))
-            rec.save_run()
-            kernel = in_kernel_costs(rec, b, fw, engine, measured, routes, cfg, digest, imp, note)
-            rates: dict[tuple[str, str], list[float]] = {}
-            lat: dict[tuple[str, str], list[dict]] = {}
-            if cfg.measure_rate and measured:
-                conds = conditions(measured)
-                for k in range(cfg.repetitions):
-                    order = conds if k % 2 == 0 else conds[::-1]
-                    for cond in order:
-                        _set_condition(b, fw, cond)
-                        for c in measured_in(measured, cond):
-                            rate = rate_trial(rec, b, engine, c, cond, k, count=cfg.rate_count, route=routes.ensure,
-                                              **_identity(cond, digest, fw.family))
-                            rates.setdefault((c.class_id, rate_key(cond)), []).append(rate)
-                    if cfg.latency_count:
-                        # both conditions at the same load, known once both rates of the round are: the
-                        # condition still loaded first if it is one of the two, then the other
-                        timed = [x for x in reversed(order) if x in ("rules", "reference")]
-                        for i, cond in enumerate(timed):
-                            if i or cond != order[-1]:
-                                _set_condition(b, fw, cond)
-                            for c in measured:
-                                if latency_missing(c) is None:
-                                    lat.setdefault((c.class_id, cond), []).append(_latency_trial(
-                                        rec, b, routes, engine, c, cond, k, cfg, digest, fw.family,
-                                        latency_load(rates, c.class_id, k, cfg.latency_fraction)))
-                    note(f"  rate round {k + 1}/{cfg.repetitions} done")
-                imp["costs"] = attach(summarize_costs(measured, rates, lat if cfg.latency_count else None), kernel)
-                if not cfg.latency_count:
-                    imp["latency_missing"] = "not measured (latency_count = 0)"
-                w = mix["weights"]
-                mix.update(summarize_mix(w, rates, cfg.repetitions))
-                if cfg.latency_count:
-                    per_class = {c["class_id"]: c["latency"] for c in imp["costs"]}
-                    for cond, key in (("rules", "latency"), ("reference", "reference_latency")):
-                        hists = {i: [t["hdr"] for t in lat.get((i, cond), []) if t.get("hdr")] for i in w}
-                        why = {i: latency_why(per_class[i], cond) for i in w if i in per_class}
-                        mix[key] = mix_latency(w, hists, why, cond)
-                note(f"  mix ({mix['source']}, {sum(v > 0 for v in w.values())} classes), rate-based (capacity, "
-                     f"max-rate sends): {kpps_text(mix['rate_pps'])} kpps, 1e9/rate - 1e9/reference rate "
-                     f"{_ns(mix['cost_ns_per_packet'])} ns/packet")
-            else:
-                imp["costs"] = []
-                imp["rate_missing"] = ("not measured (--no-rate)" if not cfg.measure_rate else
-                                       "no traffic class derived" if not deriv.classes else
-                                       "no class passed its functional check")
-            rec.run["plan"]["trials"] = len(rec.trials())
-            rec.set_status("complete")
-        except BaseException:
-            rec.set_status("incomplete")
-            raise
-        finally:
-            fw.flush(b.ctx)
-    return rec
+        kernel = yield from in_kernel_costs(run, fw, measured, cfg, digest, imp)
+        if not (cfg.measure_rate and measured):
+            imp["costs"] = []
+            imp["rate_missing"] = ("not measured (--no-rate)" if not cfg.measure_rate else
+                                   "no traffic class derived" if not deriv.classes else
+                                   "no class passed its functional check")
+            return
+        rates: dict[tuple[str, str], list[float]] = {}
+        lat: dict[tuple[str, str], list[dict]] = {}
+        conds = conditions(measured)
+        for k in range(cfg.repetitions):
+            order = conds if k % 2 == 0 else conds[::-1]
+            done = f"  rate round {k + 1}/{cfg.repetitions} done"
+            planned = [(cond, c) for cond in order for c in measured_in(measured, cond)]
+            got = yield Stage(f"rate round {k + 1}", tuple(
+                StageTrial("class-rate", cond, {"class": c, "round": k, "count": cfg.rate_count,
+                                                "identity": _identity(cond, digest, fw.family)})
+                for cond, c in planned), fresh=True, done_note=None if cfg.latency_count else done)
+            for (cond, c), rate in zip(planned, got):
+                rates.setdefault((c.class_id, rate_key(cond)), []).append(rate)
+            if cfg.latency_count:
+                # both conditions at the same load, known once both rates of the round are: the
+                # condition still loaded first if it is one of the two, then the other
+                timed = [x for x in reversed(order) if x in ("rules", "reference")]
+                planned = [(cond, c) for cond in timed for c in measured if latency_missing(c) is None]
+                got = yield Stage(f"latency round {k + 1}", tuple(
+                    StageTrial("class-latency", cond, {
+                        "class": c, "round": k, "count": cfg.latency_count,
+                        "identity": _identity(cond, digest, fw.family),
+                        "load": latency_load(rates, c.class_id, k, cfg.latency_fraction)})
+                    for cond, c in planned), done_note=done)
+                for (cond, c), t in zip(planned, got):
+                    lat.setdefault((c.class_id, cond), []).append(t)
+        imp["costs"] = attach(summarize_costs(measured, rates, lat if cfg.latency_count else None), kernel)
+        if not cfg.latency_count:
+            imp["latency_missing"] = "not measured (latency_count = 0)"
+        w = mix["weights"]
+        mix.update(summarize_mix(w, rates, cfg.repetitions))
+        if cfg.latency_count:
+            per_class = {c["class_id"]: c["latency"] for c in imp["costs"]}
+            for cond, key in (("rules", "latency"), ("reference", "reference_latency")):
+                hists = {i: [t["hdr"] for t in lat.get((i, cond), []) if t.get("hdr")] for i in w}
+                why = {i: latency_why(per_class[i], cond) for i in w if i in per_class}
+                mix[key] = mix_latency(w, hists, why, cond)
+        note(f"  mix ({mix['source']}, {sum(v > 0 for v in w.values())} classes), rate-based (capacity, "
+             f"max-rate sends): {kpps_text(mix['rate_pps'])} kpps, 1e9/rate - 1e9/reference rate "
+             f"{_ns(mix['cost_ns_per_packet'])} ns/packet")
+
+    def set_condition(self, run: StagedRun, condition: str) -> None:
+        _set_condition(run.state.b, self.fw, condition)
+
+    def cleanup(self, run: StagedRun) -> None:
+        self.fw.flush(run.state.b.ctx)
 
 
 #: the drop reference: the least a firewall can do to drop a packet forwarded through the DUT
@@ -410,62 +465,6 @@ def kpps_text(d: dict) -> str:
 
 def _ns(d: dict) -> str:
     return "–" if d.get("median") is None else f"{d['median']:,.0f}"
-
-
-def _latency_trial(rec: RunRecord, b: Bed, routes: Routes, engine: str, c: TrafficClass, cond: str, k: int,
-                   cfg: RulesetRunConfig, digest: str, family: str, load: float | None) -> dict:
-    """One latency trial of class ``c`` in round ``k``: ``latency_count`` frames at ``load``
-    [packets/s] (:func:`latency_load`, the same in both conditions), received by the engine on the
-    far side's bed host (AF_PACKET, the class's port). Appends the trial (traffic
-    ``ruleset-class-latency``) and returns {hdr, samples, load_pps, round, why}."""
-    if not load:
-        return {"hdr": None, "samples": 0, "load_pps": None, "round": k,
-                "why": "no rate measured in this round to load at"}
-    routes.ensure(c)
-    role, send_argv = send_args(engine, b, c, count=cfg.latency_count, rate=str(int(load)))
-    other = "server" if role == "client" else "client"
-    host, ns = b.bed.host, b.bed.ns(other)
-    ready = host.scratch_path(f"latency-ready-{c.class_id}-{cond}-{k}-{time.monotonic_ns()}")
-    iface = b.link(c.packet.oif, other).peer
-    recv_argv = [engine, "recv", "--backend", "packet", "--iface", iface, "--port", str(c.packet.describe()["dport"]),
-                 "--idle-timeout-s", str(LATENCY_IDLE_S), "--duration-s", str(round(cfg.latency_count / load * 2 + 10)),
-                 "--ready-file", ready]
-    started = utc_now()
-    error, send, recv = None, {}, {}
-    rx = host.spawn(recv_argv, ns=ns)
-    try:
-        wait_ready(host, rx, ready, "recv (latency)", timeout_s=5.0, fix="check the engine build ('make engine')")
-        send = send_frames(b, role, send_argv)
-        try:
-            rx.proc.wait(timeout=LATENCY_IDLE_S + 3.0)
-        except Exception:  # noqa: BLE001 - still running: stopped below
-            pass
-        out, _ = rx.stop(sig=2, wait_s=5.0)
-        recv = parse_result(out, "recv") if out.strip() else {}
-        if not recv:
-            error = "fwlab-engine recv printed nothing"
-    except FwlabError as exc:
-        error = exc.one_line()
-    finally:
-        if rx.proc.poll() is None:
-            rx.stop()
-        host.forget(rx)
-    m = metrics_from(send, recv, frame_size(c)).metrics if send and recv else {}
-    ident = _identity(cond, digest, family)
-    spec = class_spec(rec, c, cond, k, trial_id=f"{c.class_id}-{cond}-latency-r{k}", traffic="ruleset-class-latency",
-                      backend=ident["backend"], layout=ident["layout"], duration_s=m.get("duration_s"))
-    keep = ("tx_pps", "rx_pps", "offered_count", "forwarded_count", "loss_ratio", "duration_s", "latency_ns",
-            "latency_samples", "latency_hdr_b64", "latency_hdr_unit", "jitter_ns", "generator_short")
-    metrics = {key: m.get(key) for key in keep} | {"ns_per_packet": None, "load_pps": load}
-    rec.append_trial(trial_record(
-        spec, kind="ruleset-class", started_utc=started, metrics=metrics if m else None, ruleset=ident["ruleset"],
-        raw={"engine_send_json": send, "engine_recv_json": {k2: v for k2, v in recv.items() if k2 != "streams"},
-             "argv": {"send": send_argv, "recv": recv_argv}},
-        error=error, extra={"class": c.to_dict()}))
-    hdr = m.get("latency_hdr_b64") if m else None
-    why = error or (None if hdr else f"no frame reached the receiver ({m.get('forwarded_count', 0) if m else 0} "
-                                     f"of {m.get('offered_count', 0) if m else 0})")
-    return {"hdr": hdr, "samples": m.get("latency_samples") if m else 0, "load_pps": load, "round": k, "why": why}
 
 
 def _identity(cond: str, digest: str, family: str) -> dict:

@@ -4,7 +4,7 @@ trial (a search's current load and bounds), and notes between trials.
 Owns: the progress display — on a TTY rich's live bar (trial k of n, time left, the running trial,
 its latest step on a line below it; finished trials and notes printed above it), in a log plain
 lines (one per finished trial, one per step, one per note: CI logs stay readable) — its time
-estimate, and the one-line figure of a finished trial. Never reads the record or the bed.
+estimate, the one-line figure of a finished trial, and a staged job's notes (:func:`note_writer`). Never reads the record or the bed.
 """
 
 from __future__ import annotations
@@ -163,6 +163,15 @@ class _Display(RichProgress):
         yield self.make_tasks_table(self.tasks)
         if self.run_progress.step_text:
             yield Text(f"  {self.run_progress.step_text}")  # wrapped: its bounds come last
+
+
+def note_writer(log: TextIO | None):
+    """A staged job's progress lines: each written to ``log`` at once (None: silent)."""
+    def note(s: str) -> None:
+        if log:
+            log.write(s + "\n")
+            log.flush()
+    return note
 
 
 def fmt_result(m: dict | None, error: str | None) -> str:

@@ -1,4 +1,8 @@
-"""Where every suite run starts and resumes: the one entry point of the run pipeline.
+"""Where every run starts and a suite's run resumes: the one entry point of the run pipeline.
+
+:func:`start` takes either a suite (planned whole, then executed bed by bed) or a staged job
+(:class:`fwlab.run.stages.StagedJob`: ``fwlab run --ruleset``, ``fwlab optimize``; stages planned
+from the results of the ones before, on one bed, :func:`fwlab.run.staged.run_staged`).
 
 Owns: a run from a suite to a finished record — where the roles live (the suite's [hosts] and a
 hosts file), the checks before anything is built (:mod:`fwlab.run.preflight`), the plan
@@ -12,7 +16,7 @@ from __future__ import annotations
 
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Callable
+from typing import Callable, TextIO
 
 from fwlab.errors import HostError, RecordError
 from fwlab.results import RunRecord
@@ -22,6 +26,8 @@ from fwlab.run.header import new_record, plan_header, suite_header
 from fwlab.run.plan import TrialSpec
 from fwlab.run.preflight import check_flood_placement, checked_plan
 from fwlab.run.progress import Progress
+from fwlab.run.staged import run_staged
+from fwlab.run.stages import StagedJob
 from fwlab.suites import Suite, parse_suite
 from fwlab.testbed.hosts import HostEntry, Placement, changed_fields, identity_difference, parse_hosts
 
@@ -43,14 +49,21 @@ def _remote_hosts_info(placement: Placement) -> dict:
             "metadata": {r: remote_host_metadata(h) for r, h in placement.hosts.items()}}
 
 
-def start(suite: Suite, suite_text: str, out_root: Path, *, quiet: bool = False,
-          hosts: dict[str, HostEntry] | None = None,
+def start(job: Suite | StagedJob, suite_text: str | None = None, out_root: Path | None = None, *,
+          quiet: bool = False, hosts: dict[str, HostEntry] | None = None,
           order: Callable[[list[TrialSpec]], list[TrialSpec]] | None = None,
-          prepare: Callable[[], None] | None = None) -> RunRecord:
-    """Run ``suite``; ``hosts`` (from ``--hosts FILE``) places roles on remote hosts; ``order``
-    may reorder the planned trials (the same trials; e.g. ``fwlab bench search``'s ABBA order);
-    ``prepare`` is work for after the run done beside the first bed's set-up, never beside
-    traffic (:attr:`Executor.prepare`; e.g. :func:`fwlab.report.prepare`)."""
+          prepare: Callable[[], None] | None = None, log: TextIO | None = None) -> RunRecord | None:
+    """Run ``job``: a suite (``start(suite, suite_text, out_root)``) or a staged job
+    (``start(job, out_root=out_root, log=...)``, its progress lines to ``log``; None when it
+    recorded nothing: ``out_root`` may then be None). For a suite, ``hosts`` (from ``--hosts FILE``) places roles on remote
+    hosts; ``order`` may reorder the planned trials (the same trials; e.g. ``fwlab bench
+    search``'s ABBA order); ``prepare`` is work for after the run done beside the first bed's
+    set-up, never beside traffic (:attr:`Executor.prepare`; e.g. :func:`fwlab.report.prepare`)."""
+    if not isinstance(job, Suite):
+        return run_staged(job, None if out_root is None else Path(out_root), log=log)
+    suite = job
+    if suite_text is None or out_root is None:
+        raise TypeError("start(suite, suite_text, out_root) needs the suite's text and a results directory")
     placement = _placement(suite, hosts)
     check_flood_placement(suite, placement)  # before any host is connected
     with placement or nullcontext():
