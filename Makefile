@@ -29,15 +29,23 @@ help:
 demo: deps
 	$(BIN)/fwlab run quick
 
+# tests/unit in UNIT_JOBS processes (pytest-xdist; each test has its own tmp_path), then the root
+# tests one at a time (they build namespaces and measure: nothing else may load the CPUs meanwhile).
+# Both always run; make fails if either did.
+UNIT_JOBS ?= 2
+
 test: deps
 	@if [ -f engine/Cargo.toml ]; then cd engine && cargo test --release --quiet; fi
-	$(BIN)/python -m pytest tests -q -rs
+	@rc=0; \
+	$(BIN)/python -m pytest tests/unit -q -rs -n $(UNIT_JOBS) --durations=30 || rc=$$?; \
+	$(BIN)/python -m pytest tests/netns tests/remote -q -rs --durations=30 || rc=$$?; \
+	exit $$rc
 
 unit: venv
-	$(BIN)/python -m pytest tests/unit -q
+	$(BIN)/python -m pytest tests/unit -q -n $(UNIT_JOBS) --durations=30
 
 netns: deps
-	$(BIN)/python -m pytest tests/netns -q -rs
+	$(BIN)/python -m pytest tests/netns -q -rs --durations=30
 
 # docs/suite-reference.md is generated from the suite schema (tests/unit/test_docs.py checks it)
 docs: venv

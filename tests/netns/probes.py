@@ -5,18 +5,32 @@ import sys
 import textwrap
 
 UDP_SINK = textwrap.dedent("""
-    import socket, sys, time
+    import select, socket, sys, time
     fam = socket.AF_INET6 if ':' in sys.argv[1] else socket.AF_INET
     s = socket.socket(fam, socket.SOCK_DGRAM)
     s.bind((sys.argv[1], int(sys.argv[2])))
-    s.settimeout(0.2)
+    s.setblocking(False)
+    count, grace, end = int(sys.argv[3]), float(sys.argv[4]), time.monotonic() + float(sys.argv[5])
     print('READY', flush=True)
-    end = time.monotonic() + float(sys.argv[3]); n = 0
-    while time.monotonic() < end:
-        try:
-            s.recv(2048); n += 1
-        except socket.timeout:
-            pass
+    n, full = 0, None
+    def drain():
+        global n
+        while True:
+            try:
+                s.recv(2048); n += 1
+            except BlockingIOError:
+                return
+    # until stdin closes (the sender is done and the settle time passed), or `grace` after `count`
+    # arrived (more would be duplicates: still counted), or the time limit
+    while time.monotonic() < end and (full is None or time.monotonic() < full + grace):
+        ready, _, _ = select.select([s, sys.stdin], [], [], 0.05)
+        if s in ready:
+            drain()
+        if n >= count and full is None:
+            full = time.monotonic()
+        if sys.stdin in ready:
+            break
+    drain()
     print(n, flush=True)
 """)
 
@@ -53,13 +67,30 @@ TCP_LISTEN = textwrap.dedent("""
 """)
 
 
-def udp_probe(bed, src: str, dst: str, port: int, count: int = 20, listen_s: float = 1.5) -> int:
-    """Send ``count`` datagrams from ``src`` (client ns) to ``dst``:``port`` (server ns); return how many arrived."""
-    sink = subprocess.Popen(["ip", "netns", "exec", bed.ns("server"), sys.executable, "-c", UDP_SINK, dst,
-                             str(port), str(listen_s)], stdout=subprocess.PIPE, text=True)
-    assert sink.stdout.readline().strip() == "READY"
-    bed.host.run([sys.executable, "-c", UDP_SEND, src, dst, str(port), str(count)], ns=bed.ns("client"))
-    out, _ = sink.communicate(timeout=listen_s + 5)
+def udp_probe(bed, src: str, dst: str, port: int, count: int = 20, *, listen_addr: str | None = None,
+              listen_port: int | None = None, settle_s: float = 0.5, grace_s: float = 0.2) -> int:
+    """Send ``count`` datagrams from ``src`` (client ns) to ``dst``:``port``; return how many the
+    server ns received at ``listen_addr``:``listen_port`` (default ``dst``:``port``; another when the
+    DUT translates), counted until ``settle_s`` after the sender finished, or ``grace_s`` after all
+    ``count`` arrived (so a duplicate still shows as more than ``count``)."""
+    sink = subprocess.Popen(["ip", "netns", "exec", bed.ns("server"), sys.executable, "-c", UDP_SINK,
+                             listen_addr or dst, str(port if listen_port is None else listen_port), str(count),
+                             str(grace_s), "30"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert sink.stdout.readline().strip() == "READY"
+        bed.host.run([sys.executable, "-c", UDP_SEND, src, dst, str(port), str(count)], ns=bed.ns("client"))
+        try:
+            sink.wait(timeout=settle_s)
+        except subprocess.TimeoutExpired:
+            pass
+        sink.stdin.close()  # stop counting (a sink that ended by itself has nothing more to read)
+        out = sink.stdout.read()
+        sink.wait(timeout=5)
+    finally:
+        if sink.poll() is None:
+            sink.kill()
+            sink.wait()
     return int(out.strip().splitlines()[-1])
 
 

@@ -2,12 +2,9 @@
 DNATed by the DUT to the server (iptables mode and nftables mode), and one to another Service
 (whose endpoints do not exist) does not reach the server."""
 
-import subprocess
-import sys
-
 import pytest
 
-from probes import UDP_SEND, UDP_SINK
+from probes import udp_probe
 from fwlab.dut import DutContext, get_backend
 from fwlab.rules import generate_kube_proxy
 from fwlab.testbed import Testbed, Topology, new_run_id
@@ -17,13 +14,7 @@ def _send(bed, dst: str, port: int, listen_port: int, count: int = 20) -> int:
     """``count`` datagrams from the client to ``dst``:``port``; how many the server received on
     its own address at ``listen_port``."""
     plan = bed.topo.plan
-    sink = subprocess.Popen(["ip", "netns", "exec", bed.ns("server"), sys.executable, "-c", UDP_SINK,
-                             plan.server(4), str(listen_port), "1.5"], stdout=subprocess.PIPE, text=True)
-    assert sink.stdout.readline().strip() == "READY"
-    bed.host.run([sys.executable, "-c", UDP_SEND, plan.client(4), dst, str(port), str(count)],
-                 ns=bed.ns("client"))
-    out, _ = sink.communicate(timeout=10)
-    return int(out.strip().splitlines()[-1])
+    return udp_probe(bed, plan.client(4), dst, port, count, listen_addr=plan.server(4), listen_port=listen_port)
 
 
 @pytest.mark.parametrize("backend", ["iptables-nft", "iptables-legacy", "nftables"])

@@ -5,12 +5,10 @@ the last published port to the server and not another; the ClassBench-style ACL 
 one flow per rule), each counted by the rule the model says it meets first."""
 
 import re
-import subprocess
-import sys
 
 import pytest
 
-from probes import UDP_SEND, UDP_SINK
+from probes import udp_probe
 from fwlab.dut import DutContext, get_backend
 from fwlab.rules import generate_realworld
 from fwlab.rules.classbench import first_matches
@@ -25,13 +23,7 @@ PORT = 7000
 
 def _send(bed, dst: str, port: int, listen_port: int, count: int = 10) -> int:
     plan = bed.topo.plan
-    sink = subprocess.Popen(["ip", "netns", "exec", bed.ns("server"), sys.executable, "-c", UDP_SINK,
-                             plan.server(4), str(listen_port), "1.0"], stdout=subprocess.PIPE, text=True)
-    assert sink.stdout.readline().strip() == "READY"
-    bed.host.run([sys.executable, "-c", UDP_SEND, plan.client(4), dst, str(port), str(count)],
-                 ns=bed.ns("client"))
-    out, _ = sink.communicate(timeout=10)
-    return int(out.strip().splitlines()[-1])
+    return udp_probe(bed, plan.client(4), dst, port, count, listen_addr=plan.server(4), listen_port=listen_port)
 
 
 def _rs(bed, layout, port=PORT):

@@ -11,6 +11,7 @@ name (or None), never build ``ip netns exec`` or ``ssh`` command lines themselve
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 import shutil
@@ -215,6 +216,17 @@ class Host(ABC):
         return {"name": self.name, "remote": self.remote}
 
 
+@functools.cache
+def default_signals_prefix() -> list[str]:
+    """``env --default-signal=INT,QUIT`` where this host's env(1) has it (coreutils >= 8.31), else []."""
+    try:
+        ok = subprocess.run(["env", "--default-signal=INT,QUIT", "true"], capture_output=True,
+                            timeout=10, check=False).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        ok = False
+    return ["env", "--default-signal=INT,QUIT"] if ok else []
+
+
 @dataclass
 class LocalHost(Host):
     """The machine fwlab runs on. Commands run in its namespaces via ``ip netns exec``."""
@@ -257,8 +269,11 @@ class LocalHost(Host):
         return cp
 
     def spawn(self, argv: list[str], ns: str | None = None) -> Spawned:
-        """Start ``argv`` in the background (in namespace ``ns``); it is stopped at teardown."""
-        full = self._argv(argv, ns)
+        """Start ``argv`` in the background (in namespace ``ns``); it is stopped at teardown.
+        SIGINT and SIGQUIT go back to their defaults for it (as the remote spawn wrapper does): a
+        process started from a shell's background job inherits them ignored, and the tools fwlab
+        stops with SIGINT (curl, ping, the engine) would then wait out their time-outs."""
+        full = default_signals_prefix() + self._argv(argv, ns)
         proc = subprocess.Popen(full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 start_new_session=True)
         sp = Spawned(proc, ns, argv)
