@@ -72,15 +72,6 @@ from fwlab.testbed import Testbed, require_root, require_tool
 
 
 # -- the run -----------------------------------------------------------------------------------
-def note_to(log: TextIO | None):
-    """A progress line writer to ``log`` (None: silent)."""
-    def note(s: str) -> None:
-        if log:
-            log.write(s + "\n")
-            log.flush()
-    return note
-
-
 def derive_all(model, b: Bed, seed: int = 1) -> Derivation:
     """Classes for every pair of mapped names (client side x server side) in one derivation: the
     bed's addresses with every name mapped to each side (``client_ifs``/``server_ifs``), and every
