@@ -2,8 +2,9 @@
 on the rule set's marked copy (its drop, reject and policy-drop verdicts made "mark, accept"; the
 in-kernel clock's leave right after the dropping chain drops the marked packets). Checked on the
 data path: the DUT transmitted none of a dropped class's packets, the bracket of the dropping chain
-saw every packet sent enter it and the clock dropped every one of them, the copy of the class's
-own rule (or the policy's final rule) counted exactly the packets sent, and a later table's chain
+saw every packet sent enter it and the clock dropped every one of them (an earlier bracket of the
+path, e.g. an inet prerouting chain, may also see a few of the bed's own packets), the copy of the
+class's own rule (or the policy's final rule) counted exactly the packets sent, and a later table's chain
 on the same hook saw none of them (as for the real drop); the figures are labelled as times to
 the drop verdict, the mix names them, and the mark statement's own time is measured."""
 
@@ -35,6 +36,25 @@ table ip b {
     }
 }
 """
+
+
+#: packets of the bed's own (neighbour discovery, MLD reports) that an earlier bracket of the
+#: class's path may see beside the class's: a prerouting chain of an inet table sees every packet
+#: entering the DUT (one was seen in a clean-clone run)
+STRAY_MAX = 20
+
+
+def assert_dropped_by_the_clock(m: dict, sent: int, trial: str) -> None:
+    """A dropped class on the marked copy: every packet sent entered the dropping chain's bracket
+    (the path's last) and left it timed, the clock dropped every one of them, and the copy's rule
+    counter moved by exactly those plus the pilot's; an earlier bracket of the path timed every
+    packet that entered it and saw the class's packets plus at most a few of the bed's own."""
+    path = m["fw_class_path"]
+    assert path and all(p["entered"] == p["timed"] for p in path), (trial, path)
+    assert path[-1]["entered"] == sent, (trial, path, sent)
+    assert all(sent <= p["entered"] <= sent + STRAY_MAX for p in path[:-1]), (trial, path, sent)
+    assert m["fw_class_dropped_marked"] == sent, (trial, m["fw_class_dropped_marked"], sent)
+    assert m["rule_counter_delta"] == sent + m["pilot_offered_count"], (trial, m["rule_counter_delta"])
 
 
 def test_dropped_classes_are_timed_to_their_drop_verdict_on_a_marked_copy(tmp_path):
@@ -69,13 +89,11 @@ def test_dropped_classes_are_timed_to_their_drop_verdict_on_a_marked_copy(tmp_pa
         assert m["dut_transmitted_delta"] == 0, (t["trial_id"], m["dut_transmitted_delta"])
         assert m["fw_class_figure_kind"].startswith("time to the " + ("reject" if c["terminal"] == "reject"
                                                                       else "drop") + " verdict (timed on a marked copy")
-        # every packet entered the dropping chain's bracket, left it timed, and the clock dropped it
-        path = m["fw_class_path"]
-        assert path and all(p["entered"] == sent and p["timed"] == sent for p in path), (t["trial_id"], path)
-        assert m["fw_class_dropped_marked"] == sent, (t["trial_id"], m["fw_class_dropped_marked"], sent)
+        # every packet entered the dropping chain's bracket, left it timed, and the clock dropped it;
+        # the copy of the class's own rule (a policy: the copy's final marking rule) counted the pilot
+        # and the trial
+        assert_dropped_by_the_clock(m, sent, t["trial_id"])
         assert m["fw_class_ns"] > 0 and m["fw_class_low_ns"] <= m["fw_class_ns"] <= m["fw_class_high_ns"]
-        # the copy of the class's own rule (a policy: the copy's final marking rule) counted the pilot and the trial
-        assert m["rule_counter_delta"] == sent + m["pilot_offered_count"], (t["trial_id"], m["rule_counter_delta"])
         # no later chain on the hook ran: table b's bracket (IPv4 only) saw none of a dropped packet
         later = [b for b in t["raw"]["probe"]["brackets"] if any("ip b/later" in x for x in b["chains"])]
         assert all(b.get("entered") == 0 for b in later), later
@@ -123,9 +141,9 @@ def test_the_iptables_example_times_its_drops_on_a_marked_copy(tmp_path):
             continue
         assert m is not None, t["error"]
         sent = m["offered_count"]
-        assert m["dut_transmitted_delta"] == 0 and m["fw_class_dropped_marked"] == sent > 0, (t["trial_id"], m)
+        assert m["dut_transmitted_delta"] == 0 and sent > 0, (t["trial_id"], m)
+        assert_dropped_by_the_clock(m, sent, t["trial_id"])
         assert m["fw_class_ns"] > 0 and "marked copy" in m["fw_class_figure_kind"]
-        assert m["rule_counter_delta"] == sent + m["pilot_offered_count"], (t["trial_id"], m["rule_counter_delta"])
         n += 1
     assert n >= len(dropped)
     for i in dropped:
