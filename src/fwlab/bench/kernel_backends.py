@@ -29,6 +29,7 @@ from typing import TextIO
 from fwlab.bench.suite_text import suite_toml
 from fwlab.errors import FwlabError
 from fwlab.results.trial import TrialRecord
+from fwlab.stats.kernel_cost import CostPoint, conversion_ns
 from fwlab.suites import parse_suite
 
 BACKENDS = ("nftables", "iptables-nft", "iptables-legacy", "ipset", "bridge", "xdp-generic")
@@ -119,11 +120,12 @@ def figure(trials: list[TrialRecord]) -> dict:
                 "what": "the XDP program's own run time per packet (bpf_stats); no netfilter bracket, no reference"}
     ref_med = _med(t.metric("fw_ref_p50_ns") for t in trials)
     ratio = _med(t.metric("fw_ref_ratio_p50") for t in trials)
+    conv = conversion_ns(CostPoint.from_metrics(t.layout, t.rules, t.repetition, t.metrics or {}) for t in trials)
     return {"trials": rows, "reference": trials[0].metric("fw_reference"),
             "p50_ns": _med(t.metric("fw_p50_ns") for t in trials),
             "floor_p50_ns": _med(t.metric("fw_floor_p50_ns") for t in trials),
             "reference_p50_ns": ref_med, "packet_ratio_p50": ratio,
-            "referenced_ns": ratio * ref_med if ratio and ref_med else None,
+            "referenced_ns": ratio * conv if ratio and conv else None,  # the report's conversion
             "calls_per_packet": _med(t.metric("fw_calls_per_packet") for t in trials),
             "chains": list(trials[0].metric("fw_chains") or [])}
 

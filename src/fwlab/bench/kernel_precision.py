@@ -11,8 +11,8 @@ rule set:
   reference chain (``reference_rules`` non-matching nft rules at priority 20), giving the
   firewall's median ns per packet (raw), its ratio to the reference's on the same packets (the
   median over packets of each packet's firewall gap / its reference gap), and that ratio in ns at
-  the reference's median over all repetitions of the size (referenced; the ratio of the two
-  medians is kept beside it);
+  the conversion the report uses for the size's trials (``fwlab.stats.kernel_cost.conversion_ns``:
+  the reference's uncontended time; referenced; the ratio of the two medians is kept beside it);
 - *throughput* (traffic kind ``engine``: 64 B frames at the engine's top rate for ``seconds``,
   no probe linked): the forwarded rate.
 
@@ -39,6 +39,7 @@ from typing import TextIO
 from fwlab.bench.suite_text import suite_toml
 from fwlab.errors import FwlabError
 from fwlab.results.trial import TrialRecord
+from fwlab.stats.kernel_cost import CostPoint, conversion_ns
 from fwlab.stats.summary import summarize
 from fwlab.suites import parse_suite
 
@@ -109,7 +110,8 @@ def cost_of(rec: TrialRecord) -> dict:
     return {"p50_ns": m.get("fw_p50_ns"), "net_p50_ns": m.get("fw_net_p50_ns"),
             "reference_p50_ns": m.get("fw_ref_p50_ns"), "ratio_to_reference": m.get("fw_ref_median_ratio"),
             "packet_ratio_p50": m.get("fw_ref_ratio_p50"), "floor_p50_ns": m.get("fw_floor_p50_ns"),
-            "calls_per_packet": m.get("fw_calls_per_packet"), "missing": missing}
+            "calls_per_packet": m.get("fw_calls_per_packet"), "ref_hdr_b64": m.get("fw_ref_hdr_b64"),
+            "missing": missing}
 
 
 def trials_from_records(records: list[TrialRecord]) -> list[dict]:
@@ -148,10 +150,12 @@ def run_bench(cfg: KernelPrecisionConfig, out_root: Path | str = "results", log:
 
 def _referenced(costs: list[dict], key: str = "packet_ratio_p50") -> list[float | None]:
     """Each trial's ratio (``key``: the median per-packet ratio, or the ratio of the medians) in
-    ns at the reference's median over the trials."""
-    refs = [c["reference_p50_ns"] for c in costs if c.get("reference_p50_ns")]
-    ref_med = statistics.median(refs) if refs else None
-    return [c[key] * ref_med if ref_med and c.get(key) else None for c in costs]
+    ns at the one conversion the report uses for these trials
+    (:func:`fwlab.stats.kernel_cost.conversion_ns`: the reference's uncontended time, or the median
+    of its medians for trials without the reference's histogram)."""
+    conv = conversion_ns(CostPoint("linear", 0, 0, c.get("p50_ns"), None, None, c.get("packet_ratio_p50"), None, None,
+                                   c.get("reference_p50_ns"), None, c.get("ref_hdr_b64")) for c in costs)
+    return [c[key] * conv if conv and c.get(key) else None for c in costs]
 
 
 def summary(trials: list[dict]) -> dict:

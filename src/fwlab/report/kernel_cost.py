@@ -130,23 +130,16 @@ def predictions(trials: list[TrialRecord]) -> list[Prediction]:
     the path is the 0-rule measured rate's time per packet minus the firewall's at 0 rules (the
     same layout's, else another layout's: they load the same 0-rule set)."""
     trials = as_records(trials)
+    rows_by_bed = cost_rows(trials)  # the figures per rule count: the same the section and summary state
     out = []
     for key, ts in sorted(cost_groups(trials).items(), key=str):
-        ts = [t for t in ts if not t.metric("fw_missing")]
-        pts = points(ts)
+        pts = points([t for t in ts if not t.metric("fw_missing")])
         referenced = referenced_usable(pts)
-        conv = reference_conversion(pts) if referenced else None
-        ref_med = conv.ns if conv is not None else None
-        fw_what = _what(referenced, conv)
-        med: dict[tuple, float] = {}
-        rng: dict[tuple, tuple[float, float] | None] = {}
-        for lay, n in sorted({(p.layout, p.rules) for p in pts}):
-            figs = [f for p in pts if p.layout == lay and p.rules == n
-                    and (f := figure(p, ref_med, referenced)) is not None]
-            if figs:
-                med[(lay, n)] = statistics.median(f.value_ns for f in figs)
-                lows, highs = _span(f.low_ns for f in figs), _span(f.high_ns for f in figs)
-                rng[(lay, n)] = (lows[0], highs[1]) if lows and highs else None
+        fw_what = _what(referenced, reference_conversion(pts) if referenced else None)
+        rows = rows_by_bed.get(key, (referenced, []))[1]
+        med = {(r.layout, r.rules): r.value_ns for r in rows}
+        rng = {(r.layout, r.rules): (r.low_ns, r.high_ns) if r.low_ns is not None and r.high_ns is not None else None
+               for r in rows}
         for (lay, n), v in sorted(med.items()):
             zl = lay if (lay, 0) in med else next((l for l, r in med if r == 0), None)
             rest = rest_range = None
